@@ -1,0 +1,48 @@
+package io.kvoffload;
+
+/**
+ * Bytes read back from a device did not match the CRC32C recorded when they were written. The
+ * library never returns such bytes; the message names the device, the sequence, the layer and the
+ * token range the extent holds.
+ */
+public class KvChecksumException extends KvException {
+    private final int device;
+    private final String sequenceId;
+    private final int layer;
+    private final int fromToken;
+    private final int toToken;
+
+    public KvChecksumException(int device, String devicePath, String sequenceId, int layer, int fromToken,
+            int toToken, int expectedCrc, int actualCrc) {
+        super("checksum mismatch on device " + device + " (" + devicePath + "), sequence " + sequenceId
+                + ", layer " + layer + ", tokens " + fromToken + ".." + (toToken - 1) + ": expected CRC32C "
+                + Integer.toHexString(expectedCrc) + ", read " + Integer.toHexString(actualCrc));
+        this.device = device;
+        this.sequenceId = sequenceId;
+        this.layer = layer;
+        this.fromToken = fromToken;
+        this.toToken = toToken;
+    }
+
+    public int device() {
+        return device;
+    }
+
+    public String sequenceId() {
+        return sequenceId;
+    }
+
+    public int layer() {
+        return layer;
+    }
+
+    /** First token of the damaged extent. */
+    public int fromToken() {
+        return fromToken;
+    }
+
+    /** One past the last token of the damaged extent. */
+    public int toToken() {
+        return toToken;
+    }
+}

@@ -1,0 +1,336 @@
+package io.kvoffload;
+
+import com.fasterxml.jackson.jr.ob.JSON;
+import io.kvoffload.internal.util.Checks;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Set;
+import java.util.TreeSet;
+
+/**
+ * Engine configuration. Build one with {@link #builder()} or read one from a JSON file with
+ * {@link #load(Path)}; every value is validated when {@link Builder#build()} runs. See
+ * docs/configuration.md for every key, its default and its range.
+ */
+public final class KvConfig {
+    /** Backend name meaning: the available backend with the highest priority. */
+    public static final String AUTO = "auto";
+
+    private final List<Path> ssdDirectories;
+    private final Path metadataDirectory;
+    private final long dramBudgetBytes;
+    private final long dramSlabBytes;
+    private final long deviceCapacityBytes;
+    private final int blockTokens;
+    private final boolean checksums;
+    private final String ioBackend;
+    private final boolean directIo;
+    private final int directIoAlignment;
+    private final int queueDepth;
+    private final int ioThreadsPerDevice;
+
+    private KvConfig(Builder b) {
+        this.ssdDirectories = List.copyOf(b.ssdDirectories);
+        this.metadataDirectory = b.metadataDirectory;
+        this.dramBudgetBytes = b.dramBudgetBytes;
+        this.dramSlabBytes = b.dramSlabBytes;
+        this.deviceCapacityBytes = b.deviceCapacityBytes;
+        this.blockTokens = b.blockTokens;
+        this.checksums = b.checksums;
+        this.ioBackend = b.ioBackend;
+        this.directIo = b.directIo;
+        this.directIoAlignment = b.directIoAlignment;
+        this.queueDepth = b.queueDepth;
+        this.ioThreadsPerDevice = b.ioThreadsPerDevice;
+    }
+
+    public static Builder builder() {
+        return new Builder();
+    }
+
+    /** One directory per SSD; each holds that device's pool file. */
+    public List<Path> ssdDirectories() {
+        return ssdDirectories;
+    }
+
+    /** Where manifests live; defaults to {@code <first SSD directory>/manifests}. */
+    public Path metadataDirectory() {
+        return metadataDirectory != null ? metadataDirectory : ssdDirectories.get(0).resolve("manifests");
+    }
+
+    public long dramBudgetBytes() {
+        return dramBudgetBytes;
+    }
+
+    public long dramSlabBytes() {
+        return dramSlabBytes;
+    }
+
+    /** Size of the pool file on each SSD. */
+    public long deviceCapacityBytes() {
+        return deviceCapacityBytes;
+    }
+
+    /** Tokens per block: the unit of placement, I/O, checksums and prefix hashing. */
+    public int blockTokens() {
+        return blockTokens;
+    }
+
+    /** Whether reads verify each extent's CRC32C (it is always recorded). */
+    public boolean checksums() {
+        return checksums;
+    }
+
+    public String ioBackend() {
+        return ioBackend;
+    }
+
+    public boolean directIo() {
+        return directIo;
+    }
+
+    /** Direct-I/O alignment in bytes; 0 means detect from the file system (at least 4096). */
+    public int directIoAlignment() {
+        return directIoAlignment;
+    }
+
+    public int queueDepth() {
+        return queueDepth;
+    }
+
+    public int ioThreadsPerDevice() {
+        return ioThreadsPerDevice;
+    }
+
+    /**
+     * Reads a JSON configuration file. Sizes may be numbers of bytes or strings with a unit
+     * ({@code "512MiB"}, {@code "4GiB"}); relative directories resolve against the file's folder.
+     */
+    public static KvConfig load(Path file) throws IOException {
+        Map<String, Object> map;
+        try {
+            map = JSON.std.mapFrom(Files.readString(file));
+        } catch (IOException e) {
+            if (!Files.exists(file)) {
+                throw new java.nio.file.NoSuchFileException(file.toString(), null, "configuration file not found");
+            }
+            throw new IOException("configuration file " + file + " is not valid JSON: " + e.getMessage(), e);
+        }
+        Path base = file.toAbsolutePath().getParent();
+        return fromMap(map, base);
+    }
+
+    static final Set<String> KEYS = new TreeSet<>(List.of("ssdDirectories", "metadataDirectory", "dramBudget",
+            "dramSlab", "deviceCapacity", "blockTokens", "checksums", "ioBackend", "directIo",
+            "directIoAlignment", "queueDepth", "ioThreadsPerDevice"));
+
+    static KvConfig fromMap(Map<String, Object> map, Path base) {
+        Builder b = builder();
+        for (Map.Entry<String, Object> e : map.entrySet()) {
+            String k = e.getKey();
+            Object v = e.getValue();
+            switch (k) {
+                case "ssdDirectories" -> {
+                    if (!(v instanceof List<?> list)) {
+                        throw new IllegalArgumentException("ssdDirectories must be a list of paths; got " + v);
+                    }
+                    List<Path> dirs = new ArrayList<>();
+                    for (Object o : list) {
+                        dirs.add(base.resolve(String.valueOf(o)));
+                    }
+                    b.ssdDirectories(dirs);
+                }
+                case "metadataDirectory" -> b.metadataDirectory(base.resolve(String.valueOf(v)));
+                case "dramBudget" -> b.dramBudgetBytes(parseSize(k, v));
+                case "dramSlab" -> b.dramSlabBytes(parseSize(k, v));
+                case "deviceCapacity" -> b.deviceCapacityBytes(parseSize(k, v));
+                case "blockTokens" -> b.blockTokens(parseInt(k, v));
+                case "checksums" -> b.checksums(parseBool(k, v));
+                case "ioBackend" -> b.ioBackend(String.valueOf(v));
+                case "directIo" -> b.directIo(parseBool(k, v));
+                case "directIoAlignment" -> b.directIoAlignment(parseInt(k, v));
+                case "queueDepth" -> b.queueDepth(parseInt(k, v));
+                case "ioThreadsPerDevice" -> b.ioThreadsPerDevice(parseInt(k, v));
+                default -> throw new IllegalArgumentException(
+                        "unknown configuration key '" + k + "'; allowed keys: " + KEYS);
+            }
+        }
+        return b.build();
+    }
+
+    /** Parses a byte count: a number, or a string like {@code 64KiB}, {@code 512MiB}, {@code 2GiB}. */
+    public static long parseSize(String name, Object v) {
+        if (v instanceof Number n) {
+            return n.longValue();
+        }
+        String s = String.valueOf(v).trim().toUpperCase(Locale.ROOT).replace(" ", "");
+        long mult = 1;
+        String[][] units = {{"TIB", "1099511627776"}, {"GIB", "1073741824"}, {"MIB", "1048576"}, {"KIB", "1024"},
+            {"TB", "1000000000000"}, {"GB", "1000000000"}, {"MB", "1000000"}, {"KB", "1000"}, {"B", "1"}};
+        for (String[] u : units) {
+            if (s.endsWith(u[0])) {
+                mult = Long.parseLong(u[1]);
+                s = s.substring(0, s.length() - u[0].length());
+                break;
+            }
+        }
+        try {
+            return Math.multiplyExact(Long.parseLong(s), mult);
+        } catch (NumberFormatException | ArithmeticException e) {
+            throw new IllegalArgumentException(name + " = '" + v
+                    + "' is not a size; allowed: a number of bytes or a number with KiB, MiB, GiB, TiB (or KB, MB, GB, TB)");
+        }
+    }
+
+    private static int parseInt(String name, Object v) {
+        if (v instanceof Number n && n.doubleValue() == n.intValue()) {
+            return n.intValue();
+        }
+        try {
+            return Integer.parseInt(String.valueOf(v).trim());
+        } catch (NumberFormatException e) {
+            throw new IllegalArgumentException(name + " = '" + v + "' is not an integer");
+        }
+    }
+
+    private static boolean parseBool(String name, Object v) {
+        if (v instanceof Boolean bool) {
+            return bool;
+        }
+        String s = String.valueOf(v).trim();
+        if (s.equalsIgnoreCase("true") || s.equalsIgnoreCase("false")) {
+            return Boolean.parseBoolean(s);
+        }
+        throw new IllegalArgumentException(name + " = '" + v + "' is not a boolean; allowed: true, false");
+    }
+
+    @Override
+    public String toString() {
+        return "KvConfig{ssdDirectories=" + ssdDirectories + ", metadataDirectory=" + metadataDirectory()
+                + ", dramBudgetBytes=" + dramBudgetBytes + ", dramSlabBytes=" + dramSlabBytes
+                + ", deviceCapacityBytes=" + deviceCapacityBytes + ", blockTokens=" + blockTokens
+                + ", checksums=" + checksums + ", ioBackend=" + ioBackend + ", directIo=" + directIo
+                + ", directIoAlignment=" + directIoAlignment + ", queueDepth=" + queueDepth
+                + ", ioThreadsPerDevice=" + ioThreadsPerDevice + "}";
+    }
+
+    /** Builder with the documented defaults. */
+    public static final class Builder {
+        private List<Path> ssdDirectories = List.of();
+        private Path metadataDirectory;
+        private long dramBudgetBytes = 256L << 20;
+        private long dramSlabBytes = 4L << 20;
+        private long deviceCapacityBytes = 1L << 30;
+        private int blockTokens = 16;
+        private boolean checksums = true;
+        private String ioBackend = AUTO;
+        private boolean directIo = true;
+        private int directIoAlignment = 0;
+        private int queueDepth = 128;
+        private int ioThreadsPerDevice = 4;
+
+        private Builder() {}
+
+        public Builder ssdDirectories(List<Path> dirs) {
+            this.ssdDirectories = List.copyOf(Checks.notNull("ssdDirectories", dirs));
+            return this;
+        }
+
+        public Builder ssdDirectories(Path... dirs) {
+            return ssdDirectories(List.of(dirs));
+        }
+
+        public Builder metadataDirectory(Path dir) {
+            this.metadataDirectory = dir;
+            return this;
+        }
+
+        public Builder dramBudgetBytes(long bytes) {
+            this.dramBudgetBytes = bytes;
+            return this;
+        }
+
+        public Builder dramSlabBytes(long bytes) {
+            this.dramSlabBytes = bytes;
+            return this;
+        }
+
+        public Builder deviceCapacityBytes(long bytes) {
+            this.deviceCapacityBytes = bytes;
+            return this;
+        }
+
+        public Builder blockTokens(int tokens) {
+            this.blockTokens = tokens;
+            return this;
+        }
+
+        public Builder checksums(boolean on) {
+            this.checksums = on;
+            return this;
+        }
+
+        public Builder ioBackend(String name) {
+            this.ioBackend = Checks.notNull("ioBackend", name);
+            return this;
+        }
+
+        public Builder directIo(boolean on) {
+            this.directIo = on;
+            return this;
+        }
+
+        public Builder directIoAlignment(int bytes) {
+            this.directIoAlignment = bytes;
+            return this;
+        }
+
+        public Builder queueDepth(int depth) {
+            this.queueDepth = depth;
+            return this;
+        }
+
+        public Builder ioThreadsPerDevice(int threads) {
+            this.ioThreadsPerDevice = threads;
+            return this;
+        }
+
+        /** Validates every value and builds the configuration. */
+        public KvConfig build() {
+            if (ssdDirectories.isEmpty() || ssdDirectories.size() > 256) {
+                throw new IllegalArgumentException("ssdDirectories has " + ssdDirectories.size()
+                        + " entries; allowed: 1..256 directories, one per SSD");
+            }
+            Set<Path> seen = new java.util.HashSet<>();
+            for (Path p : ssdDirectories) {
+                Checks.notNull("ssdDirectories[i]", p);
+                if (!seen.add(p.toAbsolutePath().normalize())) {
+                    throw new IllegalArgumentException("ssdDirectories lists " + p + " twice; each SSD once");
+                }
+            }
+            Checks.inRange("dramBudgetBytes", dramBudgetBytes, 1L << 20, Long.MAX_VALUE / 2);
+            Checks.inRange("dramSlabBytes", dramSlabBytes, 4096, 1L << 30);
+            if (dramSlabBytes % 4096 != 0) {
+                throw new IllegalArgumentException("dramSlabBytes = " + dramSlabBytes + " must be a multiple of 4096");
+            }
+            Checks.inRange("deviceCapacityBytes", deviceCapacityBytes, 1L << 20, 1L << 50);
+            Checks.inRange("blockTokens", blockTokens, 1, 65536);
+            if (directIoAlignment != 0) {
+                Checks.powerOfTwo("directIoAlignment", directIoAlignment);
+                Checks.inRange("directIoAlignment", directIoAlignment, 512, 1 << 20);
+            }
+            Checks.inRange("queueDepth", queueDepth, 1, 32768);
+            Checks.inRange("ioThreadsPerDevice", ioThreadsPerDevice, 1, 256);
+            if (ioBackend.isBlank()) {
+                throw new IllegalArgumentException("ioBackend is blank; allowed: 'auto' or a backend name such as"
+                        + " 'portable' or 'io_uring'");
+            }
+            return new KvConfig(this);
+        }
+    }
+}

@@ -1,0 +1,85 @@
+package io.kvoffload.internal.ffi;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.FunctionDescriptor;
+import java.lang.foreign.Linker;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.SymbolLookup;
+import java.lang.foreign.ValueLayout;
+import java.lang.invoke.MethodHandle;
+import java.nio.file.Path;
+
+/**
+ * The few libc calls core needs, bound through FFM. This package is the only one in core that
+ * touches native addresses; everything it takes is a Java value or a path.
+ */
+public final class Libc {
+    private static final int O_RDWR = 02;
+    private static final int O_CREAT = 0100;
+    private static final int O_CLOEXEC = 02000000;
+
+    private static final MethodHandle OPEN;
+    private static final MethodHandle CLOSE;
+    private static final MethodHandle POSIX_FALLOCATE;
+    private static final Throwable UNAVAILABLE;
+
+    static {
+        MethodHandle open = null;
+        MethodHandle close = null;
+        MethodHandle fallocate = null;
+        Throwable failure = null;
+        try {
+            Linker linker = Linker.nativeLinker();
+            SymbolLookup libc = linker.defaultLookup();
+            open = linker.downcallHandle(libc.findOrThrow("open"),
+                    FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.ADDRESS, ValueLayout.JAVA_INT,
+                            ValueLayout.JAVA_INT),
+                    Linker.Option.firstVariadicArg(2), Linker.Option.captureCallState("errno"));
+            close = linker.downcallHandle(libc.findOrThrow("close"),
+                    FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.JAVA_INT));
+            fallocate = linker.downcallHandle(libc.findOrThrow("posix_fallocate"),
+                    FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.JAVA_INT, ValueLayout.JAVA_LONG,
+                            ValueLayout.JAVA_LONG));
+        } catch (Throwable t) {
+            failure = t;
+        }
+        OPEN = open;
+        CLOSE = close;
+        POSIX_FALLOCATE = fallocate;
+        UNAVAILABLE = failure;
+    }
+
+    private Libc() {}
+
+    /** Why native calls are unavailable (no native access granted, not Linux), or null. */
+    public static Throwable unavailableReason() {
+        return UNAVAILABLE;
+    }
+
+    /**
+     * Reserves {@code length} bytes of disk for {@code file} (creating it), so later writes cannot
+     * fail for lack of space. Returns 0 or the errno; throws if native access is unavailable.
+     */
+    public static int posixFallocate(Path file, long length) {
+        if (UNAVAILABLE != null) {
+            throw new UnsupportedOperationException("native access unavailable: " + UNAVAILABLE, UNAVAILABLE);
+        }
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment path = arena.allocateFrom(file.toString());
+            MemorySegment state = arena.allocate(Linker.Option.captureStateLayout());
+            int fd = (int) OPEN.invokeExact(state, path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+            if (fd < 0) {
+                return state.get(ValueLayout.JAVA_INT,
+                        Linker.Option.captureStateLayout().byteOffset(
+                                java.lang.foreign.MemoryLayout.PathElement.groupElement("errno")));
+            }
+            try {
+                return (int) POSIX_FALLOCATE.invokeExact(fd, 0L, length);
+            } finally {
+                int ignored = (int) CLOSE.invokeExact(fd);
+            }
+        } catch (Throwable t) {
+            throw new IllegalStateException("posix_fallocate(" + file + ", " + length + ") failed", t);
+        }
+    }
+}

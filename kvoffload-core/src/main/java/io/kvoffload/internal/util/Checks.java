@@ -1,0 +1,69 @@
+package io.kvoffload.internal.util;
+
+/**
+ * Argument checks whose messages name the argument, the value and what is allowed, so a user sees
+ * at once what they did wrong.
+ */
+public final class Checks {
+    private Checks() {}
+
+    public static int inRange(String name, int value, int minInclusive, int maxInclusive) {
+        if (value < minInclusive || value > maxInclusive) {
+            throw new IllegalArgumentException(
+                    name + " = " + value + " is out of range; allowed: " + minInclusive + ".." + maxInclusive);
+        }
+        return value;
+    }
+
+    public static long inRange(String name, long value, long minInclusive, long maxInclusive) {
+        if (value < minInclusive || value > maxInclusive) {
+            throw new IllegalArgumentException(
+                    name + " = " + value + " is out of range; allowed: " + minInclusive + ".." + maxInclusive);
+        }
+        return value;
+    }
+
+    public static int index(String name, int value, int size) {
+        if (value < 0 || value >= size) {
+            throw new IllegalArgumentException(name + " = " + value + " is out of range; allowed: 0.."
+                    + (size - 1) + (size == 0 ? " (none: the range is empty)" : ""));
+        }
+        return value;
+    }
+
+    public static int positive(String name, int value) {
+        if (value <= 0) {
+            throw new IllegalArgumentException(name + " = " + value + " must be positive");
+        }
+        return value;
+    }
+
+    public static long positive(String name, long value) {
+        if (value <= 0) {
+            throw new IllegalArgumentException(name + " = " + value + " must be positive");
+        }
+        return value;
+    }
+
+    public static long powerOfTwo(String name, long value) {
+        if (value <= 0 || Long.bitCount(value) != 1) {
+            throw new IllegalArgumentException(name + " = " + value + " must be a positive power of two");
+        }
+        return value;
+    }
+
+    public static <T> T notNull(String name, T value) {
+        if (value == null) {
+            throw new NullPointerException(name + " must not be null");
+        }
+        return value;
+    }
+
+    public static long alignUp(long value, long alignment) {
+        return (value + alignment - 1) & -alignment;
+    }
+
+    public static boolean isAligned(long value, long alignment) {
+        return (value & (alignment - 1)) == 0;
+    }
+}

@@ -1,0 +1,55 @@
+package io.kvoffload.spi;
+
+import java.io.IOException;
+import java.util.List;
+
+/**
+ * Batched, asynchronous reads and writes of aligned extents on the engine's device pool files.
+ *
+ * <p>A caller fills an {@link IoBatch} (requests across any devices), calls {@link #submit} which
+ * starts all of them and returns, overlaps other work, then calls {@link #await}. A batch is used
+ * by one thread at a time; different threads may run different batches concurrently.
+ *
+ * <p>Contract for implementations: every request is transferred completely (short transfers are
+ * continued for the remainder, EINTR and EAGAIN retried); any other failure is reported by
+ * {@link #await} as a {@link io.kvoffload.KvIoException} naming device, offset and length, after
+ * every request of the batch has finished (so no buffer is still in use by the kernel).
+ * {@link #close()} drains in-flight I/O before releasing anything.
+ */
+public interface IoBackend extends AutoCloseable {
+    String name();
+
+    List<IoDevice> devices();
+
+    /** Whether the device is open with O_DIRECT. */
+    boolean directIo(int device);
+
+    /** A reusable batch of at most {@code capacity} requests; allocate once, reuse per step. */
+    default IoBatch newBatch(int capacity) {
+        return new IoBatch(devices(), capacity);
+    }
+
+    /** Starts every request in the batch. Returns without waiting for completion. */
+    void submit(IoBatch batch);
+
+    /** Waits until every request of a submitted batch has finished; throws on the first failure. */
+    void await(IoBatch batch);
+
+    /** Submits and waits. */
+    default void execute(IoBatch batch) {
+        submit(batch);
+        await(batch);
+    }
+
+    /** Makes completed writes on the device durable (fdatasync). */
+    void sync(int device) throws IOException;
+
+    /** A listener this backend wants for the DRAM tier's slabs (fixed-buffer registration), or null. */
+    default DramSlabListener dramSlabListener() {
+        return null;
+    }
+
+    /** Drains in-flight I/O, then releases files and rings. */
+    @Override
+    void close();
+}

@@ -1,0 +1,226 @@
+package io.kvoffload.spi;
+
+import io.kvoffload.KvIoException;
+import java.lang.foreign.MemorySegment;
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
+import java.util.List;
+import java.util.concurrent.locks.LockSupport;
+
+/**
+ * A reusable batch of aligned read and write requests across devices.
+ *
+ * <p>Every request is validated when it is added: the device exists, the buffer is native memory
+ * whose address, length and file offset are multiples of the device's direct-I/O alignment, and
+ * the range lies inside the pool file. A backend may therefore hand {@code buffer.address()} and
+ * {@code buffer.byteSize()} to the kernel as they are: no request can make the kernel touch memory
+ * outside its segment or a file outside its pool.
+ *
+ * <p>The arrays are allocated once, in the constructor; filling, submitting and completing a batch
+ * allocates nothing on the heap (only a failure creates its exception).
+ */
+public final class IoBatch {
+    public static final byte READ = 0;
+    public static final byte WRITE = 1;
+
+    private static final VarHandle PENDING;
+
+    static {
+        try {
+            PENDING = MethodHandles.lookup().findVarHandle(IoBatch.class, "pending", int.class);
+        } catch (ReflectiveOperationException e) {
+            throw new ExceptionInInitializerError(e);
+        }
+    }
+
+    private final long[] deviceSize;
+    private final int[] deviceAlignment;
+    private final byte[] ops;
+    private final int[] devices;
+    private final long[] offsets;
+    private final MemorySegment[] buffers;
+    private final long[] tags;
+    private int size;
+
+    @SuppressWarnings("unused") // accessed through PENDING
+    private volatile int pending;
+    private volatile Thread waiter;
+    private volatile KvIoException failure;
+
+    public IoBatch(List<IoDevice> deviceList, int capacity) {
+        if (capacity <= 0) {
+            throw new IllegalArgumentException("capacity = " + capacity + " must be positive");
+        }
+        deviceSize = new long[deviceList.size()];
+        deviceAlignment = new int[deviceList.size()];
+        for (int i = 0; i < deviceSize.length; i++) {
+            deviceSize[i] = deviceList.get(i).sizeBytes();
+            deviceAlignment[i] = deviceList.get(i).alignment();
+        }
+        ops = new byte[capacity];
+        devices = new int[capacity];
+        offsets = new long[capacity];
+        buffers = new MemorySegment[capacity];
+        tags = new long[capacity];
+    }
+
+    public int capacity() {
+        return ops.length;
+    }
+
+    public int size() {
+        return size;
+    }
+
+    public boolean isFull() {
+        return size == ops.length;
+    }
+
+    /** Forgets all requests (and drops the buffer references) so the batch can be refilled. */
+    public void clear() {
+        for (int i = 0; i < size; i++) {
+            buffers[i] = null;
+        }
+        size = 0;
+        failure = null;
+        waiter = null;
+    }
+
+    /** Adds a read of {@code buffer.byteSize()} bytes at {@code offset} of {@code device}. */
+    public int addRead(int device, long offset, MemorySegment buffer, long tag) {
+        return add(READ, device, offset, buffer, tag);
+    }
+
+    /** Adds a write of all of {@code buffer} at {@code offset} of {@code device}. */
+    public int addWrite(int device, long offset, MemorySegment buffer, long tag) {
+        return add(WRITE, device, offset, buffer, tag);
+    }
+
+    private int add(byte op, int device, long offset, MemorySegment buffer, long tag) {
+        if (size == ops.length) {
+            throw new IllegalStateException("batch is full: capacity " + ops.length);
+        }
+        if (device < 0 || device >= deviceSize.length) {
+            throw new IllegalArgumentException(
+                    "device = " + device + " is out of range; allowed: 0.." + (deviceSize.length - 1));
+        }
+        if (buffer == null || !buffer.isNative()) {
+            throw new IllegalArgumentException("buffer must be a native MemorySegment (heap memory cannot be"
+                    + " handed to the kernel); got " + buffer);
+        }
+        long length = buffer.byteSize();
+        long align = deviceAlignment[device];
+        if (length <= 0 || length > Integer.MAX_VALUE || (length & (align - 1)) != 0) {
+            throw new IllegalArgumentException("buffer length = " + length + " must be a positive multiple of the"
+                    + " device " + device + " alignment " + align + " and at most " + Integer.MAX_VALUE);
+        }
+        if ((buffer.address() & (align - 1)) != 0) {
+            throw new IllegalArgumentException("buffer address 0x" + Long.toHexString(buffer.address())
+                    + " is not aligned to the device " + device + " alignment " + align);
+        }
+        if (offset < 0 || (offset & (align - 1)) != 0 || offset > deviceSize[device] - length) {
+            throw new IllegalArgumentException("offset = " + offset + " with length " + length
+                    + " is outside device " + device + ": allowed offsets are multiples of " + align
+                    + " in 0.." + (deviceSize[device] - length));
+        }
+        int i = size++;
+        ops[i] = op;
+        devices[i] = device;
+        offsets[i] = offset;
+        buffers[i] = buffer;
+        tags[i] = tag;
+        return i;
+    }
+
+    public byte op(int i) {
+        return ops[check(i)];
+    }
+
+    public int device(int i) {
+        return devices[check(i)];
+    }
+
+    public long offset(int i) {
+        return offsets[check(i)];
+    }
+
+    public MemorySegment buffer(int i) {
+        return buffers[check(i)];
+    }
+
+    public long tag(int i) {
+        return tags[check(i)];
+    }
+
+    private int check(int i) {
+        if (i < 0 || i >= size) {
+            throw new IndexOutOfBoundsException("request " + i + " of a batch of " + size);
+        }
+        return i;
+    }
+
+    // ---- completion support for backends ----
+
+    /** Called by a backend before it starts the requests: {@code n} completions will follow. */
+    public void expectCompletions(int n) {
+        failure = null;
+        waiter = null;
+        PENDING.setVolatile(this, n);
+    }
+
+    /** Called by a backend when request {@code i} finished successfully. */
+    public void completed(int i) {
+        countDown();
+    }
+
+    /** Called by a backend when request {@code i} failed for good. The first failure is kept. */
+    public void failed(int i, int errno, String message, Throwable cause) {
+        if (failure == null) {
+            failure = new KvIoException(devices[i], offsets[i], buffers[i].byteSize(), errno, message, cause);
+        }
+        countDown();
+    }
+
+    private void countDown() {
+        if ((int) PENDING.getAndAdd(this, -1) == 1) {
+            Thread w = waiter;
+            if (w != null) {
+                LockSupport.unpark(w);
+            }
+        }
+    }
+
+    /** Completions still outstanding. */
+    public int pending() {
+        return (int) PENDING.getVolatile(this);
+    }
+
+    /**
+     * Parks until every expected completion arrived, then throws the first failure if there was
+     * one. For backends whose completions arrive on other threads.
+     */
+    public void awaitCompletions() {
+        waiter = Thread.currentThread();
+        boolean interrupted = false;
+        while (pending() > 0) {
+            LockSupport.park(this);
+            if (Thread.interrupted()) {
+                // Buffers stay in use until the kernel is done, so keep waiting; re-assert later.
+                interrupted = true;
+            }
+        }
+        waiter = null;
+        if (interrupted) {
+            Thread.currentThread().interrupt();
+        }
+        KvIoException f = failure;
+        if (f != null) {
+            throw f;
+        }
+    }
+
+    /** The first failure recorded since the last {@link #expectCompletions}, or null. */
+    public KvIoException failure() {
+        return failure;
+    }
+}

@@ -1,0 +1,19 @@
+/**
+ * kvoffload core: the public API ({@code io.kvoffload}), the backend SPI ({@code io.kvoffload.spi})
+ * and the implementation, whose packages are exported only to kvoffload's own modules.
+ */
+module io.kvoffload.core {
+    requires org.slf4j;
+    requires com.fasterxml.jackson.jr.ob;
+    requires jdk.unsupported;
+
+    exports io.kvoffload;
+    exports io.kvoffload.spi;
+    exports io.kvoffload.internal.dram to io.kvoffload.iouring, io.kvoffload.cuda, io.kvoffload.bench;
+    exports io.kvoffload.internal.util to io.kvoffload.iouring, io.kvoffload.cuda, io.kvoffload.bench;
+
+    uses io.kvoffload.spi.IoBackendProvider;
+    uses io.kvoffload.spi.DramSlabListener;
+
+    provides io.kvoffload.spi.IoBackendProvider with io.kvoffload.internal.io.PortableIoBackendProvider;
+}
