@@ -1,0 +1,272 @@
+package io.kvoffload;
+
+import io.kvoffload.internal.storage.DevicePool;
+import io.kvoffload.internal.storage.Manifest;
+import io.kvoffload.internal.storage.ManifestStore;
+import io.kvoffload.internal.storage.SequenceCatalog;
+import io.kvoffload.internal.storage.Store;
+import io.kvoffload.internal.util.Checks;
+import java.io.IOException;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.IdentityHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.UUID;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The entry point: opens the SSD pools, the I/O backend and the DRAM tier, and hands out
+ * {@link KvSequence}s. Committed sequences persist across process restarts; opening an engine on
+ * the same directories finds them again.
+ *
+ * <pre>{@code
+ * try (KvEngine engine = KvEngine.open(KvConfig.builder().ssdDirectories(ssd0, ssd1).build());
+ *      KvSequence seq = engine.createSequence(KvShape.llama3_8b())) {
+ *     seq.appendTokens(promptIds);
+ *     for (int l = 0; l < 32; l++) seq.appendKv(l, keys[l], values[l]);
+ *     seq.commit();
+ * }
+ * }</pre>
+ *
+ * <p>Thread-safe: different threads may create, open and use different sequences concurrently.
+ */
+public final class KvEngine implements AutoCloseable {
+    private static final Logger LOG = LoggerFactory.getLogger(KvEngine.class);
+
+    private final Store store;
+    private final Map<KvSequence, Boolean> open = new IdentityHashMap<>();
+    private volatile boolean closed;
+
+    private KvEngine(Store store) {
+        this.store = store;
+    }
+
+    /**
+     * Opens (creating on first use) the pools in the configured SSD directories and finds the
+     * sequences committed there before.
+     *
+     * @throws IllegalArgumentException if a directory is missing or not writable, or the
+     *     configuration contradicts what is on disk
+     * @throws KvException if the configured I/O backend is unavailable (the message says why)
+     */
+    public static KvEngine open(KvConfig config) throws IOException {
+        Checks.notNull("config", config);
+        return new KvEngine(new Store(config));
+    }
+
+    public KvConfig config() {
+        return store.config();
+    }
+
+    /** Name of the I/O backend in use ({@code portable}, {@code io_uring}, …). */
+    public String ioBackend() {
+        return store.backend().name();
+    }
+
+    /** A new, empty, writable sequence with a generated id. */
+    public KvSequence createSequence(KvShape shape) {
+        return createSequence(UUID.randomUUID().toString(), shape);
+    }
+
+    /**
+     * A new, empty, writable sequence.
+     *
+     * @param id 1..128 characters of {@code [A-Za-z0-9._-]}, not used by another sequence
+     */
+    public KvSequence createSequence(String id, KvShape shape) {
+        checkOpen();
+        Checks.notNull("id", id);
+        Checks.notNull("shape", shape);
+        if (!ManifestStore.ID.matcher(id).matches()) {
+            throw new IllegalArgumentException("id = '" + id + "' is not allowed; allowed: 1..128 characters of"
+                    + " letters, digits, '.', '_' and '-'");
+        }
+        long extent = (long) store.config().blockTokens() * shape.entryBytes();
+        long max = KvSequence.maxExtentBytes(store);
+        if (extent > max) {
+            throw new IllegalArgumentException("blockTokens " + store.config().blockTokens() + " × entry "
+                    + shape.entryBytes() + " bytes = " + extent + " bytes per block exceeds " + max
+                    + " (a quarter of dramBudgetBytes, at most 1 GiB); lower blockTokens or raise dramBudgetBytes");
+        }
+        synchronized (store) {
+            if (store.catalog().contains(id)) {
+                throw new IllegalArgumentException("id = '" + id + "' is already used by another sequence");
+            }
+            store.catalog().reserve(id);
+        }
+        return register(new KvSequence(this, store, id, shape));
+    }
+
+    /** Opens a committed sequence for reading. Any number of readers may hold it. */
+    public KvSequence openSequence(String id) {
+        return openCommitted(id, false);
+    }
+
+    /**
+     * Opens a committed sequence to extend it (decode tokens) and commit again. No other handle
+     * may hold it meanwhile.
+     */
+    public KvSequence openSequenceForAppend(String id) {
+        return openCommitted(id, true);
+    }
+
+    private KvSequence openCommitted(String id, boolean writable) {
+        checkOpen();
+        Checks.notNull("id", id);
+        Manifest m;
+        synchronized (store) {
+            SequenceCatalog.Entry e = store.catalog().get(id);
+            if (e == null) {
+                throw new IllegalArgumentException("id = '" + id + "' names no committed sequence"
+                        + (store.catalog().contains(id) ? " (it is being written and not yet committed)" : "")
+                        + "; see KvEngine.sequences()");
+            }
+            if (writable && e.refs() > 0) {
+                throw new IllegalStateException("sequence " + id + " is held by " + e.refs()
+                        + " handle(s); appending needs it alone");
+            }
+            if (!writable && isHeldByWriter(id)) {
+                throw new IllegalStateException("sequence " + id + " is open for append; close that handle first");
+            }
+            store.catalog().acquire(e);
+            m = e.manifest();
+        }
+        return register(new KvSequence(this, store, m, writable));
+    }
+
+    private boolean isHeldByWriter(String id) {
+        synchronized (open) {
+            for (KvSequence s : open.keySet()) {
+                if (s.isWritable() && s.id().equals(id)) {
+                    return true;
+                }
+            }
+        }
+        return false;
+    }
+
+    private KvSequence register(KvSequence s) {
+        synchronized (open) {
+            open.put(s, Boolean.TRUE);
+        }
+        return s;
+    }
+
+    /** Called by a closing handle. */
+    void released(KvSequence s, boolean committed) {
+        synchronized (open) {
+            open.remove(s);
+        }
+        synchronized (store) {
+            SequenceCatalog.Entry e = store.catalog().get(s.id());
+            if (committed && e != null) {
+                store.catalog().release(e);
+            } else if (!committed) {
+                store.catalog().unreserve(s.id());
+            }
+        }
+    }
+
+    /**
+     * The committed sequence sharing the longest prefix with {@code promptTokens} under the same
+     * model fingerprint (shape, dtype, layout version), matched on whole blocks by a hash chain and
+     * then token by token. Empty if none shares even the first block.
+     */
+    public Optional<PrefixMatch> findLongestPrefix(KvShape shape, int[] promptTokens) {
+        checkOpen();
+        Checks.notNull("shape", shape);
+        Checks.notNull("promptTokens", promptTokens);
+        PrefixMatch best = null;
+        synchronized (store) {
+            for (String id : store.catalog().prefixCandidates(shape.fingerprint(), promptTokens)) {
+                SequenceCatalog.Entry e = store.catalog().get(id);
+                if (e == null) {
+                    continue;
+                }
+                int[] cached = e.manifest().tokenIds();
+                int n = 0;
+                int max = Math.min(cached.length, promptTokens.length);
+                while (n < max && cached[n] == promptTokens[n]) {
+                    n++;
+                }
+                if (n > 0 && (best == null || n > best.matchedTokens())) {
+                    best = new PrefixMatch(id, n, cached.length);
+                }
+            }
+        }
+        return Optional.ofNullable(best);
+    }
+
+    /** Deletes a committed sequence that no handle holds; returns false if there is none. */
+    public boolean deleteSequence(String id) throws IOException {
+        checkOpen();
+        Checks.notNull("id", id);
+        return store.delete(id);
+    }
+
+    /** The committed sequences, least recently committed first. */
+    public List<SequenceInfo> sequences() {
+        checkOpen();
+        List<SequenceInfo> out = new ArrayList<>();
+        synchronized (store) {
+            for (SequenceCatalog.Entry e : store.catalog().all()) {
+                Manifest m = e.manifest();
+                out.add(new SequenceInfo(m.id(), m.shape(), m.tokenCount(), m.storedBytes(), m.commitNumber(),
+                        m.commitMillis(), e.refs()));
+            }
+        }
+        out.sort(Comparator.comparingLong(SequenceInfo::commitMillis).thenComparing(SequenceInfo::id));
+        return out;
+    }
+
+    /** Counters: bytes per device, checksum results, evictions, DRAM use. */
+    public KvStats stats() {
+        List<KvStats.Device> devs = new ArrayList<>();
+        for (DevicePool d : store.devices()) {
+            int i = d.index();
+            long free;
+            synchronized (store) {
+                free = d.allocator().freeBytes();
+            }
+            devs.add(new KvStats.Device(i, d.directory(), d.sizeBytes(), free, store.backend().directIo(i),
+                    store.stats().bytesWritten[i].sum(), store.stats().bytesRead[i].sum(),
+                    store.stats().writes[i].sum(), store.stats().reads[i].sum()));
+        }
+        return new KvStats(store.backend().name(), List.copyOf(devs), store.stats().checksumsVerified.sum(),
+                store.stats().checksumFailures.sum(), store.stats().evictions.sum(), store.dram().budgetBytes(),
+                store.dram().reservedBytes(), store.dram().inUseBytes());
+    }
+
+    void checkOpen() {
+        if (closed) {
+            throw new IllegalStateException("engine is closed");
+        }
+    }
+
+    /**
+     * Closes every handle still open (discarding uncommitted appends), drains I/O, and frees the
+     * DRAM tier. Committed sequences stay on the SSDs.
+     */
+    @Override
+    public void close() {
+        if (closed) {
+            return;
+        }
+        List<KvSequence> handles;
+        synchronized (open) {
+            handles = new ArrayList<>(open.keySet());
+        }
+        for (KvSequence s : handles) {
+            try {
+                s.close();
+            } catch (RuntimeException e) {
+                LOG.warn("closing {} failed", s, e);
+            }
+        }
+        closed = true;
+        store.close();
+    }
+}

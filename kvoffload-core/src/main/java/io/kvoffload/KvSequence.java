@@ -1,0 +1,643 @@
+package io.kvoffload;
+
+import io.kvoffload.internal.dram.DramSlot;
+import io.kvoffload.internal.storage.BlockTable;
+import io.kvoffload.internal.storage.DevicePool;
+import io.kvoffload.internal.storage.Layout;
+import io.kvoffload.internal.storage.Manifest;
+import io.kvoffload.internal.storage.Store;
+import io.kvoffload.internal.util.Checks;
+import io.kvoffload.spi.IoBatch;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.lang.foreign.MemorySegment;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.zip.CRC32C;
+
+/**
+ * One context's KV cache: token ids plus, for every layer, one K and V entry per token.
+ *
+ * <p>Writing: {@link #appendTokens} declares new token positions (prefill chunk or one decode
+ * token), then {@link #appendKv} supplies each layer's K and V for them; full blocks stream to the
+ * SSDs as they fill. {@link #commit} makes everything appended so far durable and visible to
+ * {@link KvEngine#openSequence} and prefix lookup, also after a restart. Reading:
+ * {@link #read} gathers any set of token positions of a layer into caller buffers, from DRAM or
+ * from the SSDs (verifying each extent's CRC32C).
+ *
+ * <p>K and V tensors are token-major: for each token {@code kvHeads × headDim} elements, head after
+ * head, in the shape's dtype. A handle is used by one thread at a time; different sequences may be
+ * used from different threads concurrently. Close every handle: an open sequence is never evicted.
+ */
+public final class KvSequence implements AutoCloseable {
+    private static final int IO_BATCH = 64;
+
+    private final KvEngine engine;
+    private final Store store;
+    private final String id;
+    private final KvShape shape;
+    private final int blockTokens;
+    private final long extentBytes;
+    private final boolean writable;
+    private final int half;
+    private final int entry;
+
+    private int[] tokenIds;
+    private int tokenCount;
+    private final int[] layerTokens;
+    private final BlockTable[] blocks;
+    private final DramSlot[] tail;
+    private final boolean[] tailDirty;
+    private final List<long[]> superseded = new ArrayList<>();
+    private final boolean[] devicesWritten;
+    private boolean committed;
+    private boolean dirty;
+    private long commitNumber;
+    private String broken;
+    private boolean closed;
+
+    private IoBatch writeBatch;
+    private final DramSlot[] pendingSlots = new DramSlot[IO_BATCH];
+    private final boolean[] pendingRelease = new boolean[IO_BATCH];
+    private IoBatch readBatch;
+    private final CRC32C crc = new CRC32C();
+
+    /** A new, empty, writable sequence. */
+    KvSequence(KvEngine engine, Store store, String id, KvShape shape) {
+        this(engine, store, id, shape, store.config().blockTokens(), true);
+        this.tokenIds = new int[256];
+    }
+
+    /** A handle on a committed sequence. */
+    KvSequence(KvEngine engine, Store store, Manifest m, boolean writable) {
+        this(engine, store, m.id(), m.shape(), m.blockTokens(), writable);
+        this.tokenIds = m.tokenIds().clone();
+        this.tokenCount = m.tokenCount();
+        for (int l = 0; l < shape.layers(); l++) {
+            layerTokens[l] = tokenCount;
+            // A reader shares the manifest's immutable tables; a writer gets its own copy.
+            blocks[l] = writable ? m.layers()[l].copy() : m.layers()[l];
+        }
+        this.committed = true;
+        this.commitNumber = m.commitNumber();
+    }
+
+    private KvSequence(KvEngine engine, Store store, String id, KvShape shape, int blockTokens, boolean writable) {
+        this.engine = engine;
+        this.store = store;
+        this.id = id;
+        this.shape = shape;
+        this.blockTokens = blockTokens;
+        int maxAlign = store.devices().stream().mapToInt(DevicePool::alignment).max().orElse(4096);
+        this.extentBytes = Layout.extentBytes(shape, blockTokens, maxAlign);
+        this.writable = writable;
+        this.half = shape.halfEntryBytes();
+        this.entry = shape.entryBytes();
+        this.layerTokens = new int[shape.layers()];
+        this.blocks = new BlockTable[shape.layers()];
+        for (int l = 0; l < blocks.length; l++) {
+            blocks[l] = new BlockTable(16);
+        }
+        this.tail = new DramSlot[shape.layers()];
+        this.tailDirty = new boolean[shape.layers()];
+        this.devicesWritten = new boolean[store.devices().size()];
+    }
+
+    /** Largest block extent the engine accepts: a quarter of the DRAM budget, at most 1 GiB. */
+    static long maxExtentBytes(Store store) {
+        return Math.min(1L << 30, store.config().dramBudgetBytes() / 4);
+    }
+
+    public String id() {
+        return id;
+    }
+
+    public KvShape shape() {
+        return shape;
+    }
+
+    /** Tokens per block (the unit of placement, I/O and checksums) of this sequence. */
+    public int blockTokens() {
+        return blockTokens;
+    }
+
+    /** Token positions declared with {@link #appendTokens}. */
+    public int tokenCount() {
+        return tokenCount;
+    }
+
+    /** Tokens whose KV has been appended for {@code layer}. */
+    public int tokenCount(int layer) {
+        Checks.index("layer", layer, shape.layers());
+        return layerTokens[layer];
+    }
+
+    /** A copy of the token ids. */
+    public int[] tokenIds() {
+        return Arrays.copyOf(tokenIds, tokenCount);
+    }
+
+    public boolean isWritable() {
+        return writable;
+    }
+
+    /** Whether the last {@link #commit} covers everything appended. */
+    public boolean isCommitted() {
+        return committed && !dirty;
+    }
+
+    // ------------------------------------------------------------------ writing
+
+    /**
+     * Declares new token positions with their token ids (a prefill chunk or one decode token).
+     * Their KV follows per layer through {@link #appendKv}.
+     */
+    public void appendTokens(int... ids) {
+        checkWritable();
+        Checks.notNull("ids", ids);
+        for (int i = 0; i < ids.length; i++) {
+            if (ids[i] < 0) {
+                throw new IllegalArgumentException("ids[" + i + "] = " + ids[i] + " is not a token id; allowed: 0.."
+                        + Integer.MAX_VALUE);
+            }
+        }
+        if ((long) tokenCount + ids.length > Integer.MAX_VALUE - 8) {
+            throw new IllegalArgumentException("appending " + ids.length + " tokens to " + tokenCount
+                    + " exceeds the maximum sequence length " + (Integer.MAX_VALUE - 8));
+        }
+        if (tokenCount + ids.length > tokenIds.length) {
+            tokenIds = Arrays.copyOf(tokenIds, Math.max(tokenCount + ids.length, tokenIds.length * 2));
+        }
+        System.arraycopy(ids, 0, tokenIds, tokenCount, ids.length);
+        tokenCount += ids.length;
+        if (ids.length > 0) {
+            dirty = true;
+        }
+    }
+
+    /**
+     * Appends K and V of the next tokens of {@code layer}. Both segments hold the same number of
+     * tokens, {@code kvHeads × headDim} elements each, in the shape's dtype.
+     */
+    public void appendKv(int layer, MemorySegment keys, MemorySegment values) {
+        checkWritable();
+        Checks.index("layer", layer, shape.layers());
+        Checks.notNull("keys", keys);
+        Checks.notNull("values", values);
+        if (keys.byteSize() != values.byteSize()) {
+            throw new IllegalArgumentException("keys has " + keys.byteSize() + " bytes but values has "
+                    + values.byteSize() + "; both must hold the same number of tokens");
+        }
+        if (keys.byteSize() % half != 0) {
+            throw new IllegalArgumentException("keys has " + keys.byteSize() + " bytes, not a multiple of one token's K ("
+                    + half + " bytes = kvHeads " + shape.kvHeads() + " × headDim " + shape.headDim() + " × "
+                    + shape.dtype() + ")");
+        }
+        long n = keys.byteSize() / half;
+        if (layerTokens[layer] + n > tokenCount) {
+            throw new IllegalArgumentException("layer " + layer + " would hold " + (layerTokens[layer] + n)
+                    + " tokens but only " + tokenCount + " token ids were appended; call appendTokens first"
+                    + " (allowed: at most " + (tokenCount - layerTokens[layer]) + " more tokens for this layer)");
+        }
+        append(layer, keys, values, (int) n);
+    }
+
+    /** {@link #appendKv(int, MemorySegment, MemorySegment)} for F32 sequences. */
+    public void appendKv(int layer, float[] keys, float[] values) {
+        requireDType("keys", "float[]", DType.F32);
+        appendKv(layer, MemorySegment.ofArray(Checks.notNull("keys", keys)),
+                MemorySegment.ofArray(Checks.notNull("values", values)));
+    }
+
+    /** {@link #appendKv(int, MemorySegment, MemorySegment)} for F16 and BF16 sequences (raw bit patterns). */
+    public void appendKv(int layer, short[] keys, short[] values) {
+        requireDType("keys", "short[]", DType.F16, DType.BF16);
+        appendKv(layer, MemorySegment.ofArray(Checks.notNull("keys", keys)),
+                MemorySegment.ofArray(Checks.notNull("values", values)));
+    }
+
+    private void requireDType(String arg, String javaType, DType... allowed) {
+        for (DType d : allowed) {
+            if (shape.dtype() == d) {
+                return;
+            }
+        }
+        throw new IllegalArgumentException(arg + " is " + javaType + " but the sequence's dtype is " + shape.dtype()
+                + "; allowed for " + javaType + ": " + Arrays.toString(allowed) + " (or pass a MemorySegment)");
+    }
+
+    private void append(int layer, MemorySegment keys, MemorySegment values, int n) {
+        int done = 0;
+        try {
+            while (done < n) {
+                int t = layerTokens[layer];
+                int b = t / blockTokens;
+                int inBlock = t % blockTokens;
+                DramSlot slot = tail[layer];
+                if (slot == null) {
+                    slot = store.dram().acquire(extentBytes);
+                    tail[layer] = slot;
+                    if (inBlock > 0) {
+                        // Reopened sequence whose last block is partial: bring it back before extending it.
+                        readBlocksInto(layer, new int[] {b}, new DramSlot[] {slot}, 1);
+                    }
+                }
+                int take = Math.min(blockTokens - inBlock, n - done);
+                MemorySegment dst = slot.segment();
+                for (int i = 0; i < take; i++) {
+                    long eo = (long) (inBlock + i) * entry;
+                    MemorySegment.copy(keys, (long) (done + i) * half, dst, eo, half);
+                    MemorySegment.copy(values, (long) (done + i) * half, dst, eo + half, half);
+                }
+                layerTokens[layer] += take;
+                done += take;
+                tailDirty[layer] = true;
+                dirty = true;
+                if (inBlock + take == blockTokens) {
+                    tail[layer] = null;
+                    seal(layer, b, slot, blockTokens, true);
+                }
+            }
+        } finally {
+            flushWrites();
+        }
+    }
+
+    /** Gives block {@code b} a fresh extent (copy-on-write) and queues its write from {@code slot}. */
+    private void seal(int layer, int b, DramSlot slot, int tokens, boolean releaseAfter) {
+        MemorySegment seg = slot.segment();
+        long used = (long) tokens * entry;
+        if (used < extentBytes) {
+            seg.asSlice(used, extentBytes - used).fill((byte) 0);
+        }
+        MemorySegment data = seg.asSlice(0, extentBytes);
+        crc.reset();
+        crc.update(data.asByteBuffer());
+        int checksum = (int) crc.getValue();
+        int preferred = Layout.stripeDevice(layer, b, store.devices().size());
+        long packed;
+        try {
+            packed = store.allocate(preferred, extentBytes, id);
+        } catch (RuntimeException e) {
+            if (releaseAfter) {
+                // The block's only copy was this slot: the sequence can no longer be completed.
+                store.dram().release(slot);
+                broken = "layer " + layer + " block " + b + " could not be stored: " + e.getMessage();
+            }
+            throw e;
+        }
+        BlockTable t = blocks[layer];
+        if (t.hasExtent(b)) {
+            retire(t, b);
+        }
+        int dev = Store.packedDevice(packed);
+        long off = Store.packedOffset(packed);
+        t.set(b, dev, off, (int) extentBytes, checksum, false);
+        if (writeBatch == null) {
+            writeBatch = store.backend().newBatch(IO_BATCH);
+        }
+        int i = writeBatch.addWrite(dev, off, data, b);
+        pendingSlots[i] = slot;
+        pendingRelease[i] = releaseAfter;
+        devicesWritten[dev] = true;
+        if (writeBatch.isFull()) {
+            flushWrites();
+        }
+    }
+
+    /** An extent replaced by a newer copy: free now if no manifest names it, else after the next commit. */
+    private void retire(BlockTable t, int b) {
+        if (t.committed(b)) {
+            superseded.add(new long[] {t.device(b), t.offset(b), t.length(b)});
+        } else {
+            store.free(t.device(b), t.offset(b), t.length(b));
+        }
+    }
+
+    private void flushWrites() {
+        IoBatch batch = writeBatch;
+        if (batch == null || batch.size() == 0) {
+            return;
+        }
+        try {
+            store.backend().execute(batch);
+            for (int i = 0; i < batch.size(); i++) {
+                store.stats().bytesWritten[batch.device(i)].add(batch.buffer(i).byteSize());
+                store.stats().writes[batch.device(i)].increment();
+            }
+        } catch (KvIoException e) {
+            broken = e.getMessage();
+            throw e;
+        } finally {
+            for (int i = 0; i < batch.size(); i++) {
+                if (pendingRelease[i]) {
+                    store.dram().release(pendingSlots[i]);
+                }
+                pendingSlots[i] = null;
+            }
+            batch.clear();
+        }
+    }
+
+    /**
+     * Makes everything appended so far durable: partial last blocks are written, the devices are
+     * synced, and a new manifest atomically replaces the previous one. After a crash at any point
+     * the sequence is either in its previous committed state or in this one.
+     *
+     * @throws IllegalStateException if a layer lacks KV for some token, or nothing changed since the
+     *     last commit
+     */
+    public void commit() {
+        checkWritable();
+        if (!dirty) {
+            throw new IllegalStateException("sequence " + id + " has nothing to commit: it was already committed at "
+                    + tokenCount + " tokens and nothing was appended since");
+        }
+        for (int l = 0; l < layerTokens.length; l++) {
+            if (layerTokens[l] != tokenCount) {
+                throw new IllegalStateException("cannot commit sequence " + id + ": layer " + l + " holds KV for "
+                        + layerTokens[l] + " of " + tokenCount + " tokens; append every layer's KV first");
+            }
+        }
+        if (tokenCount == 0) {
+            throw new IllegalStateException("cannot commit sequence " + id + ": it holds no tokens");
+        }
+        try {
+            for (int l = 0; l < tail.length; l++) {
+                if (tail[l] != null && tailDirty[l]) {
+                    seal(l, layerTokens[l] / blockTokens, tail[l], layerTokens[l] % blockTokens, false);
+                }
+            }
+            flushWrites();
+            for (int d = 0; d < devicesWritten.length; d++) {
+                if (devicesWritten[d]) {
+                    store.backend().sync(d);
+                    devicesWritten[d] = false;
+                }
+            }
+            BlockTable[] snapshot = new BlockTable[blocks.length];
+            for (int l = 0; l < blocks.length; l++) {
+                snapshot[l] = blocks[l].copy();
+                snapshot[l].markAllCommitted();
+            }
+            Manifest m = new Manifest(id, shape, blockTokens, store.deviceUuids(), Arrays.copyOf(tokenIds, tokenCount),
+                    snapshot, System.currentTimeMillis(), commitNumber + 1);
+            store.commit(m, superseded, 1);
+        } catch (IOException e) {
+            throw new UncheckedIOException("commit of sequence " + id + " failed; its previous commit is intact", e);
+        }
+        commitNumber++;
+        superseded.clear();
+        for (BlockTable t : blocks) {
+            t.markAllCommitted();
+        }
+        Arrays.fill(tailDirty, false);
+        dirty = false;
+        committed = true;
+    }
+
+    // ------------------------------------------------------------------ reading
+
+    /**
+     * Gathers the K and V of {@code positions} (any order, repeats allowed) of {@code layer} into
+     * {@code keysOut} and {@code valuesOut}, token-major in the order given. Data comes from DRAM
+     * when the block is still there, else from the SSDs, each extent checked against its CRC32C.
+     *
+     * @throws KvChecksumException if an extent read back does not match its checksum
+     */
+    public void read(int layer, int[] positions, MemorySegment keysOut, MemorySegment valuesOut) {
+        checkOpen();
+        Checks.index("layer", layer, shape.layers());
+        Checks.notNull("positions", positions);
+        int limit = layerTokens[layer];
+        for (int i = 0; i < positions.length; i++) {
+            int p = positions[i];
+            if (p < 0 || p >= limit) {
+                throw new IllegalArgumentException("positions[" + i + "] = " + p + " is out of range; allowed: 0.."
+                        + (limit - 1) + " (layer " + layer + " holds " + limit + " tokens)");
+            }
+        }
+        checkOut("keysOut", keysOut, positions.length);
+        checkOut("valuesOut", valuesOut, positions.length);
+        if (positions.length == 0) {
+            return;
+        }
+        gather(layer, positions, keysOut, valuesOut);
+    }
+
+    /** Reads tokens {@code [from, from + count)} of {@code layer}. */
+    public void read(int layer, int from, int count, MemorySegment keysOut, MemorySegment valuesOut) {
+        checkOpen();
+        Checks.index("layer", layer, shape.layers());
+        int limit = layerTokens[layer];
+        Checks.inRange("from", from, 0, limit);
+        Checks.inRange("count", count, 0, limit - from);
+        int[] positions = new int[count];
+        for (int i = 0; i < count; i++) {
+            positions[i] = from + i;
+        }
+        read(layer, positions, keysOut, valuesOut);
+    }
+
+    /** {@link #read(int, int[], MemorySegment, MemorySegment)} into arrays, for F32 sequences. */
+    public void read(int layer, int[] positions, float[] keysOut, float[] valuesOut) {
+        requireDType("keysOut", "float[]", DType.F32);
+        read(layer, positions, MemorySegment.ofArray(Checks.notNull("keysOut", keysOut)),
+                MemorySegment.ofArray(Checks.notNull("valuesOut", valuesOut)));
+    }
+
+    /** {@link #read(int, int[], MemorySegment, MemorySegment)} into arrays, for F16/BF16 sequences. */
+    public void read(int layer, int[] positions, short[] keysOut, short[] valuesOut) {
+        requireDType("keysOut", "short[]", DType.F16, DType.BF16);
+        read(layer, positions, MemorySegment.ofArray(Checks.notNull("keysOut", keysOut)),
+                MemorySegment.ofArray(Checks.notNull("valuesOut", valuesOut)));
+    }
+
+    private void checkOut(String name, MemorySegment out, int n) {
+        Checks.notNull(name, out);
+        long need = (long) n * half;
+        if (out.byteSize() < need) {
+            throw new IllegalArgumentException(name + " has " + out.byteSize() + " bytes; " + n + " positions need "
+                    + need + " (" + half + " bytes per token)");
+        }
+        if (out.isReadOnly()) {
+            throw new IllegalArgumentException(name + " is read-only");
+        }
+    }
+
+    private void gather(int layer, int[] positions, MemorySegment keysOut, MemorySegment valuesOut) {
+        int n = positions.length;
+        long[] order = new long[n];
+        for (int i = 0; i < n; i++) {
+            order[i] = ((long) (positions[i] / blockTokens) << 32) | i;
+        }
+        Arrays.sort(order);
+        int tailBlock = tail[layer] != null ? layerTokens[layer] / blockTokens : -1;
+        int[] groupStart = new int[IO_BATCH];
+        int[] groupBlock = new int[IO_BATCH];
+        DramSlot[] staging = new DramSlot[IO_BATCH];
+        try {
+            int i = 0;
+            while (i < n) {
+                int groups = 0;
+                while (i < n && groups < IO_BATCH) {
+                    int b = (int) (order[i] >>> 32);
+                    int j = i;
+                    while (j < n && (int) (order[j] >>> 32) == b) {
+                        j++;
+                    }
+                    if (b == tailBlock) {
+                        copyOut(tail[layer].segment(), order, i, j, positions, keysOut, valuesOut);
+                    } else {
+                        if (staging[groups] == null) {
+                            staging[groups] = groups == 0 ? store.dram().acquire(extentBytes)
+                                    : store.dram().tryAcquire(extentBytes);
+                            if (staging[groups] == null) {
+                                break; // DRAM is tight: read what we have staged, then continue
+                            }
+                        }
+                        groupStart[groups] = i;
+                        groupBlock[groups] = b;
+                        groups++;
+                    }
+                    i = j;
+                }
+                if (groups == 0) {
+                    continue;
+                }
+                readBlocksInto(layer, groupBlock, staging, groups);
+                for (int g = 0; g < groups; g++) {
+                    copyOut(staging[g].segment(), order, groupStart[g], endOfGroup(order, groupStart[g]), positions,
+                            keysOut, valuesOut);
+                }
+            }
+        } finally {
+            for (DramSlot s : staging) {
+                if (s != null) {
+                    store.dram().release(s);
+                }
+            }
+        }
+    }
+
+    private static int endOfGroup(long[] order, int start) {
+        int b = (int) (order[start] >>> 32);
+        int j = start;
+        while (j < order.length && (int) (order[j] >>> 32) == b) {
+            j++;
+        }
+        return j;
+    }
+
+    private void copyOut(MemorySegment block, long[] order, int from, int to, int[] positions, MemorySegment keysOut,
+            MemorySegment valuesOut) {
+        for (int k = from; k < to; k++) {
+            int idx = (int) order[k];
+            long src = (long) (positions[idx] % blockTokens) * entry;
+            MemorySegment.copy(block, src, keysOut, (long) idx * half, half);
+            MemorySegment.copy(block, src + half, valuesOut, (long) idx * half, half);
+        }
+    }
+
+    /** Reads whole blocks into slots with one batch and verifies each one's CRC32C. */
+    private void readBlocksInto(int layer, int[] blockIds, DramSlot[] slots, int count) {
+        if (readBatch == null) {
+            readBatch = store.backend().newBatch(IO_BATCH);
+        }
+        IoBatch batch = readBatch;
+        BlockTable t = blocks[layer];
+        try {
+            for (int g = 0; g < count; g++) {
+                int b = blockIds[g];
+                if (!t.hasExtent(b)) {
+                    throw new IllegalStateException("layer " + layer + " block " + b + " of sequence " + id
+                            + " has no extent");
+                }
+                batch.addRead(t.device(b), t.offset(b), slots[g].segment().asSlice(0, t.length(b)), b);
+            }
+            store.backend().execute(batch);
+            for (int g = 0; g < count; g++) {
+                int d = batch.device(g);
+                store.stats().bytesRead[d].add(batch.buffer(g).byteSize());
+                store.stats().reads[d].increment();
+            }
+        } finally {
+            batch.clear();
+        }
+        if (!store.config().checksums()) {
+            return;
+        }
+        for (int g = 0; g < count; g++) {
+            int b = blockIds[g];
+            crc.reset();
+            crc.update(slots[g].segment().asSlice(0, t.length(b)).asByteBuffer());
+            int actual = (int) crc.getValue();
+            if (actual != t.crc(b)) {
+                store.stats().checksumFailures.increment();
+                int d = t.device(b);
+                int from = b * blockTokens;
+                throw new KvChecksumException(d, store.devices().get(d).directory().toString(), id, layer, from,
+                        Math.min(from + blockTokens, layerTokens[layer]), t.crc(b), actual);
+            }
+            store.stats().checksumsVerified.increment();
+        }
+    }
+
+    // ------------------------------------------------------------------ lifecycle
+
+    private void checkOpen() {
+        if (closed) {
+            throw new IllegalStateException("sequence " + id + " is closed");
+        }
+        engine.checkOpen();
+    }
+
+    private void checkWritable() {
+        checkOpen();
+        if (!writable) {
+            throw new IllegalStateException("sequence " + id + " was opened read-only; use"
+                    + " KvEngine.openSequenceForAppend to extend it");
+        }
+        if (broken != null) {
+            throw new IllegalStateException("sequence " + id + " had a failed write (" + broken
+                    + "); close it: its last commit is intact");
+        }
+    }
+
+    /**
+     * Releases the handle. Anything appended since the last commit is discarded (its extents are
+     * freed); the last commit stays.
+     */
+    @Override
+    public void close() {
+        if (closed) {
+            return;
+        }
+        closed = true;
+        try {
+            if (writable) {
+                for (int l = 0; l < tail.length; l++) {
+                    if (tail[l] != null) {
+                        store.dram().release(tail[l]);
+                        tail[l] = null;
+                    }
+                    BlockTable t = blocks[l];
+                    for (int b = 0; b < t.size(); b++) {
+                        if (t.hasExtent(b) && !t.committed(b)) {
+                            store.free(t.device(b), t.offset(b), t.length(b));
+                        }
+                    }
+                }
+                superseded.clear();
+            }
+        } finally {
+            engine.released(this, committed);
+        }
+    }
+
+    @Override
+    public String toString() {
+        return "KvSequence{" + id + ", " + tokenCount + " tokens, " + shape + (writable ? ", writable" : "") + "}";
+    }
+}

@@ -1,0 +1,44 @@
+package io.kvoffload;
+
+import java.nio.file.Path;
+import java.util.List;
+
+/**
+ * A snapshot of an engine's counters.
+ *
+ * @param ioBackend name of the I/O backend in use
+ * @param devices per-device figures, in configuration order
+ * @param checksumsVerified extents whose CRC32C was verified on read
+ * @param checksumFailures extents that failed verification (each raised a {@link KvChecksumException})
+ * @param evictions committed sequences evicted to make room
+ * @param dramBudgetBytes the DRAM tier's hard budget
+ * @param dramReservedBytes slab memory allocated so far
+ * @param dramInUseBytes slot memory handed out now
+ */
+public record KvStats(String ioBackend, List<Device> devices, long checksumsVerified, long checksumFailures,
+        long evictions, long dramBudgetBytes, long dramReservedBytes, long dramInUseBytes) {
+
+    /**
+     * One device.
+     *
+     * @param index position in the configuration
+     * @param directory the SSD directory
+     * @param capacityBytes pool size
+     * @param freeBytes unallocated pool bytes
+     * @param directIo whether the pool file is open with O_DIRECT
+     * @param bytesWritten bytes written since the engine opened
+     * @param bytesRead bytes read since the engine opened
+     * @param writes write requests completed
+     * @param reads read requests completed
+     */
+    public record Device(int index, Path directory, long capacityBytes, long freeBytes, boolean directIo,
+            long bytesWritten, long bytesRead, long writes, long reads) {}
+
+    public long totalBytesRead() {
+        return devices.stream().mapToLong(Device::bytesRead).sum();
+    }
+
+    public long totalBytesWritten() {
+        return devices.stream().mapToLong(Device::bytesWritten).sum();
+    }
+}

@@ -1,0 +1,15 @@
+package io.kvoffload;
+
+/**
+ * A committed sequence as the engine lists it.
+ *
+ * @param id the sequence id
+ * @param shape its model shape
+ * @param tokenCount tokens committed (every layer holds KV for all of them)
+ * @param storedBytes bytes of extents it occupies across devices
+ * @param commitNumber how many times it has been committed
+ * @param commitMillis wall-clock time of the last commit
+ * @param openHandles handles currently holding it (a held sequence is never evicted)
+ */
+public record SequenceInfo(String id, KvShape shape, int tokenCount, long storedBytes, long commitNumber,
+        long commitMillis, int openHandles) {}

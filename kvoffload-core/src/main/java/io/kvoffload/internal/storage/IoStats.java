@@ -1,0 +1,29 @@
+package io.kvoffload.internal.storage;
+
+import java.util.concurrent.atomic.LongAdder;
+
+/** Counters per device and for checksums; cheap to update from any thread. */
+public final class IoStats {
+    public final LongAdder[] bytesRead;
+    public final LongAdder[] bytesWritten;
+    public final LongAdder[] reads;
+    public final LongAdder[] writes;
+    public final LongAdder checksumsVerified = new LongAdder();
+    public final LongAdder checksumFailures = new LongAdder();
+    public final LongAdder evictions = new LongAdder();
+
+    public IoStats(int devices) {
+        bytesRead = adders(devices);
+        bytesWritten = adders(devices);
+        reads = adders(devices);
+        writes = adders(devices);
+    }
+
+    private static LongAdder[] adders(int n) {
+        LongAdder[] a = new LongAdder[n];
+        for (int i = 0; i < n; i++) {
+            a[i] = new LongAdder();
+        }
+        return a;
+    }
+}

@@ -1,0 +1,221 @@
+package io.kvoffload.internal.storage;
+
+import io.kvoffload.DType;
+import io.kvoffload.KvShape;
+import java.io.ByteArrayOutputStream;
+import java.io.DataOutputStream;
+import java.io.IOException;
+import java.nio.BufferUnderflowException;
+import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.zip.CRC32C;
+
+/**
+ * Binary manifest format (big-endian), version 1:
+ *
+ * <pre>
+ * "KVOM" u32 version
+ * str id, u32 layers, queryHeads, kvHeads, headDim, u8 dtype, u32 blockTokens
+ * u32 nDevices, str uuid × nDevices
+ * u32 nTokens, i32 token × nTokens
+ * per layer: u32 nBlocks, then per block: u16 device, i64 offset, u32 length, i32 crc32c
+ * i64 commitMillis, i64 commitNumber
+ * i32 CRC32C of everything above
+ * </pre>
+ *
+ * Decoding trusts nothing: counts are checked against the bytes that remain and against the shape,
+ * so a damaged or hostile file is rejected with a message instead of allocating absurd arrays or
+ * naming extents outside a pool ({@link #validate} checks those against the open devices).
+ */
+public final class ManifestCodec {
+    private static final int MAGIC = 0x4B564F4D; // "KVOM"
+    public static final int VERSION = 1;
+
+    private ManifestCodec() {}
+
+    public static byte[] encode(Manifest m) {
+        try {
+            ByteArrayOutputStream bytes = new ByteArrayOutputStream(
+                    64 + m.tokenCount() * 4 + m.shape().layers() * m.blocksPerLayer() * 18);
+            DataOutputStream out = new DataOutputStream(bytes);
+            out.writeInt(MAGIC);
+            out.writeInt(VERSION);
+            writeString(out, m.id());
+            KvShape s = m.shape();
+            out.writeInt(s.layers());
+            out.writeInt(s.queryHeads());
+            out.writeInt(s.kvHeads());
+            out.writeInt(s.headDim());
+            out.writeByte(s.dtype().ordinal());
+            out.writeInt(m.blockTokens());
+            out.writeInt(m.deviceUuids().size());
+            for (String u : m.deviceUuids()) {
+                writeString(out, u);
+            }
+            out.writeInt(m.tokenCount());
+            for (int t : m.tokenIds()) {
+                out.writeInt(t);
+            }
+            for (BlockTable t : m.layers()) {
+                out.writeInt(t.size());
+                for (int b = 0; b < t.size(); b++) {
+                    out.writeShort(t.device(b));
+                    out.writeLong(t.offset(b));
+                    out.writeInt(t.length(b));
+                    out.writeInt(t.crc(b));
+                }
+            }
+            out.writeLong(m.commitMillis());
+            out.writeLong(m.commitNumber());
+            out.flush();
+            CRC32C crc = new CRC32C();
+            crc.update(bytes.toByteArray());
+            out.writeInt((int) crc.getValue());
+            out.flush();
+            return bytes.toByteArray();
+        } catch (IOException e) {
+            throw new IllegalStateException("in-memory write failed", e);
+        }
+    }
+
+    private static void writeString(DataOutputStream out, String s) throws IOException {
+        byte[] b = s.getBytes(StandardCharsets.UTF_8);
+        out.writeShort(b.length);
+        out.write(b);
+    }
+
+    /** Decodes a manifest; throws {@link IllegalArgumentException} naming what is wrong. */
+    public static Manifest decode(byte[] data) {
+        if (data.length < 12) {
+            throw new IllegalArgumentException("manifest is " + data.length + " bytes: too short");
+        }
+        CRC32C crc = new CRC32C();
+        crc.update(data, 0, data.length - 4);
+        ByteBuffer buf = ByteBuffer.wrap(data);
+        int stored = buf.getInt(data.length - 4);
+        if (stored != (int) crc.getValue()) {
+            throw new IllegalArgumentException("manifest checksum mismatch: stored " + Integer.toHexString(stored)
+                    + ", computed " + Integer.toHexString((int) crc.getValue()));
+        }
+        buf.limit(data.length - 4);
+        try {
+            if (buf.getInt() != MAGIC) {
+                throw new IllegalArgumentException("not a kvoffload manifest (bad magic)");
+            }
+            int version = buf.getInt();
+            if (version != VERSION) {
+                throw new IllegalArgumentException("manifest format version " + version + "; this build reads " + VERSION);
+            }
+            String id = readString(buf);
+            int layers = buf.getInt();
+            int qh = buf.getInt();
+            int kvh = buf.getInt();
+            int hd = buf.getInt();
+            int dt = buf.get();
+            if (dt < 0 || dt >= DType.values().length) {
+                throw new IllegalArgumentException("manifest dtype " + dt + " unknown");
+            }
+            KvShape shape = new KvShape(layers, qh, kvh, hd, DType.values()[dt]);
+            int blockTokens = buf.getInt();
+            if (blockTokens < 1 || blockTokens > 65536) {
+                throw new IllegalArgumentException("manifest blockTokens " + blockTokens + " outside 1..65536");
+            }
+            int nDev = count(buf, "devices", 2);
+            List<String> uuids = new ArrayList<>(nDev);
+            for (int i = 0; i < nDev; i++) {
+                uuids.add(readString(buf));
+            }
+            int nTok = count(buf, "tokens", 4);
+            int[] tokens = new int[nTok];
+            for (int i = 0; i < nTok; i++) {
+                tokens[i] = buf.getInt();
+            }
+            int expectedBlocks = (nTok + blockTokens - 1) / blockTokens;
+            BlockTable[] tables = new BlockTable[layers];
+            for (int l = 0; l < layers; l++) {
+                int nb = count(buf, "blocks", 18);
+                if (nb != expectedBlocks) {
+                    throw new IllegalArgumentException("manifest layer " + l + " has " + nb + " blocks; "
+                            + nTok + " tokens in blocks of " + blockTokens + " need " + expectedBlocks);
+                }
+                BlockTable t = new BlockTable(nb);
+                for (int b = 0; b < nb; b++) {
+                    int dev = buf.getShort() & 0xFFFF;
+                    long off = buf.getLong();
+                    int len = buf.getInt();
+                    int c = buf.getInt();
+                    if (dev >= nDev) {
+                        throw new IllegalArgumentException("manifest layer " + l + " block " + b + " names device "
+                                + dev + "; the manifest lists " + nDev);
+                    }
+                    t.set(b, dev, off, len, c, true);
+                }
+                tables[l] = t;
+            }
+            long millis = buf.getLong();
+            long number = buf.getLong();
+            if (buf.hasRemaining()) {
+                throw new IllegalArgumentException("manifest has " + buf.remaining() + " trailing bytes");
+            }
+            return new Manifest(id, shape, blockTokens, List.copyOf(uuids), tokens, tables, millis, number);
+        } catch (BufferUnderflowException e) {
+            throw new IllegalArgumentException("manifest is truncated");
+        }
+    }
+
+    private static int count(ByteBuffer buf, String what, int bytesEach) {
+        int n = buf.getInt();
+        if (n < 0 || (long) n * bytesEach > buf.remaining()) {
+            throw new IllegalArgumentException("manifest " + what + " count " + n + " exceeds the "
+                    + buf.remaining() + " bytes that remain");
+        }
+        return n;
+    }
+
+    private static String readString(ByteBuffer buf) {
+        int len = buf.getShort() & 0xFFFF;
+        if (len > buf.remaining()) {
+            throw new IllegalArgumentException("manifest string of " + len + " bytes exceeds the data");
+        }
+        byte[] b = new byte[len];
+        buf.get(b);
+        return new String(b, StandardCharsets.UTF_8);
+    }
+
+    /**
+     * Checks every extent against the devices it names: aligned, inside the pool and exactly the
+     * extent size the shape implies. Returns the manifest-local → engine device index map.
+     */
+    public static int[] validate(Manifest m, List<DevicePool> devices) {
+        int[] map = new int[m.deviceUuids().size()];
+        for (int i = 0; i < map.length; i++) {
+            map[i] = -1;
+            for (DevicePool d : devices) {
+                if (d.uuid().equals(m.deviceUuids().get(i))) {
+                    map[i] = d.index();
+                }
+            }
+            if (map[i] < 0) {
+                throw new IllegalArgumentException("sequence " + m.id() + " has data on device "
+                        + m.deviceUuids().get(i) + ", which is not among the configured ssdDirectories");
+            }
+        }
+        for (int l = 0; l < m.layers().length; l++) {
+            BlockTable t = m.layers()[l];
+            for (int b = 0; b < t.size(); b++) {
+                DevicePool d = devices.get(map[t.device(b)]);
+                long expected = Layout.extentBytes(m.shape(), m.blockTokens(), d.alignment());
+                if (t.length(b) != expected || t.offset(b) < 0 || t.offset(b) % d.alignment() != 0
+                        || t.offset(b) > d.sizeBytes() - t.length(b)) {
+                    throw new IllegalArgumentException("sequence " + m.id() + " layer " + l + " block " + b
+                            + ": extent [" + t.offset(b) + ", +" + t.length(b) + ") is not a valid " + expected
+                            + "-byte extent of device " + d.index() + " (" + d.sizeBytes() + " bytes, alignment "
+                            + d.alignment() + ")");
+                }
+            }
+        }
+        return map;
+    }
+}

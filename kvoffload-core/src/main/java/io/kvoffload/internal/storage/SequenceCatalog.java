@@ -1,0 +1,136 @@
+package io.kvoffload.internal.storage;
+
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.TreeMap;
+
+/**
+ * The committed sequences an engine knows: their manifests, how many handles hold each (a held
+ * sequence is never evicted), least-recently-used order for capacity eviction, and the prefix
+ * index. Not thread-safe: {@link Store} serialises access.
+ */
+public final class SequenceCatalog {
+    /** A committed sequence. */
+    public static final class Entry {
+        Manifest manifest;
+        int refs;
+        long lastUsed;
+
+        public Manifest manifest() {
+            return manifest;
+        }
+
+        public int refs() {
+            return refs;
+        }
+    }
+
+    private final Map<String, Entry> entries = new HashMap<>();
+    private final Map<Integer, PrefixIndex> prefixByBlockTokens = new TreeMap<>();
+    private final Map<String, Integer> openUncommitted = new HashMap<>();
+    private long clock;
+
+    public Entry get(String id) {
+        return entries.get(id);
+    }
+
+    public Collection<Entry> all() {
+        return entries.values();
+    }
+
+    public boolean contains(String id) {
+        return entries.containsKey(id) || openUncommitted.containsKey(id);
+    }
+
+    /** Reserves an id for a sequence being written but not yet committed. */
+    public void reserve(String id) {
+        openUncommitted.merge(id, 1, Integer::sum);
+    }
+
+    public void unreserve(String id) {
+        openUncommitted.remove(id);
+    }
+
+    /** Adds or replaces a committed manifest; {@code refs} handles hold it. */
+    public void put(Manifest m, int refs) {
+        Entry e = entries.get(m.id());
+        if (e != null) {
+            index(e.manifest).remove(m.id(), e.manifest.shape().fingerprint(), e.manifest.tokenIds(),
+                    e.manifest.blockTokens());
+        } else {
+            e = new Entry();
+            entries.put(m.id(), e);
+        }
+        e.manifest = m;
+        e.refs = refs;
+        e.lastUsed = ++clock;
+        index(m).add(m.id(), m.shape().fingerprint(), m.tokenIds(), m.blockTokens());
+        openUncommitted.remove(m.id());
+    }
+
+    public Entry remove(String id) {
+        Entry e = entries.remove(id);
+        if (e != null) {
+            index(e.manifest).remove(id, e.manifest.shape().fingerprint(), e.manifest.tokenIds(),
+                    e.manifest.blockTokens());
+        }
+        return e;
+    }
+
+    public void acquire(Entry e) {
+        e.refs++;
+        e.lastUsed = ++clock;
+    }
+
+    public void release(Entry e) {
+        if (e.refs <= 0) {
+            throw new IllegalStateException("sequence " + e.manifest.id() + " released more often than opened");
+        }
+        e.refs--;
+        e.lastUsed = ++clock;
+    }
+
+    public void touch(Entry e) {
+        e.lastUsed = ++clock;
+    }
+
+    /** The least recently used committed sequence no handle holds, other than {@code except}; or null. */
+    public Entry evictionCandidate(String except) {
+        Entry best = null;
+        for (Entry e : entries.values()) {
+            if (e.refs == 0 && !e.manifest.id().equals(except) && (best == null || e.lastUsed < best.lastUsed)) {
+                best = e;
+            }
+        }
+        return best;
+    }
+
+    /** Number of committed sequences held open. */
+    public int heldCount() {
+        int n = 0;
+        for (Entry e : entries.values()) {
+            if (e.refs > 0) {
+                n++;
+            }
+        }
+        return n;
+    }
+
+    private PrefixIndex index(Manifest m) {
+        return prefixByBlockTokens.computeIfAbsent(m.blockTokens(), b -> new PrefixIndex());
+    }
+
+    /** Ids of committed sequences sharing the most full blocks with {@code prompt}, any block size. */
+    public List<String> prefixCandidates(String fingerprint, int[] prompt) {
+        List<String> out = new ArrayList<>();
+        for (Map.Entry<Integer, PrefixIndex> e : prefixByBlockTokens.entrySet()) {
+            Set<String> s = e.getValue().longestChain(fingerprint, prompt, e.getKey());
+            out.addAll(s);
+        }
+        return out;
+    }
+}

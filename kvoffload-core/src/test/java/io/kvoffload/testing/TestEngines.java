@@ -1,0 +1,109 @@
+package io.kvoffload.testing;
+
+import io.kvoffload.KvConfig;
+import io.kvoffload.KvEngine;
+import io.kvoffload.KvSequence;
+import io.kvoffload.KvShape;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.List;
+import java.util.stream.Stream;
+
+/** Helpers to build engines over temporary directories and to write and verify sequences. */
+public final class TestEngines {
+    private TestEngines() {}
+
+    /** Creates {@code n} device directories under {@code root}. */
+    public static List<Path> deviceDirs(Path root, int n) {
+        List<Path> dirs = new ArrayList<>();
+        try {
+            for (int i = 0; i < n; i++) {
+                dirs.add(Files.createDirectories(root.resolve("ssd" + i)));
+            }
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+        return dirs;
+    }
+
+    public static KvConfig.Builder config(List<Path> dirs, String backend) {
+        return KvConfig.builder()
+                .ssdDirectories(dirs)
+                .ioBackend(backend)
+                .deviceCapacityBytes(16L << 20)
+                .dramBudgetBytes(64L << 20)
+                .dramSlabBytes(1L << 20)
+                .ioThreadsPerDevice(2);
+    }
+
+    public static KvEngine open(KvConfig config) {
+        try {
+            return KvEngine.open(config);
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+    }
+
+    /**
+     * Appends {@code n} tokens of deterministic data to every layer, in chunks of at most
+     * {@code chunk} tokens, starting at the sequence's current length.
+     */
+    public static void append(KvSequence seq, long seed, int n, int chunk) {
+        KvShape shape = seq.shape();
+        int from = seq.tokenCount();
+        seq.appendTokens(KvTestData.tokenIds(seed, from, n));
+        try (Arena arena = Arena.ofConfined()) {
+            for (int l = 0; l < shape.layers(); l++) {
+                for (int done = 0; done < n; done += chunk) {
+                    int c = Math.min(chunk, n - done);
+                    MemorySegment k = KvTestData.tokens(arena, shape, seed, l, from + done, c, false);
+                    MemorySegment v = KvTestData.tokens(arena, shape, seed, l, from + done, c, true);
+                    seq.appendKv(l, k, v);
+                }
+            }
+        }
+    }
+
+    /** Reads {@code positions} of every layer and returns the first mismatch as text, or null. */
+    public static String verify(KvSequence seq, long seed, int[] positions) {
+        KvShape shape = seq.shape();
+        try (Arena arena = Arena.ofConfined()) {
+            long bytes = (long) Math.max(1, positions.length) * shape.halfEntryBytes();
+            MemorySegment k = arena.allocate(bytes);
+            MemorySegment v = arena.allocate(bytes);
+            for (int l = 0; l < shape.layers(); l++) {
+                seq.read(l, positions, k, v);
+                int bad = KvTestData.firstMismatch(k, v, shape, seed, l, positions);
+                if (bad >= 0) {
+                    return "layer " + l + " position " + positions[bad] + " differs";
+                }
+            }
+        }
+        return null;
+    }
+
+    public static int[] all(int n) {
+        int[] p = new int[n];
+        for (int i = 0; i < n; i++) {
+            p[i] = i;
+        }
+        return p;
+    }
+
+    public static void deleteRecursively(Path root) {
+        if (root == null || !Files.exists(root)) {
+            return;
+        }
+        try (Stream<Path> s = Files.walk(root)) {
+            s.sorted(Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+    }
+}
