@@ -1,0 +1,78 @@
+package io.kvoffload.internal.storage;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+
+import io.kvoffload.DType;
+import io.kvoffload.KvShape;
+import java.util.List;
+import net.jqwik.api.ForAll;
+import net.jqwik.api.Property;
+import net.jqwik.api.constraints.IntRange;
+import org.junit.jupiter.api.Test;
+
+/** A damaged or hostile manifest is rejected with a reason, never trusted. */
+class ManifestCodecTest {
+    static Manifest sample() {
+        KvShape shape = new KvShape(2, 4, 2, 8, DType.F16);
+        BlockTable[] t = {new BlockTable(2), new BlockTable(2)};
+        t[0].set(0, 0, 0, 4096, 11, true);
+        t[0].set(1, 1, 4096, 4096, 12, true);
+        t[1].set(0, 1, 0, 4096, 13, true);
+        t[1].set(1, 0, 8192, 4096, 14, true);
+        return new Manifest("seq-1", shape, 4, List.of("u0", "u1"), new int[] {5, 6, 7, 8, 9}, t, 123, 2);
+    }
+
+    @Test
+    void roundTrips() {
+        Manifest m = ManifestCodec.decode(ManifestCodec.encode(sample()));
+        assertEquals("seq-1", m.id());
+        assertEquals(sample().shape(), m.shape());
+        assertArrayEquals(new int[] {5, 6, 7, 8, 9}, m.tokenIds());
+        assertEquals(4096, m.layers()[1].offset(0) + 4096);
+        assertEquals(14, m.layers()[1].crc(1));
+        assertEquals(2, m.commitNumber());
+    }
+
+    @Property(tries = 300)
+    void everyTruncationOrBitFlipIsRejected(@ForAll @IntRange(min = 0, max = 10_000) int position,
+            @ForAll @IntRange(min = 0, max = 7) int bit, @ForAll boolean truncate) {
+        byte[] data = ManifestCodec.encode(sample());
+        int p = position % data.length;
+        byte[] damaged;
+        if (truncate) {
+            damaged = java.util.Arrays.copyOf(data, p);
+        } else {
+            damaged = data.clone();
+            damaged[p] ^= (byte) (1 << bit);
+        }
+        assertThrows(IllegalArgumentException.class, () -> ManifestCodec.decode(damaged));
+    }
+
+    @Test
+    void extentsOutsideTheirDeviceAreRejected() throws Exception {
+        var dir = java.nio.file.Files.createTempDirectory("kvo-mc");
+        try {
+            var d0 = java.nio.file.Files.createDirectories(dir.resolve("0"));
+            var d1 = java.nio.file.Files.createDirectories(dir.resolve("1"));
+            DevicePool p0 = DevicePool.openOrCreate(0, d0, 1 << 20, 0);
+            DevicePool p1 = DevicePool.openOrCreate(1, d1, 1 << 20, 0);
+            Manifest ok = sample();
+            Manifest m = new Manifest(ok.id(), ok.shape(), ok.blockTokens(), List.of(p0.uuid(), p1.uuid()),
+                    ok.tokenIds(), ok.layers(), 0, 1);
+            // Extent length must be what the shape implies (4 tokens × 64 bytes → one 4096 unit).
+            ManifestCodec.validate(m, List.of(p0, p1));
+            m.layers()[0].set(1, 1, (1 << 20) - 4096 + 4096, 4096, 0, true);
+            var e = assertThrows(IllegalArgumentException.class, () -> ManifestCodec.validate(m, List.of(p0, p1)));
+            assertEquals(true, e.getMessage().contains("is not a valid 4096-byte extent of device 1"), e.getMessage());
+            Manifest foreign = new Manifest(ok.id(), ok.shape(), ok.blockTokens(), List.of(p0.uuid(), "elsewhere"),
+                    ok.tokenIds(), sample().layers(), 0, 1);
+            var e2 = assertThrows(IllegalArgumentException.class,
+                    () -> ManifestCodec.validate(foreign, List.of(p0, p1)));
+            assertEquals(true, e2.getMessage().contains("not among the configured"), e2.getMessage());
+        } finally {
+            io.kvoffload.testing.TestEngines.deleteRecursively(dir);
+        }
+    }
+}
