@@ -1,0 +1,37 @@
+package io.kvoffload.bench.cli;
+
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+
+/** The command line: {@code kvo demo}, benchmarks and tools. */
+@Command(name = "kvo", mixinStandardHelpOptions = true, version = "kvoffload 0.1.0",
+        description = "kvoffload: KV-cache offloading across SSDs. Demo, benchmarks and tools.",
+        subcommands = {DemoCommand.class, CommandLine.HelpCommand.class})
+public final class KvoMain implements Runnable {
+    @CommandLine.Spec
+    CommandLine.Model.CommandSpec spec;
+
+    public static void main(String[] args) {
+        System.exit(run(args));
+    }
+
+    /** Runs the command line and returns its exit code (tests call this). */
+    public static int run(String... args) {
+        CommandLine cl = new CommandLine(new KvoMain());
+        // A user's mistake deserves its message, not a stack trace.
+        cl.setExecutionExceptionHandler((ex, cmd, parsed) -> {
+            cmd.getErr().println("kvo: " + ex.getMessage());
+            if (!(ex instanceof IllegalArgumentException || ex instanceof IllegalStateException)) {
+                ex.printStackTrace(cmd.getErr());
+            }
+            cmd.getErr().flush();
+            return 2;
+        });
+        return cl.execute(args);
+    }
+
+    @Override
+    public void run() {
+        spec.commandLine().usage(System.out);
+    }
+}
