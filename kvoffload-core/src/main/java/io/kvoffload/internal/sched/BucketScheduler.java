@@ -1,0 +1,343 @@
+package io.kvoffload.internal.sched;
+
+import io.kvoffload.internal.util.Checks;
+import java.util.Arrays;
+
+/**
+ * Swarm's decoupled entry-bucket scheduler (papers/000 §6.1, Eq. 8, Fig. 9): turns the entries of
+ * the activated clusters into one batch of reads spread evenly over the SSDs.
+ *
+ * <ol>
+ *   <li>Global merge (Eq. 8): the union of the activated clusters' entries, each entry once, minus
+ *       entries already resident in DRAM.
+ *   <li>Entries sorted by replica count, ascending (a counting sort: counts are small).
+ *   <li>An entry with one replica goes to its SSD's bucket; an entry with several goes to the
+ *       bucket, among the SSDs holding a copy, with the fewest entries so far (ties: the lowest
+ *       device index, so plans are deterministic).
+ *   <li>Each bucket is sorted by file offset and adjacent entries are merged into one read (up to
+ *       {@code maxRunEntries}).
+ *   <li>The heads of all buckets are interleaved into one batch, so one submission feeds every SSD.
+ * </ol>
+ *
+ * The ablations of the paper's Fig. 14 are {@link Mode}s. All working arrays are allocated up front
+ * (or grown when a larger input is first seen), so planning allocates nothing in steady state.
+ * Not thread-safe: one scheduler per sequence and layer pipeline.
+ */
+public final class BucketScheduler {
+
+    /** Scheduling policy: Swarm, or one of the ablations of Fig. 14. */
+    public enum Mode {
+        /** Dedup + rarest-replica-first + least-loaded bucket. */
+        SWARM(true, true),
+        /** First replica, no dedup. */
+        STATIC(false, false),
+        /** Dedup, but every entry reads its first replica. */
+        NO_BALANCE(true, false),
+        /** Least-loaded bucket, but entries shared by clusters are read once per cluster. */
+        NO_DEDUP(false, true);
+
+        final boolean dedup;
+        final boolean balance;
+
+        Mode(boolean dedup, boolean balance) {
+            this.dedup = dedup;
+            this.balance = balance;
+        }
+    }
+
+    /** Where the copies of an entry are. Implementations must not allocate. */
+    public interface Replicas {
+        /** Number of copies of {@code entry}, at least 1. */
+        int count(int entry);
+
+        /** Device of copy {@code r} of {@code entry}. */
+        int device(int entry, int r);
+
+        /** File offset of copy {@code r} of {@code entry} on its device. */
+        long offset(int entry, int r);
+    }
+
+    /** Whether an entry is already in DRAM (and needs no read). Implementations must not allocate. */
+    public interface Residency {
+        boolean resident(int entry);
+    }
+
+    private final int devices;
+    private final int entryBytes;
+    private final int maxRunEntries;
+    private Mode mode;
+
+    // Dedup by generation stamp: stamp[e] == generation means e is already in this step's set.
+    private int[] stamp = new int[0];
+    private int generation;
+
+    // I/O set after merge, then grouped by replica count.
+    private int[] set;
+    private int setSize;
+    private int[] sorted;
+    private int[] countHistogram = new int[9];
+
+    // Buckets: entries chosen per device, with the offset of the chosen copy.
+    private final int[] bucketSize;
+    private int[][] bucketEntry;
+    private long[][] bucketOffset;
+    private long[] sortKeys;
+
+    // Output: runs in batch order.
+    private int runs;
+    private int[] runDevice;
+    private long[] runOffset;
+    private int[] runFirst;
+    private int[] runCount;
+    private int[] planned;
+    private int plannedSize;
+    private int[][] bucketRunStart;
+    private int[] bucketRuns;
+
+    public BucketScheduler(int devices, int entryBytes, int maxRunEntries, Mode mode) {
+        this.devices = Checks.inRange("devices", devices, 1, 4096);
+        this.entryBytes = Checks.positive("entryBytes", entryBytes);
+        this.maxRunEntries = Checks.inRange("maxRunEntries", maxRunEntries, 1, 1 << 20);
+        this.mode = Checks.notNull("mode", mode);
+        bucketSize = new int[devices];
+        bucketRuns = new int[devices];
+        ensureCapacity(1024);
+    }
+
+    public Mode mode() {
+        return mode;
+    }
+
+    public void mode(Mode m) {
+        this.mode = Checks.notNull("mode", m);
+    }
+
+    private void ensureCapacity(int n) {
+        if (set != null && set.length >= n) {
+            return;
+        }
+        int c = Math.max(n, set == null ? 0 : set.length * 2);
+        set = new int[c];
+        sorted = new int[c];
+        planned = new int[c];
+        sortKeys = new long[c];
+        runDevice = new int[c];
+        runOffset = new long[c];
+        runFirst = new int[c];
+        runCount = new int[c];
+        bucketEntry = new int[devices][c];
+        bucketOffset = new long[devices][c];
+        bucketRunStart = new int[devices][c];
+    }
+
+    /**
+     * Plans the reads for the entries of the activated clusters.
+     *
+     * @param clusterEntries the activated clusters' entries, concatenated (an entry shared by two
+     *     clusters appears twice); entry ids are non-negative
+     * @param n how many of {@code clusterEntries} to use
+     */
+    public void plan(int[] clusterEntries, int n, Replicas replicas, Residency residency) {
+        Checks.inRange("n", n, 0, clusterEntries.length);
+        ensureCapacity(n);
+        mergeEq8(clusterEntries, n, residency);
+        sortByReplicaCount(replicas);
+        assignToBuckets(replicas);
+        buildRuns();
+    }
+
+    private void mergeEq8(int[] clusterEntries, int n, Residency residency) {
+        if (++generation == 0) { // wrapped: reset the stamps once every 2^32 steps
+            Arrays.fill(stamp, 0);
+            generation = 1;
+        }
+        setSize = 0;
+        for (int i = 0; i < n; i++) {
+            int e = clusterEntries[i];
+            if (e < 0) {
+                throw new IllegalArgumentException("clusterEntries[" + i + "] = " + e + " is not an entry id; allowed: >= 0");
+            }
+            if (mode.dedup) {
+                if (e >= stamp.length) {
+                    stamp = Arrays.copyOf(stamp, Math.max(e + 1, stamp.length * 2));
+                }
+                if (stamp[e] == generation) {
+                    continue;
+                }
+                stamp[e] = generation;
+            }
+            if (residency != null && residency.resident(e)) {
+                continue;
+            }
+            set[setSize++] = e;
+        }
+    }
+
+    private void sortByReplicaCount(Replicas replicas) {
+        int max = 1;
+        for (int i = 0; i < setSize; i++) {
+            int c = replicas.count(set[i]);
+            if (c < 1) {
+                throw new IllegalArgumentException("entry " + set[i] + " has " + c + " replicas; allowed: >= 1");
+            }
+            max = Math.max(max, c);
+        }
+        if (countHistogram.length < max + 2) {
+            countHistogram = new int[max + 2];
+        }
+        Arrays.fill(countHistogram, 0, max + 2, 0);
+        for (int i = 0; i < setSize; i++) {
+            countHistogram[replicas.count(set[i]) + 1]++;
+        }
+        for (int c = 1; c <= max + 1; c++) {
+            countHistogram[c] += countHistogram[c - 1];
+        }
+        // Stable: entries with equal counts keep their merge order.
+        for (int i = 0; i < setSize; i++) {
+            sorted[countHistogram[replicas.count(set[i])]++] = set[i];
+        }
+    }
+
+    private void assignToBuckets(Replicas replicas) {
+        Arrays.fill(bucketSize, 0);
+        for (int i = 0; i < setSize; i++) {
+            int e = sorted[i];
+            int copies = mode.balance ? replicas.count(e) : 1;
+            int best = 0;
+            int bestDevice = replicas.device(e, 0);
+            for (int r = 1; r < copies; r++) {
+                int d = replicas.device(e, r);
+                if (bucketSize[d] < bucketSize[bestDevice] || (bucketSize[d] == bucketSize[bestDevice] && d < bestDevice)) {
+                    best = r;
+                    bestDevice = d;
+                }
+            }
+            if (bestDevice < 0 || bestDevice >= devices) {
+                throw new IllegalArgumentException("entry " + e + " replica " + best + " is on device " + bestDevice
+                        + "; allowed: 0.." + (devices - 1));
+            }
+            int k = bucketSize[bestDevice]++;
+            bucketEntry[bestDevice][k] = e;
+            bucketOffset[bestDevice][k] = replicas.offset(e, best);
+        }
+    }
+
+    private void buildRuns() {
+        // Per bucket: sort by offset, then merge adjacent entries into runs.
+        plannedSize = 0;
+        int totalRuns = 0;
+        for (int d = 0; d < devices; d++) {
+            int size = bucketSize[d];
+            bucketRuns[d] = 0;
+            if (size == 0) {
+                continue;
+            }
+            for (int k = 0; k < size; k++) {
+                sortKeys[k] = k;
+            }
+            sortByOffset(bucketOffset[d], size);
+            int k = 0;
+            while (k < size) {
+                int start = k;
+                long off = bucketOffset[d][(int) sortKeys[k]];
+                k++;
+                while (k < size && k - start < maxRunEntries
+                        && bucketOffset[d][(int) sortKeys[k]] == off + (long) (k - start) * entryBytes) {
+                    k++;
+                }
+                bucketRunStart[d][bucketRuns[d]++] = start;
+            }
+            // Reorder the bucket's entries by offset in place (using planned[] as scratch).
+            for (int j = 0; j < size; j++) {
+                planned[j] = bucketEntry[d][(int) sortKeys[j]];
+                sortKeys[j] = bucketOffset[d][(int) sortKeys[j]];
+            }
+            System.arraycopy(planned, 0, bucketEntry[d], 0, size);
+            for (int j = 0; j < size; j++) {
+                bucketOffset[d][j] = sortKeys[j];
+            }
+            totalRuns += bucketRuns[d];
+        }
+        // Interleave the heads of all buckets: run 0 of every device, then run 1, …
+        runs = 0;
+        for (int round = 0; runs < totalRuns; round++) {
+            for (int d = 0; d < devices; d++) {
+                if (round >= bucketRuns[d]) {
+                    continue;
+                }
+                int start = bucketRunStart[d][round];
+                int end = round + 1 < bucketRuns[d] ? bucketRunStart[d][round + 1] : bucketSize[d];
+                runDevice[runs] = d;
+                runOffset[runs] = bucketOffset[d][start];
+                runFirst[runs] = plannedSize;
+                runCount[runs] = end - start;
+                System.arraycopy(bucketEntry[d], start, planned, plannedSize, end - start);
+                plannedSize += end - start;
+                runs++;
+            }
+        }
+    }
+
+    /** Sorts the indices in sortKeys[0..size) by offsets[index]: an in-place shell sort, no allocation. */
+    private void sortByOffset(long[] offsets, int size) {
+        int gap = 1;
+        while (gap < size / 3) {
+            gap = 3 * gap + 1;
+        }
+        for (; gap >= 1; gap /= 3) {
+            for (int i = gap; i < size; i++) {
+                long idx = sortKeys[i];
+                long key = offsets[(int) idx];
+                int j = i;
+                while (j >= gap && offsets[(int) sortKeys[j - gap]] > key) {
+                    sortKeys[j] = sortKeys[j - gap];
+                    j -= gap;
+                }
+                sortKeys[j] = idx;
+            }
+        }
+    }
+
+    // ---- the plan ----
+
+    /** Number of reads in the batch. */
+    public int runs() {
+        return runs;
+    }
+
+    public int runDevice(int i) {
+        return runDevice[i];
+    }
+
+    public long runOffset(int i) {
+        return runOffset[i];
+    }
+
+    /** Entries read by run {@code i}: {@code plannedEntries()[runFirst(i) .. runFirst(i)+runEntries(i))}. */
+    public int runFirst(int i) {
+        return runFirst[i];
+    }
+
+    public int runEntries(int i) {
+        return runCount[i];
+    }
+
+    public long runBytes(int i) {
+        return (long) runCount[i] * entryBytes;
+    }
+
+    /** Entry ids in batch order; valid until the next {@link #plan}. */
+    public int[] plannedEntries() {
+        return planned;
+    }
+
+    /** Entries to read (after merge and residency filter). */
+    public int plannedCount() {
+        return plannedSize;
+    }
+
+    /** Entries assigned to device {@code d}'s bucket in the last plan. */
+    public int bucketSize(int d) {
+        return bucketSize[d];
+    }
+}

@@ -1,0 +1,197 @@
+package io.kvoffload.internal.sched;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Random;
+import java.util.Set;
+import net.jqwik.api.ForAll;
+import net.jqwik.api.Property;
+import net.jqwik.api.constraints.IntRange;
+import org.junit.jupiter.api.Test;
+
+class BucketSchedulerProperties {
+    static final int ENTRY = 4096;
+
+    /** A random layout: each entry has 1..maxCopies copies on distinct devices at distinct offsets. */
+    static final class Layout implements BucketScheduler.Replicas, BucketScheduler.Residency {
+        final int[][] dev;
+        final long[][] off;
+        final boolean[] resident;
+
+        Layout(Random rnd, int entries, int devices, int maxCopies, double residentShare) {
+            dev = new int[entries][];
+            off = new long[entries][];
+            resident = new boolean[entries];
+            long[] next = new long[devices];
+            for (int e = 0; e < entries; e++) {
+                int copies = 1 + rnd.nextInt(Math.min(maxCopies, devices));
+                dev[e] = new int[copies];
+                off[e] = new long[copies];
+                int start = rnd.nextInt(devices);
+                for (int r = 0; r < copies; r++) {
+                    int d = (start + r) % devices;
+                    dev[e][r] = d;
+                    // Mostly sequential placement, sometimes a gap, so some runs merge and some do not.
+                    next[d] += rnd.nextInt(4) == 0 ? 2 * ENTRY : ENTRY;
+                    off[e][r] = next[d];
+                }
+                resident[e] = rnd.nextDouble() < residentShare;
+            }
+        }
+
+        @Override
+        public int count(int e) {
+            return dev[e].length;
+        }
+
+        @Override
+        public int device(int e, int r) {
+            return dev[e][r];
+        }
+
+        @Override
+        public long offset(int e, int r) {
+            return off[e][r];
+        }
+
+        @Override
+        public boolean resident(int e) {
+            return resident[e];
+        }
+    }
+
+    static int[] clusters(Random rnd, int entries, int n) {
+        int[] c = new int[n];
+        for (int i = 0; i < n; i++) {
+            c[i] = rnd.nextInt(entries);
+        }
+        return c;
+    }
+
+    @Property(tries = 300)
+    void swarmReadsEachNeededEntryExactlyOnceFromARealCopyInContiguousRuns(@ForAll long seed,
+            @ForAll @IntRange(min = 1, max = 8) int devices, @ForAll @IntRange(min = 1, max = 4) int maxCopies,
+            @ForAll @IntRange(min = 0, max = 3000) int n) {
+        Random rnd = new Random(seed);
+        int entries = 1 + rnd.nextInt(2000);
+        Layout layout = new Layout(rnd, entries, devices, maxCopies, 0.2);
+        int[] selected = clusters(rnd, entries, n);
+        BucketScheduler s = new BucketScheduler(devices, ENTRY, 1 + rnd.nextInt(64), BucketScheduler.Mode.SWARM);
+        for (int repeat = 0; repeat < 2; repeat++) { // reuse must not leak state between plans
+            s.plan(selected, n, layout, layout);
+            Set<Integer> expected = new HashSet<>();
+            for (int i = 0; i < n; i++) {
+                if (!layout.resident[selected[i]]) {
+                    expected.add(selected[i]);
+                }
+            }
+            Set<Integer> read = new HashSet<>();
+            int sum = 0;
+            for (int run = 0; run < s.runs(); run++) {
+                int d = s.runDevice(run);
+                for (int k = 0; k < s.runEntries(run); k++) {
+                    int e = s.plannedEntries()[s.runFirst(run) + k];
+                    assertTrue(read.add(e), "entry " + e + " read twice");
+                    assertFalse(layout.resident[e], "entry " + e + " is in DRAM");
+                    long want = s.runOffset(run) + (long) k * ENTRY;
+                    boolean isCopy = false;
+                    for (int r = 0; r < layout.count(e); r++) {
+                        isCopy |= layout.dev[e][r] == d && layout.off[e][r] == want;
+                    }
+                    assertTrue(isCopy, "run " + run + " reads entry " + e + " where no copy of it is");
+                }
+                sum += s.runEntries(run);
+            }
+            assertEquals(expected, read);
+            assertEquals(expected.size(), s.plannedCount());
+            assertEquals(sum, s.plannedCount());
+        }
+    }
+
+    @Property(tries = 200)
+    void bucketsDifferByAtMostOneWhenEveryEntryIsOnEveryDevice(@ForAll long seed,
+            @ForAll @IntRange(min = 1, max = 8) int devices, @ForAll @IntRange(min = 0, max = 2000) int n) {
+        Random rnd = new Random(seed);
+        int entries = 500;
+        Layout layout = new Layout(rnd, entries, devices, devices, 0);
+        for (int e = 0; e < entries; e++) { // full replication
+            layout.dev[e] = new int[devices];
+            layout.off[e] = new long[devices];
+            for (int d = 0; d < devices; d++) {
+                layout.dev[e][d] = d;
+                layout.off[e][d] = (long) e * ENTRY;
+            }
+        }
+        BucketScheduler s = new BucketScheduler(devices, ENTRY, 8, BucketScheduler.Mode.SWARM);
+        s.plan(clusters(rnd, entries, n), n, layout, layout);
+        int min = Integer.MAX_VALUE;
+        int max = 0;
+        for (int d = 0; d < devices; d++) {
+            min = Math.min(min, s.bucketSize(d));
+            max = Math.max(max, s.bucketSize(d));
+        }
+        assertTrue(max - min <= 1, "bucket sizes " + min + ".." + max);
+    }
+
+    @Property(tries = 100)
+    void theBatchStartsWithTheHeadOfEveryNonEmptyBucket(@ForAll long seed,
+            @ForAll @IntRange(min = 2, max = 8) int devices) {
+        Random rnd = new Random(seed);
+        Layout layout = new Layout(rnd, 1000, devices, 3, 0);
+        int[] sel = clusters(rnd, 1000, 600);
+        BucketScheduler s = new BucketScheduler(devices, ENTRY, 4, BucketScheduler.Mode.SWARM);
+        s.plan(sel, sel.length, layout, layout);
+        int nonEmpty = 0;
+        for (int d = 0; d < devices; d++) {
+            nonEmpty += s.bucketSize(d) > 0 ? 1 : 0;
+        }
+        Set<Integer> firstDevices = new HashSet<>();
+        for (int r = 0; r < Math.min(nonEmpty, s.runs()); r++) {
+            firstDevices.add(s.runDevice(r));
+        }
+        assertEquals(nonEmpty, firstDevices.size());
+    }
+
+    @Test
+    void ablationsBehaveAsInFig14() {
+        // Entry 0 on devices {0,1}, entry 1 on {0,1}, entry 2 only on 0; clusters share entry 0.
+        BucketScheduler.Replicas r = new BucketScheduler.Replicas() {
+            final int[][] dev = {{0, 1}, {0, 1}, {0}};
+            final long[][] off = {{0, 4096}, {4096, 8192}, {8192}};
+
+            @Override
+            public int count(int e) {
+                return dev[e].length;
+            }
+
+            @Override
+            public int device(int e, int k) {
+                return dev[e][k];
+            }
+
+            @Override
+            public long offset(int e, int k) {
+                return off[e][k];
+            }
+        };
+        int[] sel = {0, 1, 0, 2};
+        Map<BucketScheduler.Mode, List<Integer>> buckets = new HashMap<>();
+        for (BucketScheduler.Mode m : BucketScheduler.Mode.values()) {
+            BucketScheduler s = new BucketScheduler(2, ENTRY, 16, m);
+            s.plan(sel, sel.length, r, null);
+            buckets.put(m, List.of(s.bucketSize(0), s.bucketSize(1), s.plannedCount()));
+        }
+        // Swarm: entry 2 (one copy) first, to device 0; entry 0 to the emptier device 1; entry 1 finds
+        // both buckets at 1 and takes the lower device, 0. Entry 0's second mention is merged away.
+        assertEquals(List.of(2, 1, 3), buckets.get(BucketScheduler.Mode.SWARM));
+        assertEquals(List.of(3, 0, 3), buckets.get(BucketScheduler.Mode.NO_BALANCE));
+        assertEquals(List.of(4, 0, 4), buckets.get(BucketScheduler.Mode.STATIC));
+        assertEquals(List.of(2, 2, 4), buckets.get(BucketScheduler.Mode.NO_DEDUP));
+    }
+}
