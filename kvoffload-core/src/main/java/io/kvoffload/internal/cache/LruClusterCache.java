@@ -1,0 +1,175 @@
+package io.kvoffload.internal.cache;
+
+import io.kvoffload.internal.util.Checks;
+import java.util.Arrays;
+
+/**
+ * Least-recently-used cluster cache, the comparison policy of Swarm's Fig. 15: every activated
+ * cluster is admitted, evicting the least recently activated ones until it fits. An intrusive
+ * doubly linked list over cluster ids keeps each step allocation-free.
+ */
+public final class LruClusterCache implements ClusterCache {
+    private final long budget;
+    private final Sizes sizes;
+    private int[] prev;
+    private int[] next;
+    private boolean[] in;
+    private int[] seenStamp;
+    private int stamp;
+    private int head = -1; // most recent
+    private int tail = -1; // least recent
+    private long used;
+    private long hits;
+    private long misses;
+    private int[] admitted;
+    private int admittedCount;
+    private int[] evicted;
+    private int evictedCount;
+
+    public LruClusterCache(int clusters, long budgetBytes, Sizes sizes) {
+        this.budget = Checks.inRange("budgetBytes", budgetBytes, 0, Long.MAX_VALUE);
+        this.sizes = Checks.notNull("sizes", sizes);
+        grow(Math.max(16, clusters));
+    }
+
+    private void grow(int n) {
+        int old = prev == null ? 0 : prev.length;
+        if (n <= old) {
+            return;
+        }
+        prev = prev == null ? new int[n] : Arrays.copyOf(prev, n);
+        next = next == null ? new int[n] : Arrays.copyOf(next, n);
+        in = in == null ? new boolean[n] : Arrays.copyOf(in, n);
+        seenStamp = seenStamp == null ? new int[n] : Arrays.copyOf(seenStamp, n);
+        admitted = admitted == null ? new int[n] : Arrays.copyOf(admitted, n);
+        evicted = evicted == null ? new int[n] : Arrays.copyOf(evicted, n);
+    }
+
+    @Override
+    public void step(int[] activated, int n) {
+        admittedCount = 0;
+        evictedCount = 0;
+        if (++stamp == 0) {
+            Arrays.fill(seenStamp, 0);
+            stamp = 1;
+        }
+        for (int i = 0; i < n; i++) {
+            int c = activated[i];
+            if (c < 0) {
+                throw new IllegalArgumentException("activated[" + i + "] = " + c + "; allowed: cluster ids >= 0");
+            }
+            if (c >= prev.length) {
+                grow(Math.max(c + 1, prev.length * 2));
+            }
+            if (seenStamp[c] == stamp) {
+                continue; // a cluster counts once per step
+            }
+            seenStamp[c] = stamp;
+            if (in[c]) {
+                hits++;
+                if (c != head) {
+                    unlink(c);
+                    pushFront(c);
+                }
+                continue;
+            }
+            misses++;
+            long bytes = sizes.bytes(c);
+            if (bytes > budget) {
+                continue;
+            }
+            while (budget - used < bytes && tail >= 0) {
+                int victim = tail;
+                unlink(victim);
+                in[victim] = false;
+                used -= sizes.bytes(victim);
+                recordEviction(victim);
+            }
+            in[c] = true;
+            pushFront(c);
+            used += bytes;
+            admitted[admittedCount++] = c;
+        }
+    }
+
+    private void unlink(int c) {
+        if (prev[c] >= 0) {
+            next[prev[c]] = next[c];
+        } else {
+            head = next[c];
+        }
+        if (next[c] >= 0) {
+            prev[next[c]] = prev[c];
+        } else {
+            tail = prev[c];
+        }
+    }
+
+    private void pushFront(int c) {
+        prev[c] = -1;
+        next[c] = head;
+        if (head >= 0) {
+            prev[head] = c;
+        }
+        head = c;
+        if (tail < 0) {
+            tail = c;
+        }
+    }
+
+    /** Reports an eviction; a cluster admitted earlier in this step is simply un-admitted (never loaded). */
+    private void recordEviction(int victim) {
+        for (int i = 0; i < admittedCount; i++) {
+            if (admitted[i] == victim) {
+                admitted[i] = admitted[--admittedCount];
+                return;
+            }
+        }
+        evicted[evictedCount++] = victim;
+    }
+
+    @Override
+    public boolean cached(int cluster) {
+        return cluster >= 0 && cluster < in.length && in[cluster];
+    }
+
+    @Override
+    public long usedBytes() {
+        return used;
+    }
+
+    @Override
+    public long budgetBytes() {
+        return budget;
+    }
+
+    @Override
+    public long hits() {
+        return hits;
+    }
+
+    @Override
+    public long misses() {
+        return misses;
+    }
+
+    @Override
+    public int admittedCount() {
+        return admittedCount;
+    }
+
+    @Override
+    public int admitted(int i) {
+        return admitted[Checks.index("i", i, admittedCount)];
+    }
+
+    @Override
+    public int evictedCount() {
+        return evictedCount;
+    }
+
+    @Override
+    public int evicted(int i) {
+        return evicted[Checks.index("i", i, evictedCount)];
+    }
+}
