@@ -81,7 +81,9 @@ public final class BucketScheduler {
     private final int[] bucketSize;
     private int[][] bucketEntry;
     private long[][] bucketOffset;
-    private long[] sortKeys;
+    private long[] scratchOffset;
+    private int[] scratchEntry;
+    private final int[] radixCount = new int[256];
 
     // Output: runs in batch order.
     private int runs;
@@ -120,7 +122,8 @@ public final class BucketScheduler {
         set = new int[c];
         sorted = new int[c];
         planned = new int[c];
-        sortKeys = new long[c];
+        scratchOffset = new long[c];
+        scratchEntry = new int[c];
         runDevice = new int[c];
         runOffset = new long[c];
         runFirst = new int[c];
@@ -232,29 +235,16 @@ public final class BucketScheduler {
             if (size == 0) {
                 continue;
             }
-            for (int k = 0; k < size; k++) {
-                sortKeys[k] = k;
-            }
-            sortByOffset(bucketOffset[d], size);
+            sortByOffset(bucketOffset[d], bucketEntry[d], size);
+            long[] off = bucketOffset[d];
             int k = 0;
             while (k < size) {
                 int start = k;
-                long off = bucketOffset[d][(int) sortKeys[k]];
                 k++;
-                while (k < size && k - start < maxRunEntries
-                        && bucketOffset[d][(int) sortKeys[k]] == off + (long) (k - start) * entryBytes) {
+                while (k < size && k - start < maxRunEntries && off[k] == off[start] + (long) (k - start) * entryBytes) {
                     k++;
                 }
                 bucketRunStart[d][bucketRuns[d]++] = start;
-            }
-            // Reorder the bucket's entries by offset in place (using planned[] as scratch).
-            for (int j = 0; j < size; j++) {
-                planned[j] = bucketEntry[d][(int) sortKeys[j]];
-                sortKeys[j] = bucketOffset[d][(int) sortKeys[j]];
-            }
-            System.arraycopy(planned, 0, bucketEntry[d], 0, size);
-            for (int j = 0; j < size; j++) {
-                bucketOffset[d][j] = sortKeys[j];
             }
             totalRuns += bucketRuns[d];
         }
@@ -278,23 +268,52 @@ public final class BucketScheduler {
         }
     }
 
-    /** Sorts the indices in sortKeys[0..size) by offsets[index]: an in-place shell sort, no allocation. */
-    private void sortByOffset(long[] offsets, int size) {
-        int gap = 1;
-        while (gap < size / 3) {
-            gap = 3 * gap + 1;
+    /**
+     * Sorts the pairs (off[i], ent[i]) by offset: an LSD radix sort over the offset's bytes into
+     * preallocated scratch arrays, skipping bytes on which all offsets agree. Stable, O(n), no
+     * allocation (a library sort of nearly sorted data may allocate merge buffers).
+     */
+    private void sortByOffset(long[] off, int[] ent, int size) {
+        long or = 0;
+        long and = -1;
+        for (int i = 0; i < size; i++) {
+            or |= off[i];
+            and &= off[i];
         }
-        for (; gap >= 1; gap /= 3) {
-            for (int i = gap; i < size; i++) {
-                long idx = sortKeys[i];
-                long key = offsets[(int) idx];
-                int j = i;
-                while (j >= gap && offsets[(int) sortKeys[j - gap]] > key) {
-                    sortKeys[j] = sortKeys[j - gap];
-                    j -= gap;
-                }
-                sortKeys[j] = idx;
+        long varying = or ^ and;
+        long[] srcOff = off;
+        int[] srcEnt = ent;
+        long[] dstOff = scratchOffset;
+        int[] dstEnt = scratchEntry;
+        for (int shift = 0; shift < 64; shift += 8) {
+            if (((varying >>> shift) & 0xFF) == 0) {
+                continue;
             }
+            int[] count = radixCount;
+            java.util.Arrays.fill(count, 0);
+            for (int i = 0; i < size; i++) {
+                count[(int) ((srcOff[i] >>> shift) & 0xFF)]++;
+            }
+            for (int b = 0, sum = 0; b < 256; b++) {
+                int c = count[b];
+                count[b] = sum;
+                sum += c;
+            }
+            for (int i = 0; i < size; i++) {
+                int pos = count[(int) ((srcOff[i] >>> shift) & 0xFF)]++;
+                dstOff[pos] = srcOff[i];
+                dstEnt[pos] = srcEnt[i];
+            }
+            long[] to = srcOff;
+            srcOff = dstOff;
+            dstOff = to;
+            int[] te = srcEnt;
+            srcEnt = dstEnt;
+            dstEnt = te;
+        }
+        if (srcOff != off) {
+            System.arraycopy(srcOff, 0, off, 0, size);
+            System.arraycopy(srcEnt, 0, ent, 0, size);
         }
     }
 
