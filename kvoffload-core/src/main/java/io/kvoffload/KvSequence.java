@@ -1,7 +1,11 @@
 package io.kvoffload;
 
 import io.kvoffload.internal.dram.DramSlot;
+import io.kvoffload.internal.sched.BucketScheduler;
 import io.kvoffload.internal.storage.BlockTable;
+import io.kvoffload.internal.storage.ClusterLayout;
+import io.kvoffload.internal.storage.ClusterLayoutWriter;
+import io.kvoffload.internal.storage.ClusterPlan;
 import io.kvoffload.internal.storage.DevicePool;
 import io.kvoffload.internal.storage.Layout;
 import io.kvoffload.internal.storage.Manifest;
@@ -49,6 +53,9 @@ public final class KvSequence implements AutoCloseable {
     private final BlockTable[] blocks;
     private final DramSlot[] tail;
     private final boolean[] tailDirty;
+    private final ClusterLayout[] clusters;
+    private final boolean[] clustersCommitted;
+    private BucketScheduler clusterScheduler;
     private final List<long[]> superseded = new ArrayList<>();
     private final boolean[] devicesWritten;
     private boolean committed;
@@ -78,6 +85,8 @@ public final class KvSequence implements AutoCloseable {
             layerTokens[l] = tokenCount;
             // A reader shares the manifest's immutable tables; a writer gets its own copy.
             blocks[l] = writable ? m.layers()[l].copy() : m.layers()[l];
+            clusters[l] = m.clusters()[l];
+            clustersCommitted[l] = true;
         }
         this.committed = true;
         this.commitNumber = m.commitNumber();
@@ -101,6 +110,8 @@ public final class KvSequence implements AutoCloseable {
         }
         this.tail = new DramSlot[shape.layers()];
         this.tailDirty = new boolean[shape.layers()];
+        this.clusters = new ClusterLayout[shape.layers()];
+        this.clustersCommitted = new boolean[shape.layers()];
         this.devicesWritten = new boolean[store.devices().size()];
     }
 
@@ -382,7 +393,7 @@ public final class KvSequence implements AutoCloseable {
                 snapshot[l].markAllCommitted();
             }
             Manifest m = new Manifest(id, shape, blockTokens, store.deviceUuids(), Arrays.copyOf(tokenIds, tokenCount),
-                    snapshot, System.currentTimeMillis(), commitNumber + 1);
+                    snapshot, clusters.clone(), System.currentTimeMillis(), commitNumber + 1);
             store.commit(m, superseded, 1);
         } catch (IOException e) {
             throw new UncheckedIOException("commit of sequence " + id + " failed; its previous commit is intact", e);
@@ -392,9 +403,59 @@ public final class KvSequence implements AutoCloseable {
         for (BlockTable t : blocks) {
             t.markAllCommitted();
         }
+        Arrays.fill(clustersCommitted, true);
         Arrays.fill(tailDirty, false);
         dirty = false;
         committed = true;
+    }
+
+    // ------------------------------------------------------------------ cluster layout
+
+    /**
+     * Lays tokens {@code [0, plan.clusteredTokens())} of {@code layer} out by cluster (Swarm §5.2):
+     * each cluster's share of each device becomes one extent, replicas are physical copies, every
+     * entry gets a CRC32C. The layer's block extents that the clusters now cover are released after
+     * the next {@link #commit} (until then the previous commit still names them).
+     */
+    void applyClusterPlan(int layer, ClusterPlan plan) {
+        checkWritable();
+        Checks.index("layer", layer, shape.layers());
+        Checks.inRange("plan.clusteredTokens()", plan.clusteredTokens(), 1, layerTokens[layer]);
+        flushWrites();
+        ClusterLayout layout = ClusterLayoutWriter.write(store, id, shape, plan,
+                (positions, k, v) -> read(layer, positions, k, v));
+        ClusterLayout old = clusters[layer];
+        if (old != null) {
+            if (clustersCommitted[layer]) {
+                for (int s = 0; s < old.segmentCount(); s++) {
+                    superseded.add(new long[] {old.segmentDevice(s), old.segmentOffset(s), old.segmentLength(s)});
+                }
+            } else {
+                freeSegments(old);
+            }
+        }
+        clusters[layer] = layout;
+        clustersCommitted[layer] = false;
+        BlockTable t = blocks[layer];
+        for (int b = 0; b < t.size() && (long) (b + 1) * blockTokens <= layout.clusteredTokens(); b++) {
+            if (t.hasExtent(b)) {
+                retire(t, b);
+                t.clear(b);
+            }
+        }
+        dirty = true;
+    }
+
+    private void freeSegments(ClusterLayout c) {
+        for (int s = 0; s < c.segmentCount(); s++) {
+            store.free(c.segmentDevice(s), c.segmentOffset(s), c.segmentLength(s));
+        }
+    }
+
+    /** The layer's cluster layout, or null. */
+    ClusterLayout clusterLayout(int layer) {
+        Checks.index("layer", layer, shape.layers());
+        return clusters[layer];
     }
 
     // ------------------------------------------------------------------ reading
@@ -467,10 +528,28 @@ public final class KvSequence implements AutoCloseable {
     }
 
     private void gather(int layer, int[] positions, MemorySegment keysOut, MemorySegment valuesOut) {
-        int n = positions.length;
+        ClusterLayout cl = clusters[layer];
+        int clustered = cl == null ? 0 : cl.clusteredTokens();
+        int n = 0;
+        int m = 0;
+        for (int p : positions) {
+            if (p < clustered) {
+                m++;
+            } else {
+                n++;
+            }
+        }
+        if (m > 0) {
+            gatherClustered(layer, cl, positions, m, keysOut, valuesOut);
+        }
+        if (n == 0) {
+            return;
+        }
         long[] order = new long[n];
-        for (int i = 0; i < n; i++) {
-            order[i] = ((long) (positions[i] / blockTokens) << 32) | i;
+        for (int i = 0, k = 0; i < positions.length; i++) {
+            if (positions[i] >= clustered) {
+                order[k++] = ((long) (positions[i] / blockTokens) << 32) | i;
+            }
         }
         Arrays.sort(order);
         int tailBlock = tail[layer] != null ? layerTokens[layer] / blockTokens : -1;
@@ -519,6 +598,129 @@ public final class KvSequence implements AutoCloseable {
                 }
             }
         }
+    }
+
+    /**
+     * Reads clustered tokens: the bucket scheduler picks one copy of each distinct token, balancing
+     * the devices and merging neighbours into runs; each run is one aligned read into a staging
+     * slot; each entry is checked against its own CRC32C, then copied to every output index that
+     * asked for its token.
+     */
+    private void gatherClustered(int layer, ClusterLayout cl, int[] positions, int m, MemorySegment keysOut,
+            MemorySegment valuesOut) {
+        long[] order = new long[m];
+        for (int i = 0, k = 0; i < positions.length; i++) {
+            if (positions[i] < cl.clusteredTokens()) {
+                order[k++] = ((long) positions[i] << 32) | i;
+            }
+        }
+        Arrays.sort(order);
+        int[] tokens = new int[m];
+        int u = 0;
+        for (int k = 0; k < m; k++) {
+            int t = (int) (order[k] >>> 32);
+            if (u == 0 || tokens[u - 1] != t) {
+                tokens[u++] = t;
+            }
+        }
+        int align = store.devices().stream().mapToInt(DevicePool::alignment).max().orElse(4096);
+        if (clusterScheduler == null) {
+            clusterScheduler = new BucketScheduler(store.devices().size(), entry, Math.max(1, (256 << 10) / entry),
+                    BucketScheduler.Mode.SWARM);
+        }
+        BucketScheduler sched = clusterScheduler;
+        sched.plan(tokens, u, cl, null);
+        if (readBatch == null) {
+            readBatch = store.backend().newBatch(IO_BATCH);
+        }
+        IoBatch batch = readBatch;
+        DramSlot[] slots = new DramSlot[IO_BATCH];
+        int[] runOf = new int[IO_BATCH];
+        try {
+            int r = 0;
+            while (r < sched.runs()) {
+                int inBatch = 0;
+                while (r < sched.runs() && inBatch < IO_BATCH) {
+                    long start = sched.runOffset(r) & -(long) align;
+                    long len = Checks.alignUp(sched.runOffset(r) + sched.runBytes(r), align) - start;
+                    DramSlot slot = inBatch == 0 ? store.dram().acquire(len) : store.dram().tryAcquire(len);
+                    if (slot == null) {
+                        break;
+                    }
+                    slots[inBatch] = slot;
+                    runOf[inBatch] = r;
+                    batch.addRead(sched.runDevice(r), start, slot.segment().asSlice(0, len), r);
+                    inBatch++;
+                    r++;
+                }
+                try {
+                    store.backend().execute(batch);
+                    for (int g = 0; g < inBatch; g++) {
+                        store.stats().bytesRead[batch.device(g)].add(batch.buffer(g).byteSize());
+                        store.stats().reads[batch.device(g)].increment();
+                    }
+                } finally {
+                    batch.clear();
+                }
+                for (int g = 0; g < inBatch; g++) {
+                    copyRun(layer, cl, sched, runOf[g], slots[g].segment(), align, order, keysOut, valuesOut);
+                    store.dram().release(slots[g]);
+                    slots[g] = null;
+                }
+            }
+        } finally {
+            for (DramSlot s : slots) {
+                if (s != null) {
+                    store.dram().release(s);
+                }
+            }
+        }
+    }
+
+    private void copyRun(int layer, ClusterLayout cl, BucketScheduler sched, int r, MemorySegment staged, int align,
+            long[] order, MemorySegment keysOut, MemorySegment valuesOut) {
+        int dev = sched.runDevice(r);
+        long runStart = sched.runOffset(r);
+        long base = runStart & -(long) align;
+        for (int k = 0; k < sched.runEntries(r); k++) {
+            int token = sched.plannedEntries()[sched.runFirst(r) + k];
+            long off = runStart + (long) k * entry;
+            MemorySegment src = staged.asSlice(off - base, entry);
+            if (store.config().checksums()) {
+                int e = cl.entryAt(token, dev, off);
+                crc.reset();
+                crc.update(src.asByteBuffer());
+                int actual = (int) crc.getValue();
+                if (actual != cl.entryCrc(e)) {
+                    store.stats().checksumFailures.increment();
+                    throw new KvChecksumException(dev, store.devices().get(dev).directory().toString(), id, layer,
+                            token, token + 1, cl.entryCrc(e), actual);
+                }
+                store.stats().checksumsVerified.increment();
+            }
+            // Every output index that asked for this token (positions may repeat).
+            int lo = firstIndexOf(order, token);
+            for (int q = lo; q < order.length && (int) (order[q] >>> 32) == token; q++) {
+                int idx = (int) order[q];
+                MemorySegment.copy(src, 0, keysOut, (long) idx * half, half);
+                MemorySegment.copy(src, half, valuesOut, (long) idx * half, half);
+            }
+        }
+    }
+
+    private static int firstIndexOf(long[] order, int token) {
+        int lo = 0;
+        int hi = order.length;
+        long key = (long) token << 32;
+        while (lo < hi) {
+            int mid = (lo + hi) >>> 1;
+            if (order[mid] < key) {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        return lo;
     }
 
     private static int endOfGroup(long[] order, int start) {
@@ -627,6 +829,9 @@ public final class KvSequence implements AutoCloseable {
                         if (t.hasExtent(b) && !t.committed(b)) {
                             store.free(t.device(b), t.offset(b), t.length(b));
                         }
+                    }
+                    if (clusters[l] != null && !clustersCommitted[l]) {
+                        freeSegments(clusters[l]);
                     }
                 }
                 superseded.clear();

@@ -88,6 +88,19 @@ public final class TestEngines {
         return null;
     }
 
+    /** Reads {@code positions} of one layer and returns the first mismatch as text, or null. */
+    public static String verifySingleLayer(KvSequence seq, long seed, int layer, int[] positions) {
+        KvShape shape = seq.shape();
+        try (Arena arena = Arena.ofConfined()) {
+            long bytes = (long) Math.max(1, positions.length) * shape.halfEntryBytes();
+            MemorySegment k = arena.allocate(bytes);
+            MemorySegment v = arena.allocate(bytes);
+            seq.read(layer, positions, k, v);
+            int bad = KvTestData.firstMismatch(k, v, shape, seed, layer, positions);
+            return bad < 0 ? null : "layer " + layer + " position " + positions[bad] + " differs";
+        }
+    }
+
     public static int[] all(int n) {
         int[] p = new int[n];
         for (int i = 0; i < n; i++) {

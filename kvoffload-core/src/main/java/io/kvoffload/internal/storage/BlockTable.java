@@ -53,6 +53,12 @@ public final class BlockTable {
         committed[block] = isCommitted;
     }
 
+    /** Forgets block {@code block}'s extent (its tokens moved to the cluster layout). */
+    public void clear(int block) {
+        device[block] = -1;
+        committed[block] = false;
+    }
+
     public boolean hasExtent(int block) {
         return block < size && device[block] >= 0;
     }

@@ -13,12 +13,14 @@ import java.util.List;
  * @param blockTokens tokens per block
  * @param deviceUuids the devices the extents refer to, by manifest-local index
  * @param tokenIds the sequence's token ids (every layer holds KV for all of them)
- * @param layers per layer, the block table (device = manifest-local device index)
+ * @param layers per layer, the block table (device = manifest-local device index); a block whose
+ *     tokens all live in the layer's cluster layout has no extent
+ * @param clusters per layer, the cluster layout, or null where the layer has none
  * @param commitMillis when it was committed
  * @param commitNumber how many times this sequence has been committed
  */
 public record Manifest(String id, KvShape shape, int blockTokens, List<String> deviceUuids, int[] tokenIds,
-        BlockTable[] layers, long commitMillis, long commitNumber) {
+        BlockTable[] layers, ClusterLayout[] clusters, long commitMillis, long commitNumber) {
 
     public int tokenCount() {
         return tokenIds.length;
@@ -30,12 +32,32 @@ public record Manifest(String id, KvShape shape, int blockTokens, List<String> d
 
     /** Bytes of extents this sequence holds on all devices. */
     public long storedBytes() {
-        long sum = 0;
+        long[] sum = {0};
+        forEachExtent((d, off, len) -> sum[0] += len);
+        return sum[0];
+    }
+
+    /** Visits every extent (blocks and cluster segments) as (device, offset, length). */
+    public void forEachExtent(ExtentVisitor v) {
         for (BlockTable t : layers) {
             for (int b = 0; b < t.size(); b++) {
-                sum += t.length(b);
+                if (t.hasExtent(b)) {
+                    v.visit(t.device(b), t.offset(b), t.length(b));
+                }
             }
         }
-        return sum;
+        for (ClusterLayout c : clusters) {
+            if (c != null) {
+                for (int s = 0; s < c.segmentCount(); s++) {
+                    v.visit(c.segmentDevice(s), c.segmentOffset(s), c.segmentLength(s));
+                }
+            }
+        }
+    }
+
+    /** Receives extents. */
+    @FunctionalInterface
+    public interface ExtentVisitor {
+        void visit(int device, long offset, long length);
     }
 }

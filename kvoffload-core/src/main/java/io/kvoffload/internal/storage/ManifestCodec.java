@@ -20,7 +20,10 @@ import java.util.zip.CRC32C;
  * str id, u32 layers, queryHeads, kvHeads, headDim, u8 dtype, u32 blockTokens
  * u32 nDevices, str uuid × nDevices
  * u32 nTokens, i32 token × nTokens
- * per layer: u32 nBlocks, then per block: u16 device, i64 offset, u32 length, i32 crc32c
+ * per layer: u32 nBlocks, then per block: u16 device (0xFFFF: no extent), i64 offset, u32 length, i32 crc32c
+ * per layer: u8 hasClusters, and if 1: u32 clusteredTokens, u32 nClusters, i32 medoid × nClusters,
+ *   u32 segments per cluster × nClusters, then per segment: u16 device, i64 offset, u32 length,
+ *   u32 entries, then (i32 token, i32 crc32c) × entries
  * i64 commitMillis, i64 commitNumber
  * i32 CRC32C of everything above
  * </pre>
@@ -31,7 +34,8 @@ import java.util.zip.CRC32C;
  */
 public final class ManifestCodec {
     private static final int MAGIC = 0x4B564F4D; // "KVOM"
-    public static final int VERSION = 1;
+    private static final int NO_EXTENT = 0xFFFF;
+    public static final int VERSION = 2;
 
     private ManifestCodec() {}
 
@@ -61,10 +65,16 @@ public final class ManifestCodec {
             for (BlockTable t : m.layers()) {
                 out.writeInt(t.size());
                 for (int b = 0; b < t.size(); b++) {
-                    out.writeShort(t.device(b));
+                    out.writeShort(t.hasExtent(b) ? t.device(b) : NO_EXTENT);
                     out.writeLong(t.offset(b));
                     out.writeInt(t.length(b));
                     out.writeInt(t.crc(b));
+                }
+            }
+            for (ClusterLayout c : m.clusters()) {
+                out.writeByte(c == null ? 0 : 1);
+                if (c != null) {
+                    writeClusters(out, c);
                 }
             }
             out.writeLong(m.commitMillis());
@@ -78,6 +88,83 @@ public final class ManifestCodec {
         } catch (IOException e) {
             throw new IllegalStateException("in-memory write failed", e);
         }
+    }
+
+    private static void writeClusters(DataOutputStream out, ClusterLayout c) throws IOException {
+        out.writeInt(c.clusteredTokens);
+        int n = c.medoid.length;
+        out.writeInt(n);
+        for (int x : c.medoid) {
+            out.writeInt(x);
+        }
+        for (int k = 0; k < n; k++) {
+            out.writeInt(c.clusterSeg[k + 1] - c.clusterSeg[k]);
+        }
+        for (int s = 0; s < c.segDevice.length; s++) {
+            out.writeShort(c.segDevice[s]);
+            out.writeLong(c.segOffset[s]);
+            out.writeInt(c.segLength[s]);
+            out.writeInt(c.segFirst[s + 1] - c.segFirst[s]);
+            for (int e = c.segFirst[s]; e < c.segFirst[s + 1]; e++) {
+                out.writeInt(c.entryToken[e]);
+                out.writeInt(c.entryCrc[e]);
+            }
+        }
+    }
+
+    private static ClusterLayout readClusters(ByteBuffer buf, int layer, KvShape shape, int nTok, int nDev) {
+        int clusteredTokens = buf.getInt();
+        if (clusteredTokens < 1 || clusteredTokens > nTok) {
+            throw new IllegalArgumentException("manifest layer " + layer + " clusters " + clusteredTokens
+                    + " tokens; the sequence has " + nTok);
+        }
+        int n = count(buf, "clusters", 8);
+        int[] medoid = new int[n];
+        for (int k = 0; k < n; k++) {
+            medoid[k] = buf.getInt();
+        }
+        int[] clusterSeg = new int[n + 1];
+        for (int k = 0; k < n; k++) {
+            int segs = buf.getInt();
+            if (segs < 0 || segs > nDev) {
+                throw new IllegalArgumentException("manifest layer " + layer + " cluster " + k + " has " + segs
+                        + " segments; allowed 0.." + nDev);
+            }
+            clusterSeg[k + 1] = clusterSeg[k] + segs;
+        }
+        int segs = clusterSeg[n];
+        if ((long) segs * 18 > buf.remaining()) {
+            throw new IllegalArgumentException("manifest layer " + layer + " segment count " + segs
+                    + " exceeds the data");
+        }
+        int[] segDevice = new int[segs];
+        long[] segOffset = new long[segs];
+        int[] segLength = new int[segs];
+        int[] segFirst = new int[segs + 1];
+        int[] tokens = new int[Math.max(16, segs)];
+        int[] crcs = new int[tokens.length];
+        int total = 0;
+        for (int s = 0; s < segs; s++) {
+            segDevice[s] = buf.getShort() & 0xFFFF;
+            if (segDevice[s] >= nDev) {
+                throw new IllegalArgumentException("manifest layer " + layer + " segment " + s + " names device "
+                        + segDevice[s] + "; the manifest lists " + nDev);
+            }
+            segOffset[s] = buf.getLong();
+            segLength[s] = buf.getInt();
+            int entries = count(buf, "segment entries", 8);
+            if (total + entries > tokens.length) {
+                tokens = java.util.Arrays.copyOf(tokens, Math.max(total + entries, tokens.length * 2));
+                crcs = java.util.Arrays.copyOf(crcs, tokens.length);
+            }
+            for (int e = 0; e < entries; e++) {
+                tokens[total] = buf.getInt();
+                crcs[total++] = buf.getInt();
+            }
+            segFirst[s + 1] = total;
+        }
+        return new ClusterLayout(clusteredTokens, shape.entryBytes(), medoid, clusterSeg, segDevice, segOffset,
+                segLength, segFirst, java.util.Arrays.copyOf(tokens, total), java.util.Arrays.copyOf(crcs, total));
     }
 
     private static void writeString(DataOutputStream out, String s) throws IOException {
@@ -146,6 +233,10 @@ public final class ManifestCodec {
                     long off = buf.getLong();
                     int len = buf.getInt();
                     int c = buf.getInt();
+                    if (dev == NO_EXTENT) {
+                        t.ensureBlocks(b + 1);
+                        continue;
+                    }
                     if (dev >= nDev) {
                         throw new IllegalArgumentException("manifest layer " + l + " block " + b + " names device "
                                 + dev + "; the manifest lists " + nDev);
@@ -154,12 +245,21 @@ public final class ManifestCodec {
                 }
                 tables[l] = t;
             }
+            ClusterLayout[] clusters = new ClusterLayout[layers];
+            for (int l = 0; l < layers; l++) {
+                int has = buf.get();
+                if (has == 1) {
+                    clusters[l] = readClusters(buf, l, shape, nTok, nDev);
+                } else if (has != 0) {
+                    throw new IllegalArgumentException("manifest layer " + l + " cluster flag " + has);
+                }
+            }
             long millis = buf.getLong();
             long number = buf.getLong();
             if (buf.hasRemaining()) {
                 throw new IllegalArgumentException("manifest has " + buf.remaining() + " trailing bytes");
             }
-            return new Manifest(id, shape, blockTokens, List.copyOf(uuids), tokens, tables, millis, number);
+            return new Manifest(id, shape, blockTokens, List.copyOf(uuids), tokens, tables, clusters, millis, number);
         } catch (BufferUnderflowException e) {
             throw new IllegalArgumentException("manifest is truncated");
         }
@@ -204,7 +304,16 @@ public final class ManifestCodec {
         }
         for (int l = 0; l < m.layers().length; l++) {
             BlockTable t = m.layers()[l];
+            ClusterLayout c = m.clusters()[l];
+            int clustered = c == null ? 0 : c.clusteredTokens();
             for (int b = 0; b < t.size(); b++) {
+                if (!t.hasExtent(b)) {
+                    if ((long) (b + 1) * m.blockTokens() > clustered) {
+                        throw new IllegalArgumentException("sequence " + m.id() + " layer " + l + " block " + b
+                                + " has no extent and its tokens are not all in clusters");
+                    }
+                    continue;
+                }
                 DevicePool d = devices.get(map[t.device(b)]);
                 long expected = Layout.extentBytes(m.shape(), m.blockTokens(), d.alignment());
                 if (t.length(b) != expected || t.offset(b) < 0 || t.offset(b) % d.alignment() != 0
@@ -213,6 +322,23 @@ public final class ManifestCodec {
                             + ": extent [" + t.offset(b) + ", +" + t.length(b) + ") is not a valid " + expected
                             + "-byte extent of device " + d.index() + " (" + d.sizeBytes() + " bytes, alignment "
                             + d.alignment() + ")");
+                }
+            }
+        }
+        for (int l = 0; l < m.clusters().length; l++) {
+            ClusterLayout c = m.clusters()[l];
+            if (c == null) {
+                continue;
+            }
+            for (int s = 0; s < c.segmentCount(); s++) {
+                DevicePool d = devices.get(map[c.segmentDevice(s)]);
+                long off = c.segmentOffset(s);
+                int len = c.segmentLength(s);
+                if (len <= 0 || len % d.alignment() != 0 || off < 0 || off % d.alignment() != 0
+                        || off > d.sizeBytes() - len) {
+                    throw new IllegalArgumentException("sequence " + m.id() + " layer " + l + " cluster segment " + s
+                            + ": extent [" + off + ", +" + len + ") is not an aligned extent of device " + d.index()
+                            + " (" + d.sizeBytes() + " bytes, alignment " + d.alignment() + ")");
                 }
             }
         }

@@ -90,16 +90,18 @@ public final class Store implements AutoCloseable {
             for (BlockTable t : m.layers()) {
                 t.remapDevices(map);
             }
+            ClusterLayout[] clusters = new ClusterLayout[m.clusters().length];
+            for (int l = 0; l < clusters.length; l++) {
+                clusters[l] = m.clusters()[l] == null ? null : m.clusters()[l].remapDevices(map);
+            }
             Manifest local = new Manifest(m.id(), m.shape(), m.blockTokens(), deviceUuids, m.tokenIds(), m.layers(),
-                    m.commitMillis(), m.commitNumber());
+                    clusters, m.commitMillis(), m.commitNumber());
             List<long[]> marked = new ArrayList<>();
             try {
-                for (BlockTable t : local.layers()) {
-                    for (int b = 0; b < t.size(); b++) {
-                        devices.get(t.device(b)).allocator().markUsed(t.offset(b), t.length(b));
-                        marked.add(new long[] {t.device(b), t.offset(b), t.length(b)});
-                    }
-                }
+                local.forEachExtent((d, off, len) -> {
+                    devices.get(d).allocator().markUsed(off, len);
+                    marked.add(new long[] {d, off, len});
+                });
             } catch (IllegalStateException e) {
                 for (long[] x : marked) {
                     devices.get((int) x[0]).allocator().free(x[1], x[2]);
@@ -248,11 +250,7 @@ public final class Store implements AutoCloseable {
     }
 
     private void freeAll(Manifest m) {
-        for (BlockTable t : m.layers()) {
-            for (int b = 0; b < t.size(); b++) {
-                devices.get(t.device(b)).allocator().free(t.offset(b), t.length(b));
-            }
-        }
+        m.forEachExtent((d, off, len) -> devices.get(d).allocator().free(off, len));
     }
 
     /**

@@ -21,7 +21,12 @@ class ManifestCodecTest {
         t[0].set(1, 1, 4096, 4096, 12, true);
         t[1].set(0, 1, 0, 4096, 13, true);
         t[1].set(1, 0, 8192, 4096, 14, true);
-        return new Manifest("seq-1", shape, 4, List.of("u0", "u1"), new int[] {5, 6, 7, 8, 9}, t, 123, 2);
+        // Layer 1's first 3 tokens are clustered: cluster 0 = {0, 1} on devices 0 and 1, cluster 1 = {2, 0}.
+        ClusterLayout c = new ClusterLayout(3, shape.entryBytes(), new int[] {0, 2}, new int[] {0, 2, 3},
+                new int[] {0, 1, 1}, new long[] {16384, 16384, 20480}, new int[] {4096, 4096, 4096},
+                new int[] {0, 1, 2, 4}, new int[] {0, 1, 2, 0}, new int[] {21, 22, 23, 24});
+        return new Manifest("seq-1", shape, 4, List.of("u0", "u1"), new int[] {5, 6, 7, 8, 9}, t,
+                new ClusterLayout[] {null, c}, 123, 2);
     }
 
     @Test
@@ -33,6 +38,11 @@ class ManifestCodecTest {
         assertEquals(4096, m.layers()[1].offset(0) + 4096);
         assertEquals(14, m.layers()[1].crc(1));
         assertEquals(2, m.commitNumber());
+        assertEquals(null, m.clusters()[0]);
+        assertEquals(2, m.clusters()[1].clusterCount());
+        assertArrayEquals(new int[] {2, 0}, m.clusters()[1].members(1));
+        assertEquals(2, m.clusters()[1].replicaCount(0), "token 0 is stored in both clusters");
+        assertEquals(20480 + 64, m.clusters()[1].entryOffset(3));
     }
 
     @Property(tries = 300)
@@ -60,14 +70,14 @@ class ManifestCodecTest {
             DevicePool p1 = DevicePool.openOrCreate(1, d1, 1 << 20, 0);
             Manifest ok = sample();
             Manifest m = new Manifest(ok.id(), ok.shape(), ok.blockTokens(), List.of(p0.uuid(), p1.uuid()),
-                    ok.tokenIds(), ok.layers(), 0, 1);
+                    ok.tokenIds(), ok.layers(), ok.clusters(), 0, 1);
             // Extent length must be what the shape implies (4 tokens × 64 bytes → one 4096 unit).
             ManifestCodec.validate(m, List.of(p0, p1));
             m.layers()[0].set(1, 1, (1 << 20) - 4096 + 4096, 4096, 0, true);
             var e = assertThrows(IllegalArgumentException.class, () -> ManifestCodec.validate(m, List.of(p0, p1)));
             assertEquals(true, e.getMessage().contains("is not a valid 4096-byte extent of device 1"), e.getMessage());
             Manifest foreign = new Manifest(ok.id(), ok.shape(), ok.blockTokens(), List.of(p0.uuid(), "elsewhere"),
-                    ok.tokenIds(), sample().layers(), 0, 1);
+                    ok.tokenIds(), sample().layers(), ok.clusters(), 0, 1);
             var e2 = assertThrows(IllegalArgumentException.class,
                     () -> ManifestCodec.validate(foreign, List.of(p0, p1)));
             assertEquals(true, e2.getMessage().contains("not among the configured"), e2.getMessage());

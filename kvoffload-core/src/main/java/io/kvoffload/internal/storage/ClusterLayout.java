@@ -1,0 +1,229 @@
+package io.kvoffload.internal.storage;
+
+import io.kvoffload.internal.sched.BucketScheduler;
+import java.util.Arrays;
+
+/**
+ * One layer's entries laid out by cluster (Swarm §5.2, Eq. 7): every cluster's share of every
+ * device is one contiguous extent (a <em>segment</em>), so reading a cluster is one read per device;
+ * an entry in several clusters is stored once per cluster (replicas are physical copies). Each
+ * stored entry carries its own CRC32C, because the scheduler reads single entries and runs of
+ * entries, not whole extents.
+ *
+ * <p>Tokens {@code [0, clusteredTokens)} live here; later tokens of the layer stay in the block
+ * layout. The replica table (where each token's copies are) is derived, not persisted, and doubles
+ * as the scheduler's {@link BucketScheduler.Replicas}.
+ */
+public final class ClusterLayout implements BucketScheduler.Replicas {
+    final int clusteredTokens;
+    final int entryBytes;
+    final int[] medoid;
+    /** Segments of cluster c are {@code [clusterSeg[c], clusterSeg[c+1])}. */
+    final int[] clusterSeg;
+    final int[] segDevice;
+    final long[] segOffset;
+    final int[] segLength;
+    /** Stored entries of segment s are {@code [segFirst[s], segFirst[s+1])} of the flat arrays. */
+    final int[] segFirst;
+    final int[] entryToken;
+    final int[] entryCrc;
+
+    // Derived: copies of token t are entries replicaEntry[replicaStart[t] .. replicaStart[t+1]).
+    private final int[] replicaStart;
+    private final int[] replicaEntry;
+    private final int[] entrySeg;
+
+    ClusterLayout(int clusteredTokens, int entryBytes, int[] medoid, int[] clusterSeg, int[] segDevice,
+            long[] segOffset, int[] segLength, int[] segFirst, int[] entryToken, int[] entryCrc) {
+        this.clusteredTokens = clusteredTokens;
+        this.entryBytes = entryBytes;
+        this.medoid = medoid;
+        this.clusterSeg = clusterSeg;
+        this.segDevice = segDevice;
+        this.segOffset = segOffset;
+        this.segLength = segLength;
+        this.segFirst = segFirst;
+        this.entryToken = entryToken;
+        this.entryCrc = entryCrc;
+        validateShape();
+        entrySeg = new int[entryToken.length];
+        for (int s = 0; s < segDevice.length; s++) {
+            Arrays.fill(entrySeg, segFirst[s], segFirst[s + 1], s);
+        }
+        replicaStart = new int[clusteredTokens + 1];
+        for (int t : entryToken) {
+            replicaStart[t + 1]++;
+        }
+        for (int t = 0; t < clusteredTokens; t++) {
+            if (replicaStart[t + 1] == 0) {
+                throw new IllegalArgumentException("cluster layout leaves token " + t + " of " + clusteredTokens
+                        + " in no cluster");
+            }
+            replicaStart[t + 1] += replicaStart[t];
+        }
+        replicaEntry = new int[entryToken.length];
+        int[] fill = Arrays.copyOf(replicaStart, clusteredTokens);
+        for (int e = 0; e < entryToken.length; e++) {
+            replicaEntry[fill[entryToken[e]]++] = e;
+        }
+    }
+
+    private void validateShape() {
+        int clusters = medoid.length;
+        int segs = segDevice.length;
+        if (clusterSeg.length != clusters + 1 || clusterSeg[0] != 0 || clusterSeg[clusters] != segs
+                || segOffset.length != segs || segLength.length != segs || segFirst.length != segs + 1
+                || segFirst[0] != 0 || segFirst[segs] != entryToken.length || entryCrc.length != entryToken.length) {
+            throw new IllegalArgumentException("cluster layout arrays are inconsistent");
+        }
+        for (int c = 0; c < clusters; c++) {
+            if (clusterSeg[c] > clusterSeg[c + 1]) {
+                throw new IllegalArgumentException("cluster " + c + " has a negative segment count");
+            }
+            if (medoid[c] < 0 || medoid[c] >= clusteredTokens) {
+                throw new IllegalArgumentException("cluster " + c + " medoid " + medoid[c] + " outside 0.."
+                        + (clusteredTokens - 1));
+            }
+        }
+        for (int s = 0; s < segs; s++) {
+            int n = segFirst[s + 1] - segFirst[s];
+            if (n <= 0 || (long) n * entryBytes > segLength[s]) {
+                throw new IllegalArgumentException("segment " + s + " holds " + n + " entries of " + entryBytes
+                        + " bytes in an extent of " + segLength[s]);
+            }
+        }
+        for (int t : entryToken) {
+            if (t < 0 || t >= clusteredTokens) {
+                throw new IllegalArgumentException("cluster layout names token " + t + " outside 0.."
+                        + (clusteredTokens - 1));
+            }
+        }
+    }
+
+    public int clusteredTokens() {
+        return clusteredTokens;
+    }
+
+    public int clusterCount() {
+        return medoid.length;
+    }
+
+    public int medoid(int cluster) {
+        return medoid[cluster];
+    }
+
+    /** Number of stored entries (replicas included). */
+    public int storedEntries() {
+        return entryToken.length;
+    }
+
+    public int size(int cluster) {
+        return segFirst[clusterSeg[cluster + 1]] - segFirst[clusterSeg[cluster]];
+    }
+
+    /** The cluster's tokens, segment after segment (the order they are stored in). */
+    public int[] members(int cluster) {
+        return Arrays.copyOfRange(entryToken, segFirst[clusterSeg[cluster]], segFirst[clusterSeg[cluster + 1]]);
+    }
+
+    /** Stored entries of the cluster: ids {@code [firstEntry(c), firstEntry(c+1))} of this layout. */
+    public int firstEntry(int cluster) {
+        return segFirst[clusterSeg[cluster]];
+    }
+
+    public int entryToken(int entry) {
+        return entryToken[entry];
+    }
+
+    public int entryCrc(int entry) {
+        return entryCrc[entry];
+    }
+
+    public int entryDevice(int entry) {
+        return segDevice[entrySeg[entry]];
+    }
+
+    public long entryOffset(int entry) {
+        int s = entrySeg[entry];
+        return segOffset[s] + (long) (entry - segFirst[s]) * entryBytes;
+    }
+
+    /** Segments (one per device the cluster has entries on). */
+    public int segmentCount() {
+        return segDevice.length;
+    }
+
+    public int segmentDevice(int s) {
+        return segDevice[s];
+    }
+
+    public long segmentOffset(int s) {
+        return segOffset[s];
+    }
+
+    public int segmentLength(int s) {
+        return segLength[s];
+    }
+
+    public int clusterSegmentStart(int cluster) {
+        return clusterSeg[cluster];
+    }
+
+    public int clusterSegmentEnd(int cluster) {
+        return clusterSeg[cluster + 1];
+    }
+
+    /** Copies of a token, as stored-entry ids. */
+    public int replicaCount(int token) {
+        return replicaStart[token + 1] - replicaStart[token];
+    }
+
+    public int replica(int token, int r) {
+        return replicaEntry[replicaStart[token] + r];
+    }
+
+    // ---- BucketScheduler.Replicas over tokens ----
+
+    @Override
+    public int count(int token) {
+        return replicaStart[token + 1] - replicaStart[token];
+    }
+
+    @Override
+    public int device(int token, int r) {
+        return entryDevice(replicaEntry[replicaStart[token] + r]);
+    }
+
+    @Override
+    public long offset(int token, int r) {
+        return entryOffset(replicaEntry[replicaStart[token] + r]);
+    }
+
+    /** The stored entry a scheduled read of {@code token} at ({@code device}, {@code offset}) hits. */
+    public int entryAt(int token, int device, long offset) {
+        for (int i = replicaStart[token]; i < replicaStart[token + 1]; i++) {
+            int e = replicaEntry[i];
+            if (entryDevice(e) == device && entryOffset(e) == offset) {
+                return e;
+            }
+        }
+        throw new IllegalStateException("no copy of token " + token + " at device " + device + " offset " + offset);
+    }
+
+    /** The same layout with device numbers rewritten through {@code map}. */
+    ClusterLayout remapDevices(int[] map) {
+        int[] dev = new int[segDevice.length];
+        for (int s = 0; s < dev.length; s++) {
+            dev[s] = map[segDevice[s]];
+        }
+        return new ClusterLayout(clusteredTokens, entryBytes, medoid, clusterSeg, dev, segOffset, segLength, segFirst,
+                entryToken, entryCrc);
+    }
+
+    /** DRAM held by this layout's tables, in bytes. */
+    public long memoryBytes() {
+        return 4L * (medoid.length + clusterSeg.length + segDevice.length + segLength.length + segFirst.length
+                + entryToken.length + entryCrc.length + replicaStart.length + replicaEntry.length + entrySeg.length)
+                + 8L * segOffset.length;
+    }
+}
