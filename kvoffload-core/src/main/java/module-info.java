@@ -9,8 +9,10 @@ module io.kvoffload.core {
 
     exports io.kvoffload;
     exports io.kvoffload.spi;
+    exports io.kvoffload.workload;
     exports io.kvoffload.internal.dram to io.kvoffload.iouring, io.kvoffload.cuda, io.kvoffload.bench;
     exports io.kvoffload.internal.util to io.kvoffload.iouring, io.kvoffload.cuda, io.kvoffload.bench;
+    exports io.kvoffload.internal.swarm to io.kvoffload.bench;
 
     uses io.kvoffload.spi.IoBackendProvider;
     uses io.kvoffload.spi.DramSlabListener;

@@ -1,0 +1,106 @@
+package io.kvoffload.workload;
+
+import io.kvoffload.internal.util.Checks;
+import java.util.Arrays;
+
+/**
+ * Exact top-k selection over a score array in expected linear time (quickselect on a copy, then
+ * one pass). Ties are broken by the lower index, so the result is deterministic.
+ */
+public final class TopK {
+    private TopK() {}
+
+    /**
+     * The indices of the {@code k} largest scores, in ascending index order (a set).
+     *
+     * @param k 0..scores.length
+     * @throws IllegalArgumentException if {@code k} is out of range or a score is NaN
+     */
+    public static int[] indices(float[] scores, int k) {
+        Args.notNull("scores", scores);
+        Checks.inRange("k", k, 0, scores.length);
+        if (k == 0) {
+            return new int[0];
+        }
+        float threshold = kthLargest(scores, k);
+        int above = 0;
+        for (float s : scores) {
+            if (s > threshold) {
+                above++;
+            }
+        }
+        int ties = k - above; // how many scores equal to the threshold make the cut, lowest index first
+        int[] out = new int[k];
+        int n = 0;
+        for (int i = 0; i < scores.length; i++) {
+            float s = scores[i];
+            if (s > threshold || (s == threshold && ties-- > 0)) {
+                out[n++] = i;
+            }
+        }
+        return out;
+    }
+
+    /** The indices of the {@code k} largest scores, best first (ties: lower index first). */
+    public static int[] ranked(float[] scores, int k) {
+        int[] idx = indices(scores, k);
+        long[] keyed = new long[idx.length];
+        for (int i = 0; i < idx.length; i++) {
+            // Sort key: descending score, then ascending index. Flip the float bits into an
+            // order-preserving unsigned int, invert it for "descending".
+            int bits = Float.floatToIntBits(scores[idx[i]]);
+            int ordered = bits ^ ((bits >> 31) | Integer.MIN_VALUE);
+            // 32 bits of key above 31 bits of index: 63 bits, so the signed sort is the unsigned order.
+            keyed[i] = ((~ordered & 0xFFFFFFFFL) << 31) | idx[i];
+        }
+        Arrays.sort(keyed);
+        for (int i = 0; i < idx.length; i++) {
+            idx[i] = (int) (keyed[i] & 0x7FFFFFFF);
+        }
+        return idx;
+    }
+
+    /** The k-th largest value (1-based). */
+    static float kthLargest(float[] scores, int k) {
+        float[] a = scores.clone();
+        for (float v : a) {
+            if (Float.isNaN(v)) {
+                throw new IllegalArgumentException("scores contains NaN; allowed: finite or infinite values");
+            }
+        }
+        int target = a.length - k; // index of the k-th largest in ascending order
+        int lo = 0, hi = a.length - 1;
+        while (lo < hi) {
+            int mid = (lo + hi) >>> 1;
+            // Median of three keeps sorted and adversarial inputs linear in practice.
+            if (a[mid] < a[lo]) swap(a, mid, lo);
+            if (a[hi] < a[lo]) swap(a, hi, lo);
+            if (a[hi] < a[mid]) swap(a, hi, mid);
+            float pivot = a[mid];
+            int i = lo, j = hi;
+            while (i <= j) {
+                while (a[i] < pivot) i++;
+                while (a[j] > pivot) j--;
+                if (i <= j) {
+                    swap(a, i, j);
+                    i++;
+                    j--;
+                }
+            }
+            if (target <= j) {
+                hi = j;
+            } else if (target >= i) {
+                lo = i;
+            } else {
+                return a[target];
+            }
+        }
+        return a[target];
+    }
+
+    private static void swap(float[] a, int i, int j) {
+        float t = a[i];
+        a[i] = a[j];
+        a[j] = t;
+    }
+}
