@@ -10,10 +10,14 @@ import io.kvoffload.internal.storage.DevicePool;
 import io.kvoffload.internal.storage.Layout;
 import io.kvoffload.internal.storage.Manifest;
 import io.kvoffload.internal.storage.Store;
+import io.kvoffload.internal.swarm.Clustering;
+import io.kvoffload.internal.swarm.CoActivationProfile;
+import io.kvoffload.internal.swarm.MedoidIndex;
 import io.kvoffload.internal.util.Checks;
 import io.kvoffload.spi.IoBatch;
 import java.io.IOException;
 import java.io.UncheckedIOException;
+import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -56,6 +60,8 @@ public final class KvSequence implements AutoCloseable {
     private final ClusterLayout[] clusters;
     private final boolean[] clustersCommitted;
     private BucketScheduler clusterScheduler;
+    private final MedoidIndex[] medoidIndex;
+    private Arena indexArena;
     private final List<long[]> superseded = new ArrayList<>();
     private final boolean[] devicesWritten;
     private boolean committed;
@@ -112,6 +118,7 @@ public final class KvSequence implements AutoCloseable {
         this.tailDirty = new boolean[shape.layers()];
         this.clusters = new ClusterLayout[shape.layers()];
         this.clustersCommitted = new boolean[shape.layers()];
+        this.medoidIndex = new MedoidIndex[shape.layers()];
         this.devicesWritten = new boolean[store.devices().size()];
     }
 
@@ -444,6 +451,102 @@ public final class KvSequence implements AutoCloseable {
             }
         }
         dirty = true;
+    }
+
+    /**
+     * Swarm's offline phase for {@code layer}, from activation sets the engine observed: for each
+     * profiled query (e.g. sampled prefill queries), the token positions it activated (its top-k).
+     * Clusters co-activated tokens (Algorithm 1), spreads every cluster over all SSDs (Eq. 7), writes
+     * one extent per cluster per SSD and builds the DRAM medoid index. {@link #commit} persists it.
+     *
+     * @param activationSets 1..{@value io.kvoffload.internal.swarm.CoActivationProfile#MAX_QUERIES}
+     *     sets of positions in {@code 0..tokenCount(layer)-1}
+     */
+    public ClusterSummary clusterLayer(int layer, List<int[]> activationSets, ClusterOptions options) {
+        checkWritable();
+        Checks.index("layer", layer, shape.layers());
+        Checks.notNull("activationSets", activationSets);
+        Checks.notNull("options", options);
+        long t0 = System.nanoTime();
+        CoActivationProfile profile = SwarmOfflinePhase.fromActivationSets(layerTokens[layer], activationSets, options);
+        return build(layer, SwarmOfflinePhase.cluster(profile, options), t0);
+    }
+
+    /**
+     * Swarm's offline phase for {@code layer} from queries: the library computes each query's exact
+     * top activations ({@code options.sparsity()} of the tokens; sinks and the local window excluded)
+     * over the stored keys, then clusters as {@link #clusterLayer(int, List, ClusterOptions)} does.
+     *
+     * @param queries each {@code queryHeads × headDim} floats, head after head
+     */
+    public ClusterSummary clusterLayerFromQueries(int layer, List<float[]> queries, ClusterOptions options) {
+        checkWritable();
+        Checks.index("layer", layer, shape.layers());
+        Checks.notNull("queries", queries);
+        Checks.notNull("options", options);
+        long t0 = System.nanoTime();
+        CoActivationProfile profile = SwarmOfflinePhase.fromQueries(
+                new SequenceLayerKv(this, layer, layerTokens[layer]), queries, shape.queryHeads(), options);
+        return build(layer, SwarmOfflinePhase.cluster(profile, options), t0);
+    }
+
+    private ClusterSummary build(int layer, Clustering clustering, long t0) {
+        long t1 = System.nanoTime();
+        applyClusterPlan(layer, SwarmOfflinePhase.plan(clustering, store.devices().size()));
+        long t2 = System.nanoTime();
+        ClusterLayout cl = clusters[layer];
+        MedoidIndex index = medoidIndex(layer);
+        return new ClusterSummary(layer, cl.clusteredTokens(), cl.clusterCount(), cl.coActivationClusters(),
+                (double) cl.storedEntries() / cl.clusterCount(), (double) cl.storedEntries() / cl.clusteredTokens(),
+                cl.tau(), (t1 - t0) / 1_000_000, (t2 - t1) / 1_000_000, index.memoryBytes(), cl.memoryBytes());
+    }
+
+    /** Clusters of {@code layer} (0 if it is not clustered). */
+    public int clusterCount(int layer) {
+        checkOpen();
+        Checks.index("layer", layer, shape.layers());
+        return clusters[layer] == null ? 0 : clusters[layer].clusterCount();
+    }
+
+    /** Token positions of a cluster of {@code layer}, in storage order. */
+    public int[] clusterMembers(int layer, int cluster) {
+        checkOpen();
+        Checks.index("layer", layer, shape.layers());
+        ClusterLayout cl = clusters[layer];
+        Checks.index("cluster", cluster, cl == null ? 0 : cl.clusterCount());
+        return cl.members(cluster);
+    }
+
+    /** The medoid (representative token) of a cluster of {@code layer}. */
+    public int clusterMedoid(int layer, int cluster) {
+        checkOpen();
+        Checks.index("layer", layer, shape.layers());
+        ClusterLayout cl = clusters[layer];
+        Checks.index("cluster", cluster, cl == null ? 0 : cl.clusterCount());
+        return cl.medoid(cluster);
+    }
+
+    /**
+     * The layer's DRAM medoid index, built on first use (after a restart, from the persisted
+     * clustering and the medoids' keys read back from the SSDs).
+     */
+    MedoidIndex medoidIndex(int layer) {
+        ClusterLayout cl = clusters[layer];
+        if (cl == null) {
+            throw new IllegalStateException("layer " + layer + " of sequence " + id + " is not clustered; call"
+                    + " clusterLayer first");
+        }
+        MedoidIndex index = medoidIndex[layer];
+        if (index == null || index.clusterCount() != cl.clusterCount()
+                || index.clustering().entries() != cl.clusteredTokens()) {
+            if (indexArena == null) {
+                indexArena = Arena.ofShared();
+            }
+            index = MedoidIndex.build(SwarmOfflinePhase.restore(cl),
+                    new SequenceLayerKv(this, layer, cl.clusteredTokens()), shape.queryHeads(), indexArena);
+            medoidIndex[layer] = index;
+        }
+        return index;
     }
 
     private void freeSegments(ClusterLayout c) {
@@ -837,6 +940,10 @@ public final class KvSequence implements AutoCloseable {
                 superseded.clear();
             }
         } finally {
+            if (indexArena != null) {
+                indexArena.close();
+                indexArena = null;
+            }
             engine.released(this, committed);
         }
     }

@@ -97,6 +97,16 @@ class ClusterLayoutProperties {
             }
 
             @Override
+            public double tau() {
+                return 0.35;
+            }
+
+            @Override
+            public int coActivationClusters() {
+                return on.length;
+            }
+
+            @Override
             public int[] tokensOn(int cluster, int device) {
                 return on[cluster][device];
             }

@@ -78,6 +78,9 @@ public final class IoBatch {
 
     /** Forgets all requests (and drops the buffer references) so the batch can be refilled. */
     public void clear() {
+        if (pending() > 0) {
+            throw new IllegalStateException("batch has " + pending() + " requests in flight; await it before clearing");
+        }
         for (int i = 0; i < size; i++) {
             buffers[i] = null;
         }
@@ -97,6 +100,9 @@ public final class IoBatch {
     }
 
     private int add(byte op, int device, long offset, MemorySegment buffer, long tag) {
+        if (pending() > 0) {
+            throw new IllegalStateException("batch is in flight; await it before adding requests");
+        }
         if (size == ops.length) {
             throw new IllegalStateException("batch is full: capacity " + ops.length);
         }
@@ -163,6 +169,10 @@ public final class IoBatch {
 
     /** Called by a backend before it starts the requests: {@code n} completions will follow. */
     public void expectCompletions(int n) {
+        if (pending() > 0) {
+            throw new IllegalStateException("batch is already in flight (" + pending() + " requests pending): a batch"
+                    + " is used by one thread at a time");
+        }
         failure = null;
         waiter = null;
         PENDING.setVolatile(this, n);

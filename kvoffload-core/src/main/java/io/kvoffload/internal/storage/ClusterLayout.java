@@ -17,6 +17,10 @@ import java.util.Arrays;
 public final class ClusterLayout implements BucketScheduler.Replicas {
     final int clusteredTokens;
     final int entryBytes;
+    /** The radius the clustering used (persisted so a reopened sequence can restore its clustering). */
+    final double tau;
+    /** Clusters 0..coActivationClusters-1 came from Algorithm 1; the rest group isolated entries. */
+    final int coActivationClusters;
     final int[] medoid;
     /** Segments of cluster c are {@code [clusterSeg[c], clusterSeg[c+1])}. */
     final int[] clusterSeg;
@@ -33,10 +37,13 @@ public final class ClusterLayout implements BucketScheduler.Replicas {
     private final int[] replicaEntry;
     private final int[] entrySeg;
 
-    ClusterLayout(int clusteredTokens, int entryBytes, int[] medoid, int[] clusterSeg, int[] segDevice,
-            long[] segOffset, int[] segLength, int[] segFirst, int[] entryToken, int[] entryCrc) {
+    ClusterLayout(int clusteredTokens, int entryBytes, double tau, int coActivationClusters, int[] medoid,
+            int[] clusterSeg, int[] segDevice, long[] segOffset, int[] segLength, int[] segFirst, int[] entryToken,
+            int[] entryCrc) {
         this.clusteredTokens = clusteredTokens;
         this.entryBytes = entryBytes;
+        this.tau = tau;
+        this.coActivationClusters = coActivationClusters;
         this.medoid = medoid;
         this.clusterSeg = clusterSeg;
         this.segDevice = segDevice;
@@ -70,6 +77,10 @@ public final class ClusterLayout implements BucketScheduler.Replicas {
 
     private void validateShape() {
         int clusters = medoid.length;
+        if (!(tau >= 0 && tau < 1) || coActivationClusters < 0 || coActivationClusters > clusters) {
+            throw new IllegalArgumentException("cluster layout radius " + tau + " or co-activation cluster count "
+                    + coActivationClusters + " out of range");
+        }
         int segs = segDevice.length;
         if (clusterSeg.length != clusters + 1 || clusterSeg[0] != 0 || clusterSeg[clusters] != segs
                 || segOffset.length != segs || segLength.length != segs || segFirst.length != segs + 1
@@ -102,6 +113,50 @@ public final class ClusterLayout implements BucketScheduler.Replicas {
 
     public int clusteredTokens() {
         return clusteredTokens;
+    }
+
+    public double tau() {
+        return tau;
+    }
+
+    public int coActivationClusters() {
+        return coActivationClusters;
+    }
+
+    /**
+     * Members of all clusters, cluster after cluster, each cluster's medoid first and the rest in
+     * storage order (the order a restored clustering expects); {@link #memberOffsets} says where
+     * each cluster starts.
+     */
+    public int[] allMembers() {
+        int[] out = new int[entryToken.length];
+        for (int c = 0; c < medoid.length; c++) {
+            int from = segFirst[clusterSeg[c]];
+            int to = segFirst[clusterSeg[c + 1]];
+            int k = from;
+            out[k++] = medoid[c];
+            for (int e = from; e < to; e++) {
+                if (entryToken[e] != medoid[c]) {
+                    out[k++] = entryToken[e];
+                }
+            }
+            if (k != to) {
+                throw new IllegalStateException("cluster " + c + " does not hold its medoid " + medoid[c] + " once");
+            }
+        }
+        return out;
+    }
+
+    public int[] memberOffsets() {
+        int[] o = new int[medoid.length + 1];
+        for (int c = 0; c < medoid.length; c++) {
+            o[c + 1] = segFirst[clusterSeg[c + 1]];
+        }
+        return o;
+    }
+
+    public int[] medoids() {
+        return medoid.clone();
     }
 
     public int clusterCount() {
@@ -216,8 +271,8 @@ public final class ClusterLayout implements BucketScheduler.Replicas {
         for (int s = 0; s < dev.length; s++) {
             dev[s] = map[segDevice[s]];
         }
-        return new ClusterLayout(clusteredTokens, entryBytes, medoid, clusterSeg, dev, segOffset, segLength, segFirst,
-                entryToken, entryCrc);
+        return new ClusterLayout(clusteredTokens, entryBytes, tau, coActivationClusters, medoid, clusterSeg, dev,
+                segOffset, segLength, segFirst, entryToken, entryCrc);
     }
 
     /** DRAM held by this layout's tables, in bytes. */

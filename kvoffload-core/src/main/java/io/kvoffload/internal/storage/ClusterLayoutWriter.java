@@ -128,8 +128,9 @@ public final class ClusterLayoutWriter {
                     store.backend().sync(d);
                 }
             }
-            ClusterLayout layout = new ClusterLayout(plan.clusteredTokens(), entry, medoid, clusterSeg, dev, segOffset,
-                    segLength, segFirst, entryToken, entryCrc);
+            ClusterLayout layout = new ClusterLayout(plan.clusteredTokens(), entry, plan.tau(),
+                    plan.coActivationClusters(), medoid, clusterSeg, dev, segOffset, segLength, segFirst, entryToken,
+                    entryCrc);
             ok = true;
             return layout;
         } catch (IOException e) {

@@ -11,6 +11,12 @@ public interface ClusterPlan {
 
     int clusterCount();
 
+    /** The radius τ the clustering used, in [0, 1). */
+    double tau();
+
+    /** Clusters {@code 0..coActivationClusters()-1} came from Algorithm 1, the rest group isolated entries. */
+    int coActivationClusters();
+
     int medoid(int cluster);
 
     /** The cluster's tokens stored on {@code device}, in slot order (may be empty). */

@@ -21,7 +21,8 @@ import java.util.zip.CRC32C;
  * u32 nDevices, str uuid × nDevices
  * u32 nTokens, i32 token × nTokens
  * per layer: u32 nBlocks, then per block: u16 device (0xFFFF: no extent), i64 offset, u32 length, i32 crc32c
- * per layer: u8 hasClusters, and if 1: u32 clusteredTokens, u32 nClusters, i32 medoid × nClusters,
+ * per layer: u8 hasClusters, and if 1: u32 clusteredTokens, f64 tau, u32 coActivationClusters,
+ *   u32 nClusters, i32 medoid × nClusters,
  *   u32 segments per cluster × nClusters, then per segment: u16 device, i64 offset, u32 length,
  *   u32 entries, then (i32 token, i32 crc32c) × entries
  * i64 commitMillis, i64 commitNumber
@@ -92,6 +93,8 @@ public final class ManifestCodec {
 
     private static void writeClusters(DataOutputStream out, ClusterLayout c) throws IOException {
         out.writeInt(c.clusteredTokens);
+        out.writeDouble(c.tau);
+        out.writeInt(c.coActivationClusters);
         int n = c.medoid.length;
         out.writeInt(n);
         for (int x : c.medoid) {
@@ -118,6 +121,8 @@ public final class ManifestCodec {
             throw new IllegalArgumentException("manifest layer " + layer + " clusters " + clusteredTokens
                     + " tokens; the sequence has " + nTok);
         }
+        double tau = buf.getDouble();
+        int coActivation = buf.getInt();
         int n = count(buf, "clusters", 8);
         int[] medoid = new int[n];
         for (int k = 0; k < n; k++) {
@@ -163,8 +168,8 @@ public final class ManifestCodec {
             }
             segFirst[s + 1] = total;
         }
-        return new ClusterLayout(clusteredTokens, shape.entryBytes(), medoid, clusterSeg, segDevice, segOffset,
-                segLength, segFirst, java.util.Arrays.copyOf(tokens, total), java.util.Arrays.copyOf(crcs, total));
+        return new ClusterLayout(clusteredTokens, shape.entryBytes(), tau, coActivation, medoid, clusterSeg, segDevice,
+                segOffset, segLength, segFirst, java.util.Arrays.copyOf(tokens, total), java.util.Arrays.copyOf(crcs, total));
     }
 
     private static void writeString(DataOutputStream out, String s) throws IOException {

@@ -22,7 +22,7 @@ class ManifestCodecTest {
         t[1].set(0, 1, 0, 4096, 13, true);
         t[1].set(1, 0, 8192, 4096, 14, true);
         // Layer 1's first 3 tokens are clustered: cluster 0 = {0, 1} on devices 0 and 1, cluster 1 = {2, 0}.
-        ClusterLayout c = new ClusterLayout(3, shape.entryBytes(), new int[] {0, 2}, new int[] {0, 2, 3},
+        ClusterLayout c = new ClusterLayout(3, shape.entryBytes(), 0.35, 1, new int[] {0, 2}, new int[] {0, 2, 3},
                 new int[] {0, 1, 1}, new long[] {16384, 16384, 20480}, new int[] {4096, 4096, 4096},
                 new int[] {0, 1, 2, 4}, new int[] {0, 1, 2, 0}, new int[] {21, 22, 23, 24});
         return new Manifest("seq-1", shape, 4, List.of("u0", "u1"), new int[] {5, 6, 7, 8, 9}, t,

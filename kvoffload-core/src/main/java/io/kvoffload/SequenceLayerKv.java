@@ -1,0 +1,101 @@
+package io.kvoffload;
+
+import io.kvoffload.workload.ElementCodec;
+import io.kvoffload.workload.LayerKv;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+
+/**
+ * A layer of a stored sequence seen as {@link LayerKv} (keys and values decoded to float), for the
+ * offline phase: profiling from queries and building the medoid index read the layer through it.
+ * Reads go in chunks through {@link KvSequence#read}, so every byte is checksum-verified; they are
+ * serialised on the sequence, so several profiling threads may share one view.
+ */
+final class SequenceLayerKv implements LayerKv {
+    private static final int CHUNK = 4096;
+
+    private final KvSequence seq;
+    private final int layer;
+    private final int tokens;
+    private final int half;
+    // The medoid index asks for one token once per KV head: keep the last single token decoded.
+    private int cachedToken = -1;
+    private float[] cachedK;
+    private float[] cachedV;
+
+    SequenceLayerKv(KvSequence seq, int layer, int tokens) {
+        this.seq = seq;
+        this.layer = layer;
+        this.tokens = tokens;
+        this.half = seq.shape().halfEntryBytes();
+    }
+
+    @Override
+    public int tokens() {
+        return tokens;
+    }
+
+    @Override
+    public int kvHeads() {
+        return seq.shape().kvHeads();
+    }
+
+    @Override
+    public int headDim() {
+        return seq.shape().headDim();
+    }
+
+    @Override
+    public void keys(int kvHead, int fromToken, int count, float[] dst, int dstOffset) {
+        copy(kvHead, fromToken, count, dst, dstOffset, false);
+    }
+
+    @Override
+    public void values(int kvHead, int fromToken, int count, float[] dst, int dstOffset) {
+        copy(kvHead, fromToken, count, dst, dstOffset, true);
+    }
+
+    private void copy(int kvHead, int fromToken, int count, float[] dst, int dstOffset, boolean values) {
+        LayerKv.checkRange(this, kvHead, fromToken, count, dst, dstOffset);
+        // Profiling scores queries on several threads, but a sequence handle is single-threaded.
+        synchronized (seq) {
+            copyLocked(kvHead, fromToken, count, dst, dstOffset, values);
+        }
+    }
+
+    private void copyLocked(int kvHead, int fromToken, int count, float[] dst, int dstOffset, boolean values) {
+        DType dtype = seq.shape().dtype();
+        int d = headDim();
+        if (count == 1) {
+            if (cachedToken != fromToken) {
+                int elements = seq.shape().elementsPerToken();
+                cachedK = cachedK == null ? new float[elements] : cachedK;
+                cachedV = cachedV == null ? new float[elements] : cachedV;
+                try (Arena arena = Arena.ofConfined()) {
+                    MemorySegment k = arena.allocate(half, 8);
+                    MemorySegment v = arena.allocate(half, 8);
+                    seq.read(layer, fromToken, 1, k, v);
+                    ElementCodec.read(dtype, k, 0, cachedK, 0, elements);
+                    ElementCodec.read(dtype, v, 0, cachedV, 0, elements);
+                }
+                cachedToken = fromToken;
+            }
+            System.arraycopy(values ? cachedV : cachedK, kvHead * d, dst, dstOffset, d);
+            return;
+        }
+        long headOffset = (long) kvHead * d * dtype.bytes();
+        try (Arena arena = Arena.ofConfined()) {
+            int chunk = Math.min(CHUNK, Math.max(1, count));
+            MemorySegment k = arena.allocate((long) chunk * half, 8);
+            MemorySegment v = arena.allocate((long) chunk * half, 8);
+            for (int done = 0; done < count; done += chunk) {
+                int n = Math.min(chunk, count - done);
+                seq.read(layer, fromToken + done, n, k.asSlice(0, (long) n * half), v.asSlice(0, (long) n * half));
+                MemorySegment src = values ? v : k;
+                for (int t = 0; t < n; t++) {
+                    ElementCodec.read(dtype, src, (long) t * half + headOffset, dst, dstOffset + (done + t) * d, d);
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,165 @@
+package io.kvoffload;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.kvoffload.internal.swarm.MedoidIndex;
+import io.kvoffload.testing.TestEngines;
+import io.kvoffload.workload.SyntheticWorkload;
+import io.kvoffload.workload.WorkloadSpec;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.BitSet;
+import java.util.List;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * The Swarm offline phase on a stored sequence: profile, cluster, place on all SSDs, persist; after
+ * a restart the clusters, the medoid index and every byte are the same.
+ */
+class SwarmOfflinePhaseTest {
+    static final KvShape SHAPE = new KvShape(2, 8, 2, 64, DType.BF16);
+    static final int TOKENS = 4096;
+
+    @TempDir
+    Path root;
+
+    static void store(KvSequence seq, SyntheticWorkload w) {
+        int[] ids = new int[TOKENS];
+        for (int t = 0; t < TOKENS; t++) {
+            ids[t] = t % 32000;
+        }
+        seq.appendTokens(ids);
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment k = arena.allocate((long) TOKENS * SHAPE.halfEntryBytes());
+            MemorySegment v = arena.allocate((long) TOKENS * SHAPE.halfEntryBytes());
+            for (int l = 0; l < SHAPE.layers(); l++) {
+                w.writeKv(l, 0, TOKENS, SHAPE.dtype(), k, v);
+                seq.appendKv(l, k, v);
+            }
+        }
+    }
+
+    static byte[][] expected(SyntheticWorkload w, int layer) {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment k = arena.allocate((long) TOKENS * SHAPE.halfEntryBytes());
+            MemorySegment v = arena.allocate((long) TOKENS * SHAPE.halfEntryBytes());
+            w.writeKv(layer, 0, TOKENS, SHAPE.dtype(), k, v);
+            return new byte[][] {k.toArray(java.lang.foreign.ValueLayout.JAVA_BYTE),
+                v.toArray(java.lang.foreign.ValueLayout.JAVA_BYTE)};
+        }
+    }
+
+    /** Reads every cluster whole and compares with what the workload generated. */
+    static void assertClustersBitExact(KvSequence s, SyntheticWorkload w, int layer) {
+        byte[][] exp = expected(w, layer);
+        int half = SHAPE.halfEntryBytes();
+        BitSet covered = new BitSet();
+        try (Arena arena = Arena.ofConfined()) {
+            for (int c = 0; c < s.clusterCount(layer); c++) {
+                int[] members = s.clusterMembers(layer, c);
+                MemorySegment k = arena.allocate((long) members.length * half);
+                MemorySegment v = arena.allocate((long) members.length * half);
+                s.read(layer, members, k, v);
+                for (int i = 0; i < members.length; i++) {
+                    MemorySegment ek = MemorySegment.ofArray(exp[0]).asSlice((long) members[i] * half, half);
+                    MemorySegment ev = MemorySegment.ofArray(exp[1]).asSlice((long) members[i] * half, half);
+                    assertEquals(-1, k.asSlice((long) i * half, half).mismatch(ek), "cluster " + c + " K of " + members[i]);
+                    assertEquals(-1, v.asSlice((long) i * half, half).mismatch(ev), "cluster " + c + " V of " + members[i]);
+                    covered.set(members[i]);
+                }
+            }
+        }
+        assertEquals(TOKENS, covered.cardinality(), "every token is in some cluster");
+    }
+
+    @Test
+    void clustersPersistWithTheirMedoidIndexAndReadBackBitExact() throws Exception {
+        SyntheticWorkload w = new SyntheticWorkload(WorkloadSpec.builder(SHAPE, TOKENS).seed(5).build());
+        KvConfig cfg = TestEngines.config(TestEngines.deviceDirs(root, 4), "portable").blockTokens(16).build();
+        List<float[]> queries = new ArrayList<>();
+        for (int step = 0; step < 32; step++) {
+            queries.add(w.query(0, step));
+        }
+        List<int[]> sets = new ArrayList<>();
+        for (int step = 0; step < 32; step++) {
+            int[] groups = w.activeGroups(1, step);
+            BitSet act = new BitSet();
+            for (int t = 0; t < TOKENS; t++) {
+                for (int g : groups) {
+                    if (w.primaryGroup(1, t) == g || w.secondaryGroup(1, t) == g) {
+                        act.set(t);
+                    }
+                }
+            }
+            sets.add(act.stream().toArray());
+        }
+        int[][] members0;
+        int[] top;
+        float[] probe = w.query(0, 100);
+        try (KvEngine e = KvEngine.open(cfg); KvSequence s = e.createSequence("swarm", SHAPE)) {
+            store(s, w);
+            s.commit();
+            ClusterSummary q = s.clusterLayerFromQueries(0, queries, ClusterOptions.defaults());
+            ClusterSummary a = s.clusterLayer(1, sets, ClusterOptions.defaults().withRadius(0.5));
+            assertEquals(TOKENS, q.tokens());
+            assertTrue(q.clusters() > 0 && a.coActivationClusters() > 0, q + " / " + a);
+            assertTrue(a.replicationFactor() >= 1.0 && a.replicationFactor() <= 4.0, a.toString());
+            assertTrue(q.medoidIndexBytes() >= (long) q.clusters() * SHAPE.kvHeads() * SHAPE.headDim() * 4);
+            assertClustersBitExact(s, w, 0); // before commit
+            s.commit();
+            members0 = new int[s.clusterCount(0)][];
+            for (int c = 0; c < members0.length; c++) {
+                members0[c] = s.clusterMembers(0, c);
+            }
+            top = s.medoidIndex(0).top(probe, 5);
+            long stored = e.sequences().get(0).storedBytes();
+            long used = e.stats().devices().stream().mapToLong(d -> d.capacityBytes() - d.freeBytes()).sum();
+            assertEquals(stored, used, "the block copies of clustered tokens are free after the commit");
+        }
+        try (KvEngine e = KvEngine.open(cfg); KvSequence s = e.openSequence("swarm")) {
+            assertEquals(members0.length, s.clusterCount(0));
+            for (int c = 0; c < members0.length; c++) {
+                assertArrayEquals(members0[c], s.clusterMembers(0, c), "persisted clusters equal the built ones");
+            }
+            MedoidIndex index = s.medoidIndex(0);
+            assertArrayEquals(top, index.top(probe, 5), "the rebuilt medoid index ranks clusters the same");
+            assertClustersBitExact(s, w, 0);
+            assertClustersBitExact(s, w, 1);
+            // Reading one cluster takes one read per device holding a share of it, plus at most one per
+            // member whose balanced copy lives in another cluster's extent.
+            int c = 0;
+            int[] m = s.clusterMembers(0, c);
+            long before = e.stats().devices().stream().mapToLong(KvStats.Device::reads).sum();
+            try (Arena arena = Arena.ofConfined()) {
+                s.read(0, m, arena.allocate((long) m.length * SHAPE.halfEntryBytes()),
+                        arena.allocate((long) m.length * SHAPE.halfEntryBytes()));
+            }
+            long reads = e.stats().devices().stream().mapToLong(KvStats.Device::reads).sum() - before;
+            assertTrue(reads <= Math.min(4, m.length) + m.length / 2, "reads for one cluster: " + reads);
+        }
+    }
+
+    @Test
+    void badClusterArgumentsAreNamed() throws Exception {
+        KvConfig cfg = TestEngines.config(TestEngines.deviceDirs(root, 1), "portable").build();
+        try (KvEngine e = KvEngine.open(cfg); KvSequence s = e.createSequence(SHAPE)) {
+            TestEngines.append(s, 1, 100, 100);
+            assertThrows(IllegalArgumentException.class, () -> s.clusterLayer(2, List.of(new int[] {1}),
+                    ClusterOptions.defaults()), "layer = 2");
+            var ex = assertThrows(IllegalArgumentException.class, () -> s.clusterLayer(0, List.of(new int[] {100}),
+                    ClusterOptions.defaults()));
+            assertTrue(ex.getMessage().contains("100"), ex.getMessage());
+            var ex2 = assertThrows(IllegalArgumentException.class, () -> ClusterOptions.defaults().withRadius(1.5));
+            assertTrue(ex2.getMessage().contains("radius = 1.5"), ex2.getMessage());
+            var ex3 = assertThrows(IllegalStateException.class, () -> s.medoidIndex(0));
+            assertTrue(ex3.getMessage().contains("not clustered"), ex3.getMessage());
+            assertEquals(0, s.clusterCount(0));
+        }
+    }
+}
