@@ -10,9 +10,7 @@ import java.util.Arrays;
  * not cached is admitted if it fits the budget, evicting lower-scoring clusters from the heap top
  * while the newcomer scores higher than them.
  */
-public final class CostEffectivenessCache implements ClusterCache {
-    private final long budget;
-    private final Sizes sizes;
+public final class CostEffectivenessCache extends AbstractClusterCache {
     private final int entryBytes;
     private final CostEffectiveness score;
 
@@ -23,13 +21,6 @@ public final class CostEffectivenessCache implements ClusterCache {
     private int heapSize;
     private int[] seenStamp;
     private int stamp;
-    private long used;
-    private long hits;
-    private long misses;
-    private int[] admitted;
-    private int admittedCount;
-    private int[] evicted;
-    private int evictedCount;
     private int[] scratch;
 
     /**
@@ -38,10 +29,9 @@ public final class CostEffectivenessCache implements ClusterCache {
      */
     public CostEffectivenessCache(int clusters, long budgetBytes, int entryBytes, Sizes sizes, CostEffectiveness score,
             int[] initialFrequency) {
+        super(budgetBytes, sizes);
         Checks.inRange("clusters", clusters, 0, Integer.MAX_VALUE - 8);
-        this.budget = Checks.inRange("budgetBytes", budgetBytes, 0, Long.MAX_VALUE);
         this.entryBytes = Checks.positive("entryBytes", entryBytes);
-        this.sizes = Checks.notNull("sizes", sizes);
         this.score = Checks.notNull("score", score);
         grow(Math.max(16, clusters));
         if (initialFrequency != null) {
@@ -60,8 +50,7 @@ public final class CostEffectivenessCache implements ClusterCache {
         heap = heap == null ? new int[n] : Arrays.copyOf(heap, n);
         heapScore = heapScore == null ? new double[n] : Arrays.copyOf(heapScore, n);
         seenStamp = seenStamp == null ? new int[n] : Arrays.copyOf(seenStamp, n);
-        admitted = admitted == null ? new int[n] : Arrays.copyOf(admitted, n);
-        evicted = evicted == null ? new int[n] : Arrays.copyOf(evicted, n);
+        growLists(n);
         scratch = new int[n];
     }
 
@@ -72,8 +61,7 @@ public final class CostEffectivenessCache implements ClusterCache {
 
     @Override
     public void step(int[] activated, int n) {
-        admittedCount = 0;
-        evictedCount = 0;
+        beginStep();
         if (++stamp == 0) {
             Arrays.fill(seenStamp, 0);
             stamp = 1;
@@ -159,7 +147,7 @@ public final class CostEffectivenessCache implements ClusterCache {
         heapPos[c] = k;
         siftUp(k);
         used += bytes;
-        admitted[admittedCount++] = c;
+        recordAdmission(c);
     }
 
     private void removeAt(int k) {
@@ -212,17 +200,6 @@ public final class CostEffectivenessCache implements ClusterCache {
         heapPos[heap[b]] = b;
     }
 
-    /** Reports an eviction; a cluster admitted earlier in this step is simply un-admitted (never loaded). */
-    private void recordEviction(int victim) {
-        for (int i = 0; i < admittedCount; i++) {
-            if (admitted[i] == victim) {
-                admitted[i] = admitted[--admittedCount];
-                return;
-            }
-        }
-        evicted[evictedCount++] = victim;
-    }
-
     @Override
     public boolean cached(int cluster) {
         return cluster >= 0 && cluster < heapPos.length && heapPos[cluster] >= 0;
@@ -236,45 +213,5 @@ public final class CostEffectivenessCache implements ClusterCache {
     /** Lowest score among cached clusters (the heap top), or NaN when empty. */
     public double minCachedScore() {
         return heapSize == 0 ? Double.NaN : heapScore[0];
-    }
-
-    @Override
-    public long usedBytes() {
-        return used;
-    }
-
-    @Override
-    public long budgetBytes() {
-        return budget;
-    }
-
-    @Override
-    public long hits() {
-        return hits;
-    }
-
-    @Override
-    public long misses() {
-        return misses;
-    }
-
-    @Override
-    public int admittedCount() {
-        return admittedCount;
-    }
-
-    @Override
-    public int admitted(int i) {
-        return admitted[Checks.index("i", i, admittedCount)];
-    }
-
-    @Override
-    public int evictedCount() {
-        return evictedCount;
-    }
-
-    @Override
-    public int evicted(int i) {
-        return evicted[Checks.index("i", i, evictedCount)];
     }
 }

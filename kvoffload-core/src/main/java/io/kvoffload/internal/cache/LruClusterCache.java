@@ -8,9 +8,7 @@ import java.util.Arrays;
  * cluster is admitted, evicting the least recently activated ones until it fits. An intrusive
  * doubly linked list over cluster ids keeps each step allocation-free.
  */
-public final class LruClusterCache implements ClusterCache {
-    private final long budget;
-    private final Sizes sizes;
+public final class LruClusterCache extends AbstractClusterCache {
     private int[] prev;
     private int[] next;
     private boolean[] in;
@@ -18,17 +16,9 @@ public final class LruClusterCache implements ClusterCache {
     private int stamp;
     private int head = -1; // most recent
     private int tail = -1; // least recent
-    private long used;
-    private long hits;
-    private long misses;
-    private int[] admitted;
-    private int admittedCount;
-    private int[] evicted;
-    private int evictedCount;
 
     public LruClusterCache(int clusters, long budgetBytes, Sizes sizes) {
-        this.budget = Checks.inRange("budgetBytes", budgetBytes, 0, Long.MAX_VALUE);
-        this.sizes = Checks.notNull("sizes", sizes);
+        super(budgetBytes, sizes);
         grow(Math.max(16, clusters));
     }
 
@@ -41,14 +31,12 @@ public final class LruClusterCache implements ClusterCache {
         next = next == null ? new int[n] : Arrays.copyOf(next, n);
         in = in == null ? new boolean[n] : Arrays.copyOf(in, n);
         seenStamp = seenStamp == null ? new int[n] : Arrays.copyOf(seenStamp, n);
-        admitted = admitted == null ? new int[n] : Arrays.copyOf(admitted, n);
-        evicted = evicted == null ? new int[n] : Arrays.copyOf(evicted, n);
+        growLists(n);
     }
 
     @Override
     public void step(int[] activated, int n) {
-        admittedCount = 0;
-        evictedCount = 0;
+        beginStep();
         if (++stamp == 0) {
             Arrays.fill(seenStamp, 0);
             stamp = 1;
@@ -88,7 +76,7 @@ public final class LruClusterCache implements ClusterCache {
             in[c] = true;
             pushFront(c);
             used += bytes;
-            admitted[admittedCount++] = c;
+            recordAdmission(c);
         }
     }
 
@@ -117,59 +105,8 @@ public final class LruClusterCache implements ClusterCache {
         }
     }
 
-    /** Reports an eviction; a cluster admitted earlier in this step is simply un-admitted (never loaded). */
-    private void recordEviction(int victim) {
-        for (int i = 0; i < admittedCount; i++) {
-            if (admitted[i] == victim) {
-                admitted[i] = admitted[--admittedCount];
-                return;
-            }
-        }
-        evicted[evictedCount++] = victim;
-    }
-
     @Override
     public boolean cached(int cluster) {
         return cluster >= 0 && cluster < in.length && in[cluster];
-    }
-
-    @Override
-    public long usedBytes() {
-        return used;
-    }
-
-    @Override
-    public long budgetBytes() {
-        return budget;
-    }
-
-    @Override
-    public long hits() {
-        return hits;
-    }
-
-    @Override
-    public long misses() {
-        return misses;
-    }
-
-    @Override
-    public int admittedCount() {
-        return admittedCount;
-    }
-
-    @Override
-    public int admitted(int i) {
-        return admitted[Checks.index("i", i, admittedCount)];
-    }
-
-    @Override
-    public int evictedCount() {
-        return evictedCount;
-    }
-
-    @Override
-    public int evicted(int i) {
-        return evicted[Checks.index("i", i, evictedCount)];
     }
 }
