@@ -5,6 +5,8 @@
 module io.kvoffload.core {
     requires org.slf4j;
     requires com.fasterxml.jackson.jr.ob;
+    requires ejml.core;   // EJML (KVSwap SVD): no Automatic-Module-Name, so the jar file name gives the module name
+    requires ejml.ddense;
     requires jdk.unsupported;
 
     exports io.kvoffload;
@@ -13,6 +15,8 @@ module io.kvoffload.core {
     exports io.kvoffload.internal.dram to io.kvoffload.iouring, io.kvoffload.cuda, io.kvoffload.bench;
     exports io.kvoffload.internal.util to io.kvoffload.iouring, io.kvoffload.cuda, io.kvoffload.bench;
     exports io.kvoffload.internal.swarm to io.kvoffload.bench;
+    exports io.kvoffload.internal.baseline to io.kvoffload.bench;
+    exports io.kvoffload.internal.kvswap to io.kvoffload.bench;
 
     uses io.kvoffload.spi.IoBackendProvider;
     uses io.kvoffload.spi.DramSlabListener;

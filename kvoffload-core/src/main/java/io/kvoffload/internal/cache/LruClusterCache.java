@@ -1,6 +1,5 @@
 package io.kvoffload.internal.cache;
 
-import io.kvoffload.internal.util.Checks;
 import java.util.Arrays;
 
 /**
