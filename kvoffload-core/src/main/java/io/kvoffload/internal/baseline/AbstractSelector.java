@@ -1,0 +1,155 @@
+package io.kvoffload.internal.baseline;
+
+import io.kvoffload.internal.util.Checks;
+import io.kvoffload.workload.DenseLayerKv;
+import io.kvoffload.workload.LayerKv;
+
+/**
+ * What every baseline shares: the layer's shape, the GQA group query, argument checks for
+ * {@link #select} that build their message only when they fail (so a valid call allocates nothing),
+ * and access to one head's keys.
+ */
+abstract class AbstractSelector implements BaselineSelector {
+    final int tokens;
+    final int kvHeads;
+    final int headDim;
+    final int queryHeads;
+    final int groupSize;
+    /** {@code 1/√headDim}, the softmax scale of a logit. */
+    final float scale;
+    /** {@code kvHeads × headDim}: per KV head, the sum of the query heads that read it. */
+    final float[] groupQuery;
+    long lastScoredBytes;
+
+    AbstractSelector(LayerKv kv, int queryHeads) {
+        Checks.notNull("kv", kv);
+        Checks.positive("kv.tokens()", kv.tokens());
+        if (queryHeads <= 0 || queryHeads % kv.kvHeads() != 0) {
+            throw new IllegalArgumentException("queryHeads = " + queryHeads + " must be a positive multiple of kvHeads = "
+                    + kv.kvHeads());
+        }
+        this.tokens = kv.tokens();
+        this.kvHeads = kv.kvHeads();
+        this.headDim = kv.headDim();
+        this.queryHeads = queryHeads;
+        this.groupSize = queryHeads / kvHeads;
+        this.scale = (float) (1.0 / Math.sqrt(headDim));
+        this.groupQuery = new float[kvHeads * headDim];
+    }
+
+    @Override
+    public final int tokens() {
+        return tokens;
+    }
+
+    /** Query heads the selector expects in a query. */
+    public final int queryHeads() {
+        return queryHeads;
+    }
+
+    @Override
+    public final long lastScoredBytes() {
+        return lastScoredBytes;
+    }
+
+    /**
+     * Checks the arguments of {@link #select}: a query of {@code queryHeads × headDim} finite floats,
+     * a positive budget and an output array of at least {@link #maxSelected} positions.
+     */
+    final void checkSelect(float[] query, int budgetTokens, int[] out) {
+        Checks.notNull("query", query);
+        Checks.notNull("out", out);
+        if (query.length != queryHeads * headDim) {
+            throw new IllegalArgumentException("query.length = " + query.length + " must be queryHeads × headDim = "
+                    + queryHeads * headDim);
+        }
+        int need = maxSelected(budgetTokens); // checks the budget
+        if (out.length < need) {
+            throw new IllegalArgumentException("out.length = " + out.length + " is too small; allowed: at least maxSelected("
+                    + budgetTokens + ") = " + need);
+        }
+        for (int i = 0; i < query.length; i++) {
+            if (!Float.isFinite(query[i])) {
+                throw new IllegalArgumentException("query[" + i + "] = " + query[i] + "; allowed: finite values");
+            }
+        }
+    }
+
+    static void checkBudget(int budgetTokens) {
+        Checks.positive("budgetTokens", budgetTokens);
+    }
+
+    /** Sums the query heads of each KV head into {@link #groupQuery}. */
+    final void sumGroups(float[] query) {
+        java.util.Arrays.fill(groupQuery, 0f);
+        for (int h = 0; h < queryHeads; h++) {
+            int dst = (h / groupSize) * headDim;
+            int src = h * headDim;
+            for (int i = 0; i < headDim; i++) {
+                groupQuery[dst + i] += query[src + i];
+            }
+        }
+    }
+
+    /**
+     * One KV head's keys, {@code tokens × headDim} token-major: the array itself for a
+     * {@link DenseLayerKv} (read in place, never written), otherwise a copy. Every key must be finite,
+     * since a NaN would make every score that touches it meaningless.
+     */
+    static float[] headKeys(LayerKv kv, int head) {
+        int n = kv.tokens(), d = kv.headDim();
+        long size = (long) n * d;
+        if (size > Integer.MAX_VALUE - 8) {
+            throw new IllegalArgumentException("tokens × headDim = " + size + " does not fit one array; allowed: up to "
+                    + (Integer.MAX_VALUE - 8));
+        }
+        float[] keys;
+        if (kv instanceof DenseLayerKv dense) {
+            keys = dense.keyArray(head);
+        } else {
+            keys = new float[(int) size];
+            int chunk = Math.max(1, (1 << 16) / d);
+            for (int t = 0; t < n; t += chunk) {
+                int c = Math.min(chunk, n - t);
+                kv.keys(head, t, c, keys, t * d);
+            }
+        }
+        for (int i = 0; i < keys.length; i++) {
+            if (!Float.isFinite(keys[i])) {
+                throw new IllegalArgumentException("key of token " + (i / d) + ", KV head " + head + ", dimension " + (i % d)
+                        + " = " + keys[i] + "; allowed: finite values");
+            }
+        }
+        return keys;
+    }
+
+    /** Dot product of {@code n} floats with four partial sums, so the additions overlap. */
+    static float dot(float[] a, int ao, float[] b, int bo, int n) {
+        float s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+        int i = 0;
+        for (; i + 3 < n; i += 4) {
+            s0 += a[ao + i] * b[bo + i];
+            s1 += a[ao + i + 1] * b[bo + i + 1];
+            s2 += a[ao + i + 2] * b[bo + i + 2];
+            s3 += a[ao + i + 3] * b[bo + i + 3];
+        }
+        for (; i < n; i++) {
+            s0 += a[ao + i] * b[bo + i];
+        }
+        return (s0 + s1) + (s2 + s3);
+    }
+
+    /** Writes {@code from, from + 1, …, to − 1} into {@code out} at {@code at}; returns the new end. */
+    static int range(int[] out, int at, int from, int to) {
+        for (int t = from; t < to; t++) {
+            out[at++] = t;
+        }
+        return at;
+    }
+
+    @Override
+    public String toString() {
+        return name() + "{tokens=" + tokens + ", kvHeads=" + kvHeads + ", headDim=" + headDim + ", queryHeads="
+                + queryHeads + "}";
+    }
+}

@@ -1,0 +1,138 @@
+package io.kvoffload.internal.baseline;
+
+import io.kvoffload.workload.LayerKv;
+
+/**
+ * "No-cluster" oracle: the exact top-k tokens by full attention, the upper bound on what any
+ * selector can recall for a budget. For every query head it computes the softmax of
+ * {@code q·k/√d} over all keys (GQA: query head {@code h} reads KV head {@code h / groupSize}) and
+ * averages the weights over the query heads, exactly the per-token weight that
+ * {@link io.kvoffload.workload.ExactAttention} returns and attention-mass recall sums; the
+ * {@code budget} tokens with the largest averaged weight win (ties: lower position).
+ *
+ * <p>Its index is the whole key cache (float32), and every step reads all of it: the oracle is a
+ * quality reference, not a practical offloading policy. Keys of a {@link
+ * io.kvoffload.workload.DenseLayerKv} are read in place.
+ */
+public final class OracleSelector extends AbstractSelector {
+    private final float[][] keys;
+    private final float[] weights;
+    private final float[][] logits; // up to four query heads' logits per pass
+    private final PartialTopK topK;
+
+    /**
+     * @param kv the layer's keys (values are not read)
+     * @param queryHeads a positive multiple of {@code kv.kvHeads()}
+     */
+    public OracleSelector(LayerKv kv, int queryHeads) {
+        super(kv, queryHeads);
+        this.keys = new float[kvHeads][];
+        for (int h = 0; h < kvHeads; h++) {
+            keys[h] = headKeys(kv, h);
+        }
+        this.weights = new float[tokens];
+        this.logits = new float[Math.min(4, groupSize)][tokens];
+        this.topK = new PartialTopK(tokens);
+    }
+
+    @Override
+    public String name() {
+        return "oracle";
+    }
+
+    @Override
+    public int select(float[] query, int budgetTokens, int[] out) {
+        checkSelect(query, budgetTokens, out);
+        weights(query, weights);
+        lastScoredBytes = indexBytes();
+        return topK.top(weights, 0, tokens, Math.min(budgetTokens, tokens), out, 0);
+    }
+
+    /**
+     * The exact per-token attention weights of {@code query}, averaged over the query heads (they sum
+     * to 1), into {@code dst} (at least {@link #tokens()} long). Allocation-free.
+     */
+    public void weights(float[] query, float[] dst) {
+        if (query.length != queryHeads * headDim) {
+            throw new IllegalArgumentException("query.length = " + query.length + " must be queryHeads × headDim = "
+                    + queryHeads * headDim);
+        }
+        if (dst.length < tokens) {
+            throw new IllegalArgumentException("dst.length = " + dst.length + " is too small; allowed: at least " + tokens);
+        }
+        java.util.Arrays.fill(dst, 0, tokens, 0f);
+        float inv = 1f / queryHeads;
+        int n = tokens, d = headDim;
+        int h0 = 0;
+        while (h0 < queryHeads) {
+            // Up to four query heads of one KV head per pass over its keys: the pass is bound by
+            // reading the keys, so each key is read once for four heads instead of four times.
+            int heads = Math.min(4, groupSize - h0 % groupSize);
+            float[] k = keys[h0 / groupSize];
+            if (heads == 4) {
+                logits4(query, h0 * d, k);
+            } else {
+                for (int j = 0; j < heads; j++) {
+                    float[] row = logits[j];
+                    int q0 = (h0 + j) * d;
+                    for (int t = 0; t < n; t++) {
+                        row[t] = scale * dot(query, q0, k, t * d, d);
+                    }
+                }
+            }
+            for (int j = 0; j < heads; j++) {
+                float[] row = logits[j];
+                float max = Float.NEGATIVE_INFINITY;
+                for (int t = 0; t < n; t++) {
+                    max = Math.max(max, row[t]);
+                }
+                double sum = 0;
+                for (int t = 0; t < n; t++) {
+                    float e = (float) Math.exp(row[t] - max);
+                    row[t] = e;
+                    sum += e;
+                }
+                // The same arithmetic as ExactAttention (float weights, double sum, one float normaliser).
+                float norm = (float) (1.0 / sum);
+                for (int t = 0; t < n; t++) {
+                    dst[t] += (row[t] * norm) * inv;
+                }
+            }
+            h0 += heads;
+        }
+    }
+
+    /** Logits of four consecutive query heads from {@code q0} against every key, in one pass. */
+    private void logits4(float[] q, int q0, float[] k) {
+        int d = headDim;
+        float[] o0 = logits[0], o1 = logits[1], o2 = logits[2], o3 = logits[3];
+        int a0 = q0, a1 = a0 + d, a2 = a1 + d, a3 = a2 + d;
+        for (int t = 0; t < tokens; t++) {
+            int b = t * d;
+            float s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+            for (int i = 0; i < d; i++) {
+                float kv = k[b + i];
+                s0 += q[a0 + i] * kv;
+                s1 += q[a1 + i] * kv;
+                s2 += q[a2 + i] * kv;
+                s3 += q[a3 + i] * kv;
+            }
+            o0[t] = scale * s0;
+            o1[t] = scale * s1;
+            o2[t] = scale * s2;
+            o3[t] = scale * s3;
+        }
+    }
+
+    @Override
+    public int maxSelected(int budgetTokens) {
+        checkBudget(budgetTokens);
+        return Math.min(budgetTokens, tokens);
+    }
+
+    /** The key cache the oracle scores against: {@code 4 × tokens × kvHeads × headDim}. */
+    @Override
+    public long indexBytes() {
+        return 4L * tokens * kvHeads * headDim;
+    }
+}

@@ -1,0 +1,98 @@
+package io.kvoffload.internal.baseline;
+
+import io.kvoffload.internal.util.Checks;
+
+/**
+ * Exact top-k over a range of a score array without a sort and without allocating: quickselect on a
+ * preallocated copy finds the k-th largest score (expected linear time), one pass counts the scores
+ * above it and a second writes the winners. Ties at the threshold go to the lower index, like
+ * {@link io.kvoffload.workload.TopK}. NaN scores rank below everything.
+ */
+final class PartialTopK {
+    private final float[] scratch;
+
+    /** @param capacity the longest range ever asked for */
+    PartialTopK(int capacity) {
+        Checks.inRange("capacity", capacity, 0, Integer.MAX_VALUE - 8);
+        this.scratch = new float[Math.max(1, capacity)];
+    }
+
+    /**
+     * Writes the indices {@code i ∈ [from, to)} of the {@code k} largest {@code scores[i]} into
+     * {@code out[outOffset …]} in ascending order and returns how many were written: {@code min(k,
+     * to − from)}, fewer only when NaN scores would have to be chosen.
+     */
+    int top(float[] scores, int from, int to, int k, int[] out, int outOffset) {
+        int len = to - from;
+        if (k <= 0 || len <= 0) {
+            return 0;
+        }
+        if (k >= len) {
+            return AbstractSelector.range(out, outOffset, from, to) - outOffset;
+        }
+        float threshold = kthLargest(scores, from, to, k);
+        int above = 0;
+        for (int i = from; i < to; i++) {
+            if (scores[i] > threshold) {
+                above++;
+            }
+        }
+        int ties = k - above; // scores equal to the threshold that make the cut, lowest index first
+        int n = 0;
+        for (int i = from; i < to && n < k; i++) {
+            float s = scores[i];
+            if (s > threshold || (s == threshold && ties-- > 0)) {
+                out[outOffset + n++] = i;
+            }
+        }
+        return n;
+    }
+
+    /** The {@code k}-th largest of {@code scores[from, to)} (1-based; NaN counts as −∞). */
+    float kthLargest(float[] scores, int from, int to, int k) {
+        int len = to - from;
+        if (k < 1 || k > len || len > scratch.length) {
+            throw new IllegalArgumentException("k = " + k + " over a range of " + len + " (capacity " + scratch.length
+                    + ") is out of range; allowed: 1.." + Math.min(len, scratch.length));
+        }
+        float[] a = scratch;
+        for (int i = 0; i < len; i++) {
+            float s = scores[from + i];
+            a[i] = s != s ? Float.NEGATIVE_INFINITY : s;
+        }
+        int target = len - k; // index of the k-th largest in ascending order
+        int lo = 0, hi = len - 1;
+        while (lo < hi) {
+            int mid = (lo + hi) >>> 1;
+            // Median of three keeps sorted and reversed inputs linear.
+            if (a[mid] < a[lo]) swap(a, mid, lo);
+            if (a[hi] < a[lo]) swap(a, hi, lo);
+            if (a[hi] < a[mid]) swap(a, hi, mid);
+            float pivot = a[mid];
+            int i = lo, j = hi;
+            while (i <= j) {
+                while (a[i] < pivot) i++;
+                while (a[j] > pivot) j--;
+                if (i <= j) {
+                    swap(a, i, j);
+                    i++;
+                    j--;
+                }
+            }
+            if (target <= j) {
+                hi = j;
+            } else if (target >= i) {
+                lo = i;
+            } else {
+                return a[target];
+            }
+        }
+        return a[target];
+    }
+
+    private static void swap(float[] a, int i, int j) {
+        float t = a[i];
+        a[i] = a[j];
+        a[j] = t;
+    }
+}

@@ -1,0 +1,236 @@
+package io.kvoffload.internal.baseline;
+
+import io.kvoffload.internal.swarm.Clustering;
+import io.kvoffload.internal.swarm.ClusteringConfig;
+import io.kvoffload.internal.swarm.CoActivationClustering;
+import io.kvoffload.internal.swarm.CoActivationNormaliser;
+import io.kvoffload.internal.swarm.CoActivationProfile;
+import io.kvoffload.internal.swarm.MedoidIndex;
+import io.kvoffload.internal.util.Checks;
+import io.kvoffload.workload.LayerKv;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.util.BitSet;
+import java.util.List;
+
+/**
+ * Swarm's online selection over its offline phase, as the comparison needs it: the attention sinks
+ * and the local window are always selected (the engine keeps them in DRAM), then clusters are taken
+ * in the order of their {@link MedoidIndex} score, whole, until the budget is filled (the last cluster
+ * may overshoot it: a cluster is the unit Swarm reads). A token that several taken clusters hold
+ * (a replica) is selected once.
+ *
+ * <p>Scores are {@link MedoidIndex#score}'s, computed here from the index's medoid keys with the same
+ * arithmetic (query heads of a KV head summed, sum of the logits over KV heads), because
+ * {@code score} allocates a small array per call and this hot path must not. The clusters are ranked
+ * with a heap popped only as far as the budget needs.
+ *
+ * <p>Index: {@link MedoidIndex#memoryBytes()} (medoid keys and route table); each step reads the
+ * medoid keys.
+ */
+public final class SwarmSelector implements BaselineSelector {
+    private static final ValueLayout.OfFloat F32 = ValueLayout.JAVA_FLOAT;
+
+    private final MedoidIndex index;
+    private final Clustering clustering;
+    private final MemorySegment medoidKeys;
+    private final int tokens;
+    private final int kvHeads;
+    private final int headDim;
+    private final int queryHeads;
+    private final int groupSize;
+    private final float scale;
+    private final int sinkEnd;     // sinks are [0, sinkEnd)
+    private final int windowFrom;  // the local window is [windowFrom, tokens)
+    private final int pinned;
+    private final int maxClusterSize;
+    private final float[] summed;
+    private final float[] scores;
+    private final ScoreHeap heap;
+    private final int[] seen;      // per token: the step that last selected it
+    private int epoch;
+    private long lastScoredBytes;
+
+    /**
+     * @param index the layer's medoid index (its clustering covers every token)
+     * @param sinks first tokens always selected, 0..2^30
+     * @param localWindow newest tokens always selected, 0..2^30
+     */
+    public SwarmSelector(MedoidIndex index, int sinks, int localWindow) {
+        Checks.notNull("index", index);
+        Checks.inRange("sinks", sinks, 0, 1 << 30);
+        Checks.inRange("localWindow", localWindow, 0, 1 << 30);
+        this.index = index;
+        this.clustering = index.clustering();
+        this.medoidKeys = index.medoidKeys();
+        this.tokens = clustering.entries();
+        this.kvHeads = index.kvHeads();
+        this.headDim = index.headDim();
+        this.queryHeads = index.queryHeads();
+        this.groupSize = queryHeads / kvHeads;
+        this.scale = (float) (1.0 / Math.sqrt(headDim));
+        this.sinkEnd = Math.min(sinks, tokens);
+        this.windowFrom = Math.max(sinkEnd, tokens - Math.min(localWindow, tokens));
+        this.pinned = sinkEnd + (tokens - windowFrom);
+        int most = 1;
+        for (int c = 0; c < clustering.clusterCount(); c++) {
+            most = Math.max(most, clustering.size(c));
+        }
+        this.maxClusterSize = most;
+        this.summed = new float[kvHeads * headDim];
+        this.scores = new float[clustering.clusterCount()];
+        this.heap = new ScoreHeap(clustering.clusterCount());
+        this.seen = new int[tokens];
+    }
+
+    /**
+     * Runs Swarm's offline phase on one layer and wraps the result: a co-activation profile of
+     * {@code profileQueries} (the top {@code sparsity} of each query's exact attention, sinks and
+     * window excluded because they are pinned anyway), Algorithm 1 clustering and the medoid index.
+     *
+     * @param arena owns the medoid keys; the selector is usable until it closes
+     */
+    public static SwarmSelector build(LayerKv kv, int queryHeads, List<float[]> profileQueries, double sparsity,
+            ClusteringConfig config, int sinks, int localWindow, Arena arena) {
+        Checks.notNull("kv", kv);
+        Checks.notNull("config", config);
+        Checks.inRange("sinks", sinks, 0, 1 << 30);
+        Checks.inRange("localWindow", localWindow, 0, 1 << 30);
+        int n = kv.tokens();
+        BitSet excluded = new BitSet(n);
+        excluded.set(0, Math.min(sinks, n));
+        excluded.set(Math.max(0, n - Math.min(localWindow, n)), n);
+        if (excluded.cardinality() == n) {
+            excluded = null; // nothing left to profile: every token is pinned anyway
+        }
+        CoActivationProfile profile = CoActivationProfile.fromQueries(kv, profileQueries, queryHeads, sparsity, excluded,
+                CoActivationNormaliser.perQuery(), config.parallelism());
+        Clustering clustering = new CoActivationClustering(config).cluster(profile);
+        return new SwarmSelector(MedoidIndex.build(clustering, kv, queryHeads, arena), sinks, localWindow);
+    }
+
+    @Override
+    public String name() {
+        return "swarm";
+    }
+
+    @Override
+    public int tokens() {
+        return tokens;
+    }
+
+    public MedoidIndex index() {
+        return index;
+    }
+
+    @Override
+    public long lastScoredBytes() {
+        return lastScoredBytes;
+    }
+
+    @Override
+    public int select(float[] query, int budgetTokens, int[] out) {
+        Checks.notNull("query", query);
+        Checks.notNull("out", out);
+        if (query.length != queryHeads * headDim) {
+            throw new IllegalArgumentException("query.length = " + query.length + " must be queryHeads × headDim = "
+                    + queryHeads * headDim);
+        }
+        int need = maxSelected(budgetTokens);
+        if (out.length < need) {
+            throw new IllegalArgumentException("out.length = " + out.length + " is too small; allowed: at least maxSelected("
+                    + budgetTokens + ") = " + need);
+        }
+        for (int i = 0; i < query.length; i++) {
+            if (!Float.isFinite(query[i])) {
+                throw new IllegalArgumentException("query[" + i + "] = " + query[i] + "; allowed: finite values");
+            }
+        }
+        if (++epoch == Integer.MAX_VALUE) { // stamps wrap after 2^31 steps: start over
+            java.util.Arrays.fill(seen, 0);
+            epoch = 1;
+        }
+        int n = 0;
+        for (int t = 0; t < sinkEnd; t++) {
+            seen[t] = epoch;
+            out[n++] = t;
+        }
+        for (int t = windowFrom; t < tokens; t++) {
+            seen[t] = epoch;
+            out[n++] = t;
+        }
+        if (n >= budgetTokens) {
+            lastScoredBytes = 0;
+            return n;
+        }
+        score(query, scores);
+        lastScoredBytes = medoidKeys.byteSize();
+        heap.reset(scores, scores.length);
+        while (n < budgetTokens && !heap.isEmpty()) {
+            int c = heap.poll();
+            int size = clustering.size(c);
+            for (int i = 0; i < size; i++) {
+                int t = clustering.member(c, i);
+                if (seen[t] != epoch) {
+                    seen[t] = epoch;
+                    out[n++] = t;
+                }
+            }
+        }
+        return n;
+    }
+
+    /**
+     * Every cluster's score for {@code query} into {@code dst}: {@link MedoidIndex#score}'s value,
+     * bit for bit, without its per-call allocation.
+     */
+    public void score(float[] query, float[] dst) {
+        if (query.length != queryHeads * headDim) {
+            throw new IllegalArgumentException("query.length = " + query.length + " must be queryHeads × headDim = "
+                    + queryHeads * headDim);
+        }
+        int clusters = clustering.clusterCount();
+        if (dst.length < clusters) {
+            throw new IllegalArgumentException("dst.length = " + dst.length + " is too small; allowed: at least " + clusters);
+        }
+        java.util.Arrays.fill(summed, 0f);
+        for (int h = 0; h < queryHeads; h++) {
+            int kv = h / groupSize;
+            for (int i = 0; i < headDim; i++) {
+                summed[kv * headDim + i] += query[h * headDim + i];
+            }
+        }
+        int row = kvHeads * headDim;
+        for (int c = 0; c < clusters; c++) {
+            long base = (long) c * row;
+            float s = 0;
+            for (int i = 0; i < row; i++) {
+                s += summed[i] * medoidKeys.getAtIndex(F32, base + i);
+            }
+            dst[c] = scale * s;
+        }
+    }
+
+    @Override
+    public int maxSelected(int budgetTokens) {
+        Checks.positive("budgetTokens", budgetTokens);
+        if (budgetTokens >= tokens) {
+            return tokens;
+        }
+        // Clusters are added while fewer than `budget` are selected, so the last one overshoots by
+        // at most its size − 1.
+        return (int) Math.min(tokens, Math.max(pinned, (long) budgetTokens - 1 + maxClusterSize));
+    }
+
+    @Override
+    public long indexBytes() {
+        return index.memoryBytes();
+    }
+
+    @Override
+    public String toString() {
+        return "swarm{tokens=" + tokens + ", clusters=" + clustering.clusterCount() + ", sinks=" + sinkEnd + ", window="
+                + (tokens - windowFrom) + "}";
+    }
+}

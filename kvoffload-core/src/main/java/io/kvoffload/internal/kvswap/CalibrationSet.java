@@ -1,0 +1,79 @@
+package io.kvoffload.internal.kvswap;
+
+import io.kvoffload.internal.util.Checks;
+import io.kvoffload.workload.DenseLayerKv;
+import io.kvoffload.workload.LayerKv;
+import io.kvoffload.workload.SyntheticWorkload;
+
+/**
+ * What the {@link ParameterTuner} measures quality and reuse on: the keys of one representative
+ * layer and a run of consecutive decoding queries against it (consecutive, because the reuse rate is
+ * the overlap between adjacent steps). The adapter is fitted on {@link #adapterKeys()}, the layer
+ * itself unless a separate calibration set is given (the paper fits on general text, C4, and finds
+ * the adapter transfers).
+ */
+public final class CalibrationSet {
+    private final LayerKv keys;
+    private final LayerKv adapterKeys;
+    private final float[][] queries;
+    private final int queryHeads;
+
+    /**
+     * @param keys the layer the queries attend to (a {@link DenseLayerKv} scores fastest)
+     * @param adapterKeys keys to fit the adapter on (same KV heads and head dimension), or
+     *     {@code null} for {@code keys}
+     * @param queries consecutive decoding queries, at least 2, each {@code queryHeads × headDim}
+     *     floats; not copied
+     * @param queryHeads a positive multiple of the layer's KV heads
+     */
+    public CalibrationSet(LayerKv keys, LayerKv adapterKeys, float[][] queries, int queryHeads) {
+        this.keys = Checks.notNull("keys", keys);
+        this.adapterKeys = adapterKeys == null ? keys : adapterKeys;
+        if (this.adapterKeys.kvHeads() != keys.kvHeads() || this.adapterKeys.headDim() != keys.headDim()) {
+            throw new IllegalArgumentException("adapterKeys has kvHeads = " + this.adapterKeys.kvHeads() + ", headDim = "
+                    + this.adapterKeys.headDim() + "; keys has kvHeads = " + keys.kvHeads() + ", headDim = " + keys.headDim());
+        }
+        if (queryHeads <= 0 || queryHeads % keys.kvHeads() != 0) {
+            throw new IllegalArgumentException("queryHeads = " + queryHeads + " must be a positive multiple of kvHeads = "
+                    + keys.kvHeads());
+        }
+        Checks.notNull("queries", queries);
+        Checks.inRange("queries.length", queries.length, 2, 1 << 20);
+        int len = queryHeads * keys.headDim();
+        for (int i = 0; i < queries.length; i++) {
+            if (queries[i] == null || queries[i].length != len) {
+                throw new IllegalArgumentException("queries[" + i + "].length = "
+                        + (queries[i] == null ? "null" : queries[i].length) + " must be queryHeads × headDim = " + len);
+            }
+        }
+        this.queries = queries;
+        this.queryHeads = queryHeads;
+    }
+
+    /**
+     * Layer {@code layer} of a synthetic workload, materialised, with the queries of decoding steps
+     * {@code 0 .. steps − 1}.
+     */
+    public static CalibrationSet of(SyntheticWorkload workload, int layer, int steps) {
+        Checks.notNull("workload", workload);
+        Checks.inRange("steps", steps, 2, 1 << 20);
+        DenseLayerKv keys = DenseLayerKv.materialize(workload.layer(layer), false);
+        float[][] q = new float[steps][];
+        for (int s = 0; s < steps; s++) {
+            q[s] = workload.query(layer, s);
+        }
+        return new CalibrationSet(keys, null, q, workload.shape().queryHeads());
+    }
+
+    public LayerKv keys() { return keys; }
+    public LayerKv adapterKeys() { return adapterKeys; }
+    public int queryHeads() { return queryHeads; }
+    public int steps() { return queries.length; }
+    public int tokens() { return keys.tokens(); }
+
+    /** The query of step {@code s} (not a copy). */
+    public float[] query(int s) {
+        Checks.index("s", s, queries.length);
+        return queries[s];
+    }
+}

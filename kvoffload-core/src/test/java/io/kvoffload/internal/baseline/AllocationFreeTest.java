@@ -1,0 +1,84 @@
+package io.kvoffload.internal.baseline;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.kvoffload.DType;
+import io.kvoffload.KvShape;
+import io.kvoffload.workload.DenseLayerKv;
+import io.kvoffload.workload.SyntheticWorkload;
+import io.kvoffload.workload.WorkloadSpec;
+import java.lang.foreign.Arena;
+import java.lang.invoke.MethodHandle;
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.MethodType;
+import org.junit.jupiter.api.Test;
+
+/**
+ * {@code select} allocates nothing once warmed up (the JMH {@code SelectorBench} with {@code -prof gc}
+ * measures the same on compiled code).
+ *
+ * <p>The thread's allocation counter is read through a method handle: the tests are compiled into
+ * the core module, which does not read {@code java.management}, and an exact {@code invokeExact}
+ * returns the {@code long} without boxing it.
+ */
+class AllocationFreeTest {
+    private static final MethodHandle ALLOCATED;
+    private static final Object BEAN;
+    static int[] escape;
+
+    static {
+        try {
+            Class<?> factory = Class.forName("java.lang.management.ManagementFactory");
+            BEAN = factory.getMethod("getThreadMXBean").invoke(null);
+            Class<?> bean = Class.forName("com.sun.management.ThreadMXBean");
+            ALLOCATED = MethodHandles.publicLookup()
+                    .findVirtual(bean, "getCurrentThreadAllocatedBytes", MethodType.methodType(long.class))
+                    .asType(MethodType.methodType(long.class, Object.class));
+        } catch (ReflectiveOperationException e) {
+            throw new ExceptionInInitializerError(e);
+        }
+    }
+
+    private static long allocated() {
+        try {
+            return (long) ALLOCATED.invokeExact(BEAN);
+        } catch (Throwable e) {
+            throw new IllegalStateException(e);
+        }
+    }
+
+    @Test
+    void selectDoesNotAllocate() {
+        for (int i = 0; i < 1000; i++) { // links and compiles the counter read itself
+            allocated();
+        }
+        long overhead = -allocated() + allocated(); // what one read around no work costs
+        long control = allocated();
+        escape = new int[1000];
+        assertTrue(allocated() - control - overhead >= 4000, "the counter sees a 4 KB array");
+        KvShape shape = new KvShape(1, 4, 2, 32, DType.BF16);
+        SyntheticWorkload w = new SyntheticWorkload(WorkloadSpec.builder(shape, 2000).seed(3).build());
+        DenseLayerKv kv = DenseLayerKv.materialize(w.layer(0), false);
+        float[][] queries = new float[4][];
+        for (int i = 0; i < queries.length; i++) {
+            queries[i] = w.query(0, i);
+        }
+        try (Arena arena = Arena.ofConfined()) {
+            for (String name : Layers.NAMES) {
+                BaselineSelector s = Layers.build(name, kv, 4, 5, arena);
+                int[] out = new int[s.maxSelected(400)];
+                for (int i = 0; i < 200; i++) { // warm-up
+                    s.select(queries[i % 4], i % 2 == 0 ? 400 : 37, out);
+                }
+                long before = allocated();
+                int sink = 0;
+                for (int i = 0; i < 50; i++) {
+                    sink += s.select(queries[i % 4], i % 2 == 0 ? 400 : 37, out);
+                }
+                long allocated = allocated() - before - overhead;
+                assertEquals(0, allocated, name + " allocated " + allocated + " bytes in 50 selects (" + sink + " tokens)");
+            }
+        }
+    }
+}

@@ -1,0 +1,71 @@
+package io.kvoffload.internal.baseline;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+
+import java.util.Arrays;
+import java.util.Comparator;
+import java.util.stream.IntStream;
+import net.jqwik.api.Example;
+import net.jqwik.api.ForAll;
+import net.jqwik.api.Property;
+import net.jqwik.api.constraints.IntRange;
+import net.jqwik.api.constraints.Size;
+
+class PartialTopKProperties {
+
+    private static float[] coarse(float[] raw) {
+        float[] s = new float[raw.length];
+        for (int i = 0; i < raw.length; i++) {
+            s[i] = Float.isNaN(raw[i]) ? 0f : Math.round(raw[i]) % 5; // few distinct values: many ties
+        }
+        return s;
+    }
+
+    /** Indices of [from, to) by (score descending, index ascending). */
+    private static int[] ranked(float[] s, int from, int to) {
+        return IntStream.range(from, to).boxed()
+                .sorted(Comparator.<Integer>comparingDouble(i -> -s[i]).thenComparingInt(i -> i))
+                .mapToInt(Integer::intValue).toArray();
+    }
+
+    /** Quickselect over a range agrees with a full sort, ties to the lower index. */
+    @Property(tries = 300)
+    void topAgreesWithSorting(@ForAll @Size(min = 1, max = 300) float[] raw, @ForAll @IntRange(min = 0, max = 320) int k,
+            @ForAll @IntRange(min = 0, max = 300) int a, @ForAll @IntRange(min = 0, max = 300) int b) {
+        float[] s = coarse(raw);
+        int from = Math.min(a, s.length), to = Math.max(from, Math.min(b, s.length));
+        int[] expected = Arrays.stream(ranked(s, from, to)).limit(Math.max(0, k)).sorted().toArray();
+        int[] out = new int[s.length + 3];
+        int n = new PartialTopK(s.length).top(s, from, to, k, out, 3);
+        assertArrayEquals(expected, Arrays.copyOfRange(out, 3, 3 + n));
+    }
+
+    /** Popping the heap yields the full sort order. */
+    @Property(tries = 300)
+    void heapPollsInSortedOrder(@ForAll @Size(min = 0, max = 300) float[] raw) {
+        float[] s = coarse(raw);
+        ScoreHeap heap = new ScoreHeap(s.length);
+        heap.reset(s, s.length);
+        int[] polled = new int[s.length];
+        for (int i = 0; i < s.length; i++) {
+            polled[i] = heap.poll();
+        }
+        assertEquals(true, heap.isEmpty());
+        assertArrayEquals(ranked(s, 0, s.length), polled);
+    }
+
+    @Example
+    void nanRanksLowest() {
+        float[] s = {Float.NaN, 1f, Float.NaN, -5f};
+        int[] out = new int[4];
+        assertEquals(2, new PartialTopK(4).top(s, 0, 4, 2, out, 0));
+        assertArrayEquals(new int[] {1, 3}, Arrays.copyOf(out, 2));
+        ScoreHeap heap = new ScoreHeap(4);
+        heap.reset(s, 4);
+        assertEquals(1, heap.poll());
+        assertEquals(3, heap.poll());
+        assertEquals(0, heap.poll());
+        Layers.assertMessage(() -> new PartialTopK(2).kthLargest(s, 0, 4, 1), "k = 1", "capacity 2");
+    }
+}
