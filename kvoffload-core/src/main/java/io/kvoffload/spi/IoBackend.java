@@ -7,8 +7,10 @@ import java.util.List;
  * Batched, asynchronous reads and writes of aligned extents on the engine's device pool files.
  *
  * <p>A caller fills an {@link IoBatch} (requests across any devices), calls {@link #submit} which
- * starts all of them and returns, overlaps other work, then calls {@link #await}. A batch is used
- * by one thread at a time; different threads may run different batches concurrently.
+ * starts all of them and returns, overlaps other work, then calls {@link #await}. Always wait through
+ * {@link #await}, never {@link IoBatch#awaitCompletions()} directly: a backend may collect
+ * completions only inside {@code await} (io_uring reaps its ring there). A batch is used by one
+ * thread at a time; different threads may run different batches concurrently.
  *
  * <p>Contract for implementations: every request is transferred completely (short transfers are
  * continued for the remainder, EINTR and EAGAIN retried); any other failure is reported by

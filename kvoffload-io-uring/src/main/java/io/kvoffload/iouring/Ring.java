@@ -1,0 +1,447 @@
+package io.kvoffload.iouring;
+
+import io.kvoffload.iouring.bindings.CompletionQueue;
+import io.kvoffload.iouring.bindings.IoUringException;
+import io.kvoffload.iouring.bindings.IoUringRing;
+import io.kvoffload.iouring.bindings.Posix;
+import io.kvoffload.iouring.bindings.SubmissionQueue;
+import io.kvoffload.iouring.bindings.libc_h;
+import io.kvoffload.iouring.bindings.liburing_h;
+import io.kvoffload.spi.IoBatch;
+import java.lang.foreign.MemorySegment;
+import java.util.concurrent.locks.ReentrantLock;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * One ring of the backend with everything that must change together with it: the lock that
+ * serialises its users, the batches in flight on it, the in-flight count that keeps the CQ from
+ * overflowing, and its registered files and buffers.
+ *
+ * <p>All methods except construction require {@link #lock} to be held. Whoever holds it reaps
+ * every CQE that is ready, whichever batch it belongs to, and credits it to that batch through
+ * {@link IoBatch#completed}/{@link IoBatch#failed}; a thread awaiting its own batch therefore
+ * also completes its neighbours' requests, and a batch never waits for a reaper that is not
+ * running.
+ *
+ * <p>user_data of every SQE: bits 63..48 the batch slot, 47..32 the slot's generation, 31..0 the
+ * request index in the batch.
+ */
+final class Ring {
+    private static final Logger LOG = LoggerFactory.getLogger(Ring.class);
+
+    final int id;
+    final ReentrantLock lock = new ReentrantLock();
+
+    private final IoUringBackend backend;
+    private final IoUringRing uring;
+    private final SubmissionQueue sq;
+    private final CompletionQueue cq;
+    private final int maxInflight;
+    private final InflightBatch[] slots;
+    private final boolean fixedFiles;
+    private final boolean fixedBuffersSupported;
+    private FixedBufferTable buffers = FixedBufferTable.EMPTY;
+    private int inflight;
+    private int slotsInUse;
+    private int slotHint;
+    private boolean closed;
+
+    // Statistics, read under the lock by IoUringBackend#stats.
+    long submitCalls;
+    long waitCalls;
+    long fixedIos;
+    long plainIos;
+    long shortTransfers;
+    long retries;
+    long completions;
+
+    /**
+     * Creates the io_uring instance and registers the files and buffers the backend knows.
+     *
+     * @throws IoUringException when the kernel refuses the ring
+     */
+    Ring(int id, IoUringBackend backend, IoUringConfig config, int[] fds, Iterable<IoUringBackend.Slab> slabs)
+            throws IoUringException {
+        this.id = id;
+        this.backend = backend;
+        this.maxInflight = config.maxInflight();
+        this.slots = new InflightBatch[config.batchSlots()];
+        for (int i = 0; i < slots.length; i++) {
+            slots[i] = new InflightBatch();
+        }
+        this.uring = createRing(config);
+        this.sq = uring.sq();
+        this.cq = uring.cq();
+        if (maxInflight > cq.entries()) {
+            uring.close();
+            throw new IllegalStateException("maxInflight = " + maxInflight + " exceeds the " + cq.entries()
+                    + " CQ entries the kernel gave");
+        }
+        boolean files = false;
+        if (config.fixedFiles()) {
+            int ret = uring.registerFiles(fds);
+            if (ret == 0) {
+                files = true;
+            } else {
+                backend.warnOnce("files", "io_uring_register_files failed ({}); submitting with plain file"
+                        + " descriptors", Posix.describe(-ret));
+            }
+        }
+        this.fixedFiles = files;
+        boolean bufs = false;
+        if (config.fixedBuffers() && config.bufferSlots() > 0) {
+            int ret = uring.registerBuffersSparse();
+            if (ret == 0) {
+                bufs = true;
+            } else {
+                backend.warnOnce("sparse", "io_uring_register_buffers_sparse failed ({}; sparse registration"
+                        + " needs Linux 5.19); DRAM slabs are not registered and I/O uses plain READ/WRITE",
+                        Posix.describe(-ret));
+            }
+        }
+        this.fixedBuffersSupported = bufs;
+        if (bufs) {
+            for (IoUringBackend.Slab s : slabs) {
+                registerSlab(s);
+            }
+        }
+    }
+
+    private static IoUringRing createRing(IoUringConfig config) throws IoUringException {
+        // SUBMIT_ALL (5.18): an SQE that fails early does not hold back the rest of the batch.
+        // Not COOP_TASKRUN/SINGLE_ISSUER: rings are shared between threads when there are more
+        // threads than rings, and a thread may await on a ring another thread submitted to; with
+        // COOP_TASKRUN the completion work of a parked submitter would not run (see docs/io-uring.md).
+        try {
+            return IoUringRing.create(config.sqEntries(), liburing_h.IORING_SETUP_SUBMIT_ALL, config.bufferSlots());
+        } catch (IoUringException e) {
+            if (e.errno() != libc_h.EINVAL) {
+                throw e;
+            }
+            return IoUringRing.create(config.sqEntries(), 0, config.bufferSlots());
+        }
+    }
+
+    boolean isClosed() {
+        return closed;
+    }
+
+    boolean fixedFiles() {
+        return fixedFiles;
+    }
+
+    boolean fixedBuffersSupported() {
+        return fixedBuffersSupported;
+    }
+
+    int registeredBuffers() {
+        return buffers.size();
+    }
+
+    // ---------------------------------------------------------------- submission
+
+    /**
+     * Queues every request of {@code batch} and flushes them to the kernel, in as few submit calls
+     * as the SQ size allows. Blocks (reaping) only when the ring already has {@code maxInflight}
+     * requests in flight or all batch slots are taken.
+     */
+    void submit(IoBatch batch) {
+        int slot = acquireSlot();
+        InflightBatch s = slots[slot];
+        s.start(batch);
+        slotsInUse++;
+        batch.expectCompletions(s.size);
+        int i = 0;
+        try {
+            for (; i < s.size; i++) {
+                enqueue(slot, s, i);
+            }
+            flush();
+        } catch (RuntimeException e) {
+            // Requests i.. were never queued: report them so await() does not wait for them.
+            // Those already queued complete normally.
+            for (int j = i; j < s.size && s.batch == batch; j++) {
+                finish(s, j, 0, "not submitted: " + e.getMessage());
+            }
+            throw e;
+        }
+    }
+
+    private int acquireSlot() {
+        while (slotsInUse == slots.length) {
+            waitForCompletions(1);
+        }
+        for (int k = 0; k < slots.length; k++) {
+            int i = (slotHint + k) % slots.length;
+            if (slots[i].batch == null) {
+                slotHint = i + 1;
+                return i;
+            }
+        }
+        throw new IllegalStateException("no free batch slot although " + slotsInUse + " of " + slots.length
+                + " are in use");
+    }
+
+    private int findSlot(IoBatch batch) {
+        if (slotsInUse == 0) {
+            return -1;
+        }
+        for (int i = 0; i < slots.length; i++) {
+            if (slots[i].batch == batch) {
+                return i;
+            }
+        }
+        return -1;
+    }
+
+    /** Queues request {@code i} (its untransferred remainder) of the batch in {@code slot}. */
+    private void enqueue(int slot, InflightBatch s, int i) {
+        while (inflight >= maxInflight) {
+            waitForCompletions(1);
+        }
+        IoBatch b = s.batch;
+        int device = b.device(i);
+        if (device >= backend.deviceCount()) {
+            throw new IllegalArgumentException("request " + i + ": device = " + device
+                    + " is out of range for this backend; allowed: 0.." + (backend.deviceCount() - 1));
+        }
+        MemorySegment buffer = b.buffer(i);
+        int done = s.done[i];
+        int length = (int) buffer.byteSize() - done;
+        boolean write = b.op(i) == IoBatch.WRITE;
+        int bufIndex = fixedBuffersSupported ? buffers.find(buffer.address(), buffer.byteSize()) : -1;
+        int fd = fixedFiles ? device : backend.fd(device);
+        int flags = fixedFiles ? liburing_h.IOSQE_FIXED_FILE : 0;
+        long userData = ((long) slot << 48) | ((long) s.generation << 32) | (i & 0xFFFF_FFFFL);
+        while (!sq.enqueueRw(write, fd, flags, buffer, done, length, b.offset(i) + done, bufIndex, userData)) {
+            submitOnce();
+        }
+        inflight++;
+        if (bufIndex >= 0) {
+            fixedIos++;
+        } else {
+            plainIos++;
+        }
+    }
+
+    /** Submits everything queued. */
+    private void flush() {
+        while (sq.ready() > 0) {
+            submitOnce();
+        }
+    }
+
+    private void submitOnce() {
+        int ret = uring.submit();
+        submitCalls++;
+        if (ret >= 0) {
+            return;
+        }
+        if (ret == -libc_h.EINTR) {
+            return;
+        }
+        if (ret == -libc_h.EAGAIN || ret == -libc_h.EBUSY) {
+            // The kernel is short of request memory or has completions to flush: make room.
+            if (inflight - sq.ready() > 0) {
+                waitForCompletions(1);
+            } else {
+                Thread.onSpinWait();
+            }
+            return;
+        }
+        throw new IllegalStateException("io_uring_submit failed on ring " + id + ": " + Posix.describe(-ret));
+    }
+
+    // ---------------------------------------------------------------- completion
+
+    /**
+     * Flushes queued SQEs, waits until at least {@code waitNr} completions are ready (never more
+     * than are in flight, so it cannot wait forever), then reaps them all.
+     */
+    private void waitForCompletions(int waitNr) {
+        int n = Math.min(waitNr, inflight);
+        if (n <= 0) {
+            reap();
+            return;
+        }
+        int ret = uring.submitAndWait(n);
+        waitCalls++;
+        if (ret < 0 && ret != -libc_h.EINTR && ret != -libc_h.EAGAIN && ret != -libc_h.EBUSY) {
+            throw new IllegalStateException("io_uring_submit_and_wait failed on ring " + id + ": "
+                    + Posix.describe(-ret));
+        }
+        reap();
+    }
+
+    /** Handles every CQE that is ready; returns how many. */
+    int reap() {
+        int n = cq.ready();
+        int head = cq.head();
+        for (int k = 0; k < n; k++) {
+            int pos = head + k;
+            long userData = cq.userData(pos);
+            int res = cq.res(pos);
+            // Consume the entry before handling it: handling may queue a resubmission, and the
+            // CQE must not be seen twice whatever happens there.
+            cq.seen();
+            complete(userData, res);
+        }
+        return n;
+    }
+
+    private void complete(long userData, int res) {
+        inflight--;
+        completions++;
+        int slot = (int) (userData >>> 48);
+        int generation = (int) (userData >>> 32) & 0xFFFF;
+        int i = (int) userData;
+        InflightBatch s = slot < slots.length ? slots[slot] : null;
+        if (s == null || s.batch == null || s.generation != generation || i < 0 || i >= s.size) {
+            LOG.error("ring {}: completion for an unknown request (user_data 0x{}, res {}); ignored", id,
+                    Long.toHexString(userData), res);
+            return;
+        }
+        IoBatch b = s.batch;
+        long length = b.buffer(i).byteSize();
+        int done = s.done[i];
+        boolean write = b.op(i) == IoBatch.WRITE;
+        switch (Completion.decide(res, done, length, write, s.retries[i])) {
+            case Completion.DONE -> finish(s, i, 0, null);
+            case Completion.CONTINUE -> {
+                s.done[i] = done + res;
+                shortTransfers++;
+                requeue(slot, s, i);
+            }
+            case Completion.RETRY -> {
+                s.retries[i]++;
+                retries++;
+                requeue(slot, s, i);
+            }
+            case Completion.END_OF_FILE -> finish(s, i, 0, "unexpected end of file after " + done + " of " + length
+                    + " bytes (the pool file is shorter than the device size)");
+            case Completion.NO_PROGRESS -> finish(s, i, 0, "write made no progress after " + done + " of "
+                    + length + " bytes");
+            default -> {
+                if (res >= 0) {
+                    finish(s, i, 0, "kernel reported " + res + " bytes for a transfer of " + (length - done));
+                } else {
+                    finish(s, i, -res, (write ? "write" : "read") + " failed after " + done + " of " + length
+                            + " bytes" + (s.retries[i] > 0 ? " and " + s.retries[i] + " retries" : "") + ": "
+                            + Posix.describe(-res));
+                }
+            }
+        }
+    }
+
+    private void requeue(int slot, InflightBatch s, int i) {
+        try {
+            enqueue(slot, s, i);
+        } catch (RuntimeException e) {
+            finish(s, i, 0, "could not resubmit the remainder: " + e);
+        }
+    }
+
+    /**
+     * Request {@code i} is over. The slot is released before the batch hears of it: once its last
+     * request is credited the owner may reuse the batch at once.
+     */
+    private void finish(InflightBatch s, int i, int errno, String failure) {
+        IoBatch b = s.batch;
+        if (--s.remaining == 0) {
+            s.release();
+            slotsInUse--;
+        }
+        if (failure == null) {
+            b.completed(i);
+        } else {
+            b.failed(i, errno, failure, null);
+        }
+    }
+
+    /**
+     * Reaps (waiting when nothing is ready) until {@code batch} has completed.
+     *
+     * @return false if {@code batch} is not in flight on this ring
+     */
+    boolean await(IoBatch batch) {
+        int slot = findSlot(batch);
+        if (slot < 0) {
+            return false;
+        }
+        InflightBatch s = slots[slot];
+        int generation = s.generation;
+        while (s.batch == batch && s.generation == generation) {
+            if (reap() == 0) {
+                waitForCompletions(s.remaining);
+            }
+        }
+        return true;
+    }
+
+    /** Requests queued or in flight. */
+    int inflight() {
+        return inflight;
+    }
+
+    // ---------------------------------------------------------------- registration
+
+    /** Registers {@code slab} in its fixed-buffer slot; failures are logged once and leave it unregistered. */
+    void registerSlab(IoUringBackend.Slab slab) {
+        if (closed || !fixedBuffersSupported) {
+            return;
+        }
+        int ret = uring.updateBuffer(slab.index(), slab.segment());
+        if (ret == 0) {
+            buffers = buffers.with(slab.segment().address(), slab.segment().byteSize(), slab.index());
+        } else {
+            backend.registrationFailed(slab, -ret);
+        }
+    }
+
+    /** Drops {@code slab} from this ring: nothing is queued against it afterwards. */
+    void unregisterSlab(IoUringBackend.Slab slab) {
+        if (closed || !fixedBuffersSupported) {
+            return;
+        }
+        FixedBufferTable before = buffers;
+        buffers = buffers.without(slab.index());
+        if (before != buffers) {
+            int ret = uring.clearBuffer(slab.index());
+            if (ret != 0) {
+                LOG.warn("ring {}: clearing fixed buffer {} failed: {}", id, slab.index(), Posix.describe(-ret));
+            }
+        }
+    }
+
+    // ---------------------------------------------------------------- close
+
+    /** Waits for everything in flight, unregisters buffers and files, and exits the ring. */
+    void drainAndClose() {
+        if (closed) {
+            return;
+        }
+        try {
+            while (inflight > 0) {
+                waitForCompletions(inflight);
+            }
+        } catch (RuntimeException e) {
+            LOG.error("ring {}: draining {} in-flight requests failed; closing the ring anyway", id, inflight, e);
+        }
+        closed = true;
+        if (fixedBuffersSupported) {
+            int ret = uring.unregisterBuffers();
+            if (ret != 0) {
+                LOG.warn("ring {}: io_uring_unregister_buffers failed: {}", id, Posix.describe(-ret));
+            }
+            buffers = FixedBufferTable.EMPTY;
+        }
+        if (fixedFiles) {
+            int ret = uring.unregisterFiles();
+            if (ret != 0) {
+                LOG.warn("ring {}: io_uring_unregister_files failed: {}", id, Posix.describe(-ret));
+            }
+        }
+        uring.close();
+    }
+}

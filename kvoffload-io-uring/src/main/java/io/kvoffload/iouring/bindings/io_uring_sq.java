@@ -1,0 +1,360 @@
+package io.kvoffload.iouring.bindings;
+
+import static java.lang.foreign.MemoryLayout.PathElement.groupElement;
+
+import java.lang.foreign.AddressLayout;
+import java.lang.foreign.GroupLayout;
+import java.lang.foreign.MemoryLayout;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.SegmentAllocator;
+import java.lang.foreign.ValueLayout;
+
+/**
+ * {@code struct io_uring_sq}: liburing's view of the submission ring. The {@code k*} members point
+ * into the ring the kernel shares with us (mmap); {@code sqe_head}/{@code sqe_tail} are liburing's
+ * own bookkeeping, read by {@code io_uring_submit} when it flushes the SQ tail.
+ *
+ * <p>Mirrors <a href="https://github.com/axboe/liburing/blob/liburing-2.3/src/include/liburing.h#L79-L101">liburing.h lines 79-101</a> at liburing-2.3.
+ */
+@SuppressWarnings({"unused", "checkstyle:TypeName"})
+public final class io_uring_sq {
+    private io_uring_sq() {}
+
+    private static final GroupLayout $LAYOUT = MemoryLayout.structLayout(
+                    liburing_h.C_POINTER.withName("khead"),
+                    liburing_h.C_POINTER.withName("ktail"),
+                    liburing_h.C_POINTER.withName("kring_mask"),
+                    liburing_h.C_POINTER.withName("kring_entries"),
+                    liburing_h.C_POINTER.withName("kflags"),
+                    liburing_h.C_POINTER.withName("kdropped"),
+                    liburing_h.C_POINTER.withName("array"),
+                    liburing_h.C_POINTER.withName("sqes"),
+                    liburing_h.C_INT.withName("sqe_head"),
+                    liburing_h.C_INT.withName("sqe_tail"),
+                    liburing_h.C_LONG.withName("ring_sz"),
+                    liburing_h.C_POINTER.withName("ring_ptr"),
+                    liburing_h.C_INT.withName("ring_mask"),
+                    liburing_h.C_INT.withName("ring_entries"),
+                    MemoryLayout.sequenceLayout(2, liburing_h.C_INT).withName("pad")
+            ).withName("io_uring_sq");
+
+    public static GroupLayout layout() {
+        return $LAYOUT;
+    }
+
+    /** {@code sizeof(struct io_uring_sq)}: 104 bytes on x86_64. */
+    public static long sizeof() {
+        return $LAYOUT.byteSize();
+    }
+
+    private static final long khead$OFFSET = 0;
+
+    public static long khead$offset() {
+        return khead$OFFSET;
+    }
+
+    private static final AddressLayout khead$LAYOUT = (AddressLayout) $LAYOUT.select(groupElement("khead"));
+
+    public static AddressLayout khead$layout() {
+        return khead$LAYOUT;
+    }
+
+    /** The pointer as a zero-length segment; {@code reinterpret} it with the size it points to. */
+    public static MemorySegment khead(MemorySegment struct) {
+        return struct.get(khead$LAYOUT, khead$OFFSET);
+    }
+
+    public static void khead(MemorySegment struct, MemorySegment fieldValue) {
+        struct.set(khead$LAYOUT, khead$OFFSET, fieldValue);
+    }
+
+    private static final long ktail$OFFSET = 8;
+
+    public static long ktail$offset() {
+        return ktail$OFFSET;
+    }
+
+    private static final AddressLayout ktail$LAYOUT = (AddressLayout) $LAYOUT.select(groupElement("ktail"));
+
+    public static AddressLayout ktail$layout() {
+        return ktail$LAYOUT;
+    }
+
+    /** The pointer as a zero-length segment; {@code reinterpret} it with the size it points to. */
+    public static MemorySegment ktail(MemorySegment struct) {
+        return struct.get(ktail$LAYOUT, ktail$OFFSET);
+    }
+
+    public static void ktail(MemorySegment struct, MemorySegment fieldValue) {
+        struct.set(ktail$LAYOUT, ktail$OFFSET, fieldValue);
+    }
+
+    private static final long kring_mask$OFFSET = 16;
+
+    public static long kring_mask$offset() {
+        return kring_mask$OFFSET;
+    }
+
+    private static final AddressLayout kring_mask$LAYOUT = (AddressLayout) $LAYOUT.select(groupElement("kring_mask"));
+
+    public static AddressLayout kring_mask$layout() {
+        return kring_mask$LAYOUT;
+    }
+
+    /** The pointer as a zero-length segment; {@code reinterpret} it with the size it points to. */
+    public static MemorySegment kring_mask(MemorySegment struct) {
+        return struct.get(kring_mask$LAYOUT, kring_mask$OFFSET);
+    }
+
+    public static void kring_mask(MemorySegment struct, MemorySegment fieldValue) {
+        struct.set(kring_mask$LAYOUT, kring_mask$OFFSET, fieldValue);
+    }
+
+    private static final long kring_entries$OFFSET = 24;
+
+    public static long kring_entries$offset() {
+        return kring_entries$OFFSET;
+    }
+
+    private static final AddressLayout kring_entries$LAYOUT = (AddressLayout) $LAYOUT.select(groupElement("kring_entries"));
+
+    public static AddressLayout kring_entries$layout() {
+        return kring_entries$LAYOUT;
+    }
+
+    /** The pointer as a zero-length segment; {@code reinterpret} it with the size it points to. */
+    public static MemorySegment kring_entries(MemorySegment struct) {
+        return struct.get(kring_entries$LAYOUT, kring_entries$OFFSET);
+    }
+
+    public static void kring_entries(MemorySegment struct, MemorySegment fieldValue) {
+        struct.set(kring_entries$LAYOUT, kring_entries$OFFSET, fieldValue);
+    }
+
+    private static final long kflags$OFFSET = 32;
+
+    public static long kflags$offset() {
+        return kflags$OFFSET;
+    }
+
+    private static final AddressLayout kflags$LAYOUT = (AddressLayout) $LAYOUT.select(groupElement("kflags"));
+
+    public static AddressLayout kflags$layout() {
+        return kflags$LAYOUT;
+    }
+
+    /** The pointer as a zero-length segment; {@code reinterpret} it with the size it points to. */
+    public static MemorySegment kflags(MemorySegment struct) {
+        return struct.get(kflags$LAYOUT, kflags$OFFSET);
+    }
+
+    public static void kflags(MemorySegment struct, MemorySegment fieldValue) {
+        struct.set(kflags$LAYOUT, kflags$OFFSET, fieldValue);
+    }
+
+    private static final long kdropped$OFFSET = 40;
+
+    public static long kdropped$offset() {
+        return kdropped$OFFSET;
+    }
+
+    private static final AddressLayout kdropped$LAYOUT = (AddressLayout) $LAYOUT.select(groupElement("kdropped"));
+
+    public static AddressLayout kdropped$layout() {
+        return kdropped$LAYOUT;
+    }
+
+    /** The pointer as a zero-length segment; {@code reinterpret} it with the size it points to. */
+    public static MemorySegment kdropped(MemorySegment struct) {
+        return struct.get(kdropped$LAYOUT, kdropped$OFFSET);
+    }
+
+    public static void kdropped(MemorySegment struct, MemorySegment fieldValue) {
+        struct.set(kdropped$LAYOUT, kdropped$OFFSET, fieldValue);
+    }
+
+    private static final long array$OFFSET = 48;
+
+    public static long array$offset() {
+        return array$OFFSET;
+    }
+
+    private static final AddressLayout array$LAYOUT = (AddressLayout) $LAYOUT.select(groupElement("array"));
+
+    public static AddressLayout array$layout() {
+        return array$LAYOUT;
+    }
+
+    /** The pointer as a zero-length segment; {@code reinterpret} it with the size it points to. */
+    public static MemorySegment array(MemorySegment struct) {
+        return struct.get(array$LAYOUT, array$OFFSET);
+    }
+
+    public static void array(MemorySegment struct, MemorySegment fieldValue) {
+        struct.set(array$LAYOUT, array$OFFSET, fieldValue);
+    }
+
+    private static final long sqes$OFFSET = 56;
+
+    public static long sqes$offset() {
+        return sqes$OFFSET;
+    }
+
+    private static final AddressLayout sqes$LAYOUT = (AddressLayout) $LAYOUT.select(groupElement("sqes"));
+
+    public static AddressLayout sqes$layout() {
+        return sqes$LAYOUT;
+    }
+
+    /** The pointer as a zero-length segment; {@code reinterpret} it with the size it points to. */
+    public static MemorySegment sqes(MemorySegment struct) {
+        return struct.get(sqes$LAYOUT, sqes$OFFSET);
+    }
+
+    public static void sqes(MemorySegment struct, MemorySegment fieldValue) {
+        struct.set(sqes$LAYOUT, sqes$OFFSET, fieldValue);
+    }
+
+    private static final long sqe_head$OFFSET = 64;
+
+    public static long sqe_head$offset() {
+        return sqe_head$OFFSET;
+    }
+
+    private static final ValueLayout.OfInt sqe_head$LAYOUT = (ValueLayout.OfInt) $LAYOUT.select(groupElement("sqe_head"));
+
+    public static ValueLayout.OfInt sqe_head$layout() {
+        return sqe_head$LAYOUT;
+    }
+
+    public static int sqe_head(MemorySegment struct) {
+        return struct.get(sqe_head$LAYOUT, sqe_head$OFFSET);
+    }
+
+    public static void sqe_head(MemorySegment struct, int fieldValue) {
+        struct.set(sqe_head$LAYOUT, sqe_head$OFFSET, fieldValue);
+    }
+
+    private static final long sqe_tail$OFFSET = 68;
+
+    public static long sqe_tail$offset() {
+        return sqe_tail$OFFSET;
+    }
+
+    private static final ValueLayout.OfInt sqe_tail$LAYOUT = (ValueLayout.OfInt) $LAYOUT.select(groupElement("sqe_tail"));
+
+    public static ValueLayout.OfInt sqe_tail$layout() {
+        return sqe_tail$LAYOUT;
+    }
+
+    public static int sqe_tail(MemorySegment struct) {
+        return struct.get(sqe_tail$LAYOUT, sqe_tail$OFFSET);
+    }
+
+    public static void sqe_tail(MemorySegment struct, int fieldValue) {
+        struct.set(sqe_tail$LAYOUT, sqe_tail$OFFSET, fieldValue);
+    }
+
+    private static final long ring_sz$OFFSET = 72;
+
+    public static long ring_sz$offset() {
+        return ring_sz$OFFSET;
+    }
+
+    private static final ValueLayout.OfLong ring_sz$LAYOUT = (ValueLayout.OfLong) $LAYOUT.select(groupElement("ring_sz"));
+
+    public static ValueLayout.OfLong ring_sz$layout() {
+        return ring_sz$LAYOUT;
+    }
+
+    public static long ring_sz(MemorySegment struct) {
+        return struct.get(ring_sz$LAYOUT, ring_sz$OFFSET);
+    }
+
+    public static void ring_sz(MemorySegment struct, long fieldValue) {
+        struct.set(ring_sz$LAYOUT, ring_sz$OFFSET, fieldValue);
+    }
+
+    private static final long ring_ptr$OFFSET = 80;
+
+    public static long ring_ptr$offset() {
+        return ring_ptr$OFFSET;
+    }
+
+    private static final AddressLayout ring_ptr$LAYOUT = (AddressLayout) $LAYOUT.select(groupElement("ring_ptr"));
+
+    public static AddressLayout ring_ptr$layout() {
+        return ring_ptr$LAYOUT;
+    }
+
+    /** The pointer as a zero-length segment; {@code reinterpret} it with the size it points to. */
+    public static MemorySegment ring_ptr(MemorySegment struct) {
+        return struct.get(ring_ptr$LAYOUT, ring_ptr$OFFSET);
+    }
+
+    public static void ring_ptr(MemorySegment struct, MemorySegment fieldValue) {
+        struct.set(ring_ptr$LAYOUT, ring_ptr$OFFSET, fieldValue);
+    }
+
+    private static final long ring_mask$OFFSET = 88;
+
+    public static long ring_mask$offset() {
+        return ring_mask$OFFSET;
+    }
+
+    private static final ValueLayout.OfInt ring_mask$LAYOUT = (ValueLayout.OfInt) $LAYOUT.select(groupElement("ring_mask"));
+
+    public static ValueLayout.OfInt ring_mask$layout() {
+        return ring_mask$LAYOUT;
+    }
+
+    public static int ring_mask(MemorySegment struct) {
+        return struct.get(ring_mask$LAYOUT, ring_mask$OFFSET);
+    }
+
+    public static void ring_mask(MemorySegment struct, int fieldValue) {
+        struct.set(ring_mask$LAYOUT, ring_mask$OFFSET, fieldValue);
+    }
+
+    private static final long ring_entries$OFFSET = 92;
+
+    public static long ring_entries$offset() {
+        return ring_entries$OFFSET;
+    }
+
+    private static final ValueLayout.OfInt ring_entries$LAYOUT = (ValueLayout.OfInt) $LAYOUT.select(groupElement("ring_entries"));
+
+    public static ValueLayout.OfInt ring_entries$layout() {
+        return ring_entries$LAYOUT;
+    }
+
+    public static int ring_entries(MemorySegment struct) {
+        return struct.get(ring_entries$LAYOUT, ring_entries$OFFSET);
+    }
+
+    public static void ring_entries(MemorySegment struct, int fieldValue) {
+        struct.set(ring_entries$LAYOUT, ring_entries$OFFSET, fieldValue);
+    }
+
+    private static final long pad$OFFSET = 96;
+
+    public static long pad$offset() {
+        return pad$OFFSET;
+    }
+
+    public static int pad(MemorySegment struct, long index) {
+        return struct.getAtIndex(liburing_h.C_INT, pad$OFFSET / liburing_h.C_INT.byteSize() + index);
+    }
+
+    public static MemorySegment asSlice(MemorySegment array, long index) {
+        return array.asSlice(index * sizeof(), sizeof());
+    }
+
+    public static MemorySegment allocate(SegmentAllocator allocator) {
+        return allocator.allocate($LAYOUT);
+    }
+
+    public static MemorySegment allocateArray(long elementCount, SegmentAllocator allocator) {
+        return allocator.allocate(MemoryLayout.sequenceLayout(elementCount, $LAYOUT));
+    }
+}
