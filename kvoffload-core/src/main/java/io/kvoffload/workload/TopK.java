@@ -68,8 +68,17 @@ public final class TopK {
                 throw new IllegalArgumentException("scores contains NaN; allowed: finite or infinite values");
             }
         }
-        int target = a.length - k; // index of the k-th largest in ascending order
-        int lo = 0, hi = a.length - 1;
+        return kthLargestInPlace(a, a.length, k);
+    }
+
+    /**
+     * The k-th largest (1-based) of {@code a[0 .. n)}, reordering {@code a}: Hoare quickselect with a
+     * median of three, O(n) expected and allocation-free, for selectors on the decode hot path.
+     * {@code a} must hold no NaN.
+     */
+    public static float kthLargestInPlace(float[] a, int n, int k) {
+        int target = n - k; // index of the k-th largest in ascending order
+        int lo = 0, hi = n - 1;
         while (lo < hi) {
             int mid = (lo + hi) >>> 1;
             // Median of three keeps sorted and adversarial inputs linear in practice.

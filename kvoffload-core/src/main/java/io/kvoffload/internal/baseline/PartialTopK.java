@@ -60,39 +60,6 @@ final class PartialTopK {
             float s = scores[from + i];
             a[i] = s != s ? Float.NEGATIVE_INFINITY : s;
         }
-        int target = len - k; // index of the k-th largest in ascending order
-        int lo = 0, hi = len - 1;
-        while (lo < hi) {
-            int mid = (lo + hi) >>> 1;
-            // Median of three keeps sorted and reversed inputs linear.
-            if (a[mid] < a[lo]) swap(a, mid, lo);
-            if (a[hi] < a[lo]) swap(a, hi, lo);
-            if (a[hi] < a[mid]) swap(a, hi, mid);
-            float pivot = a[mid];
-            int i = lo, j = hi;
-            while (i <= j) {
-                while (a[i] < pivot) i++;
-                while (a[j] > pivot) j--;
-                if (i <= j) {
-                    swap(a, i, j);
-                    i++;
-                    j--;
-                }
-            }
-            if (target <= j) {
-                hi = j;
-            } else if (target >= i) {
-                lo = i;
-            } else {
-                return a[target];
-            }
-        }
-        return a[target];
-    }
-
-    private static void swap(float[] a, int i, int j) {
-        float t = a[i];
-        a[i] = a[j];
-        a[j] = t;
+        return io.kvoffload.workload.TopK.kthLargestInPlace(a, len, k);
     }
 }
