@@ -47,6 +47,8 @@ public final class KvSequence implements AutoCloseable {
     private final KvShape shape;
     private final int blockTokens;
     private final long extentBytes;
+    /** The largest direct-I/O alignment among the devices: extents and reads are aligned to it. */
+    private final int alignment;
     private final boolean writable;
     private final int half;
     private final int entry;
@@ -104,8 +106,8 @@ public final class KvSequence implements AutoCloseable {
         this.id = id;
         this.shape = shape;
         this.blockTokens = blockTokens;
-        int maxAlign = store.devices().stream().mapToInt(DevicePool::alignment).max().orElse(4096);
-        this.extentBytes = Layout.extentBytes(shape, blockTokens, maxAlign);
+        this.alignment = store.devices().stream().mapToInt(DevicePool::alignment).max().orElse(4096);
+        this.extentBytes = Layout.extentBytes(shape, blockTokens, alignment);
         this.writable = writable;
         this.half = shape.halfEntryBytes();
         this.entry = shape.entryBytes();
@@ -726,7 +728,7 @@ public final class KvSequence implements AutoCloseable {
                 tokens[u++] = t;
             }
         }
-        int align = store.devices().stream().mapToInt(DevicePool::alignment).max().orElse(4096);
+        int align = alignment;
         if (clusterScheduler == null) {
             clusterScheduler = new BucketScheduler(store.devices().size(), entry, Math.max(1, (256 << 10) / entry),
                     BucketScheduler.Mode.SWARM);

@@ -21,6 +21,7 @@ public final class DevicePool {
     private static final Logger LOG = LoggerFactory.getLogger(DevicePool.class);
     public static final String POOL_FILE = "kvoffload.pool";
     public static final String DEVICE_FILE = "kvoffload-device.json";
+    public static final int DEFAULT_ALIGNMENT = 4096;
 
     private final int index;
     private final Path directory;
@@ -82,19 +83,15 @@ public final class DevicePool {
             }
             return new DevicePool(index, directory, uuid, size, align);
         }
-        int align = configuredAlignment != 0 ? configuredAlignment : detectAlignment(directory);
+        // O_DIRECT needs the logical block size (512 or 4096 on NVMe). 4096 is safe for both, is the
+        // page size the DRAM slots are aligned to, and is where NVMe IOPS peak (Haas & Leis).
+        int align = configuredAlignment != 0 ? configuredAlignment : DEFAULT_ALIGNMENT;
         long size = capacity - capacity % align;
         preallocate(pool, size);
         String uuid = UUID.randomUUID().toString();
         writeMeta(meta, uuid, size, align);
         LOG.info("device {} ({}): created pool of {} bytes, alignment {}", index, directory, size, align);
         return new DevicePool(index, directory, uuid, size, align);
-    }
-
-    private static int detectAlignment(Path directory) {
-        // O_DIRECT needs the logical block size (512 or 4096 on NVMe). 4096 is safe for both, is the
-        // page size the DRAM slots are aligned to, and is where NVMe IOPS peak (Haas & Leis).
-        return 4096;
     }
 
     private static void preallocate(Path pool, long size) throws IOException {
