@@ -343,7 +343,7 @@ public final class KvSequence implements AutoCloseable {
         try {
             store.backend().execute(batch);
             for (int i = 0; i < batch.size(); i++) {
-                store.stats().bytesWritten[batch.device(i)].add(batch.buffer(i).byteSize());
+                store.stats().bytesWritten[batch.device(i)].add(batch.length(i));
                 store.stats().writes[batch.device(i)].increment();
             }
         } catch (KvIoException e) {
@@ -761,7 +761,7 @@ public final class KvSequence implements AutoCloseable {
                 try {
                     store.backend().execute(batch);
                     for (int g = 0; g < inBatch; g++) {
-                        store.stats().bytesRead[batch.device(g)].add(batch.buffer(g).byteSize());
+                        store.stats().bytesRead[batch.device(g)].add(batch.length(g));
                         store.stats().reads[batch.device(g)].increment();
                     }
                 } finally {
@@ -866,7 +866,7 @@ public final class KvSequence implements AutoCloseable {
             store.backend().execute(batch);
             for (int g = 0; g < count; g++) {
                 int d = batch.device(g);
-                store.stats().bytesRead[d].add(batch.buffer(g).byteSize());
+                store.stats().bytesRead[d].add(batch.length(g));
                 store.stats().reads[d].increment();
             }
         } finally {

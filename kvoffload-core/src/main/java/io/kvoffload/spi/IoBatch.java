@@ -39,6 +39,8 @@ public final class IoBatch {
     private final int[] devices;
     private final long[] offsets;
     private final MemorySegment[] buffers;
+    private final long[] bufferOffsets;
+    private final long[] lengths;
     private final long[] tags;
     private int size;
 
@@ -61,6 +63,8 @@ public final class IoBatch {
         devices = new int[capacity];
         offsets = new long[capacity];
         buffers = new MemorySegment[capacity];
+        bufferOffsets = new long[capacity];
+        lengths = new long[capacity];
         tags = new long[capacity];
     }
 
@@ -91,15 +95,25 @@ public final class IoBatch {
 
     /** Adds a read of {@code buffer.byteSize()} bytes at {@code offset} of {@code device}. */
     public int addRead(int device, long offset, MemorySegment buffer, long tag) {
-        return add(READ, device, offset, buffer, tag);
+        return add(READ, device, offset, buffer, 0, buffer == null ? 0 : buffer.byteSize(), tag);
+    }
+
+    /**
+     * Adds a read of {@code length} bytes at {@code offset} of {@code device} into
+     * {@code buffer[bufferOffset, bufferOffset + length)}. Unlike slicing the buffer first, this
+     * creates no segment object, so a hot path can fill batches without allocating.
+     */
+    public int addRead(int device, long offset, MemorySegment buffer, long bufferOffset, long length, long tag) {
+        return add(READ, device, offset, buffer, bufferOffset, length, tag);
     }
 
     /** Adds a write of all of {@code buffer} at {@code offset} of {@code device}. */
     public int addWrite(int device, long offset, MemorySegment buffer, long tag) {
-        return add(WRITE, device, offset, buffer, tag);
+        return add(WRITE, device, offset, buffer, 0, buffer == null ? 0 : buffer.byteSize(), tag);
     }
 
-    private int add(byte op, int device, long offset, MemorySegment buffer, long tag) {
+    private int add(byte op, int device, long offset, MemorySegment buffer, long bufferOffset, long length,
+            long tag) {
         if (pending() > 0) {
             throw new IllegalStateException("batch is in flight; await it before adding requests");
         }
@@ -114,14 +128,17 @@ public final class IoBatch {
             throw new IllegalArgumentException("buffer must be a native MemorySegment (heap memory cannot be"
                     + " handed to the kernel); got " + buffer);
         }
-        long length = buffer.byteSize();
+        if (bufferOffset < 0 || length < 0 || bufferOffset > buffer.byteSize() - length) {
+            throw new IllegalArgumentException("buffer range [" + bufferOffset + ", " + bufferOffset + " + " + length
+                    + ") lies outside the buffer of " + buffer.byteSize() + " bytes");
+        }
         long align = deviceAlignment[device];
         if (length <= 0 || length > Integer.MAX_VALUE || (length & (align - 1)) != 0) {
             throw new IllegalArgumentException("buffer length = " + length + " must be a positive multiple of the"
                     + " device " + device + " alignment " + align + " and at most " + Integer.MAX_VALUE);
         }
-        if ((buffer.address() & (align - 1)) != 0) {
-            throw new IllegalArgumentException("buffer address 0x" + Long.toHexString(buffer.address())
+        if (((buffer.address() + bufferOffset) & (align - 1)) != 0) {
+            throw new IllegalArgumentException("buffer address 0x" + Long.toHexString(buffer.address() + bufferOffset)
                     + " is not aligned to the device " + device + " alignment " + align);
         }
         if (offset < 0 || (offset & (align - 1)) != 0 || offset > deviceSize[device] - length) {
@@ -134,6 +151,8 @@ public final class IoBatch {
         devices[i] = device;
         offsets[i] = offset;
         buffers[i] = buffer;
+        bufferOffsets[i] = bufferOffset;
+        lengths[i] = length;
         tags[i] = tag;
         return i;
     }
@@ -150,8 +169,25 @@ public final class IoBatch {
         return offsets[check(i)];
     }
 
+    /** The request's memory as a segment of its own (creates a slice when the request named a range). */
     public MemorySegment buffer(int i) {
+        check(i);
+        MemorySegment b = buffers[i];
+        return bufferOffsets[i] == 0 && lengths[i] == b.byteSize() ? b : b.asSlice(bufferOffsets[i], lengths[i]);
+    }
+
+    /** The segment the request's memory lies in; the request covers {@link #bufferOffset}..+{@link #length}. */
+    public MemorySegment segment(int i) {
         return buffers[check(i)];
+    }
+
+    public long bufferOffset(int i) {
+        return bufferOffsets[check(i)];
+    }
+
+    /** Bytes the request transfers. */
+    public long length(int i) {
+        return lengths[check(i)];
     }
 
     public long tag(int i) {
@@ -186,7 +222,7 @@ public final class IoBatch {
     /** Called by a backend when request {@code i} failed for good. The first failure is kept. */
     public void failed(int i, int errno, String message, Throwable cause) {
         if (failure == null) {
-            failure = new KvIoException(devices[i], offsets[i], buffers[i].byteSize(), errno, message, cause);
+            failure = new KvIoException(devices[i], offsets[i], lengths[i], errno, message, cause);
         }
         countDown();
     }

@@ -206,15 +206,16 @@ final class Ring {
             throw new IllegalArgumentException("request " + i + ": device = " + device
                     + " is out of range for this backend; allowed: 0.." + (backend.deviceCount() - 1));
         }
-        MemorySegment buffer = b.buffer(i);
+        MemorySegment buffer = b.segment(i);
+        long base = b.bufferOffset(i);
         int done = s.done[i];
-        int length = (int) buffer.byteSize() - done;
+        int length = (int) b.length(i) - done;
         boolean write = b.op(i) == IoBatch.WRITE;
-        int bufIndex = fixedBuffersSupported ? buffers.find(buffer.address(), buffer.byteSize()) : -1;
+        int bufIndex = fixedBuffersSupported ? buffers.find(buffer.address() + base, b.length(i)) : -1;
         int fd = fixedFiles ? device : backend.fd(device);
         int flags = fixedFiles ? liburing_h.IOSQE_FIXED_FILE : 0;
         long userData = ((long) slot << 48) | ((long) s.generation << 32) | (i & 0xFFFF_FFFFL);
-        while (!sq.enqueueRw(write, fd, flags, buffer, done, length, b.offset(i) + done, bufIndex, userData)) {
+        while (!sq.enqueueRw(write, fd, flags, buffer, base + done, length, b.offset(i) + done, bufIndex, userData)) {
             submitOnce();
         }
         inflight++;
@@ -303,7 +304,7 @@ final class Ring {
             return;
         }
         IoBatch b = s.batch;
-        long length = b.buffer(i).byteSize();
+        long length = b.length(i);
         int done = s.done[i];
         boolean write = b.op(i) == IoBatch.WRITE;
         switch (Completion.decide(res, done, length, write, s.retries[i])) {

@@ -156,7 +156,7 @@ public final class ClusterLayoutWriter {
             if (batch.size() > 0) {
                 store.backend().execute(batch);
                 for (int i = 0; i < batch.size(); i++) {
-                    store.stats().bytesWritten[batch.device(i)].add(batch.buffer(i).byteSize());
+                    store.stats().bytesWritten[batch.device(i)].add(batch.length(i));
                     store.stats().writes[batch.device(i)].increment();
                 }
             }
