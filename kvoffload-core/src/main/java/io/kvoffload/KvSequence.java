@@ -77,6 +77,7 @@ public final class KvSequence implements AutoCloseable {
     private final boolean[] pendingRelease = new boolean[IO_BATCH];
     private IoBatch readBatch;
     private final CRC32C crc = new CRC32C();
+    private final List<KvDecoder> decoders = new ArrayList<>();
 
     /** A new, empty, writable sequence. */
     KvSequence(KvEngine engine, Store store, String id, KvShape shape) {
@@ -370,6 +371,7 @@ public final class KvSequence implements AutoCloseable {
      */
     public void commit() {
         checkWritable();
+        checkNoFetchInFlight("commit");
         if (!dirty) {
             throw new IllegalStateException("sequence " + id + " has nothing to commit: it was already committed at "
                     + tokenCount + " tokens and nothing was appended since");
@@ -891,6 +893,38 @@ public final class KvSequence implements AutoCloseable {
         }
     }
 
+    // ------------------------------------------------------------------ decoding
+
+    /**
+     * A decoder for this sequence (Swarm's online phase): per step and layer it selects, fetches and
+     * gathers the KV the query needs. Clustered layers are fetched selectively; a layer that is not
+     * clustered is attended in full from DRAM. Closing the sequence closes its decoders.
+     */
+    public KvDecoder decoder(DecodeOptions options) {
+        checkOpen();
+        Checks.notNull("options", options);
+        KvDecoder d = new KvDecoder(this, store, options, alignment);
+        decoders.add(d);
+        return d;
+    }
+
+    void decoderClosed(KvDecoder d) {
+        decoders.remove(d);
+    }
+
+    Store store() {
+        return store;
+    }
+
+    private void checkNoFetchInFlight(String what) {
+        for (KvDecoder d : decoders) {
+            if (d.hasFetchInFlight()) {
+                throw new IllegalStateException("cannot " + what + " sequence " + id + " while a decoder fetch is in"
+                        + " flight; await its views first");
+            }
+        }
+    }
+
     // ------------------------------------------------------------------ lifecycle
 
     private void checkOpen() {
@@ -920,6 +954,9 @@ public final class KvSequence implements AutoCloseable {
     public void close() {
         if (closed) {
             return;
+        }
+        for (KvDecoder d : new ArrayList<>(decoders)) {
+            d.close();
         }
         closed = true;
         try {

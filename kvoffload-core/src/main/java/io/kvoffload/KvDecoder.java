@@ -1,0 +1,596 @@
+package io.kvoffload;
+
+import io.kvoffload.internal.baseline.ScoreHeap;
+import io.kvoffload.internal.cache.CostEffectiveness;
+import io.kvoffload.internal.decode.DramWindow;
+import io.kvoffload.internal.decode.HotClusterCache;
+import io.kvoffload.internal.dram.DramSlot;
+import io.kvoffload.internal.sched.BucketScheduler;
+import io.kvoffload.internal.storage.ClusterLayout;
+import io.kvoffload.internal.storage.Store;
+import io.kvoffload.internal.swarm.MedoidIndex;
+import io.kvoffload.internal.util.Checks;
+import io.kvoffload.spi.IoBatch;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.nio.ByteBuffer;
+import java.util.zip.CRC32C;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Swarm's online phase for one sequence (papers/000 §6, §7): per decoding step and layer, the
+ * engine hands a query to {@link #prefetch}, which scores it against the layer's medoid index,
+ * takes clusters in score order until the token budget is filled, plans the reads with the bucket
+ * scheduler (Eq. 8: each entry once, none that DRAM already holds, spread over the SSDs), submits
+ * them in one batch and returns at once; {@link KvView#await()} then checks every entry's CRC32C
+ * and gathers sinks, window, cached and fetched entries into the view.
+ *
+ * <pre>{@code
+ * try (KvDecoder dec = sequence.decoder(DecodeOptions.defaults())) {
+ *     KvView next = dec.prefetch(0, queryFor(0));
+ *     for (int l = 0; l < layers; l++) {
+ *         KvView view = next.await();
+ *         if (l + 1 < layers) next = dec.prefetch(l + 1, queryFor(l + 1)); // overlaps layer l
+ *         attend(view);
+ *         view.close();
+ *     }
+ * }
+ * }</pre>
+ *
+ * <p>Between steps, {@link #appendKv} adds the new token's K and V: it is written to the sequence
+ * and kept in the DRAM window. Hot clusters stay in a DRAM cache (Eq. 6 or LRU).
+ *
+ * <p>One thread uses a decoder at a time. After the first step of each layer (which loads the
+ * window and builds the medoid index), prefetch and await allocate nothing on the heap and take no
+ * lock that other sequences' decoders take.
+ */
+public final class KvDecoder implements AutoCloseable {
+    private static final Logger LOG = LoggerFactory.getLogger(KvDecoder.class);
+    /** Cost-effectiveness constants (Eq. 6): a 4 KiB random read's fixed cost vs its transfer, in ns. */
+    private static final CostEffectiveness SCORE = CostEffectiveness.swarm(80_000, 2_000);
+
+    private final KvSequence sequence;
+    private final Store store;
+    private final KvShape shape;
+    private final DecodeOptions options;
+    private final int entry;
+    private final int half;
+    private final int alignment;
+    private final boolean checksums;
+    private final LayerState[] layers;
+    private final KvView[] views;
+    private final Fetch[] fetches;
+    private boolean closed;
+
+    // Counters (one thread uses the decoder).
+    private long steps;
+    private long selectNanos;
+    private long ioNanos;
+    private long bytesRead;
+    private long readRequests;
+    private long tokensFetched;
+    private long tokensCached;
+    private long tokensWindow;
+    private long clustersSelected;
+
+    KvDecoder(KvSequence sequence, Store store, DecodeOptions options, int alignment) {
+        this.sequence = sequence;
+        this.store = store;
+        this.shape = sequence.shape();
+        this.options = options;
+        this.entry = shape.entryBytes();
+        this.half = shape.halfEntryBytes();
+        this.alignment = alignment;
+        this.checksums = store.config().checksums();
+        this.layers = new LayerState[shape.layers()];
+        this.views = new KvView[options.pipelineDepth()];
+        this.fetches = new Fetch[options.pipelineDepth()];
+        for (int i = 0; i < views.length; i++) {
+            views[i] = new KvView(this, i, shape, sequence.blockTokens());
+            fetches[i] = new Fetch();
+        }
+    }
+
+    public DecodeOptions options() {
+        return options;
+    }
+
+    // ------------------------------------------------------------------ per-layer state
+
+    /** What a layer keeps between steps: its layout, medoid index, DRAM window and hot-cluster cache. */
+    private final class LayerState implements BucketScheduler.Residency {
+        final int layer;
+        ClusterLayout layout;
+        MedoidIndex index;
+        int[] clusterSize;
+        float[] scores;
+        ScoreHeap heap;
+        DramWindow window;
+        HotClusterCache cache;
+        boolean inFlight;
+
+        LayerState(int layer) {
+            this.layer = layer;
+        }
+
+        @Override
+        public boolean resident(int token) {
+            return window.contains(token) || (cache != null && cache.slotOf(token) >= 0);
+        }
+    }
+
+    private LayerState layer(int l) {
+        LayerState s = layers[l];
+        if (s == null) {
+            s = open(l);
+            layers[l] = s;
+        }
+        return s;
+    }
+
+    /** First use of a layer: medoid index, DRAM window (sinks + newest or unclustered tokens), cache. */
+    private LayerState open(int l) {
+        LayerState s = new LayerState(l);
+        int tokens = sequence.tokenCount(l);
+        s.layout = sequence.clusterLayout(l);
+        int clustered = s.layout == null ? 0 : s.layout.clusteredTokens();
+        int sinkEnd = Math.min(options.sinkTokens(), tokens);
+        int start = Math.max(sinkEnd, Math.min(clustered, tokens - options.localWindow()));
+        if (tokens - start > Math.max(options.localWindow(), 1) * 4L && tokens - start > 4096) {
+            LOG.warn("sequence {} layer {}: {} tokens are not clustered and stay in DRAM for attention; cluster the"
+                    + " layer (KvSequence.clusterLayer) to fetch them selectively", sequence.id(), l, tokens - start);
+        }
+        s.window = new DramWindow(store.dram(), half, sinkEnd, start, tokens - start + options.localWindow());
+        try (Arena a = Arena.ofConfined()) {
+            int count = tokens - start;
+            MemorySegment k = a.allocate(Math.max(1, (long) Math.max(count, sinkEnd) * half), 64);
+            MemorySegment v = a.allocate(k.byteSize(), 64);
+            if (sinkEnd > 0) {
+                sequence.read(l, 0, sinkEnd, k, v);
+                for (int t = 0; t < sinkEnd; t++) {
+                    s.window.putSink(t, k, (long) t * half, v, (long) t * half);
+                }
+            }
+            if (count > 0) {
+                sequence.read(l, start, count, k, v);
+                for (int i = 0; i < count; i++) {
+                    s.window.append(k, (long) i * half, v, (long) i * half);
+                }
+            }
+        }
+        if (s.layout != null) {
+            s.index = sequence.medoidIndex(l);
+            attachLayout(s, s.layout);
+            long total = options.cacheBytes() == DecodeOptions.AUTO ? store.config().dramBudgetBytes() / 8
+                    : options.cacheBytes();
+            long perLayer = total / shape.layers();
+            if (perLayer >= entry) {
+                s.cache = new HotClusterCache(store.dram(), s.layout, entry, perLayer,
+                        options.cachePolicy() == DecodeOptions.CachePolicy.LRU, SCORE);
+            }
+        }
+        return s;
+    }
+
+    private void attachLayout(LayerState s, ClusterLayout layout) {
+        s.layout = layout;
+        int c = layout.clusterCount();
+        s.clusterSize = new int[c];
+        for (int i = 0; i < c; i++) {
+            s.clusterSize[i] = layout.size(i);
+        }
+        s.scores = new float[c];
+        s.heap = new ScoreHeap(c);
+    }
+
+    // ------------------------------------------------------------------ one fetch
+
+    /** Working state of one pipeline slot: everything a step needs, allocated once and grown rarely. */
+    private final class Fetch implements HotClusterCache.TokenSource {
+        final BucketScheduler scheduler = new BucketScheduler(store.devices().size(), entry,
+                Math.max(1, (256 << 10) / entry), mode(options.scheduling()));
+        final CRC32C crc = new CRC32C();
+        IoBatch batch;
+        DramSlot staging;
+        ByteBuffer stagingBytes;
+        int[] concat = new int[1024];
+        int concatSize;
+        int[] activated = new int[256];
+        int activatedSize;
+        int[] stamp = new int[0];
+        int[] rowOf = new int[0];
+        int[] rowToken = new int[1024];
+        int generation;
+        long[] runStaging = new long[64];
+        int runs;
+        long startNanos;
+        KvView view;
+        LayerState layer;
+
+        @Override
+        public void copyEntry(int token, MemorySegment dst, long offset) {
+            view.copyEntryTo(rowOf[token], dst, offset);
+        }
+    }
+
+    private static BucketScheduler.Mode mode(DecodeOptions.Scheduling s) {
+        return switch (s) {
+            case SWARM -> BucketScheduler.Mode.SWARM;
+            case STATIC -> BucketScheduler.Mode.STATIC;
+            case NO_BALANCE -> BucketScheduler.Mode.NO_BALANCE;
+            case NO_DEDUP -> BucketScheduler.Mode.NO_DEDUP;
+        };
+    }
+
+    /**
+     * Starts fetching what {@code query} needs from {@code layer} and returns at once; the view is
+     * usable after {@link KvView#await()}. At most {@link DecodeOptions#pipelineDepth()} views may be
+     * fetching or held at a time, and one fetch per layer.
+     *
+     * @param query {@code queryHeads × headDim} floats, head after head (the query heads of one KV
+     *     head are aggregated for scoring, GQA)
+     */
+    public KvView prefetch(int layer, float[] query) {
+        checkOpen();
+        Checks.index("layer", layer, shape.layers());
+        Checks.notNull("query", query);
+        if (query.length != shape.queryHeads() * shape.headDim()) {
+            throw new IllegalArgumentException("query.length = " + query.length + " must be queryHeads × headDim = "
+                    + shape.queryHeads() + " × " + shape.headDim() + " = " + shape.queryHeads() * shape.headDim());
+        }
+        for (int i = 0; i < query.length; i++) {
+            if (!Float.isFinite(query[i])) {
+                throw new IllegalArgumentException("query[" + i + "] = " + query[i] + "; allowed: finite values");
+            }
+        }
+        LayerState ls = layer(layer);
+        if (ls.inFlight) {
+            throw new IllegalStateException("layer " + layer + " already has a fetch in flight; await it first");
+        }
+        KvView view = null;
+        for (KvView v : views) {
+            if (v.state == KvView.State.FREE) {
+                view = v;
+                break;
+            }
+        }
+        if (view == null) {
+            throw new IllegalStateException("all " + views.length + " views are fetching or held; close one before"
+                    + " prefetching more (DecodeOptions.pipelineDepth = " + views.length + ")");
+        }
+        Fetch f = fetches[view.slot];
+        long t0 = System.nanoTime();
+        int rows = select(ls, f, query);
+        view.ensureCapacity(rows, store.dram());
+        view.layer = layer;
+        view.tokenCount = rows;
+        f.view = view;
+        f.layer = ls;
+        schedule(ls, f);
+        if (f.runs > 0) {
+            store.backend().submit(f.batch);
+        }
+        long t1 = System.nanoTime();
+        selectNanos += t1 - t0;
+        f.startNanos = t1;
+        // While the SSDs work: rows DRAM already holds.
+        copyResident(ls, f, view);
+        view.state = KvView.State.FETCHING;
+        ls.inFlight = true;
+        return view;
+    }
+
+    /**
+     * Chooses the step's tokens: sinks, window, then clusters by medoid score until the budget.
+     * Fills f.rowToken/rowOf (one row per distinct token), f.concat (the chosen clusters' tokens,
+     * repeats kept, for the scheduler) and f.activated. Returns the row count.
+     */
+    private int select(LayerState ls, Fetch f, float[] query) {
+        int tokens = ls.window.end();
+        if (f.stamp.length < tokens) {
+            int n = Math.max(tokens, f.stamp.length + (f.stamp.length >> 1) + 1024);
+            f.stamp = new int[n];
+            f.rowOf = new int[n];
+            f.generation = 0;
+        }
+        if (++f.generation == Integer.MAX_VALUE) {
+            java.util.Arrays.fill(f.stamp, 0);
+            f.generation = 1;
+        }
+        int gen = f.generation;
+        int rows = 0;
+        DramWindow w = ls.window;
+        for (int t = 0; t < w.sinkEnd(); t++) {
+            rows = addRow(f, t, rows, gen);
+        }
+        for (int t = w.start(); t < w.end(); t++) {
+            rows = addRow(f, t, rows, gen);
+        }
+        f.concatSize = 0;
+        f.activatedSize = 0;
+        long budget = (long) Math.ceil(options.sparsity() * tokens);
+        if (ls.layout == null || rows >= budget) {
+            return rows;
+        }
+        ls.index.score(query, ls.scores);
+        ls.heap.reset(ls.scores, ls.scores.length);
+        ClusterLayout cl = ls.layout;
+        while (rows < budget && !ls.heap.isEmpty()) {
+            int c = ls.heap.poll();
+            if (f.activatedSize == f.activated.length) {
+                f.activated = java.util.Arrays.copyOf(f.activated, f.activated.length * 2);
+            }
+            f.activated[f.activatedSize++] = c;
+            int from = cl.firstEntry(c);
+            int size = ls.clusterSize[c];
+            if (f.concatSize + size > f.concat.length) {
+                f.concat = java.util.Arrays.copyOf(f.concat, Math.max(f.concatSize + size, f.concat.length * 2));
+            }
+            for (int e = from; e < from + size; e++) {
+                int t = cl.entryToken(e);
+                f.concat[f.concatSize++] = t;
+                rows = addRow(f, t, rows, gen);
+            }
+        }
+        clustersSelected += f.activatedSize;
+        return rows;
+    }
+
+    private static int addRow(Fetch f, int t, int rows, int gen) {
+        if (f.stamp[t] == gen) {
+            return rows;
+        }
+        f.stamp[t] = gen;
+        f.rowOf[t] = rows;
+        if (rows == f.rowToken.length) {
+            f.rowToken = java.util.Arrays.copyOf(f.rowToken, rows * 2);
+        }
+        f.rowToken[rows] = t;
+        return rows + 1;
+    }
+
+    /** Plans the reads (Eq. 8, buckets, runs) and fills the batch: one aligned read per run into staging. */
+    private void schedule(LayerState ls, Fetch f) {
+        f.runs = 0;
+        if (f.concatSize == 0) {
+            return;
+        }
+        BucketScheduler sched = f.scheduler;
+        sched.plan(f.concat, f.concatSize, ls.layout, ls);
+        int runs = sched.runs();
+        if (runs == 0) {
+            return;
+        }
+        long align = alignment;
+        long need = 0;
+        for (int r = 0; r < runs; r++) {
+            long start = sched.runOffset(r) & -align;
+            need += Checks.alignUp(sched.runOffset(r) + sched.runBytes(r), align) - start;
+        }
+        if (f.staging == null || f.staging.byteSize() < need) {
+            if (f.staging != null) {
+                store.dram().release(f.staging);
+                f.staging = null;
+            }
+            // Powers of two keep the DRAM pool's size classes few as steps grow.
+            f.staging = store.dram().acquire(Long.highestOneBit(need - 1) << 1);
+            f.stagingBytes = f.staging.segment().asByteBuffer();
+        }
+        if (f.batch == null || f.batch.capacity() < runs) {
+            f.batch = store.backend().newBatch(Math.max(runs + runs / 2, 64));
+        }
+        if (f.runStaging.length < runs) {
+            f.runStaging = new long[Math.max(runs, f.runStaging.length * 2)];
+        }
+        MemorySegment mem = f.staging.segment();
+        long o = 0;
+        for (int r = 0; r < runs; r++) {
+            long start = sched.runOffset(r) & -align;
+            long len = Checks.alignUp(sched.runOffset(r) + sched.runBytes(r), align) - start;
+            f.batch.addRead(sched.runDevice(r), start, mem, o, len, r);
+            f.runStaging[r] = o + (sched.runOffset(r) - start);
+            o += len;
+        }
+        f.runs = runs;
+    }
+
+    /** Copies the rows DRAM holds (sinks, window, cached clusters) into the view. */
+    private void copyResident(LayerState ls, Fetch f, KvView view) {
+        DramWindow w = ls.window;
+        HotClusterCache cache = ls.cache;
+        int rows = view.tokenCount;
+        for (int r = 0; r < rows; r++) {
+            int t = f.rowToken[r];
+            if (w.contains(t)) {
+                view.putRow(r, t, w.keySegment(t), w.keyOffset(t), w.valueSegment(t), w.valueOffset(t));
+                tokensWindow++;
+            } else if (cache != null) {
+                int slot = cache.slotOf(t);
+                if (slot >= 0) {
+                    view.putEntry(r, t, cache.region(), cache.slotOffset(slot));
+                    tokensCached++;
+                }
+            }
+        }
+    }
+
+    /** Called by {@link KvView#await()}: waits for the reads, verifies and gathers them, updates the cache. */
+    void complete(KvView view) {
+        Fetch f = fetches[view.slot];
+        LayerState ls = f.layer;
+        boolean ok = false;
+        try {
+            if (f.runs > 0) {
+                try {
+                    store.backend().await(f.batch);
+                } finally {
+                    ioNanos += System.nanoTime() - f.startNanos;
+                }
+                gatherRuns(ls, f, view);
+            }
+            if (ls.cache != null && f.activatedSize > 0) {
+                ls.cache.step(f.activated, f.activatedSize, f);
+            }
+            steps++;
+            ok = true;
+        } finally {
+            if (f.batch != null && f.batch.pending() == 0) {
+                f.batch.clear();
+            }
+            ls.inFlight = false;
+            view.state = ok ? KvView.State.READY : KvView.State.FREE;
+        }
+    }
+
+    private void gatherRuns(LayerState ls, Fetch f, KvView view) {
+        BucketScheduler sched = f.scheduler;
+        ClusterLayout cl = ls.layout;
+        int[] planned = sched.plannedEntries();
+        MemorySegment mem = f.staging.segment();
+        for (int r = 0; r < f.runs; r++) {
+            int dev = sched.runDevice(r);
+            int first = sched.runFirst(r);
+            int n = sched.runEntries(r);
+            bytesRead += f.batch.length(r);
+            readRequests++;
+            for (int k = 0; k < n; k++) {
+                int token = planned[first + k];
+                long at = f.runStaging[r] + (long) k * entry;
+                if (checksums) {
+                    verify(f, cl, ls.layer, token, dev, sched.runOffset(r) + (long) k * entry, at);
+                }
+                view.putEntry(f.rowOf[token], token, mem, at);
+            }
+            tokensFetched += n;
+        }
+    }
+
+    private void verify(Fetch f, ClusterLayout cl, int layer, int token, int dev, long fileOffset, long at) {
+        int e = cl.entryAt(token, dev, fileOffset);
+        ByteBuffer b = f.stagingBytes;
+        b.limit((int) (at + entry)).position((int) at);
+        f.crc.reset();
+        f.crc.update(b);
+        int actual = (int) f.crc.getValue();
+        if (actual != cl.entryCrc(e)) {
+            store.stats().checksumFailures.increment();
+            throw new KvChecksumException(dev, store.devices().get(dev).directory().toString(), sequence.id(), layer,
+                    token, token + 1, cl.entryCrc(e), actual);
+        }
+        store.stats().checksumsVerified.increment();
+    }
+
+    /** Called by {@link KvView#close()}. */
+    void release(KvView view) {
+        if (view.state == KvView.State.FETCHING) {
+            try {
+                complete(view);
+            } catch (RuntimeException e) {
+                LOG.debug("fetch of layer {} failed while its view was closed", view.layer, e);
+            }
+        }
+        view.state = KvView.State.FREE;
+    }
+
+    // ------------------------------------------------------------------ new tokens
+
+    /**
+     * Appends K and V of new tokens of {@code layer} (see {@link KvSequence#appendKv}): written to
+     * the sequence and kept in the layer's DRAM window, so the next step attends to them.
+     */
+    public void appendKv(int layer, MemorySegment keys, MemorySegment values) {
+        checkOpen();
+        Checks.index("layer", layer, shape.layers());
+        LayerState ls = layers[layer];
+        if (ls != null && ls.inFlight) {
+            throw new IllegalStateException("layer " + layer + " has a fetch in flight; await it before appending");
+        }
+        int before = sequence.tokenCount(layer);
+        sequence.appendKv(layer, keys, values);
+        if (ls != null) {
+            int n = sequence.tokenCount(layer) - before;
+            for (int i = 0; i < n; i++) {
+                ls.window.append(keys, (long) i * half, values, (long) i * half);
+            }
+        }
+    }
+
+    /** {@link #appendKv(int, MemorySegment, MemorySegment)} for F32 sequences. */
+    public void appendKv(int layer, float[] keys, float[] values) {
+        Checks.notNull("keys", keys);
+        Checks.notNull("values", values);
+        if (shape.dtype() != DType.F32) {
+            throw new IllegalArgumentException("keys is float[] but the sequence's dtype is " + shape.dtype()
+                    + "; allowed for float[]: F32 (or pass a MemorySegment)");
+        }
+        appendKv(layer, MemorySegment.ofArray(keys), MemorySegment.ofArray(values));
+    }
+
+    // ------------------------------------------------------------------ stats and lifecycle
+
+    /** Whether any view is fetching. */
+    boolean hasFetchInFlight() {
+        for (KvView v : views) {
+            if (v.state == KvView.State.FETCHING) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    /** Counters since the decoder opened. */
+    public DecodeStats stats() {
+        long hits = 0;
+        long misses = 0;
+        long cacheUsed = 0;
+        long window = 0;
+        for (LayerState s : layers) {
+            if (s == null) {
+                continue;
+            }
+            window += s.window.memoryBytes();
+            if (s.cache != null) {
+                hits += s.cache.policy().hits();
+                misses += s.cache.policy().misses();
+                cacheUsed += (long) s.cache.usedSlots() * entry;
+            }
+        }
+        return new DecodeStats(steps, selectNanos, ioNanos, bytesRead, readRequests, tokensFetched, tokensCached,
+                tokensWindow, clustersSelected, hits, misses, cacheUsed, window);
+    }
+
+    private void checkOpen() {
+        if (closed) {
+            throw new IllegalStateException("decoder of sequence " + sequence.id() + " is closed");
+        }
+    }
+
+    /** Waits for fetches in flight, then frees the views, windows and caches. */
+    @Override
+    public void close() {
+        if (closed) {
+            return;
+        }
+        for (KvView v : views) {
+            release(v);
+            v.free(store.dram());
+        }
+        closed = true;
+        for (Fetch f : fetches) {
+            if (f.staging != null) {
+                store.dram().release(f.staging);
+                f.staging = null;
+            }
+        }
+        for (LayerState s : layers) {
+            if (s != null) {
+                s.window.close();
+                if (s.cache != null) {
+                    s.cache.close();
+                }
+            }
+        }
+        sequence.decoderClosed(this);
+    }
+}

@@ -1,0 +1,220 @@
+package io.kvoffload;
+
+import io.kvoffload.internal.dram.DramPool;
+import io.kvoffload.internal.dram.DramSlot;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+
+/**
+ * The gathered KV of one layer for one decoding step, in DRAM, as an attention kernel wants it:
+ * {@link #tokenCount()} tokens (sinks, the selected clusters' tokens, the local window), and for
+ * each KV head the keys and the values of those tokens contiguous ({@code tokenCount × headDim}
+ * elements in the sequence's dtype, token after token), plus every token's position in the
+ * sequence and a block table for paged kernels.
+ *
+ * <p>A view comes from {@link KvDecoder#prefetch}; {@link #await()} waits for its reads. It stays
+ * valid until {@link #close()}, which hands its memory back to the decoder for a later fetch: do
+ * not keep segments obtained from it after that. Positions are distinct but not sorted.
+ *
+ * <p>The segments returned by {@link #keys(int)} and friends span the view's capacity; only the
+ * first {@link #tokenCount()} rows hold data this step. They are created once per capacity, so
+ * reading a view allocates nothing.
+ */
+public final class KvView implements AutoCloseable {
+    enum State { FREE, FETCHING, READY }
+
+    private final KvDecoder decoder;
+    final int slot;
+    private final KvShape shape;
+    private final int rowBytes;
+    private final int blockTokens;
+    State state = State.FREE;
+    int layer;
+    int tokenCount;
+    private int capacity;
+    private DramSlot memory;
+    private MemorySegment positions;
+    private MemorySegment blockTable;
+    private MemorySegment[] keys;
+    private MemorySegment[] values;
+
+    KvView(KvDecoder decoder, int slot, KvShape shape, int blockTokens) {
+        this.decoder = decoder;
+        this.slot = slot;
+        this.shape = shape;
+        this.rowBytes = shape.headDim() * shape.dtype().bytes();
+        this.blockTokens = blockTokens;
+        this.keys = new MemorySegment[shape.kvHeads()];
+        this.values = new MemorySegment[shape.kvHeads()];
+    }
+
+    /** Makes room for {@code tokens} rows (only when a larger step than any before needs it). */
+    void ensureCapacity(int tokens, DramPool dram) {
+        if (tokens <= capacity && memory != null) {
+            return;
+        }
+        int cap = Math.max(tokens, Math.max(64, capacity + capacity / 2));
+        int blocks = (cap + blockTokens - 1) / blockTokens;
+        long posBytes = align(4L * cap);
+        long tableBytes = align(4L * blocks);
+        long headBytes = align((long) cap * rowBytes);
+        long total = posBytes + tableBytes + 2L * shape.kvHeads() * headBytes;
+        DramSlot m = dram.acquire(Long.highestOneBit(total - 1) << 1); // few size classes as views grow
+        if (memory != null) {
+            dram.release(memory);
+        }
+        memory = m;
+        capacity = cap;
+        MemorySegment s = m.segment();
+        positions = s.asSlice(0, 4L * cap);
+        blockTable = s.asSlice(posBytes, 4L * blocks);
+        for (int b = 0; b < blocks; b++) {
+            // The gathered rows are contiguous, so logical block b is physical block b.
+            blockTable.setAtIndex(ValueLayout.JAVA_INT, b, b);
+        }
+        long o = posBytes + tableBytes;
+        for (int h = 0; h < shape.kvHeads(); h++) {
+            keys[h] = s.asSlice(o, (long) cap * rowBytes);
+            o += headBytes;
+        }
+        for (int h = 0; h < shape.kvHeads(); h++) {
+            values[h] = s.asSlice(o, (long) cap * rowBytes);
+            o += headBytes;
+        }
+    }
+
+    private static long align(long bytes) {
+        return (bytes + 63) & ~63L;
+    }
+
+    void free(DramPool dram) {
+        if (memory != null) {
+            dram.release(memory);
+            memory = null;
+            capacity = 0;
+        }
+    }
+
+    int capacity() {
+        return capacity;
+    }
+
+    /** Writes row {@code row}: its position and a stored entry (K of every head, then V) at {@code src[offset]}. */
+    void putEntry(int row, int position, MemorySegment src, long offset) {
+        putRow(row, position, src, offset, src, offset + (long) shape.kvHeads() * rowBytes);
+    }
+
+    /** Writes row {@code row}: its position, K of every head at {@code k[kOffset]}, V at {@code v[vOffset]}. */
+    void putRow(int row, int position, MemorySegment k, long kOffset, MemorySegment v, long vOffset) {
+        positions.setAtIndex(ValueLayout.JAVA_INT, row, position);
+        long dst = (long) row * rowBytes;
+        for (int h = 0; h < keys.length; h++) {
+            MemorySegment.copy(k, kOffset + (long) h * rowBytes, keys[h], dst, rowBytes);
+            MemorySegment.copy(v, vOffset + (long) h * rowBytes, values[h], dst, rowBytes);
+        }
+    }
+
+    /** Reassembles row {@code row} as a token-major entry at {@code dst[offset]}. */
+    void copyEntryTo(int row, MemorySegment dst, long offset) {
+        long src = (long) row * rowBytes;
+        int kv = shape.kvHeads();
+        for (int h = 0; h < kv; h++) {
+            MemorySegment.copy(keys[h], src, dst, offset + (long) h * rowBytes, rowBytes);
+            MemorySegment.copy(values[h], src, dst, offset + (long) (kv + h) * rowBytes, rowBytes);
+        }
+    }
+
+    private void checkReady() {
+        if (state != State.READY) {
+            throw new IllegalStateException(state == State.FETCHING
+                    ? "view of layer " + layer + " is still fetching; call await() first"
+                    : "view was closed; take a new one from KvDecoder.prefetch");
+        }
+    }
+
+    /**
+     * Waits for this view's reads and finishes it (checksums, gathering, cache update).
+     *
+     * @return this view
+     * @throws KvChecksumException if an entry read back does not match its CRC32C (the view is closed)
+     * @throws KvIoException if a read failed (the view is closed)
+     */
+    public KvView await() {
+        if (state == State.FETCHING) {
+            decoder.complete(this);
+        }
+        checkReady();
+        return this;
+    }
+
+    /** Whether {@link #await()} has completed. */
+    public boolean isReady() {
+        return state == State.READY;
+    }
+
+    /** The layer this view holds. */
+    public int layer() {
+        checkReady();
+        return layer;
+    }
+
+    /** Tokens in the view. */
+    public int tokenCount() {
+        checkReady();
+        return tokenCount;
+    }
+
+    /** Sequence position of row {@code row}. */
+    public int position(int row) {
+        checkReady();
+        return positions.getAtIndex(ValueLayout.JAVA_INT, java.util.Objects.checkIndex(row, tokenCount));
+    }
+
+    /** Positions of all rows as int32 (capacity-long; the first {@link #tokenCount()} are valid). */
+    public MemorySegment positions() {
+        checkReady();
+        return positions;
+    }
+
+    /** Keys of {@code kvHead}: row after row, {@code headDim} elements each, in the sequence's dtype. */
+    public MemorySegment keys(int kvHead) {
+        checkReady();
+        return keys[java.util.Objects.checkIndex(kvHead, keys.length)];
+    }
+
+    /** Values of {@code kvHead}, laid out like {@link #keys(int)}. */
+    public MemorySegment values(int kvHead) {
+        checkReady();
+        return values[java.util.Objects.checkIndex(kvHead, values.length)];
+    }
+
+    /**
+     * Block table for paged kernels: int32 physical block of each logical block of
+     * {@link #blockTokens()} rows, in the per-head key and value segments.
+     */
+    public MemorySegment blockTable() {
+        checkReady();
+        return blockTable;
+    }
+
+    /** Logical blocks in use: {@code ceil(tokenCount / blockTokens)}. */
+    public int blockCount() {
+        checkReady();
+        return (tokenCount + blockTokens - 1) / blockTokens;
+    }
+
+    /** Rows per block of {@link #blockTable()}. */
+    public int blockTokens() {
+        return blockTokens;
+    }
+
+    public KvShape shape() {
+        return shape;
+    }
+
+    /** Hands the view back to its decoder (waiting for its reads first if needed). Idempotent. */
+    @Override
+    public void close() {
+        decoder.release(this);
+    }
+}
