@@ -452,8 +452,11 @@ public final class KvDecoder implements AutoCloseable {
             int dev = sched.runDevice(r);
             int first = sched.runFirst(r);
             int n = sched.runEntries(r);
-            bytesRead += f.batch.length(r);
+            long len = f.batch.length(r);
+            bytesRead += len;
             readRequests++;
+            store.stats().bytesRead[dev].add(len);
+            store.stats().reads[dev].increment();
             for (int k = 0; k < n; k++) {
                 int token = planned[first + k];
                 long at = f.runStaging[r] + (long) k * entry;
