@@ -16,10 +16,27 @@ package io.kvoffload;
  * @param cacheMisses selected clusters that were not
  * @param cacheBytes DRAM holding cached clusters now
  * @param windowBytes DRAM holding sinks and windows now
+ * @param readSizeCount reads by size: element b counts reads of {@code [2^b, 2^(b+1))} bytes
+ * @param readSizeBytes bytes of those reads, by the same buckets
  */
 public record DecodeStats(long steps, long selectNanos, long ioNanos, long bytesRead, long readRequests,
         long tokensFetched, long tokensCached, long tokensWindow, long clustersSelected, long cacheHits,
-        long cacheMisses, long cacheBytes, long windowBytes) {
+        long cacheMisses, long cacheBytes, long windowBytes, long[] readSizeCount, long[] readSizeBytes) {
+
+    public DecodeStats {
+        readSizeCount = readSizeCount.clone();
+        readSizeBytes = readSizeBytes.clone();
+    }
+
+    @Override
+    public long[] readSizeCount() {
+        return readSizeCount.clone();
+    }
+
+    @Override
+    public long[] readSizeBytes() {
+        return readSizeBytes.clone();
+    }
 
     /** Share of selected clusters found in the cache. */
     public double cacheHitRate() {

@@ -73,6 +73,9 @@ public final class KvDecoder implements AutoCloseable {
     private long tokensCached;
     private long tokensWindow;
     private long clustersSelected;
+    /** Reads by size: bucket b counts requests of [2^b, 2^(b+1)) bytes (benchmarks compare against fio at these sizes). */
+    private final long[] readSizeCount = new long[40];
+    private final long[] readSizeBytes = new long[40];
 
     KvDecoder(KvSequence sequence, Store store, DecodeOptions options, int alignment) {
         this.sequence = sequence;
@@ -457,6 +460,9 @@ public final class KvDecoder implements AutoCloseable {
             readRequests++;
             store.stats().bytesRead[dev].add(len);
             store.stats().reads[dev].increment();
+            int bucket = 63 - Long.numberOfLeadingZeros(len);
+            readSizeCount[bucket]++;
+            readSizeBytes[bucket] += len;
             for (int k = 0; k < n; k++) {
                 int token = planned[first + k];
                 long at = f.runStaging[r] + (long) k * entry;
@@ -560,7 +566,7 @@ public final class KvDecoder implements AutoCloseable {
             }
         }
         return new DecodeStats(steps, selectNanos, ioNanos, bytesRead, readRequests, tokensFetched, tokensCached,
-                tokensWindow, clustersSelected, hits, misses, cacheUsed, window);
+                tokensWindow, clustersSelected, hits, misses, cacheUsed, window, readSizeCount.clone(), readSizeBytes.clone());
     }
 
     private void checkOpen() {

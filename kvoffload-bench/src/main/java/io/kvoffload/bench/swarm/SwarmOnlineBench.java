@@ -1,0 +1,356 @@
+package io.kvoffload.bench.swarm;
+
+import io.kvoffload.ClusterOptions;
+import io.kvoffload.DType;
+import io.kvoffload.DecodeOptions;
+import io.kvoffload.DecodeStats;
+import io.kvoffload.KvConfig;
+import io.kvoffload.KvDecoder;
+import io.kvoffload.KvEngine;
+import io.kvoffload.KvSequence;
+import io.kvoffload.KvShape;
+import io.kvoffload.KvStats;
+import io.kvoffload.KvView;
+import io.kvoffload.workload.SyntheticWorkload;
+import io.kvoffload.workload.WorkloadSpec;
+import java.io.IOException;
+import java.io.PrintWriter;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.Comparator;
+import java.util.List;
+import java.util.concurrent.Callable;
+import java.util.concurrent.TimeUnit;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import java.util.stream.Stream;
+import me.tongfei.progressbar.ProgressBar;
+import me.tongfei.progressbar.ProgressBarBuilder;
+import me.tongfei.progressbar.ProgressBarStyle;
+import org.HdrHistogram.Histogram;
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+
+/**
+ * Swarm's online phase through the real I/O path: the scheduler's ablations (paper Fig. 14), the
+ * cache policies at several budgets (Fig. 15), and the decode fetch's effective bandwidth against
+ * fio reading the same pool files at the same request sizes and depth.
+ */
+@Command(name = "swarm-online", mixinStandardHelpOptions = true,
+        description = "Swarm online phase through real I/O: scheduling ablations (Fig. 14), cache policies"
+                + " (Fig. 15), decode fetch bandwidth as a ratio of fio's.")
+public final class SwarmOnlineBench implements Callable<Integer> {
+    @Option(names = "--tokens", defaultValue = "65536", description = "Tokens per layer (default: ${DEFAULT-VALUE}).")
+    int tokens;
+
+    @Option(names = "--layers", defaultValue = "2", description = "Layers (default: ${DEFAULT-VALUE}).")
+    int layers;
+
+    @Option(names = "--devices", defaultValue = "4", description = "SSD directories (default: ${DEFAULT-VALUE}).")
+    int devices;
+
+    @Option(names = "--steps", defaultValue = "48", description = "Decoding steps per setting (default: ${DEFAULT-VALUE}).")
+    int steps;
+
+    @Option(names = "--sparsity", defaultValue = "0.1", description = "Token budget (default: ${DEFAULT-VALUE}).")
+    double sparsity;
+
+    @Option(names = "--cache-budgets", split = ",", defaultValue = "0.02,0.05,0.1,0.2",
+            description = "Hot-cluster cache sizes as shares of a layer's KV (default: ${DEFAULT-VALUE}).")
+    double[] cacheBudgets;
+
+    @Option(names = "--backend", defaultValue = "auto", description = "I/O backend (default: ${DEFAULT-VALUE}).")
+    String backend;
+
+    @Option(names = "--dir", description = "Directory for the SSD directories (default: the temp directory; must"
+            + " support O_DIRECT, so not tmpfs).")
+    Path dir;
+
+    @Option(names = "--rounds", defaultValue = "3", description = "Paired decode/fio rounds (default: ${DEFAULT-VALUE}).")
+    int rounds;
+
+    @Option(names = "--fio-seconds", defaultValue = "5", description = "Seconds per fio run (default: ${DEFAULT-VALUE}).")
+    int fioSeconds;
+
+    @Option(names = "--no-progress", description = "No progress bar.")
+    boolean noProgress;
+
+    @CommandLine.Spec
+    CommandLine.Model.CommandSpec spec;
+
+    static final int QUERY_HEADS = 32;
+    static final int KV_HEADS = 8;
+    static final int HEAD_DIM = 128;
+
+    private KvShape shape;
+    private SyntheticWorkload workload;
+
+    @Override
+    public Integer call() throws Exception {
+        PrintWriter out = spec.commandLine().getOut();
+        shape = new KvShape(layers, QUERY_HEADS, KV_HEADS, HEAD_DIM, DType.BF16);
+        workload = new SyntheticWorkload(WorkloadSpec.builder(shape, tokens).seed(17).build());
+        Path root = Files.createTempDirectory(dir == null ? Path.of(System.getProperty("java.io.tmpdir")) : dir,
+                "kvo-swarm-online");
+        List<Path> dirs = new ArrayList<>();
+        for (int i = 0; i < devices; i++) {
+            dirs.add(Files.createDirectories(root.resolve("ssd" + i)));
+        }
+        long layerBytes = (long) tokens * shape.entryBytes();
+        long capacity = (layerBytes * layers * 3 / devices + (64L << 20)) & -(1L << 20);
+        KvConfig cfg = KvConfig.builder().ssdDirectories(dirs).ioBackend(backend).deviceCapacityBytes(capacity)
+                .dramBudgetBytes(Math.max(1L << 30, layerBytes * layers)).build();
+        int modes = DecodeOptions.Scheduling.values().length;
+        long work = 2 + (long) modes + 2L * cacheBudgets.length + 2L * rounds;
+        try (KvEngine engine = KvEngine.open(cfg);
+                ProgressBar bar = noProgress ? null : new ProgressBarBuilder().setTaskName("swarm-online")
+                        .setInitialMax(work).setStyle(ProgressBarStyle.ASCII).setUpdateIntervalMillis(500)
+                        .setMaxRenderedLength(100).build()) {
+            long t0 = System.nanoTime();
+            store(engine);
+            step(bar);
+            out.printf("# Swarm online phase through real I/O%n%n%d layers × %,d tokens of a Llama-3-8B-shaped layer"
+                    + " (%d query heads, %d KV heads × %d, BF16, %d B entries) on %d directories, backend %s;"
+                    + " budget %.0f%% of tokens (sinks 4 and window 256 included), %d steps per setting;"
+                    + " stored and clustered in %.1f s.%n%n", layers, tokens, QUERY_HEADS, KV_HEADS, HEAD_DIM,
+                    shape.entryBytes(), devices, engine.stats().ioBackend(), sparsity * 100, steps,
+                    (System.nanoTime() - t0) / 1e9);
+            ablations(engine, out, bar);
+            caches(engine, out, bar, layerBytes);
+            bandwidth(engine, out, bar, dirs);
+        } finally {
+            try (Stream<Path> files = Files.walk(root)) {
+                for (Path p : files.sorted(Comparator.reverseOrder()).toList()) {
+                    Files.deleteIfExists(p);
+                }
+            }
+        }
+        out.flush();
+        return 0;
+    }
+
+    private static void step(ProgressBar bar) {
+        if (bar != null) {
+            bar.step();
+        }
+    }
+
+    private void store(KvEngine engine) {
+        try (KvSequence s = engine.createSequence("bench", shape); Arena a = Arena.ofConfined()) {
+            s.appendTokens(new int[tokens]);
+            MemorySegment k = a.allocate((long) tokens * shape.halfEntryBytes());
+            MemorySegment v = a.allocate((long) tokens * shape.halfEntryBytes());
+            for (int l = 0; l < layers; l++) {
+                workload.writeKv(l, 0, tokens, shape.dtype(), k, v);
+                s.appendKv(l, k, v);
+                List<float[]> profile = new ArrayList<>();
+                for (int q = 0; q < 64; q++) {
+                    profile.add(workload.query(l, 10_000 + q));
+                }
+                s.clusterLayerFromQueries(l, profile, ClusterOptions.defaults());
+            }
+            s.commit();
+        }
+    }
+
+    /** One setting: every layer of every step fetched alone (prefetch, then await), so I/O time is per fetch. */
+    private record Run(DecodeStats stats, Histogram fetchMicros, long[] deviceBytes) {}
+
+    private Run run(KvEngine engine, DecodeOptions o) {
+        long[] before = deviceBytes(engine.stats());
+        Histogram h = new Histogram(3);
+        try (KvSequence s = engine.openSequence("bench"); KvDecoder d = s.decoder(o)) {
+            for (int step = 0; step < steps; step++) {
+                for (int l = 0; l < layers; l++) {
+                    long t = System.nanoTime();
+                    try (KvView v = d.prefetch(l, workload.query(l, step)).await()) {
+                        h.recordValue(Math.max(1, (System.nanoTime() - t) / 1000));
+                    }
+                }
+            }
+            long[] after = deviceBytes(engine.stats());
+            for (int i = 0; i < after.length; i++) {
+                after[i] -= before[i];
+            }
+            return new Run(d.stats(), h, after);
+        }
+    }
+
+    private static long[] deviceBytes(KvStats s) {
+        return s.devices().stream().mapToLong(KvStats.Device::bytesRead).toArray();
+    }
+
+    private void ablations(KvEngine engine, PrintWriter out, ProgressBar bar) {
+        out.printf("## Scheduling ablations (paper Fig. 14), no cache%n%n");
+        out.println("| scheduling | MiB read / fetch | reads / fetch | entries read / fetch | fetch time, median"
+                + " ms | p90 ms | of which select+schedule, mean ms | busiest device / mean |");
+        out.println("|---|---:|---:|---:|---:|---:|---:|---:|");
+        double swarmMib = 0;
+        for (DecodeOptions.Scheduling m : DecodeOptions.Scheduling.values()) {
+            Run r = run(engine, DecodeOptions.builder().sparsity(sparsity).cacheBytes(0).scheduling(m).build());
+            long fetches = r.stats().steps();
+            double mib = r.stats().bytesRead() / (double) fetches / (1 << 20);
+            if (m == DecodeOptions.Scheduling.SWARM) {
+                swarmMib = mib;
+            }
+            long max = Arrays.stream(r.deviceBytes()).max().orElse(0);
+            double mean = Arrays.stream(r.deviceBytes()).average().orElse(1);
+            out.printf("| %s | %.2f | %.0f | %.0f | %.2f | %.2f | %.2f | %.2f |%n", m, mib,
+                    r.stats().readRequests() / (double) fetches, r.stats().tokensFetched() / (double) fetches,
+                    r.fetchMicros().getValueAtPercentile(50) / 1000.0, r.fetchMicros().getValueAtPercentile(90) / 1000.0,
+                    r.stats().selectNanos() / 1e6 / fetches, max / mean);
+            step(bar);
+        }
+        out.printf("%nSwarm reads %.2f MiB per layer fetch.%n%n", swarmMib);
+    }
+
+    private void caches(KvEngine engine, PrintWriter out, ProgressBar bar, long layerBytes) {
+        out.printf("## Hot-cluster cache (paper Fig. 15): cost-effectiveness (Eq. 6) vs LRU%n%n");
+        out.println("| cache budget (share of a layer) | policy | cluster hit rate | rows from cache | MiB read / fetch"
+                + " | fetch median ms | p90 ms |");
+        out.println("|---:|---|---:|---:|---:|---:|---:|");
+        for (double b : cacheBudgets) {
+            for (DecodeOptions.CachePolicy p : DecodeOptions.CachePolicy.values()) {
+                long bytes = (long) (b * layerBytes) * layers;
+                Run r = run(engine, DecodeOptions.builder().sparsity(sparsity).cacheBytes(bytes).cachePolicy(p).build());
+                DecodeStats s = r.stats();
+                long rows = s.tokensFetched() + s.tokensCached() + s.tokensWindow();
+                out.printf("| %.0f%% | %s | %.1f%% | %.1f%% | %.2f | %.2f | %.2f |%n", b * 100, p,
+                        100 * s.cacheHitRate(), 100.0 * s.tokensCached() / rows,
+                        s.bytesRead() / (double) s.steps() / (1 << 20), r.fetchMicros().getValueAtPercentile(50) / 1000.0,
+                        r.fetchMicros().getValueAtPercentile(90) / 1000.0);
+                step(bar);
+            }
+        }
+        out.println();
+    }
+
+    /**
+     * Decode fetches pipelined as an engine runs them (layer l+1 in flight while layer l is
+     * consumed), against fio reading the same pool files with the decode's request-size mix and
+     * its mean number of requests in flight.
+     */
+    private void bandwidth(KvEngine engine, PrintWriter out, ProgressBar bar, List<Path> dirs)
+            throws IOException, InterruptedException {
+        DecodeOptions o = DecodeOptions.builder().sparsity(sparsity).cacheBytes(0).pipelineDepth(3).build();
+        List<Double> decode = new ArrayList<>();
+        List<Double> fio = new ArrayList<>();
+        String bssplit = null;
+        int depth = 0;
+        double meanKib = 0;
+        long[] used = engine.stats().devices().stream().mapToLong(d -> d.capacityBytes() - d.freeBytes()).toArray();
+        long fileSize = Arrays.stream(used).min().orElse(0) & -(1L << 20);
+        for (int round = 0; round < rounds; round++) {
+            try (KvSequence s = engine.openSequence("bench"); KvDecoder d = s.decoder(o)) {
+                long t = System.nanoTime();
+                // Fetch i is (step i / layers, layer i % layers); two stay in flight while the oldest is consumed.
+                int total = steps * layers;
+                java.util.ArrayDeque<KvView> inFlight = new java.util.ArrayDeque<>();
+                int issued = 0;
+                for (int done = 0; done < total; done++) {
+                    while (inFlight.size() < 2 && issued < total) {
+                        int l = issued % layers;
+                        inFlight.add(d.prefetch(l, workload.query(l, issued / layers)));
+                        issued++;
+                    }
+                    inFlight.poll().await().close();
+                }
+                double seconds = (System.nanoTime() - t) / 1e9;
+                DecodeStats st = d.stats();
+                decode.add(st.bytesRead() / seconds / (1 << 20));
+                if (bssplit == null) {
+                    bssplit = bssplit(st);
+                    // Two layer fetches in flight, each a batch of this many reads.
+                    depth = (int) Math.max(1, Math.min(engine.config().queueDepth() * (long) devices,
+                            Math.round(2.0 * st.readRequests() / st.steps())));
+                    meanKib = st.bytesRead() / (double) st.readRequests() / 1024;
+                }
+            }
+            step(bar);
+            fio.add(runFio(dirs, fileSize, bssplit, depth));
+            step(bar);
+        }
+        double dm = median(decode);
+        double fm = median(fio);
+        out.printf("## Decode fetch bandwidth against fio%n%n");
+        out.printf("Decode: %d steps × %d layers, two layer fetches always in flight, no cache; fio: randread, io_uring,"
+                + " O_DIRECT, iodepth %d, bssplit %s (the decode's request-size mix, mean %.1f KiB), the same %d"
+                + " pool files (first %d MiB of each), %d s per run; %d paired rounds.%n%n", steps, layers, depth,
+                bssplit, meanKib, dirs.size(), fileSize >> 20, fioSeconds, rounds);
+        out.println("| round | decode MiB/s | fio MiB/s | decode / fio |");
+        out.println("|---:|---:|---:|---:|");
+        for (int i = 0; i < decode.size(); i++) {
+            out.printf("| %d | %.0f | %.0f | %.2f |%n", i + 1, decode.get(i), fio.get(i), decode.get(i) / fio.get(i));
+        }
+        out.printf("| median | %.0f | %.0f | %.2f |%n%n", dm, fm, dm / fm);
+    }
+
+    /** fio's bssplit for the decode's reads: each size bucket's mean size (4 KiB-aligned) with its share of reads. */
+    static String bssplit(DecodeStats st) {
+        long[] count = st.readSizeCount();
+        long[] bytes = st.readSizeBytes();
+        long total = Arrays.stream(count).sum();
+        StringBuilder sb = new StringBuilder();
+        int assigned = 0;
+        int last = -1;
+        for (int b = 0; b < count.length; b++) {
+            if (count[b] > 0) {
+                last = b;
+            }
+        }
+        for (int b = 0; b < count.length; b++) {
+            if (count[b] == 0) {
+                continue;
+            }
+            long kib = Math.max(4, Math.round(bytes[b] / (double) count[b] / 4096) * 4);
+            int pct = b == last ? 100 - assigned : (int) Math.round(100.0 * count[b] / total);
+            if (pct <= 0) {
+                continue;
+            }
+            assigned += pct;
+            if (!sb.isEmpty()) {
+                sb.append(':');
+            }
+            sb.append(kib).append("k/").append(pct);
+        }
+        return sb.toString();
+    }
+
+    private static final Pattern BW = Pattern.compile("\"bw_bytes\" : ([0-9]+)");
+
+    private double runFio(List<Path> dirs, long fileSize, String bssplit, int depth)
+            throws IOException, InterruptedException {
+        StringBuilder files = new StringBuilder();
+        for (Path d : dirs) {
+            if (!files.isEmpty()) {
+                files.append(':');
+            }
+            files.append(d.resolve("kvoffload.pool").toString().replace(":", "\\:"));
+        }
+        List<String> cmd = List.of("fio", "--name=decode", "--filename=" + files, "--ioengine=io_uring", "--direct=1",
+                "--rw=randread", "--bssplit=" + bssplit, "--iodepth=" + depth, "--filesize=" + (fileSize >> 20) + "m",
+                "--runtime=" + fioSeconds, "--time_based", "--randrepeat=0", "--norandommap", "--readonly",
+                "--output-format=json");
+        Process p = new ProcessBuilder(cmd).redirectErrorStream(false).start();
+        String json = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+        if (!p.waitFor(fioSeconds + 60L, TimeUnit.SECONDS) || p.exitValue() != 0) {
+            throw new IOException(String.join(" ", cmd) + " failed: " + json);
+        }
+        Matcher m = BW.matcher(json);
+        if (!m.find()) {
+            throw new IOException("fio output has no bw_bytes: " + json);
+        }
+        return Long.parseLong(m.group(1)) / (double) (1 << 20);
+    }
+
+    private static double median(List<Double> xs) {
+        double[] a = xs.stream().mapToDouble(Double::doubleValue).sorted().toArray();
+        return a.length % 2 == 1 ? a[a.length / 2] : (a[a.length / 2 - 1] + a[a.length / 2]) / 2;
+    }
+}
