@@ -14,12 +14,14 @@ module io.kvoffload.core {
     exports io.kvoffload.workload;
     exports io.kvoffload.internal.dram to io.kvoffload.iouring, io.kvoffload.cuda, io.kvoffload.bench;
     exports io.kvoffload.internal.util to io.kvoffload.iouring, io.kvoffload.cuda, io.kvoffload.bench;
+    exports io.kvoffload.internal.cache to io.kvoffload.cuda;
     exports io.kvoffload.internal.swarm to io.kvoffload.bench;
     exports io.kvoffload.internal.baseline to io.kvoffload.bench;
     exports io.kvoffload.internal.kvswap to io.kvoffload.bench;
 
     uses io.kvoffload.spi.IoBackendProvider;
     uses io.kvoffload.spi.DramSlabListener;
+    uses io.kvoffload.spi.DeviceTierProvider;
 
     provides io.kvoffload.spi.IoBackendProvider with io.kvoffload.internal.io.PortableIoBackendProvider;
 }

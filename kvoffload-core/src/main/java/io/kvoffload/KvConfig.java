@@ -21,6 +21,26 @@ public final class KvConfig {
     /** Backend name meaning: the available backend with the highest priority. */
     public static final String AUTO = "auto";
 
+    /**
+     * Whether the engine uses a GPU (HBM) tier: {@link #AUTO} when a provider is present and its probe
+     * says the GPU works, {@code ON} always (failing with the probe's reason where it cannot),
+     * {@code OFF} never.
+     */
+    public enum Gpu {
+        AUTO, ON, OFF;
+
+        /** Parses {@code auto}, {@code on} or {@code off} (any case). */
+        public static Gpu parse(String value) {
+            Checks.notNull("gpu", value);
+            for (Gpu g : values()) {
+                if (g.name().equalsIgnoreCase(value.trim())) {
+                    return g;
+                }
+            }
+            throw new IllegalArgumentException("gpu = '" + value + "'; allowed: auto, on, off");
+        }
+    }
+
     private final List<Path> ssdDirectories;
     private final Path metadataDirectory;
     private final long dramBudgetBytes;
@@ -33,6 +53,9 @@ public final class KvConfig {
     private final int directIoAlignment;
     private final int queueDepth;
     private final int ioThreadsPerDevice;
+    private final Gpu gpu;
+    private final int gpuDevice;
+    private final long gpuCacheBudgetBytes;
 
     private KvConfig(Builder b) {
         this.ssdDirectories = List.copyOf(b.ssdDirectories);
@@ -47,6 +70,9 @@ public final class KvConfig {
         this.directIoAlignment = b.directIoAlignment;
         this.queueDepth = b.queueDepth;
         this.ioThreadsPerDevice = b.ioThreadsPerDevice;
+        this.gpu = b.gpu;
+        this.gpuDevice = b.gpuDevice;
+        this.gpuCacheBudgetBytes = b.gpuCacheBudgetBytes;
     }
 
     public static Builder builder() {
@@ -107,6 +133,24 @@ public final class KvConfig {
         return ioThreadsPerDevice;
     }
 
+    /** Whether to use a GPU (HBM) tier; see {@link Gpu}. */
+    public Gpu gpu() {
+        return gpu;
+    }
+
+    /** Index of the GPU the device tier uses. */
+    public int gpuDevice() {
+        return gpuDevice;
+    }
+
+    /**
+     * Byte budget of the HBM hot cache (0 = none). Device memory is taken in chunks as clusters are
+     * admitted, never more than this; the budget can change at run time through the tier.
+     */
+    public long gpuCacheBudgetBytes() {
+        return gpuCacheBudgetBytes;
+    }
+
     /**
      * Reads a JSON configuration file. Sizes may be numbers of bytes or strings with a unit
      * ({@code "512MiB"}, {@code "4GiB"}); relative directories resolve against the file's folder.
@@ -127,7 +171,7 @@ public final class KvConfig {
 
     static final Set<String> KEYS = new TreeSet<>(List.of("ssdDirectories", "metadataDirectory", "dramBudget",
             "dramSlab", "deviceCapacity", "blockTokens", "checksums", "ioBackend", "directIo",
-            "directIoAlignment", "queueDepth", "ioThreadsPerDevice"));
+            "directIoAlignment", "queueDepth", "ioThreadsPerDevice", "gpu", "gpuDevice", "gpuCacheBudget"));
 
     static KvConfig fromMap(Map<String, Object> map, Path base) {
         Builder b = builder();
@@ -156,6 +200,9 @@ public final class KvConfig {
                 case "directIoAlignment" -> b.directIoAlignment(parseInt(k, v));
                 case "queueDepth" -> b.queueDepth(parseInt(k, v));
                 case "ioThreadsPerDevice" -> b.ioThreadsPerDevice(parseInt(k, v));
+                case "gpu" -> b.gpu(Gpu.parse(String.valueOf(v)));
+                case "gpuDevice" -> b.gpuDevice(parseInt(k, v));
+                case "gpuCacheBudget" -> b.gpuCacheBudgetBytes(parseSize(k, v));
                 default -> throw new IllegalArgumentException(
                         "unknown configuration key '" + k + "'; allowed keys: " + KEYS);
             }
@@ -216,7 +263,8 @@ public final class KvConfig {
                 + ", deviceCapacityBytes=" + deviceCapacityBytes + ", blockTokens=" + blockTokens
                 + ", checksums=" + checksums + ", ioBackend=" + ioBackend + ", directIo=" + directIo
                 + ", directIoAlignment=" + directIoAlignment + ", queueDepth=" + queueDepth
-                + ", ioThreadsPerDevice=" + ioThreadsPerDevice + "}";
+                + ", ioThreadsPerDevice=" + ioThreadsPerDevice + ", gpu=" + gpu + ", gpuDevice=" + gpuDevice
+                + ", gpuCacheBudgetBytes=" + gpuCacheBudgetBytes + "}";
     }
 
     /** Builder with the documented defaults. */
@@ -233,6 +281,9 @@ public final class KvConfig {
         private int directIoAlignment = 0;
         private int queueDepth = 128;
         private int ioThreadsPerDevice = 4;
+        private Gpu gpu = Gpu.AUTO;
+        private int gpuDevice = 0;
+        private long gpuCacheBudgetBytes = 256L << 20;
 
         private Builder() {}
 
@@ -300,6 +351,22 @@ public final class KvConfig {
             return this;
         }
 
+        /** Whether to use a GPU tier: {@code AUTO} (default), {@code ON} or {@code OFF}. */
+        public Builder gpu(Gpu mode) {
+            this.gpu = Checks.notNull("gpu", mode);
+            return this;
+        }
+
+        public Builder gpuDevice(int index) {
+            this.gpuDevice = index;
+            return this;
+        }
+
+        public Builder gpuCacheBudgetBytes(long bytes) {
+            this.gpuCacheBudgetBytes = bytes;
+            return this;
+        }
+
         /** Validates every value and builds the configuration. */
         public KvConfig build() {
             if (ssdDirectories.isEmpty() || ssdDirectories.size() > 256) {
@@ -326,6 +393,8 @@ public final class KvConfig {
             }
             Checks.inRange("queueDepth", queueDepth, 1, 32768);
             Checks.inRange("ioThreadsPerDevice", ioThreadsPerDevice, 1, 256);
+            Checks.inRange("gpuDevice", gpuDevice, 0, 1023);
+            Checks.inRange("gpuCacheBudgetBytes", gpuCacheBudgetBytes, 0, 1L << 50);
             if (ioBackend.isBlank()) {
                 throw new IllegalArgumentException("ioBackend is blank; allowed: 'auto' or a backend name such as"
                         + " 'portable' or 'io_uring'");

@@ -6,6 +6,7 @@ import io.kvoffload.internal.storage.ManifestStore;
 import io.kvoffload.internal.storage.SequenceCatalog;
 import io.kvoffload.internal.storage.Store;
 import io.kvoffload.internal.util.Checks;
+import io.kvoffload.spi.DeviceTier;
 import java.io.IOException;
 import java.util.ArrayList;
 import java.util.Comparator;
@@ -64,6 +65,14 @@ public final class KvEngine implements AutoCloseable {
     /** Name of the I/O backend in use ({@code portable}, {@code io_uring}, …). */
     public String ioBackend() {
         return store.backend().name();
+    }
+
+    /**
+     * The GPU (HBM) tier, when the configuration allows one and a provider (kvoffload-cuda) found a
+     * working GPU; empty otherwise. Reach the provider's API with {@link DeviceTier#unwrap}.
+     */
+    public Optional<DeviceTier> deviceTier() {
+        return Optional.ofNullable(store.deviceTier());
     }
 
     /** A new, empty, writable sequence with a generated id. */

@@ -9,7 +9,8 @@ import java.util.Arrays;
  * one step appears in neither).
  */
 abstract class AbstractClusterCache implements ClusterCache {
-    protected final long budget;
+    /** Not final: a policy may let its budget change at run time (the HBM tier resizes). */
+    protected long budget;
     protected final Sizes sizes;
     protected long used;
     protected long hits;

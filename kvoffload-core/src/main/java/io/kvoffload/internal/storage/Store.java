@@ -4,8 +4,13 @@ import io.kvoffload.KvCapacityException;
 import io.kvoffload.KvConfig;
 import io.kvoffload.KvException;
 import io.kvoffload.internal.dram.DramPool;
+import io.kvoffload.internal.dram.DramSlot;
 import io.kvoffload.spi.Availability;
+import io.kvoffload.spi.DeviceTier;
+import io.kvoffload.spi.DeviceTierOptions;
+import io.kvoffload.spi.DeviceTierProvider;
 import io.kvoffload.spi.DramSlabListener;
+import io.kvoffload.spi.HostSlots;
 import io.kvoffload.spi.IoBackend;
 import io.kvoffload.spi.IoBackendProvider;
 import io.kvoffload.spi.IoDevice;
@@ -34,6 +39,7 @@ public final class Store implements AutoCloseable {
     private final IoBackend backend;
     private final DramPool dram;
     private final IoStats stats;
+    private final DeviceTier deviceTier;
 
     public Store(KvConfig config) throws IOException {
         this.config = config;
@@ -71,6 +77,82 @@ public final class Store implements AutoCloseable {
             backend.close();
             throw e;
         }
+        DeviceTier tier = null;
+        try {
+            tier = openDeviceTier(config, dram);
+            if (tier != null && tier.dramSlabListener() != null) {
+                dram.addListener(tier.dramSlabListener());
+            }
+        } catch (RuntimeException e) {
+            try {
+                backend.close();
+                dram.close();
+            } finally {
+                if (tier != null) {
+                    tier.close();
+                }
+            }
+            throw e;
+        }
+        this.deviceTier = tier;
+    }
+
+    /**
+     * Opens the device tier the configuration asks for: none for {@code gpu = off}; the first
+     * available provider for {@code auto} (none, with the reasons logged, when no provider works);
+     * for {@code on}, the first available provider or a {@link KvException} naming every reason.
+     */
+    private static DeviceTier openDeviceTier(KvConfig config, DramPool dram) {
+        if (config.gpu() == KvConfig.Gpu.OFF) {
+            return null;
+        }
+        List<String> reasons = new ArrayList<>();
+        for (DeviceTierProvider p : ServiceLoader.load(DeviceTierProvider.class)) {
+            Availability a = p.probe();
+            if (!a.available()) {
+                reasons.add(p.name() + ": " + a.reason());
+                continue;
+            }
+            DeviceTier t = p.open(new DeviceTierOptions(config.gpuDevice(), config.gpuCacheBudgetBytes()),
+                    dramSlots(dram));
+            LOG.info("device tier {} ({})", p.name(), t.describe());
+            return t;
+        }
+        String why = reasons.isEmpty()
+                ? "no device tier provider on the class path (add kvoffload-cuda)"
+                : String.join("; ", reasons);
+        if (config.gpu() == KvConfig.Gpu.ON) {
+            throw new KvException("gpu = on but no GPU tier is available here: " + why);
+        }
+        LOG.info("running without a GPU tier: {}", why);
+        return null;
+    }
+
+    private static HostSlots dramSlots(DramPool dram) {
+        return bytes -> {
+            DramSlot slot = dram.acquire(bytes);
+            return new HostSlots.Lease() {
+                private boolean closed;
+
+                @Override
+                public java.lang.foreign.MemorySegment segment() {
+                    return slot.segment();
+                }
+
+                @Override
+                public int slabId() {
+                    return slot.slabId();
+                }
+
+                @Override
+                public synchronized void close() {
+                    if (!closed) {
+                        closed = true;
+                        dram.release(slot);
+                    }
+                }
+            };
+        };
     }
 
     private void loadCommitted() throws IOException {
@@ -176,6 +258,11 @@ public final class Store implements AutoCloseable {
 
     public DramPool dram() {
         return dram;
+    }
+
+    /** The GPU tier, or null when the engine runs without one. */
+    public DeviceTier deviceTier() {
+        return deviceTier;
     }
 
     public IoStats stats() {
@@ -287,13 +374,22 @@ public final class Store implements AutoCloseable {
         return true;
     }
 
-    /** Drains I/O, then frees the DRAM tier. */
+    /**
+     * Drains I/O, then frees the DRAM tier (whose slab listeners drain GPU copies and unpin each
+     * slab first), then the device tier.
+     */
     @Override
     public void close() {
         try {
             backend.close();
         } finally {
-            dram.close();
+            try {
+                dram.close();
+            } finally {
+                if (deviceTier != null) {
+                    deviceTier.close();
+                }
+            }
         }
     }
 }

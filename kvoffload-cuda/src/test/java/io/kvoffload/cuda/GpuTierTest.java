@@ -1,0 +1,220 @@
+package io.kvoffload.cuda;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.kvoffload.DType;
+import io.kvoffload.KvConfig;
+import io.kvoffload.KvEngine;
+import io.kvoffload.KvSequence;
+import io.kvoffload.KvShape;
+import io.kvoffload.cuda.bindings.Cuda;
+import io.kvoffload.cuda.bindings.CudaEvent;
+import io.kvoffload.cuda.bindings.CudaStream;
+import io.kvoffload.cuda.bindings.DeviceMemory;
+import io.kvoffload.cuda.bindings.PinnedHostBuffer;
+import io.kvoffload.cuda.bindings.SpinKernel;
+import io.kvoffload.internal.cache.CostEffectiveness;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.nio.file.Path;
+import java.util.Random;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/** Runs on a GPU; skipped through the probe (reason printed) elsewhere. */
+class GpuTierTest {
+    static final KvShape SHAPE = new KvShape(2, 4, 2, 8, DType.F32); // 128-byte entries, 32-byte rows
+    static final int TOKENS = 100;
+
+    @TempDir
+    Path dir;
+
+    @BeforeEach
+    void gpu() {
+        GpuTestSupport.requireGpu();
+    }
+
+    private KvConfig config() {
+        return KvConfig.builder().ssdDirectories(dir).deviceCapacityBytes(16L << 20).dramBudgetBytes(16L << 20)
+                .gpu(KvConfig.Gpu.ON).gpuCacheBudgetBytes(1L << 20).build();
+    }
+
+    @Test
+    void ssdToDramToHbmToHostIsBitExact() throws Exception {
+        Random rnd = new Random(8);
+        float[][] k = new float[2][TOKENS * 16];
+        float[][] v = new float[2][TOKENS * 16];
+        for (int l = 0; l < 2; l++) {
+            for (int i = 0; i < k[l].length; i++) {
+                k[l][i] = rnd.nextFloat();
+                v[l][i] = -rnd.nextFloat();
+            }
+        }
+        String id;
+        try (KvEngine e = KvEngine.open(config()); KvSequence s = e.createSequence(SHAPE)) {
+            int[] ids = new int[TOKENS];
+            s.appendTokens(ids);
+            for (int l = 0; l < 2; l++) {
+                s.appendKv(l, k[l], v[l]);
+            }
+            s.commit();
+            id = s.id();
+        }
+        int[] pos = {5, 99, 0, 42, 17, 18, 19, 63, 64, 80, 81, 3, 77, 11, 12, 13, 14, 50};
+        try (KvEngine e = KvEngine.open(config()); KvSequence s = e.openSequence(id)) {
+            CudaDeviceTier tier = e.deviceTier().orElseThrow().unwrap(CudaDeviceTier.class);
+            try (GatheredLayer g = tier.gatheredLayer(SHAPE, 16, 64);
+                    LayerStreamBuffer b = tier.layerStreamBuffer(SHAPE, 16, 64, 2);
+                    CudaStream kernel = CudaStream.createNonBlocking();
+                    Arena arena = Arena.ofShared()) {
+                assertTrue(tier.pinnedSlabs() > 0, "the DRAM slab holding the view is page-locked");
+                g.fill(s, 1, pos); // SSD -> DRAM (the sequence was reopened: nothing is cached)
+                GpuLayerView view = b.load(g); // DRAM -> HBM
+                view.waitOn(kernel.handle());
+                ViewLayout lay = view.layout();
+                MemorySegment back = arena.allocate(lay.totalBytes(), 64);
+                Cuda.copyToHostAsync(back, 0, view.memory(), 0, lay.totalBytes(), kernel); // HBM -> host
+                view.release(kernel.handle());
+                kernel.synchronize();
+                for (int h = 0; h < 2; h++) {
+                    for (int t = 0; t < pos.length; t++) {
+                        for (int d = 0; d < 8; d++) {
+                            long off = t * lay.rowBytes() + d * 4L;
+                            assertEquals(k[1][pos[t] * 16 + h * 8 + d], back.get(ValueLayout.JAVA_FLOAT_UNALIGNED,
+                                    lay.keysOffset(h) + off));
+                            assertEquals(v[1][pos[t] * 16 + h * 8 + d], back.get(ValueLayout.JAVA_FLOAT_UNALIGNED,
+                                    lay.valuesOffset(h) + off));
+                        }
+                    }
+                }
+                for (int t = 0; t < pos.length; t++) {
+                    assertEquals(pos[t], back.get(ValueLayout.JAVA_INT_UNALIGNED, lay.positionsOffset() + 4L * t));
+                }
+                assertEquals(pos[16] / 16, back.get(ValueLayout.JAVA_INT_UNALIGNED, lay.blockTableOffset() + 4));
+
+                // The same view through the HBM hot cache.
+                long bytes = lay.totalBytes();
+                HbmHotCache<DeviceMemory> hot = tier.openHotCache(256, 8, 4, SHAPE.entryBytes(), item -> bytes,
+                        CostEffectiveness.swarm(100, 10));
+                hot.step(new int[] {0}, 1);
+                assertEquals(1, hot.admittedCount());
+                hot.upload(0, g.buffer(), 0);
+                MemorySegment back2 = arena.allocate(bytes, 64);
+                hot.download(0, back2, 0);
+                assertArrayEquals(g.buffer().asSlice(0, bytes).toArray(ValueLayout.JAVA_BYTE),
+                        back2.toArray(ValueLayout.JAVA_BYTE));
+                assertTrue(tier.hotBlockAddress(hot.block(0, 0)) != 0);
+
+                // A second load into the same slot without a release would race the kernel: refused.
+                b.load(g).release(kernel.handle());
+                GpuLayerView unreleased = b.load(g);
+                assertThrows(IllegalStateException.class, () -> b.load(g));
+                unreleased.release(kernel.handle());
+                b.synchronize();
+            }
+        }
+    }
+
+    @Test
+    void copiesOverlapAKernelOnAnotherStream() {
+        Cuda.setDevice(0);
+        long bytes = 64L << 20;
+        try (SpinKernel spin = SpinKernel.load();
+                CudaStream kernel = CudaStream.createNonBlocking();
+                CudaStream copy = CudaStream.createNonBlocking();
+                PinnedHostBuffer host = PinnedHostBuffer.allocate(bytes);
+                DeviceMemory dev = DeviceMemory.allocate(bytes);
+                CudaEvent start = CudaEvent.create(true);
+                CudaEvent end = CudaEvent.create(true);
+                CudaEvent copied = CudaEvent.create()) {
+            float copyMs = time(start, end, copy, () -> Cuda.copyToDeviceAsync(dev, 0, host.segment(), 0, bytes, copy));
+            long cycles = 50_000_000L;
+            float spinMs = time(start, end, kernel, () -> spin.launch(cycles, kernel));
+            long matched = (long) (cycles * (copyMs / spinMs));
+            spinMs = time(start, end, kernel, () -> spin.launch(matched, kernel));
+            start.record(kernel);
+            spin.launch(matched, kernel);
+            copy.waitFor(start);
+            Cuda.copyToDeviceAsync(dev, 0, host.segment(), 0, bytes, copy);
+            copied.record(copy);
+            kernel.waitFor(copied);
+            end.record(kernel);
+            end.synchronize();
+            float both = CudaEvent.elapsedMillis(start, end);
+            double hidden = (copyMs + spinMs - both) / copyMs;
+            System.out.printf("copy %.2f ms, kernel %.2f ms, together %.2f ms: %.0f%% of the copy hidden%n", copyMs,
+                    spinMs, both, hidden * 100);
+            assertTrue(hidden > 0.5, "copies should overlap the kernel: " + hidden);
+        }
+    }
+
+    private static float time(CudaEvent start, CudaEvent end, CudaStream s, Runnable work) {
+        start.record(s);
+        work.run();
+        end.record(s);
+        end.synchronize();
+        return CudaEvent.elapsedMillis(start, end);
+    }
+
+    @Test
+    void budgetResizeKeepsResidentBlocksBitExact() {
+        try (KvEngine e = KvEngine.open(config()); Arena arena = Arena.ofShared()) {
+            CudaDeviceTier tier = e.deviceTier().orElseThrow().unwrap(CudaDeviceTier.class);
+            tier.resizeHotCache(16 * 256);
+            HbmHotCache<DeviceMemory> hot = tier.openHotCache(256, 4, 16, 64, HbmHotCacheTest::itemBytes,
+                    CostEffectiveness.swarm(100, 10));
+            int[] items = {0, 1, 2, 3, 4, 5, 6, 7};
+            for (int r = 0; r < 3; r++) {
+                hot.step(items, items.length);
+                upload(hot, arena);
+            }
+            for (int r = 0; r < 5; r++) {
+                hot.step(new int[] {0, 5}, 2);
+            }
+            long[] addr = new long[8];
+            for (int item : items) {
+                addr[item] = hot.resident(item) ? tier.hotBlockAddress(hot.block(item, 0)) : 0;
+            }
+            tier.resizeHotCache(4 * 256);
+            assertTrue(hot.pool().allocatedBytes() <= 4 * 256);
+            for (int item : items) {
+                if (hot.resident(item)) {
+                    assertEquals(addr[item], tier.hotBlockAddress(hot.block(item, 0)), "item " + item + " did not move");
+                    check(hot, item, arena);
+                }
+            }
+            tier.resizeHotCache(32 * 256);
+            hot.step(items, items.length);
+            upload(hot, arena);
+            for (int item : items) {
+                assertTrue(hot.resident(item));
+                check(hot, item, arena);
+            }
+        } catch (java.io.IOException ex) {
+            throw new AssertionError(ex);
+        }
+    }
+
+    private static void upload(HbmHotCache<DeviceMemory> hot, Arena arena) {
+        for (int i = 0; i < hot.admittedCount(); i++) {
+            int item = hot.admitted(i);
+            byte[] p = HbmHotCacheTest.pattern(item);
+            MemorySegment src = arena.allocate(p.length, 64);
+            MemorySegment.copy(p, 0, src, ValueLayout.JAVA_BYTE, 0, p.length);
+            hot.upload(item, src, 0);
+            hot.download(item, arena.allocate(p.length, 64), 0); // drains: src may be dropped
+        }
+    }
+
+    private static void check(HbmHotCache<DeviceMemory> hot, int item, Arena arena) {
+        byte[] p = HbmHotCacheTest.pattern(item);
+        MemorySegment dst = arena.allocate(p.length, 64);
+        hot.download(item, dst, 0);
+        assertArrayEquals(p, dst.toArray(ValueLayout.JAVA_BYTE), "item " + item);
+    }
+}
