@@ -13,6 +13,16 @@ import java.util.Arrays;
  * <p>Tokens {@code [0, clusteredTokens)} live here; later tokens of the layer stay in the block
  * layout. The replica table (where each token's copies are) is derived, not persisted, and doubles
  * as the scheduler's {@link BucketScheduler.Replicas}.
+ *
+ * <h2>Online growth (Swarm §6.2, Eq. 9)</h2>
+ * Tokens that leave the decoder's local window are appended to clusters by
+ * {@link ClusterLayoutWriter#append}: {@link #extend} makes a <em>new</em> layout that holds every
+ * segment of this one unchanged plus new segments, one per (cluster, device) written, and
+ * {@code clusteredTokens} grows by the tokens appended, so it stays a prefix of the layer. A
+ * cluster may then have several segments on one device (one per append); its segments stay
+ * contiguous, {@code [clusterSeg[c], clusterSeg[c+1])}, the cluster's original segments first and
+ * each append's after them. Each cluster remembers the device its next appended member goes to
+ * ({@link #nextDevice}): Eq. 7's round robin, continued.
  */
 public final class ClusterLayout implements BucketScheduler.Replicas {
     final int clusteredTokens;
@@ -31,6 +41,8 @@ public final class ClusterLayout implements BucketScheduler.Replicas {
     final int[] segFirst;
     final int[] entryToken;
     final int[] entryCrc;
+    /** Per cluster, the device its next appended member goes to (Eq. 7's round robin, continued). */
+    final int[] nextDevice;
 
     // Derived: copies of token t are entries replicaEntry[replicaStart[t] .. replicaStart[t+1]).
     private final int[] replicaStart;
@@ -39,7 +51,7 @@ public final class ClusterLayout implements BucketScheduler.Replicas {
 
     ClusterLayout(int clusteredTokens, int entryBytes, double tau, int coActivationClusters, int[] medoid,
             int[] clusterSeg, int[] segDevice, long[] segOffset, int[] segLength, int[] segFirst, int[] entryToken,
-            int[] entryCrc) {
+            int[] entryCrc, int[] nextDevice) {
         this.clusteredTokens = clusteredTokens;
         this.entryBytes = entryBytes;
         this.tau = tau;
@@ -52,6 +64,7 @@ public final class ClusterLayout implements BucketScheduler.Replicas {
         this.segFirst = segFirst;
         this.entryToken = entryToken;
         this.entryCrc = entryCrc;
+        this.nextDevice = nextDevice;
         validateShape();
         entrySeg = new int[entryToken.length];
         for (int s = 0; s < segDevice.length; s++) {
@@ -84,12 +97,16 @@ public final class ClusterLayout implements BucketScheduler.Replicas {
         int segs = segDevice.length;
         if (clusterSeg.length != clusters + 1 || clusterSeg[0] != 0 || clusterSeg[clusters] != segs
                 || segOffset.length != segs || segLength.length != segs || segFirst.length != segs + 1
-                || segFirst[0] != 0 || segFirst[segs] != entryToken.length || entryCrc.length != entryToken.length) {
+                || segFirst[0] != 0 || segFirst[segs] != entryToken.length || entryCrc.length != entryToken.length
+                || nextDevice.length != clusters) {
             throw new IllegalArgumentException("cluster layout arrays are inconsistent");
         }
         for (int c = 0; c < clusters; c++) {
             if (clusterSeg[c] > clusterSeg[c + 1]) {
                 throw new IllegalArgumentException("cluster " + c + " has a negative segment count");
+            }
+            if (nextDevice[c] < 0 || nextDevice[c] > 0xFFFF) {
+                throw new IllegalArgumentException("cluster " + c + " next device " + nextDevice[c] + " outside 0..65535");
             }
             if (medoid[c] < 0 || medoid[c] >= clusteredTokens) {
                 throw new IllegalArgumentException("cluster " + c + " medoid " + medoid[c] + " outside 0.."
@@ -271,13 +288,147 @@ public final class ClusterLayout implements BucketScheduler.Replicas {
         for (int s = 0; s < dev.length; s++) {
             dev[s] = map[segDevice[s]];
         }
+        int[] next = new int[nextDevice.length];
+        for (int c = 0; c < next.length; c++) {
+            next[c] = map[nextDevice[c]];
+        }
         return new ClusterLayout(clusteredTokens, entryBytes, tau, coActivationClusters, medoid, clusterSeg, dev,
-                segOffset, segLength, segFirst, entryToken, entryCrc);
+                segOffset, segLength, segFirst, entryToken, entryCrc, next);
+    }
+
+    /**
+     * Eq. 7's next device of every cluster of a layout written in one piece: with {@code p} the sum
+     * of the sizes of clusters {@code 0..c}, cluster {@code c} started on {@code (p − |C|) mod N}
+     * and its members went round robin from there, so the next one goes to {@code p mod N}.
+     */
+    static int[] eq7NextDevices(int[] clusterSizes, int devices) {
+        int[] next = new int[clusterSizes.length];
+        long p = 0;
+        for (int c = 0; c < next.length; c++) {
+            p += clusterSizes[c];
+            next[c] = (int) (p % devices);
+        }
+        return next;
+    }
+
+    /**
+     * The device the next member appended to {@code cluster} goes to: Eq. 7's round robin continued
+     * ("place it on the next SSD allocated for that cluster", Swarm §6.2). A full device may still
+     * hand that member's extent to another device; the round robin continues regardless.
+     */
+    public int nextDevice(int cluster) {
+        return nextDevice[cluster];
+    }
+
+    /**
+     * A new layout: this one's segments unchanged, plus {@code added} new segments appended to the
+     * clusters they name (existing clusters, or new ones with ids {@code clusterCount()..}), each
+     * cluster's new segments after its old ones in the order given. O(total stored entries): it
+     * rebuilds the arrays so a cluster's segments stay contiguous. Validates like the constructor.
+     *
+     * @param clusteredTokens the new prefix, at least this layout's
+     * @param newMedoids medoids of the new clusters, in id order
+     * @param addCluster per new segment its cluster, non-decreasing
+     * @param addDevice per new segment its device
+     * @param addOffset per new segment its extent offset
+     * @param addLength per new segment its extent length
+     * @param addFirst new segment {@code s} holds entries {@code [addFirst[s], addFirst[s+1])} of
+     *     {@code addToken} / {@code addCrc}
+     * @param nextDevice per cluster (old and new) the next device after the append
+     */
+    ClusterLayout extend(int clusteredTokens, int[] newMedoids, int[] addCluster, int[] addDevice, long[] addOffset,
+            int[] addLength, int[] addFirst, int[] addToken, int[] addCrc, int[] nextDevice) {
+        if (clusteredTokens < this.clusteredTokens) {
+            throw new IllegalArgumentException("clusteredTokens = " + clusteredTokens + " is out of range; allowed: "
+                    + this.clusteredTokens + ".." + Integer.MAX_VALUE + " (a layout only grows)");
+        }
+        int oldClusters = medoid.length;
+        int clusters = oldClusters + newMedoids.length;
+        int added = addCluster.length;
+        int segs = segDevice.length + added;
+        int entries = entryToken.length + addToken.length;
+        int[] med = Arrays.copyOf(medoid, clusters);
+        System.arraycopy(newMedoids, 0, med, oldClusters, newMedoids.length);
+        int[] cSeg = new int[clusters + 1];
+        int[] dev = new int[segs];
+        long[] off = new long[segs];
+        int[] len = new int[segs];
+        int[] first = new int[segs + 1];
+        int[] tok = new int[entries];
+        int[] crc = new int[entries];
+        int s = 0;
+        int e = 0;
+        int a = 0;
+        for (int c = 0; c < clusters; c++) {
+            cSeg[c] = s;
+            if (c < oldClusters) {
+                for (int g = clusterSeg[c]; g < clusterSeg[c + 1]; g++) {
+                    dev[s] = segDevice[g];
+                    off[s] = segOffset[g];
+                    len[s] = segLength[g];
+                    int n = segFirst[g + 1] - segFirst[g];
+                    System.arraycopy(entryToken, segFirst[g], tok, e, n);
+                    System.arraycopy(entryCrc, segFirst[g], crc, e, n);
+                    e += n;
+                    first[++s] = e;
+                }
+            }
+            for (; a < added && addCluster[a] == c; a++) {
+                dev[s] = addDevice[a];
+                off[s] = addOffset[a];
+                len[s] = addLength[a];
+                int n = addFirst[a + 1] - addFirst[a];
+                System.arraycopy(addToken, addFirst[a], tok, e, n);
+                System.arraycopy(addCrc, addFirst[a], crc, e, n);
+                e += n;
+                first[++s] = e;
+            }
+        }
+        cSeg[clusters] = s;
+        if (a != added || s != segs || e != entries) {
+            throw new IllegalArgumentException("added segments name clusters outside 0.." + (clusters - 1)
+                    + " or not in non-decreasing order");
+        }
+        return new ClusterLayout(clusteredTokens, entryBytes, tau, coActivationClusters, med, cSeg, dev, off, len,
+                first, tok, crc, nextDevice);
+    }
+
+    /**
+     * The segments of this layout that {@code older} does not hold, ascending: what an
+     * {@link ClusterLayoutWriter#append append} (or several) wrote since {@code older}. A caller that
+     * abandons this layout frees exactly these; the others still belong to {@code older}.
+     *
+     * @throws IllegalArgumentException if this layout does not extend {@code older}
+     */
+    public int[] segmentsAddedSince(ClusterLayout older) {
+        if (older.medoid.length > medoid.length || older.clusteredTokens > clusteredTokens) {
+            throw new IllegalArgumentException("this layout (" + medoid.length + " clusters, " + clusteredTokens
+                    + " tokens) does not extend the given one (" + older.medoid.length + " clusters, "
+                    + older.clusteredTokens + " tokens)");
+        }
+        int[] out = new int[segDevice.length];
+        int n = 0;
+        for (int c = 0; c < medoid.length; c++) {
+            int kept = c < older.medoid.length ? older.clusterSeg[c + 1] - older.clusterSeg[c] : 0;
+            for (int k = 0; k < clusterSeg[c + 1] - clusterSeg[c]; k++) {
+                int g = clusterSeg[c] + k;
+                if (k < kept) {
+                    int o = older.clusterSeg[c] + k;
+                    if (older.segDevice[o] != segDevice[g] || older.segOffset[o] != segOffset[g]) {
+                        throw new IllegalArgumentException("segment " + g + " of cluster " + c
+                                + " differs from the given layout's: this layout does not extend it");
+                    }
+                } else {
+                    out[n++] = g;
+                }
+            }
+        }
+        return Arrays.copyOf(out, n);
     }
 
     /** DRAM held by this layout's tables, in bytes. */
     public long memoryBytes() {
-        return 4L * (medoid.length + clusterSeg.length + segDevice.length + segLength.length + segFirst.length
+        return 4L * (medoid.length + nextDevice.length + clusterSeg.length + segDevice.length + segLength.length + segFirst.length
                 + entryToken.length + entryCrc.length + replicaStart.length + replicaEntry.length + entrySeg.length)
                 + 8L * segOffset.length;
     }

@@ -17,6 +17,9 @@ import java.util.zip.CRC32C;
  * Writes one layer's cluster layout: clusters are taken in groups of a few thousand entries; a
  * group's entries are gathered once from the current layout, then each (cluster, device) share is
  * written as one extent, every entry with its CRC32C. Offline work: it may allocate.
+ *
+ * <p>{@link #append} grows a written layout online (Swarm §6.2, Eq. 9): tokens leaving the local
+ * window join clusters, each member going to its cluster's next device.
  */
 public final class ClusterLayoutWriter {
     /** Reads entries of the layer being re-laid-out: K into {@code keys}, V into {@code values}, token-major. */
@@ -128,9 +131,13 @@ public final class ClusterLayoutWriter {
                     store.backend().sync(d);
                 }
             }
+            int[] sizes = new int[clusters];
+            for (int c = 0; c < clusters; c++) {
+                sizes[c] = segFirst[clusterSeg[c + 1]] - segFirst[clusterSeg[c]];
+            }
             ClusterLayout layout = new ClusterLayout(plan.clusteredTokens(), entry, plan.tau(),
                     plan.coActivationClusters(), medoid, clusterSeg, dev, segOffset, segLength, segFirst, entryToken,
-                    entryCrc);
+                    entryCrc, ClusterLayout.eq7NextDevices(sizes, devices));
             ok = true;
             return layout;
         } catch (IOException e) {
@@ -145,6 +152,229 @@ public final class ClusterLayoutWriter {
                 for (int g = 0; g < segs; g++) {
                     if (segOffset[g] >= 0) {
                         store.free(dev[g], segOffset[g], segLength[g]);
+                    }
+                }
+            }
+        }
+    }
+
+    /**
+     * Online cluster maintenance's write (Swarm §6.2, Eq. 9): appends tokens that left the local
+     * window to the clusters they joined, and returns a <em>new</em> layout; {@code old} is not
+     * changed. Each appended member goes to its cluster's {@linkplain ClusterLayout#nextDevice next
+     * device} (round robin, continuing Eq. 7); a new cluster starts on device {@code p mod N}, where
+     * {@code p} counts the stored entries before it (Eq. 7's pointer). The members one call appends to
+     * one cluster on one device form one new aligned extent, every entry with its CRC32C, written
+     * through the store's backend like {@link #write}; then the devices written are synced.
+     *
+     * <p>The new layout holds all of {@code old}'s segments, unchanged and still in use, plus the new
+     * ones ({@link ClusterLayout#segmentsAddedSince(ClusterLayout) segmentsAddedSince(old)}). The
+     * caller must not free {@code old}'s extents when it swaps layouts; if it abandons the new layout
+     * before a commit, it frees only the added segments. On failure this method frees what it
+     * allocated and {@code old} stays valid.
+     *
+     * <p>How the decoder calls it, every {@code blockTokens} tokens or so (off the per-step path; it
+     * allocates): {@code OnlineClusterMaintenance} collected the assignments as tokens left the
+     * window, in position order:
+     * <pre>{@code
+     * OnlineClusterMaintenance.Assignments a = maintenance.drainAssignments();
+     * ClusterLayout next = ClusterLayoutWriter.append(store, sequenceId, shape, old,
+     *         a.tokens(), a.clusterStart(), a.clusterIds(), (pos, k, v) -> read(layer, pos, k, v));
+     * // swap old for next; commit persists next (its manifest names old's segments and the new ones)
+     * }</pre>
+     *
+     * @param owner the sequence id (an allocation never evicts its owner)
+     * @param old the layer's current layout; its entry size must be {@code shape.entryBytes()}
+     * @param tokens the tokens to append: exactly {@code old.clusteredTokens() + 0, +1, …}, at least one,
+     *     so the clustered tokens stay a prefix of the layer
+     * @param clusterStart {@code tokens.length + 1} offsets into {@code clusterIds}, from 0 to
+     *     {@code clusterIds.length}: token {@code i} joins clusters
+     *     {@code clusterIds[clusterStart[i] .. clusterStart[i+1])}, at least one, distinct
+     * @param clusterIds cluster ids: an existing cluster ({@code < old.clusterCount()}) or a new one.
+     *     New ids are dense and introduced in order: the first mention of a new cluster must be
+     *     {@code old.clusterCount()}, the next new one {@code +1}, and so on; the token that first
+     *     names a new cluster is its medoid
+     * @param source reads the appended tokens' K and V (token-major), as {@link #write}'s does
+     * @return the extended layout
+     */
+    public static ClusterLayout append(Store store, String owner, KvShape shape, ClusterLayout old, int[] tokens,
+            int[] clusterStart, int[] clusterIds, Source source) {
+        Checks.notNull("store", store);
+        Checks.notNull("owner", owner);
+        Checks.notNull("shape", shape);
+        Checks.notNull("old", old);
+        Checks.notNull("tokens", tokens);
+        Checks.notNull("clusterStart", clusterStart);
+        Checks.notNull("clusterIds", clusterIds);
+        Checks.notNull("source", source);
+        int devices = store.devices().size();
+        int entry = shape.entryBytes();
+        int half = shape.halfEntryBytes();
+        if (old.entryBytes != entry) {
+            throw new IllegalArgumentException("shape.entryBytes() = " + entry + " does not match the layout's "
+                    + old.entryBytes + "-byte entries; allowed: the shape the layout was written with");
+        }
+        int n = Checks.inRange("tokens.length", tokens.length, 1, Integer.MAX_VALUE - 8 - old.clusteredTokens);
+        for (int i = 0; i < n; i++) {
+            int expected = old.clusteredTokens + i;
+            if (tokens[i] != expected) {
+                throw new IllegalArgumentException("tokens[" + i + "] = " + tokens[i] + " is out of range; allowed: "
+                        + expected + ".." + expected + " (appended tokens continue the clustered prefix 0.."
+                        + (old.clusteredTokens - 1) + " in order)");
+            }
+        }
+        if (clusterStart.length != n + 1) {
+            throw new IllegalArgumentException("clusterStart.length = " + clusterStart.length + " is out of range; allowed: "
+                    + (n + 1) + ".." + (n + 1) + " (tokens.length + 1)");
+        }
+        if (clusterStart[0] != 0 || clusterStart[n] != clusterIds.length) {
+            throw new IllegalArgumentException("clusterStart runs from " + clusterStart[0] + " to " + clusterStart[n]
+                    + "; allowed: from 0 to clusterIds.length = " + clusterIds.length);
+        }
+        int oldClusters = old.clusterCount();
+        int clusters = oldClusters;
+        IntList newMedoids = new IntList();
+        int[] stamp = new int[oldClusters + clusterIds.length]; // duplicate check: the token (+1) that last named a cluster
+        for (int i = 0; i < n; i++) {
+            int from = clusterStart[i], to = clusterStart[i + 1];
+            if (to <= from || from < 0 || to > clusterIds.length) {
+                throw new IllegalArgumentException("clusterStart[" + i + "].." + "clusterStart[" + (i + 1) + "] = "
+                        + from + ".." + to + " is out of range; allowed: at least one cluster per token, within 0.."
+                        + clusterIds.length);
+            }
+            for (int k = from; k < to; k++) {
+                int c = clusterIds[k];
+                if (c < 0 || c > clusters) {
+                    throw new IllegalArgumentException("clusterIds[" + k + "] = " + c + " is out of range; allowed: 0.."
+                            + clusters + " (existing clusters 0.." + (oldClusters - 1) + ", new ones in order from "
+                            + oldClusters + ")");
+                }
+                if (c == clusters) {
+                    newMedoids.add(tokens[i]);
+                    clusters++;
+                }
+                if (stamp[c] == i + 1) {
+                    throw new IllegalArgumentException("clusterIds[" + k + "] = " + c + " names a cluster token "
+                            + tokens[i] + " already joins; allowed: distinct clusters per token");
+                }
+                stamp[c] = i + 1;
+            }
+        }
+
+        // Round robin per cluster: count the members each (cluster, device) share gets, then fill.
+        int[] next = Arrays.copyOf(old.nextDevice, clusters);
+        long p = old.storedEntries();
+        int[] deviceOf = new int[clusterIds.length];
+        int[] perShare = new int[clusters * devices];
+        boolean[] created = new boolean[clusters];
+        for (int i = 0; i < n; i++) {
+            for (int k = clusterStart[i]; k < clusterStart[i + 1]; k++) {
+                int c = clusterIds[k];
+                if (c >= oldClusters && !created[c]) {
+                    created[c] = true;
+                    next[c] = (int) (p % devices); // Eq. 7: a new cluster starts where the pointer is
+                }
+                int d = next[c] % devices;
+                deviceOf[k] = d;
+                perShare[c * devices + d]++;
+                next[c] = (d + 1) % devices;
+                p++;
+            }
+        }
+        int[] shareSeg = new int[clusters * devices];
+        int segs = 0;
+        for (int x = 0; x < shareSeg.length; x++) {
+            shareSeg[x] = perShare[x] > 0 ? segs++ : -1;
+        }
+        int[] segCluster = new int[segs];
+        int[] segDevice = new int[segs];
+        int[] segFirst = new int[segs + 1];
+        for (int x = 0; x < shareSeg.length; x++) {
+            if (shareSeg[x] >= 0) {
+                int g = shareSeg[x];
+                segCluster[g] = x / devices;
+                segDevice[g] = x % devices;
+                segFirst[g + 1] = segFirst[g] + perShare[x];
+            }
+        }
+        int total = segFirst[segs];
+        int[] entryToken = new int[total];
+        int[] entrySource = new int[total]; // index into tokens: where the entry's bytes come from
+        int[] fill = Arrays.copyOf(segFirst, segs);
+        for (int i = 0; i < n; i++) {
+            for (int k = clusterStart[i]; k < clusterStart[i + 1]; k++) {
+                int g = shareSeg[clusterIds[k] * devices + deviceOf[k]];
+                entryToken[fill[g]] = tokens[i];
+                entrySource[fill[g]++] = i;
+            }
+        }
+        int[] entryCrc = new int[total];
+        long[] segOffset = new long[segs];
+        int[] segLength = new int[segs];
+        Arrays.fill(segOffset, -1);
+
+        CRC32C crc = new CRC32C();
+        IoBatch batch = store.backend().newBatch(BATCH);
+        DramSlot[] slots = new DramSlot[BATCH];
+        boolean[] written = new boolean[devices];
+        boolean ok = false;
+        try (Arena arena = Arena.ofConfined()) {
+            // Each appended token is read once, however many clusters it joined.
+            MemorySegment keys = arena.allocate((long) n * half, 64);
+            MemorySegment values = arena.allocate((long) n * half, 64);
+            source.read(tokens.clone(), keys, values);
+            for (int g = 0; g < segs; g++) {
+                int count = segFirst[g + 1] - segFirst[g];
+                long len = Checks.alignUp((long) count * entry, store.devices().get(segDevice[g]).alignment());
+                long packed = store.allocate(segDevice[g], len, owner);
+                segDevice[g] = Store.packedDevice(packed); // a full device hands the share to another one
+                segOffset[g] = Store.packedOffset(packed);
+                segLength[g] = (int) len;
+                DramSlot slot = store.dram().acquire(len);
+                slots[batch.size()] = slot;
+                MemorySegment dst = slot.segment();
+                for (int k = 0; k < count; k++) {
+                    int src = entrySource[segFirst[g] + k];
+                    MemorySegment.copy(keys, (long) src * half, dst, (long) k * entry, half);
+                    MemorySegment.copy(values, (long) src * half, dst, (long) k * entry + half, half);
+                    crc.reset();
+                    crc.update(dst.asSlice((long) k * entry, entry).asByteBuffer());
+                    entryCrc[segFirst[g] + k] = (int) crc.getValue();
+                }
+                if ((long) count * entry < len) {
+                    dst.asSlice((long) count * entry, len - (long) count * entry).fill((byte) 0);
+                }
+                batch.addWrite(segDevice[g], segOffset[g], dst.asSlice(0, len), g);
+                written[segDevice[g]] = true;
+                if (batch.isFull()) {
+                    flush(store, batch, slots);
+                }
+            }
+            flush(store, batch, slots);
+            for (int d = 0; d < devices; d++) {
+                if (written[d]) {
+                    store.backend().sync(d);
+                }
+            }
+            for (int c = 0; c < clusters; c++) {
+                next[c] %= devices;
+            }
+            ClusterLayout layout = old.extend(old.clusteredTokens + n, newMedoids.toArray(), segCluster, segDevice,
+                    segOffset, segLength, segFirst, entryToken, entryCrc, next);
+            ok = true;
+            return layout;
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        } finally {
+            for (int i = 0; i < slots.length; i++) {
+                if (slots[i] != null) {
+                    store.dram().release(slots[i]);
+                }
+            }
+            if (!ok) {
+                for (int g = 0; g < segs; g++) {
+                    if (segOffset[g] >= 0) {
+                        store.free(segDevice[g], segOffset[g], segLength[g]);
                     }
                 }
             }

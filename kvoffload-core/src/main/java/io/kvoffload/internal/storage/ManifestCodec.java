@@ -13,7 +13,7 @@ import java.util.List;
 import java.util.zip.CRC32C;
 
 /**
- * Binary manifest format (big-endian), version 1:
+ * Binary manifest format (big-endian), version 3:
  *
  * <pre>
  * "KVOM" u32 version
@@ -23,30 +23,45 @@ import java.util.zip.CRC32C;
  * per layer: u32 nBlocks, then per block: u16 device (0xFFFF: no extent), i64 offset, u32 length, i32 crc32c
  * per layer: u8 hasClusters, and if 1: u32 clusteredTokens, f64 tau, u32 coActivationClusters,
  *   u32 nClusters, i32 medoid × nClusters,
- *   u32 segments per cluster × nClusters, then per segment: u16 device, i64 offset, u32 length,
- *   u32 entries, then (i32 token, i32 crc32c) × entries
+ *   u32 segments per cluster × nClusters, u16 nextDevice × nClusters (v3),
+ *   then per segment: u16 device, i64 offset, u32 length, u32 entries, then (i32 token, i32 crc32c) × entries
  * i64 commitMillis, i64 commitNumber
  * i32 CRC32C of everything above
  * </pre>
  *
- * Decoding trusts nothing: counts are checked against the bytes that remain and against the shape,
+ * Version 3 added each cluster's next device (online maintenance appends there, Swarm Eq. 9) and
+ * lets a cluster have more segments than devices (one per device per append). Version 2 files, which
+ * have neither, still decode: their next devices are Eq. 7's, recomputed from the cluster sizes.
+ *
+ * <p>Decoding trusts nothing: counts are checked against the bytes that remain and against the shape,
  * so a damaged or hostile file is rejected with a message instead of allocating absurd arrays or
  * naming extents outside a pool ({@link #validate} checks those against the open devices).
  */
 public final class ManifestCodec {
     private static final int MAGIC = 0x4B564F4D; // "KVOM"
     private static final int NO_EXTENT = 0xFFFF;
-    public static final int VERSION = 2;
+    public static final int VERSION = 3;
+    /** The oldest version {@link #decode} still reads. */
+    static final int OLDEST_READABLE = 2;
 
     private ManifestCodec() {}
 
     public static byte[] encode(Manifest m) {
+        return encode(m, VERSION);
+    }
+
+    /** Encodes in an older format {@link #decode} still reads (tests of compatibility use it). */
+    static byte[] encode(Manifest m, int version) {
+        if (version < OLDEST_READABLE || version > VERSION) {
+            throw new IllegalArgumentException("version = " + version + " is out of range; allowed: " + OLDEST_READABLE
+                    + ".." + VERSION);
+        }
         try {
             ByteArrayOutputStream bytes = new ByteArrayOutputStream(
                     64 + m.tokenCount() * 4 + m.shape().layers() * m.blocksPerLayer() * 18);
             DataOutputStream out = new DataOutputStream(bytes);
             out.writeInt(MAGIC);
-            out.writeInt(VERSION);
+            out.writeInt(version);
             writeString(out, m.id());
             KvShape s = m.shape();
             out.writeInt(s.layers());
@@ -75,7 +90,7 @@ public final class ManifestCodec {
             for (ClusterLayout c : m.clusters()) {
                 out.writeByte(c == null ? 0 : 1);
                 if (c != null) {
-                    writeClusters(out, c);
+                    writeClusters(out, c, version);
                 }
             }
             out.writeLong(m.commitMillis());
@@ -91,7 +106,7 @@ public final class ManifestCodec {
         }
     }
 
-    private static void writeClusters(DataOutputStream out, ClusterLayout c) throws IOException {
+    private static void writeClusters(DataOutputStream out, ClusterLayout c, int version) throws IOException {
         out.writeInt(c.clusteredTokens);
         out.writeDouble(c.tau);
         out.writeInt(c.coActivationClusters);
@@ -103,6 +118,11 @@ public final class ManifestCodec {
         for (int k = 0; k < n; k++) {
             out.writeInt(c.clusterSeg[k + 1] - c.clusterSeg[k]);
         }
+        if (version >= 3) {
+            for (int k = 0; k < n; k++) {
+                out.writeShort(c.nextDevice[k]);
+            }
+        } // version 2 has no next devices: decoding recomputes Eq. 7's
         for (int s = 0; s < c.segDevice.length; s++) {
             out.writeShort(c.segDevice[s]);
             out.writeLong(c.segOffset[s]);
@@ -115,7 +135,8 @@ public final class ManifestCodec {
         }
     }
 
-    private static ClusterLayout readClusters(ByteBuffer buf, int layer, KvShape shape, int nTok, int nDev) {
+    private static ClusterLayout readClusters(ByteBuffer buf, int layer, KvShape shape, int nTok, int nDev,
+            int version) {
         int clusteredTokens = buf.getInt();
         if (clusteredTokens < 1 || clusteredTokens > nTok) {
             throw new IllegalArgumentException("manifest layer " + layer + " clusters " + clusteredTokens
@@ -131,11 +152,24 @@ public final class ManifestCodec {
         int[] clusterSeg = new int[n + 1];
         for (int k = 0; k < n; k++) {
             int segs = buf.getInt();
-            if (segs < 0 || segs > nDev) {
+            // Version 2 wrote a cluster in one piece, one segment per device at most; appends (v3) add
+            // one per device each time, bounded only by the bytes (18 or more per segment).
+            long max = version == 2 ? nDev : buf.remaining() / 18;
+            if (segs < 0 || segs > max || (long) clusterSeg[k] + segs > Integer.MAX_VALUE - 8) {
                 throw new IllegalArgumentException("manifest layer " + layer + " cluster " + k + " has " + segs
-                        + " segments; allowed 0.." + nDev);
+                        + " segments; allowed 0.." + max);
             }
             clusterSeg[k + 1] = clusterSeg[k] + segs;
+        }
+        int[] nextDevice = new int[n];
+        if (version >= 3) {
+            for (int k = 0; k < n; k++) {
+                nextDevice[k] = buf.getShort() & 0xFFFF;
+                if (nextDevice[k] >= nDev) {
+                    throw new IllegalArgumentException("manifest layer " + layer + " cluster " + k
+                            + " names next device " + nextDevice[k] + "; the manifest lists " + nDev);
+                }
+            }
         }
         int segs = clusterSeg[n];
         if ((long) segs * 18 > buf.remaining()) {
@@ -168,8 +202,16 @@ public final class ManifestCodec {
             }
             segFirst[s + 1] = total;
         }
+        if (version == 2) {
+            int[] sizes = new int[n];
+            for (int k = 0; k < n; k++) {
+                sizes[k] = segFirst[clusterSeg[k + 1]] - segFirst[clusterSeg[k]];
+            }
+            nextDevice = ClusterLayout.eq7NextDevices(sizes, Math.max(1, nDev));
+        }
         return new ClusterLayout(clusteredTokens, shape.entryBytes(), tau, coActivation, medoid, clusterSeg, segDevice,
-                segOffset, segLength, segFirst, java.util.Arrays.copyOf(tokens, total), java.util.Arrays.copyOf(crcs, total));
+                segOffset, segLength, segFirst, java.util.Arrays.copyOf(tokens, total), java.util.Arrays.copyOf(crcs, total),
+                nextDevice);
     }
 
     private static void writeString(DataOutputStream out, String s) throws IOException {
@@ -197,8 +239,9 @@ public final class ManifestCodec {
                 throw new IllegalArgumentException("not a kvoffload manifest (bad magic)");
             }
             int version = buf.getInt();
-            if (version != VERSION) {
-                throw new IllegalArgumentException("manifest format version " + version + "; this build reads " + VERSION);
+            if (version < OLDEST_READABLE || version > VERSION) {
+                throw new IllegalArgumentException("manifest format version " + version + "; this build reads "
+                        + OLDEST_READABLE + ".." + VERSION);
             }
             String id = readString(buf);
             int layers = buf.getInt();
@@ -254,7 +297,7 @@ public final class ManifestCodec {
             for (int l = 0; l < layers; l++) {
                 int has = buf.get();
                 if (has == 1) {
-                    clusters[l] = readClusters(buf, l, shape, nTok, nDev);
+                    clusters[l] = readClusters(buf, l, shape, nTok, nDev, version);
                 } else if (has != 0) {
                     throw new IllegalArgumentException("manifest layer " + l + " cluster flag " + has);
                 }

@@ -24,7 +24,7 @@ class ManifestCodecTest {
         // Layer 1's first 3 tokens are clustered: cluster 0 = {0, 1} on devices 0 and 1, cluster 1 = {2, 0}.
         ClusterLayout c = new ClusterLayout(3, shape.entryBytes(), 0.35, 1, new int[] {0, 2}, new int[] {0, 2, 3},
                 new int[] {0, 1, 1}, new long[] {16384, 16384, 20480}, new int[] {4096, 4096, 4096},
-                new int[] {0, 1, 2, 4}, new int[] {0, 1, 2, 0}, new int[] {21, 22, 23, 24});
+                new int[] {0, 1, 2, 4}, new int[] {0, 1, 2, 0}, new int[] {21, 22, 23, 24}, new int[] {0, 0});
         return new Manifest("seq-1", shape, 4, List.of("u0", "u1"), new int[] {5, 6, 7, 8, 9}, t,
                 new ClusterLayout[] {null, c}, 123, 2);
     }
@@ -43,6 +43,59 @@ class ManifestCodecTest {
         assertArrayEquals(new int[] {2, 0}, m.clusters()[1].members(1));
         assertEquals(2, m.clusters()[1].replicaCount(0), "token 0 is stored in both clusters");
         assertEquals(20480 + 64, m.clusters()[1].entryOffset(3));
+    }
+
+    /** The sample's clustered layer grown online: token 3 joins cluster 0 and a new cluster 2 of its own. */
+    static Manifest extended() {
+        Manifest m = sample();
+        ClusterLayout old = m.clusters()[1];
+        ClusterLayout grown = old.extend(4, new int[] {3}, new int[] {0, 2}, new int[] {1, 0},
+                new long[] {24576, 28672}, new int[] {4096, 4096}, new int[] {0, 1, 2}, new int[] {3, 3},
+                new int[] {31, 32}, new int[] {1, 0, 1});
+        return new Manifest(m.id(), m.shape(), m.blockTokens(), m.deviceUuids(), m.tokenIds(), m.layers(),
+                new ClusterLayout[] {null, grown}, m.commitMillis(), m.commitNumber());
+    }
+
+    @Test
+    void anExtendedLayoutRoundTrips() {
+        ClusterLayout built = extended().clusters()[1];
+        ClusterLayout c = ManifestCodec.decode(ManifestCodec.encode(extended())).clusters()[1];
+        assertEquals(4, c.clusteredTokens());
+        assertEquals(3, c.clusterCount());
+        assertEquals(1, c.coActivationClusters(), "clusters created online are not Algorithm 1's");
+        assertArrayEquals(new int[] {0, 1, 3}, c.members(0), "old members first, then the appended one");
+        assertArrayEquals(new int[] {3}, c.members(2));
+        assertEquals(3, c.medoid(2));
+        assertEquals(3, c.clusterSegmentEnd(0) - c.clusterSegmentStart(0));
+        assertEquals(2, c.replicaCount(3));
+        for (int s = 0; s < built.segmentCount(); s++) {
+            assertEquals(built.segmentDevice(s), c.segmentDevice(s));
+            assertEquals(built.segmentOffset(s), c.segmentOffset(s));
+            assertEquals(built.segmentLength(s), c.segmentLength(s));
+        }
+        for (int e = 0; e < built.storedEntries(); e++) {
+            assertEquals(built.entryToken(e), c.entryToken(e));
+            assertEquals(built.entryCrc(e), c.entryCrc(e));
+            assertEquals(built.entryOffset(e), c.entryOffset(e));
+        }
+        for (int k = 0; k < 3; k++) {
+            assertEquals(built.nextDevice(k), c.nextDevice(k));
+        }
+        assertArrayEquals(new int[] {2, 4}, c.segmentsAddedSince(sample().clusters()[1]),
+                "the segments the extension wrote");
+        assertThrows(IllegalArgumentException.class, () -> sample().clusters()[1].segmentsAddedSince(c));
+    }
+
+    @Test
+    void versionTwoManifestsStillDecodeWithEq7NextDevices() {
+        Manifest m = ManifestCodec.decode(ManifestCodec.encode(sample(), 2));
+        ClusterLayout c = m.clusters()[1];
+        // Cluster sizes 2 and 2 over 2 devices: p = 2 then 4, so both next devices are 0.
+        assertEquals(0, c.nextDevice(0));
+        assertEquals(0, c.nextDevice(1));
+        assertArrayEquals(new int[] {2, 0}, c.members(1));
+        // Version 2 allowed at most one segment per device per cluster; version 3 lifts it.
+        assertThrows(IllegalArgumentException.class, () -> ManifestCodec.decode(ManifestCodec.encode(extended(), 2)));
     }
 
     @Property(tries = 300)
