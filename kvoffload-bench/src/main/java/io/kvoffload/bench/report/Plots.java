@@ -117,7 +117,7 @@ public final class Plots {
     }
 
     private static void style(Styler s) {
-        s.setLegendPosition(Styler.LegendPosition.InsideNW);
+        s.setLegendPosition(Styler.LegendPosition.OutsideS);
         s.setChartBackgroundColor(Color.WHITE);
         s.setPlotBackgroundColor(Color.WHITE);
         s.setAntiAlias(true);
