@@ -18,6 +18,7 @@ module io.kvoffload.core {
     exports io.kvoffload.internal.swarm to io.kvoffload.bench;
     exports io.kvoffload.internal.baseline to io.kvoffload.bench;
     exports io.kvoffload.internal.kvswap to io.kvoffload.bench;
+    exports io.kvoffload.internal.io to io.kvoffload.bench;
 
     uses io.kvoffload.spi.IoBackendProvider;
     uses io.kvoffload.spi.DramSlabListener;

@@ -56,6 +56,7 @@ public final class KvConfig {
     private final Gpu gpu;
     private final int gpuDevice;
     private final long gpuCacheBudgetBytes;
+    private final DeviceModelSpec deviceModel;
 
     private KvConfig(Builder b) {
         this.ssdDirectories = List.copyOf(b.ssdDirectories);
@@ -73,6 +74,7 @@ public final class KvConfig {
         this.gpu = b.gpu;
         this.gpuDevice = b.gpuDevice;
         this.gpuCacheBudgetBytes = b.gpuCacheBudgetBytes;
+        this.deviceModel = b.deviceModel;
     }
 
     public static Builder builder() {
@@ -152,6 +154,14 @@ public final class KvConfig {
     }
 
     /**
+     * The simulated SSD every device behaves like, or null (the default) for the real devices
+     * as they are. With a model the backend's name contains {@code simulated}.
+     */
+    public DeviceModelSpec deviceModel() {
+        return deviceModel;
+    }
+
+    /**
      * Reads a JSON configuration file. Sizes may be numbers of bytes or strings with a unit
      * ({@code "512MiB"}, {@code "4GiB"}); relative directories resolve against the file's folder.
      */
@@ -171,7 +181,12 @@ public final class KvConfig {
 
     static final Set<String> KEYS = new TreeSet<>(List.of("ssdDirectories", "metadataDirectory", "dramBudget",
             "dramSlab", "deviceCapacity", "blockTokens", "checksums", "ioBackend", "directIo",
-            "directIoAlignment", "queueDepth", "ioThreadsPerDevice", "gpu", "gpuDevice", "gpuCacheBudget"));
+            "directIoAlignment", "queueDepth", "ioThreadsPerDevice", "gpu", "gpuDevice", "gpuCacheBudget",
+            "deviceModel"));
+
+    /** The keys of a {@code deviceModel} object in a configuration file. */
+    static final Set<String> DEVICE_MODEL_KEYS = new TreeSet<>(List.of("profile", "bandwidth", "iops",
+            "latencyMicros", "queueDepth", "scale", "scaleDevices", "hostBandwidth", "hostIops"));
 
     static KvConfig fromMap(Map<String, Object> map, Path base) {
         Builder b = builder();
@@ -203,6 +218,7 @@ public final class KvConfig {
                 case "gpu" -> b.gpu(Gpu.parse(String.valueOf(v)));
                 case "gpuDevice" -> b.gpuDevice(parseInt(k, v));
                 case "gpuCacheBudget" -> b.gpuCacheBudgetBytes(parseSize(k, v));
+                case "deviceModel" -> b.deviceModel(parseDeviceModel(v));
                 default -> throw new IllegalArgumentException(
                         "unknown configuration key '" + k + "'; allowed keys: " + KEYS);
             }
@@ -231,6 +247,92 @@ public final class KvConfig {
         } catch (NumberFormatException | ArithmeticException e) {
             throw new IllegalArgumentException(name + " = '" + v
                     + "' is not a size; allowed: a number of bytes or a number with KiB, MiB, GiB, TiB (or KB, MB, GB, TB)");
+        }
+    }
+
+    /**
+     * A {@code deviceModel} value: null or {@code "none"} (no model), a profile name, or an object
+     * with {@code profile} and optional {@link #DEVICE_MODEL_KEYS} (bandwidth and host bandwidth are
+     * sizes per second, e.g. {@code "500MB"}).
+     */
+    static DeviceModelSpec parseDeviceModel(Object v) {
+        if (v == null || (v instanceof String str && str.trim().equalsIgnoreCase("none"))) {
+            return null;
+        }
+        if (v instanceof String str) {
+            return DeviceModelSpec.profile(str);
+        }
+        if (!(v instanceof Map<?, ?> map)) {
+            throw new IllegalArgumentException("deviceModel = '" + v + "' is not allowed; allowed: 'none', a profile "
+                    + DeviceModelSpec.PROFILES + " or an object with keys " + DEVICE_MODEL_KEYS);
+        }
+        for (Object key : map.keySet()) {
+            if (!DEVICE_MODEL_KEYS.contains(String.valueOf(key))) {
+                throw new IllegalArgumentException("unknown configuration key 'deviceModel." + key + "'; allowed keys: "
+                        + DEVICE_MODEL_KEYS);
+            }
+        }
+        Object profileValue = map.get("profile");
+        if (profileValue == null) {
+            throw new IllegalArgumentException("deviceModel.profile is missing; allowed: " + DeviceModelSpec.PROFILES);
+        }
+        String profile = String.valueOf(profileValue).trim().toLowerCase(Locale.ROOT);
+        DeviceModelSpec spec;
+        if (profile.equals(DeviceModelSpec.CUSTOM)) {
+            for (String required : List.of("bandwidth", "iops", "latencyMicros")) {
+                if (!map.containsKey(required)) {
+                    throw new IllegalArgumentException("deviceModel." + required + " is missing; profile 'custom' needs"
+                            + " bandwidth, iops and latencyMicros");
+                }
+            }
+            long latencyMicros = parseLong("deviceModel.latencyMicros", map.get("latencyMicros"));
+            Checks.inRange("deviceModel.latencyMicros", latencyMicros, 0, 1_000_000);
+            spec = DeviceModelSpec.custom(parseSize("deviceModel.bandwidth", map.get("bandwidth")),
+                    parseLong("deviceModel.iops", map.get("iops")), latencyMicros * 1000);
+        } else {
+            for (String fixed : List.of("bandwidth", "iops", "latencyMicros")) {
+                if (map.containsKey(fixed)) {
+                    throw new IllegalArgumentException("deviceModel." + fixed + " is only allowed with profile 'custom';"
+                            + " profile '" + profile + "' fixes it");
+                }
+            }
+            spec = DeviceModelSpec.profile(profile);
+        }
+        if (map.containsKey("queueDepth")) {
+            spec = spec.withQueueDepth(parseInt("deviceModel.queueDepth", map.get("queueDepth")));
+        }
+        if (map.containsKey("scale")) {
+            spec = spec.withScale(parseDouble("deviceModel.scale", map.get("scale")));
+        }
+        if (map.containsKey("scaleDevices")) {
+            spec = spec.withScaleDevices(parseInt("deviceModel.scaleDevices", map.get("scaleDevices")));
+        }
+        long hostBw = map.containsKey("hostBandwidth") ? parseSize("deviceModel.hostBandwidth",
+                map.get("hostBandwidth")) : spec.hostBandwidthBytesPerSecond();
+        long hostIops = map.containsKey("hostIops") ? parseLong("deviceModel.hostIops", map.get("hostIops"))
+                : spec.hostIops();
+        return spec.withHost(hostBw, hostIops);
+    }
+
+    private static long parseLong(String name, Object v) {
+        if (v instanceof Number n && n.doubleValue() == n.longValue()) {
+            return n.longValue();
+        }
+        try {
+            return Long.parseLong(String.valueOf(v).trim());
+        } catch (NumberFormatException e) {
+            throw new IllegalArgumentException(name + " = '" + v + "' is not an integer");
+        }
+    }
+
+    private static double parseDouble(String name, Object v) {
+        if (v instanceof Number n) {
+            return n.doubleValue();
+        }
+        try {
+            return Double.parseDouble(String.valueOf(v).trim());
+        } catch (NumberFormatException e) {
+            throw new IllegalArgumentException(name + " = '" + v + "' is not a number");
         }
     }
 
@@ -264,7 +366,7 @@ public final class KvConfig {
                 + ", checksums=" + checksums + ", ioBackend=" + ioBackend + ", directIo=" + directIo
                 + ", directIoAlignment=" + directIoAlignment + ", queueDepth=" + queueDepth
                 + ", ioThreadsPerDevice=" + ioThreadsPerDevice + ", gpu=" + gpu + ", gpuDevice=" + gpuDevice
-                + ", gpuCacheBudgetBytes=" + gpuCacheBudgetBytes + "}";
+                + ", gpuCacheBudgetBytes=" + gpuCacheBudgetBytes + ", deviceModel=" + deviceModel + "}";
     }
 
     /** Builder with the documented defaults. */
@@ -284,6 +386,7 @@ public final class KvConfig {
         private Gpu gpu = Gpu.AUTO;
         private int gpuDevice = 0;
         private long gpuCacheBudgetBytes = 256L << 20;
+        private DeviceModelSpec deviceModel;
 
         private Builder() {}
 
@@ -367,6 +470,22 @@ public final class KvConfig {
             return this;
         }
 
+        /**
+         * Makes every device behave like a simulated SSD of {@code spec} (bandwidth, IOPS, latency
+         * floor and queue of its own) on top of the real backend; null (the default) for none.
+         * Every request still really happens on the device's files. See {@link DeviceModelSpec}.
+         */
+        public Builder deviceModel(DeviceModelSpec spec) {
+            this.deviceModel = spec;
+            return this;
+        }
+
+        /** {@link #deviceModel(DeviceModelSpec)} by profile name: {@code high-end}, {@code low-end} or {@code none}. */
+        public Builder deviceModel(String profile) {
+            this.deviceModel = parseDeviceModel(Checks.notNull("deviceModel", profile));
+            return this;
+        }
+
         /** Validates every value and builds the configuration. */
         public KvConfig build() {
             if (ssdDirectories.isEmpty() || ssdDirectories.size() > 256) {
@@ -398,6 +517,9 @@ public final class KvConfig {
             if (ioBackend.isBlank()) {
                 throw new IllegalArgumentException("ioBackend is blank; allowed: 'auto' or a backend name such as"
                         + " 'portable' or 'io_uring'");
+            }
+            if (deviceModel != null) {
+                deviceModel.effectiveScale(ssdDirectories.size()); // rejects scaleDevices below the device count
             }
             return new KvConfig(this);
         }

@@ -5,6 +5,7 @@ import io.kvoffload.KvConfig;
 import io.kvoffload.KvException;
 import io.kvoffload.internal.dram.DramPool;
 import io.kvoffload.internal.dram.DramSlot;
+import io.kvoffload.internal.io.DeviceModel;
 import io.kvoffload.spi.Availability;
 import io.kvoffload.spi.DeviceTier;
 import io.kvoffload.spi.DeviceTierOptions;
@@ -64,7 +65,14 @@ public final class Store implements AutoCloseable {
         loadCommitted();
         int maxAlign = devices.stream().mapToInt(DevicePool::alignment).max().orElse(4096);
         this.dram = new DramPool(config.dramBudgetBytes(), Math.max(config.dramSlabBytes(), maxAlign));
-        this.backend = openBackend(config, devices);
+        IoBackend real = openBackend(config, devices);
+        // A device model makes each directory behave like an SSD of its own (docs/configuration.md).
+        try {
+            this.backend = config.deviceModel() == null ? real : DeviceModel.wrap(real, config.deviceModel());
+        } catch (RuntimeException e) {
+            real.close();
+            throw e;
+        }
         try {
             for (DramSlabListener l : ServiceLoader.load(DramSlabListener.class)) {
                 dram.addListener(l);
