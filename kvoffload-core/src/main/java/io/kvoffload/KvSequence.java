@@ -61,6 +61,12 @@ public final class KvSequence implements AutoCloseable {
     private final boolean[] tailDirty;
     private final ClusterLayout[] clusters;
     private final boolean[] clustersCommitted;
+    /** The layout the last commit named, per layer (what an uncommitted extension grew from). */
+    private final ClusterLayout[] committedClusters;
+    /** Whether the uncommitted layout only appended to {@link #committedClusters} (Eq. 9), sharing its extents. */
+    private final boolean[] extendsCommitted;
+    /** The layout each medoid index was built or extended for. */
+    private final ClusterLayout[] indexLayout;
     private BucketScheduler clusterScheduler;
     private final MedoidIndex[] medoidIndex;
     private Arena indexArena;
@@ -96,6 +102,7 @@ public final class KvSequence implements AutoCloseable {
             blocks[l] = writable ? m.layers()[l].copy() : m.layers()[l];
             clusters[l] = m.clusters()[l];
             clustersCommitted[l] = true;
+            committedClusters[l] = m.clusters()[l];
         }
         this.committed = true;
         this.commitNumber = m.commitNumber();
@@ -121,6 +128,9 @@ public final class KvSequence implements AutoCloseable {
         this.tailDirty = new boolean[shape.layers()];
         this.clusters = new ClusterLayout[shape.layers()];
         this.clustersCommitted = new boolean[shape.layers()];
+        this.committedClusters = new ClusterLayout[shape.layers()];
+        this.extendsCommitted = new boolean[shape.layers()];
+        this.indexLayout = new ClusterLayout[shape.layers()];
         this.medoidIndex = new MedoidIndex[shape.layers()];
         this.devicesWritten = new boolean[store.devices().size()];
     }
@@ -415,6 +425,8 @@ public final class KvSequence implements AutoCloseable {
             t.markAllCommitted();
         }
         Arrays.fill(clustersCommitted, true);
+        System.arraycopy(clusters, 0, committedClusters, 0, clusters.length);
+        Arrays.fill(extendsCommitted, false);
         Arrays.fill(tailDirty, false);
         dirty = false;
         committed = true;
@@ -438,15 +450,62 @@ public final class KvSequence implements AutoCloseable {
         ClusterLayout old = clusters[layer];
         if (old != null) {
             if (clustersCommitted[layer]) {
-                for (int s = 0; s < old.segmentCount(); s++) {
-                    superseded.add(new long[] {old.segmentDevice(s), old.segmentOffset(s), old.segmentLength(s)});
-                }
+                supersede(old, null);
+            } else if (extendsCommitted[layer]) {
+                supersede(committedClusters[layer], null);
+                freeSegments(old, old.segmentsAddedSince(committedClusters[layer]));
             } else {
                 freeSegments(old);
             }
         }
         clusters[layer] = layout;
         clustersCommitted[layer] = false;
+        extendsCommitted[layer] = false;
+        retireClusteredBlocks(layer, layout);
+        dirty = true;
+    }
+
+    /**
+     * Online maintenance (Swarm Eq. 9) grew the layer's clusters: {@code grown} extends the current
+     * layout with appended entries (and new clusters) and shares all its extents. Blocks whose
+     * tokens are now all clustered are retired; {@link #commit} persists the grown layout.
+     */
+    void extendClusters(int layer, ClusterLayout grown) {
+        checkWritable();
+        ClusterLayout old = clusters[layer];
+        if (old == null || grown.clusteredTokens() < old.clusteredTokens() || grown.clusterCount() < old.clusterCount()) {
+            throw new IllegalStateException("layout of layer " + layer + " does not extend the current one");
+        }
+        if (clustersCommitted[layer]) {
+            extendsCommitted[layer] = true;
+        }
+        clusters[layer] = grown;
+        clustersCommitted[layer] = false;
+        retireClusteredBlocks(layer, grown);
+        dirty = true;
+    }
+
+    /** Installs a medoid index the decoder extended for {@code layout} (so it is not rebuilt from the SSDs). */
+    void installMedoidIndex(int layer, MedoidIndex index, ClusterLayout layout) {
+        medoidIndex[layer] = index;
+        indexLayout[layer] = layout;
+    }
+
+    private void supersede(ClusterLayout c, int[] segments) {
+        int n = segments == null ? c.segmentCount() : segments.length;
+        for (int i = 0; i < n; i++) {
+            int s = segments == null ? i : segments[i];
+            superseded.add(new long[] {c.segmentDevice(s), c.segmentOffset(s), c.segmentLength(s)});
+        }
+    }
+
+    private void freeSegments(ClusterLayout c, int[] segments) {
+        for (int s : segments) {
+            store.free(c.segmentDevice(s), c.segmentOffset(s), c.segmentLength(s));
+        }
+    }
+
+    private void retireClusteredBlocks(int layer, ClusterLayout layout) {
         BlockTable t = blocks[layer];
         for (int b = 0; b < t.size() && (long) (b + 1) * blockTokens <= layout.clusteredTokens(); b++) {
             if (t.hasExtent(b)) {
@@ -454,7 +513,6 @@ public final class KvSequence implements AutoCloseable {
                 t.clear(b);
             }
         }
-        dirty = true;
     }
 
     /**
@@ -541,14 +599,14 @@ public final class KvSequence implements AutoCloseable {
                     + " clusterLayer first");
         }
         MedoidIndex index = medoidIndex[layer];
-        if (index == null || index.clusterCount() != cl.clusterCount()
-                || index.clustering().entries() != cl.clusteredTokens()) {
+        if (index == null || indexLayout[layer] != cl) {
             if (indexArena == null) {
                 indexArena = Arena.ofShared();
             }
             index = MedoidIndex.build(SwarmOfflinePhase.restore(cl),
                     new SequenceLayerKv(this, layer, cl.clusteredTokens()), shape.queryHeads(), indexArena);
             medoidIndex[layer] = index;
+            indexLayout[layer] = cl;
         }
         return index;
     }
@@ -973,7 +1031,11 @@ public final class KvSequence implements AutoCloseable {
                         }
                     }
                     if (clusters[l] != null && !clustersCommitted[l]) {
-                        freeSegments(clusters[l]);
+                        if (extendsCommitted[l]) {
+                            freeSegments(clusters[l], clusters[l].segmentsAddedSince(committedClusters[l]));
+                        } else {
+                            freeSegments(clusters[l]);
+                        }
                     }
                 }
                 superseded.clear();
