@@ -7,6 +7,7 @@ import io.kvoffload.bench.scaling.ScalingCommand;
 import io.kvoffload.bench.swarm.ClusterBuildBench;
 import io.kvoffload.bench.swarm.ClusterDriftBench;
 import io.kvoffload.bench.swarm.SwarmOnlineBench;
+import io.kvoffload.bench.swarm.SelectionLatencyCommand;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 
@@ -14,8 +15,8 @@ import picocli.CommandLine.Command;
 @Command(name = "kvo", mixinStandardHelpOptions = true, version = "kvoffload 0.1.0",
         description = "kvoffload: KV-cache offloading across SSDs. Demo, benchmarks and tools.",
         subcommands = {DemoCommand.class, ClusterBuildBench.class, ClusterDriftBench.class, CompareQualityCommand.class,
-            KvSwapBench.class, TuneCommand.class, SwarmOnlineBench.class, ScalingCommand.class,
-            CommandLine.HelpCommand.class})
+            KvSwapBench.class, TuneCommand.class, SwarmOnlineBench.class, SelectionLatencyCommand.class,
+            ScalingCommand.class, CommandLine.HelpCommand.class})
 public final class KvoMain implements Runnable {
     @CommandLine.Spec
     CommandLine.Model.CommandSpec spec;

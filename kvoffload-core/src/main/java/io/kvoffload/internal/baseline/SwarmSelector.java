@@ -9,8 +9,6 @@ import io.kvoffload.internal.swarm.MedoidIndex;
 import io.kvoffload.internal.util.Checks;
 import io.kvoffload.workload.LayerKv;
 import java.lang.foreign.Arena;
-import java.lang.foreign.MemorySegment;
-import java.lang.foreign.ValueLayout;
 import java.util.BitSet;
 import java.util.List;
 
@@ -21,26 +19,20 @@ import java.util.List;
  * may overshoot it: a cluster is the unit Swarm reads). A token that several taken clusters hold
  * (a replica) is selected once.
  *
- * <p>Scores are {@link MedoidIndex#score}'s, computed here from the index's medoid keys with the same
- * arithmetic (query heads of a KV head summed, sum of the logits over KV heads), because
- * {@code score} allocates a small array per call and this hot path must not. The clusters are ranked
- * with a heap popped only as far as the budget needs.
+ * <p>Scores come from {@link MedoidIndex#score(float[], float[], float[])}, the index's allocation-free
+ * scoring. The clusters are ranked with a heap popped only as far as the budget needs.
  *
  * <p>Index: {@link MedoidIndex#memoryBytes()} (medoid keys and route table); each step reads the
  * medoid keys.
  */
 public final class SwarmSelector implements BaselineSelector {
-    private static final ValueLayout.OfFloat F32 = ValueLayout.JAVA_FLOAT;
-
     private final MedoidIndex index;
     private final Clustering clustering;
-    private final MemorySegment medoidKeys;
+    private final long medoidKeyBytes;
     private final int tokens;
     private final int kvHeads;
     private final int headDim;
     private final int queryHeads;
-    private final int groupSize;
-    private final float scale;
     private final int sinkEnd;     // sinks are [0, sinkEnd)
     private final int windowFrom;  // the local window is [windowFrom, tokens)
     private final int pinned;
@@ -63,13 +55,16 @@ public final class SwarmSelector implements BaselineSelector {
         Checks.inRange("localWindow", localWindow, 0, 1 << 30);
         this.index = index;
         this.clustering = index.clustering();
-        this.medoidKeys = index.medoidKeys();
+        if (index.clusterCount() != index.clustering().clusterCount()) {
+            throw new IllegalArgumentException("index has " + index.clusterCount() + " clusters, "
+                    + (index.clusterCount() - index.clustering().clusterCount()) + " of them appended; allowed: only the "
+                    + "offline clustering's " + index.clustering().clusterCount() + " (this selector routes through it)");
+        }
+        this.medoidKeyBytes = index.medoidKeys().byteSize();
         this.tokens = clustering.entries();
         this.kvHeads = index.kvHeads();
         this.headDim = index.headDim();
         this.queryHeads = index.queryHeads();
-        this.groupSize = queryHeads / kvHeads;
-        this.scale = (float) (1.0 / Math.sqrt(headDim));
         this.sinkEnd = Math.min(sinks, tokens);
         this.windowFrom = Math.max(sinkEnd, tokens - Math.min(localWindow, tokens));
         this.pinned = sinkEnd + (tokens - windowFrom);
@@ -165,7 +160,7 @@ public final class SwarmSelector implements BaselineSelector {
             return n;
         }
         score(query, scores);
-        lastScoredBytes = medoidKeys.byteSize();
+        lastScoredBytes = medoidKeyBytes;
         heap.reset(scores, scores.length);
         while (n < budgetTokens && !heap.isEmpty()) {
             int c = heap.poll();
@@ -181,35 +176,14 @@ public final class SwarmSelector implements BaselineSelector {
         return n;
     }
 
-    /**
-     * Every cluster's score for {@code query} into {@code dst}: {@link MedoidIndex#score}'s value,
-     * bit for bit, without its per-call allocation.
-     */
+    /** Every cluster's score for {@code query} into {@code dst}: {@link MedoidIndex#score}'s, allocation-free. */
     public void score(float[] query, float[] dst) {
-        if (query.length != queryHeads * headDim) {
-            throw new IllegalArgumentException("query.length = " + query.length + " must be queryHeads × headDim = "
-                    + queryHeads * headDim);
+        Checks.notNull("dst", dst);
+        if (dst.length < index.clusterCount()) { // named as this method names it
+            throw new IllegalArgumentException("dst.length = " + dst.length + " is too small; allowed: at least "
+                    + index.clusterCount());
         }
-        int clusters = clustering.clusterCount();
-        if (dst.length < clusters) {
-            throw new IllegalArgumentException("dst.length = " + dst.length + " is too small; allowed: at least " + clusters);
-        }
-        java.util.Arrays.fill(summed, 0f);
-        for (int h = 0; h < queryHeads; h++) {
-            int kv = h / groupSize;
-            for (int i = 0; i < headDim; i++) {
-                summed[kv * headDim + i] += query[h * headDim + i];
-            }
-        }
-        int row = kvHeads * headDim;
-        for (int c = 0; c < clusters; c++) {
-            long base = (long) c * row;
-            float s = 0;
-            for (int i = 0; i < row; i++) {
-                s += summed[i] * medoidKeys.getAtIndex(F32, base + i);
-            }
-            dst[c] = scale * s;
-        }
+        index.score(query, summed, dst);
     }
 
     @Override

@@ -1,0 +1,46 @@
+package io.kvoffload.internal.swarm;
+
+import java.lang.invoke.MethodHandle;
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.MethodType;
+
+/**
+ * The current thread's allocated bytes, for allocation-free tests. Read through a method handle: the
+ * core module does not read {@code java.management}, and {@code invokeExact} returns the {@code long}
+ * without boxing it (see {@code AllocationFreeTest} in the baseline package).
+ */
+final class Allocations {
+    private static final MethodHandle ALLOCATED;
+    private static final Object BEAN;
+
+    static {
+        try {
+            Class<?> factory = Class.forName("java.lang.management.ManagementFactory");
+            BEAN = factory.getMethod("getThreadMXBean").invoke(null);
+            Class<?> bean = Class.forName("com.sun.management.ThreadMXBean");
+            ALLOCATED = MethodHandles.publicLookup()
+                    .findVirtual(bean, "getCurrentThreadAllocatedBytes", MethodType.methodType(long.class))
+                    .asType(MethodType.methodType(long.class, Object.class));
+        } catch (ReflectiveOperationException e) {
+            throw new ExceptionInInitializerError(e);
+        }
+    }
+
+    private Allocations() {}
+
+    static long allocated() {
+        try {
+            return (long) ALLOCATED.invokeExact(BEAN);
+        } catch (Throwable e) {
+            throw new IllegalStateException(e);
+        }
+    }
+
+    /** What one pair of reads around no work costs, after warming the read itself up. */
+    static long overhead() {
+        for (int i = 0; i < 1000; i++) {
+            allocated();
+        }
+        return -allocated() + allocated();
+    }
+}
