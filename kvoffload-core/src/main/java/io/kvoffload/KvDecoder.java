@@ -1,6 +1,5 @@
 package io.kvoffload;
 
-import io.kvoffload.internal.baseline.ScoreHeap;
 import io.kvoffload.internal.cache.CostEffectiveness;
 import io.kvoffload.internal.decode.DramWindow;
 import io.kvoffload.internal.decode.HotClusterCache;
@@ -8,7 +7,12 @@ import io.kvoffload.internal.dram.DramSlot;
 import io.kvoffload.internal.sched.BucketScheduler;
 import io.kvoffload.internal.storage.ClusterLayout;
 import io.kvoffload.internal.storage.Store;
+import io.kvoffload.internal.storage.ClusterLayoutWriter;
+import io.kvoffload.internal.swarm.ClusterSelection;
+import io.kvoffload.internal.swarm.MaintenancePolicy;
 import io.kvoffload.internal.swarm.MedoidIndex;
+import io.kvoffload.internal.swarm.OnlineClusterMaintenance;
+import io.kvoffload.workload.ElementCodec;
 import io.kvoffload.internal.util.Checks;
 import io.kvoffload.spi.IoBatch;
 import java.lang.foreign.Arena;
@@ -108,10 +112,18 @@ public final class KvDecoder implements AutoCloseable {
         MedoidIndex index;
         int[] clusterSize;
         float[] scores;
-        ScoreHeap heap;
+        ClusterSelection selection;
         DramWindow window;
         HotClusterCache cache;
         boolean inFlight;
+        /** Eq. 9 for tokens that leave the window; null when maintenance is off or the sequence is read-only. */
+        OnlineClusterMaintenance maintenance;
+        /** Oldest token admitted to maintenance and not yet evicted. */
+        int nextEvict;
+        /** Most clusters one step reports to maintenance (its ring's width). */
+        int maxActivated;
+        /** The cluster whose medoid each token is, or -1 (Min-Diff compares keys with medoids). */
+        int[] clusterOfMedoid;
 
         LayerState(int layer) {
             this.layer = layer;
@@ -172,8 +184,78 @@ public final class KvDecoder implements AutoCloseable {
                 s.cache = new HotClusterCache(store.dram(), s.layout, entry, perLayer,
                         options.cachePolicy() == DecodeOptions.CachePolicy.LRU, SCORE);
             }
+            if (options.maintenance() != DecodeOptions.Maintenance.OFF && sequence.isWritable()
+                    && options.localWindow() > 0) {
+                openMaintenance(s, clustered, tokens);
+            }
         }
         return s;
+    }
+
+    /** Eq. 9 state for a layer; tokens past the clustered prefix enter its window in order. */
+    private void openMaintenance(LayerState s, int clustered, int tokens) {
+        ClusterLayout cl = s.layout;
+        int[] medoids = cl.medoids();
+        long[] sizes = new long[medoids.length];
+        for (int c = 0; c < sizes.length; c++) {
+            sizes[c] = cl.size(c);
+        }
+        MaintenancePolicy policy = switch (options.maintenance()) {
+            case SWARM -> MaintenancePolicy.SWARM;
+            case MIN_SIZE -> MaintenancePolicy.MIN_SIZE;
+            case MIN_DIFF -> MaintenancePolicy.MIN_DIFF;
+            case OFF -> throw new IllegalStateException("maintenance is off");
+        };
+        // The best-scoring clusters of a step feed Eq. 9; a cap keeps its ring (window × this) small.
+        int maxActivated = (int) Math.min(4096, Math.max(64, (long) Math.ceil(options.sparsity() * tokens) / 4));
+        s.maxActivated = maxActivated;
+        s.clusterOfMedoid = new int[Math.max(16, tokens + options.localWindow())];
+        java.util.Arrays.fill(s.clusterOfMedoid, -1);
+        for (int c = 0; c < medoids.length; c++) {
+            s.clusterOfMedoid[medoids[c]] = c;
+        }
+        float[] a = new float[shape.kvHeads() * shape.headDim()];
+        float[] b = new float[a.length];
+        s.maintenance = new OnlineClusterMaintenance(policy, medoids, sizes, cl.tau(), options.localWindow(),
+                maxActivated, 4, (token, medoid) -> keyDistance(s, token, medoid, a, b));
+        s.nextEvict = clustered;
+        for (int t = clustered; t < tokens; t++) {
+            admit(s, t);
+        }
+    }
+
+    /** Min-Diff's key difference: L2 over all KV heads between a window token and a medoid. */
+    private double keyDistance(LayerState s, int token, int medoidToken, float[] a, float[] b) {
+        tokenKey(s.window, token, a);
+        int c = medoidToken < s.clusterOfMedoid.length ? s.clusterOfMedoid[medoidToken] : -1;
+        if (c >= 0) {
+            MemorySegment keys = s.index.medoidKeys();
+            MemorySegment.copy(keys, java.lang.foreign.ValueLayout.JAVA_FLOAT, (long) c * b.length * 4, b, 0, b.length);
+        } else if (s.window.contains(medoidToken)) {
+            tokenKey(s.window, medoidToken, b);
+        } else {
+            return Double.MAX_VALUE;
+        }
+        double d = 0;
+        for (int i = 0; i < a.length; i++) {
+            double x = a[i] - b[i];
+            d += x * x;
+        }
+        return Math.sqrt(d);
+    }
+
+    /** A DRAM-resident token's key as floats, all KV heads. */
+    private void tokenKey(DramWindow w, int token, float[] out) {
+        ElementCodec.read(shape.dtype(), w.keySegment(token), w.keyOffset(token), out, 0, out.length);
+    }
+
+    /** A token enters maintenance's window; the oldest leaves first when it is full. */
+    private void admit(LayerState s, int token) {
+        OnlineClusterMaintenance m = s.maintenance;
+        if (m.windowTokens() == m.window()) {
+            m.evict(s.nextEvict++);
+        }
+        m.admit(token);
     }
 
     private void attachLayout(LayerState s, ClusterLayout layout) {
@@ -184,7 +266,7 @@ public final class KvDecoder implements AutoCloseable {
             s.clusterSize[i] = layout.size(i);
         }
         s.scores = new float[c];
-        s.heap = new ScoreHeap(c);
+        s.selection = new ClusterSelection(c);
     }
 
     // ------------------------------------------------------------------ one fetch
@@ -200,7 +282,13 @@ public final class KvDecoder implements AutoCloseable {
         int[] concat = new int[1024];
         int concatSize;
         int[] activated = new int[256];
+        int[] ranked = new int[256];
         int activatedSize;
+        /** Score of the last cluster selected: window tokens scoring at least this count as activated (Eq. 9). */
+        float lastScore;
+        final float[] aggregated = new float[shape.kvHeads() * shape.headDim()];
+        final float[] key = new float[shape.kvHeads() * shape.headDim()];
+        int[] activatedWindow = new int[256];
         int[] stamp = new int[0];
         int[] rowOf = new int[0];
         int[] rowToken = new int[1024];
@@ -312,19 +400,38 @@ public final class KvDecoder implements AutoCloseable {
         }
         f.concatSize = 0;
         f.activatedSize = 0;
+        f.lastScore = Float.POSITIVE_INFINITY;
         long budget = (long) Math.ceil(options.sparsity() * tokens);
         if (ls.layout == null || rows >= budget) {
             return rows;
         }
-        ls.index.score(query, ls.scores);
-        ls.heap.reset(ls.scores, ls.scores.length);
+        ls.index.score(query, f.aggregated, ls.scores);
         ClusterLayout cl = ls.layout;
-        while (rows < budget && !ls.heap.isEmpty()) {
-            int c = ls.heap.poll();
-            if (f.activatedSize == f.activated.length) {
-                f.activated = java.util.Arrays.copyOf(f.activated, f.activated.length * 2);
+        int clusters = ls.clusterSize.length;
+        if (f.activated.length < clusters) {
+            f.activated = new int[clusters];
+            f.ranked = new int[clusters];
+        }
+        // Ranked clusters by score until the budget of distinct tokens is filled: ask for what is
+        // missing, and for more when replicas and the window make clusters add fewer new tokens.
+        long want = budget - rows;
+        int ranked = 0;
+        int used = 0;
+        while (rows < budget) {
+            if (used == ranked) {
+                if (ranked == clusters) {
+                    break;
+                }
+                ranked = ls.selection.select(ls.scores, ls.clusterSize, clusters, (int) Math.min(Integer.MAX_VALUE,
+                        want), f.ranked);
+                want = want * 2 + 16;
+                if (used == ranked) {
+                    break;
+                }
             }
+            int c = f.ranked[used++];
             f.activated[f.activatedSize++] = c;
+            f.lastScore = ls.scores[c];
             int from = cl.firstEntry(c);
             int size = ls.clusterSize[c];
             if (f.concatSize + size > f.concat.length) {
@@ -435,6 +542,9 @@ public final class KvDecoder implements AutoCloseable {
             if (ls.cache != null && f.activatedSize > 0) {
                 ls.cache.step(f.activated, f.activatedSize, f);
             }
+            if (ls.maintenance != null) {
+                observe(ls, f);
+            }
             steps++;
             ok = true;
         } finally {
@@ -490,6 +600,36 @@ public final class KvDecoder implements AutoCloseable {
         store.stats().checksumsVerified.increment();
     }
 
+    /**
+     * Feeds Eq. 9: the clusters selected this step, and the window tokens this step activated —
+     * those whose score (the same GQA-aggregated logit the medoids got) reaches the last selected
+     * cluster's, i.e. tokens that would have made the cut had they been medoids.
+     */
+    private void observe(LayerState ls, Fetch f) {
+        OnlineClusterMaintenance m = ls.maintenance;
+        int n = 0;
+        if (f.activatedSize > 0) {
+            float scale = (float) (1.0 / Math.sqrt(shape.headDim()));
+            for (int t = ls.nextEvict; t < ls.window.end(); t++) {
+                if (!m.inWindow(t)) {
+                    continue;
+                }
+                tokenKey(ls.window, t, f.key);
+                float score = 0;
+                for (int i = 0; i < f.key.length; i++) {
+                    score += f.aggregated[i] * f.key[i];
+                }
+                if (score * scale >= f.lastScore) {
+                    if (n == f.activatedWindow.length) {
+                        f.activatedWindow = java.util.Arrays.copyOf(f.activatedWindow, n * 2);
+                    }
+                    f.activatedWindow[n++] = t;
+                }
+            }
+        }
+        m.observeStep(f.activated, Math.min(f.activatedSize, ls.maxActivated), f.activatedWindow, n);
+    }
+
     /** Called by {@link KvView#close()}. */
     void release(KvView view) {
         if (view.state == KvView.State.FETCHING) {
@@ -521,8 +661,59 @@ public final class KvDecoder implements AutoCloseable {
             int n = sequence.tokenCount(layer) - before;
             for (int i = 0; i < n; i++) {
                 ls.window.append(keys, (long) i * half, values, (long) i * half);
+                if (ls.maintenance != null) {
+                    admit(ls, before + i);
+                }
+            }
+            if (ls.maintenance != null && ls.maintenance.pendingAssignments() >= sequence.blockTokens()) {
+                maintain(ls);
             }
         }
+    }
+
+    /**
+     * Writes the tokens that left the window to their clusters (Eq. 9: each on its cluster's next
+     * SSD), extends the layout, the medoid index (new clusters' medoid keys come from the window) and
+     * the cache's slot map, then slides the window. Runs every {@code blockTokens} evictions, off the
+     * fetch path.
+     */
+    private void maintain(LayerState ls) {
+        OnlineClusterMaintenance.Assignments a = ls.maintenance.drainAssignments();
+        if (a.size() == 0) {
+            return;
+        }
+        int layer = ls.layer;
+        ClusterLayout grown = ClusterLayoutWriter.append(store, sequence.id(), shape, ls.layout, a.tokens(),
+                a.clusterStart(), a.clusterIds(), (pos, k, v) -> sequence.read(layer, pos, k, v));
+        int added = a.newMedoids().length;
+        if (added > 0) {
+            int row = shape.kvHeads() * shape.headDim();
+            float[] keys = new float[added * row];
+            float[] one = new float[row];
+            for (int i = 0; i < added; i++) {
+                tokenKey(ls.window, a.newMedoids()[i], one);
+                System.arraycopy(one, 0, keys, i * row, row);
+            }
+            ls.index.appendClusters(a.newMedoids(), keys);
+            for (int i = 0; i < added; i++) {
+                int t = a.newMedoids()[i];
+                if (t >= ls.clusterOfMedoid.length) {
+                    int[] grownMap = java.util.Arrays.copyOf(ls.clusterOfMedoid, Math.max(t + 1,
+                            ls.clusterOfMedoid.length * 2));
+                    java.util.Arrays.fill(grownMap, ls.clusterOfMedoid.length, grownMap.length, -1);
+                    ls.clusterOfMedoid = grownMap;
+                }
+                ls.clusterOfMedoid[t] = a.firstNewCluster() + i;
+            }
+        }
+        sequence.extendClusters(layer, grown);
+        sequence.installMedoidIndex(layer, ls.index, grown);
+        if (ls.cache != null) {
+            ls.cache.relayout(grown);
+        }
+        attachLayout(ls, grown);
+        ls.window.slide(Math.max(ls.window.start(), Math.min(grown.clusteredTokens(), ls.window.end()
+                - options.localWindow())));
     }
 
     /** {@link #appendKv(int, MemorySegment, MemorySegment)} for F32 sequences. */

@@ -50,6 +50,15 @@ class KvDecoderTest {
         }
     }
 
+    static byte[][] expectedOf(SyntheticWorkload source, int layer, int tokens) {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment k = arena.allocate((long) tokens * SHAPE.halfEntryBytes());
+            MemorySegment v = arena.allocate((long) tokens * SHAPE.halfEntryBytes());
+            source.writeKv(layer, 0, tokens, SHAPE.dtype(), k, v);
+            return new byte[][] {k.toArray(ValueLayout.JAVA_BYTE), v.toArray(ValueLayout.JAVA_BYTE)};
+        }
+    }
+
     KvConfig config(int devices) {
         return TestEngines.config(TestEngines.deviceDirs(root, devices), "portable").blockTokens(16).build();
     }
@@ -244,6 +253,78 @@ class KvDecoderTest {
                     }
                 }
                 s.commit();
+            }
+        }
+    }
+
+    @Test
+    void tokensLeavingTheWindowJoinClustersOnTheSsdsAndPersist() throws Exception {
+        int extra = 200;
+        SyntheticWorkload longer = new SyntheticWorkload(WorkloadSpec.builder(SHAPE, TOKENS + extra).seed(11).build());
+        w = longer; // the stored prefix and the appended tokens come from one workload
+        for (int l = 0; l < SHAPE.layers(); l++) {
+            expected[l] = expectedOf(longer, l, TOKENS + extra);
+        }
+        for (DecodeOptions.Maintenance m : List.of(DecodeOptions.Maintenance.SWARM, DecodeOptions.Maintenance.MIN_SIZE,
+                DecodeOptions.Maintenance.MIN_DIFF)) {
+            Path dir = root.resolve(m.name());
+            KvConfig cfg = TestEngines.config(TestEngines.deviceDirs(dir, 2), "portable").blockTokens(16).build();
+            DecodeOptions o = DecodeOptions.builder().localWindow(64).maintenance(m).build();
+            int clustersBefore;
+            try (KvEngine e = KvEngine.open(cfg)) {
+                storeClustered(e, "s");
+                try (KvSequence s = e.openSequenceForAppend("s"); KvDecoder d = s.decoder(o); Arena a = Arena.ofConfined()) {
+                    clustersBefore = s.clusterCount(0);
+                    MemorySegment k = a.allocate(SHAPE.halfEntryBytes());
+                    MemorySegment v = a.allocate(SHAPE.halfEntryBytes());
+                    for (int t = TOKENS; t < TOKENS + extra; t++) {
+                        for (int l = 0; l < SHAPE.layers(); l++) {
+                            try (KvView view = d.prefetch(l, longer.query(l, t)).await()) {
+                                assertBitExact(view);
+                            }
+                        }
+                        s.appendTokens(1);
+                        for (int l = 0; l < SHAPE.layers(); l++) {
+                            longer.writeKv(l, t, 1, SHAPE.dtype(), k, v);
+                            d.appendKv(l, k, v);
+                        }
+                    }
+                    ClusterLayout cl = s.clusterLayout(0);
+                    // 200 tokens appended, a 64-token window, written every 16 evictions.
+                    assertTrue(cl.clusteredTokens() >= TOKENS + extra - 64 - 16, m + ": " + cl.clusteredTokens());
+                    assertTrue(m != DecodeOptions.Maintenance.MIN_SIZE || s.clusterCount(0) == clustersBefore,
+                            "Min-Size joins existing clusters only");
+                    for (int l = 0; l < SHAPE.layers(); l++) {
+                        try (KvView view = d.prefetch(l, longer.query(l, 999)).await()) {
+                            assertBitExact(view);
+                        }
+                    }
+                    s.commit();
+                }
+            }
+            try (KvEngine e = KvEngine.open(cfg); KvSequence s = e.openSequence("s")) {
+                assertTrue(s.clusterLayout(0).clusteredTokens() > TOKENS, "the grown clusters persist");
+                byte[][] exp = expected[0];
+                int half = SHAPE.halfEntryBytes();
+                BitSet covered = new BitSet();
+                try (Arena a = Arena.ofConfined()) {
+                    for (int c = 0; c < s.clusterCount(0); c++) {
+                        int[] members = s.clusterMembers(0, c);
+                        MemorySegment k = a.allocate((long) members.length * half);
+                        MemorySegment v = a.allocate((long) members.length * half);
+                        s.read(0, members, k, v);
+                        for (int i = 0; i < members.length; i++) {
+                            assertEquals(-1, k.asSlice((long) i * half, half).mismatch(
+                                    MemorySegment.ofArray(exp[0]).asSlice((long) members[i] * half, half)));
+                            covered.set(members[i]);
+                        }
+                    }
+                }
+                assertEquals(s.clusterLayout(0).clusteredTokens(), covered.cardinality());
+                try (KvDecoder d = s.decoder(DecodeOptions.defaults()); KvView view = d.prefetch(0, longer.query(0, 5))
+                        .await()) {
+                    assertBitExact(view);
+                }
             }
         }
     }

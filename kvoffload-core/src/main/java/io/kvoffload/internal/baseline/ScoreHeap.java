@@ -9,18 +9,18 @@ import io.kvoffload.internal.util.Checks;
  * reference to the caller's score array between {@link #reset} and the last {@link #poll}; allocates
  * nothing after construction.
  */
-public final class ScoreHeap {
+final class ScoreHeap {
     private final int[] heap;
     private float[] scores;
     private int size;
 
-    public ScoreHeap(int capacity) {
+    ScoreHeap(int capacity) {
         Checks.inRange("capacity", capacity, 0, Integer.MAX_VALUE - 8);
         this.heap = new int[Math.max(1, capacity)];
     }
 
     /** Puts ids {@code 0 … count−1} in the heap, ordered by {@code scores}. */
-    public void reset(float[] scores, int count) {
+    void reset(float[] scores, int count) {
         Checks.inRange("count", count, 0, Math.min(heap.length, scores.length));
         this.scores = scores;
         this.size = count;
@@ -32,12 +32,12 @@ public final class ScoreHeap {
         }
     }
 
-    public boolean isEmpty() {
+    boolean isEmpty() {
         return size == 0;
     }
 
     /** Removes and returns the best id. */
-    public int poll() {
+    int poll() {
         if (size == 0) {
             throw new IllegalStateException("the heap is empty");
         }
