@@ -1,5 +1,7 @@
 package io.kvoffload.internal.baseline;
 
+import static io.kvoffload.testing.Allocations.allocated;
+
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -9,9 +11,6 @@ import io.kvoffload.workload.DenseLayerKv;
 import io.kvoffload.workload.SyntheticWorkload;
 import io.kvoffload.workload.WorkloadSpec;
 import java.lang.foreign.Arena;
-import java.lang.invoke.MethodHandle;
-import java.lang.invoke.MethodHandles;
-import java.lang.invoke.MethodType;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -23,30 +22,9 @@ import org.junit.jupiter.api.Test;
  * returns the {@code long} without boxing it.
  */
 class AllocationFreeTest {
-    private static final MethodHandle ALLOCATED;
-    private static final Object BEAN;
     static int[] escape;
 
-    static {
-        try {
-            Class<?> factory = Class.forName("java.lang.management.ManagementFactory");
-            BEAN = factory.getMethod("getThreadMXBean").invoke(null);
-            Class<?> bean = Class.forName("com.sun.management.ThreadMXBean");
-            ALLOCATED = MethodHandles.publicLookup()
-                    .findVirtual(bean, "getCurrentThreadAllocatedBytes", MethodType.methodType(long.class))
-                    .asType(MethodType.methodType(long.class, Object.class));
-        } catch (ReflectiveOperationException e) {
-            throw new ExceptionInInitializerError(e);
-        }
-    }
 
-    private static long allocated() {
-        try {
-            return (long) ALLOCATED.invokeExact(BEAN);
-        } catch (Throwable e) {
-            throw new IllegalStateException(e);
-        }
-    }
 
     @Test
     void selectDoesNotAllocate() {

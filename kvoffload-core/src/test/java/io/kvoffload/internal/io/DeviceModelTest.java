@@ -1,5 +1,7 @@
 package io.kvoffload.internal.io;
 
+import static io.kvoffload.testing.Allocations.allocated;
+
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -15,9 +17,6 @@ import java.io.RandomAccessFile;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
-import java.lang.invoke.MethodHandle;
-import java.lang.invoke.MethodHandles;
-import java.lang.invoke.MethodType;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
@@ -257,29 +256,8 @@ class DeviceModelTest {
 
     // ---- steady state allocates nothing (the model alone: the inner backend completes in submit) ----
 
-    private static final MethodHandle ALLOCATED;
-    private static final Object BEAN;
 
-    static {
-        try {
-            Class<?> factory = Class.forName("java.lang.management.ManagementFactory");
-            BEAN = factory.getMethod("getThreadMXBean").invoke(null);
-            Class<?> bean = Class.forName("com.sun.management.ThreadMXBean");
-            ALLOCATED = MethodHandles.publicLookup()
-                    .findVirtual(bean, "getCurrentThreadAllocatedBytes", MethodType.methodType(long.class))
-                    .asType(MethodType.methodType(long.class, Object.class));
-        } catch (ReflectiveOperationException e) {
-            throw new ExceptionInInitializerError(e);
-        }
-    }
 
-    private static long allocated() {
-        try {
-            return (long) ALLOCATED.invokeExact(BEAN);
-        } catch (Throwable e) {
-            throw new IllegalStateException(e);
-        }
-    }
 
     /** Completes every request at once without touching a file: isolates the model's own cost. */
     private record InstantBackend(List<IoDevice> devices) implements IoBackend {

@@ -1,5 +1,7 @@
 package io.kvoffload.internal.swarm;
 
+import io.kvoffload.testing.Allocations;
+
 import static io.kvoffload.internal.swarm.ProfileTest.assertMessage;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;

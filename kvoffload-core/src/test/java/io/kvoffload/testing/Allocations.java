@@ -1,4 +1,4 @@
-package io.kvoffload.internal.swarm;
+package io.kvoffload.testing;
 
 import java.lang.invoke.MethodHandle;
 import java.lang.invoke.MethodHandles;
@@ -7,9 +7,9 @@ import java.lang.invoke.MethodType;
 /**
  * The current thread's allocated bytes, for allocation-free tests. Read through a method handle: the
  * core module does not read {@code java.management}, and {@code invokeExact} returns the {@code long}
- * without boxing it (see {@code AllocationFreeTest} in the baseline package).
+ * without boxing it.
  */
-final class Allocations {
+public final class Allocations {
     private static final MethodHandle ALLOCATED;
     private static final Object BEAN;
 
@@ -28,7 +28,7 @@ final class Allocations {
 
     private Allocations() {}
 
-    static long allocated() {
+    public static long allocated() {
         try {
             return (long) ALLOCATED.invokeExact(BEAN);
         } catch (Throwable e) {
@@ -37,7 +37,7 @@ final class Allocations {
     }
 
     /** What one pair of reads around no work costs, after warming the read itself up. */
-    static long overhead() {
+    public static long overhead() {
         for (int i = 0; i < 1000; i++) {
             allocated();
         }

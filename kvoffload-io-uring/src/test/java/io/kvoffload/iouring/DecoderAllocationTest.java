@@ -1,0 +1,102 @@
+package io.kvoffload.iouring;
+
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.kvoffload.ClusterOptions;
+import io.kvoffload.DType;
+import io.kvoffload.DecodeOptions;
+import io.kvoffload.KvConfig;
+import io.kvoffload.KvDecoder;
+import io.kvoffload.KvEngine;
+import io.kvoffload.KvSequence;
+import io.kvoffload.KvShape;
+import io.kvoffload.KvView;
+import io.kvoffload.testing.TestEngines;
+import io.kvoffload.workload.SyntheticWorkload;
+import io.kvoffload.workload.WorkloadSpec;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.management.ManagementFactory;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * The decode hot path (medoid scoring, selection, Eq. 8 scheduling, one io_uring submission per
+ * layer, CRC-checked gathering, cache update) allocates nothing on the Java heap once warm, with two
+ * layers in flight: measured with the thread's allocation counter over windows of steps.
+ */
+@Timeout(value = 120, unit = TimeUnit.SECONDS)
+class DecoderAllocationTest {
+    static final KvShape SHAPE = new KvShape(2, 8, 2, 64, DType.BF16);
+    static final int TOKENS = 4096;
+
+    @TempDir
+    Path dir;
+
+    @BeforeEach
+    void gate() {
+        IoUringTestSupport.requireIoUring();
+    }
+
+    @Test
+    void decodeStepsAllocateNothing() throws Exception {
+        var threads = (com.sun.management.ThreadMXBean) ManagementFactory.getThreadMXBean();
+        SyntheticWorkload w = new SyntheticWorkload(WorkloadSpec.builder(SHAPE, TOKENS).seed(5).build());
+        KvConfig cfg = TestEngines.config(TestEngines.deviceDirs(dir, 2), "io_uring").build();
+        try (KvEngine e = KvEngine.open(cfg)) {
+            try (KvSequence s = e.createSequence("a", SHAPE); Arena a = Arena.ofConfined()) {
+                s.appendTokens(new int[TOKENS]);
+                MemorySegment k = a.allocate((long) TOKENS * SHAPE.halfEntryBytes());
+                MemorySegment v = a.allocate((long) TOKENS * SHAPE.halfEntryBytes());
+                for (int l = 0; l < SHAPE.layers(); l++) {
+                    w.writeKv(l, 0, TOKENS, SHAPE.dtype(), k, v);
+                    s.appendKv(l, k, v);
+                    List<float[]> profile = new ArrayList<>();
+                    for (int q = 0; q < 32; q++) {
+                        profile.add(w.query(l, 100 + q));
+                    }
+                    s.clusterLayerFromQueries(l, profile, ClusterOptions.defaults());
+                }
+                s.commit();
+            }
+            float[][][] queries = new float[16][SHAPE.layers()][];
+            for (int q = 0; q < queries.length; q++) {
+                for (int l = 0; l < SHAPE.layers(); l++) {
+                    queries[q][l] = w.query(l, q);
+                }
+            }
+            try (KvSequence s = e.openSequence("a"); KvDecoder d = s.decoder(DecodeOptions.defaults())) {
+                for (int i = 0; i < 600; i++) {
+                    step(d, queries[i % queries.length]);
+                }
+                int rounds = 100;
+                List<Long> windows = new ArrayList<>();
+                for (int win = 0; win < 5; win++) {
+                    long before = threads.getCurrentThreadAllocatedBytes();
+                    for (int i = 0; i < rounds; i++) {
+                        step(d, queries[i % queries.length]);
+                    }
+                    windows.add(threads.getCurrentThreadAllocatedBytes() - before);
+                }
+                // A JIT recompilation can rematerialise a few eliminated objects once; one object
+                // per step would show in every window.
+                long zero = windows.stream().filter(b -> b == 0).count();
+                assertTrue(zero >= 3, "bytes allocated per window of " + rounds + " decode steps: " + windows);
+                assertTrue(windows.stream().allMatch(b -> b < 16L * rounds), "bytes per window: " + windows);
+            }
+        }
+    }
+
+    private static void step(KvDecoder d, float[][] q) {
+        KvView first = d.prefetch(0, q[0]);
+        KvView second = d.prefetch(1, q[1]);
+        first.await().close();
+        second.await().close();
+    }
+}
