@@ -284,6 +284,8 @@ public final class KvDecoder implements AutoCloseable {
         int[] activated = new int[256];
         int[] ranked = new int[256];
         int activatedSize;
+        /** Positions came from the caller (no clusters activated). */
+        boolean external;
         /** Score of the last cluster selected: window tokens scoring at least this count as activated (Eq. 9). */
         float lastScore;
         final float[] aggregated = new float[shape.kvHeads() * shape.headDim()];
@@ -336,25 +338,71 @@ public final class KvDecoder implements AutoCloseable {
             }
         }
         LayerState ls = layer(layer);
+        KvView view = freeView(ls, layer);
+        Fetch f = fetches[view.slot];
+        long t0 = System.nanoTime();
+        f.external = false;
+        return launch(ls, f, view, select(ls, f, query), t0);
+    }
+
+    /**
+     * Starts fetching exactly {@code positions[0..count)} of {@code layer} (repeats count once), for
+     * an engine that selects tokens itself: the same scheduling, batched submission, checksums and
+     * gathering as {@link #prefetch(int, float[])}, with sinks and window served from DRAM but not
+     * added. The hot-cluster cache is consulted but not updated, and online maintenance sees no step.
+     *
+     * @param positions token positions in {@code [0, tokenCount(layer))}
+     */
+    public KvView prefetch(int layer, int[] positions, int count) {
+        checkOpen();
+        Checks.index("layer", layer, shape.layers());
+        Checks.notNull("positions", positions);
+        Checks.inRange("count", count, 0, positions.length);
+        LayerState ls = layer(layer);
+        int tokens = ls.window.end();
+        for (int i = 0; i < count; i++) {
+            if (positions[i] < 0 || positions[i] >= tokens) {
+                throw new IllegalArgumentException("positions[" + i + "] = " + positions[i] + " is out of range;"
+                        + " allowed: 0.." + (tokens - 1) + " (layer " + layer + " holds " + tokens + " tokens)");
+            }
+        }
+        KvView view = freeView(ls, layer);
+        Fetch f = fetches[view.slot];
+        long t0 = System.nanoTime();
+        int gen = beginRows(ls, f);
+        int rows = 0;
+        int clustered = ls.layout == null ? 0 : ls.layout.clusteredTokens();
+        if (f.concat.length < count) {
+            f.concat = new int[Math.max(count, f.concat.length * 2)];
+        }
+        for (int i = 0; i < count; i++) {
+            int t = positions[i];
+            rows = addRow(f, t, rows, gen);
+            if (t < clustered) {
+                f.concat[f.concatSize++] = t; // residents are dropped by the scheduler (Eq. 8)
+            }
+        }
+        f.external = true;
+        return launch(ls, f, view, rows, t0);
+    }
+
+    private KvView freeView(LayerState ls, int layer) {
         if (ls.inFlight) {
             throw new IllegalStateException("layer " + layer + " already has a fetch in flight; await it first");
         }
-        KvView view = null;
         for (KvView v : views) {
             if (v.state == KvView.State.FREE) {
-                view = v;
-                break;
+                return v;
             }
         }
-        if (view == null) {
-            throw new IllegalStateException("all " + views.length + " views are fetching or held; close one before"
-                    + " prefetching more (DecodeOptions.pipelineDepth = " + views.length + ")");
-        }
-        Fetch f = fetches[view.slot];
-        long t0 = System.nanoTime();
-        int rows = select(ls, f, query);
+        throw new IllegalStateException("all " + views.length + " views are fetching or held; close one before"
+                + " prefetching more (DecodeOptions.pipelineDepth = " + views.length + ")");
+    }
+
+    /** Plans and submits the reads of the chosen rows, then copies what DRAM holds while the SSDs work. */
+    private KvView launch(LayerState ls, Fetch f, KvView view, int rows, long t0) {
         view.ensureCapacity(rows, store.dram());
-        view.layer = layer;
+        view.layer = ls.layer;
         view.tokenCount = rows;
         f.view = view;
         f.layer = ls;
@@ -365,7 +413,6 @@ public final class KvDecoder implements AutoCloseable {
         long t1 = System.nanoTime();
         selectNanos += t1 - t0;
         f.startNanos = t1;
-        // While the SSDs work: rows DRAM already holds.
         copyResident(ls, f, view);
         view.state = KvView.State.FETCHING;
         ls.inFlight = true;
@@ -379,17 +426,7 @@ public final class KvDecoder implements AutoCloseable {
      */
     private int select(LayerState ls, Fetch f, float[] query) {
         int tokens = ls.window.end();
-        if (f.stamp.length < tokens) {
-            int n = Math.max(tokens, f.stamp.length + (f.stamp.length >> 1) + 1024);
-            f.stamp = new int[n];
-            f.rowOf = new int[n];
-            f.generation = 0;
-        }
-        if (++f.generation == Integer.MAX_VALUE) {
-            java.util.Arrays.fill(f.stamp, 0);
-            f.generation = 1;
-        }
-        int gen = f.generation;
+        int gen = beginRows(ls, f);
         int rows = 0;
         DramWindow w = ls.window;
         for (int t = 0; t < w.sinkEnd(); t++) {
@@ -398,9 +435,6 @@ public final class KvDecoder implements AutoCloseable {
         for (int t = w.start(); t < w.end(); t++) {
             rows = addRow(f, t, rows, gen);
         }
-        f.concatSize = 0;
-        f.activatedSize = 0;
-        f.lastScore = Float.POSITIVE_INFINITY;
         long budget = (long) Math.ceil(options.sparsity() * tokens);
         if (ls.layout == null || rows >= budget) {
             return rows;
@@ -445,6 +479,25 @@ public final class KvDecoder implements AutoCloseable {
         }
         clustersSelected += f.activatedSize;
         return rows;
+    }
+
+    /** Resets the step's row bookkeeping; returns the stamp generation that marks this step's rows. */
+    private static int beginRows(LayerState ls, Fetch f) {
+        int tokens = ls.window.end();
+        if (f.stamp.length < tokens) {
+            int n = Math.max(tokens, f.stamp.length + (f.stamp.length >> 1) + 1024);
+            f.stamp = new int[n];
+            f.rowOf = new int[n];
+            f.generation = 0;
+        }
+        if (++f.generation == Integer.MAX_VALUE) {
+            java.util.Arrays.fill(f.stamp, 0);
+            f.generation = 1;
+        }
+        f.concatSize = 0;
+        f.activatedSize = 0;
+        f.lastScore = Float.POSITIVE_INFINITY;
+        return f.generation;
     }
 
     private static int addRow(Fetch f, int t, int rows, int gen) {
@@ -542,7 +595,7 @@ public final class KvDecoder implements AutoCloseable {
             if (ls.cache != null && f.activatedSize > 0) {
                 ls.cache.step(f.activated, f.activatedSize, f);
             }
-            if (ls.maintenance != null) {
+            if (ls.maintenance != null && !f.external) {
                 observe(ls, f);
             }
             steps++;

@@ -363,6 +363,31 @@ class KvDecoderTest {
     }
 
     @Test
+    void callerChosenPositionsGoThroughTheSamePathBitExact() throws Exception {
+        try (KvEngine e = KvEngine.open(config(4))) {
+            storeClustered(e, "s");
+            try (KvSequence s = e.openSequence("s"); KvDecoder d = s.decoder(DecodeOptions.defaults())) {
+                java.util.SplittableRandom rnd = new java.util.SplittableRandom(3);
+                for (int step = 0; step < 10; step++) {
+                    int n = 1 + rnd.nextInt(600);
+                    int[] positions = new int[n + 3];
+                    BitSet want = new BitSet();
+                    for (int i = 0; i < n; i++) {
+                        positions[i] = rnd.nextInt(TOKENS);
+                        want.set(positions[i]);
+                    }
+                    try (KvView v = d.prefetch(step % 2, positions, n).await()) {
+                        assertEquals(want, assertBitExact(v), "exactly the given positions, each once");
+                    }
+                }
+                assertMessage(IllegalArgumentException.class, () -> d.prefetch(0, new int[] {5, TOKENS}, 2),
+                        "positions[1] = " + TOKENS, "0.." + (TOKENS - 1));
+                assertMessage(IllegalArgumentException.class, () -> d.prefetch(0, new int[] {5}, 2), "count = 2");
+            }
+        }
+    }
+
+    @Test
     void unclusteredLayerIsAttendedInFullFromDram() throws Exception {
         try (KvEngine e = KvEngine.open(config(1)); KvSequence s = e.createSequence("u", SHAPE)) {
             SwarmOfflinePhaseTest.store(s, w);
