@@ -16,10 +16,30 @@ package io.kvoffload;
  * @param cacheMisses selected clusters that were not
  * @param cacheBytes DRAM holding cached clusters now
  * @param windowBytes DRAM holding sinks and windows now
+ * @param reuseHits KVSwap: requested groups found in the reuse buffer (no I/O)
+ * @param reuseMisses KVSwap: requested groups read from the SSDs
+ * @param reuseBytes KVSwap: DRAM holding reuse-buffer slots and compressed K caches now
+ *
+ * <p>For KVSwap layers, {@code clustersSelected} counts predicted groups and {@code tokensCached}
+ * rows served from the reuse buffer.
  */
 public record DecodeStats(long steps, long selectNanos, long ioNanos, long bytesRead, long readRequests,
         long tokensFetched, long tokensCached, long tokensWindow, long clustersSelected, long cacheHits,
-        long cacheMisses, long cacheBytes, long windowBytes) {
+        long cacheMisses, long cacheBytes, long windowBytes, long reuseHits, long reuseMisses, long reuseBytes) {
+
+    /** Counters without KVSwap's reuse figures (Swarm-only decoders). */
+    public DecodeStats(long steps, long selectNanos, long ioNanos, long bytesRead, long readRequests,
+            long tokensFetched, long tokensCached, long tokensWindow, long clustersSelected, long cacheHits,
+            long cacheMisses, long cacheBytes, long windowBytes) {
+        this(steps, selectNanos, ioNanos, bytesRead, readRequests, tokensFetched, tokensCached, tokensWindow,
+                clustersSelected, cacheHits, cacheMisses, cacheBytes, windowBytes, 0, 0, 0);
+    }
+
+    /** KVSwap's reuse rate: share of requested groups found in the reuse buffer (0 before any request). */
+    public double reuseHitRate() {
+        long n = reuseHits + reuseMisses;
+        return n == 0 ? 0 : (double) reuseHits / n;
+    }
 
     /** Share of selected clusters found in the cache. */
     public double cacheHitRate() {

@@ -7,6 +7,7 @@ import io.kvoffload.internal.decode.HotClusterCache;
 import io.kvoffload.internal.dram.DramSlot;
 import io.kvoffload.internal.sched.BucketScheduler;
 import io.kvoffload.internal.storage.ClusterLayout;
+import io.kvoffload.internal.storage.GroupLayout;
 import io.kvoffload.internal.storage.Store;
 import io.kvoffload.internal.swarm.MedoidIndex;
 import io.kvoffload.internal.util.Checks;
@@ -108,6 +109,7 @@ public final class KvDecoder implements AutoCloseable {
         ScoreHeap heap;
         DramWindow window;
         HotClusterCache cache;
+        KvSwapLayer kvswap; // non-null: the layer is fetched by KVSwap (DecodeOptions.Selector.KVSWAP)
         boolean inFlight;
 
         LayerState(int layer) {
@@ -132,6 +134,12 @@ public final class KvDecoder implements AutoCloseable {
     /** First use of a layer: medoid index, DRAM window (sinks + newest or unclustered tokens), cache. */
     private LayerState open(int l) {
         LayerState s = new LayerState(l);
+        GroupLayout groups = options.selector() == DecodeOptions.Selector.KVSWAP ? sequence.groupLayout(l) : null;
+        if (groups != null) {
+            s.kvswap = new KvSwapLayer(sequence, store, options, l, groups, alignment);
+            s.window = s.kvswap.window();
+            return s;
+        }
         int tokens = sequence.tokenCount(l);
         s.layout = sequence.clusterLayout(l);
         int clustered = s.layout == null ? 0 : s.layout.clusteredTokens();
@@ -260,6 +268,14 @@ public final class KvDecoder implements AutoCloseable {
                     + " prefetching more (DecodeOptions.pipelineDepth = " + views.length + ")");
         }
         Fetch f = fetches[view.slot];
+        if (ls.kvswap != null) {
+            f.view = view;
+            f.layer = ls;
+            ls.kvswap.start(view, query);
+            view.state = KvView.State.FETCHING;
+            ls.inFlight = true;
+            return view;
+        }
         long t0 = System.nanoTime();
         int rows = select(ls, f, query);
         view.ensureCapacity(rows, store.dram());
@@ -421,7 +437,9 @@ public final class KvDecoder implements AutoCloseable {
         LayerState ls = f.layer;
         boolean ok = false;
         try {
-            if (f.runs > 0) {
+            if (ls.kvswap != null) {
+                ls.kvswap.finish(view);
+            } else if (f.runs > 0) {
                 try {
                     store.backend().await(f.batch);
                 } finally {
@@ -516,6 +534,9 @@ public final class KvDecoder implements AutoCloseable {
             for (int i = 0; i < n; i++) {
                 ls.window.append(keys, (long) i * half, values, (long) i * half);
             }
+            if (ls.kvswap != null) {
+                ls.kvswap.appended();
+            }
         }
     }
 
@@ -548,10 +569,12 @@ public final class KvDecoder implements AutoCloseable {
         long misses = 0;
         long cacheUsed = 0;
         long window = 0;
+        KvSwapCounters kv = new KvSwapCounters();
         for (LayerState s : layers) {
             if (s == null) {
                 continue;
             }
+            kv.add(s.kvswap);
             window += s.window.memoryBytes();
             if (s.cache != null) {
                 hits += s.cache.policy().hits();
@@ -559,8 +582,10 @@ public final class KvDecoder implements AutoCloseable {
                 cacheUsed += (long) s.cache.usedSlots() * entry;
             }
         }
-        return new DecodeStats(steps, selectNanos, ioNanos, bytesRead, readRequests, tokensFetched, tokensCached,
-                tokensWindow, clustersSelected, hits, misses, cacheUsed, window);
+        return new DecodeStats(steps, selectNanos + kv.selectNanos, ioNanos + kv.ioNanos, bytesRead + kv.bytesRead,
+                readRequests + kv.readRequests, tokensFetched + kv.tokensFetched, tokensCached + kv.tokensReused,
+                tokensWindow + kv.tokensWindow, clustersSelected + kv.groupsSelected, hits, misses, cacheUsed, window,
+                kv.reuseHits, kv.reuseMisses, kv.memoryBytes);
     }
 
     private void checkOpen() {
@@ -589,6 +614,9 @@ public final class KvDecoder implements AutoCloseable {
         for (LayerState s : layers) {
             if (s != null) {
                 s.window.close();
+                if (s.kvswap != null) {
+                    s.kvswap.close();
+                }
                 if (s.cache != null) {
                     s.cache.close();
                 }
