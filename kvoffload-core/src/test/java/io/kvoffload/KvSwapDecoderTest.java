@@ -411,6 +411,56 @@ class KvSwapDecoderTest {
         }
     }
 
+    /** The calling thread's allocated bytes (com.sun.management.ThreadMXBean, reached reflectively: the module does not read java.management). */
+    static long allocated() {
+        try {
+            Object bean = Class.forName("java.lang.management.ManagementFactory").getMethod("getThreadMXBean")
+                    .invoke(null);
+            return (long) Class.forName("com.sun.management.ThreadMXBean").getMethod("getCurrentThreadAllocatedBytes")
+                    .invoke(bean);
+        } catch (ReflectiveOperationException e) {
+            throw new IllegalStateException(e);
+        }
+    }
+
+    @Test
+    void steadyStateStepsAllocateNothingOnTheCallingThread() throws Exception {
+        try (KvEngine e = KvEngine.open(config(4))) {
+            storeGrouped(e, "s", 4);
+            try (KvSequence s = e.openSequence("s"); KvDecoder d = s.decoder(kvswap().build())) {
+                float[][][] q = new float[8][2][];
+                for (int i = 0; i < q.length; i++) {
+                    q[i][0] = w.query(0, 30 + i);
+                    q[i][1] = w.query(1, 30 + i);
+                }
+                for (int i = 0; i < 400; i++) { // warm-up: buffers reach their size, the JIT compiles the path
+                    step(d, q[i % q.length]);
+                }
+                long overhead = -allocated() + allocated();
+                long requests = d.stats().readRequests();
+                long before = allocated();
+                for (int i = 0; i < 200; i++) {
+                    step(d, q[i % q.length]);
+                }
+                long bytes = allocated() - before - overhead;
+                requests = d.stats().readRequests() - requests;
+                assertTrue(requests > 0);
+                // The portable backend hands each read to a device worker as a task (a lambda and a queue node, 48
+                // bytes; io_uring allocates nothing); everything else is the decoder's, which must allocate nothing.
+                // The reflective counter read costs a few hundred bytes.
+                assertTrue(bytes <= 48 * requests + 2048, bytes + " bytes allocated by 200 steps with " + requests
+                        + " reads");
+            }
+        }
+    }
+
+    private static void step(KvDecoder d, float[][] q) {
+        KvView a = d.prefetch(0, q[0]);
+        KvView b = d.prefetch(1, q[1]);
+        a.await().close();
+        b.await().close();
+    }
+
     @Test
     void swarmSelectorIgnoresGroupsAndAttendsTheLayerInFull() throws Exception {
         try (KvEngine e = KvEngine.open(config(2))) {
