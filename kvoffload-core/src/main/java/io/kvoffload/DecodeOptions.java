@@ -19,9 +19,37 @@ import io.kvoffload.internal.util.Checks;
  *     {@value #AUTO} (the default) takes an eighth of the engine's DRAM budget
  * @param scheduling the bucket scheduler's policy, or one of its ablations (Swarm Fig. 14)
  * @param maintenance how tokens leaving the local window join clusters (Swarm Table 5)
+ * @param selector which strategy predicts and fetches a layer's KV: {@link Selector#SWARM} (the
+ *     default) for clustered layers, {@link Selector#KVSWAP} for layers laid out in groups
+ *     ({@link KvSequence#groupLayer}); a layer without the matching layout is attended in full
+ *     from DRAM
+ * @param budgetTokens KVSwap: tokens predicted per step (MG; M = ⌈budgetTokens / G⌉ groups), on
+ *     top of sinks and window; {@value #AUTO} (the default) takes {@code ⌈sparsity × tokens⌉};
+ *     else 1..2^24 (the paper's default is 400)
+ * @param reuseSlots KVSwap: groups per layer kept in DRAM between steps (the reuse buffer, C); hits
+ *     need no I/O; {@value #AUTO} (the default) takes M, the paper's setting; 0 disables it; else
+ *     1..2^20, raised to M when smaller
+ * @param reusePolicy KVSwap: which slot a missed group overwrites
  */
 public record DecodeOptions(double sparsity, int sinkTokens, int localWindow, int pipelineDepth,
-        CachePolicy cachePolicy, long cacheBytes, Scheduling scheduling, Maintenance maintenance) {
+        CachePolicy cachePolicy, long cacheBytes, Scheduling scheduling, Maintenance maintenance, Selector selector,
+        int budgetTokens, int reuseSlots, ReusePolicy reusePolicy) {
+
+    /** The online selection strategy. */
+    public enum Selector {
+        /** Swarm (papers/000): medoid scores pick co-activated clusters. */
+        SWARM,
+        /** KVSwap (papers/003): a low-rank K predictor picks groups of G tokens; a reuse buffer skips repeats. */
+        KVSWAP
+    }
+
+    /** KVSwap reuse-buffer replacement (papers/003 §3.4.3). */
+    public enum ReusePolicy {
+        /** The paper's FIFO: the slot filled longest ago goes first (skipping groups this step requested). */
+        FIFO,
+        /** The public artifact's: misses overwrite slots whose group this step did not request, in slot order. */
+        REPLACE_UNREQUESTED
+    }
 
     /** Hot-cluster cache policy in DRAM. */
     public enum CachePolicy {
@@ -69,6 +97,21 @@ public record DecodeOptions(double sparsity, int sinkTokens, int localWindow, in
         Checks.inRange("cacheBytes", cacheBytes, AUTO, Long.MAX_VALUE);
         Checks.notNull("scheduling", scheduling);
         Checks.notNull("maintenance", maintenance);
+        Checks.notNull("selector", selector);
+        if (budgetTokens != AUTO) {
+            Checks.inRange("budgetTokens", budgetTokens, 1, 1 << 24);
+        }
+        if (reuseSlots != AUTO) {
+            Checks.inRange("reuseSlots", reuseSlots, 0, 1 << 20);
+        }
+        Checks.notNull("reusePolicy", reusePolicy);
+    }
+
+    /** The Swarm-only options (the KVSwap ones at their defaults). */
+    public DecodeOptions(double sparsity, int sinkTokens, int localWindow, int pipelineDepth, CachePolicy cachePolicy,
+            long cacheBytes, Scheduling scheduling, Maintenance maintenance) {
+        this(sparsity, sinkTokens, localWindow, pipelineDepth, cachePolicy, cacheBytes, scheduling, maintenance,
+                Selector.SWARM, (int) AUTO, (int) AUTO, ReusePolicy.FIFO);
     }
 
     /** The defaults: 10% sparsity, 4 sinks, a 256-token window, 2 in flight, an Eq. 6 cache of an eighth of the DRAM budget, Swarm scheduling and maintenance. */
@@ -84,7 +127,8 @@ public record DecodeOptions(double sparsity, int sinkTokens, int localWindow, in
     public Builder toBuilder() {
         return new Builder().sparsity(sparsity).sinkTokens(sinkTokens).localWindow(localWindow)
                 .pipelineDepth(pipelineDepth).cachePolicy(cachePolicy).cacheBytes(cacheBytes).scheduling(scheduling)
-                .maintenance(maintenance);
+                .maintenance(maintenance).selector(selector).budgetTokens(budgetTokens).reuseSlots(reuseSlots)
+                .reusePolicy(reusePolicy);
     }
 
     /** Builder for {@link DecodeOptions}; every setter validates when {@link #build()} runs. */
@@ -97,6 +141,10 @@ public record DecodeOptions(double sparsity, int sinkTokens, int localWindow, in
         private long cacheBytes = AUTO;
         private Scheduling scheduling = Scheduling.SWARM;
         private Maintenance maintenance = Maintenance.SWARM;
+        private Selector selector = Selector.SWARM;
+        private int budgetTokens = (int) AUTO;
+        private int reuseSlots = (int) AUTO;
+        private ReusePolicy reusePolicy = ReusePolicy.FIFO;
 
         private Builder() {}
 
@@ -140,9 +188,29 @@ public record DecodeOptions(double sparsity, int sinkTokens, int localWindow, in
             return this;
         }
 
+        public Builder selector(Selector v) {
+            selector = v;
+            return this;
+        }
+
+        public Builder budgetTokens(int v) {
+            budgetTokens = v;
+            return this;
+        }
+
+        public Builder reuseSlots(int v) {
+            reuseSlots = v;
+            return this;
+        }
+
+        public Builder reusePolicy(ReusePolicy v) {
+            reusePolicy = v;
+            return this;
+        }
+
         public DecodeOptions build() {
             return new DecodeOptions(sparsity, sinkTokens, localWindow, pipelineDepth, cachePolicy, cacheBytes,
-                    scheduling, maintenance);
+                    scheduling, maintenance, selector, budgetTokens, reuseSlots, reusePolicy);
         }
     }
 }

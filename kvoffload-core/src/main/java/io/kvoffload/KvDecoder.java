@@ -6,6 +6,7 @@ import io.kvoffload.internal.decode.HotClusterCache;
 import io.kvoffload.internal.dram.DramSlot;
 import io.kvoffload.internal.sched.BucketScheduler;
 import io.kvoffload.internal.storage.ClusterLayout;
+import io.kvoffload.internal.storage.GroupLayout;
 import io.kvoffload.internal.storage.Store;
 import io.kvoffload.internal.storage.ClusterLayoutWriter;
 import io.kvoffload.internal.swarm.ClusterSelection;
@@ -115,6 +116,7 @@ public final class KvDecoder implements AutoCloseable {
         ClusterSelection selection;
         DramWindow window;
         HotClusterCache cache;
+        KvSwapLayer kvswap; // non-null: the layer is fetched by KVSwap (DecodeOptions.Selector.KVSWAP)
         boolean inFlight;
         /** Eq. 9 for tokens that leave the window; null when maintenance is off or the sequence is read-only. */
         OnlineClusterMaintenance maintenance;
@@ -147,6 +149,12 @@ public final class KvDecoder implements AutoCloseable {
     /** First use of a layer: medoid index, DRAM window (sinks + newest or unclustered tokens), cache. */
     private LayerState open(int l) {
         LayerState s = new LayerState(l);
+        GroupLayout groups = options.selector() == DecodeOptions.Selector.KVSWAP ? sequence.groupLayout(l) : null;
+        if (groups != null) {
+            s.kvswap = new KvSwapLayer(sequence, store, options, l, groups, alignment);
+            s.window = s.kvswap.window();
+            return s;
+        }
         int tokens = sequence.tokenCount(l);
         s.layout = sequence.clusterLayout(l);
         int clustered = s.layout == null ? 0 : s.layout.clusteredTokens();
@@ -340,6 +348,14 @@ public final class KvDecoder implements AutoCloseable {
         LayerState ls = layer(layer);
         KvView view = freeView(ls, layer);
         Fetch f = fetches[view.slot];
+        if (ls.kvswap != null) {
+            f.view = view;
+            f.layer = ls;
+            ls.kvswap.start(view, query);
+            view.state = KvView.State.FETCHING;
+            ls.inFlight = true;
+            return view;
+        }
         long t0 = System.nanoTime();
         f.external = false;
         return launch(ls, f, view, select(ls, f, query), t0);
@@ -359,6 +375,10 @@ public final class KvDecoder implements AutoCloseable {
         Checks.notNull("positions", positions);
         Checks.inRange("count", count, 0, positions.length);
         LayerState ls = layer(layer);
+        if (ls.kvswap != null) {
+            throw new IllegalStateException("layer " + layer + " is laid out in groups for the KVSWAP selector;"
+                    + " fetching caller-chosen positions needs a clustered layer (or the SWARM selector)");
+        }
         int tokens = ls.window.end();
         for (int i = 0; i < count; i++) {
             if (positions[i] < 0 || positions[i] >= tokens) {
@@ -584,7 +604,9 @@ public final class KvDecoder implements AutoCloseable {
         LayerState ls = f.layer;
         boolean ok = false;
         try {
-            if (f.runs > 0) {
+            if (ls.kvswap != null) {
+                ls.kvswap.finish(view);
+            } else if (f.runs > 0) {
                 try {
                     store.backend().await(f.batch);
                 } finally {
@@ -721,6 +743,9 @@ public final class KvDecoder implements AutoCloseable {
             if (ls.maintenance != null && ls.maintenance.pendingAssignments() >= sequence.blockTokens()) {
                 maintain(ls);
             }
+            if (ls.kvswap != null) {
+                ls.kvswap.appended();
+            }
         }
     }
 
@@ -798,10 +823,12 @@ public final class KvDecoder implements AutoCloseable {
         long misses = 0;
         long cacheUsed = 0;
         long window = 0;
+        KvSwapCounters kv = new KvSwapCounters();
         for (LayerState s : layers) {
             if (s == null) {
                 continue;
             }
+            kv.add(s.kvswap);
             window += s.window.memoryBytes();
             if (s.cache != null) {
                 hits += s.cache.policy().hits();
@@ -809,8 +836,10 @@ public final class KvDecoder implements AutoCloseable {
                 cacheUsed += (long) s.cache.usedSlots() * entry;
             }
         }
-        return new DecodeStats(steps, selectNanos, ioNanos, bytesRead, readRequests, tokensFetched, tokensCached,
-                tokensWindow, clustersSelected, hits, misses, cacheUsed, window, readSizeCount.clone(), readSizeBytes.clone());
+        return new DecodeStats(steps, selectNanos + kv.selectNanos, ioNanos + kv.ioNanos, bytesRead + kv.bytesRead,
+                readRequests + kv.readRequests, tokensFetched + kv.tokensFetched, tokensCached + kv.tokensReused,
+                tokensWindow + kv.tokensWindow, clustersSelected + kv.groupsSelected, hits, misses, cacheUsed, window,
+                readSizeCount.clone(), readSizeBytes.clone(), kv.reuseHits, kv.reuseMisses, kv.memoryBytes);
     }
 
     private void checkOpen() {
@@ -839,6 +868,9 @@ public final class KvDecoder implements AutoCloseable {
         for (LayerState s : layers) {
             if (s != null) {
                 s.window.close();
+                if (s.kvswap != null) {
+                    s.kvswap.close();
+                }
                 if (s.cache != null) {
                     s.cache.close();
                 }

@@ -7,14 +7,19 @@ import io.kvoffload.internal.storage.ClusterLayout;
 import io.kvoffload.internal.storage.ClusterLayoutWriter;
 import io.kvoffload.internal.storage.ClusterPlan;
 import io.kvoffload.internal.storage.DevicePool;
+import io.kvoffload.internal.storage.GroupLayout;
+import io.kvoffload.internal.storage.GroupLayoutWriter;
 import io.kvoffload.internal.storage.Layout;
 import io.kvoffload.internal.storage.Manifest;
 import io.kvoffload.internal.storage.Store;
 import io.kvoffload.internal.swarm.Clustering;
 import io.kvoffload.internal.swarm.CoActivationProfile;
+import io.kvoffload.internal.kvswap.CompressedKCache;
+import io.kvoffload.internal.kvswap.LowRankAdapter;
 import io.kvoffload.internal.swarm.MedoidIndex;
 import io.kvoffload.internal.util.Checks;
 import io.kvoffload.spi.IoBatch;
+import io.kvoffload.workload.ElementCodec;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.lang.foreign.Arena;
@@ -67,6 +72,8 @@ public final class KvSequence implements AutoCloseable {
     private final boolean[] extendsCommitted;
     /** The layout each medoid index was built or extended for. */
     private final ClusterLayout[] indexLayout;
+    private final GroupLayout[] groups;
+    private final boolean[] groupsCommitted;
     private BucketScheduler clusterScheduler;
     private final MedoidIndex[] medoidIndex;
     private Arena indexArena;
@@ -103,6 +110,8 @@ public final class KvSequence implements AutoCloseable {
             clusters[l] = m.clusters()[l];
             clustersCommitted[l] = true;
             committedClusters[l] = m.clusters()[l];
+            groups[l] = m.groups()[l];
+            groupsCommitted[l] = true;
         }
         this.committed = true;
         this.commitNumber = m.commitNumber();
@@ -131,6 +140,8 @@ public final class KvSequence implements AutoCloseable {
         this.committedClusters = new ClusterLayout[shape.layers()];
         this.extendsCommitted = new boolean[shape.layers()];
         this.indexLayout = new ClusterLayout[shape.layers()];
+        this.groups = new GroupLayout[shape.layers()];
+        this.groupsCommitted = new boolean[shape.layers()];
         this.medoidIndex = new MedoidIndex[shape.layers()];
         this.devicesWritten = new boolean[store.devices().size()];
     }
@@ -414,7 +425,7 @@ public final class KvSequence implements AutoCloseable {
                 snapshot[l].markAllCommitted();
             }
             Manifest m = new Manifest(id, shape, blockTokens, store.deviceUuids(), Arrays.copyOf(tokenIds, tokenCount),
-                    snapshot, clusters.clone(), System.currentTimeMillis(), commitNumber + 1);
+                    snapshot, clusters.clone(), groups.clone(), System.currentTimeMillis(), commitNumber + 1);
             store.commit(m, superseded, 1);
         } catch (IOException e) {
             throw new UncheckedIOException("commit of sequence " + id + " failed; its previous commit is intact", e);
@@ -427,6 +438,7 @@ public final class KvSequence implements AutoCloseable {
         Arrays.fill(clustersCommitted, true);
         System.arraycopy(clusters, 0, committedClusters, 0, clusters.length);
         Arrays.fill(extendsCommitted, false);
+        Arrays.fill(groupsCommitted, true);
         Arrays.fill(tailDirty, false);
         dirty = false;
         committed = true;
@@ -461,6 +473,7 @@ public final class KvSequence implements AutoCloseable {
         clusters[layer] = layout;
         clustersCommitted[layer] = false;
         extendsCommitted[layer] = false;
+        dropGroupLayout(layer);
         retireClusteredBlocks(layer, layout);
         dirty = true;
     }
@@ -623,6 +636,247 @@ public final class KvSequence implements AutoCloseable {
         return clusters[layer];
     }
 
+    // ------------------------------------------------------------------ group layout (KVSwap)
+
+    /**
+     * KVSwap's offline phase for {@code layer} (papers/003 §3.2–3.4): fits the layer's low-rank K
+     * adapter (SVD of up to {@code options.calibrationRows()} of its own stored keys) and lays tokens
+     * {@code [0, ⌊tokens / G⌋·G)} out in groups of G: each group one aligned region
+     * {@code [K of G tokens | V of G tokens]} with its CRC32C, groups round-robin over the SSDs. The
+     * last partial group stays in the block layout (a decoder keeps it in DRAM, the rolling buffer).
+     * {@link #commit} persists the layout and the adapter; a decoder with
+     * {@link DecodeOptions.Selector#KVSWAP} then predicts and fetches groups. A cluster or group
+     * layout the layer had is replaced; the block extents the groups now cover are released after
+     * the next commit.
+     *
+     * @throws IllegalArgumentException if the layer holds fewer than G tokens, or the rank exceeds
+     *     {@code kvHeads × headDim}
+     */
+    public GroupSummary groupLayer(int layer, GroupOptions options) {
+        checkWritable();
+        Checks.index("layer", layer, shape.layers());
+        Checks.notNull("options", options);
+        int tokens = layerTokens[layer];
+        int g = options.groupSize();
+        if (g > tokens) {
+            throw new IllegalArgumentException("options.groupSize() = " + g + " is out of range for layer " + layer
+                    + ", which holds " + tokens + " tokens; allowed: 1.." + Math.max(1, tokens));
+        }
+        int rank = options.rankFor(shape);
+        int grouped = tokens / g * g;
+        BlockTable t = blocks[layer];
+        for (int b = 0; b < t.size(); b++) {
+            if (!t.hasExtent(b) && (long) (b + 1) * blockTokens > grouped) {
+                throw new IllegalArgumentException("options.groupSize() = " + g + " would lay out only " + grouped
+                        + " tokens of layer " + layer + ", but its current layout already covers block " + b
+                        + "; allowed: a group size that covers at least " + (long) (b + 1) * blockTokens + " tokens");
+            }
+        }
+        checkNoFetchInFlight("re-lay out");
+        flushWrites();
+        long t0 = System.nanoTime();
+        LowRankAdapter adapter = fitAdapter(layer, tokens, rank, options.calibrationRows(), options.seed());
+        long t1 = System.nanoTime();
+        GroupLayout layout = GroupLayoutWriter.write(store, id, shape, g, grouped, adapter,
+                (positions, k, v) -> read(layer, positions, k, v));
+        long t2 = System.nanoTime();
+        dropGroupLayout(layer);
+        ClusterLayout old = clusters[layer];
+        if (old != null) {
+            if (clustersCommitted[layer]) {
+                for (int s = 0; s < old.segmentCount(); s++) {
+                    superseded.add(new long[] {old.segmentDevice(s), old.segmentOffset(s), old.segmentLength(s)});
+                }
+            } else {
+                freeSegments(old);
+            }
+            clusters[layer] = null;
+            medoidIndex[layer] = null;
+        }
+        groups[layer] = layout;
+        groupsCommitted[layer] = false;
+        for (int b = 0; b < t.size() && (long) (b + 1) * blockTokens <= grouped; b++) {
+            if (t.hasExtent(b)) {
+                retire(t, b);
+                t.clear(b);
+            }
+        }
+        dirty = true;
+        return new GroupSummary(layer, grouped, layout.groupCount(), g, adapter.rank(), adapter.compressionRatio(),
+                adapter.retainedEnergy(), layout.stride(), CompressedKCache.bytesFor(grouped, adapter.rank(), DType.F16),
+                (t1 - t0) / 1_000_000, (t2 - t1) / 1_000_000);
+    }
+
+    /** Fits the adapter on up to {@code maxRows} stored keys of the layer, sampled uniformly in position order. */
+    private LowRankAdapter fitAdapter(int layer, int tokens, int rank, int maxRows, long seed) {
+        int rows = Math.min(tokens, maxRows);
+        int[] sample = new int[rows];
+        // Selection sampling (Knuth's Algorithm S): a uniform subset, already in position order.
+        java.util.SplittableRandom rnd = new java.util.SplittableRandom(seed);
+        for (int p = 0, k = 0; p < tokens && k < rows; p++) {
+            if (rnd.nextInt(tokens - p) < rows - k) {
+                sample[k++] = p;
+            }
+        }
+        LowRankAdapter.Calibration cal = LowRankAdapter.calibration(shape.kvHeads(), shape.headDim());
+        int elements = shape.elementsPerToken();
+        int chunk = 2048;
+        float[] f = new float[chunk * elements];
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment k = arena.allocate((long) chunk * half, 64);
+            MemorySegment v = arena.allocate((long) chunk * half, 64);
+            for (int from = 0; from < rows; from += chunk) {
+                int n = Math.min(chunk, rows - from);
+                read(layer, Arrays.copyOfRange(sample, from, from + n), k, v);
+                ElementCodec.read(shape.dtype(), k, 0, f, 0, n * elements);
+                cal.add(f, 0, n);
+            }
+        }
+        return cal.fit(rank);
+    }
+
+    /**
+     * The layer's compressed K cache, rebuilt from its stored (CRC-checked) keys through the
+     * persisted adapter: tokens {@code [0, groupedTokens)}. Rebuilt rather than persisted: it costs
+     * one pass over the layer, like the prefill that produced it, and always matches the stored keys.
+     */
+    CompressedKCache compressedKeys(int layer, DType storage, int expectedTokens) {
+        GroupLayout gl = groups[layer];
+        if (gl == null) {
+            throw new IllegalStateException("layer " + layer + " of sequence " + id + " has no group layout; call"
+                    + " groupLayer first");
+        }
+        int grouped = gl.groupedTokens();
+        CompressedKCache cache = new CompressedKCache(gl.adapter(), storage, Math.max(grouped, expectedTokens));
+        int elements = shape.elementsPerToken();
+        int chunk = 2048;
+        float[] f = new float[chunk * elements];
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment k = arena.allocate((long) chunk * half, 64);
+            MemorySegment v = arena.allocate((long) chunk * half, 64);
+            for (int from = 0; from < grouped; from += chunk) {
+                int n = Math.min(chunk, grouped - from);
+                read(layer, from, n, k, v);
+                ElementCodec.read(shape.dtype(), k, 0, f, 0, n * elements);
+                cache.append(f, 0, n);
+            }
+        }
+        return cache;
+    }
+
+    /** The layer's group layout, or null. */
+    GroupLayout groupLayout(int layer) {
+        Checks.index("layer", layer, shape.layers());
+        return groups[layer];
+    }
+
+    /** Groups of {@code layer} (0 if it has no group layout). */
+    public int groupCount(int layer) {
+        checkOpen();
+        Checks.index("layer", layer, shape.layers());
+        return groups[layer] == null ? 0 : groups[layer].groupCount();
+    }
+
+    /** Forgets the layer's group layout: its extents are freed now, or after the next commit if one names them. */
+    private void dropGroupLayout(int layer) {
+        GroupLayout old = groups[layer];
+        if (old == null) {
+            return;
+        }
+        if (groupsCommitted[layer]) {
+            for (int s = 0; s < old.segmentCount(); s++) {
+                superseded.add(new long[] {old.segmentDevice(s), old.segmentOffset(s), old.segmentLength(s)});
+            }
+        } else {
+            freeGroupSegments(old);
+        }
+        groups[layer] = null;
+    }
+
+    private void freeGroupSegments(GroupLayout g) {
+        for (int s = 0; s < g.segmentCount(); s++) {
+            store.free(g.segmentDevice(s), g.segmentOffset(s), g.segmentLength(s));
+        }
+    }
+
+    /**
+     * Reads grouped tokens: each distinct group once (one aligned read of its stride), up to
+     * {@value #IO_BATCH} groups per submission; each group is checked against its CRC32C, then its
+     * tokens are copied to every output index that asked for them.
+     */
+    private void gatherGrouped(int layer, GroupLayout gl, int[] positions, int m, MemorySegment keysOut,
+            MemorySegment valuesOut) {
+        long[] order = new long[m];
+        for (int i = 0, k = 0; i < positions.length; i++) {
+            if (positions[i] < gl.groupedTokens()) {
+                order[k++] = ((long) positions[i] << 32) | i;
+            }
+        }
+        Arrays.sort(order);
+        int g = gl.groupSize();
+        int stride = gl.stride();
+        int data = gl.groupBytes();
+        if (readBatch == null) {
+            readBatch = store.backend().newBatch(IO_BATCH);
+        }
+        IoBatch batch = readBatch;
+        DramSlot staging = store.dram().acquire((long) IO_BATCH * stride);
+        int[] groupAt = new int[IO_BATCH];
+        int[] firstAt = new int[IO_BATCH];
+        try {
+            MemorySegment mem = staging.segment();
+            int q = 0;
+            while (q < m) {
+                int n = 0;
+                while (q < m && n < IO_BATCH) {
+                    int grp = (int) (order[q] >>> 32) / g;
+                    groupAt[n] = grp;
+                    firstAt[n] = q;
+                    batch.addRead(gl.groupDevice(grp), gl.groupOffset(grp), mem, (long) n * stride, stride, grp);
+                    n++;
+                    while (q < m && (int) (order[q] >>> 32) / g == grp) {
+                        q++;
+                    }
+                }
+                try {
+                    store.backend().execute(batch);
+                    for (int i = 0; i < n; i++) {
+                        store.stats().bytesRead[batch.device(i)].add(batch.length(i));
+                        store.stats().reads[batch.device(i)].increment();
+                    }
+                } finally {
+                    batch.clear();
+                }
+                for (int i = 0; i < n; i++) {
+                    int grp = groupAt[i];
+                    long base = (long) i * stride;
+                    if (store.config().checksums()) {
+                        crc.reset();
+                        crc.update(mem.asSlice(base, data).asByteBuffer());
+                        int actual = (int) crc.getValue();
+                        if (actual != gl.groupCrc(grp)) {
+                            store.stats().checksumFailures.increment();
+                            int dev = gl.groupDevice(grp);
+                            throw new KvChecksumException(dev, store.devices().get(dev).directory().toString(), id,
+                                    layer, grp * g, grp * g + g, gl.groupCrc(grp), actual);
+                        }
+                        store.stats().checksumsVerified.increment();
+                    }
+                    int end = i + 1 < n ? firstAt[i + 1] : q;
+                    for (int k = firstAt[i]; k < end; k++) {
+                        int idx = (int) order[k];
+                        int inGroup = (int) (order[k] >>> 32) - grp * g;
+                        MemorySegment.copy(mem, base + (long) inGroup * half, keysOut, (long) idx * half, half);
+                        MemorySegment.copy(mem, base + (long) (g + inGroup) * half, valuesOut, (long) idx * half,
+                                half);
+                    }
+                }
+            }
+        } finally {
+            store.dram().release(staging);
+        }
+    }
+
     // ------------------------------------------------------------------ reading
 
     /**
@@ -694,7 +948,8 @@ public final class KvSequence implements AutoCloseable {
 
     private void gather(int layer, int[] positions, MemorySegment keysOut, MemorySegment valuesOut) {
         ClusterLayout cl = clusters[layer];
-        int clustered = cl == null ? 0 : cl.clusteredTokens();
+        GroupLayout gl = groups[layer];
+        int clustered = cl != null ? cl.clusteredTokens() : gl != null ? gl.groupedTokens() : 0;
         int n = 0;
         int m = 0;
         for (int p : positions) {
@@ -704,8 +959,10 @@ public final class KvSequence implements AutoCloseable {
                 n++;
             }
         }
-        if (m > 0) {
+        if (m > 0 && cl != null) {
             gatherClustered(layer, cl, positions, m, keysOut, valuesOut);
+        } else if (m > 0) {
+            gatherGrouped(layer, gl, positions, m, keysOut, valuesOut);
         }
         if (n == 0) {
             return;
@@ -1036,6 +1293,9 @@ public final class KvSequence implements AutoCloseable {
                         } else {
                             freeSegments(clusters[l]);
                         }
+                    }
+                    if (groups[l] != null && !groupsCommitted[l]) {
+                        freeGroupSegments(groups[l]);
                     }
                 }
                 superseded.clear();

@@ -2,6 +2,7 @@ package io.kvoffload.bench.cli;
 
 import io.kvoffload.bench.compare.CompareQualityCommand;
 import io.kvoffload.bench.kvswap.KvSwapBench;
+import io.kvoffload.bench.kvswap.KvSwapIoBench;
 import io.kvoffload.bench.kvswap.TuneCommand;
 import io.kvoffload.bench.scaling.ScalingCommand;
 import io.kvoffload.bench.swarm.ClusterBuildBench;
@@ -15,8 +16,8 @@ import picocli.CommandLine.Command;
 @Command(name = "kvo", mixinStandardHelpOptions = true, version = "kvoffload 0.1.0",
         description = "kvoffload: KV-cache offloading across SSDs. Demo, benchmarks and tools.",
         subcommands = {DemoCommand.class, ClusterBuildBench.class, ClusterDriftBench.class, CompareQualityCommand.class,
-            KvSwapBench.class, TuneCommand.class, SwarmOnlineBench.class, SelectionLatencyCommand.class,
-            ScalingCommand.class, CommandLine.HelpCommand.class})
+            KvSwapBench.class, KvSwapIoBench.class, TuneCommand.class, SwarmOnlineBench.class,
+            SelectionLatencyCommand.class, ScalingCommand.class, CommandLine.HelpCommand.class})
 public final class KvoMain implements Runnable {
     @CommandLine.Spec
     CommandLine.Model.CommandSpec spec;

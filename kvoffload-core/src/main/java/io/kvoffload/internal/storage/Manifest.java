@@ -16,11 +16,27 @@ import java.util.List;
  * @param layers per layer, the block table (device = manifest-local device index); a block whose
  *     tokens all live in the layer's cluster layout has no extent
  * @param clusters per layer, the cluster layout, or null where the layer has none
+ * @param groups per layer, the KVSwap group layout (with its adapter), or null where the layer has
+ *     none; a layer has at most one of a cluster and a group layout
  * @param commitMillis when it was committed
  * @param commitNumber how many times this sequence has been committed
  */
 public record Manifest(String id, KvShape shape, int blockTokens, List<String> deviceUuids, int[] tokenIds,
-        BlockTable[] layers, ClusterLayout[] clusters, long commitMillis, long commitNumber) {
+        BlockTable[] layers, ClusterLayout[] clusters, GroupLayout[] groups, long commitMillis, long commitNumber) {
+
+    /** A manifest with no group layouts (every layer in blocks or clusters). */
+    public Manifest(String id, KvShape shape, int blockTokens, List<String> deviceUuids, int[] tokenIds,
+            BlockTable[] layers, ClusterLayout[] clusters, long commitMillis, long commitNumber) {
+        this(id, shape, blockTokens, deviceUuids, tokenIds, layers, clusters, new GroupLayout[layers.length],
+                commitMillis, commitNumber);
+    }
+
+    /** Tokens {@code [0, n)} of {@code layer} that live in its cluster or group layout rather than in blocks. */
+    public int relaidTokens(int layer) {
+        ClusterLayout c = clusters[layer];
+        GroupLayout g = groups[layer];
+        return Math.max(c == null ? 0 : c.clusteredTokens(), g == null ? 0 : g.groupedTokens());
+    }
 
     public int tokenCount() {
         return tokenIds.length;
@@ -37,7 +53,7 @@ public record Manifest(String id, KvShape shape, int blockTokens, List<String> d
         return sum[0];
     }
 
-    /** Visits every extent (blocks and cluster segments) as (device, offset, length). */
+    /** Visits every extent (blocks, cluster segments and group segments) as (device, offset, length). */
     public void forEachExtent(ExtentVisitor v) {
         for (BlockTable t : layers) {
             for (int b = 0; b < t.size(); b++) {
@@ -50,6 +66,13 @@ public record Manifest(String id, KvShape shape, int blockTokens, List<String> d
             if (c != null) {
                 for (int s = 0; s < c.segmentCount(); s++) {
                     v.visit(c.segmentDevice(s), c.segmentOffset(s), c.segmentLength(s));
+                }
+            }
+        }
+        for (GroupLayout g : groups) {
+            if (g != null) {
+                for (int s = 0; s < g.segmentCount(); s++) {
+                    v.visit(g.segmentDevice(s), g.segmentOffset(s), g.segmentLength(s));
                 }
             }
         }

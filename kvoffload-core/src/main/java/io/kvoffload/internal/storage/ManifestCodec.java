@@ -13,7 +13,7 @@ import java.util.List;
 import java.util.zip.CRC32C;
 
 /**
- * Binary manifest format (big-endian), version 3:
+ * Binary manifest format (big-endian), version 4 (versions 2 and 3 are still read):
  *
  * <pre>
  * "KVOM" u32 version
@@ -23,13 +23,17 @@ import java.util.zip.CRC32C;
  * per layer: u32 nBlocks, then per block: u16 device (0xFFFF: no extent), i64 offset, u32 length, i32 crc32c
  * per layer: u8 hasClusters, and if 1: u32 clusteredTokens, f64 tau, u32 coActivationClusters,
  *   u32 nClusters, i32 medoid × nClusters,
- *   u32 segments per cluster × nClusters, u16 nextDevice × nClusters (v3),
+ *   u32 segments per cluster × nClusters, u16 nextDevice × nClusters (v3+),
  *   then per segment: u16 device, i64 offset, u32 length, u32 entries, then (i32 token, i32 crc32c) × entries
+ * (version ≥ 4) per layer: u8 hasGroups, and if 1: u32 groupedTokens, u32 groupSize, u32 stride,
+ *   u32 nSegments, then per segment: u16 device, i64 offset, u32 length;
+ *   u32 nGroups (= groupedTokens / groupSize), then per group: u32 segment, i32 crc32c;
+ *   u32 adapterBytes, the low-rank adapter in its own checksummed form (LowRankAdapter.encode)
  * i64 commitMillis, i64 commitNumber
  * i32 CRC32C of everything above
  * </pre>
  *
- * Version 3 added each cluster's next device (online maintenance appends there, Swarm Eq. 9) and
+ * Version 4 added the group layouts of the KVSwap selector. Version 3 added each cluster's next device (online maintenance appends there, Swarm Eq. 9) and
  * lets a cluster have more segments than devices (one per device per append). Version 2 files, which
  * have neither, still decode: their next devices are Eq. 7's, recomputed from the cluster sizes.
  *
@@ -40,9 +44,9 @@ import java.util.zip.CRC32C;
 public final class ManifestCodec {
     private static final int MAGIC = 0x4B564F4D; // "KVOM"
     private static final int NO_EXTENT = 0xFFFF;
-    public static final int VERSION = 3;
+    public static final int VERSION = 4;
     /** The oldest version {@link #decode} still reads. */
-    static final int OLDEST_READABLE = 2;
+    public static final int MIN_VERSION = 2;
 
     private ManifestCodec() {}
 
@@ -50,10 +54,10 @@ public final class ManifestCodec {
         return encode(m, VERSION);
     }
 
-    /** Encodes in an older format {@link #decode} still reads (tests of compatibility use it). */
+    /** Encodes in {@code version} ({@link #MIN_VERSION}..{@link #VERSION}); version 2 cannot hold group layouts. */
     static byte[] encode(Manifest m, int version) {
-        if (version < OLDEST_READABLE || version > VERSION) {
-            throw new IllegalArgumentException("version = " + version + " is out of range; allowed: " + OLDEST_READABLE
+        if (version < MIN_VERSION || version > VERSION) {
+            throw new IllegalArgumentException("version = " + version + " is out of range; allowed: " + MIN_VERSION
                     + ".." + VERSION);
         }
         try {
@@ -91,6 +95,20 @@ public final class ManifestCodec {
                 out.writeByte(c == null ? 0 : 1);
                 if (c != null) {
                     writeClusters(out, c, version);
+                }
+            }
+            if (version >= 4) {
+                for (GroupLayout g : m.groups()) {
+                    out.writeByte(g == null ? 0 : 1);
+                    if (g != null) {
+                        writeGroups(out, g);
+                    }
+                }
+            } else {
+                for (GroupLayout g : m.groups()) {
+                    if (g != null) {
+                        throw new IllegalArgumentException("manifest version " + version + " cannot hold group layouts");
+                    }
                 }
             }
             out.writeLong(m.commitMillis());
@@ -132,6 +150,97 @@ public final class ManifestCodec {
                 out.writeInt(c.entryToken[e]);
                 out.writeInt(c.entryCrc[e]);
             }
+        }
+    }
+
+    private static void writeGroups(DataOutputStream out, GroupLayout g) throws IOException {
+        out.writeInt(g.groupedTokens);
+        out.writeInt(g.groupSize);
+        out.writeInt(g.stride);
+        out.writeInt(g.segDevice.length);
+        for (int s = 0; s < g.segDevice.length; s++) {
+            out.writeShort(g.segDevice[s]);
+            out.writeLong(g.segOffset[s]);
+            out.writeInt(g.segLength[s]);
+        }
+        out.writeInt(g.groupSeg.length);
+        for (int k = 0; k < g.groupSeg.length; k++) {
+            out.writeInt(g.groupSeg[k]);
+            out.writeInt(g.groupCrc[k]);
+        }
+        byte[] a = g.adapter.encode();
+        out.writeInt(a.length);
+        out.write(a);
+    }
+
+    /** Reads one layer's group section; every count is checked against the bytes left and the shape first. */
+    private static GroupLayout readGroups(ByteBuffer buf, int layer, KvShape shape, int nTok, int nDev) {
+        String where = "manifest layer " + layer + " group layout: ";
+        int groupedTokens = buf.getInt();
+        int groupSize = buf.getInt();
+        if (groupSize < 1 || groupSize > 4096) {
+            throw new IllegalArgumentException(where + "groupSize = " + groupSize + " is out of range; allowed: 1..4096");
+        }
+        if (groupedTokens < groupSize || groupedTokens > nTok || groupedTokens % groupSize != 0) {
+            throw new IllegalArgumentException(where + "groupedTokens = " + groupedTokens + " is out of range; allowed:"
+                    + " a positive multiple of groupSize " + groupSize + " up to the sequence's " + nTok + " tokens");
+        }
+        int stride = buf.getInt();
+        long data = (long) groupSize * shape.entryBytes();
+        if (stride < data || stride > (data + (1 << 20))) {
+            throw new IllegalArgumentException(where + "stride = " + stride + " is out of range; allowed: " + data + ".."
+                    + (data + (1 << 20)) + " (groupSize × entryBytes plus alignment padding)");
+        }
+        int segs = count(buf, "group segments", 14);
+        int[] segDevice = new int[segs];
+        long[] segOffset = new long[segs];
+        int[] segLength = new int[segs];
+        for (int s = 0; s < segs; s++) {
+            segDevice[s] = buf.getShort() & 0xFFFF;
+            if (segDevice[s] >= nDev) {
+                throw new IllegalArgumentException(where + "segment " + s + " names device " + segDevice[s]
+                        + "; allowed: 0.." + (nDev - 1));
+            }
+            segOffset[s] = buf.getLong();
+            segLength[s] = buf.getInt();
+            if (segLength[s] < stride) {
+                throw new IllegalArgumentException(where + "segment " + s + " length " + segLength[s]
+                        + " is out of range; allowed: at least one group stride (" + stride + ")");
+            }
+        }
+        int groups = count(buf, "groups", 8);
+        if (groups != groupedTokens / groupSize) {
+            throw new IllegalArgumentException(where + "nGroups = " + groups + " is out of range; allowed: exactly "
+                    + groupedTokens / groupSize + " (groupedTokens / groupSize)");
+        }
+        int[] groupSeg = new int[groups];
+        int[] groupCrc = new int[groups];
+        for (int k = 0; k < groups; k++) {
+            groupSeg[k] = buf.getInt();
+            if (groupSeg[k] < 0 || groupSeg[k] >= segs) {
+                throw new IllegalArgumentException(where + "group " + k + " names segment " + groupSeg[k]
+                        + "; allowed: 0.." + (segs - 1));
+            }
+            groupCrc[k] = buf.getInt();
+        }
+        int adapterBytes = count(buf, "adapter bytes", 1);
+        byte[] a = new byte[adapterBytes];
+        buf.get(a);
+        io.kvoffload.internal.kvswap.LowRankAdapter adapter;
+        try {
+            adapter = io.kvoffload.internal.kvswap.LowRankAdapter.decode(a);
+        } catch (IllegalArgumentException e) {
+            throw new IllegalArgumentException(where + "adapter: " + e.getMessage(), e);
+        }
+        if (adapter.kvHeads() != shape.kvHeads() || adapter.headDim() != shape.headDim()) {
+            throw new IllegalArgumentException(where + "adapter is for kvHeads " + adapter.kvHeads() + " × headDim "
+                    + adapter.headDim() + "; allowed: the shape's " + shape.kvHeads() + " × " + shape.headDim());
+        }
+        try {
+            return new GroupLayout(groupedTokens, groupSize, shape.entryBytes(), stride, segDevice, segOffset,
+                    segLength, groupSeg, groupCrc, adapter);
+        } catch (IllegalArgumentException e) {
+            throw new IllegalArgumentException(where + e.getMessage(), e);
         }
     }
 
@@ -239,9 +348,9 @@ public final class ManifestCodec {
                 throw new IllegalArgumentException("not a kvoffload manifest (bad magic)");
             }
             int version = buf.getInt();
-            if (version < OLDEST_READABLE || version > VERSION) {
+            if (version < MIN_VERSION || version > VERSION) {
                 throw new IllegalArgumentException("manifest format version " + version + "; this build reads "
-                        + OLDEST_READABLE + ".." + VERSION);
+                        + MIN_VERSION + ".." + VERSION);
             }
             String id = readString(buf);
             int layers = buf.getInt();
@@ -302,12 +411,29 @@ public final class ManifestCodec {
                     throw new IllegalArgumentException("manifest layer " + l + " cluster flag " + has);
                 }
             }
+            GroupLayout[] groups = new GroupLayout[layers];
+            if (version >= 4) {
+                for (int l = 0; l < layers; l++) {
+                    int has = buf.get();
+                    if (has == 1) {
+                        if (clusters[l] != null) {
+                            throw new IllegalArgumentException("manifest layer " + l + " has both a cluster and a"
+                                    + " group layout; allowed: at most one");
+                        }
+                        groups[l] = readGroups(buf, l, shape, nTok, nDev);
+                    } else if (has != 0) {
+                        throw new IllegalArgumentException("manifest layer " + l + " group flag " + has
+                                + "; allowed: 0 or 1");
+                    }
+                }
+            }
             long millis = buf.getLong();
             long number = buf.getLong();
             if (buf.hasRemaining()) {
                 throw new IllegalArgumentException("manifest has " + buf.remaining() + " trailing bytes");
             }
-            return new Manifest(id, shape, blockTokens, List.copyOf(uuids), tokens, tables, clusters, millis, number);
+            return new Manifest(id, shape, blockTokens, List.copyOf(uuids), tokens, tables, clusters, groups, millis,
+                    number);
         } catch (BufferUnderflowException e) {
             throw new IllegalArgumentException("manifest is truncated");
         }
@@ -352,13 +478,12 @@ public final class ManifestCodec {
         }
         for (int l = 0; l < m.layers().length; l++) {
             BlockTable t = m.layers()[l];
-            ClusterLayout c = m.clusters()[l];
-            int clustered = c == null ? 0 : c.clusteredTokens();
+            int clustered = m.relaidTokens(l);
             for (int b = 0; b < t.size(); b++) {
                 if (!t.hasExtent(b)) {
                     if ((long) (b + 1) * m.blockTokens() > clustered) {
                         throw new IllegalArgumentException("sequence " + m.id() + " layer " + l + " block " + b
-                                + " has no extent and its tokens are not all in clusters");
+                                + " has no extent and its tokens are not all in clusters or groups");
                     }
                     continue;
                 }
@@ -387,6 +512,24 @@ public final class ManifestCodec {
                     throw new IllegalArgumentException("sequence " + m.id() + " layer " + l + " cluster segment " + s
                             + ": extent [" + off + ", +" + len + ") is not an aligned extent of device " + d.index()
                             + " (" + d.sizeBytes() + " bytes, alignment " + d.alignment() + ")");
+                }
+            }
+        }
+        for (int l = 0; l < m.groups().length; l++) {
+            GroupLayout g = m.groups()[l];
+            if (g == null) {
+                continue;
+            }
+            for (int s = 0; s < g.segmentCount(); s++) {
+                DevicePool d = devices.get(map[g.segmentDevice(s)]);
+                long off = g.segmentOffset(s);
+                int len = g.segmentLength(s);
+                if (len <= 0 || len % d.alignment() != 0 || off < 0 || off % d.alignment() != 0
+                        || off > d.sizeBytes() - len || g.stride() % d.alignment() != 0) {
+                    throw new IllegalArgumentException("sequence " + m.id() + " layer " + l + " group segment " + s
+                            + ": extent [" + off + ", +" + len + ") with group stride " + g.stride()
+                            + " is not an aligned extent of device " + d.index() + " (" + d.sizeBytes()
+                            + " bytes, alignment " + d.alignment() + ")");
                 }
             }
         }

@@ -184,8 +184,12 @@ public final class Store implements AutoCloseable {
             for (int l = 0; l < clusters.length; l++) {
                 clusters[l] = m.clusters()[l] == null ? null : m.clusters()[l].remapDevices(map);
             }
+            GroupLayout[] groups = new GroupLayout[m.groups().length];
+            for (int l = 0; l < groups.length; l++) {
+                groups[l] = m.groups()[l] == null ? null : m.groups()[l].remapDevices(map);
+            }
             Manifest local = new Manifest(m.id(), m.shape(), m.blockTokens(), deviceUuids, m.tokenIds(), m.layers(),
-                    clusters, m.commitMillis(), m.commitNumber());
+                    clusters, groups, m.commitMillis(), m.commitNumber());
             List<long[]> marked = new ArrayList<>();
             try {
                 local.forEachExtent((d, off, len) -> {

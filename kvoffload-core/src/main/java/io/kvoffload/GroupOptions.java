@@ -1,0 +1,58 @@
+package io.kvoffload;
+
+import io.kvoffload.internal.util.Checks;
+
+/**
+ * Options of KVSwap's offline phase ({@link KvSequence#groupLayer}): how a layer is laid out in
+ * groups and how its low-rank K adapter is fitted (papers/003 §3.2–3.4).
+ *
+ * @param groupSize G, consecutive tokens stored and read as one unit ({@code [K of G | V of G]},
+ *     one aligned read); 1..4096, default 4 (the paper's NVMe setting; 8 suits eMMC)
+ * @param rank r, columns kept of the SVD adapter (the compressed key's dimension); 0 (the default)
+ *     takes {@code headDim}, the paper's default ({@code σ = kvHeads}); else 1..kvHeads·headDim
+ * @param calibrationRows at most this many of the layer's own stored keys (sampled uniformly, in
+ *     position order) calibrate the adapter; 1..2^30, default 8192
+ * @param seed seed of the calibration sample
+ */
+public record GroupOptions(int groupSize, int rank, int calibrationRows, long seed) {
+
+    /** {@link #rank()} value meaning {@code headDim}. */
+    public static final int HEAD_DIM = 0;
+
+    public GroupOptions {
+        Checks.inRange("groupSize", groupSize, 1, 4096);
+        Checks.inRange("rank", rank, 0, 1 << 24);
+        Checks.inRange("calibrationRows", calibrationRows, 1, 1 << 30);
+    }
+
+    /** G = 4, r = headDim, 8192 calibration rows, seed 0. */
+    public static GroupOptions defaults() {
+        return new GroupOptions(4, HEAD_DIM, 8192, 0);
+    }
+
+    public GroupOptions withGroupSize(int g) {
+        return new GroupOptions(g, rank, calibrationRows, seed);
+    }
+
+    public GroupOptions withRank(int r) {
+        return new GroupOptions(groupSize, r, calibrationRows, seed);
+    }
+
+    public GroupOptions withCalibrationRows(int n) {
+        return new GroupOptions(groupSize, rank, n, seed);
+    }
+
+    public GroupOptions withSeed(long s) {
+        return new GroupOptions(groupSize, rank, calibrationRows, s);
+    }
+
+    /** The rank for {@code shape}: {@link #rank()}, or {@code headDim} for {@link #HEAD_DIM}; checked against the shape. */
+    int rankFor(KvShape shape) {
+        int max = shape.kvHeads() * shape.headDim();
+        if (rank > max) {
+            throw new IllegalArgumentException("rank = " + rank + " is out of range for kvHeads " + shape.kvHeads()
+                    + " × headDim " + shape.headDim() + "; allowed: 0 (headDim) or 1.." + max);
+        }
+        return rank == HEAD_DIM ? Math.min(shape.headDim(), max) : rank;
+    }
+}

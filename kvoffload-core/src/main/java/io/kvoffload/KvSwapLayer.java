@@ -1,0 +1,452 @@
+package io.kvoffload;
+
+import io.kvoffload.internal.decode.DramWindow;
+import io.kvoffload.internal.dram.DramSlot;
+import io.kvoffload.internal.kvswap.CompressedKCache;
+import io.kvoffload.internal.kvswap.GroupPredictor;
+import io.kvoffload.internal.kvswap.ReuseBuffer;
+import io.kvoffload.internal.kvswap.ReusePlan;
+import io.kvoffload.internal.sched.BucketScheduler;
+import io.kvoffload.internal.storage.GroupLayout;
+import io.kvoffload.internal.storage.Store;
+import io.kvoffload.internal.util.Checks;
+import io.kvoffload.spi.IoBatch;
+import io.kvoffload.workload.ElementCodec;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.nio.ByteBuffer;
+import java.util.Arrays;
+import java.util.zip.CRC32C;
+
+/**
+ * KVSwap's online phase for one layer of a {@link KvDecoder} (papers/003 §3.3–3.4), on the same
+ * scheduler and I/O path as Swarm's:
+ * <ol>
+ *   <li>the {@link GroupPredictor} scores the query against the layer's compressed K cache (in DRAM,
+ *       {@code tokens × r}) and picks the top {@code M = ⌈budget / G⌉} groups;</li>
+ *   <li>groups wholly in DRAM (sinks, the window, which is also KVSwap's rolling buffer: tokens not
+ *       yet in a stored group) need nothing; the others are looked up in the {@link ReuseBuffer}
+ *       (one DRAM slot per group), whose hits need no I/O;</li>
+ *   <li>the misses go through the {@link BucketScheduler} with the {@link GroupLayout} as its
+ *       replica table (unit = one group, one copy), so groups adjacent on a device merge into one
+ *       read, and one {@link IoBatch} submission feeds every SSD;</li>
+ *   <li>on completion every group's CRC32C is checked before its tokens reach the view or its
+ *       reuse slot.</li>
+ * </ol>
+ * New tokens appended through the decoder join the window; each time G of them past the
+ * compressed cache's end are there, their keys are projected and appended to it, so later steps can
+ * predict (and find in DRAM) the new group.
+ *
+ * <p>Everything a step needs is allocated when the layer opens or grown when a larger step is first
+ * seen; {@link #start} and {@link #finish} allocate nothing in steady state. One thread at a time;
+ * one fetch in flight (the decoder enforces both).
+ */
+final class KvSwapLayer implements AutoCloseable {
+    private final KvSequence sequence;
+    private final Store store;
+    private final KvShape shape;
+    private final DecodeOptions options;
+    private final int layer;
+    private final GroupLayout layout;
+    private final int g;
+    private final int half;
+    private final int stride;
+    private final int groupBytes;
+    private final boolean checksums;
+    private final long alignment;
+
+    private final DramWindow window;
+    private final CompressedKCache cache;
+    private final GroupPredictor predictor;
+    private final float[] keyScratch;
+    private final ReuseBuffer reuse;
+    private final ReusePlan plan;
+    private DramSlot reuseSlots;
+    private final BucketScheduler scheduler;
+    private final CRC32C crc = new CRC32C();
+
+    // Per-step working state, grown rarely.
+    private int[] selected;
+    private int[] requested;
+    private int[] missGroups;
+    private int[] missSlot; // reuse slot of group g's miss this step (valid where missStamp[g] == generation)
+    private int[] missStamp;
+    private int[] stamp = new int[0];
+    private int[] rowOf = new int[0];
+    private int[] rowToken = new int[1024];
+    private int generation;
+    private IoBatch batch;
+    private DramSlot staging;
+    private ByteBuffer stagingBytes;
+    private long[] runStaging = new long[64];
+    private int runs;
+    private long startNanos;
+
+    // Counters (one thread).
+    long selectNanos;
+    long ioNanos;
+    long bytesRead;
+    long readRequests;
+    long tokensFetched;
+    long tokensReused;
+    long tokensWindow;
+    long groupsSelected;
+    long reuseHits;
+    long reuseMisses;
+
+    KvSwapLayer(KvSequence sequence, Store store, DecodeOptions options, int layer, GroupLayout layout, int alignment) {
+        this.sequence = sequence;
+        this.store = store;
+        this.shape = sequence.shape();
+        this.options = options;
+        this.layer = layer;
+        this.layout = layout;
+        this.g = layout.groupSize();
+        this.half = shape.halfEntryBytes();
+        this.stride = layout.stride();
+        this.groupBytes = layout.groupBytes();
+        this.checksums = store.config().checksums();
+        this.alignment = alignment;
+        int tokens = sequence.tokenCount(layer);
+        int grouped = layout.groupedTokens();
+        // The compressed K cache of the stored groups (rebuilt from the stored keys, see KvSequence.compressedKeys).
+        this.cache = sequence.compressedKeys(layer, DType.F16, tokens + 4096);
+        this.predictor = new GroupPredictor(cache, shape.queryHeads(), g, tokens + 4096);
+        this.keyScratch = new float[shape.elementsPerToken()];
+        // Sinks, then the window: the newest localWindow tokens and every token past the last stored group.
+        int sinkEnd = Math.min(options.sinkTokens(), tokens);
+        int start = Math.max(sinkEnd, Math.min(grouped, tokens - options.localWindow()));
+        this.window = new DramWindow(store.dram(), half, sinkEnd, start, tokens - start + Math.max(options.localWindow(), g));
+        try {
+            loadWindow(sinkEnd, start, tokens);
+            int m = groupsFor(tokens);
+            int slots = options.reuseSlots() == DecodeOptions.AUTO ? m : options.reuseSlots() == 0 ? 0
+                    : Math.max(options.reuseSlots(), m);
+            if (slots > 0) {
+                reuse = new ReuseBuffer(1, slots, options.reusePolicy() == DecodeOptions.ReusePolicy.FIFO
+                        ? ReuseBuffer.Policy.FIFO : ReuseBuffer.Policy.REPLACE_UNREQUESTED);
+                plan = reuse.newPlan();
+                reuseSlots = store.dram().acquire((long) slots * stride);
+            } else {
+                reuse = null;
+                plan = null;
+            }
+        } catch (RuntimeException e) {
+            window.close();
+            throw e;
+        }
+        int groups = layout.groupCount();
+        this.scheduler = new BucketScheduler(store.devices().size(), stride, Math.max(1, (256 << 10) / stride),
+                BucketScheduler.Mode.SWARM);
+        int cap = Math.max(16, groupsFor(tokens));
+        this.selected = new int[cap];
+        this.requested = new int[cap];
+        this.missGroups = new int[cap];
+        this.missSlot = new int[groups];
+        this.missStamp = new int[groups];
+    }
+
+    private void loadWindow(int sinkEnd, int start, int tokens) {
+        try (Arena a = Arena.ofConfined()) {
+            int count = tokens - start;
+            MemorySegment k = a.allocate(Math.max(1, (long) Math.max(count, sinkEnd) * half), 64);
+            MemorySegment v = a.allocate(k.byteSize(), 64);
+            if (sinkEnd > 0) {
+                sequence.read(layer, 0, sinkEnd, k, v);
+                for (int t = 0; t < sinkEnd; t++) {
+                    window.putSink(t, k, (long) t * half, v, (long) t * half);
+                }
+            }
+            if (count > 0) {
+                sequence.read(layer, start, count, k, v);
+                for (int i = 0; i < count; i++) {
+                    window.append(k, (long) i * half, v, (long) i * half);
+                }
+            }
+        }
+    }
+
+    DramWindow window() {
+        return window;
+    }
+
+    /** M for a context of {@code tokens}: ⌈budget / G⌉, the budget given or {@code ⌈sparsity × tokens⌉}. */
+    private int groupsFor(int tokens) {
+        long budget = options.budgetTokens() == DecodeOptions.AUTO ? (long) Math.ceil(options.sparsity() * tokens)
+                : options.budgetTokens();
+        return (int) Math.max(1, (budget + g - 1) / g);
+    }
+
+    // ------------------------------------------------------------------ one step
+
+    /** Predicts, looks up the reuse buffer, submits the misses' reads and copies what DRAM holds into the view. */
+    void start(KvView view, float[] query) {
+        long t0 = System.nanoTime();
+        int tokens = window.end();
+        if (stamp.length < tokens) {
+            int n = Math.max(tokens, stamp.length + (stamp.length >> 1) + 1024);
+            stamp = new int[n];
+            rowOf = new int[n];
+            generation = 0;
+        }
+        if (++generation == Integer.MAX_VALUE) {
+            Arrays.fill(stamp, 0);
+            Arrays.fill(missStamp, 0);
+            generation = 1;
+        }
+        int gen = generation;
+        int rows = 0;
+        for (int t = 0; t < window.sinkEnd(); t++) {
+            rows = addRow(t, rows, gen);
+        }
+        for (int t = window.start(); t < tokens; t++) {
+            rows = addRow(t, rows, gen);
+        }
+        int want = groupsFor(tokens);
+        if (selected.length < want) {
+            selected = new int[want];
+            requested = new int[want];
+            missGroups = new int[want];
+        }
+        int m = predictor.selectGroups(query, want, selected);
+        groupsSelected += m;
+        int stored = layout.groupCount();
+        int req = 0;
+        for (int i = 0; i < m; i++) {
+            int grp = selected[i];
+            int first = grp * g;
+            int end = Math.min(first + g, tokens);
+            boolean io = false;
+            for (int t = first; t < end; t++) {
+                if (!window.contains(t)) {
+                    io = true;
+                }
+                rows = addRow(t, rows, gen);
+            }
+            // A group wholly in DRAM (window, sinks, or appended since the layout was written) needs no read.
+            if (io && grp < stored) {
+                requested[req++] = grp;
+            }
+        }
+        view.ensureCapacity(rows, store.dram());
+        view.layer = layer;
+        view.tokenCount = rows;
+
+        int misses = 0;
+        int inBuffer = 0;
+        if (reuse != null) {
+            inBuffer = Math.min(req, reuse.slots());
+            reuse.request(0, requested, inBuffer, plan);
+            for (int i = 0; i < inBuffer; i++) {
+                if (!plan.hit(i)) {
+                    int grp = requested[i];
+                    missGroups[misses++] = grp;
+                    missSlot[grp] = plan.slot(i);
+                    missStamp[grp] = gen;
+                }
+            }
+            reuseHits += plan.hits();
+        }
+        for (int i = inBuffer; i < req; i++) { // beyond the buffer's slots (a budget grown with the context)
+            int grp = requested[i];
+            missGroups[misses++] = grp;
+            missSlot[grp] = -1;
+            missStamp[grp] = gen;
+        }
+        reuseMisses += misses;
+        schedule(misses);
+        if (runs > 0) {
+            store.backend().submit(batch);
+        }
+        long t1 = System.nanoTime();
+        selectNanos += t1 - t0;
+        startNanos = t1;
+        // While the SSDs work: rows DRAM holds (sinks, window, reuse hits).
+        for (int r = 0; r < rows; r++) {
+            int t = rowToken[r];
+            if (window.contains(t)) {
+                view.putRow(r, t, window.keySegment(t), window.keyOffset(t), window.valueSegment(t),
+                        window.valueOffset(t));
+                tokensWindow++;
+            }
+        }
+        if (reuse != null) {
+            MemorySegment mem = reuseSlots.segment();
+            for (int i = 0; i < inBuffer; i++) {
+                if (plan.hit(i)) {
+                    tokensReused += putGroup(view, requested[i], mem, (long) plan.slot(i) * stride);
+                }
+            }
+        }
+    }
+
+    private int addRow(int t, int rows, int gen) {
+        if (stamp[t] == gen) {
+            return rows;
+        }
+        stamp[t] = gen;
+        rowOf[t] = rows;
+        if (rows == rowToken.length) {
+            rowToken = Arrays.copyOf(rowToken, rows * 2);
+        }
+        rowToken[rows] = t;
+        return rows + 1;
+    }
+
+    /** Plans the misses' reads (adjacent groups on a device merge) and fills the batch: one aligned read per run. */
+    private void schedule(int misses) {
+        runs = 0;
+        if (misses == 0) {
+            return;
+        }
+        BucketScheduler sched = scheduler;
+        sched.plan(missGroups, misses, layout, null);
+        int n = sched.runs();
+        long need = 0;
+        for (int r = 0; r < n; r++) {
+            long start = sched.runOffset(r) & -alignment;
+            need += Checks.alignUp(sched.runOffset(r) + sched.runBytes(r), alignment) - start;
+        }
+        if (staging == null || staging.byteSize() < need) {
+            if (staging != null) {
+                store.dram().release(staging);
+                staging = null;
+            }
+            staging = store.dram().acquire(Long.highestOneBit(need - 1) << 1);
+            stagingBytes = staging.segment().asByteBuffer();
+        }
+        if (batch == null || batch.capacity() < n) {
+            batch = store.backend().newBatch(Math.max(n + n / 2, 64));
+        }
+        if (runStaging.length < n) {
+            runStaging = new long[Math.max(n, runStaging.length * 2)];
+        }
+        MemorySegment mem = staging.segment();
+        long o = 0;
+        for (int r = 0; r < n; r++) {
+            long start = sched.runOffset(r) & -alignment;
+            long len = Checks.alignUp(sched.runOffset(r) + sched.runBytes(r), alignment) - start;
+            batch.addRead(sched.runDevice(r), start, mem, o, len, r);
+            runStaging[r] = o + (sched.runOffset(r) - start);
+            o += len;
+        }
+        runs = n;
+    }
+
+    /** Waits for the reads, verifies every group and gathers it into the view and its reuse slot. */
+    void finish(KvView view) {
+        if (runs == 0) {
+            return;
+        }
+        boolean ok = false;
+        try {
+            try {
+                store.backend().await(batch);
+            } finally {
+                ioNanos += System.nanoTime() - startNanos;
+            }
+            BucketScheduler sched = scheduler;
+            int[] planned = sched.plannedEntries();
+            MemorySegment mem = staging.segment();
+            int gen = generation;
+            for (int r = 0; r < runs; r++) {
+                int dev = sched.runDevice(r);
+                int first = sched.runFirst(r);
+                int n = sched.runEntries(r);
+                long len = batch.length(r);
+                bytesRead += len;
+                readRequests++;
+                store.stats().bytesRead[dev].add(len);
+                store.stats().reads[dev].increment();
+                for (int k = 0; k < n; k++) {
+                    int grp = planned[first + k];
+                    long at = runStaging[r] + (long) k * stride;
+                    if (checksums) {
+                        verify(grp, dev, at);
+                    }
+                    tokensFetched += putGroup(view, grp, mem, at);
+                    if (missStamp[grp] == gen && missSlot[grp] >= 0) {
+                        MemorySegment.copy(mem, at, reuseSlots.segment(), (long) missSlot[grp] * stride, groupBytes);
+                    }
+                }
+            }
+            ok = true;
+        } finally {
+            if (!ok && reuse != null) {
+                // The slot table already names this step's misses as loaded: forget them all, never serve stale bytes.
+                reuse.clear(0);
+            }
+            if (batch.pending() == 0) {
+                batch.clear();
+            }
+            runs = 0;
+        }
+    }
+
+    /** Copies the group's tokens that DRAM's window does not hold into their rows; returns how many. */
+    private int putGroup(KvView view, int grp, MemorySegment src, long at) {
+        int first = grp * g;
+        int n = 0;
+        for (int i = 0; i < g; i++) {
+            int t = first + i;
+            if (!window.contains(t)) {
+                view.putRow(rowOf[t], t, src, at + (long) i * half, src, at + (long) (g + i) * half);
+                n++;
+            }
+        }
+        return n;
+    }
+
+    private void verify(int grp, int dev, long at) {
+        ByteBuffer b = stagingBytes;
+        b.limit((int) (at + groupBytes)).position((int) at);
+        crc.reset();
+        crc.update(b);
+        int actual = (int) crc.getValue();
+        if (actual != layout.groupCrc(grp)) {
+            store.stats().checksumFailures.increment();
+            throw new KvChecksumException(dev, store.devices().get(dev).directory().toString(), sequence.id(), layer,
+                    grp * g, grp * g + g, layout.groupCrc(grp), actual);
+        }
+        store.stats().checksumsVerified.increment();
+    }
+
+    // ------------------------------------------------------------------ new tokens
+
+    /** After the window grew: every full group past the compressed cache's end joins it (its keys projected). */
+    void appended() {
+        int elements = shape.elementsPerToken();
+        DType dtype = shape.dtype();
+        while (window.end() - cache.tokens() >= g) {
+            for (int i = 0; i < g; i++) {
+                int t = cache.tokens();
+                ElementCodec.read(dtype, window.keySegment(t), window.keyOffset(t), keyScratch, 0, elements);
+                cache.append(keyScratch, 0, 1);
+            }
+        }
+    }
+
+    // ------------------------------------------------------------------ stats and lifecycle
+
+    /** DRAM this layer holds beyond its window: the reuse slots and the compressed K cache. */
+    long memoryBytes() {
+        return (reuseSlots == null ? 0 : reuseSlots.byteSize()) + cache.reservedBytes();
+    }
+
+    /** Predicted groups' token count in the compressed K cache. */
+    int compressedTokens() {
+        return cache.tokens();
+    }
+
+    @Override
+    public void close() {
+        if (staging != null) {
+            store.dram().release(staging);
+            staging = null;
+        }
+        if (reuseSlots != null) {
+            store.dram().release(reuseSlots);
+            reuseSlots = null;
+        }
+    }
+}

@@ -1,0 +1,177 @@
+package io.kvoffload.internal.storage;
+
+import io.kvoffload.internal.kvswap.LowRankAdapter;
+import io.kvoffload.internal.sched.BucketScheduler;
+
+/**
+ * One layer's tokens laid out in KVSwap groups (papers/003 §3.4, Fig. 7): group {@code g} holds
+ * tokens {@code [g·G, (g+1)·G)} as one region {@code [K of G tokens | V of G tokens]} (each token's
+ * K is {@code kvHeads × headDim} elements, head after head), padded to a multiple of the devices'
+ * direct-I/O alignment (the group's <em>stride</em>), so a group is one aligned read. Groups go
+ * round-robin over the devices; a device's groups sit back to back in a few large extents
+ * (<em>segments</em>), so groups {@code g} and {@code g + devices} are adjacent there and the
+ * scheduler merges them into one read when both are wanted. Each group carries its CRC32C (over its
+ * {@code G × entryBytes} data bytes).
+ *
+ * <p>Tokens {@code [0, groupedTokens)} live here, a whole number of groups; later tokens of the
+ * layer stay in the block layout (and, while decoding, in DRAM: KVSwap's rolling buffer). The
+ * layout also holds the layer's low-rank K adapter, which predicts the groups. Immutable; as a
+ * {@link BucketScheduler.Replicas} its unit is a group (one copy, {@link #stride()} bytes).
+ */
+public final class GroupLayout implements BucketScheduler.Replicas {
+    final int groupedTokens;
+    final int groupSize;
+    final int entryBytes;
+    final int stride;
+    final int[] segDevice;
+    final long[] segOffset;
+    final int[] segLength;
+    /** Segment of each group; a segment's groups sit in ascending group order at consecutive strides. */
+    final int[] groupSeg;
+    final int[] groupCrc;
+    final LowRankAdapter adapter;
+    // Derived.
+    private final long[] groupOffset;
+
+    GroupLayout(int groupedTokens, int groupSize, int entryBytes, int stride, int[] segDevice, long[] segOffset,
+            int[] segLength, int[] groupSeg, int[] groupCrc, LowRankAdapter adapter) {
+        if (groupSize < 1 || groupSize > 4096 || groupedTokens < groupSize || groupedTokens % groupSize != 0) {
+            throw new IllegalArgumentException("group layout of " + groupedTokens + " tokens in groups of " + groupSize
+                    + ": allowed groupSize 1..4096 and a positive whole number of groups");
+        }
+        long data = (long) groupSize * entryBytes;
+        if (entryBytes < 2 || stride < data || stride > Integer.MAX_VALUE / 2) {
+            throw new IllegalArgumentException("group stride " + stride + " cannot hold " + groupSize + " entries of "
+                    + entryBytes + " bytes");
+        }
+        int groups = groupedTokens / groupSize;
+        int segs = segDevice.length;
+        if (segOffset.length != segs || segLength.length != segs || groupSeg.length != groups
+                || groupCrc.length != groups) {
+            throw new IllegalArgumentException("group layout arrays are inconsistent: " + segs + " segments, "
+                    + groups + " groups, " + groupSeg.length + " group segments, " + groupCrc.length + " checksums");
+        }
+        if (adapter == null) {
+            throw new IllegalArgumentException("group layout needs its low-rank adapter");
+        }
+        if (entryBytes % (2 * adapter.inputDim()) != 0) {
+            throw new IllegalArgumentException("adapter keys of " + adapter.inputDim() + " elements do not fit entries of "
+                    + entryBytes + " bytes (K and V of kvHeads × headDim elements)");
+        }
+        this.groupedTokens = groupedTokens;
+        this.groupSize = groupSize;
+        this.entryBytes = entryBytes;
+        this.stride = stride;
+        this.segDevice = segDevice;
+        this.segOffset = segOffset;
+        this.segLength = segLength;
+        this.groupSeg = groupSeg;
+        this.groupCrc = groupCrc;
+        this.adapter = adapter;
+        this.groupOffset = new long[groups];
+        int[] used = new int[segs];
+        for (int g = 0; g < groups; g++) {
+            int s = groupSeg[g];
+            if (s < 0 || s >= segs) {
+                throw new IllegalArgumentException("group " + g + " names segment " + s + "; allowed: 0.." + (segs - 1));
+            }
+            long end = (long) (used[s] + 1) * stride;
+            if (end > segLength[s]) {
+                throw new IllegalArgumentException("segment " + s + " of " + segLength[s] + " bytes cannot hold group "
+                        + g + " (its " + (used[s] + 1) + "th group of " + stride + " bytes)");
+            }
+            groupOffset[g] = segOffset[s] + (long) used[s] * stride;
+            used[s]++;
+        }
+    }
+
+    /** Tokens {@code [0, groupedTokens())} live in this layout. */
+    public int groupedTokens() {
+        return groupedTokens;
+    }
+
+    /** G. */
+    public int groupSize() {
+        return groupSize;
+    }
+
+    public int groupCount() {
+        return groupSeg.length;
+    }
+
+    /** Bytes one group's data takes: {@code G × entryBytes}. */
+    public int groupBytes() {
+        return groupSize * entryBytes;
+    }
+
+    /** Bytes between consecutive groups of a segment (the data padded to the alignment). */
+    public int stride() {
+        return stride;
+    }
+
+    /** The layer's low-rank K adapter (its predictor's projection). */
+    public LowRankAdapter adapter() {
+        return adapter;
+    }
+
+    public int groupDevice(int group) {
+        return segDevice[groupSeg[group]];
+    }
+
+    public long groupOffset(int group) {
+        return groupOffset[group];
+    }
+
+    public int groupCrc(int group) {
+        return groupCrc[group];
+    }
+
+    public int segmentCount() {
+        return segDevice.length;
+    }
+
+    public int segmentDevice(int s) {
+        return segDevice[s];
+    }
+
+    public long segmentOffset(int s) {
+        return segOffset[s];
+    }
+
+    public int segmentLength(int s) {
+        return segLength[s];
+    }
+
+    // ---- BucketScheduler.Replicas over groups: one copy each ----
+
+    @Override
+    public int count(int group) {
+        return 1;
+    }
+
+    @Override
+    public int device(int group, int r) {
+        return segDevice[groupSeg[group]];
+    }
+
+    @Override
+    public long offset(int group, int r) {
+        return groupOffset[group];
+    }
+
+    /** The same layout with device numbers rewritten through {@code map}. */
+    GroupLayout remapDevices(int[] map) {
+        int[] dev = new int[segDevice.length];
+        for (int s = 0; s < dev.length; s++) {
+            dev[s] = map[segDevice[s]];
+        }
+        return new GroupLayout(groupedTokens, groupSize, entryBytes, stride, dev, segOffset, segLength, groupSeg,
+                groupCrc, adapter);
+    }
+
+    /** DRAM held by this layout's tables and adapter, in bytes. */
+    public long memoryBytes() {
+        return 4L * (segDevice.length + segLength.length + groupSeg.length + groupCrc.length)
+                + 8L * (segOffset.length + groupOffset.length) + adapter.bytes();
+    }
+}
