@@ -45,6 +45,8 @@ import java.util.zip.CRC32C;
  */
 public final class KvSequence implements AutoCloseable {
     private static final int IO_BATCH = 64;
+    /** Profiling from queries keeps a layer's keys in memory up to this size (else it streams them from the SSDs). */
+    private static final long PROFILE_KEYS_IN_MEMORY = 1L << 30;
 
     private final KvEngine engine;
     private final Store store;
@@ -560,8 +562,10 @@ public final class KvSequence implements AutoCloseable {
         Checks.notNull("queries", queries);
         Checks.notNull("options", options);
         long t0 = System.nanoTime();
-        CoActivationProfile profile = SwarmOfflinePhase.fromQueries(
-                new SequenceLayerKv(this, layer, layerTokens[layer]), queries, shape.queryHeads(), options);
+        CoActivationProfile profile;
+        try (SequenceLayerKv kv = new SequenceLayerKv(this, layer, layerTokens[layer]).keysInMemory(PROFILE_KEYS_IN_MEMORY)) {
+            profile = SwarmOfflinePhase.fromQueries(kv, queries, shape.queryHeads(), options);
+        }
         return build(layer, SwarmOfflinePhase.cluster(profile, options), t0);
     }
 

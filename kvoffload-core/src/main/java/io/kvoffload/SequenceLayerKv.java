@@ -11,7 +11,7 @@ import java.lang.foreign.MemorySegment;
  * Reads go in chunks through {@link KvSequence#read}, so every byte is checksum-verified; they are
  * serialised on the sequence, so several profiling threads may share one view.
  */
-final class SequenceLayerKv implements LayerKv {
+final class SequenceLayerKv implements LayerKv, AutoCloseable {
     private static final int CHUNK = 4096;
 
     private final KvSequence seq;
@@ -22,6 +22,11 @@ final class SequenceLayerKv implements LayerKv {
     private int cachedToken = -1;
     private float[] cachedK;
     private float[] cachedV;
+
+    // Profiling scores every query against every key, head by head: reading the layer from the SSDs
+    // each time costs queries × heads passes, so keys that fit are read once and kept here.
+    private Arena keyArena;
+    private MemorySegment keys;
 
     SequenceLayerKv(KvSequence seq, int layer, int tokens) {
         this.seq = seq;
@@ -55,8 +60,47 @@ final class SequenceLayerKv implements LayerKv {
         copy(kvHead, fromToken, count, dst, dstOffset, true);
     }
 
+    /**
+     * Reads the layer's keys once into memory (outside the DRAM tier) when they take at most
+     * {@code maxBytes}, so later key reads cost no I/O. Values stay on the SSDs.
+     */
+    SequenceLayerKv keysInMemory(long maxBytes) {
+        if ((long) tokens * half > maxBytes || keys != null) {
+            return this;
+        }
+        keyArena = Arena.ofShared();
+        keys = keyArena.allocate(Math.max(1, (long) tokens * half), 64);
+        try (Arena a = Arena.ofConfined()) {
+            int chunk = Math.min(CHUNK, Math.max(1, tokens));
+            MemorySegment v = a.allocate((long) chunk * half, 64);
+            for (int done = 0; done < tokens; done += chunk) {
+                int n = Math.min(chunk, tokens - done);
+                seq.read(layer, done, n, keys.asSlice((long) done * half, (long) n * half), v.asSlice(0, (long) n * half));
+            }
+        }
+        return this;
+    }
+
+    @Override
+    public void close() {
+        if (keyArena != null) {
+            keyArena.close();
+            keyArena = null;
+            keys = null;
+        }
+    }
+
     private void copy(int kvHead, int fromToken, int count, float[] dst, int dstOffset, boolean values) {
         LayerKv.checkRange(this, kvHead, fromToken, count, dst, dstOffset);
+        if (!values && keys != null) {
+            DType dtype = seq.shape().dtype();
+            int d = headDim();
+            long headOffset = (long) kvHead * d * dtype.bytes();
+            for (int t = 0; t < count; t++) {
+                ElementCodec.read(dtype, keys, (long) (fromToken + t) * half + headOffset, dst, dstOffset + t * d, d);
+            }
+            return;
+        }
         // Profiling scores queries on several threads, but a sequence handle is single-threaded.
         synchronized (seq) {
             copyLocked(kvHead, fromToken, count, dst, dstOffset, values);
