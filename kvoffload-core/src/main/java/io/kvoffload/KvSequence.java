@@ -620,8 +620,9 @@ public final class KvSequence implements AutoCloseable {
             if (indexArena == null) {
                 indexArena = Arena.ofShared();
             }
-            index = MedoidIndex.build(SwarmOfflinePhase.restore(cl),
-                    new SequenceLayerKv(this, layer, cl.clusteredTokens()), shape.queryHeads(), indexArena);
+            try (SequenceLayerKv kv = new SequenceLayerKv(this, layer, cl.clusteredTokens()).keysOf(cl.medoids())) {
+                index = MedoidIndex.build(SwarmOfflinePhase.restore(cl), kv, shape.queryHeads(), indexArena);
+            }
             medoidIndex[layer] = index;
             indexLayout[layer] = cl;
         }

@@ -27,6 +27,9 @@ final class SequenceLayerKv implements LayerKv, AutoCloseable {
     // each time costs queries × heads passes, so keys that fit are read once and kept here.
     private Arena keyArena;
     private MemorySegment keys;
+    // Or only some tokens' keys (the medoids), row r holding token rowToken[r]; -1: not loaded.
+    private MemorySegment someKeys;
+    private int[] rowOf;
 
     SequenceLayerKv(KvSequence seq, int layer, int tokens) {
         this.seq = seq;
@@ -81,17 +84,44 @@ final class SequenceLayerKv implements LayerKv, AutoCloseable {
         return this;
     }
 
+    /**
+     * Reads the keys of {@code positions} with one gathered read (the scheduler batches and spreads
+     * it over the SSDs) instead of one synchronous read per token, for building the medoid index.
+     */
+    SequenceLayerKv keysOf(int[] positions) {
+        int[] distinct = java.util.Arrays.stream(positions).distinct().toArray();
+        keyArena = Arena.ofShared();
+        someKeys = keyArena.allocate(Math.max(1, (long) distinct.length * half), 64);
+        rowOf = new int[tokens];
+        java.util.Arrays.fill(rowOf, -1);
+        try (Arena a = Arena.ofConfined()) {
+            seq.read(layer, distinct, someKeys, a.allocate(Math.max(1, (long) distinct.length * half), 64));
+        }
+        for (int i = 0; i < distinct.length; i++) {
+            rowOf[distinct[i]] = i;
+        }
+        return this;
+    }
+
     @Override
     public void close() {
         if (keyArena != null) {
             keyArena.close();
             keyArena = null;
             keys = null;
+            someKeys = null;
+            rowOf = null;
         }
     }
 
     private void copy(int kvHead, int fromToken, int count, float[] dst, int dstOffset, boolean values) {
         LayerKv.checkRange(this, kvHead, fromToken, count, dst, dstOffset);
+        if (!values && someKeys != null && count == 1 && rowOf[fromToken] >= 0) {
+            DType dtype = seq.shape().dtype();
+            ElementCodec.read(dtype, someKeys, (long) rowOf[fromToken] * half + (long) kvHead * headDim() * dtype.bytes(),
+                    dst, dstOffset, headDim());
+            return;
+        }
         if (!values && keys != null) {
             DType dtype = seq.shape().dtype();
             int d = headDim();
