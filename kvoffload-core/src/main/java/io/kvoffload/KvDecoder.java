@@ -612,6 +612,7 @@ public final class KvDecoder implements AutoCloseable {
                 } finally {
                     ioNanos += System.nanoTime() - f.startNanos;
                 }
+                store.stats().count(f.batch);
                 gatherRuns(ls, f, view);
             }
             if (ls.cache != null && f.activatedSize > 0) {
@@ -643,8 +644,6 @@ public final class KvDecoder implements AutoCloseable {
             long len = f.batch.length(r);
             bytesRead += len;
             readRequests++;
-            store.stats().bytesRead[dev].add(len);
-            store.stats().reads[dev].increment();
             int bucket = 63 - Long.numberOfLeadingZeros(len);
             readSizeCount[bucket]++;
             readSizeBytes[bucket] += len;

@@ -365,11 +365,7 @@ public final class KvSequence implements AutoCloseable {
             return;
         }
         try {
-            store.backend().execute(batch);
-            for (int i = 0; i < batch.size(); i++) {
-                store.stats().bytesWritten[batch.device(i)].add(batch.length(i));
-                store.stats().writes[batch.device(i)].increment();
-            }
+            store.execute(batch);
         } catch (KvIoException e) {
             broken = e.getMessage();
             throw e;
@@ -844,11 +840,7 @@ public final class KvSequence implements AutoCloseable {
                     }
                 }
                 try {
-                    store.backend().execute(batch);
-                    for (int i = 0; i < n; i++) {
-                        store.stats().bytesRead[batch.device(i)].add(batch.length(i));
-                        store.stats().reads[batch.device(i)].increment();
-                    }
+                    store.execute(batch);
                 } finally {
                     batch.clear();
                 }
@@ -1081,11 +1073,7 @@ public final class KvSequence implements AutoCloseable {
                     r++;
                 }
                 try {
-                    store.backend().execute(batch);
-                    for (int g = 0; g < inBatch; g++) {
-                        store.stats().bytesRead[batch.device(g)].add(batch.length(g));
-                        store.stats().reads[batch.device(g)].increment();
-                    }
+                    store.execute(batch);
                 } finally {
                     batch.clear();
                 }
@@ -1185,12 +1173,7 @@ public final class KvSequence implements AutoCloseable {
                 }
                 batch.addRead(t.device(b), t.offset(b), slots[g].segment().asSlice(0, t.length(b)), b);
             }
-            store.backend().execute(batch);
-            for (int g = 0; g < count; g++) {
-                int d = batch.device(g);
-                store.stats().bytesRead[d].add(batch.length(g));
-                store.stats().reads[d].increment();
-            }
+            store.execute(batch);
         } finally {
             batch.clear();
         }

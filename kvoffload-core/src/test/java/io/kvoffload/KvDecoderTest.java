@@ -7,6 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import io.kvoffload.internal.storage.ClusterLayout;
 import io.kvoffload.internal.storage.DevicePool;
 import io.kvoffload.internal.swarm.MedoidIndex;
+import io.kvoffload.testing.KvViews;
 import io.kvoffload.testing.TestEngines;
 import io.kvoffload.workload.ExactAttention;
 import io.kvoffload.workload.SyntheticWorkload;
@@ -80,22 +81,7 @@ class KvDecoderTest {
 
     /** Every row of the view holds its position's K and V exactly as stored; positions are distinct. */
     BitSet assertBitExact(KvView v) {
-        int half = SHAPE.halfEntryBytes();
-        int row = SHAPE.headDim() * SHAPE.dtype().bytes();
-        BitSet seen = new BitSet();
-        byte[][] exp = expected[v.layer()];
-        for (int r = 0; r < v.tokenCount(); r++) {
-            int p = v.position(r);
-            assertTrue(!seen.get(p), "position " + p + " appears twice");
-            seen.set(p);
-            for (int h = 0; h < SHAPE.kvHeads(); h++) {
-                MemorySegment ek = MemorySegment.ofArray(exp[0]).asSlice((long) p * half + (long) h * row, row);
-                MemorySegment ev = MemorySegment.ofArray(exp[1]).asSlice((long) p * half + (long) h * row, row);
-                assertEquals(-1, v.keys(h).asSlice((long) r * row, row).mismatch(ek), "K of " + p + " head " + h);
-                assertEquals(-1, v.values(h).asSlice((long) r * row, row).mismatch(ev), "V of " + p + " head " + h);
-            }
-        }
-        return seen;
+        return KvViews.assertBitExact(v, expected[v.layer()]);
     }
 
     /** The tokens selection must produce: sinks, window, then whole clusters by medoid score until the budget. */

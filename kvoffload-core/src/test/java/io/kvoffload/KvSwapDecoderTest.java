@@ -10,6 +10,7 @@ import io.kvoffload.internal.kvswap.GroupPredictor;
 import io.kvoffload.internal.kvswap.LowRankAdapter;
 import io.kvoffload.internal.storage.DevicePool;
 import io.kvoffload.internal.storage.GroupLayout;
+import io.kvoffload.testing.KvViews;
 import io.kvoffload.testing.TestEngines;
 import io.kvoffload.workload.ElementCodec;
 import io.kvoffload.workload.SyntheticWorkload;
@@ -74,22 +75,7 @@ class KvSwapDecoderTest {
 
     /** Rows are distinct positions holding exactly the stored K and V; returns the positions. */
     BitSet assertBitExact(KvView v) {
-        int half = SHAPE.halfEntryBytes();
-        int row = SHAPE.headDim() * SHAPE.dtype().bytes();
-        BitSet seen = new BitSet();
-        byte[][] exp = expected[v.layer()];
-        for (int r = 0; r < v.tokenCount(); r++) {
-            int p = v.position(r);
-            assertTrue(!seen.get(p), "position " + p + " appears twice");
-            seen.set(p);
-            for (int h = 0; h < SHAPE.kvHeads(); h++) {
-                MemorySegment ek = MemorySegment.ofArray(exp[0]).asSlice((long) p * half + (long) h * row, row);
-                MemorySegment ev = MemorySegment.ofArray(exp[1]).asSlice((long) p * half + (long) h * row, row);
-                assertEquals(-1, v.keys(h).asSlice((long) r * row, row).mismatch(ek), "K of " + p + " head " + h);
-                assertEquals(-1, v.values(h).asSlice((long) r * row, row).mismatch(ev), "V of " + p + " head " + h);
-            }
-        }
-        return seen;
+        return KvViews.assertBitExact(v, expected[v.layer()]);
     }
 
     /** An independent compressed K cache: the source keys (as stored, BF16) through the layout's adapter. */

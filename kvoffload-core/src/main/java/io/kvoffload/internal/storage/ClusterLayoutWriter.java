@@ -382,21 +382,7 @@ public final class ClusterLayoutWriter {
     }
 
     private static void flush(Store store, IoBatch batch, DramSlot[] slots) {
-        try {
-            if (batch.size() > 0) {
-                store.backend().execute(batch);
-                for (int i = 0; i < batch.size(); i++) {
-                    store.stats().bytesWritten[batch.device(i)].add(batch.length(i));
-                    store.stats().writes[batch.device(i)].increment();
-                }
-            }
-        } finally {
-            for (int i = 0; i < batch.size(); i++) {
-                store.dram().release(slots[i]);
-                slots[i] = null;
-            }
-            batch.clear();
-        }
+        store.executeAndRelease(batch, slots);
     }
 
     /** A growable int list, to avoid boxing. */

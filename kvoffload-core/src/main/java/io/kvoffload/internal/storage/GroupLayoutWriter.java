@@ -154,20 +154,6 @@ public final class GroupLayoutWriter {
     }
 
     private static void flush(Store store, IoBatch batch, DramSlot[] slots) {
-        try {
-            if (batch.size() > 0) {
-                store.backend().execute(batch);
-                for (int i = 0; i < batch.size(); i++) {
-                    store.stats().bytesWritten[batch.device(i)].add(batch.length(i));
-                    store.stats().writes[batch.device(i)].increment();
-                }
-            }
-        } finally {
-            for (int i = 0; i < batch.size(); i++) {
-                store.dram().release(slots[i]);
-                slots[i] = null;
-            }
-            batch.clear();
-        }
+        store.executeAndRelease(batch, slots);
     }
 }

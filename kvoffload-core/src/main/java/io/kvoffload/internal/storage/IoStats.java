@@ -19,6 +19,20 @@ public final class IoStats {
         writes = adders(devices);
     }
 
+    /** Counts every request of a completed batch against its device. */
+    public void count(io.kvoffload.spi.IoBatch batch) {
+        for (int i = 0; i < batch.size(); i++) {
+            int d = batch.device(i);
+            if (batch.op(i) == io.kvoffload.spi.IoBatch.READ) {
+                bytesRead[d].add(batch.length(i));
+                reads[d].increment();
+            } else {
+                bytesWritten[d].add(batch.length(i));
+                writes[d].increment();
+            }
+        }
+    }
+
     private static LongAdder[] adders(int n) {
         LongAdder[] a = new LongAdder[n];
         for (int i = 0; i < n; i++) {

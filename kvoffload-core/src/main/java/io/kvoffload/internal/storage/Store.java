@@ -13,6 +13,7 @@ import io.kvoffload.spi.DeviceTierProvider;
 import io.kvoffload.spi.DramSlabListener;
 import io.kvoffload.spi.HostSlots;
 import io.kvoffload.spi.IoBackend;
+import io.kvoffload.spi.IoBatch;
 import io.kvoffload.spi.IoBackendProvider;
 import io.kvoffload.spi.IoDevice;
 import io.kvoffload.spi.IoOptions;
@@ -266,6 +267,30 @@ public final class Store implements AutoCloseable {
 
     public IoBackend backend() {
         return backend;
+    }
+
+    /** Runs a batch to completion and counts its requests in the device statistics. */
+    public void execute(IoBatch batch) {
+        backend.execute(batch);
+        stats.count(batch);
+    }
+
+    /**
+     * Runs a batch of writes whose buffers are the DRAM {@code slots} (one per request), then
+     * releases the slots and clears the batch, also when a write failed.
+     */
+    void executeAndRelease(IoBatch batch, DramSlot[] slots) {
+        try {
+            if (batch.size() > 0) {
+                execute(batch);
+            }
+        } finally {
+            for (int i = 0; i < batch.size(); i++) {
+                dram.release(slots[i]);
+                slots[i] = null;
+            }
+            batch.clear();
+        }
     }
 
     public DramPool dram() {
