@@ -159,6 +159,31 @@ public final class GroupLayout implements BucketScheduler.Replicas {
         return groupOffset[group];
     }
 
+    /**
+     * Whether this layout only appended groups to {@code older} ({@link GroupLayoutWriter#append}):
+     * same G, stride and adapter, and {@code older}'s segments and groups are a prefix of this one's.
+     * The segments from {@code older.segmentCount()} on are then the appended ones.
+     */
+    public boolean extendsLayout(GroupLayout older) {
+        if (older.groupSize != groupSize || older.stride != stride || older.entryBytes != entryBytes
+                || older.adapter != adapter || older.groupedTokens > groupedTokens
+                || older.segDevice.length > segDevice.length) {
+            return false;
+        }
+        for (int s = 0; s < older.segDevice.length; s++) {
+            if (older.segDevice[s] != segDevice[s] || older.segOffset[s] != segOffset[s]
+                    || older.segLength[s] != segLength[s]) {
+                return false;
+            }
+        }
+        for (int g = 0; g < older.groupSeg.length; g++) {
+            if (older.groupSeg[g] != groupSeg[g] || older.groupCrc[g] != groupCrc[g]) {
+                return false;
+            }
+        }
+        return true;
+    }
+
     /** The same layout with device numbers rewritten through {@code map}. */
     GroupLayout remapDevices(int[] map) {
         int[] dev = new int[segDevice.length];
