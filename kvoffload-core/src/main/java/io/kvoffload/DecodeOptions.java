@@ -210,6 +210,22 @@ public record DecodeOptions(double sparsity, int sinkTokens, int localWindow, in
             return this;
         }
 
+        /**
+         * KVSwap with the settings an offline tuning chose ({@link KvSwapTuning#load}): selector
+         * {@link Selector#KVSWAP}, {@code budgetTokens} (MG), {@code reuseSlots} (C),
+         * {@code reusePolicy}, and {@code localWindow} = the tuned rolling buffer
+         * ({@code rollingGroups × G}). Setters called afterwards override them.
+         */
+        public Builder kvswap(KvSwapTuning tuning) {
+            Checks.notNull("tuning", tuning);
+            selector = Selector.KVSWAP;
+            budgetTokens = tuning.budgetTokens();
+            reuseSlots = tuning.reuseSlots();
+            reusePolicy = tuning.reusePolicy();
+            localWindow = tuning.localWindow();
+            return this;
+        }
+
         public DecodeOptions build() {
             return new DecodeOptions(sparsity, sinkTokens, localWindow, pipelineDepth, cachePolicy, cacheBytes,
                     scheduling, maintenance, selector, budgetTokens, reuseSlots, reusePolicy);
