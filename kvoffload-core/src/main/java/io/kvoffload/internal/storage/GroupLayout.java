@@ -14,7 +14,8 @@ import io.kvoffload.internal.sched.BucketScheduler;
  * {@code G × entryBytes} data bytes).
  *
  * <p>Tokens {@code [0, groupedTokens)} live here, a whole number of groups; later tokens of the
- * layer stay in the block layout (and, while decoding, in DRAM: KVSwap's rolling buffer). The
+ * layer stay in the block layout (and, while decoding, in DRAM: KVSwap's rolling buffer, whose full
+ * groups {@link GroupLayoutWriter#append} later adds in new segments, giving a new layout). The
  * layout also holds the layer's low-rank K adapter, which predicts the groups. Immutable; as a
  * {@link BucketScheduler.Replicas} its unit is a group (one copy, {@link #stride()} bytes).
  */
