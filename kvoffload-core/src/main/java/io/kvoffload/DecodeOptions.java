@@ -18,7 +18,9 @@ import io.kvoffload.internal.util.Checks;
  * @param cacheBytes DRAM for hot clusters, shared equally by the layers; 0 disables the cache;
  *     {@value #AUTO} (the default) takes an eighth of the engine's DRAM budget
  * @param scheduling the bucket scheduler's policy, or one of its ablations (Swarm Fig. 14)
- * @param maintenance how tokens leaving the local window join clusters (Swarm Table 5)
+ * @param maintenance how tokens leaving the local window join clusters (Swarm Table 5); under
+ *     {@link Selector#KVSWAP}, any value but {@link Maintenance#OFF} writes full groups that left
+ *     the window to the SSDs (the rolling buffer's flush, every {@code blockTokens} tokens or so)
  * @param selector which strategy predicts and fetches a layer's KV: {@link Selector#SWARM} (the
  *     default) for clustered layers, {@link Selector#KVSWAP} for layers laid out in groups
  *     ({@link KvSequence#groupLayer}); a layer without the matching layout is attended in full
@@ -79,7 +81,7 @@ public record DecodeOptions(double sparsity, int sinkTokens, int localWindow, in
         MIN_SIZE,
         /** Comparison policy: join the cluster with the least distance. */
         MIN_DIFF,
-        /** Tokens stay in the DRAM window (it grows); nothing is written to clusters. */
+        /** Tokens stay in the DRAM window (it grows); nothing is written to clusters (or, under KVSwap, to groups). */
         OFF
     }
 
@@ -205,6 +207,22 @@ public record DecodeOptions(double sparsity, int sinkTokens, int localWindow, in
 
         public Builder reusePolicy(ReusePolicy v) {
             reusePolicy = v;
+            return this;
+        }
+
+        /**
+         * KVSwap with the settings an offline tuning chose ({@link KvSwapTuning#load}): selector
+         * {@link Selector#KVSWAP}, {@code budgetTokens} (MG), {@code reuseSlots} (C),
+         * {@code reusePolicy}, and {@code localWindow} = the tuned rolling buffer
+         * ({@code rollingGroups × G}). Setters called afterwards override them.
+         */
+        public Builder kvswap(KvSwapTuning tuning) {
+            Checks.notNull("tuning", tuning);
+            selector = Selector.KVSWAP;
+            budgetTokens = tuning.budgetTokens();
+            reuseSlots = tuning.reuseSlots();
+            reusePolicy = tuning.reusePolicy();
+            localWindow = tuning.localWindow();
             return this;
         }
 

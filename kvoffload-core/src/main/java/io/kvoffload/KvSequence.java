@@ -76,6 +76,10 @@ public final class KvSequence implements AutoCloseable {
     private final ClusterLayout[] indexLayout;
     private final GroupLayout[] groups;
     private final boolean[] groupsCommitted;
+    /** The group layout the last commit named, per layer (what an uncommitted extension grew from). */
+    private final GroupLayout[] committedGroups;
+    /** Whether the uncommitted group layout only appended to {@link #committedGroups}, sharing its extents. */
+    private final boolean[] groupsExtendCommitted;
     private BucketScheduler clusterScheduler;
     private final MedoidIndex[] medoidIndex;
     private Arena indexArena;
@@ -114,6 +118,7 @@ public final class KvSequence implements AutoCloseable {
             committedClusters[l] = m.clusters()[l];
             groups[l] = m.groups()[l];
             groupsCommitted[l] = true;
+            committedGroups[l] = m.groups()[l];
         }
         this.committed = true;
         this.commitNumber = m.commitNumber();
@@ -144,6 +149,8 @@ public final class KvSequence implements AutoCloseable {
         this.indexLayout = new ClusterLayout[shape.layers()];
         this.groups = new GroupLayout[shape.layers()];
         this.groupsCommitted = new boolean[shape.layers()];
+        this.committedGroups = new GroupLayout[shape.layers()];
+        this.groupsExtendCommitted = new boolean[shape.layers()];
         this.medoidIndex = new MedoidIndex[shape.layers()];
         this.devicesWritten = new boolean[store.devices().size()];
     }
@@ -437,6 +444,8 @@ public final class KvSequence implements AutoCloseable {
         System.arraycopy(clusters, 0, committedClusters, 0, clusters.length);
         Arrays.fill(extendsCommitted, false);
         Arrays.fill(groupsCommitted, true);
+        System.arraycopy(groups, 0, committedGroups, 0, groups.length);
+        Arrays.fill(groupsExtendCommitted, false);
         Arrays.fill(tailDirty, false);
         dirty = false;
         committed = true;
@@ -785,19 +794,60 @@ public final class KvSequence implements AutoCloseable {
             return;
         }
         if (groupsCommitted[layer]) {
-            for (int s = 0; s < old.segmentCount(); s++) {
-                superseded.add(new long[] {old.segmentDevice(s), old.segmentOffset(s), old.segmentLength(s)});
-            }
+            supersedeGroupSegments(old, old.segmentCount());
+        } else if (groupsExtendCommitted[layer]) {
+            // The last commit names the shared prefix; only the appended segments are this session's own.
+            GroupLayout base = committedGroups[layer];
+            supersedeGroupSegments(base, base.segmentCount());
+            freeGroupSegments(old, base.segmentCount());
         } else {
-            freeGroupSegments(old);
+            freeGroupSegments(old, 0);
         }
         groups[layer] = null;
+        groupsExtendCommitted[layer] = false;
     }
 
-    private void freeGroupSegments(GroupLayout g) {
-        for (int s = 0; s < g.segmentCount(); s++) {
+    private void supersedeGroupSegments(GroupLayout g, int end) {
+        for (int s = 0; s < end; s++) {
+            superseded.add(new long[] {g.segmentDevice(s), g.segmentOffset(s), g.segmentLength(s)});
+        }
+    }
+
+    /** Frees segments {@code [from, segmentCount)} of {@code g}. */
+    private void freeGroupSegments(GroupLayout g, int from) {
+        for (int s = from; s < g.segmentCount(); s++) {
             store.free(g.segmentDevice(s), g.segmentOffset(s), g.segmentLength(s));
         }
+    }
+
+    /**
+     * KVSwap's rolling buffer flushed full groups: {@code grown} appends groups to the layer's
+     * current group layout ({@link GroupLayoutWriter#append}) and shares all its extents. Blocks
+     * whose tokens are now all grouped are retired; {@link #commit} persists the grown layout, and a
+     * close without commit frees only the appended segments.
+     */
+    void extendGroups(int layer, GroupLayout grown) {
+        checkWritable();
+        GroupLayout old = groups[layer];
+        if (old == null || !grown.extendsLayout(old)) {
+            throw new IllegalStateException("group layout of layer " + layer + " (" + grown.groupedTokens()
+                    + " tokens) does not extend the current one (" + (old == null ? 0 : old.groupedTokens())
+                    + " tokens)");
+        }
+        if (groupsCommitted[layer]) {
+            groupsExtendCommitted[layer] = true;
+        }
+        groups[layer] = grown;
+        groupsCommitted[layer] = false;
+        flushWrites(); // a block about to be retired may still have its write queued
+        BlockTable t = blocks[layer];
+        for (int b = 0; b < t.size() && (long) (b + 1) * blockTokens <= grown.groupedTokens(); b++) {
+            if (t.hasExtent(b)) {
+                retire(t, b);
+                t.clear(b);
+            }
+        }
+        dirty = true;
     }
 
     /**
@@ -1283,7 +1333,7 @@ public final class KvSequence implements AutoCloseable {
                         }
                     }
                     if (groups[l] != null && !groupsCommitted[l]) {
-                        freeGroupSegments(groups[l]);
+                        freeGroupSegments(groups[l], groupsExtendCommitted[l] ? committedGroups[l].segmentCount() : 0);
                     }
                 }
                 superseded.clear();

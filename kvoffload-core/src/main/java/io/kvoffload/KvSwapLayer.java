@@ -8,6 +8,7 @@ import io.kvoffload.internal.kvswap.ReuseBuffer;
 import io.kvoffload.internal.kvswap.ReusePlan;
 import io.kvoffload.internal.sched.BucketScheduler;
 import io.kvoffload.internal.storage.GroupLayout;
+import io.kvoffload.internal.storage.GroupLayoutWriter;
 import io.kvoffload.internal.storage.Store;
 import io.kvoffload.internal.util.Checks;
 import io.kvoffload.spi.IoBatch;
@@ -35,7 +36,11 @@ import java.util.zip.CRC32C;
  * </ol>
  * New tokens appended through the decoder join the window; each time G of them past the
  * compressed cache's end are there, their keys are projected and appended to it, so later steps can
- * predict (and find in DRAM) the new group.
+ * predict (and find in DRAM) the new group. Once {@link #rollTokens} tokens of full groups have left
+ * the local window, they are written group-major to the SSDs ({@link GroupLayoutWriter#append}), the
+ * sequence's layout grows ({@link KvSequence#extendGroups}) and the window slides past them: the
+ * rolling buffer keeps only the newest tokens (papers/003 §3.4.1), and the new groups are fetched
+ * like the others when predicted.
  *
  * <p>Everything a step needs is allocated when the layer opens or grown when a larger step is first
  * seen; {@link #start} and {@link #finish} allocate nothing in steady state. One thread at a time;
@@ -47,7 +52,7 @@ final class KvSwapLayer implements AutoCloseable {
     private final KvShape shape;
     private final DecodeOptions options;
     private final int layer;
-    private final GroupLayout layout;
+    private GroupLayout layout; // grows when the rolling buffer flushes groups (rollGroups)
     private final int g;
     private final int half;
     private final int stride;
@@ -64,6 +69,8 @@ final class KvSwapLayer implements AutoCloseable {
     private DramSlot reuseSlots;
     private final BucketScheduler scheduler;
     private final CRC32C crc = new CRC32C();
+    /** Flush full groups once this many tokens (a multiple of G) have left the local window; 0: never. */
+    private final int rollTokens;
 
     // Per-step working state, grown rarely.
     private int[] selected;
@@ -119,6 +126,8 @@ final class KvSwapLayer implements AutoCloseable {
         this.window = new DramWindow(store.dram(), half, sinkEnd, start, tokens - start + Math.max(options.localWindow(), g));
         try {
             loadWindow(sinkEnd, start, tokens);
+            // Full groups past the stored ones (a committed rolling buffer) are predicted as soon as the layer opens.
+            projectFullGroups();
             int m = groupsFor(tokens);
             int slots = options.reuseSlots() == DecodeOptions.AUTO ? m : options.reuseSlots() == 0 ? 0
                     : Math.max(options.reuseSlots(), m);
@@ -144,6 +153,9 @@ final class KvSwapLayer implements AutoCloseable {
         this.missGroups = new int[cap];
         this.missSlot = new int[groups];
         this.missStamp = new int[groups];
+        // As Swarm's maintenance: batches of about a block, written off the fetch path; OFF keeps tokens in DRAM.
+        this.rollTokens = options.maintenance() == DecodeOptions.Maintenance.OFF || !sequence.isWritable() ? 0
+                : (Math.max(sequence.blockTokens(), g) + g - 1) / g * g;
     }
 
     private void loadWindow(int sinkEnd, int start, int tokens) {
@@ -413,17 +425,77 @@ final class KvSwapLayer implements AutoCloseable {
 
     // ------------------------------------------------------------------ new tokens
 
-    /** After the window grew: every full group past the compressed cache's end joins it (its keys projected). */
+    /**
+     * After the window grew: every full group past the compressed cache's end joins it (its keys
+     * projected), then full groups that left the local window may be flushed ({@link #rollGroups}).
+     */
     void appended() {
+        projectFullGroups();
+        rollGroups();
+    }
+
+    /** Projects every full group of the window past the compressed cache's end into it. */
+    private void projectFullGroups() {
         int elements = shape.elementsPerToken();
         DType dtype = shape.dtype();
-        while (window.end() - cache.tokens() >= g) {
+        while (window.end() - cache.tokens() >= g && window.contains(cache.tokens())) {
             for (int i = 0; i < g; i++) {
                 int t = cache.tokens();
                 ElementCodec.read(dtype, window.keySegment(t), window.keyOffset(t), keyScratch, 0, elements);
                 cache.append(keyScratch, 0, 1);
             }
         }
+    }
+
+    /**
+     * The rolling buffer's flush (papers/003 §3.4.1): once at least {@link #rollTokens} tokens of
+     * whole groups past the stored ones have left the local window, writes them group-major (group g
+     * on SSD {@code g mod N}, continuing the round-robin) from the window's DRAM copy, extends the
+     * sequence's layout and slides the window to the new end of the groups. Reuse slots keep their
+     * group ids (old groups keep theirs; new ids were never cached), and the compressed K cache
+     * already holds the new groups, so the predictor can pick them at once; they are fetched like any
+     * other stored group. Runs between steps (the decoder refuses appends with this layer's fetch in
+     * flight), so it may allocate.
+     */
+    private void rollGroups() {
+        if (rollTokens == 0) {
+            return;
+        }
+        int grouped = layout.groupedTokens();
+        int target = Math.floorDiv(window.end() - options.localWindow(), g) * g;
+        if (target - grouped < rollTokens) {
+            return;
+        }
+        GroupLayout grown = GroupLayoutWriter.append(store, sequence.id(), shape, layout, target, this::readRolling);
+        sequence.extendGroups(layer, grown);
+        layout = grown;
+        int groups = grown.groupCount();
+        if (missSlot.length < groups) {
+            int n = Math.max(groups, missSlot.length + (missSlot.length >> 1));
+            missSlot = Arrays.copyOf(missSlot, n);
+            missStamp = Arrays.copyOf(missStamp, n);
+        }
+        window.slide(Math.max(window.start(), Math.min(target, window.end())));
+    }
+
+    /** Source of the flushed tokens: the window's copy (they are still in it), else the sequence. */
+    private void readRolling(int[] positions, MemorySegment k, MemorySegment v) {
+        for (int p : positions) {
+            if (!window.contains(p)) {
+                sequence.read(layer, positions, k, v);
+                return;
+            }
+        }
+        for (int i = 0; i < positions.length; i++) {
+            int t = positions[i];
+            MemorySegment.copy(window.keySegment(t), window.keyOffset(t), k, (long) i * half, half);
+            MemorySegment.copy(window.valueSegment(t), window.valueOffset(t), v, (long) i * half, half);
+        }
+    }
+
+    /** Tokens {@code [0, groupedTokens)} are stored in groups (grows as the rolling buffer flushes). */
+    int groupedTokens() {
+        return layout.groupedTokens();
     }
 
     // ------------------------------------------------------------------ stats and lifecycle

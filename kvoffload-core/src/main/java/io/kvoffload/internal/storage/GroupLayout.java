@@ -14,7 +14,8 @@ import io.kvoffload.internal.sched.BucketScheduler;
  * {@code G × entryBytes} data bytes).
  *
  * <p>Tokens {@code [0, groupedTokens)} live here, a whole number of groups; later tokens of the
- * layer stay in the block layout (and, while decoding, in DRAM: KVSwap's rolling buffer). The
+ * layer stay in the block layout (and, while decoding, in DRAM: KVSwap's rolling buffer, whose full
+ * groups {@link GroupLayoutWriter#append} later adds in new segments, giving a new layout). The
  * layout also holds the layer's low-rank K adapter, which predicts the groups. Immutable; as a
  * {@link BucketScheduler.Replicas} its unit is a group (one copy, {@link #stride()} bytes).
  */
@@ -157,6 +158,31 @@ public final class GroupLayout implements BucketScheduler.Replicas {
     @Override
     public long offset(int group, int r) {
         return groupOffset[group];
+    }
+
+    /**
+     * Whether this layout only appended groups to {@code older} ({@link GroupLayoutWriter#append}):
+     * same G, stride and adapter, and {@code older}'s segments and groups are a prefix of this one's.
+     * The segments from {@code older.segmentCount()} on are then the appended ones.
+     */
+    public boolean extendsLayout(GroupLayout older) {
+        if (older.groupSize != groupSize || older.stride != stride || older.entryBytes != entryBytes
+                || older.adapter != adapter || older.groupedTokens > groupedTokens
+                || older.segDevice.length > segDevice.length) {
+            return false;
+        }
+        for (int s = 0; s < older.segDevice.length; s++) {
+            if (older.segDevice[s] != segDevice[s] || older.segOffset[s] != segOffset[s]
+                    || older.segLength[s] != segLength[s]) {
+                return false;
+            }
+        }
+        for (int g = 0; g < older.groupSeg.length; g++) {
+            if (older.groupSeg[g] != groupSeg[g] || older.groupCrc[g] != groupCrc[g]) {
+                return false;
+            }
+        }
+        return true;
     }
 
     /** The same layout with device numbers rewritten through {@code map}. */

@@ -41,8 +41,6 @@ public final class GroupLayoutWriter {
             throw new IllegalArgumentException("groupedTokens = " + groupedTokens + " is out of range; allowed: a"
                     + " positive multiple of groupSize = " + groupSize);
         }
-        int devices = store.devices().size();
-        int half = shape.halfEntryBytes();
         int entry = shape.entryBytes();
         int alignment = store.devices().stream().mapToInt(DevicePool::alignment).max().orElse(4096);
         long data = (long) groupSize * entry;
@@ -53,30 +51,126 @@ public final class GroupLayoutWriter {
         }
         int stride = (int) strideLong;
         int groups = groupedTokens / groupSize;
-        // R groups per device and round: bounded by the round's tokens and the segment size.
-        int perDevice = (int) Math.max(1, Math.min(MAX_SEGMENT_BYTES / stride,
-                ROUND_TOKENS / ((long) groupSize * devices)));
-        int roundGroups = perDevice * devices;
-        int rounds = (groups + roundGroups - 1) / roundGroups;
-        int maxSegs = rounds * devices;
-        int[] segDevice = new int[maxSegs];
-        long[] segOffset = new long[maxSegs];
-        int[] segLength = new int[maxSegs];
-        Arrays.fill(segOffset, -1);
-        int segs = 0;
-        int[] groupSeg = new int[groups];
-        int[] groupCrc = new int[groups];
+        Segments out = new Segments(0, groups, maxSegments(store, groupSize, stride, groups));
+        writeRange(store, owner, shape, groupSize, stride, 0, groups, source, out);
+        return out.layout(groupedTokens, groupSize, entry, stride, adapter);
+    }
+
+    /**
+     * Appends groups to {@code old}: tokens {@code [old.groupedTokens(), groupedTokens)} are written
+     * group-major as {@link #write} does, group g still on device {@code g mod devices} (the
+     * round-robin continues), in new segments; the old segments are shared unchanged. Returns a new
+     * layout (the old one stays valid); on failure frees what it allocated.
+     *
+     * @param groupedTokens the new end: a multiple of the layout's G, greater than
+     *     {@code old.groupedTokens()}
+     * @param source reads tokens {@code [old.groupedTokens(), groupedTokens)} (token-major)
+     */
+    public static GroupLayout append(Store store, String owner, KvShape shape, GroupLayout old, int groupedTokens,
+            ClusterLayoutWriter.Source source) {
+        Checks.notNull("store", store);
+        Checks.notNull("owner", owner);
+        Checks.notNull("shape", shape);
+        Checks.notNull("old", old);
+        Checks.notNull("source", source);
+        int g = old.groupSize;
+        if (shape.entryBytes() != old.entryBytes) {
+            throw new IllegalArgumentException("shape.entryBytes() = " + shape.entryBytes() + " does not match the"
+                    + " layout's " + old.entryBytes + "-byte entries; allowed: the shape the layout was written with");
+        }
+        if (groupedTokens <= old.groupedTokens || groupedTokens % g != 0) {
+            throw new IllegalArgumentException("groupedTokens = " + groupedTokens + " is out of range; allowed: a"
+                    + " multiple of groupSize = " + g + " greater than the layout's " + old.groupedTokens);
+        }
+        int alignment = store.devices().stream().mapToInt(DevicePool::alignment).max().orElse(4096);
+        if (old.stride % alignment != 0) {
+            throw new IllegalArgumentException("the layout's group stride " + old.stride + " is not a multiple of the"
+                    + " devices' alignment " + alignment + "; allowed: a layout written for these devices");
+        }
+        int first = old.groupCount();
+        int groups = groupedTokens / g;
+        Segments out = new Segments(first, groups, maxSegments(store, g, old.stride, groups - first));
+        writeRange(store, owner, shape, g, old.stride, first, groups, source, out);
+        return out.appendTo(old, groupedTokens);
+    }
+
+    /** Most segments {@link #writeRange} can create for {@code groups} groups: one per device and round. */
+    private static int maxSegments(Store store, int groupSize, int stride, int groups) {
+        int devices = store.devices().size();
+        int roundGroups = perDevice(groupSize, stride, devices) * devices;
+        return ((groups + roundGroups - 1) / roundGroups + 1) * devices;
+    }
+
+    /** R groups per device and round: bounded by the round's tokens and the segment size. */
+    private static int perDevice(int groupSize, int stride, int devices) {
+        return (int) Math.max(1, Math.min(MAX_SEGMENT_BYTES / stride, ROUND_TOKENS / ((long) groupSize * devices)));
+    }
+
+    /** New segments and the per-group tables of groups {@code [first, end)}, filled by {@link #writeRange}. */
+    private static final class Segments {
+        final int first;
+        final int[] segDevice;
+        final long[] segOffset;
+        final int[] segLength;
+        int segs;
+        final int[] groupSeg; // relative to this batch's first segment
+        final int[] groupCrc;
+
+        Segments(int first, int end, int maxSegs) {
+            this.first = first;
+            segDevice = new int[maxSegs];
+            segOffset = new long[maxSegs];
+            segLength = new int[maxSegs];
+            Arrays.fill(segOffset, -1);
+            groupSeg = new int[end - first];
+            groupCrc = new int[end - first];
+        }
+
+        GroupLayout layout(int groupedTokens, int groupSize, int entry, int stride, LowRankAdapter adapter) {
+            return new GroupLayout(groupedTokens, groupSize, entry, stride, Arrays.copyOf(segDevice, segs),
+                    Arrays.copyOf(segOffset, segs), Arrays.copyOf(segLength, segs), groupSeg, groupCrc, adapter);
+        }
+
+        GroupLayout appendTo(GroupLayout old, int groupedTokens) {
+            int s0 = old.segDevice.length;
+            int[] dev = Arrays.copyOf(old.segDevice, s0 + segs);
+            long[] off = Arrays.copyOf(old.segOffset, s0 + segs);
+            int[] len = Arrays.copyOf(old.segLength, s0 + segs);
+            System.arraycopy(segDevice, 0, dev, s0, segs);
+            System.arraycopy(segOffset, 0, off, s0, segs);
+            System.arraycopy(segLength, 0, len, s0, segs);
+            int[] seg = Arrays.copyOf(old.groupSeg, first + groupSeg.length);
+            int[] crc = Arrays.copyOf(old.groupCrc, first + groupCrc.length);
+            for (int i = 0; i < groupSeg.length; i++) {
+                seg[first + i] = s0 + groupSeg[i];
+            }
+            System.arraycopy(groupCrc, 0, crc, first, groupCrc.length);
+            return new GroupLayout(groupedTokens, old.groupSize, old.entryBytes, old.stride, dev, off, len, seg, crc,
+                    old.adapter);
+        }
+    }
+
+    /**
+     * Writes groups {@code [g0, g1)} a round at a time: each round's tokens are gathered once, and
+     * each device's share of the round (its groups {@code g ≡ d mod devices}, ascending) becomes one
+     * segment. Frees the segments it allocated if it fails.
+     */
+    private static void writeRange(Store store, String owner, KvShape shape, int groupSize, int stride, int g0,
+            int g1, ClusterLayoutWriter.Source source, Segments out) {
+        int devices = store.devices().size();
+        int half = shape.halfEntryBytes();
+        long data = (long) groupSize * shape.entryBytes();
+        int roundGroups = perDevice(groupSize, stride, devices) * devices;
         CRC32C crc = new CRC32C();
         IoBatch batch = store.backend().newBatch(Math.max(devices, 1));
         DramSlot[] slots = new DramSlot[devices];
         boolean[] written = new boolean[devices];
         boolean ok = false;
         try {
-            for (int round = 0; round < rounds; round++) {
-                int g0 = round * roundGroups;
-                int g1 = Math.min(groups, g0 + roundGroups);
-                int t0 = g0 * groupSize;
-                int n = (g1 - g0) * groupSize;
+            for (int r0 = g0; r0 < g1; r0 += roundGroups) {
+                int r1 = Math.min(g1, r0 + roundGroups);
+                int t0 = r0 * groupSize;
+                int n = (r1 - r0) * groupSize;
                 int[] positions = new int[n];
                 for (int i = 0; i < n; i++) {
                     positions[i] = t0 + i;
@@ -86,8 +180,10 @@ public final class GroupLayoutWriter {
                     MemorySegment values = arena.allocate((long) n * half, 64);
                     source.read(positions, keys, values);
                     for (int d = 0; d < devices; d++) {
+                        // Group g goes to device g mod devices, wherever the range starts.
+                        int firstOfDevice = r0 + Math.floorMod(d - r0, devices);
                         int count = 0;
-                        for (int g = g0 + d; g < g1; g += devices) {
+                        for (int g = firstOfDevice; g < r1; g += devices) {
                             count++;
                         }
                         if (count == 0) {
@@ -95,17 +191,17 @@ public final class GroupLayoutWriter {
                         }
                         long len = (long) count * stride;
                         long packed = store.allocate(d, len, owner);
-                        int s = segs++;
-                        segDevice[s] = Store.packedDevice(packed); // a full device hands the share to another one
-                        segOffset[s] = Store.packedOffset(packed);
-                        segLength[s] = (int) len;
+                        int s = out.segs++;
+                        out.segDevice[s] = Store.packedDevice(packed); // a full device hands the share to another one
+                        out.segOffset[s] = Store.packedOffset(packed);
+                        out.segLength[s] = (int) len;
                         DramSlot slot = store.dram().acquire(len);
                         slots[batch.size()] = slot;
                         MemorySegment dst = slot.segment();
                         int k = 0;
-                        for (int g = g0 + d; g < g1; g += devices, k++) {
+                        for (int g = firstOfDevice; g < r1; g += devices, k++) {
                             long at = (long) k * stride;
-                            int src = (g - g0) * groupSize;
+                            int src = (g - r0) * groupSize;
                             // [K of G tokens | V of G tokens]: one read serves the whole group.
                             MemorySegment.copy(keys, (long) src * half, dst, at, (long) groupSize * half);
                             MemorySegment.copy(values, (long) src * half, dst, at + (long) groupSize * half,
@@ -115,11 +211,11 @@ public final class GroupLayoutWriter {
                             }
                             crc.reset();
                             crc.update(dst.asSlice(at, data).asByteBuffer());
-                            groupCrc[g] = (int) crc.getValue();
-                            groupSeg[g] = s;
+                            out.groupCrc[g - out.first] = (int) crc.getValue();
+                            out.groupSeg[g - out.first] = s;
                         }
-                        batch.addWrite(segDevice[s], segOffset[s], dst.asSlice(0, len), s);
-                        written[segDevice[s]] = true;
+                        batch.addWrite(out.segDevice[s], out.segOffset[s], dst.asSlice(0, len), s);
+                        written[out.segDevice[s]] = true;
                     }
                 }
                 flush(store, batch, slots);
@@ -129,11 +225,7 @@ public final class GroupLayoutWriter {
                     store.backend().sync(d);
                 }
             }
-            GroupLayout layout = new GroupLayout(groupedTokens, groupSize, entry, stride,
-                    Arrays.copyOf(segDevice, segs), Arrays.copyOf(segOffset, segs), Arrays.copyOf(segLength, segs),
-                    groupSeg, groupCrc, adapter);
             ok = true;
-            return layout;
         } catch (IOException e) {
             throw new UncheckedIOException(e);
         } finally {
@@ -144,9 +236,9 @@ public final class GroupLayoutWriter {
                 }
             }
             if (!ok) {
-                for (int s = 0; s < segs; s++) {
-                    if (segOffset[s] >= 0) {
-                        store.free(segDevice[s], segOffset[s], segLength[s]);
+                for (int s = 0; s < out.segs; s++) {
+                    if (out.segOffset[s] >= 0) {
+                        store.free(out.segDevice[s], out.segOffset[s], out.segLength[s]);
                     }
                 }
             }
