@@ -17,7 +17,7 @@ nvidia-smi || { echo "FAIL: nvidia-smi did not run: no NVIDIA driver or GPU here
 echo "== GPU tests and HBM benchmark"
 ./mvnw -B -ntp -pl kvoffload-cuda -am verify -Dkvoffload.requireGpu=true \
   -Dkvoffload.bench.tokens="${1:-4096}" -Dkvoffload.bench.layers="${2:-32}" \
-  -Dsurefire.failIfNoSpecifiedTests=false \
+  -Dsurefire.failIfNoSpecifiedTests=false -Dorg.slf4j.simpleLogger.log.io.kvoffload.cuda.HbmBench=info \
   -Dtest='GpuTierTest,EngineGpuConfigTest,CudaProbeTest,HbmBenchGpu'
 
 reports=kvoffload-cuda/target/surefire-reports
@@ -26,4 +26,4 @@ for t in GpuTierTest HbmBenchGpu; do
   [[ -f "$f" ]] || { echo "FAIL: no report for $t" >&2; exit 2; }
   if grep -q '<skipped' "$f"; then echo "FAIL: $t was skipped; see $f" >&2; exit 2; fi
 done
-echo "== GPU tests passed; benchmark figures are printed above (HbmBench)"
+echo "== GPU tests passed; benchmark figures are logged above ([main] INFO io.kvoffload.cuda.HbmBench)"

@@ -9,7 +9,6 @@ import io.kvoffload.internal.cache.CostEffectiveness;
 import io.kvoffload.spi.DeviceTier;
 import io.kvoffload.spi.DeviceTierOptions;
 import io.kvoffload.spi.DramSlabListener;
-import io.kvoffload.spi.HostSlots;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.function.IntToLongFunction;
@@ -18,9 +17,10 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * The GPU tier over CUDA (JCuda): page-locks the DRAM tier's slabs, hands out
- * {@link LayerStreamBuffer}s and {@link GatheredLayer}s, and keeps the {@link HbmHotCache}. Reach it
- * from an engine with {@code engine.deviceTier().map(t -> t.unwrap(CudaDeviceTier.class))}.
+ * The GPU tier over CUDA (JCuda): page-locks the DRAM tier's slabs (so the
+ * {@link io.kvoffload.KvView}s a {@link io.kvoffload.KvDecoder} gathers there are DMA-ready), hands
+ * out {@link LayerStreamBuffer}s that upload those views, and keeps the {@link HbmHotCache}. Reach
+ * it from an engine with {@code engine.deviceTier().map(t -> t.unwrap(CudaDeviceTier.class))}.
  *
  * <p>Lifecycle: the engine closes its DRAM tier first (for each slab this tier drains every copy,
  * then unregisters the slab, then the pool frees it), then this tier (buffers, hot cache, streams).
@@ -29,7 +29,6 @@ public final class CudaDeviceTier implements DeviceTier {
     private static final Logger LOG = LoggerFactory.getLogger(CudaDeviceTier.class);
 
     private final int device;
-    private final HostSlots dram;
     private final String description;
     private final CudaStream hotStream;
     private final CudaEvent hotEvent;
@@ -39,9 +38,8 @@ public final class CudaDeviceTier implements DeviceTier {
     private HbmHotCache<DeviceMemory> hotCache;
     private volatile boolean closed;
 
-    CudaDeviceTier(DeviceTierOptions options, HostSlots dram, String description, HostPinning pinningMode) {
+    CudaDeviceTier(DeviceTierOptions options, String description, HostPinning pinningMode) {
         this.device = options.device();
-        this.dram = dram;
         this.description = description;
         this.hotBudgetBytes = options.hotCacheBytes();
         makeCurrent();
@@ -79,13 +77,10 @@ public final class CudaDeviceTier implements DeviceTier {
         Cuda.setDevice(device);
     }
 
-    /** A host gathered view of up to {@code maxTokens} tokens, in a page-locked DRAM slot. */
-    public GatheredLayer gatheredLayer(KvShape shape, int blockTokens, int maxTokens) {
-        ensureOpen();
-        return new GatheredLayer(shape, blockTokens, maxTokens, dram);
-    }
-
-    /** A layer stream buffer with {@code depth} slots (2 = double-buffered) of up to {@code maxTokens} tokens. */
+    /**
+     * A layer stream buffer with {@code depth} slots (2 = double-buffered) for KvViews of
+     * {@code shape} and {@code blockTokens} (the sequence's) of up to {@code maxTokens} tokens.
+     */
     public LayerStreamBuffer layerStreamBuffer(KvShape shape, int blockTokens, int maxTokens, int depth) {
         ensureOpen();
         makeCurrent();

@@ -28,6 +28,7 @@ public final class CudaDeviceTierProvider implements DeviceTierProvider {
         if (!a.available()) {
             throw new KvException("the CUDA tier cannot open GPU " + options.device() + ": " + a.reason());
         }
-        return new CudaDeviceTier(options, dram, a.reason(), HostPinning.HOST_REGISTER);
+        // dram is not needed: the decoder's KvViews already live in DRAM slots this tier page-locks.
+        return new CudaDeviceTier(options, a.reason(), HostPinning.HOST_REGISTER);
     }
 }

@@ -7,11 +7,12 @@ import jcuda.driver.CUdeviceptr;
 import jcuda.runtime.cudaStream_t;
 
 /**
- * A gathered layer on the GPU, in a {@link LayerStreamBuffer} slot: per-head K and V, token
- * positions and the block table at the offsets of its {@link ViewLayout}. Pointers come as JCuda
- * {@link CUdeviceptr}s and as raw addresses (for kernels launched through other bindings).
+ * A gathered layer on the GPU, in a {@link LayerStreamBuffer} slot, loaded from a
+ * {@link io.kvoffload.KvView}: per-head K and V, token positions and the block table at the offsets
+ * of its {@link ViewLayout}. Pointers come as JCuda {@link CUdeviceptr}s and as raw addresses (for
+ * kernels launched through other bindings).
  *
- * <p>The copy that fills it runs on the buffer's copy stream; before reading it, the engine's
+ * <p>The copies that fill it run on the buffer's copy stream; before reading it, the engine's
  * kernel stream waits for {@link #ready} with {@link #waitOn(cudaStream_t)} (on the GPU, not the
  * host), and after its kernels are queued it calls {@link #release(cudaStream_t)} so the slot is
  * refilled only once they are done.
@@ -25,9 +26,11 @@ public final class GpuLayerView {
     private final int layer;
     private final ViewLayout layout;
     private final long generation;
+    private final int copyCalls;
+    private final long copiedBytes;
 
     GpuLayerView(LayerStreamBuffer owner, int slot, DeviceMemory memory, CudaEvent ready, CudaEvent released, int layer,
-            ViewLayout layout, long generation) {
+            ViewLayout layout, long generation, int copyCalls, long copiedBytes) {
         this.owner = owner;
         this.slot = slot;
         this.memory = memory;
@@ -36,6 +39,8 @@ public final class GpuLayerView {
         this.layer = layer;
         this.layout = layout;
         this.generation = generation;
+        this.copyCalls = copyCalls;
+        this.copiedBytes = copiedBytes;
     }
 
     public int layer() {
@@ -80,7 +85,10 @@ public final class GpuLayerView {
         return memory.address(layout.positionsOffset());
     }
 
-    /** int32 block table on the device ({@link ViewLayout}). */
+    /**
+     * int32 block table on the device: the physical block (in every head's K and V) of each logical
+     * block of {@code blockTokens} rows, as the KvView gave it ({@link ViewLayout}).
+     */
     public CUdeviceptr blockTable() {
         return memory.pointer(layout.blockTableOffset());
     }
@@ -114,13 +122,23 @@ public final class GpuLayerView {
         owner.markReleased(slot);
     }
 
-    /** Blocks the host until the copy is done, so the host buffer it read may be refilled. */
+    /** Blocks the host until the copies are done, so the KvView they read may be closed (and refilled). */
     public void awaitCopied() {
         ready.synchronize();
     }
 
     long generation() {
         return generation;
+    }
+
+    /** CUDA copy calls the load made (3 when the KvView's heads are evenly spaced). */
+    int copyCalls() {
+        return copyCalls;
+    }
+
+    /** Bytes the load moved: the KvView's valid rows, positions and block-table entries. */
+    public long copiedBytes() {
+        return copiedBytes;
     }
 
     DeviceMemory memory() {

@@ -1,22 +1,28 @@
 package io.kvoffload.cuda;
 
 import io.kvoffload.KvShape;
+import io.kvoffload.KvView;
 import io.kvoffload.cuda.bindings.Cuda;
 import io.kvoffload.cuda.bindings.CudaEvent;
 import io.kvoffload.cuda.bindings.CudaStream;
 import io.kvoffload.cuda.bindings.DeviceMemory;
-import java.lang.foreign.MemorySegment;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * SwiftCache's layer stream cache (papers/002 §3.2–3.3) for sparse KV: device buffers that hold
  * only the layers in flight, {@code depth} slots used round-robin (2 = double-buffered: layer
- * {@code l + 1} is copied while layer {@code l}'s attention runs). A load copies a host
- * {@link GatheredLayer} with one cudaMemcpyAsync on the buffer's own copy stream and records an
- * event the kernel stream waits for; a slot is refilled only after the kernels that read its
- * previous layer, because the copy stream first waits for the slot's release event. Neither wait
- * blocks the host.
+ * {@code l + 1} is copied while layer {@code l}'s attention runs). A load copies the valid rows of a
+ * {@link KvView} (gathered by {@link io.kvoffload.KvDecoder} into a DRAM slot the CUDA tier has
+ * page-locked) with three asynchronous copies ({@link ViewUpload}: one strided copy for every head's
+ * K and V, one for the positions, one for the block table) on the buffer's own copy stream, and
+ * records an event the kernel stream waits for; a slot is refilled only after the kernels that read
+ * its previous layer, because the copy stream first waits for the slot's release event. Neither
+ * wait blocks the host.
  */
 public final class LayerStreamBuffer implements AutoCloseable {
+    private static final Logger LOG = LoggerFactory.getLogger(LayerStreamBuffer.class);
+
     private final CudaDeviceTier tier;
     private final KvShape shape;
     private final int blockTokens;
@@ -79,43 +85,54 @@ public final class LayerStreamBuffer implements AutoCloseable {
     }
 
     /**
-     * Starts copying {@code host} into the next slot and returns the view it will hold. Returns at
-     * once; the view is usable by kernels that {@link GpuLayerView#waitOn} it.
+     * Starts copying {@code view}'s valid rows into the next slot and returns the device view it
+     * will hold. Returns at once; the device view is usable by kernels that
+     * {@link GpuLayerView#waitOn} it. The copy reads the KvView's DRAM slot while it runs: keep the
+     * KvView open until {@link GpuLayerView#awaitCopied()} returns (or {@link GpuLayerView#ready()}
+     * is done), since closing it lets the decoder refill that slot.
+     *
+     * @throws IllegalStateException if the view is not ready, the buffer is closed, or the slot's
+     *     previous device view was never released
+     * @throws IllegalArgumentException if the view's shape, block size or token count does not fit
      */
-    public synchronized GpuLayerView load(GatheredLayer host) {
+    public synchronized GpuLayerView load(KvView view) {
         if (closed) {
             throw new IllegalStateException("layer stream buffer is closed");
         }
-        if (host == null || host.layer() < 0) {
-            throw new IllegalArgumentException("host view is null or was never filled");
-        }
-        if (!host.shape().equals(shape) || host.layout().blockTokens() != blockTokens) {
-            throw new IllegalArgumentException("host view has shape " + host.shape() + " and blockTokens "
-                    + host.layout().blockTokens() + "; this buffer holds " + shape + " with blockTokens " + blockTokens);
-        }
-        ViewLayout l = host.layout();
-        if (l.tokens() > maxTokens) {
-            throw new IllegalArgumentException("host view holds " + l.tokens() + " tokens; allowed: 1.." + maxTokens);
-        }
+        // Planned (and every range of the view checked) before any slot state changes.
+        ViewUpload plan = ViewUpload.plan(view, shape, blockTokens, maxTokens);
         tier.makeCurrent();
         int i = next;
-        next = (next + 1) % slots.length;
         if (current[i] != null) {
             if (!everReleased[i]) {
                 // Without the release event the copy could overwrite bytes a kernel still reads.
-                next = i;
                 throw new IllegalStateException(current[i] + " was never released; call release(kernelStream)"
-                        + " after queueing the kernels that read it, before loading layer " + host.layer()
+                        + " after queueing the kernels that read it, before loading layer " + plan.layer()
                         + " into its slot");
             }
             copyStream.waitFor(released[i]);
         }
+        next = (next + 1) % slots.length;
         everReleased[i] = false;
-        MemorySegment src = host.buffer();
-        Cuda.copyToDeviceAsync(slots[i], 0, src, 0, l.totalBytes(), copyStream);
-        ready[i].record(copyStream);
-        GpuLayerView v = new GpuLayerView(this, i, slots[i], ready[i], released[i], host.layer(), l, ++generation);
+        int calls = 0;
+        try {
+            for (ViewUpload.RowCopy c : plan.copies()) {
+                calls += Cuda.copyRowsToDeviceAsync(slots[i], c.dstOffset(), c.dstPitch(), c.rows(), c.rowBytes(),
+                        copyStream);
+            }
+            ready[i].record(copyStream);
+        } catch (RuntimeException e) {
+            // The slot holds part of a layer: no view may point at it.
+            current[i] = null;
+            throw e;
+        }
+        GpuLayerView v = new GpuLayerView(this, i, slots[i], ready[i], released[i], plan.layer(), plan.layout(),
+                ++generation, calls, plan.bytes());
         current[i] = v;
+        if (LOG.isTraceEnabled()) {
+            LOG.trace("layer {}: {} tokens, {} bytes in {} copies into slot {}", plan.layer(), plan.layout().tokens(),
+                    plan.bytes(), calls, i);
+        }
         return v;
     }
 

@@ -1,8 +1,8 @@
 package io.kvoffload.cuda;
 
 /**
- * Byte layout of a gathered layer view, the same on the host (a DRAM slot) and on the device (a
- * layer stream buffer slot), so one copy moves all of it:
+ * Byte layout of a gathered layer view in a {@link LayerStreamBuffer} slot on the device, for a
+ * view of {@code tokens} tokens:
  *
  * <pre>
  * [K head 0: tokens × headDim] … [K head H-1] [V head 0] … [V head H-1]   (dtype elements)
@@ -10,10 +10,11 @@ package io.kvoffload.cuda;
  * [block table: ceil(tokens / blockTokens) × int32]                    (16-byte aligned)
  * </pre>
  *
- * Each KV head's keys (and values) are contiguous, as attention kernels read them per head. Entry
- * {@code b} of the block table is the sequence block ({@code position / blockTokens}) of the view's
- * {@code b}-th run of {@code blockTokens} tokens, for paged-attention kernels that map view blocks
- * to sequence blocks.
+ * Each KV head's keys (and values) are contiguous and the heads follow one another without gaps
+ * ({@link #headStride()} apart), so K and V together are one dense {@code [2][kvHeads][tokens][headDim]}
+ * tensor for attention kernels. Positions and the block table are the {@link io.kvoffload.KvView}'s:
+ * entry {@code b} of the table is the physical block, in every head's keys and values, of logical
+ * block {@code b} ({@code blockTokens} rows). {@link ViewUpload} plans the copies that fill it.
  *
  * @param tokens tokens in the view
  */
@@ -39,16 +40,21 @@ public record ViewLayout(int kvHeads, int headDim, int dtypeBytes, int blockToke
         return (long) headDim * dtypeBytes;
     }
 
+    /** Bytes from one head's keys (or values) to the next head's: {@code tokens × rowBytes}, no padding. */
+    public long headStride() {
+        return tokens * rowBytes();
+    }
+
     /** Offset of head {@code h}'s keys. */
     public long keysOffset(int h) {
         checkHead(h);
-        return h * (long) tokens * rowBytes();
+        return h * headStride();
     }
 
     /** Offset of head {@code h}'s values. */
     public long valuesOffset(int h) {
         checkHead(h);
-        return (kvHeads + h) * (long) tokens * rowBytes();
+        return (kvHeads + h) * headStride();
     }
 
     private void checkHead(int h) {
@@ -74,7 +80,7 @@ public record ViewLayout(int kvHeads, int headDim, int dtypeBytes, int blockToke
         return align(positionsOffset() + 4L * tokens);
     }
 
-    /** Bytes the view occupies (what one copy moves). */
+    /** Bytes the view occupies, padding included (the copies move {@link ViewUpload#bytes()} of them). */
     public long totalBytes() {
         return align(blockTableOffset() + 4L * blockCount());
     }

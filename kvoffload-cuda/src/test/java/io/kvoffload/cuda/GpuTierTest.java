@@ -5,11 +5,13 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.kvoffload.DType;
+import io.kvoffload.DecodeOptions;
 import io.kvoffload.KvConfig;
+import io.kvoffload.KvDecoder;
 import io.kvoffload.KvEngine;
 import io.kvoffload.KvSequence;
 import io.kvoffload.KvShape;
+import io.kvoffload.KvView;
 import io.kvoffload.cuda.bindings.Cuda;
 import io.kvoffload.cuda.bindings.CudaEvent;
 import io.kvoffload.cuda.bindings.CudaStream;
@@ -21,16 +23,12 @@ import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.nio.file.Path;
-import java.util.Random;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 /** Runs on a GPU; skipped through the probe (reason printed) elsewhere. */
 class GpuTierTest {
-    static final KvShape SHAPE = new KvShape(2, 4, 2, 8, DType.F32); // 128-byte entries, 32-byte rows
-    static final int TOKENS = 100;
-
     @TempDir
     Path dir;
 
@@ -45,79 +43,73 @@ class GpuTierTest {
     }
 
     @Test
-    void ssdToDramToHbmToHostIsBitExact() throws Exception {
-        Random rnd = new Random(8);
-        float[][] k = new float[2][TOKENS * 16];
-        float[][] v = new float[2][TOKENS * 16];
-        for (int l = 0; l < 2; l++) {
-            for (int i = 0; i < k[l].length; i++) {
-                k[l][i] = rnd.nextFloat();
-                v[l][i] = -rnd.nextFloat();
-            }
+    void ssdToDramViewToHbmToHostIsBitExact() throws Exception {
+        KvShape shape = ViewUploadTest.SHAPE; // 2 layers, 2 KV heads × 64 BF16: 128-byte rows
+        try (KvEngine e = KvEngine.open(viewConfig())) {
+            DecodedViews.store(e, "s", shape, 1024);
         }
-        String id;
-        try (KvEngine e = KvEngine.open(config()); KvSequence s = e.createSequence(SHAPE)) {
-            int[] ids = new int[TOKENS];
-            s.appendTokens(ids);
-            for (int l = 0; l < 2; l++) {
-                s.appendKv(l, k[l], v[l]);
-            }
-            s.commit();
-            id = s.id();
-        }
-        int[] pos = {5, 99, 0, 42, 17, 18, 19, 63, 64, 80, 81, 3, 77, 11, 12, 13, 14, 50};
-        try (KvEngine e = KvEngine.open(config()); KvSequence s = e.openSequence(id)) {
+        int[] pos = {5, 999, 0, 42, 17, 18, 19, 63, 64, 80, 81, 3, 77, 11, 12, 13, 14, 500, 700, 701};
+        try (KvEngine e = KvEngine.open(viewConfig());
+                KvSequence s = e.openSequence("s"); // reopened: the clustered tokens are read from the SSDs
+                KvDecoder d = s.decoder(DecodeOptions.defaults());
+                Arena arena = Arena.ofShared()) {
             CudaDeviceTier tier = e.deviceTier().orElseThrow().unwrap(CudaDeviceTier.class);
-            try (GatheredLayer g = tier.gatheredLayer(SHAPE, 16, 64);
-                    LayerStreamBuffer b = tier.layerStreamBuffer(SHAPE, 16, 64, 2);
-                    CudaStream kernel = CudaStream.createNonBlocking();
-                    Arena arena = Arena.ofShared()) {
-                assertTrue(tier.pinnedSlabs() > 0, "the DRAM slab holding the view is page-locked");
-                g.fill(s, 1, pos); // SSD -> DRAM (the sequence was reopened: nothing is cached)
-                GpuLayerView view = b.load(g); // DRAM -> HBM
+            try (KvView hostView = d.prefetch(1, pos, pos.length).await(); // SSD -> DRAM
+                    LayerStreamBuffer b = tier.layerStreamBuffer(shape, 16, 64, 2);
+                    CudaStream kernel = CudaStream.createNonBlocking()) {
+                assertTrue(tier.pinnedSlabs() > 0, "the DRAM slabs holding the view are page-locked");
+                GpuLayerView view = b.load(hostView); // DRAM -> HBM
+                assertEquals(3, view.copyCalls(), "one strided copy for K and V of every head, positions, table");
                 view.waitOn(kernel.handle());
                 ViewLayout lay = view.layout();
+                assertEquals(pos.length, lay.tokens());
                 MemorySegment back = arena.allocate(lay.totalBytes(), 64);
                 Cuda.copyToHostAsync(back, 0, view.memory(), 0, lay.totalBytes(), kernel); // HBM -> host
                 view.release(kernel.handle());
                 kernel.synchronize();
                 for (int h = 0; h < 2; h++) {
-                    for (int t = 0; t < pos.length; t++) {
-                        for (int d = 0; d < 8; d++) {
-                            long off = t * lay.rowBytes() + d * 4L;
-                            assertEquals(k[1][pos[t] * 16 + h * 8 + d], back.get(ValueLayout.JAVA_FLOAT_UNALIGNED,
-                                    lay.keysOffset(h) + off));
-                            assertEquals(v[1][pos[t] * 16 + h * 8 + d], back.get(ValueLayout.JAVA_FLOAT_UNALIGNED,
-                                    lay.valuesOffset(h) + off));
-                        }
+                    for (int r = 0; r < pos.length; r++) {
+                        int p = hostView.position(r);
+                        long off = r * lay.rowBytes();
+                        assertArrayEquals(DecodedViews.row(shape, 1, p, h, false), back.asSlice(lay.keysOffset(h) + off,
+                                lay.rowBytes()).toArray(ValueLayout.JAVA_BYTE), "K head " + h + " position " + p);
+                        assertArrayEquals(DecodedViews.row(shape, 1, p, h, true), back.asSlice(lay.valuesOffset(h) + off,
+                                lay.rowBytes()).toArray(ValueLayout.JAVA_BYTE), "V head " + h + " position " + p);
                     }
                 }
-                for (int t = 0; t < pos.length; t++) {
-                    assertEquals(pos[t], back.get(ValueLayout.JAVA_INT_UNALIGNED, lay.positionsOffset() + 4L * t));
+                for (int r = 0; r < pos.length; r++) {
+                    assertEquals(hostView.position(r), back.get(ValueLayout.JAVA_INT, lay.positionsOffset() + 4L * r));
                 }
-                assertEquals(pos[16] / 16, back.get(ValueLayout.JAVA_INT_UNALIGNED, lay.blockTableOffset() + 4));
+                for (int blk = 0; blk < lay.blockCount(); blk++) {
+                    assertEquals(hostView.blockTable().getAtIndex(ValueLayout.JAVA_INT, blk),
+                            back.get(ValueLayout.JAVA_INT, lay.blockTableOffset() + 4L * blk));
+                }
 
-                // The same view through the HBM hot cache.
-                long bytes = lay.totalBytes();
-                HbmHotCache<DeviceMemory> hot = tier.openHotCache(256, 8, 4, SHAPE.entryBytes(), item -> bytes,
+                // Head 0's keys through the HBM hot cache.
+                long bytes = lay.headStride();
+                HbmHotCache<DeviceMemory> hot = tier.openHotCache(256, 8, 4, shape.entryBytes(), item -> bytes,
                         CostEffectiveness.swarm(100, 10));
                 hot.step(new int[] {0}, 1);
                 assertEquals(1, hot.admittedCount());
-                hot.upload(0, g.buffer(), 0);
+                hot.upload(0, hostView.keys(0), 0);
                 MemorySegment back2 = arena.allocate(bytes, 64);
                 hot.download(0, back2, 0);
-                assertArrayEquals(g.buffer().asSlice(0, bytes).toArray(ValueLayout.JAVA_BYTE),
+                assertArrayEquals(hostView.keys(0).asSlice(0, bytes).toArray(ValueLayout.JAVA_BYTE),
                         back2.toArray(ValueLayout.JAVA_BYTE));
                 assertTrue(tier.hotBlockAddress(hot.block(0, 0)) != 0);
 
                 // A second load into the same slot without a release would race the kernel: refused.
-                b.load(g).release(kernel.handle());
-                GpuLayerView unreleased = b.load(g);
-                assertThrows(IllegalStateException.class, () -> b.load(g));
+                b.load(hostView).release(kernel.handle());
+                GpuLayerView unreleased = b.load(hostView);
+                assertThrows(IllegalStateException.class, () -> b.load(hostView));
                 unreleased.release(kernel.handle());
-                b.synchronize();
+                b.synchronize(); // the copies have read the KvView: it may be closed now
             }
         }
+    }
+
+    private KvConfig viewConfig() {
+        return DecodedViews.config(dir).gpu(KvConfig.Gpu.ON).gpuCacheBudgetBytes(1L << 20).build();
     }
 
     @Test

@@ -11,6 +11,7 @@ class ViewLayoutTest {
     void headsAreContiguousKeysThenValues() {
         ViewLayout l = new ViewLayout(2, 4, 2, 16, 3); // rows of 8 bytes
         assertEquals(8, l.rowBytes());
+        assertEquals(24, l.headStride(), "heads dense: 3 tokens × 8 bytes");
         assertEquals(0, l.keysOffset(0));
         assertEquals(24, l.keysOffset(1));
         assertEquals(48, l.valuesOffset(0));

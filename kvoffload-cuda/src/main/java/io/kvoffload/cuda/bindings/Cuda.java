@@ -1,7 +1,10 @@
 package io.kvoffload.cuda.bindings;
 
 import java.lang.foreign.MemorySegment;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ConcurrentMap;
 import jcuda.runtime.JCuda;
+import jcuda.runtime.cudaDeviceAttr;
 import jcuda.runtime.cudaDeviceProp;
 import jcuda.runtime.cudaError;
 import jcuda.runtime.cudaMemcpyKind;
@@ -124,6 +127,62 @@ public final class Cuda {
         check(JCuda.cudaMemcpyAsync(dst.ptr().at(dstOffset), new HostPtr(src.address() + srcOffset), bytes,
                 cudaMemcpyKind.cudaMemcpyHostToDevice, stream.handle()), "cudaMemcpyAsync(HostToDevice)",
                 bytes + " bytes to " + dst + "+" + dstOffset);
+    }
+
+    /**
+     * Copies {@code rows.length} host rows of {@code rowBytes} each (the first {@code rowBytes} of
+     * every segment) to device {@code dst}, row {@code i} at {@code dstOffset + i × dstPitch}, on
+     * {@code stream}, with as few calls as the rows allow: one cudaMemcpy2DAsync when the rows are
+     * equally spaced in host memory ({@link Bounds#uniformStride}) and both pitches are within the
+     * device's cudaDevAttrMaxPitch, else one cudaMemcpyAsync per row. Every row and the whole
+     * destination span are bounds-checked first.
+     *
+     * @return the number of CUDA copy calls made (0 when {@code rowBytes} is 0)
+     */
+    public static int copyRowsToDeviceAsync(DeviceMemory dst, long dstOffset, long dstPitch, MemorySegment[] rows,
+            long rowBytes, CudaStream stream) {
+        if (rows == null || rows.length == 0) {
+            throw new IllegalArgumentException("rows is " + (rows == null ? "null" : "empty") + "; allowed: 1 or more"
+                    + " native segments");
+        }
+        for (int i = 0; i < rows.length; i++) {
+            Bounds.checkHost("rows[" + i + "]", rows[i], 0, rowBytes);
+        }
+        Bounds.checkDeviceRows("dst", dst, dstOffset, dstPitch, rowBytes, rows.length);
+        requireStream(stream);
+        if (rowBytes == 0) {
+            return 0;
+        }
+        long srcPitch = Bounds.uniformStride(rows, rowBytes);
+        if (rows.length > 1 && srcPitch > 0 && Math.max(srcPitch, dstPitch) <= maxPitch()) {
+            check(JCuda.cudaMemcpy2DAsync(dst.ptr().at(dstOffset), dstPitch, new HostPtr(rows[0].address()), srcPitch,
+                    rowBytes, rows.length, cudaMemcpyKind.cudaMemcpyHostToDevice, stream.handle()),
+                    "cudaMemcpy2DAsync(HostToDevice)", rows.length + " rows of " + rowBytes + " bytes, source pitch "
+                            + srcPitch + ", to " + dst + "+" + dstOffset + " at pitch " + dstPitch);
+            return 1;
+        }
+        for (int i = 0; i < rows.length; i++) {
+            long at = dstOffset + i * dstPitch;
+            check(JCuda.cudaMemcpyAsync(dst.ptr().at(at), new HostPtr(rows[i].address()), rowBytes,
+                    cudaMemcpyKind.cudaMemcpyHostToDevice, stream.handle()), "cudaMemcpyAsync(HostToDevice)",
+                    "row " + i + ": " + rowBytes + " bytes to " + dst + "+" + at);
+        }
+        return rows.length;
+    }
+
+    private static final ConcurrentMap<Integer, Long> MAX_PITCH = new ConcurrentHashMap<>();
+
+    /** cudaDevAttrMaxPitch of the current device: the largest pitch cudaMemcpy2D accepts (cached). */
+    static long maxPitch() {
+        int[] v = new int[1];
+        check(JCuda.cudaGetDevice(v), "cudaGetDevice", "");
+        return MAX_PITCH.computeIfAbsent(v[0], d -> {
+            int[] p = new int[1];
+            check(JCuda.cudaDeviceGetAttribute(p, cudaDeviceAttr.cudaDevAttrMaxPitch, d), "cudaDeviceGetAttribute",
+                    "cudaDevAttrMaxPitch, device " + d);
+            // The attribute is an int: a negative value would be a signed overflow of a huge limit.
+            return p[0] < 0 ? Integer.MAX_VALUE : (long) p[0];
+        });
     }
 
     /** Copies {@code bytes} from device {@code src[srcOffset..]} to host {@code dst[dstOffset..]} on {@code stream}. */
