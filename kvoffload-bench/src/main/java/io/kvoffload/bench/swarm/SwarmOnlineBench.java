@@ -78,6 +78,11 @@ public final class SwarmOnlineBench implements Callable<Integer> {
     @Option(names = "--fio-seconds", defaultValue = "5", description = "Seconds per fio run (default: ${DEFAULT-VALUE}).")
     int fioSeconds;
 
+    @Option(names = "--device-model", defaultValue = "none", description = "Simulated SSDs for the ablations and"
+            + " cache runs (none, high-end, low-end; see docs/configuration.md): each directory gets its own"
+            + " bandwidth, IOPS and queue, so an unbalanced schedule costs time as on real SSDs (default: ${DEFAULT-VALUE}).")
+    String deviceModel;
+
     @Option(names = "--no-progress", description = "No progress bar.")
     boolean noProgress;
 
@@ -104,10 +109,14 @@ public final class SwarmOnlineBench implements Callable<Integer> {
         }
         long layerBytes = (long) tokens * shape.entryBytes();
         long capacity = (layerBytes * layers * 3 / devices + (64L << 20)) & -(1L << 20);
-        KvConfig cfg = KvConfig.builder().ssdDirectories(dirs).ioBackend(backend).deviceCapacityBytes(capacity)
-                .dramBudgetBytes(Math.max(1L << 30, layerBytes * layers)).build();
+        KvConfig.Builder builder = KvConfig.builder().ssdDirectories(dirs).ioBackend(backend)
+                .deviceCapacityBytes(capacity).dramBudgetBytes(Math.max(1L << 30, layerBytes * layers));
+        if (!deviceModel.equals("none")) {
+            builder.deviceModel(deviceModel);
+        }
+        KvConfig cfg = builder.build();
         int modes = DecodeOptions.Scheduling.values().length;
-        long work = 2 + (long) modes + 2L * cacheBudgets.length + 2L * rounds;
+        long work = 2 + (long) modes + 2L * cacheBudgets.length + (deviceModel.equals("none") ? 2L * rounds : 0);
         try (KvEngine engine = KvEngine.open(cfg);
                 ProgressBar bar = noProgress ? null : new ProgressBarBuilder().setTaskName("swarm-online")
                         .setInitialMax(work).setStyle(ProgressBarStyle.ASCII).setUpdateIntervalMillis(500)
@@ -122,7 +131,11 @@ public final class SwarmOnlineBench implements Callable<Integer> {
                     storeNanos / 1e9, clusterNanos / 1e9);
             ablations(engine, out, bar);
             caches(engine, out, bar, layerBytes);
-            bandwidth(engine, out, bar, dirs);
+            if (deviceModel.equals("none")) {
+                bandwidth(engine, out, bar, dirs);
+            } else {
+                out.printf("(Bandwidth against fio skipped: the devices are simulated.)%n");
+            }
         } finally {
             try (Stream<Path> files = Files.walk(root)) {
                 for (Path p : files.sorted(Comparator.reverseOrder()).toList()) {
@@ -208,7 +221,8 @@ public final class SwarmOnlineBench implements Callable<Integer> {
     }
 
     private void ablations(KvEngine engine, PrintWriter out, ProgressBar bar) {
-        out.printf("## Scheduling ablations (paper Fig. 14), no cache%n%n");
+        out.printf("## Scheduling ablations (paper Fig. 14), no cache%s%n%n",
+                deviceModel.equals("none") ? "" : " — SIMULATED devices (" + deviceModel + ")");
         out.println("| scheduling | MiB read / fetch | reads / fetch | entries read / fetch | fetch time, median"
                 + " ms | p90 ms | of which select+schedule, mean ms | busiest device / mean |");
         out.println("|---|---:|---:|---:|---:|---:|---:|---:|");
@@ -232,7 +246,8 @@ public final class SwarmOnlineBench implements Callable<Integer> {
     }
 
     private void caches(KvEngine engine, PrintWriter out, ProgressBar bar, long layerBytes) {
-        out.printf("## Hot-cluster cache (paper Fig. 15): cost-effectiveness (Eq. 6) vs LRU%n%n");
+        out.printf("## Hot-cluster cache (paper Fig. 15): cost-effectiveness (Eq. 6) vs LRU%s%n%n",
+                deviceModel.equals("none") ? "" : " — SIMULATED devices (" + deviceModel + ")");
         out.println("| cache budget (share of a layer) | policy | cluster hit rate | rows from cache | MiB read / fetch"
                 + " | fetch median ms | p90 ms |");
         out.println("|---:|---|---:|---:|---:|---:|---:|");
