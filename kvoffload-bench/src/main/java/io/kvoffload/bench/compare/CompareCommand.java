@@ -81,7 +81,7 @@ import picocli.CommandLine.Option;
                 + " KVSwap, Swarm and its ablations): quality, I/O, fio ratio, batch sizes, SSD scaling (simulated)."
                 + " Writes compare.csv, PNG plots and summary.md to --out.")
 public final class CompareCommand implements Callable<Integer> {
-    @Option(names = "--sizes", split = ",", defaultValue = "16384,65536",
+    @Option(names = "--sizes", split = ",", defaultValue = "16384,32768",
             description = "Prefix lengths in tokens (default: ${DEFAULT-VALUE}; up to 1M as memory allows: the dense"
                     + " reference keeps each layer's K and V as floats).")
     int[] sizes;
@@ -547,11 +547,22 @@ public final class CompareCommand implements Callable<Integer> {
         long total = layerBytes * layers * layouts(chosen).size() * 3;
         long capacity = (total / deviceDirs.size() + (64L << 20)) & -(1L << 20);
         KvConfig.Builder b = KvConfig.builder().ssdDirectories(deviceDirs).ioBackend(backend)
-                .deviceCapacityBytes(capacity).dramBudgetBytes(Math.max(1L << 30, layerBytes * layers));
+                .deviceCapacityBytes(capacity).dramBudgetBytes(dramBudget(layerBytes));
         if (model != null) {
             b.deviceModel(model);
         }
         return KvEngine.open(b.build());
+    }
+
+    /**
+     * DRAM for the engine: every concurrent decoder holds its views (pipeline depth 2, up to the
+     * budget's rows each), window and cache, and the pool grows in slabs of up to 128 MiB.
+     */
+    private long dramBudget(long layerBytes) {
+        int maxBatch = Arrays.stream(batches).max().orElse(1);
+        long perDecoder = 2 * (long) Math.ceil(Arrays.stream(budgets).max().orElse(budget) * layerBytes)
+                + (long) (cacheShare * layerBytes) * layers + (64L << 20);
+        return Math.max(1L << 30, layerBytes * layers + maxBatch * perDecoder + (256L << 20));
     }
 
     // ------------------------------------------------------------------ decoding
