@@ -16,9 +16,32 @@ import io.kvoffload.internal.util.Checks;
  *     paper's worked example), false by the sum of all counts (the translation's reading)
  * @param sinkTokens leading tokens excluded from profiling (kept in DRAM by the engine anyway)
  * @param windowTokens trailing tokens excluded from profiling (the local window)
+ * @param placement which SSD each cluster starts on (Eq. 7 round robin, or the No-Balance ablation)
  */
 public record ClusterOptions(double radius, double radiusQuantile, int maxClusterSize, int maxReplicas,
-        double sparsity, boolean perQueryNormaliser, int sinkTokens, int windowTokens) {
+        double sparsity, boolean perQueryNormaliser, int sinkTokens, int windowTokens, Placement placement) {
+
+    /** How clusters are spread over the SSDs (Swarm §5.2, Tier 2). */
+    public enum Placement {
+        /**
+         * Eq. 7: a running pointer {@code p} (entries placed so far) makes cluster {@code c} start on
+         * SSD {@code p mod N}; member {@code i} goes to {@code (start + i) mod N}. Every cluster
+         * spreads over all SSDs and the SSDs fill evenly.
+         */
+        ROUND_ROBIN,
+        /**
+         * Ablation ("No-Balance" placement): every cluster starts on SSD 0, member {@code i} on SSD
+         * {@code i mod N}. Small clusters pile up on the first SSDs, so reads concentrate there.
+         */
+        FIRST_DEVICE
+    }
+
+    /** Options without a placement choice: {@link Placement#ROUND_ROBIN}. */
+    public ClusterOptions(double radius, double radiusQuantile, int maxClusterSize, int maxReplicas, double sparsity,
+            boolean perQueryNormaliser, int sinkTokens, int windowTokens) {
+        this(radius, radiusQuantile, maxClusterSize, maxReplicas, sparsity, perQueryNormaliser, sinkTokens,
+                windowTokens, Placement.ROUND_ROBIN);
+    }
 
     public ClusterOptions {
         if (!(radius >= 0 && radius < 1)) {
@@ -35,40 +58,46 @@ public record ClusterOptions(double radius, double radiusQuantile, int maxCluste
         }
         Checks.inRange("sinkTokens", sinkTokens, 0, Integer.MAX_VALUE);
         Checks.inRange("windowTokens", windowTokens, 0, Integer.MAX_VALUE);
+        Checks.notNull("placement", placement);
     }
 
-    /** τ = 0.35, clusters of at most 256, at most 4 copies, 10% sparsity, per-query normaliser, 4 sinks, 256 window. */
+    /** τ = 0.35, clusters of at most 256, at most 4 copies, 10% sparsity, per-query normaliser, 4 sinks, 256 window, Eq. 7 placement. */
     public static ClusterOptions defaults() {
         return new ClusterOptions(0.35, 0, 256, 4, 0.10, true, 4, 256);
     }
 
     public ClusterOptions withRadius(double tau) {
         return new ClusterOptions(tau, 0, maxClusterSize, maxReplicas, sparsity, perQueryNormaliser, sinkTokens,
-                windowTokens);
+                windowTokens, placement);
     }
 
     public ClusterOptions withRadiusQuantile(double q) {
         return new ClusterOptions(radius, q, maxClusterSize, maxReplicas, sparsity, perQueryNormaliser, sinkTokens,
-                windowTokens);
+                windowTokens, placement);
     }
 
     public ClusterOptions withMaxClusterSize(int n) {
         return new ClusterOptions(radius, radiusQuantile, n, maxReplicas, sparsity, perQueryNormaliser, sinkTokens,
-                windowTokens);
+                windowTokens, placement);
     }
 
     public ClusterOptions withMaxReplicas(int n) {
         return new ClusterOptions(radius, radiusQuantile, maxClusterSize, n, sparsity, perQueryNormaliser, sinkTokens,
-                windowTokens);
+                windowTokens, placement);
     }
 
     public ClusterOptions withSparsity(double s) {
         return new ClusterOptions(radius, radiusQuantile, maxClusterSize, maxReplicas, s, perQueryNormaliser,
-                sinkTokens, windowTokens);
+                sinkTokens, windowTokens, placement);
     }
 
     public ClusterOptions withExcluded(int sinks, int window) {
         return new ClusterOptions(radius, radiusQuantile, maxClusterSize, maxReplicas, sparsity, perQueryNormaliser,
-                sinks, window);
+                sinks, window, placement);
+    }
+
+    public ClusterOptions withPlacement(Placement p) {
+        return new ClusterOptions(radius, radiusQuantile, maxClusterSize, maxReplicas, sparsity, perQueryNormaliser,
+                sinkTokens, windowTokens, p);
     }
 }

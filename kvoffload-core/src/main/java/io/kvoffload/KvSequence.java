@@ -551,7 +551,7 @@ public final class KvSequence implements AutoCloseable {
         Checks.notNull("options", options);
         long t0 = System.nanoTime();
         CoActivationProfile profile = SwarmOfflinePhase.fromActivationSets(layerTokens[layer], activationSets, options);
-        return build(layer, SwarmOfflinePhase.cluster(profile, options), t0);
+        return build(layer, SwarmOfflinePhase.cluster(profile, options), options.placement(), t0);
     }
 
     /**
@@ -571,12 +571,35 @@ public final class KvSequence implements AutoCloseable {
         try (SequenceLayerKv kv = new SequenceLayerKv(this, layer, layerTokens[layer]).keysInMemory(PROFILE_KEYS_IN_MEMORY)) {
             profile = SwarmOfflinePhase.fromQueries(kv, queries, shape.queryHeads(), options);
         }
-        return build(layer, SwarmOfflinePhase.cluster(profile, options), t0);
+        return build(layer, SwarmOfflinePhase.cluster(profile, options), options.placement(), t0);
     }
 
-    private ClusterSummary build(int layer, Clustering clustering, long t0) {
+    /**
+     * Lays {@code layer} out by clusters the caller chose (e.g. fixed positional groups for engines
+     * that select single tokens, or a clustering computed elsewhere): cluster {@code c} holds the
+     * token positions {@code clusters[c]}, its first element is its medoid (what the decoder's
+     * medoid index scores), and its members are placed over the SSDs in the given order by
+     * {@code options.placement()} (Eq. 7 round robin by default). A token may appear in several
+     * clusters (a replica, stored once per cluster). Other options are not used. Every entry gets a
+     * CRC32C and the DRAM medoid index is built, as for {@link #clusterLayer(int, List, ClusterOptions)};
+     * {@link #commit} persists it.
+     *
+     * @param clusters 1..2^30 non-empty clusters of distinct positions in {@code 0..tokenCount(layer)-1},
+     *     together covering every one of them
+     */
+    public ClusterSummary clusterLayer(int layer, int[][] clusters, ClusterOptions options) {
+        checkWritable();
+        Checks.index("layer", layer, shape.layers());
+        Checks.notNull("clusters", clusters);
+        Checks.notNull("options", options);
+        long t0 = System.nanoTime();
+        return build(layer, SwarmOfflinePhase.fromClusters(layerTokens[layer], clusters, options), options.placement(),
+                t0);
+    }
+
+    private ClusterSummary build(int layer, Clustering clustering, ClusterOptions.Placement placement, long t0) {
         long t1 = System.nanoTime();
-        applyClusterPlan(layer, SwarmOfflinePhase.plan(clustering, store.devices().size()));
+        applyClusterPlan(layer, SwarmOfflinePhase.plan(clustering, store.devices().size(), placement));
         long t2 = System.nanoTime();
         ClusterLayout cl = clusters[layer];
         MedoidIndex index = medoidIndex(layer);

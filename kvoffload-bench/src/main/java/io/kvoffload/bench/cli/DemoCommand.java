@@ -8,6 +8,7 @@ import io.kvoffload.KvShape;
 import io.kvoffload.KvStats;
 import io.kvoffload.PrefixMatch;
 import io.kvoffload.SequenceInfo;
+import io.kvoffload.bench.compare.CompareCommand;
 import java.io.IOException;
 import java.io.PrintStream;
 import java.lang.foreign.Arena;
@@ -84,6 +85,15 @@ public final class DemoCommand implements Callable<Integer> {
 
     @Option(names = "--keep", description = "Keep the temporary directories.")
     boolean keep;
+
+    @Option(names = "--compare-tokens", defaultValue = "8192",
+            description = "Prefix of the closing strategy comparison (kvo bench compare, short); 0 skips it"
+                    + " (default: ${DEFAULT-VALUE}).")
+    int compareTokens;
+
+    @Option(names = "--compare-steps", defaultValue = "4",
+            description = "Decoding steps of the closing comparison (default: ${DEFAULT-VALUE}).")
+    int compareSteps;
 
     private final PrintStream out = System.out;
 
@@ -247,8 +257,44 @@ public final class DemoCommand implements Callable<Integer> {
             ok &= mismatches == 0 && after.checksumFailures() == 0;
             engine.deleteSequence(id);
         }
+        if (compareTokens > 0) {
+            ok &= compare();
+        }
         out.println(ok ? "demo: OK" : "demo: FAILED");
         return ok ? 0 : 1;
+    }
+
+    /**
+     * The closing comparison: every strategy decodes a few steps through the same scheduler and I/O
+     * path (a short {@code kvo bench compare}); prints its table and checks every row bit-exact.
+     */
+    private boolean compare() throws IOException {
+        if (compareTokens < 1024 || compareTokens > (1 << 20)) {
+            throw new IllegalArgumentException("--compare-tokens = " + compareTokens
+                    + " is out of range; allowed: 0 (skip) or 1024.." + (1 << 20));
+        }
+        Path tmp = Files.createTempDirectory("kvo-demo-compare");
+        try {
+            out.printf("%nstrategy comparison (%d tokens, 10%% budget, %d steps; kvo bench compare for the full run):%n",
+                    compareTokens, compareSteps);
+            java.io.PrintWriter pw = new java.io.PrintWriter(out, true);
+            List<CompareCommand.Row> rows = CompareCommand.quick(compareTokens, compareSteps)
+                    .out(tmp.resolve("reports")).work(tmp).execute(pw);
+            out.println(CompareCommand.summaryTable(rows, 0.1));
+            long bad = rows.stream().mapToLong(CompareCommand.Row::mismatches).sum();
+            long checked = rows.stream().mapToLong(CompareCommand.Row::rowsChecked).sum();
+            out.printf("comparison bit-exact: %d of %d view rows equal the source KV%n", checked - bad, checked);
+            return bad == 0;
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IOException("interrupted", e);
+        } finally {
+            if (keep) {
+                out.println("kept " + tmp);
+            } else {
+                deleteRecursively(tmp);
+            }
+        }
     }
 
     private static ProgressBar bar(String task, long max) {

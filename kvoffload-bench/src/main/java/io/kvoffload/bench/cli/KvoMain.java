@@ -1,5 +1,6 @@
 package io.kvoffload.bench.cli;
 
+import io.kvoffload.bench.compare.CompareCommand;
 import io.kvoffload.bench.compare.CompareQualityCommand;
 import io.kvoffload.bench.kvswap.KvSwapBench;
 import io.kvoffload.bench.kvswap.KvSwapIoBench;
@@ -15,9 +16,9 @@ import picocli.CommandLine.Command;
 /** The command line: {@code kvo demo}, benchmarks and tools. */
 @Command(name = "kvo", mixinStandardHelpOptions = true, version = "kvoffload 0.1.0",
         description = "kvoffload: KV-cache offloading across SSDs. Demo, benchmarks and tools.",
-        subcommands = {DemoCommand.class, ClusterBuildBench.class, ClusterDriftBench.class, CompareQualityCommand.class,
-            KvSwapBench.class, KvSwapIoBench.class, TuneCommand.class, SwarmOnlineBench.class,
-            SelectionLatencyCommand.class, ScalingCommand.class, CommandLine.HelpCommand.class})
+        subcommands = {DemoCommand.class, CompareCommand.class, ClusterBuildBench.class, ClusterDriftBench.class,
+            CompareQualityCommand.class, KvSwapBench.class, KvSwapIoBench.class, TuneCommand.class,
+            SwarmOnlineBench.class, SelectionLatencyCommand.class, ScalingCommand.class, CommandLine.HelpCommand.class})
 public final class KvoMain implements Runnable {
     @CommandLine.Spec
     CommandLine.Model.CommandSpec spec;

@@ -11,13 +11,13 @@ import io.kvoffload.KvSequence;
 import io.kvoffload.KvShape;
 import io.kvoffload.KvStats;
 import io.kvoffload.KvView;
+import io.kvoffload.bench.fio.Fio;
 import io.kvoffload.workload.SyntheticWorkload;
 import io.kvoffload.workload.WorkloadSpec;
 import java.io.IOException;
 import java.io.PrintWriter;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -25,9 +25,6 @@ import java.util.Arrays;
 import java.util.Comparator;
 import java.util.List;
 import java.util.concurrent.Callable;
-import java.util.concurrent.TimeUnit;
-import java.util.regex.Matcher;
-import java.util.regex.Pattern;
 import java.util.stream.Stream;
 import me.tongfei.progressbar.ProgressBar;
 import me.tongfei.progressbar.ProgressBarBuilder;
@@ -329,62 +326,13 @@ public final class SwarmOnlineBench implements Callable<Integer> {
         out.printf("| median | %.0f | %.0f | %.2f |%n%n", dm, fm, dm / fm);
     }
 
-    /** fio's bssplit for the decode's reads: each size bucket's mean size (4 KiB-aligned) with its share of reads. */
     static String bssplit(DecodeStats st) {
-        long[] count = st.readSizeCount();
-        long[] bytes = st.readSizeBytes();
-        long total = Arrays.stream(count).sum();
-        StringBuilder sb = new StringBuilder();
-        int assigned = 0;
-        int last = -1;
-        for (int b = 0; b < count.length; b++) {
-            if (count[b] > 0) {
-                last = b;
-            }
-        }
-        for (int b = 0; b < count.length; b++) {
-            if (count[b] == 0) {
-                continue;
-            }
-            long kib = Math.max(4, Math.round(bytes[b] / (double) count[b] / 4096) * 4);
-            int pct = b == last ? 100 - assigned : (int) Math.round(100.0 * count[b] / total);
-            if (pct <= 0) {
-                continue;
-            }
-            assigned += pct;
-            if (!sb.isEmpty()) {
-                sb.append(':');
-            }
-            sb.append(kib).append("k/").append(pct);
-        }
-        return sb.toString();
+        return Fio.bssplit(st);
     }
-
-    private static final Pattern BW = Pattern.compile("\"bw_bytes\" : ([0-9]+)");
 
     private double runFio(List<Path> dirs, long fileSize, String bssplit, int depth)
             throws IOException, InterruptedException {
-        StringBuilder files = new StringBuilder();
-        for (Path d : dirs) {
-            if (!files.isEmpty()) {
-                files.append(':');
-            }
-            files.append(d.resolve("kvoffload.pool").toString().replace(":", "\\:"));
-        }
-        List<String> cmd = List.of("fio", "--name=decode", "--filename=" + files, "--ioengine=io_uring", "--direct=1",
-                "--rw=randread", "--bssplit=" + bssplit, "--iodepth=" + depth, "--filesize=" + (fileSize >> 20) + "m",
-                "--runtime=" + fioSeconds, "--time_based", "--randrepeat=0", "--norandommap", "--readonly",
-                "--output-format=json");
-        Process p = new ProcessBuilder(cmd).redirectErrorStream(false).start();
-        String json = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
-        if (!p.waitFor(fioSeconds + 60L, TimeUnit.SECONDS) || p.exitValue() != 0) {
-            throw new IOException(String.join(" ", cmd) + " failed: " + json);
-        }
-        Matcher m = BW.matcher(json);
-        if (!m.find()) {
-            throw new IOException("fio output has no bw_bytes: " + json);
-        }
-        return Long.parseLong(m.group(1)) / (double) (1 << 20);
+        return Fio.randRead(dirs, fileSize, bssplit, depth, fioSeconds);
     }
 
     private static double median(List<Double> xs) {

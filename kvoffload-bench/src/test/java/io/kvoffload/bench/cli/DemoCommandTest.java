@@ -23,7 +23,8 @@ class DemoCommandTest {
         try {
             System.setOut(new PrintStream(buf, true, StandardCharsets.UTF_8));
             code = KvoMain.run("demo", "--dirs", root.resolve("a") + "," + root.resolve("b"), "--layers", "2",
-                    "--tokens", "1000", "--read-rounds", "4", "--dram", "32MiB");
+                    "--tokens", "1000", "--read-rounds", "4", "--dram", "32MiB", "--compare-tokens", "2048",
+                    "--compare-steps", "1");
         } finally {
             System.setOut(old);
         }
@@ -32,6 +33,8 @@ class DemoCommandTest {
         assertTrue(out.contains("shares 750 tokens"), out);
         assertTrue(out.contains("checksums:") && out.contains(", 0 failed"), out);
         assertTrue(out.contains("bit-exact: 400 of 400 entries"), out);
+        assertTrue(out.contains("| swarm |") && out.contains("| oracle |") && out.contains("| kvswap |"), out);
+        assertTrue(out.contains("comparison bit-exact:"), out);
         assertTrue(out.contains("demo: OK"), out);
     }
 

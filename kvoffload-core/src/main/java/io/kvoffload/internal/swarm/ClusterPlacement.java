@@ -27,7 +27,7 @@ public final class ClusterPlacement {
     private final long[] entriesPerDisk;
     private final Clustering clustering;
 
-    private ClusterPlacement(int disks, int[] sizes, Clustering clustering) {
+    private ClusterPlacement(int disks, int[] sizes, Clustering clustering, boolean firstDevice) {
         Checks.inRange("disks", disks, 1, 4096);
         this.disks = disks;
         this.sizes = sizes;
@@ -36,7 +36,7 @@ public final class ClusterPlacement {
         this.entriesPerDisk = new long[disks];
         long p = 0;
         for (int c = 0; c < sizes.length; c++) {
-            int start = (int) (p % disks);
+            int start = firstDevice ? 0 : (int) (p % disks);
             startDisk[c] = start;
             p += sizes[c];
             int base = sizes[c] / disks, extra = sizes[c] % disks;
@@ -54,7 +54,21 @@ public final class ClusterPlacement {
         for (int c = 0; c < sizes.length; c++) {
             sizes[c] = clustering.size(c);
         }
-        return new ClusterPlacement(disks, sizes, clustering);
+        return new ClusterPlacement(disks, sizes, clustering, false);
+    }
+
+    /**
+     * The "No-Balance" placement ablation: every cluster starts on disk 0 (member {@code i} on disk
+     * {@code i mod disks}), so clusters smaller than the disk count leave the last disks idle and
+     * the first ones take most reads. Only for measuring what Eq. 7's pointer buys.
+     */
+    public static ClusterPlacement firstDevice(Clustering clustering, int disks) {
+        SwarmArgs.notNull("clustering", clustering);
+        int[] sizes = new int[clustering.clusterCount()];
+        for (int c = 0; c < sizes.length; c++) {
+            sizes[c] = clustering.size(c);
+        }
+        return new ClusterPlacement(disks, sizes, clustering, true);
     }
 
     /**
@@ -66,7 +80,7 @@ public final class ClusterPlacement {
         for (int c = 0; c < clusterSizes.length; c++) {
             Checks.inRange("clusterSizes[" + c + "]", clusterSizes[c], 1, Integer.MAX_VALUE);
         }
-        return new ClusterPlacement(disks, clusterSizes.clone(), null);
+        return new ClusterPlacement(disks, clusterSizes.clone(), null, false);
     }
 
     public int disks() { return disks; }

@@ -21,9 +21,18 @@ import io.kvoffload.internal.util.Checks;
  * @param isolatedBlockSize tokens per positional block, 1..2^20; default 16 (16 entries of 4 KiB are
  *     four 16 KiB reads over four SSDs, the size Haas &amp; Leis find needed for full bandwidth)
  * @param parallelism threads for the pair search, 1..256; default: available processors
+ * @param expansion how a candidate joins a cluster; default Eq. 5 ({@link ExpansionRule#MEAN_DISTANCE}),
+ *     {@link ExpansionRule#MEDOID_ONLY} is Fig. 12's ablation
  */
 public record ClusteringConfig(ClusterRadius radius, int maxClusterSize, int maxReplicas,
-        IsolatedEntryPolicy isolatedPolicy, int isolatedBlockSize, int parallelism) {
+        IsolatedEntryPolicy isolatedPolicy, int isolatedBlockSize, int parallelism, ExpansionRule expansion) {
+
+    /** A configuration with the published expansion rule (Eq. 5). */
+    public ClusteringConfig(ClusterRadius radius, int maxClusterSize, int maxReplicas,
+            IsolatedEntryPolicy isolatedPolicy, int isolatedBlockSize, int parallelism) {
+        this(radius, maxClusterSize, maxReplicas, isolatedPolicy, isolatedBlockSize, parallelism,
+                ExpansionRule.MEAN_DISTANCE);
+    }
 
     /** No cap (for {@code maxClusterSize} and {@code maxReplicas}): Algorithm 1 as published. */
     public static final int UNLIMITED = 1 << 30;
@@ -35,6 +44,7 @@ public record ClusteringConfig(ClusterRadius radius, int maxClusterSize, int max
         SwarmArgs.notNull("isolatedPolicy", isolatedPolicy);
         Checks.inRange("isolatedBlockSize", isolatedBlockSize, 1, 1 << 20);
         Checks.inRange("parallelism", parallelism, 1, 256);
+        SwarmArgs.notNull("expansion", expansion);
     }
 
     /** The defaults above. */
@@ -44,22 +54,27 @@ public record ClusteringConfig(ClusterRadius radius, int maxClusterSize, int max
     }
 
     public ClusteringConfig withRadius(ClusterRadius r) {
-        return new ClusteringConfig(r, maxClusterSize, maxReplicas, isolatedPolicy, isolatedBlockSize, parallelism);
+        return new ClusteringConfig(r, maxClusterSize, maxReplicas, isolatedPolicy, isolatedBlockSize, parallelism, expansion);
     }
 
     public ClusteringConfig withMaxClusterSize(int size) {
-        return new ClusteringConfig(radius, size, maxReplicas, isolatedPolicy, isolatedBlockSize, parallelism);
+        return new ClusteringConfig(radius, size, maxReplicas, isolatedPolicy, isolatedBlockSize, parallelism, expansion);
     }
 
     public ClusteringConfig withMaxReplicas(int replicas) {
-        return new ClusteringConfig(radius, maxClusterSize, replicas, isolatedPolicy, isolatedBlockSize, parallelism);
+        return new ClusteringConfig(radius, maxClusterSize, replicas, isolatedPolicy, isolatedBlockSize, parallelism, expansion);
     }
 
     public ClusteringConfig withIsolatedPolicy(IsolatedEntryPolicy policy, int blockSize) {
-        return new ClusteringConfig(radius, maxClusterSize, maxReplicas, policy, blockSize, parallelism);
+        return new ClusteringConfig(radius, maxClusterSize, maxReplicas, policy, blockSize, parallelism, expansion);
     }
 
     public ClusteringConfig withParallelism(int threads) {
-        return new ClusteringConfig(radius, maxClusterSize, maxReplicas, isolatedPolicy, isolatedBlockSize, threads);
+        return new ClusteringConfig(radius, maxClusterSize, maxReplicas, isolatedPolicy, isolatedBlockSize, threads, expansion);
+    }
+
+    public ClusteringConfig withExpansion(ExpansionRule rule) {
+        return new ClusteringConfig(radius, maxClusterSize, maxReplicas, isolatedPolicy, isolatedBlockSize, parallelism,
+                rule);
     }
 }

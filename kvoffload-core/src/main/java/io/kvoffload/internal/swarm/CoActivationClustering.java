@@ -81,6 +81,7 @@ public final class CoActivationClustering {
         boolean[] covered = new boolean[n];
         int[] replicas = new int[n]; // clusters each entry has joined
         int maxReplicas = config.maxReplicas();
+        boolean medoidOnly = config.expansion() == ExpansionRule.MEDOID_ONLY;
         int[] perQuery = new int[profile.queries()]; // members of the growing cluster activated by each query
         long[] candidates = new long[0];
         int capped = 0;
@@ -111,6 +112,13 @@ public final class CoActivationClustering {
             for (; k < nc && size < cap; k++) {
                 int c = (int) candidates[k];
                 if (replicas[c] >= maxReplicas) {
+                    continue;
+                }
+                if (medoidOnly) { // every neighbour of the medoid is within τ of it: it joins
+                    members.add(c);
+                    joins.add(1.0 - profile.overlap(m, c) / (double) z);
+                    add(perQuery, bits, words, c, 1);
+                    size++;
                     continue;
                 }
                 long sum = sum(perQuery, bits, words, c);

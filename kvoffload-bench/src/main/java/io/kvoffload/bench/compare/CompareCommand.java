@@ -1,0 +1,1045 @@
+package io.kvoffload.bench.compare;
+
+import io.kvoffload.ClusterOptions;
+import io.kvoffload.ClusterSummary;
+import io.kvoffload.DType;
+import io.kvoffload.DecodeOptions;
+import io.kvoffload.DecodeStats;
+import io.kvoffload.DeviceModelSpec;
+import io.kvoffload.KvConfig;
+import io.kvoffload.KvDecoder;
+import io.kvoffload.KvEngine;
+import io.kvoffload.KvSequence;
+import io.kvoffload.KvShape;
+import io.kvoffload.KvView;
+import io.kvoffload.SparseAttention;
+import io.kvoffload.bench.compare.IoStrategies.Layout;
+import io.kvoffload.bench.compare.IoStrategies.Strategy;
+import io.kvoffload.bench.fio.Fio;
+import io.kvoffload.bench.report.CsvWriter;
+import io.kvoffload.bench.report.MarkdownTable;
+import io.kvoffload.bench.report.Plots;
+import io.kvoffload.internal.kvswap.CompressedKCache;
+import io.kvoffload.internal.kvswap.GroupPredictor;
+import io.kvoffload.internal.kvswap.LowRankAdapter;
+import io.kvoffload.internal.select.TokenSelector;
+import io.kvoffload.internal.swarm.ClusterRadius;
+import io.kvoffload.internal.swarm.Clustering;
+import io.kvoffload.internal.swarm.ClusteringConfig;
+import io.kvoffload.internal.swarm.CoActivationClustering;
+import io.kvoffload.internal.swarm.CoActivationNormaliser;
+import io.kvoffload.internal.swarm.CoActivationProfile;
+import io.kvoffload.internal.swarm.ExpansionRule;
+import io.kvoffload.workload.DenseLayerKv;
+import io.kvoffload.workload.ElementCodec;
+import io.kvoffload.workload.ExactAttention;
+import io.kvoffload.workload.QualityMetrics;
+import io.kvoffload.workload.SyntheticWorkload;
+import io.kvoffload.workload.WorkloadSpec;
+import java.io.IOException;
+import java.io.PrintWriter;
+import java.io.UncheckedIOException;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.BitSet;
+import java.util.Comparator;
+import java.util.EnumMap;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.concurrent.Callable;
+import java.util.stream.Stream;
+import me.tongfei.progressbar.ProgressBar;
+import me.tongfei.progressbar.ProgressBarBuilder;
+import me.tongfei.progressbar.ProgressBarStyle;
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+
+/**
+ * Every strategy through the same I/O path (issue #7): each one's layer is stored on the SSD
+ * directories and every decoding step reads through a {@link KvDecoder} — Swarm and its ablations
+ * select by medoid score over their cluster layouts ({@code prefetch(layer, query)}); the token-set
+ * baselines select in memory and read their positions from a positional layout
+ * ({@code prefetch(layer, positions, count)}): the same bucket scheduler, one batched submission,
+ * per-entry CRC32C, gather into a view. Per strategy and setting it measures quality (attention-mass
+ * recall, top-k recall, the relative error of {@link SparseAttention} over the view against dense
+ * attention) and I/O (bytes, reads, I/O time, effective bandwidth and its ratio to fio on the same
+ * files at the same request sizes, selection latency, cache hit rate, DRAM, index memory), at several
+ * prefix lengths, budgets and batch sizes, plus multi-SSD scaling through the device model
+ * (simulated). Every view row is checked bit-exact against the source KV. Writes CSV, PNG and a
+ * markdown summary.
+ */
+@Command(name = "compare", mixinStandardHelpOptions = true,
+        description = "All strategies through the same scheduler and I/O path (oracle, InfLLM, Quest, PQCache, ClusterKV,"
+                + " KVSwap, Swarm and its ablations): quality, I/O, fio ratio, batch sizes, SSD scaling (simulated)."
+                + " Writes compare.csv, PNG plots and summary.md to --out.")
+public final class CompareCommand implements Callable<Integer> {
+    @Option(names = "--sizes", split = ",", defaultValue = "16384,32768",
+            description = "Prefix lengths in tokens (default: ${DEFAULT-VALUE}; up to 1M as memory allows: the dense"
+                    + " reference keeps each layer's K and V as floats).")
+    int[] sizes;
+
+    @Option(names = "--budgets", split = ",", defaultValue = "0.05,0.1,0.2",
+            description = "Token budgets as shares of the prefix (default: ${DEFAULT-VALUE}).")
+    double[] budgets;
+
+    @Option(names = "--budget", defaultValue = "0.1",
+            description = "The budget of the I/O, batch and scaling runs (default: ${DEFAULT-VALUE}).")
+    double budget;
+
+    @Option(names = "--batches", split = ",", defaultValue = "1,4,8",
+            description = "Batch sizes: sequences decoded concurrently, one thread each (default: ${DEFAULT-VALUE}).")
+    int[] batches;
+
+    @Option(names = "--strategies", split = ",", defaultValue = IoStrategies.DEFAULTS,
+            description = "Strategies (default: ${DEFAULT-VALUE}; also sparq, sparf).")
+    List<String> strategies;
+
+    @Option(names = "--layers", defaultValue = "2", description = "Layers (default: ${DEFAULT-VALUE}).")
+    int layers;
+
+    @Option(names = "--query-heads", defaultValue = "32", description = "Query heads (default: ${DEFAULT-VALUE}).")
+    int queryHeads;
+
+    @Option(names = "--kv-heads", defaultValue = "8", description = "KV heads (default: ${DEFAULT-VALUE}).")
+    int kvHeads;
+
+    @Option(names = "--head-dim", defaultValue = "128", description = "Head dimension (default: ${DEFAULT-VALUE}).")
+    int headDim;
+
+    @Option(names = "--steps", defaultValue = "8", description = "Decoding steps per run (default: ${DEFAULT-VALUE}).")
+    int steps;
+
+    @Option(names = "--devices", defaultValue = "4",
+            description = "SSD directories of the measured runs (default: ${DEFAULT-VALUE}).")
+    int devices;
+
+    @Option(names = "--ssd-counts", split = ",", defaultValue = "1,2,4,8",
+            description = "SSD counts of the simulated scaling runs; empty for none (default: ${DEFAULT-VALUE}).")
+    int[] ssdCounts;
+
+    @Option(names = "--scaling-steps", defaultValue = "4",
+            description = "Decoding steps per scaling run (default: ${DEFAULT-VALUE}).")
+    int scalingSteps;
+
+    @Option(names = "--group", defaultValue = "16",
+            description = "Tokens per cluster of the positional layout (default: ${DEFAULT-VALUE}).")
+    int group;
+
+    @Option(names = "--window", defaultValue = "256", description = "Local window (default: ${DEFAULT-VALUE}).")
+    int window;
+
+    @Option(names = "--sinks", defaultValue = "4", description = "Sink tokens (default: ${DEFAULT-VALUE}).")
+    int sinks;
+
+    @Option(names = "--cache-share", defaultValue = "0.05",
+            description = "Hot-cluster cache per layer as a share of the layer's KV (Swarm fills it; the positional"
+                    + " strategies consult it but do not fill it) (default: ${DEFAULT-VALUE}).")
+    double cacheShare;
+
+    @Option(names = "--profile-queries", defaultValue = "64",
+            description = "Queries Swarm's offline phase profiles (default: ${DEFAULT-VALUE}).")
+    int profileQueries;
+
+    @Option(names = "--tau", defaultValue = "0.35", description = "Swarm's cluster radius (default: ${DEFAULT-VALUE}).")
+    double tau;
+
+    @Option(names = "--fio-seconds", defaultValue = "2",
+            description = "Seconds per fio run; 0 for no fio (default: ${DEFAULT-VALUE}).")
+    int fioSeconds;
+
+    @Option(names = "--backend", defaultValue = "auto", description = "I/O backend (default: ${DEFAULT-VALUE}).")
+    String backend;
+
+    @Option(names = "--work", description = "Where the SSD directories go (default: java.io.tmpdir; not tmpfs).")
+    Path work;
+
+    @Option(names = "--out", defaultValue = "kvoffload-bench/target/reports/compare",
+            description = "Output folder for compare.csv, the PNG plots and summary.md (default: ${DEFAULT-VALUE}).")
+    Path out;
+
+    @Option(names = "--seed", defaultValue = "24301", description = "Workload seed (default: ${DEFAULT-VALUE}).")
+    long seed;
+
+    @Option(names = "--no-progress", description = "No progress bar.")
+    boolean noProgress;
+
+    @CommandLine.Spec
+    CommandLine.Model.CommandSpec spec;
+
+    private PrintWriter console;
+    private KvShape shape;
+    private ProgressBar bar;
+
+    /**
+     * One measured cell.
+     *
+     * @param section {@code quality} (batch 1, every budget), {@code batch} or {@code scaling}
+     * @param simulated whether the SSDs were simulated by the device model
+     */
+    public record Row(String section, int tokens, double budget, int batch, int ssds, boolean simulated, String strategy,
+            double rowsPerFetch, double massRecall, double topKRecall, double outputError, double selectMicros,
+            double bytesPerStep, double readsPerStep, double ioMillisPerStep, double effectiveMiBs, double fioMiBs,
+            double aggregateMiBs, double stepsPerSecond, double cacheHitRate, long dramBytes, long indexBytes,
+            long rowsChecked, long mismatches) {
+        /** Effective bandwidth over fio's, or NaN without fio. */
+        public double fioRatio() {
+            return fioMiBs > 0 ? effectiveMiBs / fioMiBs : Double.NaN;
+        }
+    }
+
+    /** A short configuration for the demo: one small prefix, one budget, batch 1, no scaling. */
+    public static CompareCommand quick(int tokens, int steps) {
+        CompareCommand c = new CompareCommand();
+        new CommandLine(c).parseArgs("--sizes", String.valueOf(tokens), "--budgets", "0.1", "--batches", "1",
+                "--layers", "1", "--steps", String.valueOf(steps), "--fio-seconds", "1",
+                "--profile-queries", "32", "--no-progress");
+        c.ssdCounts = new int[0]; // no scaling runs
+        return c;
+    }
+
+    /** Sets the output folder (the demo writes to a temporary one). */
+    public CompareCommand out(Path folder) {
+        this.out = folder;
+        return this;
+    }
+
+    /** Sets the folder for the SSD directories. */
+    public CompareCommand work(Path folder) {
+        this.work = folder;
+        return this;
+    }
+
+    @Override
+    public Integer call() throws Exception {
+        PrintWriter pw = spec.commandLine().getOut();
+        List<Row> rows = execute(pw);
+        pw.println(summaryTable(rows, budget));
+        pw.flush();
+        long bad = rows.stream().mapToLong(Row::mismatches).sum();
+        return bad == 0 ? 0 : 1;
+    }
+
+    /** Runs the comparison, writes the reports and returns the rows. */
+    public List<Row> execute(PrintWriter pw) throws IOException, InterruptedException {
+        validate();
+        console = pw;
+        shape = new KvShape(layers, queryHeads, kvHeads, headDim, DType.BF16);
+        List<Strategy> chosen = strategies.stream().map(IoStrategies::byName).toList();
+        boolean fio = fioSeconds > 0 && Fio.available();
+        long work = 0;
+        for (int n : sizes) {
+            work += 2 + (long) chosen.size() * (budgets.length + batches.length + (fio ? 1 : 0));
+        }
+        work += (long) ssdCounts.length * (1 + chosen.size());
+        long t0 = System.nanoTime();
+        List<Row> rows = new ArrayList<>();
+        console.printf(Locale.ROOT, "compare: %s, %d layers, prefixes %s, budgets %s, batches %s, %d steps, %d SSD"
+                + " directories, positional groups of %d, cache %.0f%% of a layer, %s%n", shape.fingerprint(), layers,
+                Arrays.toString(sizes), Arrays.toString(budgets), Arrays.toString(batches), steps, devices, group,
+                cacheShare * 100, Runtime.version());
+        console.flush();
+        bar = noProgress ? null : new ProgressBarBuilder().setTaskName("compare").setInitialMax(work)
+                .setStyle(ProgressBarStyle.ASCII).setUpdateIntervalMillis(500).setMaxRenderedLength(100).build();
+        try {
+            for (int i = 0; i < sizes.length; i++) {
+                try (Fixture f = new Fixture(sizes[i], chosen)) {
+                    rows.addAll(measureSize(f, chosen, fio));
+                    if (i == 0 && ssdCounts.length > 0) {
+                        rows.addAll(scaling(f, chosen));
+                    }
+                }
+            }
+        } finally {
+            if (bar != null) {
+                bar.close();
+            }
+        }
+        double seconds = (System.nanoTime() - t0) / 1e9;
+        report(rows, chosen, seconds, fio);
+        console.printf(Locale.ROOT, "compare: %d rows in %.1f s; reports in %s%n", rows.size(), seconds,
+                out.toAbsolutePath());
+        console.flush();
+        return rows;
+    }
+
+    private void validate() {
+        if (sizes.length == 0 || budgets.length == 0 || batches.length == 0 || strategies.isEmpty()) {
+            throw new IllegalArgumentException("--sizes, --budgets, --batches and --strategies need at least one value");
+        }
+        for (int n : sizes) {
+            if (n < 1024 || n > (1 << 20)) {
+                throw new IllegalArgumentException("--sizes holds " + n + "; allowed: 1024.." + (1 << 20));
+            }
+        }
+        for (double b : budgets) {
+            share("--budgets", b);
+        }
+        share("--budget", budget);
+        share("--cache-share", cacheShare == 0 ? 1 : cacheShare);
+        for (int b : batches) {
+            range("--batches", b, 1, 64);
+        }
+        for (int c : ssdCounts) {
+            range("--ssd-counts", c, 1, 64);
+        }
+        strategies.forEach(IoStrategies::byName);
+        range("--layers", layers, 1, 64);
+        range("--steps", steps, 1, 100_000);
+        range("--scaling-steps", scalingSteps, 1, 100_000);
+        range("--devices", devices, 1, 64);
+        range("--group", group, 1, 4096);
+        range("--profile-queries", profileQueries, 1, 4096);
+        range("--window", window, 0, 1 << 20);
+        range("--sinks", sinks, 0, 1 << 20);
+        range("--fio-seconds", fioSeconds, 0, 600);
+    }
+
+    private static void share(String name, double v) {
+        if (!(v > 0 && v <= 1)) {
+            throw new IllegalArgumentException(name + " = " + v + " is out of range; allowed: (0, 1]");
+        }
+    }
+
+    private static void range(String name, long v, long lo, long hi) {
+        if (v < lo || v > hi) {
+            throw new IllegalArgumentException(name + " = " + v + " is out of range; allowed: " + lo + ".." + hi);
+        }
+    }
+
+    private void step() {
+        if (bar != null) {
+            bar.step();
+        }
+    }
+
+    // ------------------------------------------------------------------ data and layouts
+
+    /** One prefix length: the KV (stored bytes and the dense reference), selectors, clusterings, an engine. */
+    private final class Fixture implements AutoCloseable {
+        final int n;
+        final SyntheticWorkload workload;
+        final Arena arena = Arena.ofShared();
+        final MemorySegment[] keys;
+        final MemorySegment[] values;
+        final DenseLayerKv[] dense;
+        final int firstScored;
+        final ExactAttention attention;
+        final ExactAttention.Result[][] exact;
+        final List<Map<String, TokenSelector>> selectors = new ArrayList<>();
+        final Map<String, Long> indexBytes = new LinkedHashMap<>();
+        final Map<Layout, int[][][]> clusters = new EnumMap<>(Layout.class);
+        final Map<Layout, Long> medoidIndexBytes = new EnumMap<>(Layout.class);
+        final Path root;
+        List<Path> dirs;
+        KvEngine engine;
+
+        Fixture(int n, List<Strategy> chosen) throws IOException {
+            this.n = n;
+            this.workload = new SyntheticWorkload(WorkloadSpec.builder(shape, n).seed(seed).build());
+            this.firstScored = profileQueries * 4; // decoding continues after the profiled steps
+            this.keys = new MemorySegment[layers];
+            this.values = new MemorySegment[layers];
+            this.dense = new DenseLayerKv[layers];
+            this.attention = ExactAttention.of(shape);
+            this.exact = new ExactAttention.Result[layers][steps];
+            for (int l = 0; l < layers; l++) {
+                keys[l] = arena.allocate((long) n * shape.halfEntryBytes(), 64);
+                values[l] = arena.allocate((long) n * shape.halfEntryBytes(), 64);
+                workload.writeKv(l, 0, n, shape.dtype(), keys[l], values[l]);
+                // The reference reads the stored BF16 values, so only selection differs between strategies.
+                dense[l] = decode(keys[l], values[l], n);
+                for (int s = 0; s < steps; s++) {
+                    exact[l][s] = attention.compute(dense[l], query(l, 0, s));
+                }
+            }
+            buildSelectors(chosen);
+            buildClusterings(chosen);
+            step();
+            this.root = Files.createTempDirectory(work == null ? Path.of(System.getProperty("java.io.tmpdir")) : work,
+                    "kvo-compare");
+            this.dirs = dirs(root, devices);
+            this.engine = open(dirs, null, chosen);
+            store(engine, chosen);
+            step();
+        }
+
+        float[] query(int layer, int offset, int s) {
+            return workload.query(layer, firstScored + offset + s);
+        }
+
+        private DenseLayerKv decode(MemorySegment k, MemorySegment v, int tokens) {
+            float[][] kf = new float[kvHeads][tokens * headDim];
+            float[][] vf = new float[kvHeads][tokens * headDim];
+            int es = shape.dtype().bytes();
+            for (int t = 0; t < tokens; t++) {
+                for (int h = 0; h < kvHeads; h++) {
+                    long off = ((long) t * kvHeads + h) * headDim * es;
+                    ElementCodec.read(shape.dtype(), k, off, kf[h], t * headDim, headDim);
+                    ElementCodec.read(shape.dtype(), v, off, vf[h], t * headDim, headDim);
+                }
+            }
+            return new DenseLayerKv(tokens, headDim, kf, vf);
+        }
+
+        private void buildSelectors(List<Strategy> chosen) {
+            for (int l = 0; l < layers; l++) {
+                Map<String, TokenSelector> m = new LinkedHashMap<>();
+                Strategies.Params p = new Strategies.Params(queryHeads, window, seed + l, 0, sinks, List.of(), 0.1,
+                        ClusteringConfig.defaults());
+                for (Strategy s : chosen) {
+                    if (s.decoderSelects()) {
+                        continue;
+                    }
+                    TokenSelector sel = s.selector().equals("kvswap") ? kvswap(dense[l])
+                            : Strategies.build(s.selector(), dense[l], p, arena);
+                    m.put(s.name(), sel);
+                    indexBytes.merge(s.name(), sel.indexBytes(), Long::sum);
+                }
+                selectors.add(m);
+            }
+        }
+
+        /** KVSwap's predictor with the paper's defaults: G = 4, σ = 16 (rank = kvHeads·headDim / 16), F16 K cache. */
+        private TokenSelector kvswap(DenseLayerKv kv) {
+            int rank = Math.max(1, kvHeads * headDim / 16);
+            LowRankAdapter a = LowRankAdapter.fit(kv, rank, LowRankAdapter.DEFAULT_MAX_ROWS, seed);
+            CompressedKCache cache = new CompressedKCache(a, DType.F16, kv.tokens());
+            cache.appendFrom(kv, 0, kv.tokens());
+            return new GroupPredictor(cache, queryHeads, 4, kv.tokens());
+        }
+
+        private void buildClusterings(List<Strategy> chosen) {
+            boolean any = chosen.stream().anyMatch(Strategy::decoderSelects);
+            if (chosen.stream().anyMatch(s -> s.layout() == Layout.POSITIONAL)) {
+                int[][][] pos = new int[layers][][];
+                Arrays.fill(pos, positional(n, group));
+                clusters.put(Layout.POSITIONAL, pos);
+            }
+            if (!any) {
+                return;
+            }
+            int threads = Runtime.getRuntime().availableProcessors();
+            ClusteringConfig base = ClusteringConfig.defaults().withRadius(ClusterRadius.fixed(tau))
+                    .withParallelism(Math.min(256, threads));
+            int[][][] swarm = new int[layers][][];
+            int[][][] medoidOnly = new int[layers][][];
+            int[][][] noReplica = new int[layers][][];
+            for (int l = 0; l < layers; l++) {
+                List<float[]> profile = new ArrayList<>();
+                for (int i = 0; i < profileQueries; i++) {
+                    profile.add(workload.query(l, i * 4));
+                }
+                BitSet excluded = new BitSet(n);
+                excluded.set(0, Math.min(n, sinks));
+                excluded.set(Math.max(0, n - window), n);
+                CoActivationProfile prof = CoActivationProfile.fromQueries(dense[l], profile, queryHeads, 0.1, excluded,
+                        CoActivationNormaliser.perQuery(), Math.min(256, threads));
+                swarm[l] = arrays(new CoActivationClustering(base).cluster(prof));
+                if (chosen.stream().anyMatch(s -> s.layout() == Layout.MEDOID_ONLY)) {
+                    medoidOnly[l] = arrays(new CoActivationClustering(base.withExpansion(ExpansionRule.MEDOID_ONLY))
+                            .cluster(prof));
+                }
+                if (chosen.stream().anyMatch(s -> s.layout() == Layout.NO_REPLICA)) {
+                    noReplica[l] = arrays(new CoActivationClustering(base.withMaxReplicas(1)).cluster(prof));
+                }
+            }
+            clusters.put(Layout.SWARM, swarm);
+            clusters.put(Layout.NO_BALANCE, swarm);
+            clusters.put(Layout.MEDOID_ONLY, medoidOnly);
+            clusters.put(Layout.NO_REPLICA, noReplica);
+        }
+
+        /** Stores the layouts the chosen strategies read, one sequence each, every layer laid out by cluster. */
+        void store(KvEngine e, List<Strategy> chosen) {
+            int[] ids = new int[n];
+            for (int t = 0; t < n; t++) {
+                ids[t] = t % 32000;
+            }
+            for (Layout layout : layouts(chosen)) {
+                ClusterOptions o = ClusterOptions.defaults().withRadius(tau).withPlacement(
+                        layout == Layout.NO_BALANCE ? ClusterOptions.Placement.FIRST_DEVICE
+                                : ClusterOptions.Placement.ROUND_ROBIN);
+                long index = 0;
+                try (KvSequence s = e.createSequence(layout.name().toLowerCase(Locale.ROOT), shape)) {
+                    s.appendTokens(ids);
+                    for (int l = 0; l < layers; l++) {
+                        s.appendKv(l, keys[l], values[l]);
+                        ClusterSummary sum = s.clusterLayer(l, clusters.get(layout)[l], o);
+                        index += sum.medoidIndexBytes() + sum.layoutBytes();
+                    }
+                    s.commit();
+                }
+                medoidIndexBytes.put(layout, index);
+            }
+        }
+
+        @Override
+        public void close() throws IOException {
+            try {
+                if (engine != null) {
+                    engine.close();
+                }
+            } finally {
+                arena.close();
+                deleteRecursively(root);
+            }
+        }
+    }
+
+    private static List<Layout> layouts(List<Strategy> chosen) {
+        return chosen.stream().map(Strategy::layout).distinct().toList();
+    }
+
+    static int[][] positional(int tokens, int g) {
+        int[][] c = new int[(tokens + g - 1) / g][];
+        for (int i = 0; i < c.length; i++) {
+            int from = i * g;
+            c[i] = new int[Math.min(g, tokens - from)];
+            for (int j = 0; j < c[i].length; j++) {
+                c[i][j] = from + j;
+            }
+        }
+        return c;
+    }
+
+    /** A clustering as member arrays, each cluster's medoid first (what clusterLayer takes). */
+    static int[][] arrays(Clustering c) {
+        int[][] out = new int[c.clusterCount()][];
+        for (int k = 0; k < out.length; k++) {
+            int size = c.size(k);
+            int medoid = c.medoid(k);
+            out[k] = new int[size];
+            out[k][0] = medoid;
+            for (int i = 0, j = 1; i < size; i++) {
+                int m = c.member(k, i);
+                if (m != medoid) {
+                    out[k][j++] = m;
+                }
+            }
+        }
+        return out;
+    }
+
+    private static List<Path> dirs(Path root, int count) throws IOException {
+        List<Path> d = new ArrayList<>();
+        for (int i = 0; i < count; i++) {
+            d.add(Files.createDirectories(root.resolve("ssd" + i)));
+        }
+        return d;
+    }
+
+    private KvEngine open(List<Path> deviceDirs, DeviceModelSpec model, List<Strategy> chosen) throws IOException {
+        return open(deviceDirs, model, chosen, sizes[0]);
+    }
+
+    private KvEngine open(List<Path> deviceDirs, DeviceModelSpec model, List<Strategy> chosen, int n)
+            throws IOException {
+        long layerBytes = (long) Arrays.stream(sizes).max().orElse(n) * shape.entryBytes();
+        // Swarm's replicas (up to 4 copies, about 1.5 measured) and alignment padding: 3× per layout is ample.
+        long total = layerBytes * layers * layouts(chosen).size() * 3;
+        long capacity = (total / deviceDirs.size() + (64L << 20)) & -(1L << 20);
+        KvConfig.Builder b = KvConfig.builder().ssdDirectories(deviceDirs).ioBackend(backend)
+                .deviceCapacityBytes(capacity).dramBudgetBytes(dramBudget(layerBytes));
+        if (model != null) {
+            b.deviceModel(model);
+        }
+        return KvEngine.open(b.build());
+    }
+
+    /**
+     * DRAM for the engine: every concurrent decoder holds its views (pipeline depth 2, up to the
+     * budget's rows each), window and cache, and the pool grows in slabs of up to 128 MiB.
+     */
+    private long dramBudget(long layerBytes) {
+        int maxBatch = Arrays.stream(batches).max().orElse(1);
+        long perDecoder = 2 * (long) Math.ceil(Arrays.stream(budgets).max().orElse(budget) * layerBytes)
+                + (long) (cacheShare * layerBytes) * layers + (64L << 20);
+        return Math.max(1L << 30, layerBytes * layers + maxBatch * perDecoder + (256L << 20));
+    }
+
+    // ------------------------------------------------------------------ decoding
+
+    /** Sums of one run (all threads). */
+    private static final class Acc {
+        long fetches;
+        long rows;
+        double mass;
+        double topK;
+        double error;
+        long quality;
+        long[] selectNanos = new long[64];
+        int selectSamples;
+        long bytes;
+        long reads;
+        long ioNanos;
+        long cacheHits;
+        long cacheMisses;
+        long dram;
+        long rowsChecked;
+        long mismatches;
+        long wallNanos;
+        DecodeStats first;
+
+        synchronized void select(long nanos) {
+            if (selectSamples == selectNanos.length) {
+                selectNanos = Arrays.copyOf(selectNanos, selectNanos.length * 2);
+            }
+            selectNanos[selectSamples++] = nanos;
+        }
+
+        double medianSelectMicros() {
+            long[] s = Arrays.copyOf(selectNanos, selectSamples);
+            Arrays.sort(s);
+            return s.length == 0 ? Double.NaN : s[s.length / 2] / 1e3;
+        }
+    }
+
+    /**
+     * Decodes {@code stepCount} steps of every layer with {@code batch} sequences at once (one
+     * thread, handle and decoder each, on the same stored layout, each with its own queries).
+     */
+    private Acc decode(Fixture f, KvEngine e, Strategy s, double share, int batch, int stepCount, boolean quality)
+            throws InterruptedException {
+        Acc acc = new Acc();
+        int budgetTokens = (int) Math.max(1, Math.min(f.n, Math.round(share * f.n)));
+        long cache = (long) (cacheShare * f.n * shape.entryBytes()) * layers;
+        DecodeOptions o = DecodeOptions.builder().sparsity(share).sinkTokens(sinks).localWindow(window)
+                .cacheBytes(cache).maintenance(DecodeOptions.Maintenance.OFF).build();
+        String id = s.layout().name().toLowerCase(Locale.ROOT);
+        Throwable[] failure = new Throwable[1];
+        Thread[] threads = new Thread[batch];
+        long t0 = System.nanoTime();
+        for (int b = 0; b < batch; b++) {
+            int member = b;
+            threads[b] = Thread.ofPlatform().name("decode-" + b).start(() -> {
+                try {
+                    decodeOne(f, e, s, id, o, budgetTokens, member, stepCount, quality && member == 0, acc);
+                } catch (Throwable t) {
+                    synchronized (failure) {
+                        failure[0] = t;
+                    }
+                }
+            });
+        }
+        for (Thread t : threads) {
+            t.join();
+        }
+        acc.wallNanos = System.nanoTime() - t0;
+        if (failure[0] != null) {
+            throw new IllegalStateException(s.name() + " failed: " + failure[0], failure[0]);
+        }
+        return acc;
+    }
+
+    private void decodeOne(Fixture f, KvEngine e, Strategy s, String id, DecodeOptions o, int budgetTokens, int member,
+            int stepCount, boolean quality, Acc acc) {
+        SparseAttention sparse = new SparseAttention(shape);
+        float[] output = new float[queryHeads * headDim];
+        int most = 0;
+        for (Map<String, TokenSelector> m : f.selectors) {
+            TokenSelector sel = m.get(s.name());
+            most = Math.max(most, sel == null ? 0 : sel.maxSelected(budgetTokens));
+        }
+        int[] chosen = new int[Math.max(1, most)];
+        try (KvSequence seq = e.openSequence(id); KvDecoder d = seq.decoder(o)) {
+            // One untimed step first: it opens the layers (window, medoid index) and warms the JIT.
+            for (int l = 0; l < layers; l++) {
+                float[] q = f.query(l, 10_000 + member, 0);
+                if (s.decoderSelects()) {
+                    d.prefetch(l, q).await().close();
+                } else {
+                    TokenSelector sel = f.selectors.get(l).get(s.name());
+                    int count;
+                    synchronized (sel) {
+                        count = sel.select(q, budgetTokens, chosen);
+                    }
+                    d.prefetch(l, chosen, count).await().close();
+                }
+            }
+            for (int step = 0; step < stepCount; step++) {
+                for (int l = 0; l < layers; l++) {
+                    float[] q = f.query(l, member * stepCount, step);
+                    DecodeStats before = d.stats();
+                    long selectorNanos = 0;
+                    KvView view;
+                    if (s.decoderSelects()) {
+                        view = d.prefetch(l, q);
+                    } else {
+                        TokenSelector sel = f.selectors.get(l).get(s.name());
+                        int count;
+                        // Selectors keep scratch buffers: threads of a batch take turns selecting; I/O overlaps.
+                        synchronized (sel) {
+                            long t0 = System.nanoTime();
+                            count = sel.select(q, budgetTokens, chosen);
+                            selectorNanos = System.nanoTime() - t0;
+                        }
+                        view = d.prefetch(l, chosen, count);
+                    }
+                    try (KvView v = view.await()) {
+                        DecodeStats after = d.stats();
+                        acc.select(selectorNanos + after.selectNanos() - before.selectNanos());
+                        synchronized (acc) {
+                            acc.fetches++;
+                            acc.rows += v.tokenCount();
+                            acc.bytes += after.bytesRead() - before.bytesRead();
+                            acc.reads += after.readRequests() - before.readRequests();
+                            acc.ioNanos += after.ioNanos() - before.ioNanos();
+                        }
+                        long bad = check(f, l, v);
+                        synchronized (acc) {
+                            acc.rowsChecked += v.tokenCount();
+                            acc.mismatches += bad;
+                        }
+                        if (quality) {
+                            int[] positions = new int[v.tokenCount()];
+                            for (int r = 0; r < positions.length; r++) {
+                                positions[r] = v.position(r);
+                            }
+                            ExactAttention.Result ex = f.exact[l][step];
+                            sparse.attend(v, q, output);
+                            synchronized (acc) {
+                                acc.mass += QualityMetrics.attentionMassRecall(ex.weights(), positions);
+                                acc.topK += QualityMetrics.topKRecall(ex.weights(), positions, budgetTokens);
+                                acc.error += QualityMetrics.relativeError(ex.output(), output);
+                                acc.quality++;
+                            }
+                        }
+                    }
+                }
+            }
+            DecodeStats st = d.stats();
+            synchronized (acc) {
+                acc.cacheHits += st.cacheHits();
+                acc.cacheMisses += st.cacheMisses();
+                acc.dram += st.cacheBytes() + st.windowBytes();
+                if (acc.first == null) {
+                    acc.first = st;
+                }
+            }
+        }
+    }
+
+    /** Rows whose K or V differ from the source KV at their position (must be 0). */
+    private long check(Fixture f, int layer, KvView v) {
+        int row = headDim * shape.dtype().bytes();
+        long bad = 0;
+        for (int r = 0; r < v.tokenCount(); r++) {
+            int p = v.position(r);
+            for (int h = 0; h < kvHeads; h++) {
+                long src = ((long) p * kvHeads + h) * row;
+                if (v.keys(h).asSlice((long) r * row, row).mismatch(f.keys[layer].asSlice(src, row)) != -1
+                        || v.values(h).asSlice((long) r * row, row).mismatch(f.values[layer].asSlice(src, row)) != -1) {
+                    bad++;
+                    break;
+                }
+            }
+        }
+        return bad;
+    }
+
+    private Row row(String section, Fixture f, Strategy s, double share, int batch, int ssds, boolean simulated,
+            int stepCount, Acc a, double fioMiBs, long index) {
+        double stepsDone = (double) stepCount * batch;
+        double io = a.ioNanos / 1e9;
+        long hits = a.cacheHits + a.cacheMisses;
+        return new Row(section, f.n, share, batch, ssds, simulated, s.name(), a.rows / (double) a.fetches,
+                a.quality == 0 ? Double.NaN : a.mass / a.quality, a.quality == 0 ? Double.NaN : a.topK / a.quality,
+                a.quality == 0 ? Double.NaN : a.error / a.quality, a.medianSelectMicros(), a.bytes / stepsDone,
+                a.reads / stepsDone, a.ioNanos / 1e6 / stepsDone, io > 0 ? a.bytes / io / MIB : 0, fioMiBs,
+                a.bytes / (a.wallNanos / 1e9) / MIB, stepsDone / (a.wallNanos / 1e9),
+                hits == 0 ? 0 : a.cacheHits / (double) hits, a.dram / batch, index, a.rowsChecked, a.mismatches);
+    }
+
+    private long index(Fixture f, Strategy s) {
+        return s.decoderSelects() ? f.medoidIndexBytes.getOrDefault(s.layout(), 0L)
+                : f.indexBytes.getOrDefault(s.name(), 0L);
+    }
+
+    private List<Row> measureSize(Fixture f, List<Strategy> chosen, boolean fio)
+            throws IOException, InterruptedException {
+        List<Row> rows = new ArrayList<>();
+        long[] used = f.engine.stats().devices().stream().mapToLong(d -> d.capacityBytes() - d.freeBytes()).toArray();
+        long fileSize = Arrays.stream(used).min().orElse(0) & -(1L << 20);
+        for (Strategy s : chosen) {
+            for (double b : budgets) {
+                Acc a = decode(f, f.engine, s, b, 1, steps, true);
+                double fioMiBs = 0;
+                if (fio && b == budget && fileSize > 0) {
+                    // fio at the decode's request-size mix, with one fetch's reads in flight.
+                    int depth = (int) Math.max(1, Math.min(256, Math.round(a.reads / (double) a.fetches)));
+                    fioMiBs = Fio.randRead(f.dirs, fileSize, Fio.bssplit(a.first), depth, fioSeconds);
+                    step();
+                }
+                rows.add(row("quality", f, s, b, 1, devices, false, steps, a, fioMiBs, index(f, s)));
+                step();
+            }
+            for (int batch : batches) {
+                Acc a = decode(f, f.engine, s, budget, batch, steps, false);
+                rows.add(row("batch", f, s, budget, batch, devices, false, steps, a, 0, index(f, s)));
+                step();
+            }
+        }
+        return rows;
+    }
+
+    /** Multi-SSD scaling through the device model (simulated high-end SSDs, scaled so 8 fit this disk). */
+    private List<Row> scaling(Fixture f, List<Strategy> chosen) throws IOException, InterruptedException {
+        List<Row> rows = new ArrayList<>();
+        int max = Arrays.stream(ssdCounts).max().orElse(1);
+        DeviceModelSpec model = DeviceModelSpec.highEnd().withScaleDevices(max);
+        for (int count : ssdCounts) {
+            Path root = Files.createTempDirectory(work == null ? Path.of(System.getProperty("java.io.tmpdir")) : work,
+                    "kvo-compare-scaling");
+            try (KvEngine e = open(dirs(root, count), model, chosen, f.n)) {
+                f.store(e, chosen);
+                step();
+                for (Strategy s : chosen) {
+                    Acc a = decode(f, e, s, budget, 1, scalingSteps, false);
+                    rows.add(row("scaling", f, s, budget, 1, count, true, scalingSteps, a, 0, index(f, s)));
+                    step();
+                }
+            } finally {
+                deleteRecursively(root);
+            }
+        }
+        return rows;
+    }
+
+    // ------------------------------------------------------------------ reports
+
+    private static final double MIB = 1024.0 * 1024.0;
+
+    private void report(List<Row> rows, List<Strategy> chosen, double seconds, boolean fio) throws IOException {
+        Files.createDirectories(out);
+        try (CsvWriter csv = new CsvWriter(out.resolve("compare.csv"), "section", "tokens", "budget", "batch", "ssds",
+                "simulated", "strategy", "rows_per_fetch", "mass_recall", "topk_recall", "output_rel_error",
+                "select_us_median", "bytes_per_step", "reads_per_step", "io_ms_per_step", "effective_mib_s", "fio_mib_s",
+                "effective_over_fio", "aggregate_mib_s", "steps_per_s", "cache_hit_rate", "dram_bytes", "index_bytes",
+                "rows_checked", "row_mismatches")) {
+            for (Row r : rows) {
+                csv.row(r.section(), r.tokens(), r.budget(), r.batch(), r.ssds(), r.simulated(), r.strategy(),
+                        f(r.rowsPerFetch(), 1), f(r.massRecall(), 4), f(r.topKRecall(), 4), f(r.outputError(), 4),
+                        f(r.selectMicros(), 1), f(r.bytesPerStep(), 0), f(r.readsPerStep(), 1),
+                        f(r.ioMillisPerStep(), 3), f(r.effectiveMiBs(), 1), f(r.fioMiBs(), 1), f(r.fioRatio(), 3),
+                        f(r.aggregateMiBs(), 1), f(r.stepsPerSecond(), 2), f(r.cacheHitRate(), 3), r.dramBytes(),
+                        r.indexBytes(), r.rowsChecked(), r.mismatches());
+            }
+        }
+        Plots.headless();
+        List<String> names = chosen.stream().map(Strategy::name).toList();
+        List<Plots.Series> bw = new ArrayList<>();
+        List<Plots.Series> quality = new ArrayList<>();
+        List<Plots.Series> scale = new ArrayList<>();
+        int largest = Arrays.stream(sizes).max().orElse(sizes[0]);
+        for (String s : names) {
+            List<Row> q = rows.stream().filter(r -> r.section().equals("quality") && r.strategy().equals(s)
+                    && r.budget() == budget).sorted(Comparator.comparingInt(Row::tokens)).toList();
+            bw.add(new Plots.Series(s, q.stream().mapToDouble(Row::tokens).toArray(),
+                    q.stream().mapToDouble(Row::effectiveMiBs).toArray()));
+            List<Row> b = rows.stream().filter(r -> r.section().equals("quality") && r.strategy().equals(s)
+                    && r.tokens() == largest).sorted(Comparator.comparingDouble(Row::budget)).toList();
+            quality.add(new Plots.Series(s, b.stream().mapToDouble(r -> r.budget() * 100).toArray(),
+                    b.stream().mapToDouble(Row::massRecall).toArray()));
+            List<Row> c = rows.stream().filter(r -> r.section().equals("scaling") && r.strategy().equals(s))
+                    .sorted(Comparator.comparingInt(Row::ssds)).toList();
+            if (!c.isEmpty()) {
+                scale.add(new Plots.Series(s + " (simulated)", c.stream().mapToDouble(Row::ssds).toArray(),
+                        c.stream().mapToDouble(Row::aggregateMiBs).toArray(), s.startsWith("no-") || s.equals("medoid-only")));
+            }
+        }
+        Plots.line(out.resolve("bandwidth-vs-prefix.png"), "Effective read bandwidth vs prefix length (budget "
+                + pct(budget) + "%, batch 1, " + devices + " directories on one disk)", "prefix tokens",
+                "MiB/s (bytes read / I/O time)", bw, new Plots.LineOptions(true, false, true));
+        Plots.line(out.resolve("quality-vs-budget.png"), "Attention-mass recall vs budget (" + largest + " tokens)",
+                "budget (% of tokens)", "attention-mass recall", quality, Plots.LineOptions.DEFAULT);
+        if (!scale.isEmpty()) {
+            Plots.line(out.resolve("scaling-vs-ssds.png"), "Read throughput vs SSD count (SIMULATED high-end SSDs,"
+                    + " device model)", "SSDs", "MiB/s read (aggregate)", scale, Plots.LineOptions.DEFAULT);
+        }
+        List<String> cats = new ArrayList<>(names);
+        Map<String, double[]> io = new LinkedHashMap<>();
+        for (int n : sizes) {
+            double[] v = new double[cats.size()];
+            for (int i = 0; i < cats.size(); i++) {
+                String s = cats.get(i);
+                v[i] = rows.stream().filter(r -> r.section().equals("quality") && r.strategy().equals(s)
+                        && r.tokens() == n && r.budget() == budget).mapToDouble(Row::ioMillisPerStep).findFirst()
+                        .orElse(0);
+            }
+            io.put(n + " tokens", v);
+        }
+        Plots.bars(out.resolve("io-time-per-strategy.png"), "I/O time per decoding step (all layers, budget "
+                + pct(budget) + "%, batch 1)", "strategy", "ms per step", cats, io);
+        Files.writeString(out.resolve("summary.md"), summary(rows, chosen, seconds, fio), StandardCharsets.UTF_8);
+    }
+
+    private String summary(List<Row> rows, List<Strategy> chosen, double seconds, boolean fio) {
+        StringBuilder sb = new StringBuilder();
+        sb.append("# Strategy comparison through the I/O path\n\n");
+        sb.append(String.format(Locale.ROOT, "%s: %d layers of %d query heads on %d KV heads × %d, BF16 (%d B entries);"
+                + " %d decoding steps per run; sinks %d, window %d (DRAM); hot-cluster cache %.0f%% of a layer's KV;"
+                + " %d SSD directories on one disk (measured); positional layout in %d-token clusters; total %.0f s."
+                + " fio: %s.%n%n", shape.fingerprint(), layers, queryHeads, kvHeads, headDim, shape.entryBytes(), steps,
+                sinks, window, cacheShare * 100, devices, group, seconds,
+                fio ? "randread, io_uring, O_DIRECT, the decode's bssplit, depth = reads per fetch, " + fioSeconds
+                        + " s, same pool files" : "not run"));
+        sb.append("Strategies:\n\n");
+        for (Strategy s : chosen) {
+            sb.append("- `").append(s.name()).append("`: ").append(s.description()).append('\n');
+        }
+        sb.append('\n');
+        for (int n : sizes) {
+            sb.append(String.format(Locale.ROOT, "## %,d tokens, budget %s%%, batch 1%n%n", n, pct(budget)));
+            sb.append(table(rows.stream().filter(r -> r.section().equals("quality") && r.tokens() == n
+                    && r.budget() == budget).toList(), true)).append('\n');
+        }
+        int largest = Arrays.stream(sizes).max().orElse(sizes[0]);
+        MarkdownTable qb = new MarkdownTable(header("strategy", "mass recall", "output rel. err", "MiB / step"));
+        for (Strategy s : chosen) {
+            List<Object> cells = new ArrayList<>(List.of(s.name()));
+            for (String metric : List.of("mass", "err", "mib")) {
+                for (double b : budgets) {
+                    Row r = find(rows, "quality", largest, b, 1, devices, s.name());
+                    cells.add(r == null ? "" : switch (metric) {
+                        case "mass" -> f(r.massRecall(), 3);
+                        case "err" -> f(r.outputError(), 3);
+                        default -> f(r.bytesPerStep() / MIB, 2);
+                    });
+                }
+            }
+            qb.row(cells.toArray());
+        }
+        sb.append(String.format(Locale.ROOT, "## Quality and reads vs budget (%,d tokens)%n%n", largest))
+                .append(qb.render()).append('\n');
+        for (int n : sizes) {
+            List<String> h = new ArrayList<>(List.of("strategy"));
+            for (int b : batches) {
+                h.add("batch " + b + " MiB/s");
+                h.add("batch " + b + " steps/s");
+            }
+            MarkdownTable bt = new MarkdownTable(h.toArray(String[]::new));
+            for (Strategy s : chosen) {
+                List<Object> cells = new ArrayList<>(List.of(s.name()));
+                for (int b : batches) {
+                    Row r = find(rows, "batch", n, budget, b, devices, s.name());
+                    cells.add(r == null ? "" : f(r.aggregateMiBs(), 0));
+                    cells.add(r == null ? "" : f(r.stepsPerSecond(), 1));
+                }
+                bt.row(cells.toArray());
+            }
+            sb.append(String.format(Locale.ROOT, "## Batch sizes (%,d tokens, budget %s%%; sequences decoded"
+                    + " concurrently, aggregate over all; selection serialised per selector)%n%n", n, pct(budget)))
+                    .append(bt.render()).append('\n');
+        }
+        if (ssdCounts.length > 0) {
+            List<String> h = new ArrayList<>(List.of("strategy"));
+            for (int c : ssdCounts) {
+                h.add(c + " SSD MiB/s");
+            }
+            h.add("steps/s at " + Arrays.stream(ssdCounts).max().orElse(1));
+            MarkdownTable st = new MarkdownTable(h.toArray(String[]::new));
+            for (Strategy s : chosen) {
+                List<Object> cells = new ArrayList<>(List.of(s.name()));
+                Row last = null;
+                for (int c : ssdCounts) {
+                    Row r = find(rows, "scaling", sizes[0], budget, 1, c, s.name());
+                    cells.add(r == null ? "" : f(r.aggregateMiBs(), 0));
+                    last = r == null ? last : r;
+                }
+                cells.add(last == null ? "" : f(last.stepsPerSecond(), 1));
+                st.row(cells.toArray());
+            }
+            sb.append(String.format(Locale.ROOT, "## SSD scaling — SIMULATED (%,d tokens, budget %s%%, batch 1): %s%n%n",
+                    sizes[0], pct(budget), DeviceModelSpec.highEnd().withScaleDevices(
+                            Arrays.stream(ssdCounts).max().orElse(1)).describe(1)))
+                    .append(st.render()).append('\n');
+        }
+        long checked = rows.stream().mapToLong(Row::rowsChecked).sum();
+        long bad = rows.stream().mapToLong(Row::mismatches).sum();
+        sb.append(String.format(Locale.ROOT, "Bit-exact: %,d view rows compared with the source KV, %d differed.%n",
+                checked, bad));
+        return sb.toString();
+    }
+
+    private String[] header(String first, String... metrics) {
+        List<String> h = new ArrayList<>(List.of(first));
+        for (String m : metrics) {
+            for (double b : budgets) {
+                h.add(m + " @" + pct(b) + "%");
+            }
+        }
+        return h.toArray(String[]::new);
+    }
+
+    private static Row find(List<Row> rows, String section, int n, double budget, int batch, int ssds, String s) {
+        return rows.stream().filter(r -> r.section().equals(section) && r.tokens() == n && r.budget() == budget
+                && r.batch() == batch && r.ssds() == ssds && r.strategy().equals(s)).findFirst().orElse(null);
+    }
+
+    /** The per-strategy table of quality and I/O per step (what the summary and the demo print). */
+    public static String table(List<Row> rows, boolean full) {
+        MarkdownTable t = full
+                ? new MarkdownTable("strategy", "rows / fetch", "mass recall", "top-k recall", "output rel. err",
+                        "select µs (median)", "MiB / step", "reads / step", "I/O ms / step", "eff. MiB/s", "fio MiB/s",
+                        "eff / fio", "cache hit", "DRAM MiB", "index MiB")
+                : new MarkdownTable("strategy", "mass recall", "output rel. err", "select µs", "MiB / step",
+                        "reads / step", "I/O ms / step", "eff / fio");
+        t.alignRight(java.util.stream.IntStream.range(1, full ? 15 : 8).toArray());
+        for (Row r : rows) {
+            if (full) {
+                t.row(r.strategy(), f(r.rowsPerFetch(), 0), f(r.massRecall(), 3), f(r.topKRecall(), 3),
+                        f(r.outputError(), 3), f(r.selectMicros(), 0), f(r.bytesPerStep() / MIB, 2),
+                        f(r.readsPerStep(), 0), f(r.ioMillisPerStep(), 2), f(r.effectiveMiBs(), 0),
+                        r.fioMiBs() > 0 ? f(r.fioMiBs(), 0) : "–", r.fioMiBs() > 0 ? f(r.fioRatio(), 2) : "–",
+                        f(r.cacheHitRate(), 2), f(r.dramBytes() / MIB, 1), f(r.indexBytes() / MIB, 2));
+            } else {
+                t.row(r.strategy(), f(r.massRecall(), 3), f(r.outputError(), 3), f(r.selectMicros(), 0),
+                        f(r.bytesPerStep() / MIB, 2), f(r.readsPerStep(), 0), f(r.ioMillisPerStep(), 2),
+                        r.fioMiBs() > 0 ? f(r.fioRatio(), 2) : "–");
+            }
+        }
+        return t.render();
+    }
+
+    /** The batch-1 table at {@code budget}, for the console. */
+    public static String summaryTable(List<Row> rows, double budget) {
+        StringBuilder sb = new StringBuilder();
+        rows.stream().filter(r -> r.section().equals("quality") && r.budget() == budget).mapToInt(Row::tokens)
+                .distinct().forEach(n -> sb.append(String.format(Locale.ROOT, "%n%,d tokens, budget %s%%:%n%n", n,
+                        pct(budget))).append(table(rows.stream().filter(r -> r.section().equals("quality")
+                        && r.tokens() == n && r.budget() == budget).toList(), false)));
+        return sb.toString();
+    }
+
+    static String f(double v, int decimals) {
+        return Double.isNaN(v) ? "" : String.format(Locale.ROOT, "%." + decimals + "f", v);
+    }
+
+    static String pct(double share) {
+        double p = share * 100;
+        return p == Math.rint(p) ? String.valueOf((long) p) : String.format(Locale.ROOT, "%.1f", p);
+    }
+
+    private static void deleteRecursively(Path root) throws IOException {
+        if (root == null || !Files.exists(root)) {
+            return;
+        }
+        try (Stream<Path> files = Files.walk(root)) {
+            for (Path p : files.sorted(Comparator.reverseOrder()).toList()) {
+                try {
+                    Files.deleteIfExists(p);
+                } catch (IOException e) {
+                    throw new UncheckedIOException(e);
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,82 @@
+package io.kvoffload.bench.compare;
+
+import java.util.List;
+
+/**
+ * The strategies of the through-I/O comparison ({@code kvo bench compare}): what each one selects
+ * with and which stored layout its reads go through. Adding a strategy is one entry here.
+ */
+public final class IoStrategies {
+    private IoStrategies() {}
+
+    /** How a strategy's layer is laid out on the SSDs. */
+    public enum Layout {
+        /**
+         * Consecutive tokens in small clusters (16 by default), one copy, Eq. 7 round robin: a
+         * token-set selector's positions are read individually, each entry CRC-checked, and
+         * adjacent ones merge into one read.
+         */
+        POSITIONAL,
+        /** Swarm's offline phase: Algorithm 1 with replication, Eq. 7 placement. */
+        SWARM,
+        /** Fig. 12 ablation: expansion by distance to the medoid only. */
+        MEDOID_ONLY,
+        /** Fig. 12 ablation: every entry in one cluster at most. */
+        NO_REPLICA,
+        /** Swarm's clusters, every cluster starting on SSD 0 (placement without Eq. 7's pointer). */
+        NO_BALANCE
+    }
+
+    /**
+     * One strategy.
+     *
+     * @param name the name on the command line and in the reports
+     * @param layout the layout its reads go through
+     * @param selector for {@link Layout#POSITIONAL}: the token selector ({@link Strategies} name or
+     *     {@code "kvswap"}); null for the cluster layouts, which the decoder's medoid index selects
+     * @param description one line for the summary
+     */
+    public record Strategy(String name, Layout layout, String selector, String description) {
+        /** Whether the decoder selects (by medoid score) rather than a token selector. */
+        public boolean decoderSelects() {
+            return selector == null;
+        }
+    }
+
+    /** Every strategy, in report order. */
+    public static final List<Strategy> ALL = List.of(
+            new Strategy("oracle", Layout.POSITIONAL, "oracle",
+                    "No-Cluster oracle: exact top-k by full scores, entries read individually"),
+            new Strategy("infllm", Layout.POSITIONAL, "infllm", "InfLLM: 128-token blocks by representative keys"),
+            new Strategy("quest", Layout.POSITIONAL, "quest", "Quest: 16-token pages by key min/max bounds"),
+            new Strategy("pqcache", Layout.POSITIONAL, "pqcache", "PQCache: product-quantised keys, top tokens"),
+            new Strategy("clusterkv", Layout.POSITIONAL, "clusterkv", "ClusterKV: k-means clusters by q·centroid"),
+            // KVSwap slot. Today: the in-memory GroupPredictor (low-rank K, groups of G tokens) picks
+            // positions, read from the positional layout with prefetch(positions). When KvDecoder gains
+            // DecodeOptions selector KVSWAP with KvSequence.groupLayer, replace this entry with a
+            // Layout.KVSWAP_GROUPS one whose decoder selects (the rest of the harness stays).
+            new Strategy("kvswap", Layout.POSITIONAL, "kvswap",
+                    "KVSwap group predictor (in-memory, G=4, σ=16), positions read from the positional layout"),
+            new Strategy("sparq", Layout.POSITIONAL, "sparq", "SparQ: top-r query dimensions approximate scores"),
+            new Strategy("sparf", Layout.POSITIONAL, "sparf", "SparF: SparQ in page-sized token groups"),
+            new Strategy("swarm", Layout.SWARM, null, "Swarm: co-activation clusters, medoid index, replicas, Eq. 7"),
+            new Strategy("medoid-only", Layout.MEDOID_ONLY, null, "Swarm ablation Medoid-Only (Fig. 12)"),
+            new Strategy("no-replica", Layout.NO_REPLICA, null, "Swarm ablation No-Replica (Fig. 12)"),
+            new Strategy("no-balance", Layout.NO_BALANCE, null,
+                    "Swarm ablation No-Balance placement: every cluster starts on SSD 0"));
+
+    /** The default set: the strategies issue #7 names (SparQ/SparF on request). */
+    public static final String DEFAULTS = "oracle,infllm,quest,pqcache,clusterkv,kvswap,swarm,medoid-only,no-replica,"
+            + "no-balance";
+
+    /** The strategy called {@code name}. */
+    public static Strategy byName(String name) {
+        for (Strategy s : ALL) {
+            if (s.name().equals(name)) {
+                return s;
+            }
+        }
+        throw new IllegalArgumentException("strategy = " + name + " is unknown; allowed: "
+                + String.join(", ", ALL.stream().map(Strategy::name).toList()));
+    }
+}

@@ -1,0 +1,93 @@
+package io.kvoffload.bench.fio;
+
+import io.kvoffload.DecodeStats;
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.util.Arrays;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+
+/**
+ * fio as the physical ceiling of a decode's reads: random reads with the decode's request-size mix
+ * ({@link #bssplit}) and depth on the same pool files (io_uring, O_DIRECT, read-only). Shared by
+ * the benchmarks that report decode bandwidth as a ratio of fio's.
+ */
+public final class Fio {
+    private static final Pattern BW = Pattern.compile("\"bw_bytes\" : ([0-9]+)");
+
+    private Fio() {}
+
+    /** Whether an {@code fio} binary runs here. */
+    public static boolean available() {
+        try {
+            Process p = new ProcessBuilder("fio", "--version").redirectErrorStream(true).start();
+            p.getInputStream().readAllBytes();
+            return p.waitFor(10, TimeUnit.SECONDS) && p.exitValue() == 0;
+        } catch (IOException | InterruptedException e) {
+            return false;
+        }
+    }
+
+    /** fio's bssplit for the decode's reads: each size bucket's mean size (4 KiB-aligned) with its share of reads. */
+    public static String bssplit(DecodeStats st) {
+        long[] count = st.readSizeCount();
+        long[] bytes = st.readSizeBytes();
+        long total = Arrays.stream(count).sum();
+        StringBuilder sb = new StringBuilder();
+        int assigned = 0;
+        int last = -1;
+        for (int b = 0; b < count.length; b++) {
+            if (count[b] > 0) {
+                last = b;
+            }
+        }
+        for (int b = 0; b < count.length; b++) {
+            if (count[b] == 0) {
+                continue;
+            }
+            long kib = Math.max(4, Math.round(bytes[b] / (double) count[b] / 4096) * 4);
+            int pct = b == last ? 100 - assigned : (int) Math.round(100.0 * count[b] / total);
+            if (pct <= 0) {
+                continue;
+            }
+            assigned += pct;
+            if (!sb.isEmpty()) {
+                sb.append(':');
+            }
+            sb.append(kib).append("k/").append(pct);
+        }
+        return sb.isEmpty() ? "4k/100" : sb.toString();
+    }
+
+    /**
+     * Random reads over the engine's pool files ({@code kvoffload.pool} in each device directory),
+     * the first {@code fileSize} bytes of each, and returns MiB/s.
+     */
+    public static double randRead(List<Path> deviceDirs, long fileSize, String bssplit, int depth, int seconds)
+            throws IOException, InterruptedException {
+        StringBuilder files = new StringBuilder();
+        for (Path d : deviceDirs) {
+            if (!files.isEmpty()) {
+                files.append(':');
+            }
+            files.append(d.resolve("kvoffload.pool").toString().replace(":", "\\:"));
+        }
+        List<String> cmd = List.of("fio", "--name=decode", "--filename=" + files, "--ioengine=io_uring", "--direct=1",
+                "--rw=randread", "--bssplit=" + bssplit, "--iodepth=" + depth,
+                "--filesize=" + Math.max(1, fileSize >> 20) + "m", "--runtime=" + seconds, "--time_based",
+                "--randrepeat=0", "--norandommap", "--readonly", "--output-format=json");
+        Process p = new ProcessBuilder(cmd).redirectErrorStream(false).start();
+        String json = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+        if (!p.waitFor(seconds + 60L, TimeUnit.SECONDS) || p.exitValue() != 0) {
+            throw new IOException(String.join(" ", cmd) + " failed: " + json);
+        }
+        Matcher m = BW.matcher(json);
+        if (!m.find()) {
+            throw new IOException("fio output has no bw_bytes: " + json);
+        }
+        return Long.parseLong(m.group(1)) / (double) (1 << 20);
+    }
+}

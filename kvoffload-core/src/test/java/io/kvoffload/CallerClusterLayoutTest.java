@@ -1,0 +1,190 @@
+package io.kvoffload;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.kvoffload.internal.swarm.Clustering;
+import io.kvoffload.internal.swarm.ClusteringConfig;
+import io.kvoffload.internal.swarm.CoActivationClustering;
+import io.kvoffload.internal.swarm.CoActivationNormaliser;
+import io.kvoffload.internal.swarm.CoActivationProfile;
+import io.kvoffload.internal.swarm.ExpansionRule;
+import io.kvoffload.testing.TestEngines;
+import io.kvoffload.workload.SyntheticWorkload;
+import io.kvoffload.workload.WorkloadSpec;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * {@link KvSequence#clusterLayer(int, int[][], ClusterOptions)}: caller-given clusters are stored,
+ * persisted and read back bit-exact, through a decoder too; the placement choice decides the SSDs;
+ * bad clusters are rejected with the argument, the value and the allowed range.
+ */
+class CallerClusterLayoutTest {
+    static final KvShape SHAPE = SwarmOfflinePhaseTest.SHAPE;
+    static final int TOKENS = SwarmOfflinePhaseTest.TOKENS;
+
+    @TempDir
+    Path root;
+
+    /** Positional groups of {@code g} consecutive tokens. */
+    static int[][] positional(int tokens, int g) {
+        int[][] c = new int[(tokens + g - 1) / g][];
+        for (int i = 0; i < c.length; i++) {
+            int from = i * g;
+            c[i] = new int[Math.min(g, tokens - from)];
+            for (int j = 0; j < c[i].length; j++) {
+                c[i][j] = from + j;
+            }
+        }
+        return c;
+    }
+
+    @Test
+    void positionalLayoutPersistsAndReadsBackBitExactThroughTheDecoder() throws Exception {
+        SyntheticWorkload w = new SyntheticWorkload(WorkloadSpec.builder(SHAPE, TOKENS).seed(9).build());
+        KvConfig cfg = TestEngines.config(TestEngines.deviceDirs(root, 4), "portable").blockTokens(16).build();
+        int[][] clusters = positional(TOKENS, 16);
+        // A replica: token 5 also joins the last cluster.
+        clusters[clusters.length - 1] = java.util.Arrays.copyOf(clusters[clusters.length - 1], 17);
+        clusters[clusters.length - 1][16] = 5;
+        try (KvEngine e = KvEngine.open(cfg); KvSequence s = e.createSequence("pos", SHAPE)) {
+            SwarmOfflinePhaseTest.store(s, w);
+            ClusterSummary sum = s.clusterLayer(0, clusters, ClusterOptions.defaults());
+            s.clusterLayer(1, positional(TOKENS, 16), ClusterOptions.defaults());
+            assertEquals(clusters.length, sum.clusters());
+            assertEquals(TOKENS, sum.tokens());
+            s.commit();
+        }
+        try (KvEngine e = KvEngine.open(cfg); KvSequence s = e.openSequence("pos")) {
+            assertEquals(clusters.length, s.clusterCount(0));
+            for (int c = 0; c < clusters.length; c++) {
+                // Members come back in storage order (device by device), so compare them as sets.
+                int[] want = clusters[c].clone();
+                int[] got = s.clusterMembers(0, c);
+                java.util.Arrays.sort(want);
+                java.util.Arrays.sort(got);
+                assertArrayEquals(want, got, "cluster " + c);
+                assertEquals(clusters[c][0], s.clusterMedoid(0, c), "the first element is the medoid");
+            }
+            SwarmOfflinePhaseTest.assertClustersBitExact(s, w, 0);
+            byte[][] exp = SwarmOfflinePhaseTest.expected(w, 0);
+            int[] positions = {5, 17, 18, 19, 700, 2048, 3000, 3001};
+            try (KvDecoder d = s.decoder(DecodeOptions.builder().cacheBytes(0).build());
+                    KvView v = d.prefetch(0, positions, positions.length).await()) {
+                assertEquals(positions.length, v.tokenCount());
+                int row = SHAPE.headDim() * SHAPE.dtype().bytes();
+                for (int r = 0; r < v.tokenCount(); r++) {
+                    int p = v.position(r);
+                    for (int h = 0; h < SHAPE.kvHeads(); h++) {
+                        long src = (long) p * SHAPE.halfEntryBytes() + (long) h * row;
+                        assertEquals(-1, v.keys(h).asSlice((long) r * row, row)
+                                .mismatch(MemorySegment.ofArray(exp[0]).asSlice(src, row)), "K of " + p);
+                        assertEquals(-1, v.values(h).asSlice((long) r * row, row)
+                                .mismatch(MemorySegment.ofArray(exp[1]).asSlice(src, row)), "V of " + p);
+                    }
+                }
+                assertTrue(d.stats().bytesRead() > 0 && d.stats().readRequests() > 0);
+            }
+        }
+    }
+
+    @Test
+    void firstDevicePlacementPutsSingletonClustersOnDeviceZero() throws Exception {
+        SyntheticWorkload w = new SyntheticWorkload(WorkloadSpec.builder(SHAPE, TOKENS).seed(9).build());
+        // Room for every singleton extent on one device (a full device would hand shares to another).
+        KvConfig cfg = TestEngines.config(TestEngines.deviceDirs(root, 4), "portable").blockTokens(16)
+                .deviceCapacityBytes(64L << 20).build();
+        try (KvEngine e = KvEngine.open(cfg); KvSequence s = e.createSequence("p", SHAPE)) {
+            SwarmOfflinePhaseTest.store(s, w);
+            long[] before = written(e);
+            s.clusterLayer(0, positional(TOKENS, 1), ClusterOptions.defaults()
+                    .withPlacement(ClusterOptions.Placement.FIRST_DEVICE));
+            long[] firstDevice = delta(written(e), before);
+            before = written(e);
+            s.clusterLayer(1, positional(TOKENS, 1), ClusterOptions.defaults());
+            long[] roundRobin = delta(written(e), before);
+            assertTrue(firstDevice[0] > 0 && firstDevice[1] == 0 && firstDevice[2] == 0 && firstDevice[3] == 0,
+                    java.util.Arrays.toString(firstDevice));
+            for (long b : roundRobin) {
+                assertTrue(b > 0, "Eq. 7 spreads singletons over all devices: " + java.util.Arrays.toString(roundRobin));
+            }
+            SwarmOfflinePhaseTest.assertClustersBitExact(s, w, 0);
+        }
+    }
+
+    private static long[] written(KvEngine e) {
+        return e.stats().devices().stream().mapToLong(KvStats.Device::bytesWritten).toArray();
+    }
+
+    private static long[] delta(long[] a, long[] b) {
+        long[] d = new long[a.length];
+        for (int i = 0; i < a.length; i++) {
+            d[i] = a[i] - b[i];
+        }
+        return d;
+    }
+
+    @Test
+    void badClustersNameTheArgumentValueAndRange() throws Exception {
+        SyntheticWorkload w = new SyntheticWorkload(WorkloadSpec.builder(SHAPE, TOKENS).seed(9).build());
+        KvConfig cfg = TestEngines.config(TestEngines.deviceDirs(root, 2), "portable").blockTokens(16).build();
+        try (KvEngine e = KvEngine.open(cfg); KvSequence s = e.createSequence("bad", SHAPE)) {
+            SwarmOfflinePhaseTest.store(s, w);
+            ClusterOptions o = ClusterOptions.defaults();
+            int[][] outOfRange = positional(TOKENS, 16);
+            outOfRange[3][2] = TOKENS;
+            assertMessage(() -> s.clusterLayer(0, outOfRange, o), "clusters[3][2] = 4096 is out of range; allowed: 0..4095");
+            int[][] empty = positional(TOKENS, 16);
+            empty[1] = new int[0];
+            assertMessage(() -> s.clusterLayer(0, empty, o), "clusters[1] is empty");
+            int[][] repeat = positional(TOKENS, 16);
+            repeat[0][1] = 0;
+            assertMessage(() -> s.clusterLayer(0, repeat, o), "clusters[0][1] = 0 repeats a member of cluster 0");
+            int[][] uncovered = positional(TOKENS - 16, 16);
+            assertMessage(() -> s.clusterLayer(0, uncovered, o), "position 4080 is in no cluster");
+            assertMessage(() -> s.clusterLayer(0, new int[0][], o), "clusters.length = 0 is out of range");
+            assertMessage(() -> s.clusterLayer(2, positional(TOKENS, 16), o), "layer");
+            assertThrows(NullPointerException.class, () -> s.clusterLayer(0, (int[][]) null, o));
+            assertThrows(NullPointerException.class, () -> ClusterOptions.defaults().withPlacement(null));
+            assertEquals(0, s.clusterCount(0), "nothing was laid out");
+        }
+    }
+
+    private static void assertMessage(org.junit.jupiter.api.function.Executable call, String part) {
+        IllegalArgumentException ex = assertThrows(IllegalArgumentException.class, call);
+        assertTrue(ex.getMessage().contains(part), ex.getMessage());
+    }
+
+    @Test
+    void medoidOnlyExpansionJoinsEveryNeighbourOfTheMedoid() {
+        SyntheticWorkload w = new SyntheticWorkload(WorkloadSpec.builder(SHAPE, TOKENS).seed(5).build());
+        List<int[]> sets = new ArrayList<>();
+        for (int step = 0; step < 32; step++) {
+            int[] groups = w.activeGroups(0, step);
+            java.util.BitSet act = new java.util.BitSet();
+            for (int t = 0; t < TOKENS; t++) {
+                for (int g : groups) {
+                    if (w.primaryGroup(0, t) == g || w.secondaryGroup(0, t) == g) {
+                        act.set(t);
+                    }
+                }
+            }
+            sets.add(act.stream().toArray());
+        }
+        CoActivationProfile p = CoActivationProfile.fromActivationSets(TOKENS, sets, CoActivationNormaliser.perQuery());
+        ClusteringConfig cfg = ClusteringConfig.defaults().withParallelism(1);
+        Clustering eq5 = new CoActivationClustering(cfg).cluster(p);
+        Clustering loose = new CoActivationClustering(cfg.withExpansion(ExpansionRule.MEDOID_ONLY)).cluster(p);
+        assertTrue(loose.stats().meanClusterSize() >= eq5.stats().meanClusterSize(),
+                loose.stats() + " vs " + eq5.stats());
+        assertEquals(ExpansionRule.MEAN_DISTANCE, cfg.expansion(), "the paper's rule is the default");
+    }
+}
