@@ -4,6 +4,7 @@ import io.kvoffload.ClusterOptions;
 import io.kvoffload.ClusterSummary;
 import io.kvoffload.DType;
 import io.kvoffload.DecodeOptions;
+import io.kvoffload.GroupOptions;
 import io.kvoffload.DecodeStats;
 import io.kvoffload.DeviceModelSpec;
 import io.kvoffload.KvConfig;
@@ -19,9 +20,6 @@ import io.kvoffload.bench.fio.Fio;
 import io.kvoffload.bench.report.CsvWriter;
 import io.kvoffload.bench.report.MarkdownTable;
 import io.kvoffload.bench.report.Plots;
-import io.kvoffload.internal.kvswap.CompressedKCache;
-import io.kvoffload.internal.kvswap.GroupPredictor;
-import io.kvoffload.internal.kvswap.LowRankAdapter;
 import io.kvoffload.internal.select.TokenSelector;
 import io.kvoffload.internal.swarm.ClusterRadius;
 import io.kvoffload.internal.swarm.Clustering;
@@ -398,8 +396,7 @@ public final class CompareCommand implements Callable<Integer> {
                     if (s.decoderSelects()) {
                         continue;
                     }
-                    TokenSelector sel = s.selector().equals("kvswap") ? kvswap(dense[l])
-                            : Strategies.build(s.selector(), dense[l], p, arena);
+                    TokenSelector sel = Strategies.build(s.selector(), dense[l], p, arena);
                     m.put(s.name(), sel);
                     indexBytes.merge(s.name(), sel.indexBytes(), Long::sum);
                 }
@@ -407,17 +404,8 @@ public final class CompareCommand implements Callable<Integer> {
             }
         }
 
-        /** KVSwap's predictor with the paper's defaults: G = 4, σ = 16 (rank = kvHeads·headDim / 16), F16 K cache. */
-        private TokenSelector kvswap(DenseLayerKv kv) {
-            int rank = Math.max(1, kvHeads * headDim / 16);
-            LowRankAdapter a = LowRankAdapter.fit(kv, rank, LowRankAdapter.DEFAULT_MAX_ROWS, seed);
-            CompressedKCache cache = new CompressedKCache(a, DType.F16, kv.tokens());
-            cache.appendFrom(kv, 0, kv.tokens());
-            return new GroupPredictor(cache, queryHeads, 4, kv.tokens());
-        }
-
         private void buildClusterings(List<Strategy> chosen) {
-            boolean any = chosen.stream().anyMatch(Strategy::decoderSelects);
+            boolean any = chosen.stream().anyMatch(s -> s.decoderSelects() && s.layout() != Layout.KVSWAP_GROUPS);
             if (chosen.stream().anyMatch(s -> s.layout() == Layout.POSITIONAL)) {
                 int[][][] pos = new int[layers][][];
                 Arrays.fill(pos, positional(n, group));
@@ -472,6 +460,11 @@ public final class CompareCommand implements Callable<Integer> {
                     s.appendTokens(ids);
                     for (int l = 0; l < layers; l++) {
                         s.appendKv(l, keys[l], values[l]);
+                        if (layout == Layout.KVSWAP_GROUPS) {
+                            // The paper's NVMe setting: G = 4, rank = headDim; the compressed K cache is its index.
+                            index += s.groupLayer(l, GroupOptions.defaults()).compressedKeyBytes();
+                            continue;
+                        }
                         ClusterSummary sum = s.clusterLayer(l, clusters.get(layout)[l], o);
                         index += sum.medoidIndexBytes() + sum.layoutBytes();
                     }
@@ -611,8 +604,12 @@ public final class CompareCommand implements Callable<Integer> {
         Acc acc = new Acc();
         int budgetTokens = (int) Math.max(1, Math.min(f.n, Math.round(share * f.n)));
         long cache = (long) (cacheShare * f.n * shape.entryBytes()) * layers;
-        DecodeOptions o = DecodeOptions.builder().sparsity(share).sinkTokens(sinks).localWindow(window)
-                .cacheBytes(cache).maintenance(DecodeOptions.Maintenance.OFF).build();
+        DecodeOptions.Builder ob = DecodeOptions.builder().sparsity(share).sinkTokens(sinks).localWindow(window)
+                .cacheBytes(cache).maintenance(DecodeOptions.Maintenance.OFF);
+        if (s.layout() == Layout.KVSWAP_GROUPS) {
+            ob.selector(DecodeOptions.Selector.KVSWAP).budgetTokens(budgetTokens);
+        }
+        DecodeOptions o = ob.build();
         String id = s.layout().name().toLowerCase(Locale.ROOT);
         Throwable[] failure = new Throwable[1];
         Thread[] threads = new Thread[batch];

@@ -24,7 +24,9 @@ public final class IoStrategies {
         /** Fig. 12 ablation: every entry in one cluster at most. */
         NO_REPLICA,
         /** Swarm's clusters, every cluster starting on SSD 0 (placement without Eq. 7's pointer). */
-        NO_BALANCE
+        NO_BALANCE,
+        /** KVSwap: groups of G tokens stored [K of G | V of G], round robin ({@code KvSequence.groupLayer}). */
+        KVSWAP_GROUPS
     }
 
     /**
@@ -32,8 +34,9 @@ public final class IoStrategies {
      *
      * @param name the name on the command line and in the reports
      * @param layout the layout its reads go through
-     * @param selector for {@link Layout#POSITIONAL}: the token selector ({@link Strategies} name or
-     *     {@code "kvswap"}); null for the cluster layouts, which the decoder's medoid index selects
+     * @param selector for {@link Layout#POSITIONAL}: the token selector ({@link Strategies} name);
+     *     null where the decoder selects (the medoid index over cluster layouts, KVSwap's predictor
+     *     over group layouts)
      * @param description one line for the summary
      */
     public record Strategy(String name, Layout layout, String selector, String description) {
@@ -51,12 +54,8 @@ public final class IoStrategies {
             new Strategy("quest", Layout.POSITIONAL, "quest", "Quest: 16-token pages by key min/max bounds"),
             new Strategy("pqcache", Layout.POSITIONAL, "pqcache", "PQCache: product-quantised keys, top tokens"),
             new Strategy("clusterkv", Layout.POSITIONAL, "clusterkv", "ClusterKV: k-means clusters by q·centroid"),
-            // KVSwap slot. Today: the in-memory GroupPredictor (low-rank K, groups of G tokens) picks
-            // positions, read from the positional layout with prefetch(positions). When KvDecoder gains
-            // DecodeOptions selector KVSWAP with KvSequence.groupLayer, replace this entry with a
-            // Layout.KVSWAP_GROUPS one whose decoder selects (the rest of the harness stays).
-            new Strategy("kvswap", Layout.POSITIONAL, "kvswap",
-                    "KVSwap group predictor (in-memory, G=4, σ=16), positions read from the positional layout"),
+            new Strategy("kvswap", Layout.KVSWAP_GROUPS, null,
+                    "KVSwap: low-rank K cache predicts the top groups of G=4 tokens, group-major layout, reuse buffer"),
             new Strategy("sparq", Layout.POSITIONAL, "sparq", "SparQ: top-r query dimensions approximate scores"),
             new Strategy("sparf", Layout.POSITIONAL, "sparf", "SparF: SparQ in page-sized token groups"),
             new Strategy("swarm", Layout.SWARM, null, "Swarm: co-activation clusters, medoid index, replicas, Eq. 7"),
