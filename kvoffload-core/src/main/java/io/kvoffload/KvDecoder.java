@@ -427,12 +427,13 @@ public final class KvDecoder implements AutoCloseable {
         f.view = view;
         f.layer = ls;
         schedule(ls, f);
-        if (f.runs > 0) {
-            store.backend().submit(f.batch);
-        }
+        // I/O time runs from the submission: a backend may start (or even finish) reads inside submit.
         long t1 = System.nanoTime();
         selectNanos += t1 - t0;
         f.startNanos = t1;
+        if (f.runs > 0) {
+            store.backend().submit(f.batch);
+        }
         copyResident(ls, f, view);
         view.state = KvView.State.FETCHING;
         ls.inFlight = true;
