@@ -1,4 +1,7 @@
-package io.kvoffload.iouring;
+package io.kvoffload.bench.jmh;
+
+import io.kvoffload.iouring.IoUringBackend;
+import io.kvoffload.iouring.IoUringConfig;
 
 import io.kvoffload.spi.IoBatch;
 import io.kvoffload.spi.IoDevice;
@@ -29,9 +32,7 @@ import org.openjdk.jmh.annotations.Warmup;
  * Submit and reap one batch of 256 random 4 KiB O_DIRECT reads through the io_uring backend, into a
  * DRAM slab registered as a fixed buffer. Run with {@code -prof gc}: {@code gc.alloc.rate.norm}
  * must be 0 B/op (the backend's hot path allocates nothing).
- *
- * <p>Meant for kvoffload-bench (it lives here until the lead moves it): with the test classpath,
- * {@code java --enable-native-access=ALL-UNNAMED -cp ... org.openjdk.jmh.Main SubmitReapJmh -prof gc}.
+ * Needs liburing ({@code ./kvo jmh SubmitReapBench -prof gc}).
  */
 @State(Scope.Thread)
 @BenchmarkMode(Mode.AverageTime)
@@ -39,7 +40,7 @@ import org.openjdk.jmh.annotations.Warmup;
 @Warmup(iterations = 3, time = 2)
 @Measurement(iterations = 5, time = 5)
 @Fork(value = 1, jvmArgsAppend = {"--enable-native-access=ALL-UNNAMED", "-Xmx1g"})
-public class SubmitReapJmh {
+public class SubmitReapBench {
     @Param({"256"})
     int batchSize;
 
