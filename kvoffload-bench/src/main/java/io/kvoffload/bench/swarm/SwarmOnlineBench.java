@@ -80,6 +80,15 @@ public final class SwarmOnlineBench implements Callable<Integer> {
             + " bandwidth, IOPS and queue, so an unbalanced schedule costs time as on real SSDs (default: ${DEFAULT-VALUE}).")
     String deviceModel;
 
+    @Option(names = "--in-flight", defaultValue = "2", description = "Layer fetches kept in flight in the bandwidth"
+            + " run: 2 is layer l+1 fetched while layer l computes; more needs queries predicted further ahead"
+            + " (default: ${DEFAULT-VALUE}).")
+    int inFlight;
+
+    @Option(names = "--queue-depth", defaultValue = "128", description = "KvConfig queueDepth: requests in flight"
+            + " per device (default: ${DEFAULT-VALUE}).")
+    int queueDepth;
+
     @Option(names = "--no-progress", description = "No progress bar.")
     boolean noProgress;
 
@@ -96,6 +105,10 @@ public final class SwarmOnlineBench implements Callable<Integer> {
     @Override
     public Integer call() throws Exception {
         PrintWriter out = spec.commandLine().getOut();
+        if (inFlight < 1 || inFlight > layers) {
+            throw new IllegalArgumentException("--in-flight = " + inFlight + " is out of range; allowed: 1..--layers ("
+                    + layers + "): a decoder fetches one step of a layer at a time");
+        }
         shape = new KvShape(layers, QUERY_HEADS, KV_HEADS, HEAD_DIM, DType.BF16);
         workload = new SyntheticWorkload(WorkloadSpec.builder(shape, tokens).seed(17).build());
         Path root = Files.createTempDirectory(dir == null ? Path.of(System.getProperty("java.io.tmpdir")) : dir,
@@ -107,7 +120,8 @@ public final class SwarmOnlineBench implements Callable<Integer> {
         long layerBytes = (long) tokens * shape.entryBytes();
         long capacity = (layerBytes * layers * 3 / devices + (64L << 20)) & -(1L << 20);
         KvConfig.Builder builder = KvConfig.builder().ssdDirectories(dirs).ioBackend(backend)
-                .deviceCapacityBytes(capacity).dramBudgetBytes(Math.max(1L << 30, layerBytes * layers));
+                .deviceCapacityBytes(capacity).dramBudgetBytes(Math.max(1L << 30, layerBytes * layers))
+                .queueDepth(queueDepth);
         if (!deviceModel.equals("none")) {
             builder.deviceModel(deviceModel);
         }
@@ -271,7 +285,7 @@ public final class SwarmOnlineBench implements Callable<Integer> {
      */
     private void bandwidth(KvEngine engine, PrintWriter out, ProgressBar bar, List<Path> dirs)
             throws IOException, InterruptedException {
-        DecodeOptions o = DecodeOptions.builder().sparsity(sparsity).cacheBytes(0).pipelineDepth(3).build();
+        DecodeOptions o = DecodeOptions.builder().sparsity(sparsity).cacheBytes(0).pipelineDepth(inFlight + 1).build();
         List<Double> decode = new ArrayList<>();
         List<Double> fio = new ArrayList<>();
         String bssplit = null;
@@ -286,24 +300,24 @@ public final class SwarmOnlineBench implements Callable<Integer> {
                 long t = System.nanoTime();
                 // Fetch i is (step i / layers, layer i % layers); two stay in flight while the oldest is consumed.
                 int total = steps * layers;
-                java.util.ArrayDeque<KvView> inFlight = new java.util.ArrayDeque<>();
+                java.util.ArrayDeque<KvView> pending = new java.util.ArrayDeque<>();
                 int issued = 0;
                 for (int done = 0; done < total; done++) {
-                    while (inFlight.size() < 2 && issued < total) {
+                    while (pending.size() < inFlight && issued < total) {
                         int l = issued % layers;
-                        inFlight.add(d.prefetch(l, workload.query(l, issued / layers)));
+                        pending.add(d.prefetch(l, workload.query(l, issued / layers)));
                         issued++;
                     }
-                    inFlight.poll().await().close();
+                    pending.poll().await().close();
                 }
                 double seconds = (System.nanoTime() - t) / 1e9;
                 DecodeStats st = d.stats().since(warm);
                 decode.add(st.bytesRead() / seconds / (1 << 20));
                 if (bssplit == null) {
                     bssplit = bssplit(st);
-                    // Two layer fetches in flight, each a batch of this many reads.
+                    // inFlight layer fetches, each a batch of this many reads, as deep as the rings allow.
                     depth = (int) Math.max(1, Math.min(engine.config().queueDepth() * (long) devices,
-                            Math.round(2.0 * st.readRequests() / st.steps())));
+                            Math.round((double) inFlight * st.readRequests() / st.steps())));
                     meanKib = st.bytesRead() / (double) st.readRequests() / 1024;
                 }
             }
@@ -314,9 +328,9 @@ public final class SwarmOnlineBench implements Callable<Integer> {
         double dm = median(decode);
         double fm = median(fio);
         out.printf("## Decode fetch bandwidth against fio%n%n");
-        out.printf("Decode: %d steps × %d layers, two layer fetches always in flight, no cache; fio: randread, io_uring,"
+        out.printf("Decode: %d steps × %d layers, %d layer fetches always in flight, no cache; fio: randread, io_uring,"
                 + " O_DIRECT, iodepth %d, bssplit %s (the decode's request-size mix, mean %.1f KiB), the same %d"
-                + " pool files (first %d MiB of each), %d s per run; %d paired rounds.%n%n", steps, layers, depth,
+                + " pool files (first %d MiB of each), %d s per run; %d paired rounds.%n%n", steps, layers, inFlight, depth,
                 bssplit, meanKib, dirs.size(), fileSize >> 20, fioSeconds, rounds);
         out.println("| round | decode MiB/s | fio MiB/s | decode / fio |");
         out.println("|---:|---:|---:|---:|");
