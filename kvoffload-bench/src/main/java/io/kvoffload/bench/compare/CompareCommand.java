@@ -579,6 +579,8 @@ public final class CompareCommand implements Callable<Integer> {
         long rowsChecked;
         long mismatches;
         long wallNanos;
+        /** When the first thread finished its untimed warm-up step (opening a layer is not decoding). */
+        long measuredFrom = Long.MAX_VALUE;
         DecodeStats first;
 
         synchronized void select(long nanos) {
@@ -613,7 +615,6 @@ public final class CompareCommand implements Callable<Integer> {
         String id = s.layout().name().toLowerCase(Locale.ROOT);
         Throwable[] failure = new Throwable[1];
         Thread[] threads = new Thread[batch];
-        long t0 = System.nanoTime();
         for (int b = 0; b < batch; b++) {
             int member = b;
             threads[b] = Thread.ofPlatform().name("decode-" + b).start(() -> {
@@ -629,7 +630,7 @@ public final class CompareCommand implements Callable<Integer> {
         for (Thread t : threads) {
             t.join();
         }
-        acc.wallNanos = System.nanoTime() - t0;
+        acc.wallNanos = System.nanoTime() - Math.min(acc.measuredFrom, System.nanoTime());
         if (failure[0] != null) {
             throw new IllegalStateException(s.name() + " failed: " + failure[0], failure[0]);
         }
@@ -660,6 +661,9 @@ public final class CompareCommand implements Callable<Integer> {
                     }
                     d.prefetch(l, chosen, count).await().close();
                 }
+            }
+            synchronized (acc) {
+                acc.measuredFrom = Math.min(acc.measuredFrom, System.nanoTime());
             }
             for (int step = 0; step < stepCount; step++) {
                 for (int l = 0; l < layers; l++) {
