@@ -397,16 +397,8 @@ class KvSwapDecoderTest {
         }
     }
 
-    /** The calling thread's allocated bytes (com.sun.management.ThreadMXBean, reached reflectively: the module does not read java.management). */
     static long allocated() {
-        try {
-            Object bean = Class.forName("java.lang.management.ManagementFactory").getMethod("getThreadMXBean")
-                    .invoke(null);
-            return (long) Class.forName("com.sun.management.ThreadMXBean").getMethod("getCurrentThreadAllocatedBytes")
-                    .invoke(bean);
-        } catch (ReflectiveOperationException e) {
-            throw new IllegalStateException(e);
-        }
+        return io.kvoffload.testing.Allocations.allocated();
     }
 
     @Test

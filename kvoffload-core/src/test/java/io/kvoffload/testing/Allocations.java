@@ -43,4 +43,20 @@ public final class Allocations {
         }
         return -allocated() + allocated();
     }
+
+    /**
+     * The least that {@code work} allocated on this thread over {@code windows} runs, less the
+     * counter's own cost. A JIT recompilation can rematerialise a few eliminated objects once; code
+     * that allocates per call shows it in every window, so the least is what the code itself costs.
+     */
+    public static long leastOverWindows(Runnable work, int windows) {
+        long overhead = overhead();
+        long least = Long.MAX_VALUE;
+        for (int w = 0; w < windows; w++) {
+            long before = allocated();
+            work.run();
+            least = Math.min(least, Math.max(0, allocated() - before - overhead));
+        }
+        return least;
+    }
 }

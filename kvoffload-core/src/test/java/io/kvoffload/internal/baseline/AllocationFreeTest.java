@@ -49,13 +49,15 @@ class AllocationFreeTest {
                 for (int i = 0; i < 200; i++) { // warm-up
                     s.select(queries[i % 4], i % 2 == 0 ? 400 : 37, out);
                 }
-                long before = allocated();
-                int sink = 0;
-                for (int i = 0; i < 50; i++) {
-                    sink += s.select(queries[i % 4], i % 2 == 0 ? 400 : 37, out);
-                }
-                long allocated = allocated() - before - overhead;
-                assertEquals(0, allocated, name + " allocated " + allocated + " bytes in 50 selects (" + sink + " tokens)");
+                int[] sink = {0};
+                // The least over 5 windows: a one-off JIT deoptimisation does not count, a per-call object would.
+                long allocated = io.kvoffload.testing.Allocations.leastOverWindows(() -> {
+                    for (int i = 0; i < 50; i++) {
+                        sink[0] += s.select(queries[i % 4], i % 2 == 0 ? 400 : 37, out);
+                    }
+                }, 5);
+                assertEquals(0, allocated, name + " allocated " + allocated + " bytes in 50 selects (" + sink[0]
+                        + " tokens)");
             }
         }
     }

@@ -1,5 +1,7 @@
 package io.kvoffload.internal.kvswap;
 
+import io.kvoffload.testing.Allocations;
+
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -44,41 +46,8 @@ final class KvSwapFixtures {
         }
     }
 
-    private static final Object THREADS;
-    private static final java.lang.reflect.Method ALLOCATED;
-
-    static {
-        try {
-            THREADS = Class.forName("java.lang.management.ManagementFactory").getMethod("getThreadMXBean").invoke(null);
-            ALLOCATED = Class.forName("com.sun.management.ThreadMXBean").getMethod("getCurrentThreadAllocatedBytes");
-        } catch (ReflectiveOperationException e) {
-            throw new ExceptionInInitializerError(e);
-        }
-    }
-
-    /**
-     * Bytes the current thread allocated so far, through com.sun.management.ThreadMXBean. Reached
-     * reflectively: the tests compile inside the core module, which does not read java.management,
-     * but they run on the class path, where it is visible.
-     */
-    static long allocatedBytes() {
-        try {
-            return (Long) ALLOCATED.invoke(THREADS);
-        } catch (ReflectiveOperationException e) {
-            throw new IllegalStateException("no per-thread allocation counter on this JVM", e);
-        }
-    }
-
-    /** Bytes {@code work} allocates on this thread, less what reading the counter itself costs. */
+    /** Bytes {@code work} allocates on this thread (the least over 5 runs, see {@link Allocations#leastOverWindows}). */
     static long allocatedBy(Runnable work) {
-        long overhead = Long.MAX_VALUE;
-        for (int i = 0; i < 3; i++) { // the counter boxes its result: measure that and take it off
-            long a = allocatedBytes();
-            long b = allocatedBytes();
-            overhead = Math.min(overhead, b - a);
-        }
-        long before = allocatedBytes();
-        work.run();
-        return Math.max(0, allocatedBytes() - before - overhead);
+        return Allocations.leastOverWindows(work, 5);
     }
 }
