@@ -558,7 +558,7 @@ public final class KvDecoder implements AutoCloseable {
                 f.staging = null;
             }
             // Powers of two keep the DRAM pool's size classes few as steps grow.
-            f.staging = store.dram().acquire(Long.highestOneBit(need - 1) << 1);
+            f.staging = store.dram().acquire(Long.highestOneBit(need + need / 4 - 1) << 1);
             f.stagingBytes = f.staging.segment().asByteBuffer();
         }
         if (f.batch == null || f.batch.capacity() < runs) {

@@ -53,7 +53,9 @@ public final class KvView implements AutoCloseable {
         if (tokens <= capacity && memory != null) {
             return;
         }
-        int cap = Math.max(tokens, Math.max(64, capacity + capacity / 2));
+        // Headroom: a step selects a few more rows than the last one as often as not, and growing
+        // costs a new DRAM slot (a new slab the first time) inside prefetch.
+        int cap = Math.max(tokens + tokens / 4, Math.max(64, capacity + capacity / 2));
         int blocks = (cap + blockTokens - 1) / blockTokens;
         long posBytes = align(4L * cap);
         long tableBytes = align(4L * blocks);
