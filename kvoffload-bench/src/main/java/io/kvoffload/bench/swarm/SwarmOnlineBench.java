@@ -127,7 +127,7 @@ public final class SwarmOnlineBench implements Callable<Integer> {
         }
         KvConfig cfg = builder.build();
         int modes = DecodeOptions.Scheduling.values().length;
-        long work = 2 + (long) modes + 2L * cacheBudgets.length + (deviceModel.equals("none") ? 2L * rounds : 0);
+        long work = 2 + (long) modes + 2L * cacheBudgets.length + (deviceModel.equals("none") ? 2L * (rounds + 1) : 0);
         try (KvEngine engine = KvEngine.open(cfg);
                 ProgressBar bar = noProgress ? null : new ProgressBarBuilder().setTaskName("swarm-online")
                         .setInitialMax(work).setStyle(ProgressBarStyle.ASCII).setUpdateIntervalMillis(500)
@@ -293,7 +293,9 @@ public final class SwarmOnlineBench implements Callable<Integer> {
         double meanKib = 0;
         long[] used = engine.stats().devices().stream().mapToLong(d -> d.capacityBytes() - d.freeBytes()).toArray();
         long fileSize = Arrays.stream(used).min().orElse(0) & -(1L << 20);
-        for (int round = 0; round < rounds; round++) {
+        // Round 0 warms both sides up (first touch of the pool files after the other runs, fio's own
+        // start-up) and is not reported; rounds 1..rounds are paired.
+        for (int round = 0; round <= rounds; round++) {
             try (KvSequence s = engine.openSequence("bench"); KvDecoder d = s.decoder(o)) {
                 warmUp(d);
                 DecodeStats warm = d.stats();
@@ -312,7 +314,9 @@ public final class SwarmOnlineBench implements Callable<Integer> {
                 }
                 double seconds = (System.nanoTime() - t) / 1e9;
                 DecodeStats st = d.stats().since(warm);
-                decode.add(st.bytesRead() / seconds / (1 << 20));
+                if (round > 0) {
+                    decode.add(st.bytesRead() / seconds / (1 << 20));
+                }
                 if (bssplit == null) {
                     bssplit = bssplit(st);
                     // inFlight layer fetches, each a batch of this many reads, as deep as the rings allow.
@@ -322,7 +326,10 @@ public final class SwarmOnlineBench implements Callable<Integer> {
                 }
             }
             step(bar);
-            fio.add(runFio(dirs, fileSize, bssplit, depth));
+            double f = runFio(dirs, fileSize, bssplit, depth);
+            if (round > 0) {
+                fio.add(f);
+            }
             step(bar);
         }
         double dm = median(decode);
@@ -330,7 +337,8 @@ public final class SwarmOnlineBench implements Callable<Integer> {
         out.printf("## Decode fetch bandwidth against fio%n%n");
         out.printf("Decode: %d steps × %d layers, %d layer fetches always in flight, no cache; fio: randread, io_uring,"
                 + " O_DIRECT, iodepth %d, bssplit %s (the decode's request-size mix, mean %.1f KiB), the same %d"
-                + " pool files (first %d MiB of each), %d s per run; %d paired rounds.%n%n", steps, layers, inFlight, depth,
+                + " pool files (first %d MiB of each), %d s per run; %d paired rounds after one unreported"
+                + " warm-up round.%n%n", steps, layers, inFlight, depth,
                 bssplit, meanKib, dirs.size(), fileSize >> 20, fioSeconds, rounds);
         out.println("| round | decode MiB/s | fio MiB/s | decode / fio |");
         out.println("|---:|---:|---:|---:|");
