@@ -3,7 +3,7 @@ package io.kvoffload;
 import io.kvoffload.internal.cache.CostEffectiveness;
 import io.kvoffload.internal.decode.DramWindow;
 import io.kvoffload.internal.decode.HotClusterCache;
-import io.kvoffload.internal.dram.DramSlot;
+import io.kvoffload.internal.decode.StagedReads;
 import io.kvoffload.internal.sched.BucketScheduler;
 import io.kvoffload.internal.storage.ClusterLayout;
 import io.kvoffload.internal.storage.GroupLayout;
@@ -15,10 +15,7 @@ import io.kvoffload.internal.swarm.MedoidIndex;
 import io.kvoffload.internal.swarm.OnlineClusterMaintenance;
 import io.kvoffload.workload.ElementCodec;
 import io.kvoffload.internal.util.Checks;
-import io.kvoffload.spi.IoBatch;
-import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
-import java.nio.ByteBuffer;
 import java.util.zip.CRC32C;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -165,23 +162,7 @@ public final class KvDecoder implements AutoCloseable {
                     + " layer (KvSequence.clusterLayer) to fetch them selectively", sequence.id(), l, tokens - start);
         }
         s.window = new DramWindow(store.dram(), half, sinkEnd, start, tokens - start + options.localWindow());
-        try (Arena a = Arena.ofConfined()) {
-            int count = tokens - start;
-            MemorySegment k = a.allocate(Math.max(1, (long) Math.max(count, sinkEnd) * half), 64);
-            MemorySegment v = a.allocate(k.byteSize(), 64);
-            if (sinkEnd > 0) {
-                sequence.read(l, 0, sinkEnd, k, v);
-                for (int t = 0; t < sinkEnd; t++) {
-                    s.window.putSink(t, k, (long) t * half, v, (long) t * half);
-                }
-            }
-            if (count > 0) {
-                sequence.read(l, start, count, k, v);
-                for (int i = 0; i < count; i++) {
-                    s.window.append(k, (long) i * half, v, (long) i * half);
-                }
-            }
-        }
+        s.window.load(sequence, l, tokens);
         if (s.layout != null) {
             s.index = sequence.medoidIndex(l);
             attachLayout(s, s.layout);
@@ -283,10 +264,7 @@ public final class KvDecoder implements AutoCloseable {
     private final class Fetch implements HotClusterCache.TokenSource {
         final BucketScheduler scheduler = new BucketScheduler(store.devices().size(), entry,
                 Math.max(1, (256 << 10) / entry), mode(options.scheduling()));
-        final CRC32C crc = new CRC32C();
-        IoBatch batch;
-        DramSlot staging;
-        ByteBuffer stagingBytes;
+        final StagedReads reads = new StagedReads(store, alignment);
         int[] concat = new int[1024];
         int concatSize;
         int[] activated = new int[256];
@@ -303,8 +281,6 @@ public final class KvDecoder implements AutoCloseable {
         int[] rowOf = new int[0];
         int[] rowToken = new int[1024];
         int generation;
-        long[] runStaging = new long[64];
-        int runs;
         long startNanos;
         KvView view;
         LayerState layer;
@@ -431,9 +407,7 @@ public final class KvDecoder implements AutoCloseable {
         long t1 = System.nanoTime();
         selectNanos += t1 - t0;
         f.startNanos = t1;
-        if (f.runs > 0) {
-            store.backend().submit(f.batch);
-        }
+        f.reads.submit();
         copyResident(ls, f, view);
         view.state = KvView.State.FETCHING;
         ls.inFlight = true;
@@ -536,47 +510,12 @@ public final class KvDecoder implements AutoCloseable {
 
     /** Plans the reads (Eq. 8, buckets, runs) and fills the batch: one aligned read per run into staging. */
     private void schedule(LayerState ls, Fetch f) {
-        f.runs = 0;
+        f.reads.clear();
         if (f.concatSize == 0) {
             return;
         }
-        BucketScheduler sched = f.scheduler;
-        sched.plan(f.concat, f.concatSize, ls.layout, ls);
-        int runs = sched.runs();
-        if (runs == 0) {
-            return;
-        }
-        long align = alignment;
-        long need = 0;
-        for (int r = 0; r < runs; r++) {
-            long start = sched.runOffset(r) & -align;
-            need += Checks.alignUp(sched.runOffset(r) + sched.runBytes(r), align) - start;
-        }
-        if (f.staging == null || f.staging.byteSize() < need) {
-            if (f.staging != null) {
-                store.dram().release(f.staging);
-                f.staging = null;
-            }
-            // Powers of two keep the DRAM pool's size classes few as steps grow.
-            f.staging = store.dram().acquire(Long.highestOneBit(need + need / 4 - 1) << 1);
-            f.stagingBytes = f.staging.segment().asByteBuffer();
-        }
-        if (f.batch == null || f.batch.capacity() < runs) {
-            f.batch = store.backend().newBatch(Math.max(runs + runs / 2, 64));
-        }
-        if (f.runStaging.length < runs) {
-            f.runStaging = new long[Math.max(runs, f.runStaging.length * 2)];
-        }
-        MemorySegment mem = f.staging.segment();
-        long o = 0;
-        for (int r = 0; r < runs; r++) {
-            long start = sched.runOffset(r) & -align;
-            long len = Checks.alignUp(sched.runOffset(r) + sched.runBytes(r), align) - start;
-            f.batch.addRead(sched.runDevice(r), start, mem, o, len, r);
-            f.runStaging[r] = o + (sched.runOffset(r) - start);
-            o += len;
-        }
-        f.runs = runs;
+        f.scheduler.plan(f.concat, f.concatSize, ls.layout, ls);
+        f.reads.fill(f.scheduler);
     }
 
     /** Copies the rows DRAM holds (sinks, window, cached clusters) into the view. */
@@ -607,13 +546,12 @@ public final class KvDecoder implements AutoCloseable {
         try {
             if (ls.kvswap != null) {
                 ls.kvswap.finish(view);
-            } else if (f.runs > 0) {
+            } else if (f.reads.runs() > 0) {
                 try {
-                    store.backend().await(f.batch);
+                    f.reads.await();
                 } finally {
                     ioNanos += System.nanoTime() - f.startNanos;
                 }
-                store.stats().count(f.batch);
                 gatherRuns(ls, f, view);
             }
             if (ls.cache != null && f.activatedSize > 0) {
@@ -625,9 +563,7 @@ public final class KvDecoder implements AutoCloseable {
             steps++;
             ok = true;
         } finally {
-            if (f.batch != null && f.batch.pending() == 0) {
-                f.batch.clear();
-            }
+            f.reads.clear();
             ls.inFlight = false;
             view.state = ok ? KvView.State.READY : KvView.State.FREE;
         }
@@ -637,12 +573,13 @@ public final class KvDecoder implements AutoCloseable {
         BucketScheduler sched = f.scheduler;
         ClusterLayout cl = ls.layout;
         int[] planned = sched.plannedEntries();
-        MemorySegment mem = f.staging.segment();
-        for (int r = 0; r < f.runs; r++) {
+        StagedReads reads = f.reads;
+        MemorySegment mem = reads.memory();
+        for (int r = 0; r < reads.runs(); r++) {
             int dev = sched.runDevice(r);
             int first = sched.runFirst(r);
             int n = sched.runEntries(r);
-            long len = f.batch.length(r);
+            long len = reads.length(r);
             bytesRead += len;
             readRequests++;
             int bucket = 63 - Long.numberOfLeadingZeros(len);
@@ -650,7 +587,7 @@ public final class KvDecoder implements AutoCloseable {
             readSizeBytes[bucket] += len;
             for (int k = 0; k < n; k++) {
                 int token = planned[first + k];
-                long at = f.runStaging[r] + (long) k * entry;
+                long at = reads.at(r) + (long) k * entry;
                 if (checksums) {
                     verify(f, cl, ls.layer, token, dev, sched.runOffset(r) + (long) k * entry, at);
                 }
@@ -662,11 +599,7 @@ public final class KvDecoder implements AutoCloseable {
 
     private void verify(Fetch f, ClusterLayout cl, int layer, int token, int dev, long fileOffset, long at) {
         int e = cl.entryAt(token, dev, fileOffset);
-        ByteBuffer b = f.stagingBytes;
-        b.limit((int) (at + entry)).position((int) at);
-        f.crc.reset();
-        f.crc.update(b);
-        int actual = (int) f.crc.getValue();
+        int actual = f.reads.crc(at, entry);
         if (actual != cl.entryCrc(e)) {
             store.stats().checksumFailures.increment();
             throw new KvChecksumException(dev, store.devices().get(dev).directory().toString(), sequence.id(), layer,
@@ -860,10 +793,7 @@ public final class KvDecoder implements AutoCloseable {
         }
         closed = true;
         for (Fetch f : fetches) {
-            if (f.staging != null) {
-                store.dram().release(f.staging);
-                f.staging = null;
-            }
+            f.reads.close();
         }
         for (LayerState s : layers) {
             if (s != null) {

@@ -1,6 +1,7 @@
 package io.kvoffload;
 
 import io.kvoffload.internal.decode.DramWindow;
+import io.kvoffload.internal.decode.StagedReads;
 import io.kvoffload.internal.dram.DramSlot;
 import io.kvoffload.internal.kvswap.CompressedKCache;
 import io.kvoffload.internal.kvswap.GroupPredictor;
@@ -10,12 +11,9 @@ import io.kvoffload.internal.sched.BucketScheduler;
 import io.kvoffload.internal.storage.GroupLayout;
 import io.kvoffload.internal.storage.GroupLayoutWriter;
 import io.kvoffload.internal.storage.Store;
-import io.kvoffload.internal.util.Checks;
 import io.kvoffload.spi.IoBatch;
 import io.kvoffload.workload.ElementCodec;
-import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
-import java.nio.ByteBuffer;
 import java.util.Arrays;
 import java.util.zip.CRC32C;
 
@@ -58,7 +56,6 @@ final class KvSwapLayer implements AutoCloseable {
     private final int stride;
     private final int groupBytes;
     private final boolean checksums;
-    private final long alignment;
 
     private final DramWindow window;
     private final CompressedKCache cache;
@@ -68,7 +65,6 @@ final class KvSwapLayer implements AutoCloseable {
     private final ReusePlan plan;
     private DramSlot reuseSlots;
     private final BucketScheduler scheduler;
-    private final CRC32C crc = new CRC32C();
     /** Flush full groups once this many tokens (a multiple of G) have left the local window; 0: never. */
     private final int rollTokens;
 
@@ -82,11 +78,7 @@ final class KvSwapLayer implements AutoCloseable {
     private int[] rowOf = new int[0];
     private int[] rowToken = new int[1024];
     private int generation;
-    private IoBatch batch;
-    private DramSlot staging;
-    private ByteBuffer stagingBytes;
-    private long[] runStaging = new long[64];
-    private int runs;
+    private final StagedReads reads;
     private long startNanos;
 
     // Counters (one thread).
@@ -113,7 +105,7 @@ final class KvSwapLayer implements AutoCloseable {
         this.stride = layout.stride();
         this.groupBytes = layout.groupBytes();
         this.checksums = store.config().checksums();
-        this.alignment = alignment;
+        this.reads = new StagedReads(store, alignment);
         int tokens = sequence.tokenCount(layer);
         int grouped = layout.groupedTokens();
         // The compressed K cache of the stored groups (rebuilt from the stored keys, see KvSequence.compressedKeys).
@@ -125,7 +117,7 @@ final class KvSwapLayer implements AutoCloseable {
         int start = Math.max(sinkEnd, Math.min(grouped, tokens - options.localWindow()));
         this.window = new DramWindow(store.dram(), half, sinkEnd, start, tokens - start + Math.max(options.localWindow(), g));
         try {
-            loadWindow(sinkEnd, start, tokens);
+            window.load(sequence, layer, tokens);
             // Full groups past the stored ones (a committed rolling buffer) are predicted as soon as the layer opens.
             projectFullGroups();
             int m = groupsFor(tokens);
@@ -156,26 +148,6 @@ final class KvSwapLayer implements AutoCloseable {
         // As Swarm's maintenance: batches of about a block, written off the fetch path; OFF keeps tokens in DRAM.
         this.rollTokens = options.maintenance() == DecodeOptions.Maintenance.OFF || !sequence.isWritable() ? 0
                 : (Math.max(sequence.blockTokens(), g) + g - 1) / g * g;
-    }
-
-    private void loadWindow(int sinkEnd, int start, int tokens) {
-        try (Arena a = Arena.ofConfined()) {
-            int count = tokens - start;
-            MemorySegment k = a.allocate(Math.max(1, (long) Math.max(count, sinkEnd) * half), 64);
-            MemorySegment v = a.allocate(k.byteSize(), 64);
-            if (sinkEnd > 0) {
-                sequence.read(layer, 0, sinkEnd, k, v);
-                for (int t = 0; t < sinkEnd; t++) {
-                    window.putSink(t, k, (long) t * half, v, (long) t * half);
-                }
-            }
-            if (count > 0) {
-                sequence.read(layer, start, count, k, v);
-                for (int i = 0; i < count; i++) {
-                    window.append(k, (long) i * half, v, (long) i * half);
-                }
-            }
-        }
     }
 
     DramWindow window() {
@@ -270,9 +242,7 @@ final class KvSwapLayer implements AutoCloseable {
         long t1 = System.nanoTime(); // I/O time runs from the submission, as KvDecoder's
         selectNanos += t1 - t0;
         startNanos = t1;
-        if (runs > 0) {
-            store.backend().submit(batch);
-        }
+        reads.submit();
         // While the SSDs work: rows DRAM holds (sinks, window, reuse hits).
         for (int r = 0; r < rows; r++) {
             int t = rowToken[r];
@@ -307,72 +277,39 @@ final class KvSwapLayer implements AutoCloseable {
 
     /** Plans the misses' reads (adjacent groups on a device merge) and fills the batch: one aligned read per run. */
     private void schedule(int misses) {
-        runs = 0;
+        reads.clear();
         if (misses == 0) {
             return;
         }
-        BucketScheduler sched = scheduler;
-        sched.plan(missGroups, misses, layout, null);
-        int n = sched.runs();
-        long need = 0;
-        for (int r = 0; r < n; r++) {
-            long start = sched.runOffset(r) & -alignment;
-            need += Checks.alignUp(sched.runOffset(r) + sched.runBytes(r), alignment) - start;
-        }
-        if (staging == null || staging.byteSize() < need) {
-            if (staging != null) {
-                store.dram().release(staging);
-                staging = null;
-            }
-            staging = store.dram().acquire(Long.highestOneBit(need - 1) << 1);
-            stagingBytes = staging.segment().asByteBuffer();
-        }
-        if (batch == null || batch.capacity() < n) {
-            batch = store.backend().newBatch(Math.max(n + n / 2, 64));
-        }
-        if (runStaging.length < n) {
-            runStaging = new long[Math.max(n, runStaging.length * 2)];
-        }
-        MemorySegment mem = staging.segment();
-        long o = 0;
-        for (int r = 0; r < n; r++) {
-            long start = sched.runOffset(r) & -alignment;
-            long len = Checks.alignUp(sched.runOffset(r) + sched.runBytes(r), alignment) - start;
-            batch.addRead(sched.runDevice(r), start, mem, o, len, r);
-            runStaging[r] = o + (sched.runOffset(r) - start);
-            o += len;
-        }
-        runs = n;
+        scheduler.plan(missGroups, misses, layout, null);
+        reads.fill(scheduler);
     }
 
     /** Waits for the reads, verifies every group and gathers it into the view and its reuse slot. */
     void finish(KvView view) {
-        if (runs == 0) {
+        if (reads.runs() == 0) {
             return;
         }
         boolean ok = false;
         try {
             try {
-                store.backend().await(batch);
+                reads.await();
             } finally {
                 ioNanos += System.nanoTime() - startNanos;
             }
             BucketScheduler sched = scheduler;
             int[] planned = sched.plannedEntries();
-            MemorySegment mem = staging.segment();
+            MemorySegment mem = reads.memory();
             int gen = generation;
-            for (int r = 0; r < runs; r++) {
+            for (int r = 0; r < reads.runs(); r++) {
                 int dev = sched.runDevice(r);
                 int first = sched.runFirst(r);
                 int n = sched.runEntries(r);
-                long len = batch.length(r);
-                bytesRead += len;
+                bytesRead += reads.length(r);
                 readRequests++;
-                store.stats().bytesRead[dev].add(len);
-                store.stats().reads[dev].increment();
                 for (int k = 0; k < n; k++) {
                     int grp = planned[first + k];
-                    long at = runStaging[r] + (long) k * stride;
+                    long at = reads.at(r) + (long) k * stride;
                     if (checksums) {
                         verify(grp, dev, at);
                     }
@@ -388,10 +325,7 @@ final class KvSwapLayer implements AutoCloseable {
                 // The slot table already names this step's misses as loaded: forget them all, never serve stale bytes.
                 reuse.clear(0);
             }
-            if (batch.pending() == 0) {
-                batch.clear();
-            }
-            runs = 0;
+            reads.clear();
         }
     }
 
@@ -410,11 +344,7 @@ final class KvSwapLayer implements AutoCloseable {
     }
 
     private void verify(int grp, int dev, long at) {
-        ByteBuffer b = stagingBytes;
-        b.limit((int) (at + groupBytes)).position((int) at);
-        crc.reset();
-        crc.update(b);
-        int actual = (int) crc.getValue();
+        int actual = reads.crc(at, groupBytes);
         if (actual != layout.groupCrc(grp)) {
             store.stats().checksumFailures.increment();
             throw new KvChecksumException(dev, store.devices().get(dev).directory().toString(), sequence.id(), layer,
@@ -512,10 +442,7 @@ final class KvSwapLayer implements AutoCloseable {
 
     @Override
     public void close() {
-        if (staging != null) {
-            store.dram().release(staging);
-            staging = null;
-        }
+        reads.close();
         if (reuseSlots != null) {
             store.dram().release(reuseSlots);
             reuseSlots = null;

@@ -64,6 +64,27 @@ public final class DramWindow implements AutoCloseable {
         capacity = cap;
     }
 
+    /** Reads the sinks and tokens {@code [start, end)} of {@code layer} from the sequence into the window. */
+    public void load(io.kvoffload.KvSequence sequence, int layer, int end) {
+        try (java.lang.foreign.Arena a = java.lang.foreign.Arena.ofConfined()) {
+            int count = end - start;
+            MemorySegment k = a.allocate(Math.max(1, (long) Math.max(count, sinkEnd) * half), 64);
+            MemorySegment v = a.allocate(k.byteSize(), 64);
+            if (sinkEnd > 0) {
+                sequence.read(layer, 0, sinkEnd, k, v);
+                for (int t = 0; t < sinkEnd; t++) {
+                    putSink(t, k, (long) t * half, v, (long) t * half);
+                }
+            }
+            if (count > 0) {
+                sequence.read(layer, start, count, k, v);
+                for (int i = 0; i < count; i++) {
+                    append(k, (long) i * half, v, (long) i * half);
+                }
+            }
+        }
+    }
+
     public int sinkEnd() {
         return sinkEnd;
     }
