@@ -4,6 +4,7 @@ import io.kvoffload.internal.cache.CostEffectiveness;
 import io.kvoffload.internal.decode.DramWindow;
 import io.kvoffload.internal.decode.HotClusterCache;
 import io.kvoffload.internal.decode.StagedReads;
+import io.kvoffload.internal.decode.ViewRows;
 import io.kvoffload.internal.sched.BucketScheduler;
 import io.kvoffload.internal.storage.ClusterLayout;
 import io.kvoffload.internal.storage.GroupLayout;
@@ -277,17 +278,14 @@ public final class KvDecoder implements AutoCloseable {
         final float[] aggregated = new float[shape.kvHeads() * shape.headDim()];
         final float[] key = new float[shape.kvHeads() * shape.headDim()];
         int[] activatedWindow = new int[256];
-        int[] stamp = new int[0];
-        int[] rowOf = new int[0];
-        int[] rowToken = new int[1024];
-        int generation;
+        final ViewRows viewRows = new ViewRows();
         long startNanos;
         KvView view;
         LayerState layer;
 
         @Override
         public void copyEntry(int token, MemorySegment dst, long offset) {
-            view.copyEntryTo(rowOf[token], dst, offset);
+            view.copyEntryTo(viewRows.row(token), dst, offset);
         }
     }
 
@@ -365,7 +363,7 @@ public final class KvDecoder implements AutoCloseable {
         KvView view = freeView(ls, layer);
         Fetch f = fetches[view.slot];
         long t0 = System.nanoTime();
-        int gen = beginRows(ls, f);
+        beginRows(ls, f);
         int rows = 0;
         int clustered = ls.layout == null ? 0 : ls.layout.clusteredTokens();
         if (f.concat.length < count) {
@@ -373,7 +371,7 @@ public final class KvDecoder implements AutoCloseable {
         }
         for (int i = 0; i < count; i++) {
             int t = positions[i];
-            rows = addRow(f, t, rows, gen);
+            rows = f.viewRows.add(t, rows);
             if (t < clustered) {
                 f.concat[f.concatSize++] = t; // residents are dropped by the scheduler (Eq. 8)
             }
@@ -416,19 +414,19 @@ public final class KvDecoder implements AutoCloseable {
 
     /**
      * Chooses the step's tokens: sinks, window, then clusters by medoid score until the budget.
-     * Fills f.rowToken/rowOf (one row per distinct token), f.concat (the chosen clusters' tokens,
+     * Fills f.viewRows (one row per distinct token), f.concat (the chosen clusters' tokens,
      * repeats kept, for the scheduler) and f.activated. Returns the row count.
      */
     private int select(LayerState ls, Fetch f, float[] query) {
         int tokens = ls.window.end();
-        int gen = beginRows(ls, f);
+        beginRows(ls, f);
         int rows = 0;
         DramWindow w = ls.window;
         for (int t = 0; t < w.sinkEnd(); t++) {
-            rows = addRow(f, t, rows, gen);
+            rows = f.viewRows.add(t, rows);
         }
         for (int t = w.start(); t < w.end(); t++) {
-            rows = addRow(f, t, rows, gen);
+            rows = f.viewRows.add(t, rows);
         }
         long budget = (long) Math.ceil(options.sparsity() * tokens);
         if (ls.layout == null || rows >= budget) {
@@ -469,43 +467,19 @@ public final class KvDecoder implements AutoCloseable {
             for (int e = from; e < from + size; e++) {
                 int t = cl.entryToken(e);
                 f.concat[f.concatSize++] = t;
-                rows = addRow(f, t, rows, gen);
+                rows = f.viewRows.add(t, rows);
             }
         }
         clustersSelected += f.activatedSize;
         return rows;
     }
 
-    /** Resets the step's row bookkeeping; returns the stamp generation that marks this step's rows. */
-    private static int beginRows(LayerState ls, Fetch f) {
-        int tokens = ls.window.end();
-        if (f.stamp.length < tokens) {
-            int n = Math.max(tokens, f.stamp.length + (f.stamp.length >> 1) + 1024);
-            f.stamp = new int[n];
-            f.rowOf = new int[n];
-            f.generation = 0;
-        }
-        if (++f.generation == Integer.MAX_VALUE) {
-            java.util.Arrays.fill(f.stamp, 0);
-            f.generation = 1;
-        }
+    /** Resets the step's rows, chosen clusters and activation threshold. */
+    private static void beginRows(LayerState ls, Fetch f) {
+        f.viewRows.begin(ls.window.end());
         f.concatSize = 0;
         f.activatedSize = 0;
         f.lastScore = Float.POSITIVE_INFINITY;
-        return f.generation;
-    }
-
-    private static int addRow(Fetch f, int t, int rows, int gen) {
-        if (f.stamp[t] == gen) {
-            return rows;
-        }
-        f.stamp[t] = gen;
-        f.rowOf[t] = rows;
-        if (rows == f.rowToken.length) {
-            f.rowToken = java.util.Arrays.copyOf(f.rowToken, rows * 2);
-        }
-        f.rowToken[rows] = t;
-        return rows + 1;
     }
 
     /** Plans the reads (Eq. 8, buckets, runs) and fills the batch: one aligned read per run into staging. */
@@ -524,7 +498,7 @@ public final class KvDecoder implements AutoCloseable {
         HotClusterCache cache = ls.cache;
         int rows = view.tokenCount;
         for (int r = 0; r < rows; r++) {
-            int t = f.rowToken[r];
+            int t = f.viewRows.token(r);
             if (w.contains(t)) {
                 view.putRow(r, t, w.keySegment(t), w.keyOffset(t), w.valueSegment(t), w.valueOffset(t));
                 tokensWindow++;
@@ -591,7 +565,7 @@ public final class KvDecoder implements AutoCloseable {
                 if (checksums) {
                     verify(f, cl, ls.layer, token, dev, sched.runOffset(r) + (long) k * entry, at);
                 }
-                view.putEntry(f.rowOf[token], token, mem, at);
+                view.putEntry(f.viewRows.row(token), token, mem, at);
             }
             tokensFetched += n;
         }

@@ -2,6 +2,7 @@ package io.kvoffload;
 
 import io.kvoffload.internal.decode.DramWindow;
 import io.kvoffload.internal.decode.StagedReads;
+import io.kvoffload.internal.decode.ViewRows;
 import io.kvoffload.internal.dram.DramSlot;
 import io.kvoffload.internal.kvswap.CompressedKCache;
 import io.kvoffload.internal.kvswap.GroupPredictor;
@@ -74,10 +75,8 @@ final class KvSwapLayer implements AutoCloseable {
     private int[] missGroups;
     private int[] missSlot; // reuse slot of group g's miss this step (valid where missStamp[g] == generation)
     private int[] missStamp;
-    private int[] stamp = new int[0];
-    private int[] rowOf = new int[0];
-    private int[] rowToken = new int[1024];
-    private int generation;
+    private final ViewRows viewRows = new ViewRows();
+    private int generation; // marks this step's misses in missStamp
     private final StagedReads reads;
     private long startNanos;
 
@@ -167,24 +166,18 @@ final class KvSwapLayer implements AutoCloseable {
     void start(KvView view, float[] query) {
         long t0 = System.nanoTime();
         int tokens = window.end();
-        if (stamp.length < tokens) {
-            int n = Math.max(tokens, stamp.length + (stamp.length >> 1) + 1024);
-            stamp = new int[n];
-            rowOf = new int[n];
-            generation = 0;
-        }
+        viewRows.begin(tokens);
         if (++generation == Integer.MAX_VALUE) {
-            Arrays.fill(stamp, 0);
             Arrays.fill(missStamp, 0);
             generation = 1;
         }
         int gen = generation;
         int rows = 0;
         for (int t = 0; t < window.sinkEnd(); t++) {
-            rows = addRow(t, rows, gen);
+            rows = viewRows.add(t, rows);
         }
         for (int t = window.start(); t < tokens; t++) {
-            rows = addRow(t, rows, gen);
+            rows = viewRows.add(t, rows);
         }
         int want = groupsFor(tokens);
         if (selected.length < want) {
@@ -205,7 +198,7 @@ final class KvSwapLayer implements AutoCloseable {
                 if (!window.contains(t)) {
                     io = true;
                 }
-                rows = addRow(t, rows, gen);
+                rows = viewRows.add(t, rows);
             }
             // A group wholly in DRAM (window, sinks, or appended since the layout was written) needs no read.
             if (io && grp < stored) {
@@ -245,7 +238,7 @@ final class KvSwapLayer implements AutoCloseable {
         reads.submit();
         // While the SSDs work: rows DRAM holds (sinks, window, reuse hits).
         for (int r = 0; r < rows; r++) {
-            int t = rowToken[r];
+            int t = viewRows.token(r);
             if (window.contains(t)) {
                 view.putRow(r, t, window.keySegment(t), window.keyOffset(t), window.valueSegment(t),
                         window.valueOffset(t));
@@ -262,18 +255,6 @@ final class KvSwapLayer implements AutoCloseable {
         }
     }
 
-    private int addRow(int t, int rows, int gen) {
-        if (stamp[t] == gen) {
-            return rows;
-        }
-        stamp[t] = gen;
-        rowOf[t] = rows;
-        if (rows == rowToken.length) {
-            rowToken = Arrays.copyOf(rowToken, rows * 2);
-        }
-        rowToken[rows] = t;
-        return rows + 1;
-    }
 
     /** Plans the misses' reads (adjacent groups on a device merge) and fills the batch: one aligned read per run. */
     private void schedule(int misses) {
@@ -336,7 +317,7 @@ final class KvSwapLayer implements AutoCloseable {
         for (int i = 0; i < g; i++) {
             int t = first + i;
             if (!window.contains(t)) {
-                view.putRow(rowOf[t], t, src, at + (long) i * half, src, at + (long) (g + i) * half);
+                view.putRow(viewRows.row(t), t, src, at + (long) i * half, src, at + (long) (g + i) * half);
                 n++;
             }
         }
