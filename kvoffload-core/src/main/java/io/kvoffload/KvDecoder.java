@@ -26,8 +26,10 @@ import org.slf4j.LoggerFactory;
  * engine hands a query to {@link #prefetch}, which scores it against the layer's medoid index,
  * takes clusters in score order until the token budget is filled, plans the reads with the bucket
  * scheduler (Eq. 8: each entry once, none that DRAM already holds, spread over the SSDs), submits
- * them in one batch and returns at once; {@link KvView#await()} then checks every entry's CRC32C
- * and gathers sinks, window, cached and fetched entries into the view.
+ * them in one batch and returns at once (reads the I/O ring has no room for wait in its backlog);
+ * {@link KvView#await()} then checks every entry's CRC32C and gathers it into the view as its read
+ * lands, while later reads are still in flight; sinks, window and cached entries are copied in
+ * while the SSDs work.
  *
  * <pre>{@code
  * try (KvDecoder dec = sequence.decoder(DecodeOptions.defaults())) {
@@ -521,12 +523,7 @@ public final class KvDecoder implements AutoCloseable {
             if (ls.kvswap != null) {
                 ls.kvswap.finish(view);
             } else if (f.reads.runs() > 0) {
-                try {
-                    f.reads.await();
-                } finally {
-                    ioNanos += System.nanoTime() - f.startNanos;
-                }
-                gatherRuns(ls, f, view);
+                gatherAsLanded(ls, f, view);
             }
             if (ls.cache != null && f.activatedSize > 0) {
                 ls.cache.step(f.activated, f.activatedSize, f);
@@ -543,32 +540,57 @@ public final class KvDecoder implements AutoCloseable {
         }
     }
 
-    private void gatherRuns(LayerState ls, Fetch f, KvView view) {
+    /**
+     * Verifies and gathers each run as soon as it lands, while later runs are still in flight (and
+     * the ring refills from this fetch's and the next fetch's backlog), so the CPU work of a fetch
+     * overlaps its own I/O instead of following it. A failure waits for the rest before it is thrown.
+     */
+    private void gatherAsLanded(LayerState ls, Fetch f, KvView view) {
+        StagedReads reads = f.reads;
+        int seen = 0;
+        try {
+            while (true) {
+                boolean finished = !reads.inFlight(); // read before landed(): then landed() is final
+                int landed = reads.landed();
+                for (; seen < landed; seen++) {
+                    gatherRun(ls, f, view, reads.landedRun(seen));
+                }
+                if (finished) {
+                    break;
+                }
+                reads.awaitLanded(seen);
+            }
+            ioNanos += System.nanoTime() - f.startNanos;
+            reads.await(); // throws a failed read (every read has finished), counts the device statistics
+        } catch (RuntimeException e) {
+            reads.drainAfter(e);
+            throw e;
+        }
+    }
+
+    private void gatherRun(LayerState ls, Fetch f, KvView view, int r) {
         BucketScheduler sched = f.scheduler;
-        ClusterLayout cl = ls.layout;
-        int[] planned = sched.plannedEntries();
         StagedReads reads = f.reads;
         MemorySegment mem = reads.memory();
-        for (int r = 0; r < reads.runs(); r++) {
-            int dev = sched.runDevice(r);
-            int first = sched.runFirst(r);
-            int n = sched.runEntries(r);
-            long len = reads.length(r);
-            bytesRead += len;
-            readRequests++;
-            int bucket = 63 - Long.numberOfLeadingZeros(len);
-            readSizeCount[bucket]++;
-            readSizeBytes[bucket] += len;
-            for (int k = 0; k < n; k++) {
-                int token = planned[first + k];
-                long at = reads.at(r) + (long) k * entry;
-                if (checksums) {
-                    verify(f, cl, ls.layer, token, dev, sched.runOffset(r) + (long) k * entry, at);
-                }
-                view.putEntry(f.viewRows.row(token), token, mem, at);
+        int[] planned = sched.plannedEntries();
+        int dev = sched.runDevice(r);
+        int first = sched.runFirst(r);
+        int n = sched.runEntries(r);
+        long len = reads.length(r);
+        bytesRead += len;
+        readRequests++;
+        int bucket = 63 - Long.numberOfLeadingZeros(len);
+        readSizeCount[bucket]++;
+        readSizeBytes[bucket] += len;
+        for (int k = 0; k < n; k++) {
+            int token = planned[first + k];
+            long at = reads.at(r) + (long) k * entry;
+            if (checksums) {
+                verify(f, ls.layout, ls.layer, token, dev, sched.runOffset(r) + (long) k * entry, at);
             }
-            tokensFetched += n;
+            view.putEntry(f.viewRows.row(token), token, mem, at);
         }
+        tokensFetched += n;
     }
 
     private void verify(Fetch f, ClusterLayout cl, int layer, int token, int dev, long fileOffset, long at) {

@@ -46,7 +46,9 @@ public final class CrashChild {
                     }
                 }
                 if (round % 4 == 3) {
-                    // Make room now and then, so deletions are also interrupted.
+                    // Make room now and then, so deletions are also interrupted. DELETING first: a
+                    // halt between the durable deletion and DELETED must not count as a lost commit.
+                    System.out.println("DELETING s" + seed + "-" + (round - 2));
                     engine.deleteSequence("s" + seed + "-" + (round - 2));
                     System.out.println("DELETED s" + seed + "-" + (round - 2));
                 }

@@ -62,8 +62,9 @@ class CrashRecoveryTest {
                     String[] f = line.split(" ");
                     if (f[0].equals("COMMITTED")) {
                         committed.put(f[1], Integer.parseInt(f[2]));
+                    } else if (f[0].equals("DELETING")) {
+                        committed.remove(f[1]); // from here on it may be gone; if visible it must be whole
                     } else if (f[0].equals("DELETED")) {
-                        committed.remove(f[1]);
                         deleted.add(f[1]);
                     }
                 }

@@ -37,6 +37,18 @@ public interface IoBackend extends AutoCloseable {
     /** Waits until every request of a submitted batch has finished; throws on the first failure. */
     void await(IoBatch batch);
 
+    /**
+     * Waits until more than {@code seen} requests of a submitted batch have completed successfully
+     * ({@link IoBatch#completedCount()}) or none is pending, and returns the completed count, so a
+     * caller can verify and copy early requests while later ones are still in flight. Failed
+     * requests are reported by the {@link #await} that must follow once none is pending. The
+     * default waits for the whole batch (and may then throw its failure).
+     */
+    default int awaitProgress(IoBatch batch, int seen) {
+        await(batch);
+        return batch.completedCount();
+    }
+
     /** Submits and waits. */
     default void execute(IoBatch batch) {
         submit(batch);

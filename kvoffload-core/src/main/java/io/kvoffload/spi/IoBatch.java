@@ -18,16 +18,23 @@ import java.util.concurrent.locks.LockSupport;
  *
  * <p>The arrays are allocated once, in the constructor; filling, submitting and completing a batch
  * allocates nothing on the heap (only a failure creates its exception).
+ *
+ * <p>Successful completions are also logged in the order they arrive ({@link #completedCount()},
+ * {@link #completedRequest(int)}), so a caller can consume requests while the rest of the batch is
+ * still in flight (see {@link IoBackend#awaitProgress}).
  */
 public final class IoBatch {
     public static final byte READ = 0;
     public static final byte WRITE = 1;
 
     private static final VarHandle PENDING;
+    private static final VarHandle LOGGED;
+    private static final VarHandle LOG_ENTRY = MethodHandles.arrayElementVarHandle(int[].class);
 
     static {
         try {
             PENDING = MethodHandles.lookup().findVarHandle(IoBatch.class, "pending", int.class);
+            LOGGED = MethodHandles.lookup().findVarHandle(IoBatch.class, "logged", int.class);
         } catch (ReflectiveOperationException e) {
             throw new ExceptionInInitializerError(e);
         }
@@ -42,11 +49,16 @@ public final class IoBatch {
     private final long[] bufferOffsets;
     private final long[] lengths;
     private final long[] tags;
+    /** Successfully completed request indices + 1, in completion order; 0 = slot reserved, not yet written. */
+    private final int[] completionLog;
     private int size;
 
     @SuppressWarnings("unused") // accessed through PENDING
     private volatile int pending;
+    @SuppressWarnings("unused") // accessed through LOGGED
+    private volatile int logged;
     private volatile Thread waiter;
+    private volatile Thread progressWaiter;
     private volatile KvIoException failure;
 
     public IoBatch(List<IoDevice> deviceList, int capacity) {
@@ -66,6 +78,7 @@ public final class IoBatch {
         bufferOffsets = new long[capacity];
         lengths = new long[capacity];
         tags = new long[capacity];
+        completionLog = new int[capacity];
     }
 
     public int capacity() {
@@ -211,11 +224,21 @@ public final class IoBatch {
         }
         failure = null;
         waiter = null;
+        progressWaiter = null;
+        java.util.Arrays.fill(completionLog, 0, Math.min(Math.max(n, size), completionLog.length), 0);
+        LOGGED.setVolatile(this, 0);
         PENDING.setVolatile(this, n);
     }
 
     /** Called by a backend when request {@code i} finished successfully. */
     public void completed(int i) {
+        // Logged before the count-down: whoever sees pending() == 0 sees every logged completion.
+        int k = (int) LOGGED.getAndAdd(this, 1);
+        LOG_ENTRY.setRelease(completionLog, k, i + 1);
+        Thread w = progressWaiter;
+        if (w != null) {
+            LockSupport.unpark(w);
+        }
         countDown();
     }
 
@@ -233,7 +256,55 @@ public final class IoBatch {
             if (w != null) {
                 LockSupport.unpark(w);
             }
+            w = progressWaiter;
+            if (w != null) {
+                LockSupport.unpark(w);
+            }
         }
+    }
+
+    /**
+     * Requests that completed successfully since the batch was submitted (failed ones are not
+     * counted; {@link IoBackend#await} reports them). Never decreases while the batch is in flight.
+     */
+    public int completedCount() {
+        return (int) LOGGED.getVolatile(this);
+    }
+
+    /**
+     * The request that completed {@code k}-th, for {@code k < completedCount()}: its data is in its
+     * buffer. Requests appear in the order the backend credited them.
+     */
+    public int completedRequest(int k) {
+        if (k < 0 || k >= completedCount()) {
+            throw new IndexOutOfBoundsException("completion " + k + " of " + completedCount() + " logged");
+        }
+        int v;
+        // A completer reserves the position before writing it: wait out that instant.
+        while ((v = (int) LOG_ENTRY.getAcquire(completionLog, k)) == 0) {
+            Thread.onSpinWait();
+        }
+        return v - 1;
+    }
+
+    /**
+     * Parks until more than {@code seen} requests completed or none is pending, for backends whose
+     * completions arrive on other threads; returns {@link #completedCount()}. Does not throw.
+     */
+    public int awaitProgress(int seen) {
+        progressWaiter = Thread.currentThread();
+        boolean interrupted = false;
+        while (completedCount() <= seen && pending() > 0) {
+            LockSupport.park(this);
+            if (Thread.interrupted()) {
+                interrupted = true;
+            }
+        }
+        progressWaiter = null;
+        if (interrupted) {
+            Thread.currentThread().interrupt();
+        }
+        return completedCount();
     }
 
     /** Completions still outstanding. */

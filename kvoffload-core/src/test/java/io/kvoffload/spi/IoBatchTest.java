@@ -58,4 +58,47 @@ class IoBatchTest {
             assertEquals(5, e.errno());
         }
     }
+
+    /** Successful completions are logged in arrival order, failures are not, and resubmission resets the log. */
+    @Test
+    void completionLogKeepsArrivalOrderAndResetsPerSubmission() throws Exception {
+        IoBatch b = new IoBatch(devices, 3);
+        try (Arena arena = Arena.ofConfined()) {
+            for (int i = 0; i < 3; i++) {
+                b.addRead(0, (long) i * 4096, arena.allocate(4096, 4096), i);
+            }
+            b.expectCompletions(3);
+            assertEquals(0, b.completedCount());
+            b.completed(2);
+            b.failed(1, 5, "boom", null);
+            assertEquals(1, b.completedCount());
+            assertEquals(2, b.completedRequest(0));
+            assertThrows(IndexOutOfBoundsException.class, () -> b.completedRequest(1));
+            b.completed(0);
+            assertEquals(2, b.completedCount());
+            assertEquals(0, b.completedRequest(1));
+            assertEquals(2, b.awaitProgress(1), "nothing pending: returns at once");
+            assertThrows(io.kvoffload.KvIoException.class, b::awaitCompletions);
+
+            b.expectCompletions(3);
+            assertEquals(0, b.completedCount(), "a new submission starts an empty log");
+            assertThrows(IndexOutOfBoundsException.class, () -> b.completedRequest(0));
+            // A completion on another thread wakes a caller parked for progress.
+            Thread t = Thread.ofPlatform().start(() -> {
+                try {
+                    Thread.sleep(50);
+                } catch (InterruptedException e) {
+                    return;
+                }
+                b.completed(1);
+            });
+            assertEquals(1, b.awaitProgress(0));
+            assertEquals(1, b.completedRequest(0));
+            t.join();
+            b.completed(0);
+            b.completed(2);
+            b.awaitCompletions();
+            assertEquals(3, b.completedCount());
+        }
+    }
 }

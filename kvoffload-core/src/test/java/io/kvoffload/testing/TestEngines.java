@@ -1,5 +1,6 @@
 package io.kvoffload.testing;
 
+import io.kvoffload.ClusterOptions;
 import io.kvoffload.KvConfig;
 import io.kvoffload.KvEngine;
 import io.kvoffload.KvSequence;
@@ -7,7 +8,9 @@ import io.kvoffload.KvShape;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.lang.foreign.Arena;
+import io.kvoffload.workload.SyntheticWorkload;
 import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -18,6 +21,36 @@ import java.util.stream.Stream;
 /** Helpers to build engines over temporary directories and to write and verify sequences. */
 public final class TestEngines {
     private TestEngines() {}
+
+    /**
+     * Creates sequence {@code id} with {@code tokens} tokens of {@code w} in every layer, clusters
+     * each layer from {@code profiled} queries (steps {@code firstStep..}) and commits it.
+     *
+     * @return per layer the K bytes and V bytes as stored, token-major, for {@link KvViews#assertBitExact}
+     */
+    public static byte[][][] storeClustered(KvEngine e, String id, SyntheticWorkload w, int tokens, int firstStep,
+            int profiled) {
+        KvShape shape = w.spec().shape();
+        byte[][][] expected = new byte[shape.layers()][2][];
+        try (KvSequence s = e.createSequence(id, shape); Arena a = Arena.ofConfined()) {
+            s.appendTokens(new int[tokens]);
+            MemorySegment k = a.allocate((long) tokens * shape.halfEntryBytes());
+            MemorySegment v = a.allocate((long) tokens * shape.halfEntryBytes());
+            for (int l = 0; l < shape.layers(); l++) {
+                w.writeKv(l, 0, tokens, shape.dtype(), k, v);
+                expected[l][0] = k.toArray(ValueLayout.JAVA_BYTE);
+                expected[l][1] = v.toArray(ValueLayout.JAVA_BYTE);
+                s.appendKv(l, k, v);
+                List<float[]> profile = new ArrayList<>();
+                for (int q = 0; q < profiled; q++) {
+                    profile.add(w.query(l, firstStep + q));
+                }
+                s.clusterLayerFromQueries(l, profile, ClusterOptions.defaults());
+            }
+            s.commit();
+        }
+        return expected;
+    }
 
     /** Creates {@code n} device directories under {@code root}. */
     public static List<Path> deviceDirs(Path root, int n) {

@@ -12,6 +12,8 @@ final class InflightBatch {
     int generation;
     int size;
     int remaining;
+    /** Requests handed to the SQ so far; the rest wait in the ring's backlog. */
+    int queued;
     int[] done = new int[0];
     int[] retries = new int[0];
 
@@ -27,6 +29,7 @@ final class InflightBatch {
         batch = b;
         size = n;
         remaining = n;
+        queued = 0;
         generation = (generation + 1) & 0xFFFF;
     }
 
@@ -34,5 +37,6 @@ final class InflightBatch {
         batch = null;
         size = 0;
         remaining = 0;
+        queued = 0;
     }
 }

@@ -223,6 +223,35 @@ public final class IoUringBackend implements IoBackend {
         }
     }
 
+    @Override
+    public int awaitProgress(IoBatch batch, int seen) {
+        Checks.notNull("batch", batch);
+        if (batch.pending() != 0 && batch.completedCount() <= seen) {
+            Ring mine = threadRing.get();
+            if (mine == null || !progressOn(mine, batch, seen)) {
+                for (Ring r : rings) {
+                    if (r != mine && progressOn(r, batch, seen)) {
+                        break;
+                    }
+                }
+            }
+            if (batch.pending() != 0 && batch.completedCount() <= seen) {
+                throw new IllegalStateException("batch has " + batch.pending()
+                        + " requests outstanding but is not in flight on this backend");
+            }
+        }
+        return batch.completedCount();
+    }
+
+    private static boolean progressOn(Ring ring, IoBatch batch, int seen) {
+        ring.lock.lock();
+        try {
+            return !ring.isClosed() && ring.awaitProgress(batch, seen);
+        } finally {
+            ring.lock.unlock();
+        }
+    }
+
     private static boolean awaitOn(Ring ring, IoBatch batch) {
         ring.lock.lock();
         try {

@@ -24,6 +24,10 @@ import org.slf4j.LoggerFactory;
  * also completes its neighbours' requests, and a batch never waits for a reaper that is not
  * running.
  *
+ * <p>A batch larger than the room left under {@code maxInflight} is not waited for in
+ * {@link #submit}: its remaining requests wait in a FIFO backlog, and every reap refills the SQ
+ * from it, so a caller can submit the next layer's batch behind the current one and return at once.
+ *
  * <p>user_data of every SQE: bits 63..48 the batch slot, 47..32 the slot's generation, 31..0 the
  * request index in the batch.
  */
@@ -45,6 +49,12 @@ final class Ring {
     private int inflight;
     private int slotsInUse;
     private int slotHint;
+    /** Slots with requests not yet queued, oldest submission first (a circular FIFO). */
+    private final int[] backlog;
+    private int backlogHead;
+    private int backlogSize;
+    /** Set while {@link #pump} runs: a reap inside it (the SQ was full) must not pump again. */
+    private boolean pumping;
     private boolean closed;
 
     // Statistics, read under the lock by IoUringBackend#stats.
@@ -67,6 +77,7 @@ final class Ring {
         this.backend = backend;
         this.maxInflight = config.maxInflight();
         this.slots = new InflightBatch[config.batchSlots()];
+        this.backlog = new int[config.batchSlots()];
         for (int i = 0; i < slots.length; i++) {
             slots[i] = new InflightBatch();
         }
@@ -142,29 +153,84 @@ final class Ring {
     // ---------------------------------------------------------------- submission
 
     /**
-     * Queues every request of {@code batch} and flushes them to the kernel, in as few submit calls
-     * as the SQ size allows. Blocks (reaping) only when the ring already has {@code maxInflight}
-     * requests in flight or all batch slots are taken.
+     * Starts {@code batch}: as many of its requests as fit under {@code maxInflight} are queued and
+     * flushed at once, the rest join the backlog that later reaps drain. Blocks (reaping) only when
+     * all batch slots are taken.
      */
     void submit(IoBatch batch) {
+        // Checked for every request before any is queued: a backlog request cannot fail this way later.
+        for (int i = 0; i < batch.size(); i++) {
+            if (batch.device(i) >= backend.deviceCount()) {
+                throw new IllegalArgumentException("request " + i + ": device = " + batch.device(i)
+                        + " is out of range for this backend; allowed: 0.." + (backend.deviceCount() - 1));
+            }
+        }
         int slot = acquireSlot();
         InflightBatch s = slots[slot];
         s.start(batch);
         slotsInUse++;
         batch.expectCompletions(s.size);
-        int i = 0;
+        backlog[(backlogHead + backlogSize++) % backlog.length] = slot;
+        pump();
+        flush();
+    }
+
+    /**
+     * Queues backlog requests, oldest batch first, while the ring has room. A request the SQ cannot
+     * take fails, with the rest of its batch, rather than the caller (who may be reaping for another
+     * batch).
+     */
+    private void pump() {
+        if (pumping) {
+            return;
+        }
+        pumping = true;
         try {
-            for (; i < s.size; i++) {
+            pumpBacklog();
+        } finally {
+            pumping = false;
+        }
+    }
+
+    private void pumpBacklog() {
+        while (backlogSize > 0 && inflight < maxInflight) {
+            int slot = backlog[backlogHead];
+            InflightBatch s = slots[slot];
+            IoBatch b = s.batch;
+            int i = s.queued++;
+            if (s.queued == s.size) {
+                backlogHead = (backlogHead + 1) % backlog.length;
+                backlogSize--;
+            }
+            try {
                 enqueue(slot, s, i);
+            } catch (RuntimeException e) {
+                LOG.debug("ring {}: queueing request {} failed", id, i, e);
+                finish(s, i, 0, "not submitted: " + e.getMessage());
+                abandonBacklog(b, "not submitted: " + e.getMessage());
             }
-            flush();
-        } catch (RuntimeException e) {
-            // Requests i.. were never queued: report them so await() does not wait for them.
-            // Those already queued complete normally.
-            for (int j = i; j < s.size && s.batch == batch; j++) {
-                finish(s, j, 0, "not submitted: " + e.getMessage());
+        }
+    }
+
+    /** Fails the unqueued requests of {@code batch} and drops it from the backlog. */
+    private void abandonBacklog(IoBatch batch, String why) {
+        for (int k = 0; k < backlogSize; k++) {
+            int at = (backlogHead + k) % backlog.length;
+            InflightBatch s = slots[backlog[at]];
+            if (s.batch != batch) {
+                continue;
             }
-            throw e;
+            // Close the gap in the FIFO before the batch can be released by its last failure.
+            for (int j = k; j < backlogSize - 1; j++) {
+                backlog[(backlogHead + j) % backlog.length] = backlog[(backlogHead + j + 1) % backlog.length];
+            }
+            backlogSize--;
+            int from = s.queued;
+            s.queued = s.size;
+            for (int j = from; j < s.size && s.batch == batch; j++) {
+                finish(s, j, 0, why);
+            }
+            return;
         }
     }
 
@@ -288,6 +354,11 @@ final class Ring {
             cq.seen();
             complete(userData, res);
         }
+        if (n > 0 && backlogSize > 0) {
+            // Queued only: the next submit_and_wait carries them, and every caller that leaves
+            // the ring flushes (submit, awaitProgress), so no SQE is left behind unsubmitted.
+            pump();
+        }
         return n;
     }
 
@@ -366,17 +437,31 @@ final class Ring {
      * @return false if {@code batch} is not in flight on this ring
      */
     boolean await(IoBatch batch) {
+        return awaitProgress(batch, Integer.MAX_VALUE);
+    }
+
+    /**
+     * Reaps (waiting when nothing is ready) until more than {@code seen} requests of {@code batch}
+     * completed successfully or the batch has finished.
+     *
+     * @return false if {@code batch} is not in flight on this ring
+     */
+    boolean awaitProgress(IoBatch batch, int seen) {
         int slot = findSlot(batch);
         if (slot < 0) {
             return false;
         }
         InflightBatch s = slots[slot];
         int generation = s.generation;
-        while (s.batch == batch && s.generation == generation) {
+        while (s.batch == batch && s.generation == generation && batch.completedCount() <= seen) {
             if (reap() == 0) {
-                waitForCompletions(s.remaining);
+                // With a backlog, wake on the first completions so the SQ is refilled (as fio does
+                // with iodepth_batch_complete_min=1); otherwise wait for what this caller needs.
+                int want = backlogSize > 0 ? 1 : seen == Integer.MAX_VALUE ? s.remaining : 1;
+                waitForCompletions(want);
             }
         }
+        flush(); // the refills the last reap queued
         return true;
     }
 

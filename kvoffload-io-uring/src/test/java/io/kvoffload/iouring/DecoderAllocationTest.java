@@ -2,7 +2,6 @@ package io.kvoffload.iouring;
 
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.kvoffload.ClusterOptions;
 import io.kvoffload.DType;
 import io.kvoffload.DecodeOptions;
 import io.kvoffload.KvConfig;
@@ -14,8 +13,6 @@ import io.kvoffload.KvView;
 import io.kvoffload.testing.TestEngines;
 import io.kvoffload.workload.SyntheticWorkload;
 import io.kvoffload.workload.WorkloadSpec;
-import java.lang.foreign.Arena;
-import java.lang.foreign.MemorySegment;
 import java.lang.management.ManagementFactory;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -50,21 +47,7 @@ class DecoderAllocationTest {
         SyntheticWorkload w = new SyntheticWorkload(WorkloadSpec.builder(SHAPE, TOKENS).seed(5).build());
         KvConfig cfg = TestEngines.config(TestEngines.deviceDirs(dir, 2), "io_uring").build();
         try (KvEngine e = KvEngine.open(cfg)) {
-            try (KvSequence s = e.createSequence("a", SHAPE); Arena a = Arena.ofConfined()) {
-                s.appendTokens(new int[TOKENS]);
-                MemorySegment k = a.allocate((long) TOKENS * SHAPE.halfEntryBytes());
-                MemorySegment v = a.allocate((long) TOKENS * SHAPE.halfEntryBytes());
-                for (int l = 0; l < SHAPE.layers(); l++) {
-                    w.writeKv(l, 0, TOKENS, SHAPE.dtype(), k, v);
-                    s.appendKv(l, k, v);
-                    List<float[]> profile = new ArrayList<>();
-                    for (int q = 0; q < 32; q++) {
-                        profile.add(w.query(l, 100 + q));
-                    }
-                    s.clusterLayerFromQueries(l, profile, ClusterOptions.defaults());
-                }
-                s.commit();
-            }
+            TestEngines.storeClustered(e, "a", w, TOKENS, 100, 32);
             float[][][] queries = new float[16][SHAPE.layers()][];
             for (int q = 0; q < queries.length; q++) {
                 for (int l = 0; l < SHAPE.layers(); l++) {

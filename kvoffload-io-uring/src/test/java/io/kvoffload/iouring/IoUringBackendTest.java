@@ -3,6 +3,7 @@ package io.kvoffload.iouring;
 import static io.kvoffload.iouring.IoUringTestSupport.ALIGN;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -209,6 +210,91 @@ class IoUringBackendTest {
             IoUringStats s = backend.stats();
             assertEquals(n, s.completions());
             assertTrue(s.submitCalls() + s.waitCalls() >= n / 12, "the ring was refilled as it drained: " + s);
+        }
+    }
+
+    /**
+     * Two batches far larger than the ring submitted back to back: submit returns without waiting
+     * (the rest waits in the backlog), awaitProgress hands out every request exactly once, oldest
+     * batch first, and the data is the file's.
+     */
+    @Test
+    void submitReturnsAtOnceAndProgressReportsEveryRequestOnce() throws Exception {
+        List<IoDevice> devices = IoUringTestSupport.devices(dir, 2, DEVICE_BYTES, 23);
+        IoUringConfig tiny = IoUringConfig.defaults(OPTIONS, 2).withSqEntries(4, 4);
+        try (IoUringBackend backend = open(devices, tiny); Arena arena = Arena.ofConfined()) {
+            int n = 200;
+            IoBatch a = backend.newBatch(n);
+            IoBatch b = backend.newBatch(n);
+            MemorySegment bufA = IoUringTestSupport.buffer(arena, (long) n * ALIGN);
+            MemorySegment bufB = IoUringTestSupport.buffer(arena, (long) n * ALIGN);
+            for (int i = 0; i < n; i++) {
+                a.addRead(i % 2, (long) (i / 2) * ALIGN, bufA, (long) i * ALIGN, ALIGN, i);
+                b.addRead((i + 1) % 2, (long) (i / 2) * ALIGN, bufB, (long) i * ALIGN, ALIGN, i);
+            }
+            backend.submit(a);
+            // Nothing is reaped inside submit, so at most the 4 queued requests can have been credited.
+            assertEquals(n, a.pending(), "submit must not wait for the batch to drain into the ring");
+            backend.submit(b);
+            assertEquals(n, b.pending());
+            boolean[] seen = new boolean[n];
+            int done = 0;
+            int calls = 0;
+            while (done < n) {
+                int now = backend.awaitProgress(a, done);
+                assertTrue(now > done, "progress after " + done + " of " + n);
+                for (; done < now; done++) {
+                    int r = a.completedRequest(done);
+                    assertFalse(seen[r], "request " + r + " reported twice");
+                    seen[r] = true;
+                    assertArrayEquals(IoUringTestSupport.readFile(devices.get(r % 2).poolFile(), (long) (r / 2) * ALIGN,
+                            ALIGN), bufA.asSlice((long) r * ALIGN, ALIGN).toArray(ValueLayout.JAVA_BYTE), "request " + r);
+                }
+                calls++;
+            }
+            assertTrue(calls > 1, "a batch 50× the ring arrives in more than one piece");
+            assertEquals(0, a.pending());
+            backend.await(a);
+            backend.await(b);
+            assertEquals(n, b.completedCount());
+            for (int i = 0; i < n; i += 7) {
+                assertArrayEquals(IoUringTestSupport.readFile(devices.get((i + 1) % 2).poolFile(), (long) (i / 2) * ALIGN,
+                        ALIGN), bufB.asSlice((long) i * ALIGN, ALIGN).toArray(ValueLayout.JAVA_BYTE), "b " + i);
+            }
+            assertThrows(IndexOutOfBoundsException.class, () -> a.completedRequest(n));
+        }
+    }
+
+    /** A failed request is not logged as completed; awaitProgress returns, await then reports it. */
+    @Test
+    void progressSkipsFailedRequestsAndAwaitReportsThem() throws Exception {
+        List<IoDevice> devices = IoUringTestSupport.devices(dir, 2, DEVICE_BYTES, 29);
+        IoUringConfig tiny = IoUringConfig.defaults(OPTIONS, 2).withSqEntries(2, 2);
+        try (IoUringBackend backend = open(devices, tiny); Arena arena = Arena.ofConfined()) {
+            try (RandomAccessFile raf = new RandomAccessFile(devices.get(1).poolFile().toFile(), "rw")) {
+                raf.setLength(4 * ALIGN);
+            }
+            int n = 12;
+            IoBatch batch = backend.newBatch(n);
+            MemorySegment buf = IoUringTestSupport.buffer(arena, (long) n * ALIGN);
+            for (int i = 0; i < n; i++) {
+                // Requests 5 and 9 lie past the end of the truncated device 1.
+                int dev = i == 5 || i == 9 ? 1 : 0;
+                long off = dev == 1 ? 100 * ALIGN : (long) i * ALIGN;
+                batch.addRead(dev, off, buf, (long) i * ALIGN, ALIGN, i);
+            }
+            backend.submit(batch);
+            int done = 0;
+            while (batch.pending() > 0) {
+                done = backend.awaitProgress(batch, done);
+            }
+            assertEquals(n - 2, batch.completedCount(), "the two failed reads are not logged as completed");
+            for (int k = 0; k < batch.completedCount(); k++) {
+                int r = batch.completedRequest(k);
+                assertTrue(r != 5 && r != 9, "failed request " + r + " logged");
+            }
+            KvIoException e = assertThrows(KvIoException.class, () -> backend.await(batch));
+            assertEquals(1, e.device());
         }
     }
 

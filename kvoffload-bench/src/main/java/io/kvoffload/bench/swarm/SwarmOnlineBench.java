@@ -89,6 +89,13 @@ public final class SwarmOnlineBench implements Callable<Integer> {
             + " per device (default: ${DEFAULT-VALUE}).")
     int queueDepth;
 
+    /** Parts of the report. */
+    enum Section { ABLATIONS, CACHES, BANDWIDTH }
+
+    @Option(names = "--sections", split = ",", defaultValue = "ABLATIONS,CACHES,BANDWIDTH",
+            description = "Parts to run, any of ${COMPLETION-CANDIDATES} (default: ${DEFAULT-VALUE}).")
+    java.util.EnumSet<Section> sections;
+
     @Option(names = "--no-progress", description = "No progress bar.")
     boolean noProgress;
 
@@ -127,7 +134,9 @@ public final class SwarmOnlineBench implements Callable<Integer> {
         }
         KvConfig cfg = builder.build();
         int modes = DecodeOptions.Scheduling.values().length;
-        long work = 2 + (long) modes + 2L * cacheBudgets.length + (deviceModel.equals("none") ? 2L * (rounds + 1) : 0);
+        long work = 2 + (sections.contains(Section.ABLATIONS) ? modes : 0)
+                + (sections.contains(Section.CACHES) ? 2L * cacheBudgets.length : 0)
+                + (deviceModel.equals("none") && sections.contains(Section.BANDWIDTH) ? 2L * (rounds + 1) : 0);
         try (KvEngine engine = KvEngine.open(cfg);
                 ProgressBar bar = noProgress ? null : new ProgressBarBuilder().setTaskName("swarm-online")
                         .setInitialMax(work).setStyle(ProgressBarStyle.ASCII).setUpdateIntervalMillis(500)
@@ -140,9 +149,15 @@ public final class SwarmOnlineBench implements Callable<Integer> {
                     + " stored in %.1f s, clustered (64 profiled queries per layer) in %.1f s.%n%n", layers, tokens, QUERY_HEADS, KV_HEADS, HEAD_DIM,
                     shape.entryBytes(), devices, engine.stats().ioBackend(), sparsity * 100, steps,
                     storeNanos / 1e9, clusterNanos / 1e9);
-            ablations(engine, out, bar);
-            caches(engine, out, bar, layerBytes);
-            if (deviceModel.equals("none")) {
+            if (sections.contains(Section.ABLATIONS)) {
+                ablations(engine, out, bar);
+            }
+            if (sections.contains(Section.CACHES)) {
+                caches(engine, out, bar, layerBytes);
+            }
+            if (!sections.contains(Section.BANDWIDTH)) {
+                // nothing more to report
+            } else if (deviceModel.equals("none")) {
                 bandwidth(engine, out, bar, dirs);
             } else {
                 out.printf("(Bandwidth against fio skipped: the devices are simulated.)%n");
@@ -336,7 +351,7 @@ public final class SwarmOnlineBench implements Callable<Integer> {
         double fm = median(fio);
         out.printf("## Decode fetch bandwidth against fio%n%n");
         out.printf("Decode: %d steps × %d layers, %d layer fetches always in flight, no cache; fio: randread, io_uring,"
-                + " O_DIRECT, iodepth %d, bssplit %s (the decode's request-size mix, mean %.1f KiB), the same %d"
+                + " O_DIRECT, registered files and buffers, best of two submit batchings, iodepth %d, bssplit %s (the decode's request-size mix, mean %.1f KiB), the same %d"
                 + " pool files (first %d MiB of each), %d s per run; %d paired rounds after one unreported"
                 + " warm-up round.%n%n", steps, layers, inFlight, depth,
                 bssplit, meanKib, dirs.size(), fileSize >> 20, fioSeconds, rounds);
@@ -345,7 +360,12 @@ public final class SwarmOnlineBench implements Callable<Integer> {
         for (int i = 0; i < decode.size(); i++) {
             out.printf("| %d | %.0f | %.0f | %.2f |%n", i + 1, decode.get(i), fio.get(i), decode.get(i) / fio.get(i));
         }
+        List<Double> ratios = new ArrayList<>();
+        for (int i = 0; i < decode.size(); i++) {
+            ratios.add(decode.get(i) / fio.get(i));
+        }
         out.printf("| median | %.0f | %.0f | %.2f |%n%n", dm, fm, dm / fm);
+        out.printf("Median of the per-round ratios: %.2f.%n%n", median(ratios));
     }
 
     static String bssplit(DecodeStats st) {

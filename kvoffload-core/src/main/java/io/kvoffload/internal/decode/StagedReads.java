@@ -92,6 +92,43 @@ public final class StagedReads implements AutoCloseable {
         }
     }
 
+    /**
+     * Waits until more than {@code seen} runs have landed in staging or none is in flight, and
+     * returns how many have landed (see {@link #landedRun}). Failures are left to {@link #await}.
+     */
+    public int awaitLanded(int seen) {
+        return runs == 0 ? 0 : store.backend().awaitProgress(batch, seen);
+    }
+
+    /** Runs landed so far. */
+    public int landed() {
+        return runs == 0 ? 0 : batch.completedCount();
+    }
+
+    /** The run that landed {@code k}-th ({@code k < landed()}): its bytes are in staging. */
+    public int landedRun(int k) {
+        return batch.completedRequest(k); // one request per run, added in run order
+    }
+
+    /** Whether some run is still in flight. */
+    public boolean inFlight() {
+        return runs > 0 && batch.pending() != 0;
+    }
+
+    /**
+     * Waits for whatever is still in flight after {@code cause} interrupted the gathering, so the
+     * staging slot is not reused under the kernel; a read failure is added to {@code cause}.
+     */
+    public void drainAfter(RuntimeException cause) {
+        if (inFlight()) {
+            try {
+                await();
+            } catch (RuntimeException e) {
+                cause.addSuppressed(e);
+            }
+        }
+    }
+
     /** Bytes run {@code r} transferred (its aligned read). */
     public long length(int r) {
         return batch.length(r);

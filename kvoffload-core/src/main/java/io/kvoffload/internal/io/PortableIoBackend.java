@@ -123,6 +123,11 @@ final class PortableIoBackend implements IoBackend {
     }
 
     @Override
+    public int awaitProgress(IoBatch batch, int seen) {
+        return batch.awaitProgress(seen);
+    }
+
+    @Override
     public void await(IoBatch batch) {
         batch.awaitCompletions();
     }
