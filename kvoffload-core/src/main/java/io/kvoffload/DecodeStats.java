@@ -5,7 +5,8 @@ package io.kvoffload;
  *
  * @param steps fetches completed (one per layer per decoding step)
  * @param selectNanos time spent scoring, selecting and scheduling, before the batch was submitted
- * @param ioNanos time from submission until the reads completed (as seen by {@link KvView#await()})
+ * @param ioNanos time from submission until the last read completed (as seen by {@link KvView#await()},
+ *     which verifies and gathers the earlier reads meanwhile)
  * @param bytesRead bytes read from the SSDs
  * @param readRequests reads submitted (each a run of adjacent entries on one SSD)
  * @param tokensFetched entries read from the SSDs

@@ -264,7 +264,7 @@ public final class KvDecoder implements AutoCloseable {
     // ------------------------------------------------------------------ one fetch
 
     /** Working state of one pipeline slot: everything a step needs, allocated once and grown rarely. */
-    private final class Fetch implements HotClusterCache.TokenSource {
+    private final class Fetch implements HotClusterCache.TokenSource, StagedReads.RunSink {
         final BucketScheduler scheduler = new BucketScheduler(store.devices().size(), entry,
                 Math.max(1, (256 << 10) / entry), mode(options.scheduling()));
         final StagedReads reads = new StagedReads(store, alignment);
@@ -288,6 +288,11 @@ public final class KvDecoder implements AutoCloseable {
         @Override
         public void copyEntry(int token, MemorySegment dst, long offset) {
             view.copyEntryTo(viewRows.row(token), dst, offset);
+        }
+
+        @Override
+        public void landed(int run) {
+            gatherRun(layer, this, view, run);
         }
     }
 
@@ -523,7 +528,8 @@ public final class KvDecoder implements AutoCloseable {
             if (ls.kvswap != null) {
                 ls.kvswap.finish(view);
             } else if (f.reads.runs() > 0) {
-                gatherAsLanded(ls, f, view);
+                // Each run is verified and gathered as it lands, overlapping the fetch's later reads.
+                ioNanos += f.reads.gatherAsLanded(f) - f.startNanos;
             }
             if (ls.cache != null && f.activatedSize > 0) {
                 ls.cache.step(f.activated, f.activatedSize, f);
@@ -537,34 +543,6 @@ public final class KvDecoder implements AutoCloseable {
             f.reads.clear();
             ls.inFlight = false;
             view.state = ok ? KvView.State.READY : KvView.State.FREE;
-        }
-    }
-
-    /**
-     * Verifies and gathers each run as soon as it lands, while later runs are still in flight (and
-     * the ring refills from this fetch's and the next fetch's backlog), so the CPU work of a fetch
-     * overlaps its own I/O instead of following it. A failure waits for the rest before it is thrown.
-     */
-    private void gatherAsLanded(LayerState ls, Fetch f, KvView view) {
-        StagedReads reads = f.reads;
-        int seen = 0;
-        try {
-            while (true) {
-                boolean finished = !reads.inFlight(); // read before landed(): then landed() is final
-                int landed = reads.landed();
-                for (; seen < landed; seen++) {
-                    gatherRun(ls, f, view, reads.landedRun(seen));
-                }
-                if (finished) {
-                    break;
-                }
-                reads.awaitLanded(seen);
-            }
-            ioNanos += System.nanoTime() - f.startNanos;
-            reads.await(); // throws a failed read (every read has finished), counts the device statistics
-        } catch (RuntimeException e) {
-            reads.drainAfter(e);
-            throw e;
         }
     }
 

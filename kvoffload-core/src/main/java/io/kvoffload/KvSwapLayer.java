@@ -79,6 +79,9 @@ final class KvSwapLayer implements AutoCloseable {
     private int generation; // marks this step's misses in missStamp
     private final StagedReads reads;
     private long startNanos;
+    /** The view runs land into during {@link #finish}; one sink made once, so finishing allocates nothing. */
+    private KvView landingView;
+    private final StagedReads.RunSink sink = this::landed;
 
     // Counters (one thread).
     long selectNanos;
@@ -266,47 +269,47 @@ final class KvSwapLayer implements AutoCloseable {
         reads.fill(scheduler);
     }
 
-    /** Waits for the reads, verifies every group and gathers it into the view and its reuse slot. */
+    /** Waits for the reads, verifies every group and gathers it into the view and its reuse slot as it lands. */
     void finish(KvView view) {
         if (reads.runs() == 0) {
             return;
         }
         boolean ok = false;
         try {
-            try {
-                reads.await();
-            } finally {
-                ioNanos += System.nanoTime() - startNanos;
-            }
-            BucketScheduler sched = scheduler;
-            int[] planned = sched.plannedEntries();
-            MemorySegment mem = reads.memory();
-            int gen = generation;
-            for (int r = 0; r < reads.runs(); r++) {
-                int dev = sched.runDevice(r);
-                int first = sched.runFirst(r);
-                int n = sched.runEntries(r);
-                bytesRead += reads.length(r);
-                readRequests++;
-                for (int k = 0; k < n; k++) {
-                    int grp = planned[first + k];
-                    long at = reads.at(r) + (long) k * stride;
-                    if (checksums) {
-                        verify(grp, dev, at);
-                    }
-                    tokensFetched += putGroup(view, grp, mem, at);
-                    if (missStamp[grp] == gen && missSlot[grp] >= 0) {
-                        MemorySegment.copy(mem, at, reuseSlots.segment(), (long) missSlot[grp] * stride, groupBytes);
-                    }
-                }
-            }
+            landingView = view;
+            ioNanos += reads.gatherAsLanded(sink) - startNanos;
             ok = true;
         } finally {
+            landingView = null;
             if (!ok && reuse != null) {
                 // The slot table already names this step's misses as loaded: forget them all, never serve stale bytes.
                 reuse.clear(0);
             }
             reads.clear();
+        }
+    }
+
+    /** Run {@code r} landed: verify its groups, copy them into the view and their reuse slots. */
+    private void landed(int r) {
+        BucketScheduler sched = scheduler;
+        int[] planned = sched.plannedEntries();
+        MemorySegment mem = reads.memory();
+        int gen = generation;
+        int dev = sched.runDevice(r);
+        int first = sched.runFirst(r);
+        int n = sched.runEntries(r);
+        bytesRead += reads.length(r);
+        readRequests++;
+        for (int k = 0; k < n; k++) {
+            int grp = planned[first + k];
+            long at = reads.at(r) + (long) k * stride;
+            if (checksums) {
+                verify(grp, dev, at);
+            }
+            tokensFetched += putGroup(landingView, grp, mem, at);
+            if (missStamp[grp] == gen && missSlot[grp] >= 0) {
+                MemorySegment.copy(mem, at, reuseSlots.segment(), (long) missSlot[grp] * stride, groupBytes);
+            }
         }
     }
 

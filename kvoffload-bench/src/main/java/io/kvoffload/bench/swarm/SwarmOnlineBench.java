@@ -303,6 +303,9 @@ public final class SwarmOnlineBench implements Callable<Integer> {
         DecodeOptions o = DecodeOptions.builder().sparsity(sparsity).cacheBytes(0).pipelineDepth(inFlight + 1).build();
         List<Double> decode = new ArrayList<>();
         List<Double> fio = new ArrayList<>();
+        List<Double> wallMs = new ArrayList<>();
+        List<Double> selectMs = new ArrayList<>();
+        List<Double> busyShare = new ArrayList<>();
         String bssplit = null;
         int depth = 0;
         double meanKib = 0;
@@ -314,6 +317,8 @@ public final class SwarmOnlineBench implements Callable<Integer> {
             try (KvSequence s = engine.openSequence("bench"); KvDecoder d = s.decoder(o)) {
                 warmUp(d);
                 DecodeStats warm = d.stats();
+                var threads = java.lang.management.ManagementFactory.getThreadMXBean();
+                long cpu0 = threads.getCurrentThreadCpuTime();
                 long t = System.nanoTime();
                 // Fetch i is (step i / layers, layer i % layers); two stay in flight while the oldest is consumed.
                 int total = steps * layers;
@@ -328,9 +333,13 @@ public final class SwarmOnlineBench implements Callable<Integer> {
                     pending.poll().await().close();
                 }
                 double seconds = (System.nanoTime() - t) / 1e9;
+                double busy = (threads.getCurrentThreadCpuTime() - cpu0) / 1e9 / seconds;
                 DecodeStats st = d.stats().since(warm);
                 if (round > 0) {
                     decode.add(st.bytesRead() / seconds / (1 << 20));
+                    wallMs.add(seconds * 1e3 / st.steps());
+                    selectMs.add(st.selectNanos() / 1e6 / st.steps());
+                    busyShare.add(busy);
                 }
                 if (bssplit == null) {
                     bssplit = bssplit(st);
@@ -365,7 +374,10 @@ public final class SwarmOnlineBench implements Callable<Integer> {
             ratios.add(decode.get(i) / fio.get(i));
         }
         out.printf("| median | %.0f | %.0f | %.2f |%n%n", dm, fm, dm / fm);
-        out.printf("Median of the per-round ratios: %.2f.%n%n", median(ratios));
+        out.printf("Median of the per-round ratios: %.2f. Per fetch (medians over rounds): %.2f ms of wall time,"
+                + " of which %.2f ms selecting and scheduling on the calling thread; that thread was on a CPU"
+                + " %.0f%% of the time (user + kernel, io_uring work included).%n%n", median(ratios),
+                median(wallMs), median(selectMs), 100 * median(busyShare));
     }
 
     static String bssplit(DecodeStats st) {

@@ -92,40 +92,52 @@ public final class StagedReads implements AutoCloseable {
         }
     }
 
-    /**
-     * Waits until more than {@code seen} runs have landed in staging or none is in flight, and
-     * returns how many have landed (see {@link #landedRun}). Failures are left to {@link #await}.
-     */
-    public int awaitLanded(int seen) {
-        return runs == 0 ? 0 : store.backend().awaitProgress(batch, seen);
-    }
-
-    /** Runs landed so far. */
-    public int landed() {
-        return runs == 0 ? 0 : batch.completedCount();
-    }
-
-    /** The run that landed {@code k}-th ({@code k < landed()}): its bytes are in staging. */
-    public int landedRun(int k) {
-        return batch.completedRequest(k); // one request per run, added in run order
-    }
-
-    /** Whether some run is still in flight. */
-    public boolean inFlight() {
-        return runs > 0 && batch.pending() != 0;
+    /** Takes each run of a fetch as it lands. */
+    @FunctionalInterface
+    public interface RunSink {
+        /** Run {@code r}'s bytes are in staging at {@link #at(int)}; verify and copy them. */
+        void landed(int r);
     }
 
     /**
-     * Waits for whatever is still in flight after {@code cause} interrupted the gathering, so the
-     * staging slot is not reused under the kernel; a read failure is added to {@code cause}.
+     * Waits for the reads, handing each run to {@code sink} as soon as it lands while later runs
+     * are still in flight (each wait also refills the backend's queue), so verifying and copying a
+     * fetch overlaps its own I/O. Then reports a failed read and counts the device statistics. If
+     * the sink or a read fails, the reads still in flight are waited for before the exception
+     * leaves, so the staging slot is never reused under the kernel.
+     *
+     * @return {@link System#nanoTime()} when the last read was seen complete
      */
-    public void drainAfter(RuntimeException cause) {
-        if (inFlight()) {
-            try {
-                await();
-            } catch (RuntimeException e) {
-                cause.addSuppressed(e);
+    public long gatherAsLanded(RunSink sink) {
+        if (runs == 0) {
+            return System.nanoTime();
+        }
+        int seen = 0;
+        long doneAt;
+        try {
+            while (true) {
+                boolean finished = batch.pending() == 0; // read before completedCount(): then it is final
+                doneAt = finished ? System.nanoTime() : 0;
+                int landed = batch.completedCount();
+                for (; seen < landed; seen++) {
+                    sink.landed(batch.completedRequest(seen)); // one request per run, added in run order
+                }
+                if (finished) {
+                    break;
+                }
+                store.backend().awaitProgress(batch, seen);
             }
+            await();
+            return doneAt;
+        } catch (RuntimeException e) {
+            if (batch.pending() != 0) {
+                try {
+                    await();
+                } catch (RuntimeException io) {
+                    e.addSuppressed(io);
+                }
+            }
+            throw e;
         }
     }
 
