@@ -58,7 +58,8 @@ public final class IoBatch {
     @SuppressWarnings("unused") // accessed through LOGGED
     private volatile int logged;
     private volatile Thread waiter;
-    private volatile Thread progressWaiter;
+    /** The waiter wakes once more than this many requests completed; MAX_VALUE: only when none is pending. */
+    private volatile int waitSeen = Integer.MAX_VALUE;
     private volatile KvIoException failure;
 
     public IoBatch(List<IoDevice> deviceList, int capacity) {
@@ -224,7 +225,7 @@ public final class IoBatch {
         }
         failure = null;
         waiter = null;
-        progressWaiter = null;
+        waitSeen = Integer.MAX_VALUE;
         java.util.Arrays.fill(completionLog, 0, Math.min(Math.max(n, size), completionLog.length), 0);
         LOGGED.setVolatile(this, 0);
         PENDING.setVolatile(this, n);
@@ -235,9 +236,11 @@ public final class IoBatch {
         // Logged before the count-down: whoever sees pending() == 0 sees every logged completion.
         int k = (int) LOGGED.getAndAdd(this, 1);
         LOG_ENTRY.setRelease(completionLog, k, i + 1);
-        Thread w = progressWaiter;
-        if (w != null) {
-            LockSupport.unpark(w);
+        if (k >= waitSeen) {
+            Thread w = waiter;
+            if (w != null) {
+                LockSupport.unpark(w);
+            }
         }
         countDown();
     }
@@ -253,10 +256,6 @@ public final class IoBatch {
     private void countDown() {
         if ((int) PENDING.getAndAdd(this, -1) == 1) {
             Thread w = waiter;
-            if (w != null) {
-                LockSupport.unpark(w);
-            }
-            w = progressWaiter;
             if (w != null) {
                 LockSupport.unpark(w);
             }
@@ -292,19 +291,27 @@ public final class IoBatch {
      * completions arrive on other threads; returns {@link #completedCount()}. Does not throw.
      */
     public int awaitProgress(int seen) {
-        progressWaiter = Thread.currentThread();
+        parkUntil(seen);
+        return completedCount();
+    }
+
+    /** Parks until more than {@code seen} requests completed or none is pending. */
+    private void parkUntil(int seen) {
+        waitSeen = seen;
+        waiter = Thread.currentThread();
         boolean interrupted = false;
-        while (completedCount() <= seen && pending() > 0) {
+        while (pending() > 0 && completedCount() <= seen) {
             LockSupport.park(this);
             if (Thread.interrupted()) {
+                // Buffers stay in use until the kernel is done, so keep waiting; re-assert later.
                 interrupted = true;
             }
         }
-        progressWaiter = null;
+        waiter = null;
+        waitSeen = Integer.MAX_VALUE;
         if (interrupted) {
             Thread.currentThread().interrupt();
         }
-        return completedCount();
     }
 
     /** Completions still outstanding. */
@@ -317,19 +324,7 @@ public final class IoBatch {
      * one. For backends whose completions arrive on other threads.
      */
     public void awaitCompletions() {
-        waiter = Thread.currentThread();
-        boolean interrupted = false;
-        while (pending() > 0) {
-            LockSupport.park(this);
-            if (Thread.interrupted()) {
-                // Buffers stay in use until the kernel is done, so keep waiting; re-assert later.
-                interrupted = true;
-            }
-        }
-        waiter = null;
-        if (interrupted) {
-            Thread.currentThread().interrupt();
-        }
+        parkUntil(Integer.MAX_VALUE);
         KvIoException f = failure;
         if (f != null) {
             throw f;
