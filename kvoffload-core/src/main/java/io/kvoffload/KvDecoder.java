@@ -292,7 +292,7 @@ public final class KvDecoder implements AutoCloseable {
 
         @Override
         public void landed(int run) {
-            gatherRun(layer, this, view, run);
+            gatherRun(this, run);
         }
     }
 
@@ -546,7 +546,10 @@ public final class KvDecoder implements AutoCloseable {
         }
     }
 
-    private void gatherRun(LayerState ls, Fetch f, KvView view, int r) {
+    /** Run {@code r} of fetch {@code f} landed: verify each entry and put it in the fetch's view. */
+    private void gatherRun(Fetch f, int r) {
+        LayerState ls = f.layer;
+        KvView view = f.view;
         BucketScheduler sched = f.scheduler;
         StagedReads reads = f.reads;
         MemorySegment mem = reads.memory();

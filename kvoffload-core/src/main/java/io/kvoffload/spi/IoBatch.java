@@ -226,7 +226,8 @@ public final class IoBatch {
         failure = null;
         waiter = null;
         waitSeen = Integer.MAX_VALUE;
-        java.util.Arrays.fill(completionLog, 0, Math.min(Math.max(n, size), completionLog.length), 0);
+        // Only the first n positions can be reserved by this submission's completions.
+        java.util.Arrays.fill(completionLog, 0, Math.min(n, completionLog.length), 0);
         LOGGED.setVolatile(this, 0);
         PENDING.setVolatile(this, n);
     }

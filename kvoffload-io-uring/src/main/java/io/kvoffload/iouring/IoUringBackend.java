@@ -202,21 +202,7 @@ public final class IoUringBackend implements IoBackend {
 
     @Override
     public void await(IoBatch batch) {
-        Checks.notNull("batch", batch);
-        if (batch.pending() != 0) {
-            Ring mine = threadRing.get();
-            if (mine == null || !awaitOn(mine, batch)) {
-                for (Ring r : rings) {
-                    if (r != mine && awaitOn(r, batch)) {
-                        break;
-                    }
-                }
-            }
-            if (batch.pending() != 0) {
-                throw new IllegalStateException("batch has " + batch.pending()
-                        + " requests outstanding but is not in flight on this backend");
-            }
-        }
+        progress(batch, Integer.MAX_VALUE);
         var failure = batch.failure();
         if (failure != null) {
             throw failure;
@@ -225,6 +211,15 @@ public final class IoUringBackend implements IoBackend {
 
     @Override
     public int awaitProgress(IoBatch batch, int seen) {
+        progress(batch, seen);
+        return batch.completedCount();
+    }
+
+    /**
+     * Reaps on the ring that holds {@code batch} (this thread's first, then the others) until more
+     * than {@code seen} of its requests completed or none is pending.
+     */
+    private void progress(IoBatch batch, int seen) {
         Checks.notNull("batch", batch);
         if (batch.pending() != 0 && batch.completedCount() <= seen) {
             Ring mine = threadRing.get();
@@ -240,22 +235,12 @@ public final class IoUringBackend implements IoBackend {
                         + " requests outstanding but is not in flight on this backend");
             }
         }
-        return batch.completedCount();
     }
 
     private static boolean progressOn(Ring ring, IoBatch batch, int seen) {
         ring.lock.lock();
         try {
             return !ring.isClosed() && ring.awaitProgress(batch, seen);
-        } finally {
-            ring.lock.unlock();
-        }
-    }
-
-    private static boolean awaitOn(Ring ring, IoBatch batch) {
-        ring.lock.lock();
-        try {
-            return !ring.isClosed() && ring.await(batch);
         } finally {
             ring.lock.unlock();
         }

@@ -267,11 +267,7 @@ final class Ring {
             waitForCompletions(1);
         }
         IoBatch b = s.batch;
-        int device = b.device(i);
-        if (device >= backend.deviceCount()) {
-            throw new IllegalArgumentException("request " + i + ": device = " + device
-                    + " is out of range for this backend; allowed: 0.." + (backend.deviceCount() - 1));
-        }
+        int device = b.device(i); // checked against the backend's devices in submit
         MemorySegment buffer = b.segment(i);
         long base = b.bufferOffset(i);
         int done = s.done[i];
@@ -432,17 +428,9 @@ final class Ring {
     }
 
     /**
-     * Reaps (waiting when nothing is ready) until {@code batch} has completed.
-     *
-     * @return false if {@code batch} is not in flight on this ring
-     */
-    boolean await(IoBatch batch) {
-        return awaitProgress(batch, Integer.MAX_VALUE);
-    }
-
-    /**
      * Reaps (waiting when nothing is ready) until more than {@code seen} requests of {@code batch}
-     * completed successfully or the batch has finished.
+     * completed successfully or the batch has finished ({@code Integer.MAX_VALUE}: until it has
+     * finished).
      *
      * @return false if {@code batch} is not in flight on this ring
      */
@@ -457,8 +445,7 @@ final class Ring {
             if (reap() == 0) {
                 // With a backlog, wake on the first completions so the SQ is refilled (as fio does
                 // with iodepth_batch_complete_min=1); otherwise wait for what this caller needs.
-                int want = backlogSize > 0 ? 1 : seen == Integer.MAX_VALUE ? s.remaining : 1;
-                waitForCompletions(want);
+                waitForCompletions(seen == Integer.MAX_VALUE && backlogSize == 0 ? s.remaining : 1);
             }
         }
         flush(); // the refills the last reap queued

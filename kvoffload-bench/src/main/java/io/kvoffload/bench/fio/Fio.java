@@ -4,6 +4,7 @@ import io.kvoffload.DecodeStats;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
+import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
@@ -102,7 +103,7 @@ public final class Fio {
             }
             files.append(d.resolve("kvoffload.pool").toString().replace(":", "\\:"));
         }
-        List<String> cmd = new java.util.ArrayList<>(List.of("fio", "--name=decode", "--filename=" + files,
+        List<String> cmd = new ArrayList<>(List.of("fio", "--name=decode", "--filename=" + files,
                 "--ioengine=io_uring", "--direct=1", "--rw=randread", "--bssplit=" + bssplit, "--iodepth=" + depth,
                 "--filesize=" + Math.max(1, fileSize >> 20) + "m", "--runtime=" + seconds, "--time_based",
                 "--randrepeat=0", "--norandommap", "--readonly", "--output-format=json"));

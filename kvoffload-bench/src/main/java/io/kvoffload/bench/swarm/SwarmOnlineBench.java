@@ -155,12 +155,12 @@ public final class SwarmOnlineBench implements Callable<Integer> {
             if (sections.contains(Section.CACHES)) {
                 caches(engine, out, bar, layerBytes);
             }
-            if (!sections.contains(Section.BANDWIDTH)) {
-                // nothing more to report
-            } else if (deviceModel.equals("none")) {
-                bandwidth(engine, out, bar, dirs);
-            } else {
-                out.printf("(Bandwidth against fio skipped: the devices are simulated.)%n");
+            if (sections.contains(Section.BANDWIDTH)) {
+                if (deviceModel.equals("none")) {
+                    bandwidth(engine, out, bar, dirs);
+                } else {
+                    out.printf("(Bandwidth against fio skipped: the devices are simulated.)%n");
+                }
             }
         } finally {
             try (Stream<Path> files = Files.walk(root)) {
@@ -366,12 +366,10 @@ public final class SwarmOnlineBench implements Callable<Integer> {
                 bssplit, meanKib, dirs.size(), fileSize >> 20, fioSeconds, rounds);
         out.println("| round | decode MiB/s | fio MiB/s | decode / fio |");
         out.println("|---:|---:|---:|---:|");
-        for (int i = 0; i < decode.size(); i++) {
-            out.printf("| %d | %.0f | %.0f | %.2f |%n", i + 1, decode.get(i), fio.get(i), decode.get(i) / fio.get(i));
-        }
         List<Double> ratios = new ArrayList<>();
         for (int i = 0; i < decode.size(); i++) {
             ratios.add(decode.get(i) / fio.get(i));
+            out.printf("| %d | %.0f | %.0f | %.2f |%n", i + 1, decode.get(i), fio.get(i), ratios.get(i));
         }
         out.printf("| median | %.0f | %.0f | %.2f |%n%n", dm, fm, dm / fm);
         out.printf("Median of the per-round ratios: %.2f. Per fetch (medians over rounds): %.2f ms of wall time,"
