@@ -1,6 +1,7 @@
 package io.kvoffload;
 
 import com.fasterxml.jackson.jr.ob.JSON;
+import io.kvoffload.internal.storage.FileModes;
 import io.kvoffload.internal.util.Checks;
 import java.io.IOException;
 import java.nio.file.Files;
@@ -57,6 +58,8 @@ public final class KvConfig {
     private final int gpuDevice;
     private final long gpuCacheBudgetBytes;
     private final DeviceModelSpec deviceModel;
+    private final int metadataCopies;
+    private final String fileMode;
 
     private KvConfig(Builder b) {
         this.ssdDirectories = List.copyOf(b.ssdDirectories);
@@ -75,6 +78,8 @@ public final class KvConfig {
         this.gpuDevice = b.gpuDevice;
         this.gpuCacheBudgetBytes = b.gpuCacheBudgetBytes;
         this.deviceModel = b.deviceModel;
+        this.metadataCopies = b.metadataCopies;
+        this.fileMode = FileModes.parse("fileMode", b.fileMode).octal();
     }
 
     public static Builder builder() {
@@ -86,9 +91,28 @@ public final class KvConfig {
         return ssdDirectories;
     }
 
-    /** Where manifests live; defaults to {@code <first SSD directory>/manifests}. */
+    /**
+     * An extra directory that holds a copy of every manifest (counted in {@link #metadataCopies()}),
+     * or null (the default): manifests then live only in the {@code manifests} folders of the devices.
+     */
     public Path metadataDirectory() {
-        return metadataDirectory != null ? metadataDirectory : ssdDirectories.get(0).resolve("manifests");
+        return metadataDirectory;
+    }
+
+    /**
+     * How many copies of each manifest a commit writes (the metadata directory, then devices in UUID
+     * order); at least two by default, so that one damaged or missing device loses no sequence.
+     */
+    public int metadataCopies() {
+        return metadataCopies;
+    }
+
+    /**
+     * Permissions of the files the store creates (directories get execute where read is set):
+     * {@code 600} by default, since the KV cache is derived from prompts.
+     */
+    public String fileMode() {
+        return fileMode;
     }
 
     public long dramBudgetBytes() {
@@ -182,7 +206,7 @@ public final class KvConfig {
     static final Set<String> KEYS = new TreeSet<>(List.of("ssdDirectories", "metadataDirectory", "dramBudget",
             "dramSlab", "deviceCapacity", "blockTokens", "checksums", "ioBackend", "directIo",
             "directIoAlignment", "queueDepth", "ioThreadsPerDevice", "gpu", "gpuDevice", "gpuCacheBudget",
-            "deviceModel"));
+            "deviceModel", "metadataCopies", "fileMode"));
 
     /** The keys of a {@code deviceModel} object in a configuration file. */
     static final Set<String> DEVICE_MODEL_KEYS = new TreeSet<>(List.of("profile", "bandwidth", "iops",
@@ -219,6 +243,8 @@ public final class KvConfig {
                 case "gpuDevice" -> b.gpuDevice(parseInt(k, v));
                 case "gpuCacheBudget" -> b.gpuCacheBudgetBytes(parseSize(k, v));
                 case "deviceModel" -> b.deviceModel(parseDeviceModel(v));
+                case "metadataCopies" -> b.metadataCopies(parseInt(k, v));
+                case "fileMode" -> b.fileMode(String.valueOf(v));
                 default -> throw new IllegalArgumentException(
                         "unknown configuration key '" + k + "'; allowed keys: " + KEYS);
             }
@@ -366,13 +392,16 @@ public final class KvConfig {
                 + ", checksums=" + checksums + ", ioBackend=" + ioBackend + ", directIo=" + directIo
                 + ", directIoAlignment=" + directIoAlignment + ", queueDepth=" + queueDepth
                 + ", ioThreadsPerDevice=" + ioThreadsPerDevice + ", gpu=" + gpu + ", gpuDevice=" + gpuDevice
-                + ", gpuCacheBudgetBytes=" + gpuCacheBudgetBytes + ", deviceModel=" + deviceModel + "}";
+                + ", gpuCacheBudgetBytes=" + gpuCacheBudgetBytes + ", deviceModel=" + deviceModel + ", metadataCopies=" + metadataCopies
+                + ", fileMode=" + fileMode + "}";
     }
 
     /** Builder with the documented defaults. */
     public static final class Builder {
         private List<Path> ssdDirectories = List.of();
         private Path metadataDirectory;
+        private int metadataCopies = 2;
+        private String fileMode = "600";
         private long dramBudgetBytes = 256L << 20;
         private long dramSlabBytes = 4L << 20;
         private long deviceCapacityBytes = 1L << 30;
@@ -401,6 +430,18 @@ public final class KvConfig {
 
         public Builder metadataDirectory(Path dir) {
             this.metadataDirectory = dir;
+            return this;
+        }
+
+        /** Copies of each manifest, 1..16 (default 2; fewer where there are fewer devices). */
+        public Builder metadataCopies(int copies) {
+            this.metadataCopies = copies;
+            return this;
+        }
+
+        /** Octal permissions of created files, e.g. {@code "600"} (default) or {@code "640"}. */
+        public Builder fileMode(String mode) {
+            this.fileMode = mode;
             return this;
         }
 
@@ -511,6 +552,9 @@ public final class KvConfig {
                 Checks.inRange("directIoAlignment", directIoAlignment, 512, 1 << 20);
             }
             Checks.inRange("queueDepth", queueDepth, 1, 32768);
+            Checks.inRange("metadataCopies", metadataCopies, 1, 16);
+            Checks.notNull("fileMode", fileMode);
+            FileModes.parse("fileMode", fileMode);
             Checks.inRange("ioThreadsPerDevice", ioThreadsPerDevice, 1, 256);
             Checks.inRange("gpuDevice", gpuDevice, 0, 1023);
             Checks.inRange("gpuCacheBudgetBytes", gpuCacheBudgetBytes, 0, 1L << 50);

@@ -133,6 +133,9 @@ public final class KvEngine implements AutoCloseable {
                         + (store.catalog().contains(id) ? " (it is being written and not yet committed)" : "")
                         + "; see KvEngine.sequences()");
             }
+            if (e.unavailable() != null) {
+                throw new KvDeviceUnavailableException(null, e.unavailable());
+            }
             if (writable && e.refs() > 0) {
                 throw new IllegalStateException("sequence " + id + " is held by " + e.refs()
                         + " handle(s); appending needs it alone");
@@ -192,7 +195,7 @@ public final class KvEngine implements AutoCloseable {
         synchronized (store) {
             for (String id : store.catalog().prefixCandidates(shape.fingerprint(), promptTokens)) {
                 SequenceCatalog.Entry e = store.catalog().get(id);
-                if (e == null) {
+                if (e == null || e.unavailable() != null) {
                     continue;
                 }
                 int[] cached = e.manifest().tokenIds();
@@ -244,9 +247,35 @@ public final class KvEngine implements AutoCloseable {
                     store.stats().bytesWritten[i].sum(), store.stats().bytesRead[i].sum(),
                     store.stats().writes[i].sum(), store.stats().reads[i].sum()));
         }
+        List<KvStats.UnavailableDevice> out = store.unavailableDevices().stream()
+                .map(u -> new KvStats.UnavailableDevice(u.uuid(), u.directory(), u.reason())).toList();
+        List<String> unavailableIds = new ArrayList<>();
+        synchronized (store) {
+            for (SequenceCatalog.Entry e : store.catalog().all()) {
+                if (e.unavailable() != null) {
+                    unavailableIds.add(e.manifest().id());
+                }
+            }
+        }
+        unavailableIds.sort(null);
+        List<String> quarantine = store.quarantined().stream()
+                .map(q -> (q.id() != null ? "sequence " + q.id() + ": " : "") + q.reason()).toList();
         return new KvStats(store.backend().name(), List.copyOf(devs), store.stats().checksumsVerified.sum(),
                 store.stats().checksumFailures.sum(), store.stats().evictions.sum(), store.dram().budgetBytes(),
-                store.dram().reservedBytes(), store.dram().inUseBytes());
+                store.dram().reservedBytes(), store.dram().inUseBytes(), out, List.copyOf(unavailableIds), quarantine,
+                store.quarantinedBytes());
+    }
+
+    /**
+     * Gives back space quarantined at open ({@link KvStats#quarantine()}): the manifest copies that
+     * could not be used move to a {@code quarantine} folder beside them and are never loaded again,
+     * and the space they might have referenced becomes free. This is the only way quarantined space is
+     * reused; call it once the unreadable sequences are known to be lost (or after restoring their
+     * manifests, reopen instead). Returns the bytes freed.
+     */
+    public long releaseQuarantine() throws IOException {
+        checkOpen();
+        return store.releaseQuarantine();
     }
 
     void checkOpen() {

@@ -14,14 +14,32 @@ import java.util.List;
  * @param dramBudgetBytes the DRAM tier's hard budget
  * @param dramReservedBytes slab memory allocated so far
  * @param dramInUseBytes slot memory handed out now
+ * @param unavailableDevices devices of the store that are missing from the configuration or have
+ *     failed, with the reason; sequences with data there raise {@link KvDeviceUnavailableException}
+ * @param unavailableSequences ids of committed sequences that cannot be served until those devices return
+ * @param quarantine why space is quarantined (a manifest no copy of which could be used, or missing
+ *     devices that may hold the only manifest copies); empty when none is
+ * @param quarantinedBytes pool bytes reserved because of it, freed only by
+ *     {@link KvEngine#releaseQuarantine()}
  */
 public record KvStats(String ioBackend, List<Device> devices, long checksumsVerified, long checksumFailures,
-        long evictions, long dramBudgetBytes, long dramReservedBytes, long dramInUseBytes) {
+        long evictions, long dramBudgetBytes, long dramReservedBytes, long dramInUseBytes,
+        List<UnavailableDevice> unavailableDevices, List<String> unavailableSequences, List<String> quarantine,
+        long quarantinedBytes) {
+
+    /**
+     * A device that is not serving.
+     *
+     * @param uuid its identity, or null when its records could not be read
+     * @param directory where it is (or was last) found
+     * @param reason why it is not serving
+     */
+    public record UnavailableDevice(String uuid, Path directory, String reason) {}
 
     /**
      * One device.
      *
-     * @param index position in the configuration
+     * @param index position among the devices serving (the configuration order, without unavailable ones)
      * @param directory the SSD directory
      * @param capacityBytes pool size
      * @param freeBytes unallocated pool bytes

@@ -1,26 +1,36 @@
 package io.kvoffload.internal.storage;
 
-import com.fasterxml.jackson.jr.ob.JSON;
+import io.kvoffload.KvCapacityException;
+import io.kvoffload.KvShape;
 import io.kvoffload.internal.ffi.Libc;
 import java.io.IOException;
-import java.io.RandomAccessFile;
+import java.nio.ByteBuffer;
+import java.nio.channels.FileChannel;
 import java.nio.file.Files;
+import java.nio.file.LinkOption;
 import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
+import java.nio.file.attribute.BasicFileAttributes;
 import java.util.LinkedHashMap;
 import java.util.Map;
-import java.util.UUID;
+import java.util.Objects;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
  * One SSD: its directory, its preallocated pool file and the allocator over it. A small
- * {@code kvoffload-device.json} names the device (a UUID manifests refer to, so the order of
- * directories in the configuration may change) and records the pool size and alignment.
+ * {@code kvoffload-device.json} (with a CRC32C) names the device by a UUID that manifests refer to,
+ * so the order of directories in the configuration may change, and records the store it belongs
+ * to, the pool size and the alignment. {@link DeviceSet} decides which directory is which device.
+ *
+ * <p>A device that fails while the engine runs (its pool file vanished or was replaced) is marked
+ * {@linkplain #failure() failed}: nothing more is allocated on it and commits naming it are refused.
  */
 public final class DevicePool {
     private static final Logger LOG = LoggerFactory.getLogger(DevicePool.class);
     public static final String POOL_FILE = "kvoffload.pool";
     public static final String DEVICE_FILE = "kvoffload-device.json";
+    public static final String MANIFEST_DIR = "manifests";
     public static final int DEFAULT_ALIGNMENT = 4096;
 
     private final int index;
@@ -29,96 +39,110 @@ public final class DevicePool {
     private final String uuid;
     private final long sizeBytes;
     private final int alignment;
+    private final Object fileKey;
     private final ExtentAllocator allocator;
+    private volatile String failure;
 
-    private DevicePool(int index, Path directory, String uuid, long sizeBytes, int alignment) {
+    DevicePool(int index, Path directory, String uuid, long sizeBytes, int alignment) throws IOException {
         this.index = index;
         this.directory = directory;
         this.poolFile = directory.resolve(POOL_FILE);
         this.uuid = uuid;
         this.sizeBytes = sizeBytes;
         this.alignment = alignment;
+        this.fileKey = Files.readAttributes(poolFile, BasicFileAttributes.class, LinkOption.NOFOLLOW_LINKS).fileKey();
         this.allocator = new ExtentAllocator(sizeBytes, alignment);
     }
 
-    /**
-     * Opens the device in {@code directory}, creating and preallocating its pool on first use.
-     *
-     * @param configuredAlignment 0 to detect from the file system
-     */
-    public static DevicePool openOrCreate(int index, Path directory, long capacity, int configuredAlignment)
-            throws IOException {
-        String arg = "ssdDirectories[" + index + "]";
-        if (!Files.isDirectory(directory)) {
-            throw new IllegalArgumentException(arg + " = " + directory
-                    + " does not exist or is not a directory; allowed: an existing, writable directory on the SSD");
+    /** What {@code kvoffload-device.json} says. */
+    record Identity(String uuid, String storeUuid, long poolBytes, int alignment) {}
+
+    /** Reads a device record; null when the file does not exist. */
+    static Identity readIdentity(Path directory) throws IOException {
+        byte[] bytes = AtomicFiles.readRegular(directory.resolve(DEVICE_FILE));
+        if (bytes == null) {
+            return null;
         }
-        if (!Files.isWritable(directory)) {
-            throw new IllegalArgumentException(arg + " = " + directory
-                    + " is not writable; allowed: an existing, writable directory on the SSD");
-        }
-        Path meta = directory.resolve(DEVICE_FILE);
-        Path pool = directory.resolve(POOL_FILE);
-        if (Files.exists(meta)) {
-            Map<String, Object> m = JSON.std.mapFrom(Files.readString(meta));
-            String uuid = String.valueOf(m.get("uuid"));
-            long size = ((Number) m.get("poolBytes")).longValue();
-            int align = ((Number) m.get("alignment")).intValue();
-            if (configuredAlignment != 0 && configuredAlignment != align) {
-                throw new IllegalArgumentException("directIoAlignment = " + configuredAlignment + " but the pool in "
-                        + directory + " was created with alignment " + align + "; allowed: 0 (keep) or " + align);
-            }
-            if (!Files.exists(pool) || Files.size(pool) < size) {
-                throw new IOException("pool file " + pool + " is missing or shorter than the " + size
-                        + " bytes recorded in " + meta);
-            }
-            if (capacity > size) {
-                preallocate(pool, capacity);
-                writeMeta(meta, uuid, capacity, align);
-                LOG.info("device {} ({}): pool grown from {} to {} bytes", index, directory, size, capacity);
-                size = capacity;
-            } else if (capacity < size) {
-                LOG.info("device {} ({}): keeping the existing pool of {} bytes (deviceCapacityBytes = {} is smaller;"
-                        + " pools never shrink under committed data)", index, directory, size, capacity);
-            }
-            return new DevicePool(index, directory, uuid, size, align);
-        }
-        // O_DIRECT needs the logical block size (512 or 4096 on NVMe). 4096 is safe for both, is the
-        // page size the DRAM slots are aligned to, and is where NVMe IOPS peak (Haas & Leis).
-        int align = configuredAlignment != 0 ? configuredAlignment : DEFAULT_ALIGNMENT;
-        long size = capacity - capacity % align;
-        preallocate(pool, size);
-        String uuid = UUID.randomUUID().toString();
-        writeMeta(meta, uuid, size, align);
-        LOG.info("device {} ({}): created pool of {} bytes, alignment {}", index, directory, size, align);
-        return new DevicePool(index, directory, uuid, size, align);
+        // Records written before they carried a CRC (and a store) are still accepted.
+        Map<String, Object> m = CheckedJson.decode(bytes, false);
+        String store = m.containsKey("storeUuid") ? CheckedJson.string(m, "storeUuid") : null;
+        return new Identity(CheckedJson.string(m, "uuid"), store, CheckedJson.number(m, "poolBytes", 1, Long.MAX_VALUE),
+                (int) CheckedJson.number(m, "alignment", 512, 1 << 20));
     }
 
-    private static void preallocate(Path pool, long size) throws IOException {
+    static void writeIdentity(Path directory, Identity id, FileModes modes) throws IOException {
+        Map<String, Object> m = new LinkedHashMap<>();
+        m.put("uuid", id.uuid());
+        m.put("storeUuid", id.storeUuid());
+        m.put("poolBytes", id.poolBytes());
+        m.put("alignment", id.alignment());
+        m.put("layoutVersion", KvShape.LAYOUT_VERSION);
+        AtomicFiles.write(directory.resolve(DEVICE_FILE), CheckedJson.encode(m), modes);
+    }
+
+    /**
+     * Creates and preallocates a pool of {@code size} bytes. Fails, leaving no pool behind, when the
+     * file system cannot back it: a sparse pool would accept allocations the disk cannot hold.
+     */
+    static void createPool(Path pool, long size, FileModes modes) throws IOException {
+        Files.createFile(pool, modes.fileAttribute());
+        modes.applyToFile(pool);
+        try {
+            preallocate(pool, 0, size);
+        } catch (IOException | RuntimeException e) {
+            Files.deleteIfExists(pool);
+            throw e;
+        }
+    }
+
+    /**
+     * Reserves disk blocks for {@code [from, size)} of {@code pool}: {@code posix_fallocate} where
+     * native access works, else by writing zeros. A failure leaves the file at its old size.
+     *
+     * @throws KvCapacityException when the file system has no room (the message says how much it has)
+     */
+    static void preallocate(Path pool, long from, long size) throws IOException {
         if (Libc.unavailableReason() == null) {
             int err = Libc.posixFallocate(pool, size);
             if (err == 0) {
                 return;
             }
-            LOG.warn("posix_fallocate({}, {}) failed with errno {}; the pool file is sized but sparse", pool, size, err);
-        } else {
-            LOG.warn("native access unavailable ({}); the pool file {} is sized but sparse",
-                    Libc.unavailableReason().toString(), pool);
+            truncate(pool, from);
+            throw new KvCapacityException("cannot preallocate " + size + " bytes for " + pool + " (posix_fallocate errno "
+                    + err + (err == 28 ? ", no space left" : err == 27 ? ", file too large" : "") + "; the file system has "
+                    + usable(pool) + " bytes usable); lower deviceCapacityBytes or free space");
         }
-        try (RandomAccessFile f = new RandomAccessFile(pool.toFile(), "rw")) {
-            if (f.length() < size) {
-                f.setLength(size);
+        LOG.info("native access unavailable ({}); preallocating {} by writing zeros", Libc.unavailableReason(), pool);
+        try (FileChannel ch = FileChannel.open(pool, StandardOpenOption.WRITE, LinkOption.NOFOLLOW_LINKS)) {
+            ByteBuffer zeros = ByteBuffer.allocateDirect(1 << 20);
+            for (long at = from; at < size; ) {
+                zeros.clear().limit((int) Math.min(zeros.capacity(), size - at));
+                at += ch.write(zeros, at);
             }
+            ch.force(true);
+        } catch (IOException e) {
+            truncate(pool, from);
+            throw new KvCapacityException("cannot preallocate " + size + " bytes for " + pool + " (" + e.getMessage()
+                    + "; the file system has " + usable(pool) + " bytes usable); lower deviceCapacityBytes or free space");
         }
     }
 
-    private static void writeMeta(Path meta, String uuid, long size, int align) throws IOException {
-        Map<String, Object> m = new LinkedHashMap<>();
-        m.put("uuid", uuid);
-        m.put("poolBytes", size);
-        m.put("alignment", align);
-        m.put("layoutVersion", io.kvoffload.KvShape.LAYOUT_VERSION);
-        AtomicFiles.write(meta, JSON.std.asString(m).getBytes(java.nio.charset.StandardCharsets.UTF_8));
+    private static void truncate(Path pool, long size) {
+        try (FileChannel ch = FileChannel.open(pool, StandardOpenOption.WRITE, LinkOption.NOFOLLOW_LINKS)) {
+            if (ch.size() > size) {
+                ch.truncate(size);
+            }
+        } catch (IOException e) {
+            LOG.warn("could not truncate {} back to {} bytes: {}", pool, size, e.toString());
+        }
+    }
+
+    private static long usable(Path p) {
+        try {
+            return Files.getFileStore(p.getParent()).getUsableSpace();
+        } catch (IOException e) {
+            return -1;
+        }
     }
 
     public int index() {
@@ -147,5 +171,44 @@ public final class DevicePool {
 
     public ExtentAllocator allocator() {
         return allocator;
+    }
+
+    /** Why the device stopped serving, or null while it is healthy. */
+    public String failure() {
+        return failure;
+    }
+
+    /** Marks the device failed (first reason wins); logged once. */
+    public void fail(String reason) {
+        synchronized (this) {
+            if (failure != null) {
+                return;
+            }
+            failure = reason;
+        }
+        LOG.error("device {} ({}, {}) failed: {}; it serves nothing more until the engine is reopened", index, uuid,
+                directory, reason);
+    }
+
+    /**
+     * Checks that the pool file is still the one opened (a deleted or replaced pool file keeps its
+     * open descriptor working, so writes would "succeed" into a file nobody will find again); marks
+     * the device failed and returns the reason when it is not.
+     */
+    public String checkPresent() {
+        String f = failure;
+        if (f != null) {
+            return f;
+        }
+        try {
+            Object key = Files.readAttributes(poolFile, BasicFileAttributes.class, LinkOption.NOFOLLOW_LINKS).fileKey();
+            if (!Objects.equals(key, fileKey)) {
+                fail("the pool file " + poolFile + " was replaced since the engine opened it");
+            }
+        } catch (IOException e) {
+            fail("the pool file " + poolFile + " vanished since the engine opened it (" + e.getClass().getSimpleName()
+                    + ")");
+        }
+        return failure;
     }
 }

@@ -85,6 +85,23 @@ public final class ExtentAllocator {
         take(offset, length);
     }
 
+    /**
+     * Takes every free byte below {@code limit} (space that an unreadable manifest may reference)
+     * and returns the ranges taken as {@code {offset, length}} pairs, for {@link #free} later.
+     */
+    public java.util.List<long[]> reserveFreeBelow(long limit) {
+        java.util.List<long[]> taken = new java.util.ArrayList<>();
+        for (Map.Entry<Long, Long> e : new java.util.ArrayList<>(free.headMap(limit, false).entrySet())) {
+            long len = Math.min(e.getValue(), limit - e.getKey());
+            len -= len % alignment;
+            if (len > 0) {
+                take(e.getKey(), len);
+                taken.add(new long[] {e.getKey(), len});
+            }
+        }
+        return taken;
+    }
+
     private void take(long offset, long length) {
         Map.Entry<Long, Long> e = free.floorEntry(offset);
         long start = e.getKey();

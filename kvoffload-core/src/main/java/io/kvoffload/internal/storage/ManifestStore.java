@@ -3,79 +3,199 @@ package io.kvoffload.internal.storage;
 import java.io.IOException;
 import java.nio.file.DirectoryStream;
 import java.nio.file.Files;
+import java.nio.file.LinkOption;
 import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
 import java.util.ArrayList;
+import java.util.LinkedHashSet;
 import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.TreeMap;
 import java.util.regex.Pattern;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * The directory of manifests, one file per committed sequence. A commit is atomic (write new,
- * fsync, rename, fsync directory); a deletion is durable before the sequence's extents are reused.
+ * The manifests of committed sequences, one file per sequence, kept in several directories (the
+ * {@code manifests} folder of at least two devices, and the configured metadata directory if any)
+ * so that one damaged or missing device loses no sequence. Each directory also keeps the previous
+ * generation ({@code <id>.kvom.prev}) of each manifest; open takes the newest copy that verifies.
+ *
+ * <p>A commit is atomic per copy (write new, fsync, keep the old as {@code .prev}, rename, fsync
+ * directory) and acknowledged once every copy is durable; a deletion removes every copy in every
+ * directory (a stale copy left anywhere would bring the sequence back over reused space).
  */
 public final class ManifestStore {
     private static final Logger LOG = LoggerFactory.getLogger(ManifestStore.class);
-    private static final String SUFFIX = ".kvom";
+    static final String SUFFIX = ".kvom";
+    static final String PREV_SUFFIX = ".kvom.prev";
+    static final String QUARANTINE_DIR = "quarantine";
     /** Ids are used as file names, so they are restricted to a safe alphabet. */
     public static final Pattern ID = Pattern.compile("[A-Za-z0-9._-]{1,128}");
 
-    private final Path dir;
+    private final List<Path> readDirs;
+    private final FileModes modes;
+    private volatile List<Path> writeDirs;
 
-    public ManifestStore(Path dir) throws IOException {
-        this.dir = dir;
-        Files.createDirectories(dir);
-        if (!Files.isWritable(dir)) {
-            throw new IllegalArgumentException("metadataDirectory = " + dir + " is not writable");
+    /**
+     * @param readDirs every directory that may hold manifests (unreadable ones are skipped at load)
+     * @param writeDirs where commits write their copies; a subset of {@code readDirs}
+     */
+    public ManifestStore(List<Path> readDirs, List<Path> writeDirs, FileModes modes) throws IOException {
+        this.readDirs = List.copyOf(new LinkedHashSet<>(readDirs));
+        this.modes = modes;
+        setWriteDirs(writeDirs);
+    }
+
+    /** Changes where new commits go (a device failed); copies elsewhere are removed as sequences recommit. */
+    public void setWriteDirs(List<Path> dirs) throws IOException {
+        if (dirs.isEmpty()) {
+            throw new IOException("no directory left to hold manifests");
+        }
+        for (Path d : dirs) {
+            if (!readDirs.contains(d)) {
+                throw new IllegalArgumentException("manifest directory " + d + " is not among " + readDirs);
+            }
+            modes.createDirectory(d);
+            if (!Files.isWritable(d)) {
+                throw new IllegalArgumentException("manifest directory " + d + " is not writable");
+            }
+        }
+        this.writeDirs = List.copyOf(dirs);
+    }
+
+    public List<Path> writeDirs() {
+        return writeDirs;
+    }
+
+    public List<Path> readDirs() {
+        return readDirs;
+    }
+
+    /** Makes {@code m} durable in every write directory and drops stale copies elsewhere. */
+    public void write(Manifest m) throws IOException {
+        byte[] bytes = ManifestCodec.encode(m);
+        List<Path> dirs = writeDirs;
+        for (Path d : dirs) {
+            Path target = d.resolve(m.id() + SUFFIX);
+            Path tmp = AtomicFiles.writeTemporary(target, bytes, modes);
+            try {
+                if (Files.exists(target, LinkOption.NOFOLLOW_LINKS)) {
+                    Files.move(target, d.resolve(m.id() + PREV_SUFFIX), StandardCopyOption.ATOMIC_MOVE,
+                            StandardCopyOption.REPLACE_EXISTING);
+                }
+                Files.move(tmp, target, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
+            } catch (IOException | RuntimeException e) {
+                Files.deleteIfExists(tmp);
+                throw e;
+            }
+            AtomicFiles.syncDirectory(d);
+        }
+        for (Path d : readDirs) {
+            if (!dirs.contains(d)) {
+                deleteIn(d, m.id(), true);
+            }
         }
     }
 
-    public Path directory() {
-        return dir;
-    }
-
-    public Path pathOf(String id) {
-        return dir.resolve(id + SUFFIX);
-    }
-
-    public void write(Manifest m) throws IOException {
-        AtomicFiles.write(pathOf(m.id()), ManifestCodec.encode(m));
-    }
-
+    /** Removes every copy of {@code id}, current and previous, in every directory that can be reached. */
     public void delete(String id) throws IOException {
-        AtomicFiles.delete(pathOf(id));
+        IOException failure = null;
+        for (Path d : readDirs) {
+            try {
+                deleteIn(d, id, writeDirs.contains(d));
+            } catch (IOException e) {
+                failure = e;
+            }
+        }
+        if (failure != null) {
+            throw failure;
+        }
+    }
+
+    private static void deleteIn(Path d, String id, boolean mustReach) throws IOException {
+        if (!mustReach && !Files.isDirectory(d)) {
+            return;
+        }
+        boolean any = Files.deleteIfExists(d.resolve(id + SUFFIX));
+        any |= Files.deleteIfExists(d.resolve(id + PREV_SUFFIX));
+        if (any) {
+            AtomicFiles.syncDirectory(d);
+        }
     }
 
     /** Removes temporary files a crash left behind (half-written manifests are never visible). */
-    public void removeLeftovers() throws IOException {
-        try (DirectoryStream<Path> ds = Files.newDirectoryStream(dir, "*" + AtomicFiles.TMP_SUFFIX)) {
-            for (Path p : ds) {
-                LOG.info("removing {} left by an interrupted commit", p.getFileName());
-                Files.deleteIfExists(p);
+    public void removeLeftovers() {
+        for (Path d : readDirs) {
+            try {
+                AtomicFiles.removeLeftovers(d);
+            } catch (IOException e) {
+                LOG.warn("could not clean {}: {}", d, e.toString());
             }
         }
     }
 
-    /** A manifest file that could be read, or the reason it could not. */
-    public record Loaded(Path file, Manifest manifest, String error) {}
+    /** One copy of a manifest: decoded, or the reason it could not be. */
+    public record Copy(Path file, Manifest manifest, String error) {}
 
-    public List<Loaded> loadAll() throws IOException {
-        List<Loaded> out = new ArrayList<>();
-        try (DirectoryStream<Path> ds = Files.newDirectoryStream(dir, "*" + SUFFIX)) {
-            for (Path p : ds) {
-                try {
-                    Manifest m = ManifestCodec.decode(Files.readAllBytes(p));
-                    String expected = p.getFileName().toString();
-                    if (!expected.equals(m.id() + SUFFIX)) {
-                        out.add(new Loaded(p, null, "file name does not match sequence id " + m.id()));
-                    } else {
-                        out.add(new Loaded(p, m, null));
-                    }
-                } catch (IllegalArgumentException | IOException e) {
-                    out.add(new Loaded(p, null, e.getMessage()));
+    /** Every copy of every manifest found, by sequence id (file name), ids in sorted order. */
+    public Map<String, List<Copy>> loadAll() {
+        Map<String, List<Copy>> out = new TreeMap<>();
+        for (Path d : readDirs) {
+            if (!Files.isDirectory(d, LinkOption.NOFOLLOW_LINKS)) {
+                continue;
+            }
+            try (DirectoryStream<Path> ds = Files.newDirectoryStream(d, "*{" + SUFFIX + "," + PREV_SUFFIX + "}")) {
+                for (Path p : ds) {
+                    String name = p.getFileName().toString();
+                    String id = name.endsWith(PREV_SUFFIX) ? name.substring(0, name.length() - PREV_SUFFIX.length())
+                            : name.substring(0, name.length() - SUFFIX.length());
+                    out.computeIfAbsent(id, k -> new ArrayList<>()).add(load(p, id));
                 }
+            } catch (IOException | RuntimeException e) {
+                LOG.error("cannot list manifests in {}: {}", d, e.toString());
             }
         }
         return out;
+    }
+
+    private static Copy load(Path p, String id) {
+        try {
+            if (!ID.matcher(id).matches()) {
+                return new Copy(p, null, "file name is not a valid sequence id");
+            }
+            byte[] bytes = AtomicFiles.readRegular(p);
+            if (bytes == null) {
+                return new Copy(p, null, "vanished while loading");
+            }
+            Manifest m = ManifestCodec.decode(bytes);
+            if (!id.equals(m.id())) {
+                return new Copy(p, null, "file name does not match sequence id " + m.id());
+            }
+            return new Copy(p, m, null);
+        } catch (IOException | RuntimeException e) { // a hostile file may fail in any way; it is only ever a bad copy
+            return new Copy(p, null, String.valueOf(e.getMessage()));
+        }
+    }
+
+    /**
+     * Moves {@code files} into a {@code quarantine} folder beside them (kept for inspection, no
+     * longer loaded); returns how many were moved.
+     */
+    public int quarantine(Set<Path> files) throws IOException {
+        int n = 0;
+        for (Path f : files) {
+            if (!Files.exists(f, LinkOption.NOFOLLOW_LINKS)) {
+                continue;
+            }
+            Path q = f.resolveSibling(QUARANTINE_DIR);
+            modes.createDirectory(q);
+            Files.move(f, q.resolve(f.getFileName() + "." + System.currentTimeMillis()),
+                    StandardCopyOption.ATOMIC_MOVE);
+            AtomicFiles.syncDirectory(f.getParent());
+            n++;
+        }
+        return n;
     }
 }

@@ -19,6 +19,21 @@ public final class SequenceCatalog {
         Manifest manifest;
         int refs;
         long lastUsed;
+        String unavailable;
+        java.util.List<long[]> reserved = java.util.List.of();
+
+        /**
+         * Why the sequence cannot be served (a device it uses is missing or failed), or null. Such a
+         * manifest keeps its own device numbering; {@link #reserved()} lists its extents on the
+         * devices that are here, as (device, offset, length).
+         */
+        public String unavailable() {
+            return unavailable;
+        }
+
+        public java.util.List<long[]> reserved() {
+            return reserved;
+        }
 
         public Manifest manifest() {
             return manifest;
@@ -72,9 +87,19 @@ public final class SequenceCatalog {
         openUncommitted.remove(m.id());
     }
 
+    /** Adds a committed sequence that cannot be served now; it is listed, never evicted, never matched. */
+    public void putUnavailable(Manifest m, String reason, java.util.List<long[]> reserved) {
+        Entry e = new Entry();
+        e.manifest = m;
+        e.unavailable = reason;
+        e.reserved = java.util.List.copyOf(reserved);
+        e.lastUsed = ++clock;
+        entries.put(m.id(), e);
+    }
+
     public Entry remove(String id) {
         Entry e = entries.remove(id);
-        if (e != null) {
+        if (e != null && e.unavailable == null) {
             index(e.manifest).remove(id, e.manifest.shape().fingerprint(), e.manifest.tokenIds(),
                     e.manifest.blockTokens());
         }
@@ -102,7 +127,7 @@ public final class SequenceCatalog {
     public Entry evictionCandidate(String except) {
         Entry best = null;
         for (Entry e : entries.values()) {
-            if (e.refs == 0 && !e.manifest.id().equals(except) && (best == null || e.lastUsed < best.lastUsed)) {
+            if (e.refs == 0 && e.unavailable == null && !e.manifest.id().equals(except) && (best == null || e.lastUsed < best.lastUsed)) {
                 best = e;
             }
         }

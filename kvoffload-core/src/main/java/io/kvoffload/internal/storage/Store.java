@@ -17,10 +17,16 @@ import io.kvoffload.spi.IoBatch;
 import io.kvoffload.spi.IoBackendProvider;
 import io.kvoffload.spi.IoDevice;
 import io.kvoffload.spi.IoOptions;
+import io.kvoffload.KvDeviceUnavailableException;
 import java.io.IOException;
+import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Comparator;
+import java.util.HashMap;
+import java.util.HashSet;
 import java.util.List;
+import java.util.Map;
+import java.util.Set;
 import java.util.ServiceLoader;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -34,36 +40,61 @@ public final class Store implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(Store.class);
 
     private final KvConfig config;
+    private final FileModes modes;
+    private final StoreLock lock;
+    private final DeviceSet deviceSet;
     private final List<DevicePool> devices;
     private final List<String> deviceUuids;
     private final ManifestStore manifests;
     private final SequenceCatalog catalog = new SequenceCatalog();
-    private final IoBackend backend;
-    private final DramPool dram;
+    private final List<Quarantined> quarantined = new ArrayList<>();
+    private final List<long[]> quarantineRanges = new ArrayList<>();
+    private long quarantinedBytes;
+    private StoreRecord record;
+    private IoBackend backend;
+    private DramPool dram;
     private final IoStats stats;
-    private final DeviceTier deviceTier;
+    private DeviceTier deviceTier;
 
     public Store(KvConfig config) throws IOException {
         this.config = config;
-        List<DevicePool> devs = new ArrayList<>();
-        for (int i = 0; i < config.ssdDirectories().size(); i++) {
-            devs.add(DevicePool.openOrCreate(i, config.ssdDirectories().get(i), config.deviceCapacityBytes(),
-                    config.directIoAlignment()));
+        this.modes = FileModes.parse("fileMode", config.fileMode());
+        List<Path> lockDirs = new ArrayList<>(config.ssdDirectories());
+        Path meta = config.metadataDirectory();
+        if (meta != null) {
+            modes.createDirectory(meta);
+            lockDirs.add(meta);
         }
-        for (int i = 0; i < devs.size(); i++) {
-            for (int j = 0; j < i; j++) {
-                if (devs.get(i).uuid().equals(devs.get(j).uuid())) {
-                    throw new IllegalArgumentException("ssdDirectories[" + j + "] and ssdDirectories[" + i
-                            + "] hold the same device " + devs.get(i).uuid() + " (a copied directory?)");
-                }
+        this.lock = StoreLock.acquire(lockDirs, "kvoffload engine", modes);
+        try {
+            this.deviceSet = DeviceSet.open(config, modes);
+            this.record = deviceSet.record();
+            this.devices = deviceSet.healthy();
+            this.deviceUuids = devices.stream().map(DevicePool::uuid).toList();
+            this.stats = new IoStats(devices.size());
+            List<Path> readDirs = new ArrayList<>();
+            if (meta != null) {
+                readDirs.add(meta);
             }
+            for (Path d : config.ssdDirectories()) {
+                readDirs.add(d.resolve(DevicePool.MANIFEST_DIR));
+            }
+            this.manifests = new ManifestStore(readDirs, manifestWriteDirs(), modes);
+            manifests.removeLeftovers();
+            loadCommitted();
+        } catch (IOException | RuntimeException | Error e) {
+            lock.close();
+            throw e;
         }
-        this.devices = List.copyOf(devs);
-        this.deviceUuids = devices.stream().map(DevicePool::uuid).toList();
-        this.stats = new IoStats(devices.size());
-        this.manifests = new ManifestStore(config.metadataDirectory());
-        manifests.removeLeftovers();
-        loadCommitted();
+        try {
+            openTiers();
+        } catch (IOException | RuntimeException | Error e) {
+            lock.close();
+            throw e;
+        }
+    }
+
+    private void openTiers() throws IOException {
         int maxAlign = devices.stream().mapToInt(DevicePool::alignment).max().orElse(4096);
         this.dram = new DramPool(config.dramBudgetBytes(), Math.max(config.dramSlabBytes(), maxAlign));
         IoBackend real = openBackend(config, devices);
@@ -104,6 +135,22 @@ public final class Store implements AutoCloseable {
             throw e;
         }
         this.deviceTier = tier;
+    }
+
+    /**
+     * Where commits write manifests: the metadata directory if configured, then the
+     * {@code manifests} folders of healthy devices in UUID order (stable whatever the configured
+     * order), {@code metadataCopies} copies in all where there are enough devices.
+     */
+    private List<Path> manifestWriteDirs() {
+        List<Path> out = new ArrayList<>();
+        if (config.metadataDirectory() != null) {
+            out.add(config.metadataDirectory());
+        }
+        devices.stream().filter(d -> d.failure() == null).sorted(Comparator.comparing(DevicePool::uuid))
+                .limit(Math.max(0, config.metadataCopies() - out.size()))
+                .forEach(d -> out.add(d.directory().resolve(DevicePool.MANIFEST_DIR)));
+        return out;
     }
 
     /**
@@ -164,19 +211,100 @@ public final class Store implements AutoCloseable {
         };
     }
 
-    private void loadCommitted() throws IOException {
-        for (ManifestStore.Loaded loaded : manifests.loadAll()) {
-            if (loaded.manifest() == null) {
-                LOG.error("ignoring manifest {}: {}", loaded.file(), loaded.error());
-                continue;
+    /** A sequence none of whose manifest copies could be used; its space stays reserved. */
+    public record Quarantined(String id, List<Path> files, String reason) {}
+
+    /**
+     * Rebuilds the catalog and the allocators from the manifests. For each sequence the newest copy
+     * that decodes, names only this store's devices and claims no space another manifest claims is
+     * used. A sequence with a device missing is listed as unavailable with its space reserved. A
+     * sequence with no usable copy is quarantined, and so is (conservatively) every free byte below
+     * each device's high-water mark, since its manifest may reference any of it.
+     */
+    private void loadCommitted() {
+        Map<String, Integer> healthyIndex = new HashMap<>();
+        for (DevicePool d : devices) {
+            healthyIndex.put(d.uuid(), d.index());
+        }
+        for (Map.Entry<String, List<ManifestStore.Copy>> e : manifests.loadAll().entrySet()) {
+            List<ManifestStore.Copy> copies = new ArrayList<>(e.getValue());
+            copies.sort(Comparator.comparingLong((ManifestStore.Copy c) -> c.manifest() == null ? Long.MIN_VALUE
+                    : c.manifest().commitNumber()).reversed());
+            List<String> reasons = new ArrayList<>();
+            boolean loaded = false;
+            long newest = copies.get(0).manifest() == null ? -1 : copies.get(0).manifest().commitNumber();
+            for (ManifestStore.Copy c : copies) {
+                if (c.manifest() == null) {
+                    reasons.add(c.file() + ": " + c.error());
+                    continue;
+                }
+                String why = adopt(c.manifest(), healthyIndex);
+                if (why == null) {
+                    if (c.manifest().commitNumber() < newest) {
+                        LOG.warn("sequence {}: using commit {} from {}; the newer copies did not verify: {}", e.getKey(),
+                                c.manifest().commitNumber(), c.file(), reasons);
+                    }
+                    loaded = true;
+                    break;
+                }
+                reasons.add(c.file() + ": " + why);
             }
-            Manifest m = loaded.manifest();
-            int[] map;
+            if (!loaded) {
+                Quarantined q = new Quarantined(e.getKey(), copies.stream().map(ManifestStore.Copy::file).toList(),
+                        String.join("; ", reasons));
+                quarantined.add(q);
+                LOG.error("sequence {} cannot be loaded from any copy ({}); its space is quarantined until"
+                        + " KvEngine.releaseQuarantine()", q.id(), q.reason());
+            }
+        }
+        long missing = deviceSet.unavailable().stream().filter(u -> u.uuid() != null
+                && !config.ssdDirectories().contains(u.directory())).count();
+        if (missing >= config.metadataCopies()) {
+            quarantined.add(new Quarantined(null, List.of(), missing + " member device(s) are missing, as many as"
+                    + " metadataCopies = " + config.metadataCopies() + ": manifests kept only there cannot be read"));
+        }
+        if (!quarantined.isEmpty()) {
+            for (DevicePool d : devices) {
+                StoreRecord.Member m = record.member(d.uuid());
+                for (long[] r : d.allocator().reserveFreeBelow(m.highWater())) {
+                    quarantineRanges.add(new long[] {d.index(), r[0], r[1]});
+                    quarantinedBytes += r[1];
+                }
+            }
+            LOG.error("{} quarantine reason(s); {} bytes below the devices' high-water marks are reserved (see"
+                    + " KvStats.quarantine(); KvEngine.releaseQuarantine() frees them)", quarantined.size(),
+                    quarantinedBytes);
+        }
+        LOG.info("{} committed sequences found in {}", catalog.all().size(), manifests.readDirs());
+    }
+
+    /**
+     * Puts a decoded manifest into the catalog and marks its extents used; returns null, or the
+     * reason the copy cannot be used (nothing is then marked).
+     */
+    private String adopt(Manifest m, Map<String, Integer> healthyIndex) {
+        int[] map = new int[m.deviceUuids().size()];
+        String missingDevice = null;
+        for (int i = 0; i < map.length; i++) {
+            String u = m.deviceUuids().get(i);
+            Integer idx = healthyIndex.get(u);
+            if (idx != null) {
+                map[i] = idx;
+            } else if (record.member(u) != null || !deviceSet.recordWasPresent() || deviceSet.hasUnidentified()) {
+                // A member that is not here; or, where membership is not fully known (no record yet,
+                // or a directory that could not be identified), possibly one: unavailable, not foreign.
+                map[i] = -1;
+                missingDevice = u;
+            } else {
+                return "names device " + u + ", which is not a member of this store";
+            }
+        }
+        Manifest local;
+        if (missingDevice == null) {
             try {
-                map = ManifestCodec.validate(m, devices);
+                ManifestCodec.validate(m, devices);
             } catch (IllegalArgumentException e) {
-                LOG.error("ignoring manifest {}: {}", loaded.file(), e.getMessage());
-                continue;
+                return e.getMessage();
             }
             for (BlockTable t : m.layers()) {
                 t.remapDevices(map);
@@ -189,24 +317,40 @@ public final class Store implements AutoCloseable {
             for (int l = 0; l < groups.length; l++) {
                 groups[l] = m.groups()[l] == null ? null : m.groups()[l].remapDevices(map);
             }
-            Manifest local = new Manifest(m.id(), m.shape(), m.blockTokens(), deviceUuids, m.tokenIds(), m.layers(),
-                    clusters, groups, m.commitMillis(), m.commitNumber());
-            List<long[]> marked = new ArrayList<>();
-            try {
-                local.forEachExtent((d, off, len) -> {
-                    devices.get(d).allocator().markUsed(off, len);
-                    marked.add(new long[] {d, off, len});
-                });
-            } catch (IllegalStateException e) {
-                for (long[] x : marked) {
-                    devices.get((int) x[0]).allocator().free(x[1], x[2]);
+            local = new Manifest(m.id(), m.shape(), m.blockTokens(), deviceUuids, m.tokenIds(), m.layers(), clusters,
+                    groups, m.commitMillis(), m.commitNumber());
+        } else {
+            local = m;
+        }
+        List<long[]> marked = new ArrayList<>();
+        try {
+            local.forEachExtent((d, off, len) -> {
+                int dev = local == m ? map[d] : d;
+                if (dev >= 0) {
+                    devices.get(dev).allocator().markUsed(off, len);
+                    marked.add(new long[] {dev, off, len});
                 }
-                LOG.error("ignoring manifest {}: {}", loaded.file(), e.getMessage());
-                continue;
+            });
+        } catch (IllegalStateException | IllegalArgumentException e) {
+            for (long[] x : marked) {
+                devices.get((int) x[0]).allocator().free(x[1], x[2]);
             }
+            return e.getMessage();
+        }
+        if (missingDevice != null) {
+            String why = "sequence " + m.id() + " has data on device " + missingDevice + ", which is unavailable: "
+                    + deviceSet.unavailable().stream().filter(u -> missingUuid(u, m)).map(DeviceSet.Unavailable::reason)
+                            .findFirst().orElse("missing");
+            catalog.putUnavailable(m, why, marked);
+            LOG.warn("{}", why);
+        } else {
             catalog.put(local, 0);
         }
-        LOG.info("{} committed sequences found in {}", catalog.all().size(), manifests.directory());
+        return null;
+    }
+
+    private static boolean missingUuid(DeviceSet.Unavailable u, Manifest m) {
+        return u.uuid() != null && m.deviceUuids().contains(u.uuid());
     }
 
     private static IoBackend openBackend(KvConfig config, List<DevicePool> devices) throws IOException {
@@ -318,27 +462,38 @@ public final class Store implements AutoCloseable {
      * @throws KvCapacityException when every device is full and nothing can be evicted
      */
     public synchronized long allocate(int device, long length, String requester) {
-        while (true) {
-            long off = devices.get(device).allocator().allocate(length);
-            if (off >= 0) {
-                return pack(device, off);
+        if (devices.get(device).failure() == null) {
+            while (true) {
+                long off = devices.get(device).allocator().allocate(length);
+                if (off >= 0) {
+                    return pack(device, off);
+                }
+                SequenceCatalog.Entry victim = catalog.evictionCandidate(requester);
+                if (victim == null) {
+                    break;
+                }
+                evict(victim);
             }
-            SequenceCatalog.Entry victim = catalog.evictionCandidate(requester);
-            if (victim == null) {
-                break;
-            }
-            evict(victim);
         }
         for (int i = 1; i < devices.size(); i++) {
             int d = (device + i) % devices.size();
+            if (devices.get(d).failure() != null) {
+                continue;
+            }
             long off = devices.get(d).allocator().allocate(length);
             if (off >= 0) {
                 return pack(d, off);
             }
         }
+        if (devices.stream().allMatch(x -> x.failure() != null)) {
+            throw new KvDeviceUnavailableException(null, "every device has failed: "
+                    + devices.stream().map(x -> x.directory() + ": " + x.failure()).toList());
+        }
         DevicePool d = devices.get(device);
         throw new KvCapacityException("device " + device + " (" + d.directory() + ") is full: pool of "
-                + d.sizeBytes() + " bytes, " + d.allocator().freeBytes() + " free, extent of " + length
+                + d.sizeBytes() + " bytes, " + d.allocator().freeBytes() + " free"
+                + (quarantinedBytes > 0 ? " (" + quarantinedBytes + " bytes quarantined, see KvStats.quarantine())" : "")
+                + ", extent of " + length
                 + " bytes needed; every device is full and " + catalog.heldCount()
                 + " committed sequences are open (open sequences are never evicted). Close sequences, delete some,"
                 + " or raise deviceCapacityBytes");
@@ -368,13 +523,19 @@ public final class Store implements AutoCloseable {
             throw new KvException("evicting sequence " + m.id() + " failed: could not delete its manifest", e);
         }
         catalog.remove(m.id());
-        freeAll(m);
+        freeAll(victim);
         stats.evictions.increment();
         LOG.info("evicted sequence {} ({} bytes) to make room", m.id(), m.storedBytes());
     }
 
-    private void freeAll(Manifest m) {
-        m.forEachExtent((d, off, len) -> devices.get(d).allocator().free(off, len));
+    private void freeAll(SequenceCatalog.Entry e) {
+        if (e.unavailable() != null) {
+            for (long[] x : e.reserved()) {
+                devices.get((int) x[0]).allocator().free(x[1], x[2]);
+            }
+            return;
+        }
+        e.manifest().forEachExtent((d, off, len) -> devices.get(d).allocator().free(off, len));
     }
 
     /**
@@ -382,6 +543,19 @@ public final class Store implements AutoCloseable {
      * manifest used and {@code m} no longer does. {@code refs} is the number of handles holding it.
      */
     public void commit(Manifest m, List<long[]> superseded, int refs) throws IOException {
+        long[] ends = new long[devices.size()];
+        m.forEachExtent((d, off, len) -> ends[d] = Math.max(ends[d], off + len));
+        for (int d = 0; d < ends.length; d++) {
+            if (ends[d] > 0) {
+                String failure = devices.get(d).checkPresent();
+                if (failure != null) {
+                    throw new KvDeviceUnavailableException(devices.get(d).uuid(), "commit of sequence " + m.id()
+                            + " refused: it has data on device " + d + " (" + devices.get(d).directory() + "), which "
+                            + "failed: " + failure + "; the previous commit stays the durable state");
+                }
+            }
+        }
+        raiseHighWater(ends);
         manifests.write(m);
         synchronized (this) {
             SequenceCatalog.Entry e = catalog.get(m.id());
@@ -390,6 +564,75 @@ public final class Store implements AutoCloseable {
                 devices.get((int) x[0]).allocator().free(x[1], x[2]);
             }
         }
+    }
+
+    /**
+     * Makes the store record's high-water marks cover {@code ends} before a manifest that uses the
+     * space is written: quarantine after an unreadable manifest relies on them. Marks move in steps
+     * of a 32nd of the pool so that the record is rewritten rarely.
+     */
+    private synchronized void raiseHighWater(long[] ends) throws IOException {
+        List<StoreRecord.Member> members = new ArrayList<>(record.members());
+        boolean changed = false;
+        for (int d = 0; d < ends.length; d++) {
+            DevicePool p = devices.get(d);
+            for (int i = 0; i < members.size(); i++) {
+                StoreRecord.Member x = members.get(i);
+                if (x.uuid().equals(p.uuid()) && ends[d] > x.highWater()) {
+                    long step = Math.max(p.alignment(), p.sizeBytes() / 32);
+                    long hw = Math.min(p.sizeBytes(), (ends[d] + step - 1) / step * step);
+                    members.set(i, new StoreRecord.Member(x.uuid(), x.poolBytes(), x.alignment(), x.lastPath(), hw));
+                    changed = true;
+                }
+            }
+        }
+        if (changed) {
+            StoreRecord next = new StoreRecord(record.storeUuid(), record.generation() + 1, null, List.copyOf(members));
+            deviceSet.writeRecord(next, modes);
+            record = next;
+        }
+    }
+
+    /** The sequences and reasons that keep space quarantined; empty when nothing is. */
+    public synchronized List<Quarantined> quarantined() {
+        return List.copyOf(quarantined);
+    }
+
+    public synchronized long quarantinedBytes() {
+        return quarantinedBytes;
+    }
+
+    /** Devices that are missing or failed, with the reasons (failures at run time included). */
+    public List<DeviceSet.Unavailable> unavailableDevices() {
+        List<DeviceSet.Unavailable> out = new ArrayList<>(deviceSet.unavailable());
+        for (DevicePool d : devices) {
+            if (d.failure() != null) {
+                out.add(new DeviceSet.Unavailable(d.uuid(), d.directory(), d.failure()));
+            }
+        }
+        return out;
+    }
+
+    /**
+     * The explicit user action that gives quarantined space back: the unusable manifest copies move
+     * to a {@code quarantine} folder beside them (kept for inspection, never loaded again) and the
+     * reserved space becomes free. Returns the bytes freed.
+     */
+    public synchronized long releaseQuarantine() throws IOException {
+        Set<Path> files = new HashSet<>();
+        for (Quarantined q : quarantined) {
+            files.addAll(q.files());
+        }
+        manifests.quarantine(files);
+        for (long[] r : quarantineRanges) {
+            devices.get((int) r[0]).allocator().free(r[1], r[2]);
+        }
+        long freed = quarantinedBytes;
+        LOG.warn("quarantine released by the user: {} manifest file(s) moved aside, {} bytes freed", files.size(), freed);
+        quarantineRanges.clear();
+        quarantined.clear();
+        quarantinedBytes = 0;
+        return freed;
     }
 
     /** Deletes a committed sequence nobody holds; returns false if there is none with that id. */
@@ -407,7 +650,7 @@ public final class Store implements AutoCloseable {
         }
         manifests.delete(id);
         catalog.remove(id);
-        freeAll(e.manifest());
+        freeAll(e);
         return true;
     }
 
@@ -423,8 +666,12 @@ public final class Store implements AutoCloseable {
             try {
                 dram.close();
             } finally {
-                if (deviceTier != null) {
-                    deviceTier.close();
+                try {
+                    if (deviceTier != null) {
+                        deviceTier.close();
+                    }
+                } finally {
+                    lock.close();
                 }
             }
         }

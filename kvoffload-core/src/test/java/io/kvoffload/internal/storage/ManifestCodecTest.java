@@ -119,8 +119,10 @@ class ManifestCodecTest {
         try {
             var d0 = java.nio.file.Files.createDirectories(dir.resolve("0"));
             var d1 = java.nio.file.Files.createDirectories(dir.resolve("1"));
-            DevicePool p0 = DevicePool.openOrCreate(0, d0, 1 << 20, 0);
-            DevicePool p1 = DevicePool.openOrCreate(1, d1, 1 << 20, 0);
+            List<DevicePool> pools = DeviceSet.open(io.kvoffload.KvConfig.builder().ssdDirectories(d0, d1)
+                    .deviceCapacityBytes(1 << 20).build(), FileModes.PRIVATE).healthy();
+            DevicePool p0 = pools.get(0);
+            DevicePool p1 = pools.get(1);
             Manifest ok = sample();
             Manifest m = new Manifest(ok.id(), ok.shape(), ok.blockTokens(), List.of(p0.uuid(), p1.uuid()),
                     ok.tokenIds(), ok.layers(), ok.clusters(), 0, 1);
