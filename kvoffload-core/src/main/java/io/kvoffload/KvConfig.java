@@ -59,6 +59,7 @@ public final class KvConfig {
     private final long gpuCacheBudgetBytes;
     private final DeviceModelSpec deviceModel;
     private final int metadataCopies;
+    private final FaultInjection faultInjection;
     private final String fileMode;
 
     private KvConfig(Builder b) {
@@ -79,6 +80,7 @@ public final class KvConfig {
         this.gpuCacheBudgetBytes = b.gpuCacheBudgetBytes;
         this.deviceModel = b.deviceModel;
         this.metadataCopies = b.metadataCopies;
+        this.faultInjection = b.faultInjection;
         this.fileMode = FileModes.parse("fileMode", b.fileMode).octal();
     }
 
@@ -105,6 +107,11 @@ public final class KvConfig {
      */
     public int metadataCopies() {
         return metadataCopies;
+    }
+
+    /** Faults injected into every I/O (for tests and fault campaigns only), or null (the default). */
+    public FaultInjection faultInjection() {
+        return faultInjection;
     }
 
     /**
@@ -206,7 +213,12 @@ public final class KvConfig {
     static final Set<String> KEYS = new TreeSet<>(List.of("ssdDirectories", "metadataDirectory", "dramBudget",
             "dramSlab", "deviceCapacity", "blockTokens", "checksums", "ioBackend", "directIo",
             "directIoAlignment", "queueDepth", "ioThreadsPerDevice", "gpu", "gpuDevice", "gpuCacheBudget",
-            "deviceModel", "metadataCopies", "fileMode"));
+            "deviceModel", "metadataCopies", "fileMode", "faultInjection"));
+
+    /** The keys of a {@code faultInjection} object in a configuration file. */
+    static final Set<String> FAULT_KEYS = new TreeSet<>(List.of("seed", "eio", "tornRead", "bitFlipRead",
+            "bitFlipDisk", "tornWrite", "enospc", "latencySpike", "latencySpikeMillis", "vanishDevice",
+            "vanishAfterRequests"));
 
     /** The keys of a {@code deviceModel} object in a configuration file. */
     static final Set<String> DEVICE_MODEL_KEYS = new TreeSet<>(List.of("profile", "bandwidth", "iops",
@@ -245,6 +257,7 @@ public final class KvConfig {
                 case "deviceModel" -> b.deviceModel(parseDeviceModel(v));
                 case "metadataCopies" -> b.metadataCopies(parseInt(k, v));
                 case "fileMode" -> b.fileMode(String.valueOf(v));
+                case "faultInjection" -> b.faultInjection(parseFaultInjection(v));
                 default -> throw new IllegalArgumentException(
                         "unknown configuration key '" + k + "'; allowed keys: " + KEYS);
             }
@@ -340,6 +353,32 @@ public final class KvConfig {
         return spec.withHost(hostBw, hostIops);
     }
 
+    static FaultInjection parseFaultInjection(Object v) {
+        if (v == null || (v instanceof String str && str.trim().equalsIgnoreCase("none"))) {
+            return null;
+        }
+        if (!(v instanceof Map<?, ?> map)) {
+            throw new IllegalArgumentException("faultInjection = '" + v + "' is not allowed; allowed: 'none' or an object"
+                    + " with keys " + FAULT_KEYS);
+        }
+        for (Object key : map.keySet()) {
+            if (!FAULT_KEYS.contains(String.valueOf(key))) {
+                throw new IllegalArgumentException("unknown configuration key 'faultInjection." + key
+                        + "'; allowed keys: " + FAULT_KEYS);
+            }
+        }
+        java.util.function.ToDoubleFunction<String> p = k -> map.containsKey(k)
+                ? parseDouble("faultInjection." + k, map.get(k)) : 0;
+        return new FaultInjection(map.containsKey("seed") ? parseLong("faultInjection.seed", map.get("seed")) : 0,
+                p.applyAsDouble("eio"), p.applyAsDouble("tornRead"), p.applyAsDouble("bitFlipRead"),
+                p.applyAsDouble("bitFlipDisk"), p.applyAsDouble("tornWrite"), p.applyAsDouble("enospc"),
+                p.applyAsDouble("latencySpike"), map.containsKey("latencySpikeMillis")
+                        ? parseInt("faultInjection.latencySpikeMillis", map.get("latencySpikeMillis")) : 0,
+                map.containsKey("vanishDevice") ? parseInt("faultInjection.vanishDevice", map.get("vanishDevice")) : -1,
+                map.containsKey("vanishAfterRequests")
+                        ? parseLong("faultInjection.vanishAfterRequests", map.get("vanishAfterRequests")) : 0);
+    }
+
     private static long parseLong(String name, Object v) {
         if (v instanceof Number n && n.doubleValue() == n.longValue()) {
             return n.longValue();
@@ -393,7 +432,7 @@ public final class KvConfig {
                 + ", directIoAlignment=" + directIoAlignment + ", queueDepth=" + queueDepth
                 + ", ioThreadsPerDevice=" + ioThreadsPerDevice + ", gpu=" + gpu + ", gpuDevice=" + gpuDevice
                 + ", gpuCacheBudgetBytes=" + gpuCacheBudgetBytes + ", deviceModel=" + deviceModel + ", metadataCopies=" + metadataCopies
-                + ", fileMode=" + fileMode + "}";
+                + ", fileMode=" + fileMode + (faultInjection != null ? ", faultInjection=" + faultInjection : "") + "}";
     }
 
     /** Builder with the documented defaults. */
@@ -401,6 +440,7 @@ public final class KvConfig {
         private List<Path> ssdDirectories = List.of();
         private Path metadataDirectory;
         private int metadataCopies = 2;
+        private FaultInjection faultInjection;
         private String fileMode = "600";
         private long dramBudgetBytes = 256L << 20;
         private long dramSlabBytes = 4L << 20;
@@ -436,6 +476,12 @@ public final class KvConfig {
         /** Copies of each manifest, 1..16 (default 2; fewer where there are fewer devices). */
         public Builder metadataCopies(int copies) {
             this.metadataCopies = copies;
+            return this;
+        }
+
+        /** Faults to inject into every I/O, for tests and fault campaigns; null (default) for none. */
+        public Builder faultInjection(FaultInjection spec) {
+            this.faultInjection = spec;
             return this;
         }
 

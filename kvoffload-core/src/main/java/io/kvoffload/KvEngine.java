@@ -129,6 +129,13 @@ public final class KvEngine implements AutoCloseable {
         synchronized (store) {
             SequenceCatalog.Entry e = store.catalog().get(id);
             if (e == null) {
+                for (Store.Quarantined q : store.quarantined()) {
+                    if (id.equals(q.id())) {
+                        throw new KvException("sequence " + id + " is quarantined: no copy of its manifest could be"
+                                + " used (" + q.reason() + "); restore a copy and reopen the engine, or give its space up"
+                                + " with releaseQuarantine()");
+                    }
+                }
                 throw new IllegalArgumentException("id = '" + id + "' names no committed sequence"
                         + (store.catalog().contains(id) ? " (it is being written and not yet committed)" : "")
                         + "; see KvEngine.sequences()");

@@ -3,6 +3,7 @@ package io.kvoffload.internal.storage;
 import io.kvoffload.KvCapacityException;
 import io.kvoffload.KvConfig;
 import io.kvoffload.KvDeviceUnavailableException;
+import io.kvoffload.KvStoreMismatchException;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -89,8 +90,9 @@ public final class DeviceSet {
      * Opens the configured directories as devices of one store, creating pools in empty ones and
      * writing the updated {@link StoreRecord} to every healthy device.
      *
-     * @throws IllegalArgumentException when a directory is missing or not writable, two
-     *     directories hold the same device, or directories of different stores are mixed
+     * @throws IllegalArgumentException when a directory is missing or not writable
+     * @throws KvStoreMismatchException when two directories hold the same device or directories of
+     *     different stores are mixed
      * @throws KvCapacityException when a new pool cannot be preallocated
      */
     public static DeviceSet open(KvConfig config, FileModes modes) throws IOException {
@@ -134,7 +136,7 @@ public final class DeviceSet {
             if (storeUuid == null && other != null) {
                 storeUuid = other;
             } else if (other != null && !other.equals(storeUuid)) {
-                throw new IllegalArgumentException("ssdDirectories[" + d.position + "] = " + d.path + " belongs to store "
+                throw new KvStoreMismatchException("ssdDirectories[" + d.position + "] = " + d.path + " belongs to store "
                         + other + " but the other directories to store " + storeUuid
                         + "; allowed: the directories of one store (use separate engines for separate stores)");
             }
@@ -151,7 +153,7 @@ public final class DeviceSet {
             }
             Dir prev = byUuid.putIfAbsent(d.uuid, d);
             if (prev != null) {
-                throw new IllegalArgumentException("ssdDirectories[" + prev.position + "] and ssdDirectories["
+                throw new KvStoreMismatchException("ssdDirectories[" + prev.position + "] and ssdDirectories["
                         + d.position + "] hold the same device " + d.uuid + " (a copied directory?)");
             }
         }

@@ -136,8 +136,16 @@ public final class ManifestStore {
         }
     }
 
-    /** One copy of a manifest: decoded, or the reason it could not be. */
-    public record Copy(Path file, Manifest manifest, String error) {}
+    /**
+     * One copy of a manifest: decoded, or the reason it could not be.
+     *
+     * @param digest CRC32C of the whole file, so copies of one generation can be compared
+     */
+    public record Copy(Path file, Manifest manifest, String error, long digest) {
+        Copy(Path file, String error) {
+            this(file, null, error, 0);
+        }
+    }
 
     /** Every copy of every manifest found, by sequence id (file name), ids in sorted order. */
     public Map<String, List<Copy>> loadAll() {
@@ -163,19 +171,21 @@ public final class ManifestStore {
     private static Copy load(Path p, String id) {
         try {
             if (!ID.matcher(id).matches()) {
-                return new Copy(p, null, "file name is not a valid sequence id");
+                return new Copy(p, "file name is not a valid sequence id");
             }
             byte[] bytes = AtomicFiles.readRegular(p);
             if (bytes == null) {
-                return new Copy(p, null, "vanished while loading");
+                return new Copy(p, "vanished while loading");
             }
             Manifest m = ManifestCodec.decode(bytes);
             if (!id.equals(m.id())) {
-                return new Copy(p, null, "file name does not match sequence id " + m.id());
+                return new Copy(p, "file name does not match sequence id " + m.id());
             }
-            return new Copy(p, m, null);
+            java.util.zip.CRC32C c = new java.util.zip.CRC32C();
+            c.update(bytes);
+            return new Copy(p, m, null, c.getValue() ^ ((long) bytes.length << 32));
         } catch (IOException | RuntimeException e) { // a hostile file may fail in any way; it is only ever a bad copy
-            return new Copy(p, null, String.valueOf(e.getMessage()));
+            return new Copy(p, String.valueOf(e.getMessage()));
         }
     }
 

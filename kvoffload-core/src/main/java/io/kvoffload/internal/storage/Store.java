@@ -6,6 +6,7 @@ import io.kvoffload.KvException;
 import io.kvoffload.internal.dram.DramPool;
 import io.kvoffload.internal.dram.DramSlot;
 import io.kvoffload.internal.io.DeviceModel;
+import io.kvoffload.internal.io.FaultInjectingBackend;
 import io.kvoffload.spi.Availability;
 import io.kvoffload.spi.DeviceTier;
 import io.kvoffload.spi.DeviceTierOptions;
@@ -100,7 +101,8 @@ public final class Store implements AutoCloseable {
         IoBackend real = openBackend(config, devices);
         // A device model makes each directory behave like an SSD of its own (docs/configuration.md).
         try {
-            this.backend = config.deviceModel() == null ? real : DeviceModel.wrap(real, config.deviceModel());
+            IoBackend b = config.deviceModel() == null ? real : DeviceModel.wrap(real, config.deviceModel());
+            this.backend = config.faultInjection() == null ? b : FaultInjectingBackend.wrap(b, config.faultInjection());
         } catch (RuntimeException e) {
             real.close();
             throw e;
@@ -233,9 +235,26 @@ public final class Store implements AutoCloseable {
             List<String> reasons = new ArrayList<>();
             boolean loaded = false;
             long newest = copies.get(0).manifest() == null ? -1 : copies.get(0).manifest().commitNumber();
-            for (ManifestStore.Copy c : copies) {
+            for (int i = 0; i < copies.size() && !loaded; ) {
+                ManifestStore.Copy c = copies.get(i);
                 if (c.manifest() == null) {
                     reasons.add(c.file() + ": " + c.error());
+                    i++;
+                    continue;
+                }
+                // Copies of one commit are byte-identical when written by this store; copies that
+                // disagree mean one was rewritten (even with a valid CRC): trust neither, try an older one.
+                int j = i;
+                boolean agree = true;
+                while (j < copies.size() && copies.get(j).manifest() != null
+                        && copies.get(j).manifest().commitNumber() == c.manifest().commitNumber()) {
+                    agree &= copies.get(j).digest() == c.digest();
+                    j++;
+                }
+                if (!agree) {
+                    reasons.add("the copies of commit " + c.manifest().commitNumber() + " disagree: "
+                            + copies.subList(i, j).stream().map(ManifestStore.Copy::file).toList());
+                    i = j;
                     continue;
                 }
                 String why = adopt(c.manifest(), healthyIndex);
@@ -245,9 +264,10 @@ public final class Store implements AutoCloseable {
                                 c.manifest().commitNumber(), c.file(), reasons);
                     }
                     loaded = true;
-                    break;
+                } else {
+                    reasons.add(c.file() + ": " + why);
+                    i = j;
                 }
-                reasons.add(c.file() + ": " + why);
             }
             if (!loaded) {
                 Quarantined q = new Quarantined(e.getKey(), copies.stream().map(ManifestStore.Copy::file).toList(),

@@ -23,6 +23,14 @@ public final class Checks {
         return value;
     }
 
+    public static double inRange(String name, double value, double minInclusive, double maxInclusive) {
+        if (!(value >= minInclusive && value <= maxInclusive)) {
+            throw new IllegalArgumentException(
+                    name + " = " + value + " is out of range; allowed: " + minInclusive + ".." + maxInclusive);
+        }
+        return value;
+    }
+
     public static int index(String name, int value, int size) {
         if (value < 0 || value >= size) {
             throw new IllegalArgumentException(name + " = " + value + " is out of range; allowed: 0.."
