@@ -319,6 +319,33 @@ class StoreSafetyTest {
     }
 
     @Test
+    void aDeviceThatKeepsFailingIsTakenOutOfServiceWithoutARestart() throws Exception {
+        List<Path> d = dirs(2);
+        try (KvEngine e = KvEngine.open(config(d).build())) {
+            commit(e, "a", 1, 64);
+        }
+        KvConfig faulty = config(d).faultInjection(FaultInjection.none(7).withVanishingDevice(1, 0)).build();
+        try (KvEngine e = KvEngine.open(faulty)) {
+            assertTrue(e.ioBackend().endsWith("+faults"), e.ioBackend());
+            for (int i = 0; i < 12; i++) {
+                try (KvSequence s = e.openSequence("a")) {
+                    assertThrows(KvIoException.class, () -> TestEngines.verify(s, 1, TestEngines.all(64)));
+                }
+            }
+            KvStats st = e.stats();
+            assertEquals(1, st.unavailableDevices().size(), st.toString());
+            assertTrue(st.unavailableDevices().get(0).reason().contains("batches in a row failed"), st.toString());
+            commit(e, "b", 2, 64); // written to the healthy device only
+            assertExact(e, "b", 2, 64);
+            assertEquals(0, e.stats().devices().get(1).bytesWritten(), "nothing written to the failed device");
+        }
+        try (KvEngine e = KvEngine.open(config(d).build())) { // the device is back: everything reads
+            assertExact(e, "a", 1, 64);
+            assertExact(e, "b", 2, 64);
+        }
+    }
+
+    @Test
     void plantedTemporaryFilesNeitherRedirectNorBlockACommit() throws Exception {
         List<Path> d = dirs(1);
         Path outside = Files.writeString(root.resolve("victim.txt"), "precious");

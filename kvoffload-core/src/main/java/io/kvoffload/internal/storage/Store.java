@@ -102,7 +102,8 @@ public final class Store implements AutoCloseable {
         // A device model makes each directory behave like an SSD of its own (docs/configuration.md).
         try {
             IoBackend b = config.deviceModel() == null ? real : DeviceModel.wrap(real, config.deviceModel());
-            this.backend = config.faultInjection() == null ? b : FaultInjectingBackend.wrap(b, config.faultInjection());
+            b = config.faultInjection() == null ? b : FaultInjectingBackend.wrap(b, config.faultInjection());
+            this.backend = new DeviceHealth(b, devices);
         } catch (RuntimeException e) {
             real.close();
             throw e;

@@ -1,0 +1,122 @@
+package io.kvoffload.internal.storage;
+
+import io.kvoffload.KvIoException;
+import io.kvoffload.spi.DramSlabListener;
+import io.kvoffload.spi.IoBackend;
+import io.kvoffload.spi.IoBatch;
+import io.kvoffload.spi.IoDevice;
+import java.io.IOException;
+import java.util.List;
+import java.util.concurrent.atomic.AtomicIntegerArray;
+
+/**
+ * The outermost {@link IoBackend} of a store: counts each device's consecutive failed batches and
+ * marks a device {@linkplain DevicePool#fail failed} once {@link #FAILURE_THRESHOLD} batches in a
+ * row failed on it with a device error, so a disk that died at run time is taken out of service
+ * (nothing more is allocated there, commits naming it are refused) without a restart. A batch that
+ * completes clears the count of every device it touched. Counting allocates nothing.
+ */
+final class DeviceHealth implements IoBackend {
+    /** Consecutive failed batches after which a device is declared failed. */
+    static final int FAILURE_THRESHOLD = 8;
+
+    private final IoBackend inner;
+    private final List<DevicePool> devices;
+    private final AtomicIntegerArray consecutive;
+
+    DeviceHealth(IoBackend inner, List<DevicePool> devices) {
+        this.inner = inner;
+        this.devices = devices;
+        this.consecutive = new AtomicIntegerArray(devices.size());
+    }
+
+    IoBackend inner() {
+        return inner;
+    }
+
+    @Override
+    public String name() {
+        return inner.name();
+    }
+
+    @Override
+    public List<IoDevice> devices() {
+        return inner.devices();
+    }
+
+    @Override
+    public boolean directIo(int device) {
+        return inner.directIo(device);
+    }
+
+    @Override
+    public IoBatch newBatch(int capacity) {
+        return inner.newBatch(capacity);
+    }
+
+    @Override
+    public DramSlabListener dramSlabListener() {
+        return inner.dramSlabListener();
+    }
+
+    @Override
+    public void submit(IoBatch batch) {
+        inner.submit(batch);
+    }
+
+    @Override
+    public void await(IoBatch batch) {
+        try {
+            inner.await(batch);
+        } catch (KvIoException e) {
+            failed(e);
+            throw e;
+        }
+        succeeded(batch);
+    }
+
+    @Override
+    public int awaitProgress(IoBatch batch, int seen) {
+        try {
+            return inner.awaitProgress(batch, seen);
+        } catch (KvIoException e) {
+            failed(e);
+            throw e;
+        }
+    }
+
+    private void succeeded(IoBatch batch) {
+        for (int i = 0, n = batch.size(); i < n; i++) {
+            int d = batch.device(i);
+            if (consecutive.get(d) != 0) {
+                consecutive.set(d, 0);
+            }
+        }
+    }
+
+    private void failed(KvIoException e) {
+        int d = e.device();
+        if (d < 0 || d >= devices.size() || !isDeviceError(e.errno())) {
+            return;
+        }
+        int n = consecutive.incrementAndGet(d);
+        if (n == FAILURE_THRESHOLD) {
+            devices.get(d).fail(n + " batches in a row failed on it, the last with: " + e.getMessage());
+        }
+    }
+
+    /** EIO, ENXIO, ENODEV, EROFS, EBADF: the device, not the request, is at fault. */
+    private static boolean isDeviceError(int errno) {
+        return errno == 5 || errno == 6 || errno == 19 || errno == 30 || errno == 9;
+    }
+
+    @Override
+    public void sync(int device) throws IOException {
+        inner.sync(device);
+    }
+
+    @Override
+    public void close() {
+        inner.close();
+    }
+}
