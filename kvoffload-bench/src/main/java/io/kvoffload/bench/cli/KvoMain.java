@@ -18,7 +18,8 @@ import picocli.CommandLine.Command;
         description = "kvoffload: KV-cache offloading across SSDs. Demo, benchmarks and tools.",
         subcommands = {DemoCommand.class, CompareCommand.class, ClusterBuildBench.class, ClusterDriftBench.class,
             CompareQualityCommand.class, KvSwapBench.class, KvSwapIoBench.class, TuneCommand.class,
-            SwarmOnlineBench.class, SelectionLatencyCommand.class, ScalingCommand.class, CommandLine.HelpCommand.class})
+            SwarmOnlineBench.class, SelectionLatencyCommand.class, ScalingCommand.class,
+            io.kvoffload.bench.faults.FaultCampaignCommand.class, CommandLine.HelpCommand.class})
 public final class KvoMain implements Runnable {
     @CommandLine.Spec
     CommandLine.Model.CommandSpec spec;

@@ -92,21 +92,29 @@ public final class ManifestStore {
             }
             AtomicFiles.syncDirectory(d);
         }
-        for (Path d : readDirs) {
-            if (!dirs.contains(d)) {
-                deleteIn(d, m.id(), true);
+        for (String suffix : new String[] {PREV_SUFFIX, SUFFIX}) {
+            for (Path d : readDirs) {
+                if (!dirs.contains(d)) {
+                    deleteIn(d, m.id() + suffix, false);
+                }
             }
         }
     }
 
-    /** Removes every copy of {@code id}, current and previous, in every directory that can be reached. */
+    /**
+     * Removes every copy of {@code id} in every directory that can be reached: first every previous
+     * generation, then the current ones, so that a crash part-way leaves the last commit or nothing,
+     * never an older generation brought back over space that may have been reused.
+     */
     public void delete(String id) throws IOException {
         IOException failure = null;
-        for (Path d : readDirs) {
-            try {
-                deleteIn(d, id, writeDirs.contains(d));
-            } catch (IOException e) {
-                failure = e;
+        for (String suffix : new String[] {PREV_SUFFIX, SUFFIX}) {
+            for (Path d : readDirs) {
+                try {
+                    deleteIn(d, id + suffix, writeDirs.contains(d));
+                } catch (IOException e) {
+                    failure = e;
+                }
             }
         }
         if (failure != null) {
@@ -114,13 +122,11 @@ public final class ManifestStore {
         }
     }
 
-    private static void deleteIn(Path d, String id, boolean mustReach) throws IOException {
+    private static void deleteIn(Path d, String name, boolean mustReach) throws IOException {
         if (!mustReach && !Files.isDirectory(d)) {
             return;
         }
-        boolean any = Files.deleteIfExists(d.resolve(id + SUFFIX));
-        any |= Files.deleteIfExists(d.resolve(id + PREV_SUFFIX));
-        if (any) {
+        if (Files.deleteIfExists(d.resolve(name))) {
             AtomicFiles.syncDirectory(d);
         }
     }

@@ -56,6 +56,7 @@ public final class Store implements AutoCloseable {
     private DramPool dram;
     private final IoStats stats;
     private DeviceTier deviceTier;
+    private FaultInjectingBackend faults;
 
     public Store(KvConfig config) throws IOException {
         this.config = config;
@@ -102,7 +103,10 @@ public final class Store implements AutoCloseable {
         // A device model makes each directory behave like an SSD of its own (docs/configuration.md).
         try {
             IoBackend b = config.deviceModel() == null ? real : DeviceModel.wrap(real, config.deviceModel());
-            b = config.faultInjection() == null ? b : FaultInjectingBackend.wrap(b, config.faultInjection());
+            if (config.faultInjection() != null) {
+                faults = FaultInjectingBackend.wrap(b, config.faultInjection());
+                b = faults;
+            }
             this.backend = new DeviceHealth(b, devices);
         } catch (RuntimeException e) {
             real.close();
@@ -612,6 +616,17 @@ public final class Store implements AutoCloseable {
             deviceSet.writeRecord(next, modes);
             record = next;
         }
+    }
+
+    /** Faults injected so far by kind (configuration {@code faultInjection}); empty without injection. */
+    public Map<String, Long> injectedFaults() {
+        Map<String, Long> out = new java.util.LinkedHashMap<>();
+        if (faults != null) {
+            for (FaultInjectingBackend.Kind k : FaultInjectingBackend.Kind.values()) {
+                out.put(k.name(), faults.injected(k));
+            }
+        }
+        return out;
     }
 
     /** The sequences and reasons that keep space quarantined; empty when nothing is. */
