@@ -190,7 +190,7 @@ public final class Store implements AutoCloseable {
                 groups[l] = m.groups()[l] == null ? null : m.groups()[l].remapDevices(map);
             }
             Manifest local = new Manifest(m.id(), m.shape(), m.blockTokens(), deviceUuids, m.tokenIds(), m.layers(),
-                    clusters, groups, m.commitMillis(), m.commitNumber());
+                    clusters, groups, m.commitMillis(), m.commitNumber(), m.identityChecksums());
             List<long[]> marked = new ArrayList<>();
             try {
                 local.forEachExtent((d, off, len) -> {
