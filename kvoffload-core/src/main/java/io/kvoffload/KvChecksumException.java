@@ -1,9 +1,11 @@
 package io.kvoffload;
 
 /**
- * Bytes read back from a device did not match the CRC32C recorded when they were written. The
- * library never returns such bytes; the message names the device, the sequence, the layer and the
- * token range the extent holds.
+ * Bytes read back from a device did not match the checksum recorded when they were written. The
+ * checksum covers what the bytes are as well as the bytes (a CRC32C seeded with the sequence, the
+ * layer and the token position), so this is also raised for intact bytes that belong to another
+ * position or sequence, e.g. when a manifest points at the wrong extent. The library never returns
+ * such bytes; the message names the device, the sequence, the layer and the token range wanted.
  */
 public class KvChecksumException extends KvException {
     private final int device;

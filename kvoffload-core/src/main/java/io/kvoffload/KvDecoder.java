@@ -7,6 +7,7 @@ import io.kvoffload.internal.decode.StagedReads;
 import io.kvoffload.internal.decode.ViewRows;
 import io.kvoffload.internal.sched.BucketScheduler;
 import io.kvoffload.internal.storage.ClusterLayout;
+import io.kvoffload.internal.storage.EntryChecksum;
 import io.kvoffload.internal.storage.GroupLayout;
 import io.kvoffload.internal.storage.Store;
 import io.kvoffload.internal.storage.ClusterLayoutWriter;
@@ -17,7 +18,6 @@ import io.kvoffload.internal.swarm.OnlineClusterMaintenance;
 import io.kvoffload.workload.ElementCodec;
 import io.kvoffload.internal.util.Checks;
 import java.lang.foreign.MemorySegment;
-import java.util.zip.CRC32C;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -27,7 +27,7 @@ import org.slf4j.LoggerFactory;
  * takes clusters in score order until the token budget is filled, plans the reads with the bucket
  * scheduler (Eq. 8: each entry once, none that DRAM already holds, spread over the SSDs), submits
  * them in one batch and returns at once (reads the I/O ring has no room for wait in its backlog);
- * {@link KvView#await()} then checks every entry's CRC32C and gathers it into the view as its read
+ * {@link KvView#await()} then checks every entry's checksum and gathers it into the view as its read
  * lands, while later reads are still in flight; sinks, window and cached entries are copied in
  * while the SSDs work.
  *
@@ -576,7 +576,8 @@ public final class KvDecoder implements AutoCloseable {
 
     private void verify(Fetch f, ClusterLayout cl, int layer, int token, int dev, long fileOffset, long at) {
         int e = cl.entryAt(token, dev, fileOffset);
-        int actual = f.reads.crc(at, entry);
+        // Seeded with the token wanted, so an entry from elsewhere fails even when its bytes are intact.
+        int actual = f.reads.checksum(sequence.entryChecksum(), EntryChecksum.Kind.ENTRY, layer, token, at, entry);
         if (actual != cl.entryCrc(e)) {
             store.stats().checksumFailures.increment();
             throw new KvChecksumException(dev, store.devices().get(dev).directory().toString(), sequence.id(), layer,
@@ -671,8 +672,9 @@ public final class KvDecoder implements AutoCloseable {
             return;
         }
         int layer = ls.layer;
-        ClusterLayout grown = ClusterLayoutWriter.append(store, sequence.id(), shape, ls.layout, a.tokens(),
-                a.clusterStart(), a.clusterIds(), (pos, k, v) -> sequence.read(layer, pos, k, v));
+        ClusterLayout grown = ClusterLayoutWriter.append(store, sequence.id(), sequence.entryChecksum(), layer, shape,
+                ls.layout, a.tokens(), a.clusterStart(), a.clusterIds(),
+                (pos, k, v) -> sequence.read(layer, pos, k, v));
         int added = a.newMedoids().length;
         if (added > 0) {
             int row = shape.kvHeads() * shape.headDim();

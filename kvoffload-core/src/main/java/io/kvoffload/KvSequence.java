@@ -7,6 +7,7 @@ import io.kvoffload.internal.storage.ClusterLayout;
 import io.kvoffload.internal.storage.ClusterLayoutWriter;
 import io.kvoffload.internal.storage.ClusterPlan;
 import io.kvoffload.internal.storage.DevicePool;
+import io.kvoffload.internal.storage.EntryChecksum;
 import io.kvoffload.internal.storage.GroupLayout;
 import io.kvoffload.internal.storage.GroupLayoutWriter;
 import io.kvoffload.internal.storage.Layout;
@@ -96,17 +97,19 @@ public final class KvSequence implements AutoCloseable {
     private final boolean[] pendingRelease = new boolean[IO_BATCH];
     private IoBatch readBatch;
     private final CRC32C crc = new CRC32C();
+    /** How this sequence's records are checksummed: with its identity, unless first committed before manifest v5. */
+    private final EntryChecksum checksum;
     private final List<KvDecoder> decoders = new ArrayList<>();
 
     /** A new, empty, writable sequence. */
     KvSequence(KvEngine engine, Store store, String id, KvShape shape) {
-        this(engine, store, id, shape, store.config().blockTokens(), true);
+        this(engine, store, id, shape, store.config().blockTokens(), true, EntryChecksum.forSequence(id));
         this.tokenIds = new int[256];
     }
 
     /** A handle on a committed sequence. */
     KvSequence(KvEngine engine, Store store, Manifest m, boolean writable) {
-        this(engine, store, m.id(), m.shape(), m.blockTokens(), writable);
+        this(engine, store, m.id(), m.shape(), m.blockTokens(), writable, m.entryChecksum());
         this.tokenIds = m.tokenIds().clone();
         this.tokenCount = m.tokenCount();
         for (int l = 0; l < shape.layers(); l++) {
@@ -124,8 +127,10 @@ public final class KvSequence implements AutoCloseable {
         this.commitNumber = m.commitNumber();
     }
 
-    private KvSequence(KvEngine engine, Store store, String id, KvShape shape, int blockTokens, boolean writable) {
+    private KvSequence(KvEngine engine, Store store, String id, KvShape shape, int blockTokens, boolean writable,
+            EntryChecksum checksum) {
         this.engine = engine;
+        this.checksum = checksum;
         this.store = store;
         this.id = id;
         this.shape = shape;
@@ -323,9 +328,7 @@ public final class KvSequence implements AutoCloseable {
             seg.asSlice(used, extentBytes - used).fill((byte) 0);
         }
         MemorySegment data = seg.asSlice(0, extentBytes);
-        crc.reset();
-        crc.update(data.asByteBuffer());
-        int checksum = (int) crc.getValue();
+        int sum = checksum.compute(crc, EntryChecksum.Kind.BLOCK, layer, b * blockTokens, data.asByteBuffer());
         int preferred = Layout.stripeDevice(layer, b, store.devices().size());
         long packed;
         try {
@@ -344,7 +347,7 @@ public final class KvSequence implements AutoCloseable {
         }
         int dev = Store.packedDevice(packed);
         long off = Store.packedOffset(packed);
-        t.set(b, dev, off, (int) extentBytes, checksum, false);
+        t.set(b, dev, off, (int) extentBytes, sum, false);
         if (writeBatch == null) {
             writeBatch = store.backend().newBatch(IO_BATCH);
         }
@@ -430,7 +433,8 @@ public final class KvSequence implements AutoCloseable {
                 snapshot[l].markAllCommitted();
             }
             Manifest m = new Manifest(id, shape, blockTokens, store.deviceUuids(), Arrays.copyOf(tokenIds, tokenCount),
-                    snapshot, clusters.clone(), groups.clone(), System.currentTimeMillis(), commitNumber + 1);
+                    snapshot, clusters.clone(), groups.clone(), System.currentTimeMillis(), commitNumber + 1,
+                    checksum.salted());
             store.commit(m, superseded, 1);
         } catch (IOException e) {
             throw new UncheckedIOException("commit of sequence " + id + " failed; its previous commit is intact", e);
@@ -464,7 +468,7 @@ public final class KvSequence implements AutoCloseable {
         Checks.index("layer", layer, shape.layers());
         Checks.inRange("plan.clusteredTokens()", plan.clusteredTokens(), 1, layerTokens[layer]);
         flushWrites();
-        ClusterLayout layout = ClusterLayoutWriter.write(store, id, shape, plan,
+        ClusterLayout layout = ClusterLayoutWriter.write(store, id, checksum, layer, shape, plan,
                 (positions, k, v) -> read(layer, positions, k, v));
         ClusterLayout old = clusters[layer];
         if (old != null) {
@@ -710,7 +714,7 @@ public final class KvSequence implements AutoCloseable {
         long t0 = System.nanoTime();
         LowRankAdapter adapter = fitAdapter(layer, tokens, rank, options.calibrationRows(), options.seed());
         long t1 = System.nanoTime();
-        GroupLayout layout = GroupLayoutWriter.write(store, id, shape, g, grouped, adapter,
+        GroupLayout layout = GroupLayoutWriter.write(store, id, checksum, layer, shape, g, grouped, adapter,
                 (positions, k, v) -> read(layer, positions, k, v));
         long t2 = System.nanoTime();
         dropGroupLayout(layer);
@@ -921,9 +925,8 @@ public final class KvSequence implements AutoCloseable {
                     int grp = groupAt[i];
                     long base = (long) i * stride;
                     if (store.config().checksums()) {
-                        crc.reset();
-                        crc.update(mem.asSlice(base, data).asByteBuffer());
-                        int actual = (int) crc.getValue();
+                        int actual = checksum.compute(crc, EntryChecksum.Kind.GROUP, layer, grp * g,
+                                mem.asSlice(base, data).asByteBuffer());
                         if (actual != gl.groupCrc(grp)) {
                             store.stats().checksumFailures.increment();
                             int dev = gl.groupDevice(grp);
@@ -1176,9 +1179,7 @@ public final class KvSequence implements AutoCloseable {
             MemorySegment src = staged.asSlice(off - base, entry);
             if (store.config().checksums()) {
                 int e = cl.entryAt(token, dev, off);
-                crc.reset();
-                crc.update(src.asByteBuffer());
-                int actual = (int) crc.getValue();
+                int actual = checksum.compute(crc, EntryChecksum.Kind.ENTRY, layer, token, src.asByteBuffer());
                 if (actual != cl.entryCrc(e)) {
                     store.stats().checksumFailures.increment();
                     throw new KvChecksumException(dev, store.devices().get(dev).directory().toString(), id, layer,
@@ -1255,9 +1256,9 @@ public final class KvSequence implements AutoCloseable {
         }
         for (int g = 0; g < count; g++) {
             int b = blockIds[g];
-            crc.reset();
-            crc.update(slots[g].segment().asSlice(0, t.length(b)).asByteBuffer());
-            int actual = (int) crc.getValue();
+            // Seeded with the block wanted, so another block's (or sequence's) intact extent fails too.
+            int actual = checksum.compute(crc, EntryChecksum.Kind.BLOCK, layer, b * blockTokens,
+                    slots[g].segment().asSlice(0, t.length(b)).asByteBuffer());
             if (actual != t.crc(b)) {
                 store.stats().checksumFailures.increment();
                 int d = t.device(b);
@@ -1290,6 +1291,11 @@ public final class KvSequence implements AutoCloseable {
 
     Store store() {
         return store;
+    }
+
+    /** How this sequence's block extents, cluster entries and groups are checksummed. */
+    EntryChecksum entryChecksum() {
+        return checksum;
     }
 
     private void checkNoFetchInFlight(String what) {

@@ -9,6 +9,7 @@ import io.kvoffload.internal.kvswap.GroupPredictor;
 import io.kvoffload.internal.kvswap.ReuseBuffer;
 import io.kvoffload.internal.kvswap.ReusePlan;
 import io.kvoffload.internal.sched.BucketScheduler;
+import io.kvoffload.internal.storage.EntryChecksum;
 import io.kvoffload.internal.storage.GroupLayout;
 import io.kvoffload.internal.storage.GroupLayoutWriter;
 import io.kvoffload.internal.storage.Store;
@@ -16,7 +17,6 @@ import io.kvoffload.spi.IoBatch;
 import io.kvoffload.workload.ElementCodec;
 import java.lang.foreign.MemorySegment;
 import java.util.Arrays;
-import java.util.zip.CRC32C;
 
 /**
  * KVSwap's online phase for one layer of a {@link KvDecoder} (papers/003 §3.3–3.4), on the same
@@ -30,7 +30,7 @@ import java.util.zip.CRC32C;
  *   <li>the misses go through the {@link BucketScheduler} with the {@link GroupLayout} as its
  *       replica table (unit = one group, one copy), so groups adjacent on a device merge into one
  *       read, and one {@link IoBatch} submission feeds every SSD;</li>
- *   <li>on completion every group's CRC32C is checked before its tokens reach the view or its
+ *   <li>on completion every group's checksum is checked before its tokens reach the view or its
  *       reuse slot.</li>
  * </ol>
  * New tokens appended through the decoder join the window; each time G of them past the
@@ -328,7 +328,8 @@ final class KvSwapLayer implements AutoCloseable {
     }
 
     private void verify(int grp, int dev, long at) {
-        int actual = reads.crc(at, groupBytes);
+        int actual = reads.checksum(sequence.entryChecksum(), EntryChecksum.Kind.GROUP, layer, grp * g, at,
+                groupBytes);
         if (actual != layout.groupCrc(grp)) {
             store.stats().checksumFailures.increment();
             throw new KvChecksumException(dev, store.devices().get(dev).directory().toString(), sequence.id(), layer,
@@ -380,7 +381,8 @@ final class KvSwapLayer implements AutoCloseable {
         if (target - grouped < rollTokens) {
             return;
         }
-        GroupLayout grown = GroupLayoutWriter.append(store, sequence.id(), shape, layout, target, this::readRolling);
+        GroupLayout grown = GroupLayoutWriter.append(store, sequence.id(), sequence.entryChecksum(), layer, shape, layout,
+                target, this::readRolling);
         sequence.extendGroups(layer, grown);
         layout = grown;
         int groups = grown.groupCount();

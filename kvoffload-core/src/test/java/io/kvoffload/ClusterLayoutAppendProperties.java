@@ -8,6 +8,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.kvoffload.internal.storage.ClusterLayout;
 import io.kvoffload.internal.storage.ClusterLayoutWriter;
+import io.kvoffload.internal.storage.EntryChecksum;
 import io.kvoffload.internal.storage.Manifest;
 import io.kvoffload.internal.storage.ManifestCodec;
 import io.kvoffload.internal.storage.Store;
@@ -105,7 +106,8 @@ class ClusterLayoutAppendProperties {
                             start[i + 1] = ids.size();
                         }
                         int[] ci = ids.stream().mapToInt(Integer::intValue).toArray();
-                        cl = ClusterLayoutWriter.append(store, id, shape, cl, tok, start, ci, source(shape, seed, l));
+                        cl = ClusterLayoutWriter.append(store, id, EntryChecksum.forSequence(id), l, shape, cl, tok,
+                                start, ci, source(shape, seed, l));
                         assertEquals(next + n, cl.clusteredTokens(), "the clustered tokens stay a prefix");
                         assertEquals(clusters, cl.clusterCount());
                         for (int i = 0; i < n; i++) {
@@ -135,7 +137,7 @@ class ClusterLayoutAppendProperties {
                     }
                     grown[l] = cl;
                     layouts[l] = cl;
-                    assertNull(readBackRaw(store, cl, shape, seed, l));
+                    assertNull(readBackRaw(store, id, cl, shape, seed, l));
                 }
                 Manifest updated = new Manifest(m.id(), m.shape(), m.blockTokens(), m.deviceUuids(), m.tokenIds(),
                         m.layers(), layouts, System.currentTimeMillis(), m.commitNumber() + 1);
@@ -186,8 +188,8 @@ class ClusterLayoutAppendProperties {
         }
     }
 
-    /** Reads every stored entry of the layout back from its extent and checks bytes and CRC32C. */
-    private static String readBackRaw(Store store, ClusterLayout cl, KvShape shape, long seed, int layer) {
+    /** Reads every stored entry of the layout back from its extent and checks bytes and checksum. */
+    private static String readBackRaw(Store store, String id, ClusterLayout cl, KvShape shape, long seed, int layer) {
         int entry = shape.entryBytes();
         int half = shape.halfEntryBytes();
         IoBatch batch = store.backend().newBatch(1);
@@ -210,10 +212,10 @@ class ClusterLayoutAppendProperties {
                 for (int i = 0; i < n && cl.entryDevice(first + i) == cl.segmentDevice(g)
                         && cl.entryOffset(first + i) == cl.segmentOffset(g) + (long) i * entry; i++) {
                     MemorySegment src = buf.asSlice((long) i * entry, entry);
-                    crc.reset();
-                    crc.update(src.asByteBuffer());
-                    if ((int) crc.getValue() != cl.entryCrc(first + i)) {
-                        return "segment " + g + " entry " + i + ": CRC32C mismatch";
+                    int sum = EntryChecksum.forSequence(id).compute(crc, EntryChecksum.Kind.ENTRY, layer,
+                            cl.entryToken(first + i), src.asByteBuffer());
+                    if (sum != cl.entryCrc(first + i)) {
+                        return "segment " + g + " entry " + i + ": checksum mismatch";
                     }
                     int t = cl.entryToken(first + i);
                     KvTestData.fill(k, shape, seed, layer, t, 1, false);
@@ -243,6 +245,7 @@ class ClusterLayoutAppendProperties {
             }
             try (Store store = new Store(cfg)) {
                 ClusterLayout cl = store.catalog().get(id).manifest().clusters()[0];
+                EntryChecksum sum = EntryChecksum.forSequence(id);
                 long[] sizes = new long[cl.clusterCount()];
                 for (int c = 0; c < sizes.length; c++) {
                     sizes[c] = cl.size(c);
@@ -260,8 +263,8 @@ class ClusterLayoutAppendProperties {
                 om.evict(31);
                 om.evict(32); // never activated: a new cluster
                 OnlineClusterMaintenance.Assignments a = om.drainAssignments();
-                ClusterLayout grown = ClusterLayoutWriter.append(store, id, shape, cl, a.tokens(), a.clusterStart(),
-                        a.clusterIds(), source(shape, 5, 0));
+                ClusterLayout grown = ClusterLayoutWriter.append(store, id, sum, 0, shape, cl, a.tokens(),
+                        a.clusterStart(), a.clusterIds(), source(shape, 5, 0));
                 assertEquals(33, grown.clusteredTokens());
                 assertEquals(cl.clusterCount() + 1, grown.clusterCount());
                 assertEquals(32, grown.medoid(cl.clusterCount()));
@@ -269,29 +272,29 @@ class ClusterLayoutAppendProperties {
                 int n0 = members0.length;
                 assertEquals(Set.of(30, 31), Set.of(members0[n0 - 2], members0[n0 - 1]), "both joined cluster 0, last");
                 assertEquals(1, grown.replicaCount(30));
-                assertNull(readBackRaw(store, grown, shape, 5, 0));
+                assertNull(readBackRaw(store, id, grown, shape, 5, 0));
 
                 int[] one = {33};
                 int[] st = {0, 1};
-                var ex = assertThrows(IllegalArgumentException.class, () -> ClusterLayoutWriter.append(store, id, shape, cl,
-                        new int[] {31}, st, new int[] {0}, source(shape, 5, 0)));
+                var ex = assertThrows(IllegalArgumentException.class, () -> ClusterLayoutWriter.append(store, id, sum, 0,
+                        shape, cl, new int[] {31}, st, new int[] {0}, source(shape, 5, 0)));
                 assertTrue(ex.getMessage().contains("tokens[0] = 31") && ex.getMessage().contains("30..30"),
                         ex.getMessage());
-                ex = assertThrows(IllegalArgumentException.class, () -> ClusterLayoutWriter.append(store, id, shape, grown,
-                        one, st, new int[] {grown.clusterCount() + 1}, source(shape, 5, 0)));
+                ex = assertThrows(IllegalArgumentException.class, () -> ClusterLayoutWriter.append(store, id, sum, 0,
+                        shape, grown, one, st, new int[] {grown.clusterCount() + 1}, source(shape, 5, 0)));
                 assertTrue(ex.getMessage().contains("clusterIds[0] = " + (grown.clusterCount() + 1)), ex.getMessage());
-                ex = assertThrows(IllegalArgumentException.class, () -> ClusterLayoutWriter.append(store, id, shape, grown,
-                        one, new int[] {0, 2}, new int[] {1, 1}, source(shape, 5, 0)));
+                ex = assertThrows(IllegalArgumentException.class, () -> ClusterLayoutWriter.append(store, id, sum, 0,
+                        shape, grown, one, new int[] {0, 2}, new int[] {1, 1}, source(shape, 5, 0)));
                 assertTrue(ex.getMessage().contains("distinct"), ex.getMessage());
-                ex = assertThrows(IllegalArgumentException.class, () -> ClusterLayoutWriter.append(store, id, shape, grown,
-                        one, new int[] {0, 0}, new int[0], source(shape, 5, 0)));
+                ex = assertThrows(IllegalArgumentException.class, () -> ClusterLayoutWriter.append(store, id, sum, 0,
+                        shape, grown, one, new int[] {0, 0}, new int[0], source(shape, 5, 0)));
                 assertTrue(ex.getMessage().contains("at least one cluster"), ex.getMessage());
                 ex = assertThrows(IllegalArgumentException.class, () -> ClusterLayoutWriter.append(store, id,
-                        new KvShape(1, 2, 1, 32, DType.F32), grown, one, st, new int[] {0}, source(shape, 5, 0)));
+                        sum, 0, new KvShape(1, 2, 1, 32, DType.F32), grown, one, st, new int[] {0}, source(shape, 5, 0)));
                 assertTrue(ex.getMessage().contains("shape.entryBytes()"), ex.getMessage());
                 long free = store.devices().stream().mapToLong(d -> d.allocator().freeBytes()).sum();
-                assertThrows(IllegalStateException.class, () -> ClusterLayoutWriter.append(store, id, shape, grown, one, st,
-                        new int[] {0}, (p, k, v) -> {
+                assertThrows(IllegalStateException.class, () -> ClusterLayoutWriter.append(store, id, sum, 0,
+                        shape, grown, one, st, new int[] {0}, (p, k, v) -> {
                             throw new IllegalStateException("source failed");
                         }));
                 assertEquals(free, store.devices().stream().mapToLong(d -> d.allocator().freeBytes()).sum(),

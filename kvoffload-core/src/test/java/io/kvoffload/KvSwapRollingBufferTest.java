@@ -186,12 +186,14 @@ class KvSwapRollingBufferTest {
                 assertTrue(d.stats().bytesRead() > 0);
                 for (int l = 0; l < SHAPE.layers(); l++) {
                     GroupLayout gl = s.groupLayout(l);
+                    int layer = l;
                     for (int g = 0; g < gl.groupCount(); g++) {
                         assertEquals(g % 3, gl.groupDevice(g), "the round-robin continues: group " + g);
                     }
                     String m = org.junit.jupiter.api.Assertions.assertThrows(IllegalArgumentException.class,
-                            () -> io.kvoffload.internal.storage.GroupLayoutWriter.append(s.store(), s.id(), SHAPE, gl,
-                                    gl.groupedTokens() + G + 1, (p, k, v) -> { })).getMessage();
+                            () -> io.kvoffload.internal.storage.GroupLayoutWriter.append(s.store(), s.id(),
+                                    s.entryChecksum(), layer, SHAPE, gl, gl.groupedTokens() + G + 1, (p, k, v) -> { }))
+                            .getMessage();
                     assertEquals("groupedTokens = " + (gl.groupedTokens() + G + 1) + " is out of range; allowed: a"
                             + " multiple of groupSize = " + G + " greater than the layout's " + gl.groupedTokens(), m);
                     groupedAfter[l] = s.groupLayout(l).groupedTokens();

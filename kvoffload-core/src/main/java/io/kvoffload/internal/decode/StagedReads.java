@@ -2,6 +2,7 @@ package io.kvoffload.internal.decode;
 
 import io.kvoffload.internal.dram.DramSlot;
 import io.kvoffload.internal.sched.BucketScheduler;
+import io.kvoffload.internal.storage.EntryChecksum;
 import io.kvoffload.internal.storage.Store;
 import io.kvoffload.internal.util.Checks;
 import io.kvoffload.spi.IoBatch;
@@ -155,13 +156,14 @@ public final class StagedReads implements AutoCloseable {
         return staging.segment();
     }
 
-    /** CRC32C of {@code memory()[at, at + length)}. */
-    public int crc(long at, long length) {
+    /**
+     * The checksum of {@code memory()[at, at + length)} as record {@code kind} of {@code layer} at
+     * token {@code position} ({@link EntryChecksum#compute}); allocates nothing.
+     */
+    public int checksum(EntryChecksum sum, EntryChecksum.Kind kind, int layer, int position, long at, long length) {
         ByteBuffer b = stagingBytes;
         b.limit((int) (at + length)).position((int) at);
-        crc.reset();
-        crc.update(b);
-        return (int) crc.getValue();
+        return sum.compute(crc, kind, layer, position, b);
     }
 
     /** Forgets the plan once no read is in flight (a failed await has finished all of them). */

@@ -16,7 +16,7 @@ import java.util.zip.CRC32C;
 /**
  * Writes one layer's cluster layout: clusters are taken in groups of a few thousand entries; a
  * group's entries are gathered once from the current layout, then each (cluster, device) share is
- * written as one extent, every entry with its CRC32C. Offline work: it may allocate.
+ * written as one extent, every entry with its {@link EntryChecksum}. Offline work: it may allocate.
  *
  * <p>{@link #append} grows a written layout online (Swarm §6.2, Eq. 9): tokens leaving the local
  * window join clusters, each member going to its cluster's next device.
@@ -37,8 +37,13 @@ public final class ClusterLayoutWriter {
      * Writes the plan's extents and returns the layout; on failure frees what it allocated.
      *
      * @param owner the sequence id (an allocation never evicts its owner)
+     * @param checksum how the owner's records are checksummed ({@link Manifest#entryChecksum()})
+     * @param layer the layer being laid out (part of every entry's checksum)
      */
-    public static ClusterLayout write(Store store, String owner, KvShape shape, ClusterPlan plan, Source source) {
+    public static ClusterLayout write(Store store, String owner, EntryChecksum checksum, int layer, KvShape shape,
+            ClusterPlan plan, Source source) {
+        Checks.notNull("checksum", checksum);
+        Checks.index("layer", layer, shape.layers());
         int devices = store.devices().size();
         int half = shape.halfEntryBytes();
         int entry = shape.entryBytes();
@@ -108,9 +113,8 @@ public final class ClusterLayoutWriter {
                             int src = segFirst[g] - segFirst[s] + k;
                             MemorySegment.copy(keys, (long) src * half, dst, (long) k * entry, half);
                             MemorySegment.copy(values, (long) src * half, dst, (long) k * entry + half, half);
-                            crc.reset();
-                            crc.update(dst.asSlice((long) k * entry, entry).asByteBuffer());
-                            entryCrc[segFirst[g] + k] = (int) crc.getValue();
+                            entryCrc[segFirst[g] + k] = checksum.compute(crc, EntryChecksum.Kind.ENTRY, layer,
+                                    entryToken[segFirst[g] + k], dst.asSlice((long) k * entry, entry).asByteBuffer());
                         }
                         if ((long) count * entry < len) {
                             dst.asSlice((long) count * entry, len - (long) count * entry).fill((byte) 0);
@@ -178,12 +182,14 @@ public final class ClusterLayoutWriter {
      * window, in position order:
      * <pre>{@code
      * OnlineClusterMaintenance.Assignments a = maintenance.drainAssignments();
-     * ClusterLayout next = ClusterLayoutWriter.append(store, sequenceId, shape, old,
+     * ClusterLayout next = ClusterLayoutWriter.append(store, sequenceId, checksum, layer, shape, old,
      *         a.tokens(), a.clusterStart(), a.clusterIds(), (pos, k, v) -> read(layer, pos, k, v));
      * // swap old for next; commit persists next (its manifest names old's segments and the new ones)
      * }</pre>
      *
      * @param owner the sequence id (an allocation never evicts its owner)
+     * @param checksum how the owner's records are checksummed ({@link Manifest#entryChecksum()})
+     * @param layer the layer the layout belongs to (part of every entry's checksum)
      * @param old the layer's current layout; its entry size must be {@code shape.entryBytes()}
      * @param tokens the tokens to append: exactly {@code old.clusteredTokens() + 0, +1, …}, at least one,
      *     so the clustered tokens stay a prefix of the layer
@@ -197,11 +203,13 @@ public final class ClusterLayoutWriter {
      * @param source reads the appended tokens' K and V (token-major), as {@link #write}'s does
      * @return the extended layout
      */
-    public static ClusterLayout append(Store store, String owner, KvShape shape, ClusterLayout old, int[] tokens,
-            int[] clusterStart, int[] clusterIds, Source source) {
+    public static ClusterLayout append(Store store, String owner, EntryChecksum checksum, int layer, KvShape shape,
+            ClusterLayout old, int[] tokens, int[] clusterStart, int[] clusterIds, Source source) {
         Checks.notNull("store", store);
         Checks.notNull("owner", owner);
+        Checks.notNull("checksum", checksum);
         Checks.notNull("shape", shape);
+        Checks.index("layer", layer, shape.layers());
         Checks.notNull("old", old);
         Checks.notNull("tokens", tokens);
         Checks.notNull("clusterStart", clusterStart);
@@ -337,9 +345,8 @@ public final class ClusterLayoutWriter {
                     int src = entrySource[segFirst[g] + k];
                     MemorySegment.copy(keys, (long) src * half, dst, (long) k * entry, half);
                     MemorySegment.copy(values, (long) src * half, dst, (long) k * entry + half, half);
-                    crc.reset();
-                    crc.update(dst.asSlice((long) k * entry, entry).asByteBuffer());
-                    entryCrc[segFirst[g] + k] = (int) crc.getValue();
+                    entryCrc[segFirst[g] + k] = checksum.compute(crc, EntryChecksum.Kind.ENTRY, layer,
+                            entryToken[segFirst[g] + k], dst.asSlice((long) k * entry, entry).asByteBuffer());
                 }
                 if ((long) count * entry < len) {
                     dst.asSlice((long) count * entry, len - (long) count * entry).fill((byte) 0);

@@ -15,7 +15,7 @@ import java.util.zip.CRC32C;
 /**
  * Writes one layer's {@link GroupLayout}: the groups are taken a <em>round</em> at a time (a few
  * thousand tokens: {@code R} groups for each device), the round's tokens are gathered once from the
- * current layout, each group is rearranged to {@code [K of G | V of G]} with its CRC32C, and each
+ * current layout, each group is rearranged to {@code [K of G | V of G]} with its {@link EntryChecksum}, and each
  * device's share of the round is written as one extent (a segment of R groups). Group g goes to
  * device {@code g mod devices} (round-robin, so consecutive groups are read from different SSDs).
  * Offline work: it may allocate.
@@ -33,9 +33,13 @@ public final class GroupLayoutWriter {
      * layout; on failure frees what it allocated.
      *
      * @param owner the sequence id (an allocation never evicts its owner)
+     * @param checksum how the owner's records are checksummed ({@link Manifest#entryChecksum()})
+     * @param layer the layer being laid out (part of every group's checksum)
      */
-    public static GroupLayout write(Store store, String owner, KvShape shape, int groupSize, int groupedTokens,
-            LowRankAdapter adapter, ClusterLayoutWriter.Source source) {
+    public static GroupLayout write(Store store, String owner, EntryChecksum checksum, int layer, KvShape shape,
+            int groupSize, int groupedTokens, LowRankAdapter adapter, ClusterLayoutWriter.Source source) {
+        Checks.notNull("checksum", checksum);
+        Checks.index("layer", layer, shape.layers());
         Checks.inRange("groupSize", groupSize, 1, 4096);
         if (groupedTokens < groupSize || groupedTokens % groupSize != 0) {
             throw new IllegalArgumentException("groupedTokens = " + groupedTokens + " is out of range; allowed: a"
@@ -52,7 +56,7 @@ public final class GroupLayoutWriter {
         int stride = (int) strideLong;
         int groups = groupedTokens / groupSize;
         Segments out = new Segments(0, groups, maxSegments(store, groupSize, stride, groups));
-        writeRange(store, owner, shape, groupSize, stride, 0, groups, source, out);
+        writeRange(store, owner, checksum, layer, shape, groupSize, stride, 0, groups, source, out);
         return out.layout(groupedTokens, groupSize, entry, stride, adapter);
     }
 
@@ -62,15 +66,19 @@ public final class GroupLayoutWriter {
      * round-robin continues), in new segments; the old segments are shared unchanged. Returns a new
      * layout (the old one stays valid); on failure frees what it allocated.
      *
+     * @param checksum how the owner's records are checksummed ({@link Manifest#entryChecksum()})
+     * @param layer the layer the layout belongs to (part of every group's checksum)
      * @param groupedTokens the new end: a multiple of the layout's G, greater than
      *     {@code old.groupedTokens()}
      * @param source reads tokens {@code [old.groupedTokens(), groupedTokens)} (token-major)
      */
-    public static GroupLayout append(Store store, String owner, KvShape shape, GroupLayout old, int groupedTokens,
-            ClusterLayoutWriter.Source source) {
+    public static GroupLayout append(Store store, String owner, EntryChecksum checksum, int layer, KvShape shape,
+            GroupLayout old, int groupedTokens, ClusterLayoutWriter.Source source) {
         Checks.notNull("store", store);
         Checks.notNull("owner", owner);
+        Checks.notNull("checksum", checksum);
         Checks.notNull("shape", shape);
+        Checks.index("layer", layer, shape.layers());
         Checks.notNull("old", old);
         Checks.notNull("source", source);
         int g = old.groupSize;
@@ -90,7 +98,7 @@ public final class GroupLayoutWriter {
         int first = old.groupCount();
         int groups = groupedTokens / g;
         Segments out = new Segments(first, groups, maxSegments(store, g, old.stride, groups - first));
-        writeRange(store, owner, shape, g, old.stride, first, groups, source, out);
+        writeRange(store, owner, checksum, layer, shape, g, old.stride, first, groups, source, out);
         return out.appendTo(old, groupedTokens);
     }
 
@@ -155,8 +163,8 @@ public final class GroupLayoutWriter {
      * each device's share of the round (its groups {@code g ≡ d mod devices}, ascending) becomes one
      * segment. Frees the segments it allocated if it fails.
      */
-    private static void writeRange(Store store, String owner, KvShape shape, int groupSize, int stride, int g0,
-            int g1, ClusterLayoutWriter.Source source, Segments out) {
+    private static void writeRange(Store store, String owner, EntryChecksum checksum, int layer, KvShape shape,
+            int groupSize, int stride, int g0, int g1, ClusterLayoutWriter.Source source, Segments out) {
         int devices = store.devices().size();
         int half = shape.halfEntryBytes();
         long data = (long) groupSize * shape.entryBytes();
@@ -209,9 +217,8 @@ public final class GroupLayoutWriter {
                             if (stride > data) {
                                 dst.asSlice(at + data, stride - data).fill((byte) 0);
                             }
-                            crc.reset();
-                            crc.update(dst.asSlice(at, data).asByteBuffer());
-                            out.groupCrc[g - out.first] = (int) crc.getValue();
+                            out.groupCrc[g - out.first] = checksum.compute(crc, EntryChecksum.Kind.GROUP, layer,
+                                    g * groupSize, dst.asSlice(at, data).asByteBuffer());
                             out.groupSeg[g - out.first] = s;
                         }
                         batch.addWrite(out.segDevice[s], out.segOffset[s], dst.asSlice(0, len), s);

@@ -20,15 +20,30 @@ import java.util.List;
  *     none; a layer has at most one of a cluster and a group layout
  * @param commitMillis when it was committed
  * @param commitNumber how many times this sequence has been committed
+ * @param identityChecksums whether the recorded checksums are seeded with each record's identity
+ *     ({@link EntryChecksum#forSequence}, format version 5 on); false for a sequence first committed
+ *     in an older version, whose checksums are plain CRC32C ({@link EntryChecksum#UNSALTED})
  */
 public record Manifest(String id, KvShape shape, int blockTokens, List<String> deviceUuids, int[] tokenIds,
-        BlockTable[] layers, ClusterLayout[] clusters, GroupLayout[] groups, long commitMillis, long commitNumber) {
+        BlockTable[] layers, ClusterLayout[] clusters, GroupLayout[] groups, long commitMillis, long commitNumber,
+        boolean identityChecksums) {
+
+    /** A manifest with identity-seeded checksums (what this version writes). */
+    public Manifest(String id, KvShape shape, int blockTokens, List<String> deviceUuids, int[] tokenIds,
+            BlockTable[] layers, ClusterLayout[] clusters, GroupLayout[] groups, long commitMillis, long commitNumber) {
+        this(id, shape, blockTokens, deviceUuids, tokenIds, layers, clusters, groups, commitMillis, commitNumber, true);
+    }
 
     /** A manifest with no group layouts (every layer in blocks or clusters). */
     public Manifest(String id, KvShape shape, int blockTokens, List<String> deviceUuids, int[] tokenIds,
             BlockTable[] layers, ClusterLayout[] clusters, long commitMillis, long commitNumber) {
         this(id, shape, blockTokens, deviceUuids, tokenIds, layers, clusters, new GroupLayout[layers.length],
                 commitMillis, commitNumber);
+    }
+
+    /** How this sequence's stored records are checksummed, per {@link #identityChecksums}. */
+    public EntryChecksum entryChecksum() {
+        return identityChecksums ? EntryChecksum.forSequence(id) : EntryChecksum.UNSALTED;
     }
 
     /** Tokens {@code [0, n)} of {@code layer} that live in its cluster or group layout rather than in blocks. */

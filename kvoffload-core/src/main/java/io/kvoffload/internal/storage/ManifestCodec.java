@@ -13,7 +13,7 @@ import java.util.List;
 import java.util.zip.CRC32C;
 
 /**
- * Binary manifest format (big-endian), version 4 (versions 2 and 3 are still read):
+ * Binary manifest format (big-endian), version 5 (versions 2 to 4 are still read):
  *
  * <pre>
  * "KVOM" u32 version
@@ -33,6 +33,11 @@ import java.util.zip.CRC32C;
  * i32 CRC32C of everything above
  * </pre>
  *
+ * Version 5 has the bytes of version 4; what changed is the meaning of every block, entry and group
+ * checksum: it is seeded with the record's identity (sequence, layer, kind, token position; see
+ * {@link EntryChecksum}), so a pointer to the wrong extent fails verification. Versions 2 to 4 hold
+ * plain CRC32Cs; they decode with {@link Manifest#identityChecksums()} false, are verified that way,
+ * and a sequence from them is written back as version 4, so one manifest never mixes meanings.
  * Version 4 added the group layouts of the KVSwap selector. Version 3 added each cluster's next device (online maintenance appends there, Swarm Eq. 9) and
  * lets a cluster have more segments than devices (one per device per append). Version 2 files, which
  * have neither, still decode: their next devices are Eq. 7's, recomputed from the cluster sizes.
@@ -44,21 +49,35 @@ import java.util.zip.CRC32C;
 public final class ManifestCodec {
     private static final int MAGIC = 0x4B564F4D; // "KVOM"
     private static final int NO_EXTENT = 0xFFFF;
-    public static final int VERSION = 4;
+    public static final int VERSION = 5;
+    /** The first version whose checksums are identity-seeded ({@link EntryChecksum}). */
+    public static final int IDENTITY_CHECKSUMS_VERSION = 5;
+    /** The newest version with plain CRC32Cs: what a sequence first committed before version 5 is written as. */
+    public static final int UNSALTED_VERSION = IDENTITY_CHECKSUMS_VERSION - 1;
     /** The oldest version {@link #decode} still reads. */
     public static final int MIN_VERSION = 2;
 
     private ManifestCodec() {}
 
+    /** Encodes in {@link #VERSION}, or in {@link #UNSALTED_VERSION} for a manifest with plain checksums. */
     public static byte[] encode(Manifest m) {
-        return encode(m, VERSION);
+        return encode(m, m.identityChecksums() ? VERSION : UNSALTED_VERSION);
     }
 
-    /** Encodes in {@code version} ({@link #MIN_VERSION}..{@link #VERSION}); version 2 cannot hold group layouts. */
+    /**
+     * Encodes in {@code version} ({@link #MIN_VERSION}..{@link #VERSION}): from version 5 only a
+     * manifest with identity checksums, before it only one without; version 2 cannot hold group layouts.
+     */
     static byte[] encode(Manifest m, int version) {
         if (version < MIN_VERSION || version > VERSION) {
             throw new IllegalArgumentException("version = " + version + " is out of range; allowed: " + MIN_VERSION
                     + ".." + VERSION);
+        }
+        if (m.identityChecksums() != (version >= IDENTITY_CHECKSUMS_VERSION)) {
+            throw new IllegalArgumentException("version = " + version + " cannot record "
+                    + (m.identityChecksums() ? "identity-seeded" : "plain") + " checksums; allowed: "
+                    + (m.identityChecksums() ? IDENTITY_CHECKSUMS_VERSION + ".." + VERSION
+                            : MIN_VERSION + ".." + UNSALTED_VERSION));
         }
         try {
             ByteArrayOutputStream bytes = new ByteArrayOutputStream(
@@ -433,7 +452,7 @@ public final class ManifestCodec {
                 throw new IllegalArgumentException("manifest has " + buf.remaining() + " trailing bytes");
             }
             return new Manifest(id, shape, blockTokens, List.copyOf(uuids), tokens, tables, clusters, groups, millis,
-                    number);
+                    number, version >= IDENTITY_CHECKSUMS_VERSION);
         } catch (BufferUnderflowException e) {
             throw new IllegalArgumentException("manifest is truncated");
         }

@@ -343,7 +343,7 @@ public final class Store implements AutoCloseable {
                 groups[l] = m.groups()[l] == null ? null : m.groups()[l].remapDevices(map);
             }
             local = new Manifest(m.id(), m.shape(), m.blockTokens(), deviceUuids, m.tokenIds(), m.layers(), clusters,
-                    groups, m.commitMillis(), m.commitNumber());
+                    groups, m.commitMillis(), m.commitNumber(), m.identityChecksums());
         } else {
             local = m;
         }

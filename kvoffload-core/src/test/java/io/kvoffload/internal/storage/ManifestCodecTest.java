@@ -2,7 +2,9 @@ package io.kvoffload.internal.storage;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.kvoffload.DType;
 import io.kvoffload.KvShape;
@@ -27,6 +29,32 @@ class ManifestCodecTest {
                 new int[] {0, 1, 2, 4}, new int[] {0, 1, 2, 0}, new int[] {21, 22, 23, 24}, new int[] {0, 0});
         return new Manifest("seq-1", shape, 4, List.of("u0", "u1"), new int[] {5, 6, 7, 8, 9}, t,
                 new ClusterLayout[] {null, c}, 123, 2);
+    }
+
+    /** {@code m} as a sequence first committed before version 5 has it: plain CRC32C checksums. */
+    static Manifest unsalted(Manifest m) {
+        return new Manifest(m.id(), m.shape(), m.blockTokens(), m.deviceUuids(), m.tokenIds(), m.layers(),
+                m.clusters(), m.groups(), m.commitMillis(), m.commitNumber(), false);
+    }
+
+    @Test
+    void identityChecksumsAreVersionFiveAndPlainOnesStayVersionFour() {
+        byte[] now = ManifestCodec.encode(sample());
+        assertEquals(5, java.nio.ByteBuffer.wrap(now).getInt(4));
+        assertTrue(ManifestCodec.decode(now).identityChecksums());
+        byte[] old = ManifestCodec.encode(unsalted(sample()));
+        assertEquals(4, java.nio.ByteBuffer.wrap(old).getInt(4), "a pre-5 sequence is written back as version 4");
+        Manifest m = ManifestCodec.decode(old);
+        assertFalse(m.identityChecksums());
+        assertEquals(EntryChecksum.UNSALTED, m.entryChecksum());
+        for (int v = 2; v <= 4; v++) {
+            assertFalse(ManifestCodec.decode(ManifestCodec.encode(unsalted(sample()), v)).identityChecksums());
+        }
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+                () -> ManifestCodec.encode(sample(), 4));
+        assertEquals("version = 4 cannot record identity-seeded checksums; allowed: 5..5", e.getMessage());
+        e = assertThrows(IllegalArgumentException.class, () -> ManifestCodec.encode(unsalted(sample()), 5));
+        assertEquals("version = 5 cannot record plain checksums; allowed: 2..4", e.getMessage());
     }
 
     @Test
@@ -88,14 +116,15 @@ class ManifestCodecTest {
 
     @Test
     void versionTwoManifestsStillDecodeWithEq7NextDevices() {
-        Manifest m = ManifestCodec.decode(ManifestCodec.encode(sample(), 2));
+        Manifest m = ManifestCodec.decode(ManifestCodec.encode(unsalted(sample()), 2));
         ClusterLayout c = m.clusters()[1];
         // Cluster sizes 2 and 2 over 2 devices: p = 2 then 4, so both next devices are 0.
         assertEquals(0, c.nextDevice(0));
         assertEquals(0, c.nextDevice(1));
         assertArrayEquals(new int[] {2, 0}, c.members(1));
         // Version 2 allowed at most one segment per device per cluster; version 3 lifts it.
-        assertThrows(IllegalArgumentException.class, () -> ManifestCodec.decode(ManifestCodec.encode(extended(), 2)));
+        assertThrows(IllegalArgumentException.class,
+                () -> ManifestCodec.decode(ManifestCodec.encode(unsalted(extended()), 2)));
     }
 
     @Property(tries = 300)

@@ -63,15 +63,15 @@ class ManifestGroupSectionTest {
 
     @Test
     void versionTwoManifestsStillDecode() {
-        Manifest plain = new Manifest("v2", SHAPE, 4, List.of("u0"), new int[] {1, 2}, new BlockTable[] {
-            block(), block()}, new ClusterLayout[2], 5, 1);
+        Manifest plain = ManifestCodecTest.unsalted(new Manifest("v2", SHAPE, 4, List.of("u0"), new int[] {1, 2},
+                new BlockTable[] {block(), block()}, new ClusterLayout[2], 5, 1));
         byte[] v2 = ManifestCodec.encode(plain, 2);
         assertEquals(2, ByteBuffer.wrap(v2).getInt(4));
         Manifest m = ManifestCodec.decode(v2);
         assertEquals("v2", m.id());
         assertNull(m.groups()[0]);
         assertNull(m.groups()[1]);
-        IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> ManifestCodec.encode(sample(), 2));
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> ManifestCodec.encode(ManifestCodecTest.unsalted(sample()), 2));
         assertTrue(e.getMessage().contains("cannot hold group layouts"), e.getMessage());
     }
 

@@ -1,0 +1,112 @@
+package io.kvoffload.internal.storage;
+
+import io.kvoffload.internal.util.Checks;
+import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
+import java.security.MessageDigest;
+import java.security.NoSuchAlgorithmException;
+import java.util.zip.CRC32C;
+
+/**
+ * The checksum of stored KV: a CRC32C over the stored bytes <em>seeded with their identity</em>,
+ * the sequence, the layer, what kind of record it is and its token position, so bytes that are
+ * intact but belong elsewhere (a manifest pointing a block, a cluster entry or a group at another
+ * one's extent, or at another sequence's, a read landing at the wrong offset) fail verification
+ * instead of passing as the wanted tokens' KV. Every writer and verifier of block extents, cluster
+ * entries and KVSwap groups computes through here, so write and read seed alike.
+ *
+ * <p>The seed is 16 bytes fed before the data: the sequence's 64-bit hash (the first 8 bytes of
+ * SHA-256 of its UTF-8 id, computed once per sequence, so it is the same after a restart), then
+ * {@code kind << 24 | layer}, then the position, all big-endian. The position is a block's first
+ * token, a cluster entry's token, or a group's first token. The sequence id is the right identity
+ * because extents are never shared between sequences: prefix reuse hands out the sequence that
+ * holds the prefix, which is read with its own id, and no code path copies or renames extents from
+ * one sequence to another (one that did would have to re-checksum them).
+ *
+ * <p>{@link #UNSALTED} is the plain CRC32C of the data, what manifests before format version 5
+ * recorded; a sequence committed in an old version keeps it for everything it writes later, so its
+ * manifest stays in one meaning.
+ *
+ * <p>Immutable and thread-safe; the {@link CRC32C} each call uses belongs to the caller, and a call
+ * allocates nothing (the seed goes in byte by byte), so the decode path can verify with it.
+ */
+public final class EntryChecksum {
+    /** What a checksummed record is; part of the seed so records of different kinds never match. */
+    public enum Kind {
+        /** A block extent (its first token, all of its bytes including padding). */
+        BLOCK(1),
+        /** One cluster entry (one token's K and V). */
+        ENTRY(2),
+        /** One KVSwap group (its first token, {@code [K of G | V of G]} without padding). */
+        GROUP(3);
+
+        final int tag;
+
+        Kind(int tag) {
+            this.tag = tag;
+        }
+    }
+
+    /** The plain CRC32C of the data, without identity: manifests before format version 5. */
+    public static final EntryChecksum UNSALTED = new EntryChecksum(0, false);
+
+    private final long sequenceHash;
+    private final boolean salted;
+
+    private EntryChecksum(long sequenceHash, boolean salted) {
+        this.sequenceHash = sequenceHash;
+        this.salted = salted;
+    }
+
+    /** The identity-seeded checksum of the sequence named {@code sequenceId}. */
+    public static EntryChecksum forSequence(String sequenceId) {
+        Checks.notNull("sequenceId", sequenceId);
+        return new EntryChecksum(sequenceHash(sequenceId), true);
+    }
+
+    /** The 64-bit hash of a sequence id that seeds its checksums: SHA-256's first 8 bytes, big-endian. */
+    static long sequenceHash(String sequenceId) {
+        try {
+            byte[] h = MessageDigest.getInstance("SHA-256").digest(sequenceId.getBytes(StandardCharsets.UTF_8));
+            return ByteBuffer.wrap(h).getLong();
+        } catch (NoSuchAlgorithmException e) {
+            throw new IllegalStateException("SHA-256 is required of every Java platform", e);
+        }
+    }
+
+    /** Whether the identity is part of the checksum (false only for {@link #UNSALTED}). */
+    public boolean salted() {
+        return salted;
+    }
+
+    /**
+     * The checksum of {@code data}'s remaining bytes as record {@code kind} of {@code layer} at
+     * {@code position}; consumes {@code data} (its position moves to its limit).
+     */
+    public int compute(CRC32C crc, Kind kind, int layer, int position, ByteBuffer data) {
+        crc.reset();
+        if (salted) {
+            long h = sequenceHash;
+            for (int shift = 56; shift >= 0; shift -= 8) {
+                crc.update((int) (h >>> shift));
+            }
+            putInt(crc, kind.tag << 24 | layer);
+            putInt(crc, position);
+        }
+        crc.update(data);
+        return (int) crc.getValue();
+    }
+
+    private static void putInt(CRC32C crc, int v) {
+        crc.update(v >>> 24);
+        crc.update(v >>> 16);
+        crc.update(v >>> 8);
+        crc.update(v);
+    }
+
+    @Override
+    public String toString() {
+        return salted ? "EntryChecksum[sequence hash " + Long.toHexString(sequenceHash) + "]"
+                : "EntryChecksum[unsalted]";
+    }
+}
