@@ -17,8 +17,23 @@ import java.util.Arrays;
 public final class ManifestTamper {
     private ManifestTamper() {}
 
+    /** Every current copy of {@code id}'s manifest (they live on several devices). */
+    public static java.util.List<Path> files(KvConfig cfg, String id) {
+        java.util.List<Path> out = new java.util.ArrayList<>();
+        for (Path d : cfg.ssdDirectories()) {
+            Path f = d.resolve(DevicePool.MANIFEST_DIR).resolve(id + ManifestStore.SUFFIX);
+            if (Files.exists(f)) {
+                out.add(f);
+            }
+        }
+        if (out.isEmpty()) {
+            throw new IllegalStateException("no manifest of " + id + " in " + cfg.ssdDirectories());
+        }
+        return out;
+    }
+
     public static Path file(KvConfig cfg, String id) {
-        return cfg.metadataDirectory().resolve(id + ".kvom");
+        return files(cfg, id).get(0);
     }
 
     public static Manifest read(KvConfig cfg, String id) {
@@ -29,10 +44,17 @@ public final class ManifestTamper {
         }
     }
 
-    /** Writes {@code m} over its file, with a valid manifest CRC. */
+    /**
+     * Writes {@code m} over every copy, with a valid manifest CRC, and removes the previous
+     * generations, so the tampered manifest is the only one an engine can load.
+     */
     public static void write(KvConfig cfg, Manifest m) {
         try {
-            Files.write(file(cfg, m.id()), ManifestCodec.encode(m));
+            byte[] bytes = ManifestCodec.encode(m);
+            for (Path f : files(cfg, m.id())) {
+                Files.write(f, bytes);
+                Files.deleteIfExists(f.resolveSibling(m.id() + ManifestStore.PREV_SUFFIX));
+            }
         } catch (IOException e) {
             throw new UncheckedIOException(e);
         }
