@@ -2,6 +2,7 @@ package io.kvoffload;
 
 import io.kvoffload.internal.storage.ClusterLayout;
 import io.kvoffload.internal.storage.ClusterPlan;
+import io.kvoffload.internal.storage.ReplicaSpread;
 import io.kvoffload.internal.swarm.ClusterPlacement;
 import io.kvoffload.internal.swarm.ClusterRadius;
 import io.kvoffload.internal.swarm.Clustering;
@@ -59,7 +60,7 @@ final class SwarmOfflinePhase {
     static ClusterPlan plan(Clustering clustering, int devices, ClusterOptions.Placement choice) {
         ClusterPlacement placement = choice == ClusterOptions.Placement.FIRST_DEVICE
                 ? ClusterPlacement.firstDevice(clustering, devices) : ClusterPlacement.of(clustering, devices);
-        return new ClusterPlan() {
+        ClusterPlan eq7 = new ClusterPlan() {
             @Override
             public int clusteredTokens() {
                 return clustering.entries();
@@ -90,6 +91,9 @@ final class SwarmOfflinePhase {
                 return placement.entriesOn(cluster, device);
             }
         };
+        // Eq. 7 fixes how many members of a cluster each device holds; the copies of one token go to
+        // distinct devices where those counts allow (the No-Balance ablation keeps Eq. 7's raw order).
+        return choice == ClusterOptions.Placement.FIRST_DEVICE ? eq7 : ReplicaSpread.of(eq7, devices);
     }
 
     /**

@@ -1,0 +1,168 @@
+package io.kvoffload.internal.storage;
+
+import java.util.Arrays;
+
+/**
+ * Places the copies of a token that belongs to several clusters on distinct devices, where the
+ * counts allow it, so that one failed device or damaged extent leaves another copy to read.
+ *
+ * <p>Swarm's Eq. 7 decides how many members of each cluster go to each device; which member takes
+ * which of those slots is free, and Eq. 7 fills them by member order, independently per cluster —
+ * so two copies of one token often share a device. This plan keeps every cluster's per-device
+ * counts (and so Eq. 7's balance and the extents' sizes) and only reassigns members to slots:
+ * clusters in id order, each member to the device it had unless a copy already lives there, then
+ * pairwise swaps inside the cluster to resolve what is left. Tokens stay in ascending order within
+ * a segment, so neighbouring entries still merge into runs.
+ */
+public final class ReplicaSpread implements ClusterPlan {
+    private final ClusterPlan plan;
+    private final int[][][] tokensOn;
+    private final int collisions;
+
+    private ReplicaSpread(ClusterPlan plan, int devices) {
+        this.plan = plan;
+        int clusters = plan.clusterCount();
+        int tokens = plan.clusteredTokens();
+        // Members as (token, device) pairs per cluster, starting from Eq. 7's order.
+        int[][] token = new int[clusters][];
+        int[][] device = new int[clusters][];
+        for (int c = 0; c < clusters; c++) {
+            int n = 0;
+            for (int d = 0; d < devices; d++) {
+                n += plan.tokensOn(c, d).length;
+            }
+            token[c] = new int[n];
+            device[c] = new int[n];
+            int i = 0;
+            for (int d = 0; d < devices; d++) {
+                for (int t : plan.tokensOn(c, d)) {
+                    token[c][i] = t;
+                    device[c][i++] = d;
+                }
+            }
+        }
+        // Copies per device, kept only for tokens stored more than once (compact index).
+        int[] copies = new int[tokens];
+        for (int[] ts : token) {
+            for (int t : ts) {
+                copies[t]++;
+            }
+        }
+        int[] multi = new int[tokens];
+        int m = 0;
+        for (int t = 0; t < tokens; t++) {
+            multi[t] = copies[t] > 1 ? m++ : -1;
+        }
+        int[] on = new int[m * devices];
+        for (int c = 0; c < clusters; c++) {
+            for (int i = 0; i < token[c].length; i++) {
+                if (multi[token[c][i]] >= 0) {
+                    on[multi[token[c][i]] * devices + device[c][i]]++;
+                }
+            }
+        }
+        // Pairwise swaps inside a cluster, a few passes over all clusters (a later cluster's choice can
+        // free a slot for an earlier one).
+        for (int pass = 0; pass < 4 && devices > 1; pass++) {
+            boolean changed = false;
+            for (int c = 0; c < clusters; c++) {
+                changed |= resolve(token[c], device[c], multi, on, devices);
+            }
+            if (!changed) {
+                break;
+            }
+        }
+        int left = 0;
+        for (int k = 0; k < on.length; k++) {
+            left += Math.max(0, on[k] - 1);
+        }
+        this.collisions = left;
+        this.tokensOn = new int[clusters][devices][];
+        for (int c = 0; c < clusters; c++) {
+            int[] fill = new int[devices];
+            for (int d = 0; d < devices; d++) {
+                tokensOn[c][d] = new int[plan.tokensOn(c, d).length];
+            }
+            for (int i = 0; i < token[c].length; i++) {
+                tokensOn[c][device[c][i]][fill[device[c][i]]++] = token[c][i];
+            }
+            for (int d = 0; d < devices; d++) {
+                Arrays.sort(tokensOn[c][d]);
+            }
+        }
+    }
+
+    /** {@code plan} with replicas spread over distinct devices where the per-device counts allow. */
+    public static ReplicaSpread of(ClusterPlan plan, int devices) {
+        return new ReplicaSpread(plan, devices);
+    }
+
+    /** Copies that still share a device with another copy of their token (the counts left no way out). */
+    public int collisions() {
+        return collisions;
+    }
+
+    /** Swaps members of one cluster between devices so that fewer copies share a device. */
+    private static boolean resolve(int[] token, int[] device, int[] multi, int[] on, int devices) {
+        boolean changed = false;
+        for (int i = 0; i < token.length; i++) {
+            int a = multi[token[i]];
+            if (a < 0 || on[a * devices + device[i]] < 2) {
+                continue;
+            }
+            for (int j = 0; j < token.length; j++) {
+                int da = device[i];
+                int db = device[j];
+                if (db == da) {
+                    continue;
+                }
+                int b = multi[token[j]];
+                boolean aFits = on[a * devices + db] == 0;
+                boolean bFits = b < 0 || b == a || on[b * devices + da] == 0;
+                if (aFits && bFits) {
+                    on[a * devices + da]--;
+                    on[a * devices + db]++;
+                    if (b >= 0) {
+                        on[b * devices + db]--;
+                        on[b * devices + da]++;
+                    }
+                    device[i] = db;
+                    device[j] = da;
+                    changed = true;
+                    break;
+                }
+            }
+        }
+        return changed;
+    }
+
+    @Override
+    public int clusteredTokens() {
+        return plan.clusteredTokens();
+    }
+
+    @Override
+    public int clusterCount() {
+        return plan.clusterCount();
+    }
+
+    @Override
+    public double tau() {
+        return plan.tau();
+    }
+
+    @Override
+    public int coActivationClusters() {
+        return plan.coActivationClusters();
+    }
+
+    @Override
+    public int medoid(int cluster) {
+        return plan.medoid(cluster);
+    }
+
+    @Override
+    public int[] tokensOn(int cluster, int device) {
+        return tokensOn[cluster][device];
+    }
+}
