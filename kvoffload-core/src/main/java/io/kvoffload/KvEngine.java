@@ -274,6 +274,17 @@ public final class KvEngine implements AutoCloseable {
     }
 
     /**
+     * Adds a listener told about every committed sequence evicted to make room, after the eviction
+     * is durable, on a dedicated thread (see {@link KvEvictionListener}). {@link KvStats#evictions()}
+     * counts them too.
+     */
+    public void addEvictionListener(KvEvictionListener listener) {
+        checkOpen();
+        Checks.notNull("listener", listener);
+        store.addEvictionListener(listener::evicted);
+    }
+
+    /**
      * Gives back space quarantined at open ({@link KvStats#quarantine()}): the manifest copies that
      * could not be used move to a {@code quarantine} folder beside them and are never loaded again,
      * and the space they might have referenced becomes free. This is the only way quarantined space is

@@ -38,7 +38,9 @@ class EvictionTest {
 
     @Test
     void evictsLeastRecentlyUsedUnheldSequencesFirst() throws Exception {
+        java.util.concurrent.LinkedBlockingQueue<SequenceInfo> told = new java.util.concurrent.LinkedBlockingQueue<>();
         try (KvEngine e = KvEngine.open(cfg())) {
+            e.addEvictionListener(told::add);
             write(e, "a", 5 * 16);
             write(e, "b", 5 * 16);
             write(e, "c", 5 * 16);
@@ -49,6 +51,9 @@ class EvictionTest {
             List<String> ids = e.sequences().stream().map(SequenceInfo::id).toList();
             assertEquals(List.of("a", "c", "d"), ids.stream().sorted().toList());
             assertEquals(1, e.stats().evictions());
+            SequenceInfo evicted = told.poll(10, java.util.concurrent.TimeUnit.SECONDS);
+            assertEquals("b", evicted == null ? null : evicted.id(), "the listener is told");
+            assertEquals(80, evicted.tokenCount());
         }
         try (KvEngine e = KvEngine.open(cfg())) {
             assertEquals(3, e.sequences().size(), "eviction is durable");

@@ -551,6 +551,40 @@ public final class Store implements AutoCloseable {
         freeAll(victim);
         stats.evictions.increment();
         LOG.info("evicted sequence {} ({} bytes) to make room", m.id(), m.storedBytes());
+        if (!evictionListeners.isEmpty()) {
+            io.kvoffload.SequenceInfo info = new io.kvoffload.SequenceInfo(m.id(), m.shape(), m.tokenCount(),
+                    m.storedBytes(), m.commitNumber(), m.commitMillis(), 0);
+            // Listeners run off the store lock (they may call back into the engine), in eviction order.
+            listenerThread().execute(() -> {
+                for (java.util.function.Consumer<io.kvoffload.SequenceInfo> l : evictionListeners) {
+                    try {
+                        l.accept(info);
+                    } catch (RuntimeException e) {
+                        LOG.warn("an eviction listener failed for {}", info.id(), e);
+                    }
+                }
+            });
+        }
+    }
+
+    private final List<java.util.function.Consumer<io.kvoffload.SequenceInfo>> evictionListeners =
+            new java.util.concurrent.CopyOnWriteArrayList<>();
+    private java.util.concurrent.ExecutorService listenerThread;
+
+    /** Adds a listener told about each eviction (on a dedicated thread). */
+    public void addEvictionListener(java.util.function.Consumer<io.kvoffload.SequenceInfo> listener) {
+        evictionListeners.add(listener);
+    }
+
+    private synchronized java.util.concurrent.ExecutorService listenerThread() {
+        if (listenerThread == null) {
+            listenerThread = java.util.concurrent.Executors.newSingleThreadExecutor(r -> {
+                Thread t = new Thread(r, "kvoffload-eviction-listeners");
+                t.setDaemon(true);
+                return t;
+            });
+        }
+        return listenerThread;
     }
 
     private void freeAll(SequenceCatalog.Entry e) {
@@ -707,6 +741,11 @@ public final class Store implements AutoCloseable {
                         deviceTier.close();
                     }
                 } finally {
+                    synchronized (this) {
+                        if (listenerThread != null) {
+                            listenerThread.shutdown(); // queued notifications still run
+                        }
+                    }
                     lock.close();
                 }
             }
