@@ -133,28 +133,11 @@ public final class KvEngine implements AutoCloseable {
                         + (store.catalog().contains(id) ? " (it is being written and not yet committed)" : "")
                         + "; see KvEngine.sequences()");
             }
-            if (writable && e.refs() > 0) {
-                throw new IllegalStateException("sequence " + id + " is held by " + e.refs()
-                        + " handle(s); appending needs it alone");
-            }
-            if (!writable && isHeldByWriter(id)) {
-                throw new IllegalStateException("sequence " + id + " is open for append; close that handle first");
-            }
-            store.catalog().acquire(e);
+            // Checked and recorded in the entry under the store lock: two openers cannot both pass.
+            store.catalog().acquire(e, writable);
             m = e.manifest();
         }
         return register(new KvSequence(this, store, m, writable));
-    }
-
-    private boolean isHeldByWriter(String id) {
-        synchronized (open) {
-            for (KvSequence s : open.keySet()) {
-                if (s.isWritable() && s.id().equals(id)) {
-                    return true;
-                }
-            }
-        }
-        return false;
     }
 
     private KvSequence register(KvSequence s) {
@@ -172,7 +155,7 @@ public final class KvEngine implements AutoCloseable {
         synchronized (store) {
             SequenceCatalog.Entry e = store.catalog().get(s.id());
             if (committed && e != null) {
-                store.catalog().release(e);
+                store.catalog().release(e, s.isWritable());
             } else if (!committed) {
                 store.catalog().unreserve(s.id());
             }

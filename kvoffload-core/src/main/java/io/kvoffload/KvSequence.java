@@ -431,7 +431,7 @@ public final class KvSequence implements AutoCloseable {
             }
             Manifest m = new Manifest(id, shape, blockTokens, store.deviceUuids(), Arrays.copyOf(tokenIds, tokenCount),
                     snapshot, clusters.clone(), groups.clone(), System.currentTimeMillis(), commitNumber + 1);
-            store.commit(m, superseded, 1);
+            store.commit(m, superseded);
         } catch (IOException e) {
             throw new UncheckedIOException("commit of sequence " + id + " failed; its previous commit is intact", e);
         }

@@ -204,7 +204,7 @@ public final class Store implements AutoCloseable {
                 LOG.error("ignoring manifest {}: {}", loaded.file(), e.getMessage());
                 continue;
             }
-            catalog.put(local, 0);
+            catalog.put(local, 0, false);
         }
         LOG.info("{} committed sequences found in {}", catalog.all().size(), manifests.directory());
     }
@@ -379,13 +379,14 @@ public final class Store implements AutoCloseable {
 
     /**
      * Makes {@code m} the durable state of its sequence, then frees the extents the previous
-     * manifest used and {@code m} no longer does. {@code refs} is the number of handles holding it.
+     * manifest used and {@code m} no longer does. The committing handle is the sequence's append
+     * handle: on a first commit it becomes its only holder.
      */
-    public void commit(Manifest m, List<long[]> superseded, int refs) throws IOException {
+    public void commit(Manifest m, List<long[]> superseded) throws IOException {
         manifests.write(m);
         synchronized (this) {
             SequenceCatalog.Entry e = catalog.get(m.id());
-            catalog.put(m, e != null ? e.refs() : refs);
+            catalog.put(m, e != null ? e.refs() : 1, e == null || e.heldByWriter());
             for (long[] x : superseded) {
                 devices.get((int) x[0]).allocator().free(x[1], x[2]);
             }
