@@ -142,6 +142,10 @@ public final class IoBatch {
             throw new IllegalArgumentException("buffer must be a native MemorySegment (heap memory cannot be"
                     + " handed to the kernel); got " + buffer);
         }
+        if (!buffer.scope().isAlive()) {
+            throw new IllegalArgumentException("buffer " + buffer + " was freed (its arena is closed); allowed: memory"
+                    + " that stays allocated until the batch completes");
+        }
         if (bufferOffset < 0 || length < 0 || bufferOffset > buffer.byteSize() - length) {
             throw new IllegalArgumentException("buffer range [" + bufferOffset + ", " + bufferOffset + " + " + length
                     + ") lies outside the buffer of " + buffer.byteSize() + " bytes");
@@ -216,6 +220,25 @@ public final class IoBatch {
     }
 
     // ---- completion support for backends ----
+
+    /**
+     * Called by a backend in {@code submit} before any request reaches the kernel or a worker:
+     * every buffer must still be allocated. A buffer freed after it was added (its arena closed)
+     * would otherwise receive a read into memory that may belong to someone else by now.
+     *
+     * @throws IllegalStateException naming the first request whose buffer was freed; nothing of the
+     *     batch has been started
+     */
+    public void checkBuffersAlive() {
+        for (int i = 0; i < size; i++) {
+            if (!buffers[i].scope().isAlive()) {
+                throw new IllegalStateException("request " + i + " (" + (ops[i] == READ ? "read" : "write") + " of "
+                        + lengths[i] + " bytes at offset " + offsets[i] + " of device " + devices[i] + "): its buffer"
+                        + " was freed after it was added (the segment's arena is closed); nothing of the batch was"
+                        + " submitted");
+            }
+        }
+    }
 
     /** Called by a backend before it starts the requests: {@code n} completions will follow. */
     public void expectCompletions(int n) {

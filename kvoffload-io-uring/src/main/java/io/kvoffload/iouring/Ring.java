@@ -165,6 +165,7 @@ final class Ring {
                         + " is out of range for this backend; allowed: 0.." + (backend.deviceCount() - 1));
             }
         }
+        batch.checkBuffersAlive();
         int slot = acquireSlot();
         InflightBatch s = slots[slot];
         s.start(batch);
@@ -273,6 +274,16 @@ final class Ring {
         int done = s.done[i];
         int length = (int) b.length(i) - done;
         boolean write = b.op(i) == IoBatch.WRITE;
+        // The last check before the kernel gets the address: a backlog request or a resubmitted
+        // remainder may be queued long after submit checked the batch.
+        if (!buffer.scope().isAlive()) {
+            throw new IllegalStateException("request " + i + ": its buffer was freed while the request waited to be"
+                    + " queued (the segment's arena is closed)");
+        }
+        if (base < 0 || done < 0 || length <= 0 || base + done > buffer.byteSize() - length) {
+            throw new IllegalStateException("request " + i + ": range [" + (base + done) + ", +" + length
+                    + ") lies outside its buffer of " + buffer.byteSize() + " bytes");
+        }
         int bufIndex = fixedBuffersSupported ? buffers.find(buffer.address() + base, b.length(i)) : -1;
         int fd = fixedFiles ? device : backend.fd(device);
         int flags = fixedFiles ? liburing_h.IOSQE_FIXED_FILE : 0;

@@ -92,6 +92,7 @@ final class PortableIoBackend implements IoBackend {
         if (closed) {
             throw new IllegalStateException("I/O backend is closed");
         }
+        batch.checkBuffersAlive();
         int n = batch.size();
         batch.expectCompletions(n);
         for (int i = 0; i < n; i++) {
