@@ -142,9 +142,14 @@ public final class KvEngine implements AutoCloseable {
 
     private KvSequence register(KvSequence s) {
         synchronized (open) {
-            open.put(s, Boolean.TRUE);
+            if (!closed) {
+                open.put(s, Boolean.TRUE);
+                return s;
+            }
         }
-        return s;
+        // close() began after this handle was granted: it would never see it, so give it back.
+        s.close();
+        throw new IllegalStateException("engine is closed");
     }
 
     /** Called by a closing handle. */
@@ -238,17 +243,26 @@ public final class KvEngine implements AutoCloseable {
         }
     }
 
+    boolean isClosed() {
+        return closed;
+    }
+
     /**
      * Closes every handle still open (discarding uncommitted appends), drains I/O, and frees the
-     * DRAM tier. Committed sequences stay on the SSDs.
+     * DRAM tier. Committed sequences stay on the SSDs. May be called from any thread: a handle in
+     * use by another thread is closed once its current call returns (fetches in flight finish
+     * first), and that thread's next call fails with an {@link IllegalStateException} saying the
+     * engine was closed.
      */
     @Override
     public void close() {
-        if (closed) {
-            return;
-        }
         List<KvSequence> handles;
         synchronized (open) {
+            if (closed) {
+                return;
+            }
+            // Set under the lock register() takes: no handle can be granted after the snapshot.
+            closed = true;
             handles = new ArrayList<>(open.keySet());
         }
         for (KvSequence s : handles) {
@@ -258,7 +272,6 @@ public final class KvEngine implements AutoCloseable {
                 LOG.warn("closing {} failed", s, e);
             }
         }
-        closed = true;
         store.close();
     }
 }

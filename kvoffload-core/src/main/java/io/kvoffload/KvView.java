@@ -130,6 +130,7 @@ public final class KvView implements AutoCloseable {
         if (state != State.READY) {
             throw new IllegalStateException(state == State.FETCHING
                     ? "view of layer " + layer + " is still fetching; call await() first"
+                    : decoder.isClosing() ? "view of layer " + layer + " is closed: its " + decoder.closedMessage()
                     : "view was closed; take a new one from KvDecoder.prefetch");
         }
     }

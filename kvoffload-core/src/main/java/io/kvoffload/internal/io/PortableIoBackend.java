@@ -13,6 +13,7 @@ import java.nio.file.OpenOption;
 import java.nio.file.StandardOpenOption;
 import java.util.List;
 import java.util.concurrent.ExecutorService;
+import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -97,7 +98,12 @@ final class PortableIoBackend implements IoBackend {
         batch.expectCompletions(n);
         for (int i = 0; i < n; i++) {
             int req = i;
-            workers[batch.device(i)].execute(() -> run(batch, req));
+            try {
+                workers[batch.device(i)].execute(() -> run(batch, req));
+            } catch (RejectedExecutionException e) {
+                // close() raced this submit: fail the request so its waiters wake instead of hanging.
+                batch.failed(i, 0, "I/O backend closed before the request started", e);
+            }
         }
     }
 
