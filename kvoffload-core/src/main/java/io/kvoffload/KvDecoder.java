@@ -564,6 +564,9 @@ public final class KvDecoder implements AutoCloseable {
                 f.reads.clear();
                 ls.inFlight = false;
                 view.state = ok ? KvView.State.READY : KvView.State.FREE;
+                if (!ok) {
+                    view.invalidate();
+                }
             }
         } finally {
             if (owned) {
@@ -653,6 +656,7 @@ public final class KvDecoder implements AutoCloseable {
                 }
             }
             view.state = KvView.State.FREE;
+            view.invalidate();
         } finally {
             if (owned) {
                 owner.exit();
