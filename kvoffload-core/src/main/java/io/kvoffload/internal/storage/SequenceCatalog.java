@@ -99,13 +99,13 @@ public final class SequenceCatalog {
      * @throws IllegalStateException if the grant would put an append handle beside another handle
      */
     public void acquire(Entry e, boolean append) {
+        if (append && e.refs > 0) {
+            throw new IllegalStateException("sequence " + e.manifest.id() + " is held by " + e.refs
+                    + (e.writer ? " append" : "") + " handle(s); appending needs it alone");
+        }
         if (e.writer) {
             throw new IllegalStateException("sequence " + e.manifest.id() + " is open for append; close that handle"
                     + " first");
-        }
-        if (append && e.refs > 0) {
-            throw new IllegalStateException("sequence " + e.manifest.id() + " is held by " + e.refs
-                    + " handle(s); appending needs it alone");
         }
         e.refs++;
         e.writer = append;
