@@ -828,6 +828,7 @@ public final class KvDecoder implements AutoCloseable {
     @Override
     public void close() {
         closing = true;
+        owner.markClosing(closedMessage());
         boolean owned = owner.enterWaiting();
         try {
             if (closed) {

@@ -1423,6 +1423,7 @@ public final class KvSequence implements AutoCloseable {
     @Override
     public void close() {
         closing = true;
+        owner.markClosing("sequence " + id + " is closed" + (engine.isClosed() ? " because the engine was closed" : ""));
         boolean owned = owner.enterWaiting();
         try {
             if (closed) {

@@ -27,6 +27,13 @@ public final class SingleOwner {
 
     @SuppressWarnings("unused") // accessed through OWNER
     private volatile Thread owner;
+    /** Set when the handle starts closing: a thread refused meanwhile is told that, not "in use". */
+    private volatile String closedMessage;
+
+    /** The handle is closing (from any thread); later conflicts report {@code message}. */
+    public void markClosing(String message) {
+        closedMessage = message;
+    }
 
     /**
      * Takes the handle for the calling thread.
@@ -47,6 +54,10 @@ public final class SingleOwner {
                     return true;
                 }
                 continue; // lost a race: look at the winner
+            }
+            String closing = closedMessage;
+            if (closing != null) {
+                throw new IllegalStateException(closing);
             }
             throw new IllegalStateException(handle + " is in use by thread '" + o.getName() + "' (id " + o.threadId()
                     + ") and was called from thread '" + me.getName() + "' (id " + me.threadId() + "); a handle is"
