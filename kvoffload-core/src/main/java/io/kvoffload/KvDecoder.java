@@ -17,6 +17,7 @@ import io.kvoffload.internal.swarm.MedoidIndex;
 import io.kvoffload.internal.swarm.OnlineClusterMaintenance;
 import io.kvoffload.workload.ElementCodec;
 import io.kvoffload.internal.util.Checks;
+import io.kvoffload.internal.util.SingleOwner;
 import java.lang.foreign.MemorySegment;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -66,7 +67,11 @@ public final class KvDecoder implements AutoCloseable {
     private final LayerState[] layers;
     private final KvView[] views;
     private final Fetch[] fetches;
+    /** Every public entry takes it: one thread at a time (see {@link SingleOwner}). */
+    private final SingleOwner owner = new SingleOwner();
     private boolean closed;
+    /** Set by {@link #close} before it waits for the owner, so the owner's next call fails at once. */
+    private volatile boolean closing;
 
     // Counters (one thread uses the decoder).
     private long steps;
@@ -314,32 +319,39 @@ public final class KvDecoder implements AutoCloseable {
      *     head are aggregated for scoring, GQA)
      */
     public KvView prefetch(int layer, float[] query) {
-        checkOpen();
-        Checks.index("layer", layer, shape.layers());
-        Checks.notNull("query", query);
-        if (query.length != shape.queryHeads() * shape.headDim()) {
-            throw new IllegalArgumentException("query.length = " + query.length + " must be queryHeads × headDim = "
-                    + shape.queryHeads() + " × " + shape.headDim() + " = " + shape.queryHeads() * shape.headDim());
-        }
-        for (int i = 0; i < query.length; i++) {
-            if (!Float.isFinite(query[i])) {
-                throw new IllegalArgumentException("query[" + i + "] = " + query[i] + "; allowed: finite values");
+        boolean owned = owner.enter(this);
+        try {
+            checkOpen();
+            Checks.index("layer", layer, shape.layers());
+            Checks.notNull("query", query);
+            if (query.length != shape.queryHeads() * shape.headDim()) {
+                throw new IllegalArgumentException("query.length = " + query.length + " must be queryHeads × headDim = "
+                        + shape.queryHeads() + " × " + shape.headDim() + " = " + shape.queryHeads() * shape.headDim());
+            }
+            for (int i = 0; i < query.length; i++) {
+                if (!Float.isFinite(query[i])) {
+                    throw new IllegalArgumentException("query[" + i + "] = " + query[i] + "; allowed: finite values");
+                }
+            }
+            LayerState ls = layer(layer);
+            KvView view = freeView(ls, layer);
+            Fetch f = fetches[view.slot];
+            if (ls.kvswap != null) {
+                f.view = view;
+                f.layer = ls;
+                ls.kvswap.start(view, query);
+                view.state = KvView.State.FETCHING;
+                ls.inFlight = true;
+                return view;
+            }
+            long t0 = System.nanoTime();
+            f.external = false;
+            return launch(ls, f, view, select(ls, f, query), t0);
+        } finally {
+            if (owned) {
+                owner.exit();
             }
         }
-        LayerState ls = layer(layer);
-        KvView view = freeView(ls, layer);
-        Fetch f = fetches[view.slot];
-        if (ls.kvswap != null) {
-            f.view = view;
-            f.layer = ls;
-            ls.kvswap.start(view, query);
-            view.state = KvView.State.FETCHING;
-            ls.inFlight = true;
-            return view;
-        }
-        long t0 = System.nanoTime();
-        f.external = false;
-        return launch(ls, f, view, select(ls, f, query), t0);
     }
 
     /**
@@ -351,40 +363,47 @@ public final class KvDecoder implements AutoCloseable {
      * @param positions token positions in {@code [0, tokenCount(layer))}
      */
     public KvView prefetch(int layer, int[] positions, int count) {
-        checkOpen();
-        Checks.index("layer", layer, shape.layers());
-        Checks.notNull("positions", positions);
-        Checks.inRange("count", count, 0, positions.length);
-        LayerState ls = layer(layer);
-        if (ls.kvswap != null) {
-            throw new IllegalStateException("layer " + layer + " is laid out in groups for the KVSWAP selector;"
-                    + " fetching caller-chosen positions needs a clustered layer (or the SWARM selector)");
-        }
-        int tokens = ls.window.end();
-        for (int i = 0; i < count; i++) {
-            if (positions[i] < 0 || positions[i] >= tokens) {
-                throw new IllegalArgumentException("positions[" + i + "] = " + positions[i] + " is out of range;"
-                        + " allowed: 0.." + (tokens - 1) + " (layer " + layer + " holds " + tokens + " tokens)");
+        boolean owned = owner.enter(this);
+        try {
+            checkOpen();
+            Checks.index("layer", layer, shape.layers());
+            Checks.notNull("positions", positions);
+            Checks.inRange("count", count, 0, positions.length);
+            LayerState ls = layer(layer);
+            if (ls.kvswap != null) {
+                throw new IllegalStateException("layer " + layer + " is laid out in groups for the KVSWAP selector;"
+                        + " fetching caller-chosen positions needs a clustered layer (or the SWARM selector)");
+            }
+            int tokens = ls.window.end();
+            for (int i = 0; i < count; i++) {
+                if (positions[i] < 0 || positions[i] >= tokens) {
+                    throw new IllegalArgumentException("positions[" + i + "] = " + positions[i] + " is out of range;"
+                            + " allowed: 0.." + (tokens - 1) + " (layer " + layer + " holds " + tokens + " tokens)");
+                }
+            }
+            KvView view = freeView(ls, layer);
+            Fetch f = fetches[view.slot];
+            long t0 = System.nanoTime();
+            beginRows(ls, f);
+            int rows = 0;
+            int clustered = ls.layout == null ? 0 : ls.layout.clusteredTokens();
+            if (f.concat.length < count) {
+                f.concat = new int[Math.max(count, f.concat.length * 2)];
+            }
+            for (int i = 0; i < count; i++) {
+                int t = positions[i];
+                rows = f.viewRows.add(t, rows);
+                if (t < clustered) {
+                    f.concat[f.concatSize++] = t; // residents are dropped by the scheduler (Eq. 8)
+                }
+            }
+            f.external = true;
+            return launch(ls, f, view, rows, t0);
+        } finally {
+            if (owned) {
+                owner.exit();
             }
         }
-        KvView view = freeView(ls, layer);
-        Fetch f = fetches[view.slot];
-        long t0 = System.nanoTime();
-        beginRows(ls, f);
-        int rows = 0;
-        int clustered = ls.layout == null ? 0 : ls.layout.clusteredTokens();
-        if (f.concat.length < count) {
-            f.concat = new int[Math.max(count, f.concat.length * 2)];
-        }
-        for (int i = 0; i < count; i++) {
-            int t = positions[i];
-            rows = f.viewRows.add(t, rows);
-            if (t < clustered) {
-                f.concat[f.concatSize++] = t; // residents are dropped by the scheduler (Eq. 8)
-            }
-        }
-        f.external = true;
-        return launch(ls, f, view, rows, t0);
     }
 
     private KvView freeView(LayerState ls, int layer) {
@@ -521,28 +540,38 @@ public final class KvDecoder implements AutoCloseable {
 
     /** Called by {@link KvView#await()}: waits for the reads, verifies and gathers them, updates the cache. */
     void complete(KvView view) {
-        Fetch f = fetches[view.slot];
-        LayerState ls = f.layer;
-        boolean ok = false;
+        boolean owned = owner.enter(this);
         try {
-            if (ls.kvswap != null) {
-                ls.kvswap.finish(view);
-            } else if (f.reads.runs() > 0) {
-                // Each run is verified and gathered as it lands, overlapping the fetch's later reads.
-                ioNanos += f.reads.gatherAsLanded(f) - f.startNanos;
+            Fetch f = fetches[view.slot];
+            LayerState ls = f.layer;
+            boolean ok = false;
+            try {
+                if (ls.kvswap != null) {
+                    ls.kvswap.finish(view);
+                } else if (f.reads.runs() > 0) {
+                    // Each run is verified and gathered as it lands, overlapping the fetch's later reads.
+                    ioNanos += f.reads.gatherAsLanded(f) - f.startNanos;
+                }
+                if (ls.cache != null && f.activatedSize > 0) {
+                    ls.cache.step(f.activated, f.activatedSize, f);
+                }
+                if (ls.maintenance != null && !f.external) {
+                    observe(ls, f);
+                }
+                steps++;
+                ok = true;
+            } finally {
+                f.reads.clear();
+                ls.inFlight = false;
+                view.state = ok ? KvView.State.READY : KvView.State.FREE;
+                if (!ok) {
+                    view.invalidate();
+                }
             }
-            if (ls.cache != null && f.activatedSize > 0) {
-                ls.cache.step(f.activated, f.activatedSize, f);
-            }
-            if (ls.maintenance != null && !f.external) {
-                observe(ls, f);
-            }
-            steps++;
-            ok = true;
         } finally {
-            f.reads.clear();
-            ls.inFlight = false;
-            view.state = ok ? KvView.State.READY : KvView.State.FREE;
+            if (owned) {
+                owner.exit();
+            }
         }
     }
 
@@ -618,14 +647,22 @@ public final class KvDecoder implements AutoCloseable {
 
     /** Called by {@link KvView#close()}. */
     void release(KvView view) {
-        if (view.state == KvView.State.FETCHING) {
-            try {
-                complete(view);
-            } catch (RuntimeException e) {
-                LOG.debug("fetch of layer {} failed while its view was closed", view.layer, e);
+        boolean owned = owner.enter(this);
+        try {
+            if (view.state == KvView.State.FETCHING) {
+                try {
+                    complete(view);
+                } catch (RuntimeException e) {
+                    LOG.debug("fetch of layer {} failed while its view was closed", view.layer, e);
+                }
+            }
+            view.state = KvView.State.FREE;
+            view.invalidate();
+        } finally {
+            if (owned) {
+                owner.exit();
             }
         }
-        view.state = KvView.State.FREE;
     }
 
     // ------------------------------------------------------------------ new tokens
@@ -635,27 +672,34 @@ public final class KvDecoder implements AutoCloseable {
      * the sequence and kept in the layer's DRAM window, so the next step attends to them.
      */
     public void appendKv(int layer, MemorySegment keys, MemorySegment values) {
-        checkOpen();
-        Checks.index("layer", layer, shape.layers());
-        LayerState ls = layers[layer];
-        if (ls != null && ls.inFlight) {
-            throw new IllegalStateException("layer " + layer + " has a fetch in flight; await it before appending");
-        }
-        int before = sequence.tokenCount(layer);
-        sequence.appendKv(layer, keys, values);
-        if (ls != null) {
-            int n = sequence.tokenCount(layer) - before;
-            for (int i = 0; i < n; i++) {
-                ls.window.append(keys, (long) i * half, values, (long) i * half);
-                if (ls.maintenance != null) {
-                    admit(ls, before + i);
+        boolean owned = owner.enter(this);
+        try {
+            checkOpen();
+            Checks.index("layer", layer, shape.layers());
+            LayerState ls = layers[layer];
+            if (ls != null && ls.inFlight) {
+                throw new IllegalStateException("layer " + layer + " has a fetch in flight; await it before appending");
+            }
+            int before = sequence.tokenCount(layer);
+            sequence.appendKv(layer, keys, values);
+            if (ls != null) {
+                int n = sequence.tokenCount(layer) - before;
+                for (int i = 0; i < n; i++) {
+                    ls.window.append(keys, (long) i * half, values, (long) i * half);
+                    if (ls.maintenance != null) {
+                        admit(ls, before + i);
+                    }
+                }
+                if (ls.maintenance != null && ls.maintenance.pendingAssignments() >= sequence.blockTokens()) {
+                    maintain(ls);
+                }
+                if (ls.kvswap != null) {
+                    ls.kvswap.appended();
                 }
             }
-            if (ls.maintenance != null && ls.maintenance.pendingAssignments() >= sequence.blockTokens()) {
-                maintain(ls);
-            }
-            if (ls.kvswap != null) {
-                ls.kvswap.appended();
+        } finally {
+            if (owned) {
+                owner.exit();
             }
         }
     }
@@ -731,60 +775,91 @@ public final class KvDecoder implements AutoCloseable {
 
     /** Counters since the decoder opened. */
     public DecodeStats stats() {
-        long hits = 0;
-        long misses = 0;
-        long cacheUsed = 0;
-        long window = 0;
-        KvSwapCounters kv = new KvSwapCounters();
-        for (LayerState s : layers) {
-            if (s == null) {
-                continue;
+        boolean owned = owner.enter(this);
+        try {
+            long hits = 0;
+            long misses = 0;
+            long cacheUsed = 0;
+            long window = 0;
+            KvSwapCounters kv = new KvSwapCounters();
+            for (LayerState s : layers) {
+                if (s == null) {
+                    continue;
+                }
+                kv.add(s.kvswap);
+                window += s.window.memoryBytes();
+                if (s.cache != null) {
+                    hits += s.cache.policy().hits();
+                    misses += s.cache.policy().misses();
+                    cacheUsed += (long) s.cache.usedSlots() * entry;
+                }
             }
-            kv.add(s.kvswap);
-            window += s.window.memoryBytes();
-            if (s.cache != null) {
-                hits += s.cache.policy().hits();
-                misses += s.cache.policy().misses();
-                cacheUsed += (long) s.cache.usedSlots() * entry;
+            return new DecodeStats(steps, selectNanos + kv.selectNanos, ioNanos + kv.ioNanos, bytesRead + kv.bytesRead,
+                    readRequests + kv.readRequests, tokensFetched + kv.tokensFetched, tokensCached + kv.tokensReused,
+                    tokensWindow + kv.tokensWindow, clustersSelected + kv.groupsSelected, hits, misses, cacheUsed, window,
+                    readSizeCount.clone(), readSizeBytes.clone(), kv.reuseHits, kv.reuseMisses, kv.memoryBytes);
+        } finally {
+            if (owned) {
+                owner.exit();
             }
         }
-        return new DecodeStats(steps, selectNanos + kv.selectNanos, ioNanos + kv.ioNanos, bytesRead + kv.bytesRead,
-                readRequests + kv.readRequests, tokensFetched + kv.tokensFetched, tokensCached + kv.tokensReused,
-                tokensWindow + kv.tokensWindow, clustersSelected + kv.groupsSelected, hits, misses, cacheUsed, window,
-                readSizeCount.clone(), readSizeBytes.clone(), kv.reuseHits, kv.reuseMisses, kv.memoryBytes);
     }
 
     private void checkOpen() {
-        if (closed) {
-            throw new IllegalStateException("decoder of sequence " + sequence.id() + " is closed");
+        if (closing || closed) {
+            throw new IllegalStateException(closedMessage());
         }
+    }
+
+    /** Whether {@link #close} has begun (from any thread). */
+    boolean isClosing() {
+        return closing;
+    }
+
+    String closedMessage() {
+        return "decoder of sequence " + sequence.id() + " is closed" + (sequence.engineClosed()
+                ? " because the engine was closed" : "");
+    }
+
+    @Override
+    public String toString() {
+        return "KvDecoder{sequence " + sequence.id() + "}";
     }
 
     /** Waits for fetches in flight, then frees the views, windows and caches. */
     @Override
     public void close() {
-        if (closed) {
-            return;
-        }
-        for (KvView v : views) {
-            release(v);
-            v.free(store.dram());
-        }
-        closed = true;
-        for (Fetch f : fetches) {
-            f.reads.close();
-        }
-        for (LayerState s : layers) {
-            if (s != null) {
-                s.window.close();
-                if (s.kvswap != null) {
-                    s.kvswap.close();
-                }
-                if (s.cache != null) {
-                    s.cache.close();
+        closing = true;
+        owner.markClosing(closedMessage());
+        boolean owned = owner.enterWaiting();
+        try {
+            if (closed) {
+                return;
+            }
+            for (KvView v : views) {
+                release(v);
+                v.free(store.dram());
+            }
+            closed = true;
+            for (Fetch f : fetches) {
+                f.reads.close();
+            }
+            for (LayerState s : layers) {
+                if (s != null) {
+                    s.window.close();
+                    if (s.kvswap != null) {
+                        s.kvswap.close();
+                    }
+                    if (s.cache != null) {
+                        s.cache.close();
+                    }
                 }
             }
+            sequence.decoderClosed(this);
+        } finally {
+            if (owned) {
+                owner.exit();
+            }
         }
-        sequence.decoderClosed(this);
     }
 }

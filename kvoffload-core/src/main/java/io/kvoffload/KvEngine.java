@@ -143,35 +143,23 @@ public final class KvEngine implements AutoCloseable {
             if (e.unavailable() != null) {
                 throw new KvDeviceUnavailableException(null, e.unavailable());
             }
-            if (writable && e.refs() > 0) {
-                throw new IllegalStateException("sequence " + id + " is held by " + e.refs()
-                        + " handle(s); appending needs it alone");
-            }
-            if (!writable && isHeldByWriter(id)) {
-                throw new IllegalStateException("sequence " + id + " is open for append; close that handle first");
-            }
-            store.catalog().acquire(e);
+            // Checked and recorded in the entry under the store lock: two openers cannot both pass.
+            store.catalog().acquire(e, writable);
             m = e.manifest();
         }
         return register(new KvSequence(this, store, m, writable));
     }
 
-    private boolean isHeldByWriter(String id) {
-        synchronized (open) {
-            for (KvSequence s : open.keySet()) {
-                if (s.isWritable() && s.id().equals(id)) {
-                    return true;
-                }
-            }
-        }
-        return false;
-    }
-
     private KvSequence register(KvSequence s) {
         synchronized (open) {
-            open.put(s, Boolean.TRUE);
+            if (!closed) {
+                open.put(s, Boolean.TRUE);
+                return s;
+            }
         }
-        return s;
+        // close() began after this handle was granted: it would never see it, so give it back.
+        s.close();
+        throw new IllegalStateException("engine is closed");
     }
 
     /** Called by a closing handle. */
@@ -182,7 +170,7 @@ public final class KvEngine implements AutoCloseable {
         synchronized (store) {
             SequenceCatalog.Entry e = store.catalog().get(s.id());
             if (committed && e != null) {
-                store.catalog().release(e);
+                store.catalog().release(e, s.isWritable());
             } else if (!committed) {
                 store.catalog().unreserve(s.id());
             }
@@ -302,17 +290,26 @@ public final class KvEngine implements AutoCloseable {
         }
     }
 
+    boolean isClosed() {
+        return closed;
+    }
+
     /**
      * Closes every handle still open (discarding uncommitted appends), drains I/O, and frees the
-     * DRAM tier. Committed sequences stay on the SSDs.
+     * DRAM tier. Committed sequences stay on the SSDs. May be called from any thread: a handle in
+     * use by another thread is closed once its current call returns (fetches in flight finish
+     * first), and that thread's next call fails with an {@link IllegalStateException} saying the
+     * engine was closed.
      */
     @Override
     public void close() {
-        if (closed) {
-            return;
-        }
         List<KvSequence> handles;
         synchronized (open) {
+            if (closed) {
+                return;
+            }
+            // Set under the lock register() takes: no handle can be granted after the snapshot.
+            closed = true;
             handles = new ArrayList<>(open.keySet());
         }
         for (KvSequence s : handles) {
@@ -322,7 +319,6 @@ public final class KvEngine implements AutoCloseable {
                 LOG.warn("closing {} failed", s, e);
             }
         }
-        closed = true;
         store.close();
     }
 }

@@ -19,6 +19,7 @@ import io.kvoffload.internal.kvswap.CompressedKCache;
 import io.kvoffload.internal.kvswap.LowRankAdapter;
 import io.kvoffload.internal.swarm.MedoidIndex;
 import io.kvoffload.internal.util.Checks;
+import io.kvoffload.internal.util.SingleOwner;
 import io.kvoffload.spi.IoBatch;
 import io.kvoffload.workload.ElementCodec;
 import java.io.IOException;
@@ -91,6 +92,10 @@ public final class KvSequence implements AutoCloseable {
     private long commitNumber;
     private String broken;
     private boolean closed;
+    /** Set by {@link #close} before it waits for the owner, so the owner's next call fails at once. */
+    private volatile boolean closing;
+    /** Every public entry that reads or changes state takes it: one thread at a time. */
+    private final SingleOwner owner = new SingleOwner();
 
     private IoBatch writeBatch;
     private final DramSlot[] pendingSlots = new DramSlot[IO_BATCH];
@@ -210,25 +215,32 @@ public final class KvSequence implements AutoCloseable {
      * Their KV follows per layer through {@link #appendKv}.
      */
     public void appendTokens(int... ids) {
-        checkWritable();
-        Checks.notNull("ids", ids);
-        for (int i = 0; i < ids.length; i++) {
-            if (ids[i] < 0) {
-                throw new IllegalArgumentException("ids[" + i + "] = " + ids[i] + " is not a token id; allowed: 0.."
-                        + Integer.MAX_VALUE);
+        boolean owned = owner.enter(this);
+        try {
+            checkWritable();
+            Checks.notNull("ids", ids);
+            for (int i = 0; i < ids.length; i++) {
+                if (ids[i] < 0) {
+                    throw new IllegalArgumentException("ids[" + i + "] = " + ids[i] + " is not a token id; allowed: 0.."
+                            + Integer.MAX_VALUE);
+                }
             }
-        }
-        if ((long) tokenCount + ids.length > Integer.MAX_VALUE - 8) {
-            throw new IllegalArgumentException("appending " + ids.length + " tokens to " + tokenCount
-                    + " exceeds the maximum sequence length " + (Integer.MAX_VALUE - 8));
-        }
-        if (tokenCount + ids.length > tokenIds.length) {
-            tokenIds = Arrays.copyOf(tokenIds, Math.max(tokenCount + ids.length, tokenIds.length * 2));
-        }
-        System.arraycopy(ids, 0, tokenIds, tokenCount, ids.length);
-        tokenCount += ids.length;
-        if (ids.length > 0) {
-            dirty = true;
+            if ((long) tokenCount + ids.length > Integer.MAX_VALUE - 8) {
+                throw new IllegalArgumentException("appending " + ids.length + " tokens to " + tokenCount
+                        + " exceeds the maximum sequence length " + (Integer.MAX_VALUE - 8));
+            }
+            if (tokenCount + ids.length > tokenIds.length) {
+                tokenIds = Arrays.copyOf(tokenIds, Math.max(tokenCount + ids.length, tokenIds.length * 2));
+            }
+            System.arraycopy(ids, 0, tokenIds, tokenCount, ids.length);
+            tokenCount += ids.length;
+            if (ids.length > 0) {
+                dirty = true;
+            }
+        } finally {
+            if (owned) {
+                owner.exit();
+            }
         }
     }
 
@@ -237,26 +249,33 @@ public final class KvSequence implements AutoCloseable {
      * tokens, {@code kvHeads × headDim} elements each, in the shape's dtype.
      */
     public void appendKv(int layer, MemorySegment keys, MemorySegment values) {
-        checkWritable();
-        Checks.index("layer", layer, shape.layers());
-        Checks.notNull("keys", keys);
-        Checks.notNull("values", values);
-        if (keys.byteSize() != values.byteSize()) {
-            throw new IllegalArgumentException("keys has " + keys.byteSize() + " bytes but values has "
-                    + values.byteSize() + "; both must hold the same number of tokens");
+        boolean owned = owner.enter(this);
+        try {
+            checkWritable();
+            Checks.index("layer", layer, shape.layers());
+            Checks.notNull("keys", keys);
+            Checks.notNull("values", values);
+            if (keys.byteSize() != values.byteSize()) {
+                throw new IllegalArgumentException("keys has " + keys.byteSize() + " bytes but values has "
+                        + values.byteSize() + "; both must hold the same number of tokens");
+            }
+            if (keys.byteSize() % half != 0) {
+                throw new IllegalArgumentException("keys has " + keys.byteSize() + " bytes, not a multiple of one token's K ("
+                        + half + " bytes = kvHeads " + shape.kvHeads() + " × headDim " + shape.headDim() + " × "
+                        + shape.dtype() + ")");
+            }
+            long n = keys.byteSize() / half;
+            if (layerTokens[layer] + n > tokenCount) {
+                throw new IllegalArgumentException("layer " + layer + " would hold " + (layerTokens[layer] + n)
+                        + " tokens but only " + tokenCount + " token ids were appended; call appendTokens first"
+                        + " (allowed: at most " + (tokenCount - layerTokens[layer]) + " more tokens for this layer)");
+            }
+            append(layer, keys, values, (int) n);
+        } finally {
+            if (owned) {
+                owner.exit();
+            }
         }
-        if (keys.byteSize() % half != 0) {
-            throw new IllegalArgumentException("keys has " + keys.byteSize() + " bytes, not a multiple of one token's K ("
-                    + half + " bytes = kvHeads " + shape.kvHeads() + " × headDim " + shape.headDim() + " × "
-                    + shape.dtype() + ")");
-        }
-        long n = keys.byteSize() / half;
-        if (layerTokens[layer] + n > tokenCount) {
-            throw new IllegalArgumentException("layer " + layer + " would hold " + (layerTokens[layer] + n)
-                    + " tokens but only " + tokenCount + " token ids were appended; call appendTokens first"
-                    + " (allowed: at most " + (tokenCount - layerTokens[layer]) + " more tokens for this layer)");
-        }
-        append(layer, keys, values, (int) n);
     }
 
     /** {@link #appendKv(int, MemorySegment, MemorySegment)} for F32 sequences. */
@@ -399,60 +418,67 @@ public final class KvSequence implements AutoCloseable {
      *     last commit
      */
     public void commit() {
-        checkWritable();
-        checkNoFetchInFlight("commit");
-        if (!dirty) {
-            throw new IllegalStateException("sequence " + id + " has nothing to commit: it was already committed at "
-                    + tokenCount + " tokens and nothing was appended since");
-        }
-        for (int l = 0; l < layerTokens.length; l++) {
-            if (layerTokens[l] != tokenCount) {
-                throw new IllegalStateException("cannot commit sequence " + id + ": layer " + l + " holds KV for "
-                        + layerTokens[l] + " of " + tokenCount + " tokens; append every layer's KV first");
-            }
-        }
-        if (tokenCount == 0) {
-            throw new IllegalStateException("cannot commit sequence " + id + ": it holds no tokens");
-        }
+        boolean owned = owner.enter(this);
         try {
-            for (int l = 0; l < tail.length; l++) {
-                if (tail[l] != null && tailDirty[l]) {
-                    seal(l, layerTokens[l] / blockTokens, tail[l], layerTokens[l] % blockTokens, false);
+            checkWritable();
+            checkNoFetchInFlight("commit");
+            if (!dirty) {
+                throw new IllegalStateException("sequence " + id + " has nothing to commit: it was already committed at "
+                        + tokenCount + " tokens and nothing was appended since");
+            }
+            for (int l = 0; l < layerTokens.length; l++) {
+                if (layerTokens[l] != tokenCount) {
+                    throw new IllegalStateException("cannot commit sequence " + id + ": layer " + l + " holds KV for "
+                            + layerTokens[l] + " of " + tokenCount + " tokens; append every layer's KV first");
                 }
             }
-            flushWrites();
-            for (int d = 0; d < devicesWritten.length; d++) {
-                if (devicesWritten[d]) {
-                    store.backend().sync(d);
-                    devicesWritten[d] = false;
+            if (tokenCount == 0) {
+                throw new IllegalStateException("cannot commit sequence " + id + ": it holds no tokens");
+            }
+            try {
+                for (int l = 0; l < tail.length; l++) {
+                    if (tail[l] != null && tailDirty[l]) {
+                        seal(l, layerTokens[l] / blockTokens, tail[l], layerTokens[l] % blockTokens, false);
+                    }
                 }
+                flushWrites();
+                for (int d = 0; d < devicesWritten.length; d++) {
+                    if (devicesWritten[d]) {
+                        store.backend().sync(d);
+                        devicesWritten[d] = false;
+                    }
+                }
+                BlockTable[] snapshot = new BlockTable[blocks.length];
+                for (int l = 0; l < blocks.length; l++) {
+                    snapshot[l] = blocks[l].copy();
+                    snapshot[l].markAllCommitted();
+                }
+                Manifest m = new Manifest(id, shape, blockTokens, store.deviceUuids(), Arrays.copyOf(tokenIds, tokenCount),
+                        snapshot, clusters.clone(), groups.clone(), System.currentTimeMillis(), commitNumber + 1,
+                        checksum.salted());
+                store.commit(m, superseded);
+            } catch (IOException e) {
+                throw new UncheckedIOException("commit of sequence " + id + " failed; its previous commit is intact", e);
             }
-            BlockTable[] snapshot = new BlockTable[blocks.length];
-            for (int l = 0; l < blocks.length; l++) {
-                snapshot[l] = blocks[l].copy();
-                snapshot[l].markAllCommitted();
+            commitNumber++;
+            superseded.clear();
+            for (BlockTable t : blocks) {
+                t.markAllCommitted();
             }
-            Manifest m = new Manifest(id, shape, blockTokens, store.deviceUuids(), Arrays.copyOf(tokenIds, tokenCount),
-                    snapshot, clusters.clone(), groups.clone(), System.currentTimeMillis(), commitNumber + 1,
-                    checksum.salted());
-            store.commit(m, superseded, 1);
-        } catch (IOException e) {
-            throw new UncheckedIOException("commit of sequence " + id + " failed; its previous commit is intact", e);
+            Arrays.fill(clustersCommitted, true);
+            System.arraycopy(clusters, 0, committedClusters, 0, clusters.length);
+            Arrays.fill(extendsCommitted, false);
+            Arrays.fill(groupsCommitted, true);
+            System.arraycopy(groups, 0, committedGroups, 0, groups.length);
+            Arrays.fill(groupsExtendCommitted, false);
+            Arrays.fill(tailDirty, false);
+            dirty = false;
+            committed = true;
+        } finally {
+            if (owned) {
+                owner.exit();
+            }
         }
-        commitNumber++;
-        superseded.clear();
-        for (BlockTable t : blocks) {
-            t.markAllCommitted();
-        }
-        Arrays.fill(clustersCommitted, true);
-        System.arraycopy(clusters, 0, committedClusters, 0, clusters.length);
-        Arrays.fill(extendsCommitted, false);
-        Arrays.fill(groupsCommitted, true);
-        System.arraycopy(groups, 0, committedGroups, 0, groups.length);
-        Arrays.fill(groupsExtendCommitted, false);
-        Arrays.fill(tailDirty, false);
-        dirty = false;
-        committed = true;
     }
 
     // ------------------------------------------------------------------ cluster layout
@@ -549,13 +575,20 @@ public final class KvSequence implements AutoCloseable {
      *     sets of positions in {@code 0..tokenCount(layer)-1}
      */
     public ClusterSummary clusterLayer(int layer, List<int[]> activationSets, ClusterOptions options) {
-        checkWritable();
-        Checks.index("layer", layer, shape.layers());
-        Checks.notNull("activationSets", activationSets);
-        Checks.notNull("options", options);
-        long t0 = System.nanoTime();
-        CoActivationProfile profile = SwarmOfflinePhase.fromActivationSets(layerTokens[layer], activationSets, options);
-        return build(layer, SwarmOfflinePhase.cluster(profile, options), options.placement(), t0);
+        boolean owned = owner.enter(this);
+        try {
+            checkWritable();
+            Checks.index("layer", layer, shape.layers());
+            Checks.notNull("activationSets", activationSets);
+            Checks.notNull("options", options);
+            long t0 = System.nanoTime();
+            CoActivationProfile profile = SwarmOfflinePhase.fromActivationSets(layerTokens[layer], activationSets, options);
+            return build(layer, SwarmOfflinePhase.cluster(profile, options), options.placement(), t0);
+        } finally {
+            if (owned) {
+                owner.exit();
+            }
+        }
     }
 
     /**
@@ -566,16 +599,23 @@ public final class KvSequence implements AutoCloseable {
      * @param queries each {@code queryHeads × headDim} floats, head after head
      */
     public ClusterSummary clusterLayerFromQueries(int layer, List<float[]> queries, ClusterOptions options) {
-        checkWritable();
-        Checks.index("layer", layer, shape.layers());
-        Checks.notNull("queries", queries);
-        Checks.notNull("options", options);
-        long t0 = System.nanoTime();
-        CoActivationProfile profile;
-        try (SequenceLayerKv kv = new SequenceLayerKv(this, layer, layerTokens[layer]).keysInMemory(PROFILE_KEYS_IN_MEMORY)) {
-            profile = SwarmOfflinePhase.fromQueries(kv, queries, shape.queryHeads(), options);
+        boolean owned = owner.enter(this);
+        try {
+            checkWritable();
+            Checks.index("layer", layer, shape.layers());
+            Checks.notNull("queries", queries);
+            Checks.notNull("options", options);
+            long t0 = System.nanoTime();
+            CoActivationProfile profile;
+            try (SequenceLayerKv kv = new SequenceLayerKv(this, layer, layerTokens[layer]).keysInMemory(PROFILE_KEYS_IN_MEMORY)) {
+                profile = SwarmOfflinePhase.fromQueries(kv, queries, shape.queryHeads(), options);
+            }
+            return build(layer, SwarmOfflinePhase.cluster(profile, options), options.placement(), t0);
+        } finally {
+            if (owned) {
+                owner.exit();
+            }
         }
-        return build(layer, SwarmOfflinePhase.cluster(profile, options), options.placement(), t0);
     }
 
     /**
@@ -592,13 +632,20 @@ public final class KvSequence implements AutoCloseable {
      *     together covering every one of them
      */
     public ClusterSummary clusterLayer(int layer, int[][] clusters, ClusterOptions options) {
-        checkWritable();
-        Checks.index("layer", layer, shape.layers());
-        Checks.notNull("clusters", clusters);
-        Checks.notNull("options", options);
-        long t0 = System.nanoTime();
-        return build(layer, SwarmOfflinePhase.fromClusters(layerTokens[layer], clusters, options), options.placement(),
-                t0);
+        boolean owned = owner.enter(this);
+        try {
+            checkWritable();
+            Checks.index("layer", layer, shape.layers());
+            Checks.notNull("clusters", clusters);
+            Checks.notNull("options", options);
+            long t0 = System.nanoTime();
+            return build(layer, SwarmOfflinePhase.fromClusters(layerTokens[layer], clusters, options), options.placement(),
+                    t0);
+        } finally {
+            if (owned) {
+                owner.exit();
+            }
+        }
     }
 
     private ClusterSummary build(int layer, Clustering clustering, ClusterOptions.Placement placement, long t0) {
@@ -690,58 +737,65 @@ public final class KvSequence implements AutoCloseable {
      *     {@code kvHeads × headDim}
      */
     public GroupSummary groupLayer(int layer, GroupOptions options) {
-        checkWritable();
-        Checks.index("layer", layer, shape.layers());
-        Checks.notNull("options", options);
-        int tokens = layerTokens[layer];
-        int g = options.groupSize();
-        if (g > tokens) {
-            throw new IllegalArgumentException("options.groupSize() = " + g + " is out of range for layer " + layer
-                    + ", which holds " + tokens + " tokens; allowed: 1.." + Math.max(1, tokens));
-        }
-        int rank = options.rankFor(shape);
-        int grouped = tokens / g * g;
-        BlockTable t = blocks[layer];
-        for (int b = 0; b < t.size(); b++) {
-            if (!t.hasExtent(b) && (long) (b + 1) * blockTokens > grouped) {
-                throw new IllegalArgumentException("options.groupSize() = " + g + " would lay out only " + grouped
-                        + " tokens of layer " + layer + ", but its current layout already covers block " + b
-                        + "; allowed: a group size that covers at least " + (long) (b + 1) * blockTokens + " tokens");
+        boolean owned = owner.enter(this);
+        try {
+            checkWritable();
+            Checks.index("layer", layer, shape.layers());
+            Checks.notNull("options", options);
+            int tokens = layerTokens[layer];
+            int g = options.groupSize();
+            if (g > tokens) {
+                throw new IllegalArgumentException("options.groupSize() = " + g + " is out of range for layer " + layer
+                        + ", which holds " + tokens + " tokens; allowed: 1.." + Math.max(1, tokens));
             }
-        }
-        checkNoFetchInFlight("re-lay out");
-        flushWrites();
-        long t0 = System.nanoTime();
-        LowRankAdapter adapter = fitAdapter(layer, tokens, rank, options.calibrationRows(), options.seed());
-        long t1 = System.nanoTime();
-        GroupLayout layout = GroupLayoutWriter.write(store, id, checksum, layer, shape, g, grouped, adapter,
-                (positions, k, v) -> read(layer, positions, k, v));
-        long t2 = System.nanoTime();
-        dropGroupLayout(layer);
-        ClusterLayout old = clusters[layer];
-        if (old != null) {
-            if (clustersCommitted[layer]) {
-                for (int s = 0; s < old.segmentCount(); s++) {
-                    superseded.add(new long[] {old.segmentDevice(s), old.segmentOffset(s), old.segmentLength(s)});
+            int rank = options.rankFor(shape);
+            int grouped = tokens / g * g;
+            BlockTable t = blocks[layer];
+            for (int b = 0; b < t.size(); b++) {
+                if (!t.hasExtent(b) && (long) (b + 1) * blockTokens > grouped) {
+                    throw new IllegalArgumentException("options.groupSize() = " + g + " would lay out only " + grouped
+                            + " tokens of layer " + layer + ", but its current layout already covers block " + b
+                            + "; allowed: a group size that covers at least " + (long) (b + 1) * blockTokens + " tokens");
                 }
-            } else {
-                freeSegments(old);
             }
-            clusters[layer] = null;
-            medoidIndex[layer] = null;
-        }
-        groups[layer] = layout;
-        groupsCommitted[layer] = false;
-        for (int b = 0; b < t.size() && (long) (b + 1) * blockTokens <= grouped; b++) {
-            if (t.hasExtent(b)) {
-                retire(t, b);
-                t.clear(b);
+            checkNoFetchInFlight("re-lay out");
+            flushWrites();
+            long t0 = System.nanoTime();
+            LowRankAdapter adapter = fitAdapter(layer, tokens, rank, options.calibrationRows(), options.seed());
+            long t1 = System.nanoTime();
+            GroupLayout layout = GroupLayoutWriter.write(store, id, checksum, layer, shape, g, grouped, adapter,
+                    (positions, k, v) -> read(layer, positions, k, v));
+            long t2 = System.nanoTime();
+            dropGroupLayout(layer);
+            ClusterLayout old = clusters[layer];
+            if (old != null) {
+                if (clustersCommitted[layer]) {
+                    for (int s = 0; s < old.segmentCount(); s++) {
+                        superseded.add(new long[] {old.segmentDevice(s), old.segmentOffset(s), old.segmentLength(s)});
+                    }
+                } else {
+                    freeSegments(old);
+                }
+                clusters[layer] = null;
+                medoidIndex[layer] = null;
+            }
+            groups[layer] = layout;
+            groupsCommitted[layer] = false;
+            for (int b = 0; b < t.size() && (long) (b + 1) * blockTokens <= grouped; b++) {
+                if (t.hasExtent(b)) {
+                    retire(t, b);
+                    t.clear(b);
+                }
+            }
+            dirty = true;
+            return new GroupSummary(layer, grouped, layout.groupCount(), g, adapter.rank(), adapter.compressionRatio(),
+                    adapter.retainedEnergy(), layout.stride(), CompressedKCache.bytesFor(grouped, adapter.rank(), DType.F16),
+                    (t1 - t0) / 1_000_000, (t2 - t1) / 1_000_000);
+        } finally {
+            if (owned) {
+                owner.exit();
             }
         }
-        dirty = true;
-        return new GroupSummary(layer, grouped, layout.groupCount(), g, adapter.rank(), adapter.compressionRatio(),
-                adapter.retainedEnergy(), layout.stride(), CompressedKCache.bytesFor(grouped, adapter.rank(), DType.F16),
-                (t1 - t0) / 1_000_000, (t2 - t1) / 1_000_000);
     }
 
     /** Fits the adapter on up to {@code maxRows} stored keys of the layer, sampled uniformly in position order. */
@@ -960,51 +1014,79 @@ public final class KvSequence implements AutoCloseable {
      * @throws KvChecksumException if an extent read back does not match its checksum
      */
     public void read(int layer, int[] positions, MemorySegment keysOut, MemorySegment valuesOut) {
-        checkOpen();
-        Checks.index("layer", layer, shape.layers());
-        Checks.notNull("positions", positions);
-        int limit = layerTokens[layer];
-        for (int i = 0; i < positions.length; i++) {
-            int p = positions[i];
-            if (p < 0 || p >= limit) {
-                throw new IllegalArgumentException("positions[" + i + "] = " + p + " is out of range; allowed: 0.."
-                        + (limit - 1) + " (layer " + layer + " holds " + limit + " tokens)");
+        boolean owned = owner.enter(this);
+        try {
+            checkOpen();
+            Checks.index("layer", layer, shape.layers());
+            Checks.notNull("positions", positions);
+            int limit = layerTokens[layer];
+            for (int i = 0; i < positions.length; i++) {
+                int p = positions[i];
+                if (p < 0 || p >= limit) {
+                    throw new IllegalArgumentException("positions[" + i + "] = " + p + " is out of range; allowed: 0.."
+                            + (limit - 1) + " (layer " + layer + " holds " + limit + " tokens)");
+                }
+            }
+            checkOut("keysOut", keysOut, positions.length);
+            checkOut("valuesOut", valuesOut, positions.length);
+            if (positions.length == 0) {
+                return;
+            }
+            gather(layer, positions, keysOut, valuesOut);
+        } finally {
+            if (owned) {
+                owner.exit();
             }
         }
-        checkOut("keysOut", keysOut, positions.length);
-        checkOut("valuesOut", valuesOut, positions.length);
-        if (positions.length == 0) {
-            return;
-        }
-        gather(layer, positions, keysOut, valuesOut);
     }
 
     /** Reads tokens {@code [from, from + count)} of {@code layer}. */
     public void read(int layer, int from, int count, MemorySegment keysOut, MemorySegment valuesOut) {
-        checkOpen();
-        Checks.index("layer", layer, shape.layers());
-        int limit = layerTokens[layer];
-        Checks.inRange("from", from, 0, limit);
-        Checks.inRange("count", count, 0, limit - from);
-        int[] positions = new int[count];
-        for (int i = 0; i < count; i++) {
-            positions[i] = from + i;
+        boolean owned = owner.enter(this);
+        try {
+            checkOpen();
+            Checks.index("layer", layer, shape.layers());
+            int limit = layerTokens[layer];
+            Checks.inRange("from", from, 0, limit);
+            Checks.inRange("count", count, 0, limit - from);
+            int[] positions = new int[count];
+            for (int i = 0; i < count; i++) {
+                positions[i] = from + i;
+            }
+            read(layer, positions, keysOut, valuesOut);
+        } finally {
+            if (owned) {
+                owner.exit();
+            }
         }
-        read(layer, positions, keysOut, valuesOut);
     }
 
     /** {@link #read(int, int[], MemorySegment, MemorySegment)} into arrays, for F32 sequences. */
     public void read(int layer, int[] positions, float[] keysOut, float[] valuesOut) {
-        requireDType("keysOut", "float[]", DType.F32);
-        read(layer, positions, MemorySegment.ofArray(Checks.notNull("keysOut", keysOut)),
-                MemorySegment.ofArray(Checks.notNull("valuesOut", valuesOut)));
+        boolean owned = owner.enter(this);
+        try {
+            requireDType("keysOut", "float[]", DType.F32);
+            read(layer, positions, MemorySegment.ofArray(Checks.notNull("keysOut", keysOut)),
+                    MemorySegment.ofArray(Checks.notNull("valuesOut", valuesOut)));
+        } finally {
+            if (owned) {
+                owner.exit();
+            }
+        }
     }
 
     /** {@link #read(int, int[], MemorySegment, MemorySegment)} into arrays, for F16/BF16 sequences. */
     public void read(int layer, int[] positions, short[] keysOut, short[] valuesOut) {
-        requireDType("keysOut", "short[]", DType.F16, DType.BF16);
-        read(layer, positions, MemorySegment.ofArray(Checks.notNull("keysOut", keysOut)),
-                MemorySegment.ofArray(Checks.notNull("valuesOut", valuesOut)));
+        boolean owned = owner.enter(this);
+        try {
+            requireDType("keysOut", "short[]", DType.F16, DType.BF16);
+            read(layer, positions, MemorySegment.ofArray(Checks.notNull("keysOut", keysOut)),
+                    MemorySegment.ofArray(Checks.notNull("valuesOut", valuesOut)));
+        } finally {
+            if (owned) {
+                owner.exit();
+            }
+        }
     }
 
     private void checkOut(String name, MemorySegment out, int n) {
@@ -1278,11 +1360,18 @@ public final class KvSequence implements AutoCloseable {
      * clustered is attended in full from DRAM. Closing the sequence closes its decoders.
      */
     public KvDecoder decoder(DecodeOptions options) {
-        checkOpen();
-        Checks.notNull("options", options);
-        KvDecoder d = new KvDecoder(this, store, options, alignment);
-        decoders.add(d);
-        return d;
+        boolean owned = owner.enter(this);
+        try {
+            checkOpen();
+            Checks.notNull("options", options);
+            KvDecoder d = new KvDecoder(this, store, options, alignment);
+            decoders.add(d);
+            return d;
+        } finally {
+            if (owned) {
+                owner.exit();
+            }
+        }
     }
 
     void decoderClosed(KvDecoder d) {
@@ -1310,10 +1399,15 @@ public final class KvSequence implements AutoCloseable {
     // ------------------------------------------------------------------ lifecycle
 
     private void checkOpen() {
-        if (closed) {
-            throw new IllegalStateException("sequence " + id + " is closed");
+        if (closing || closed) {
+            throw new IllegalStateException("sequence " + id + " is closed"
+                    + (engine.isClosed() ? " because the engine was closed" : ""));
         }
         engine.checkOpen();
+    }
+
+    boolean engineClosed() {
+        return engine.isClosed();
     }
 
     private void checkWritable() {
@@ -1334,45 +1428,54 @@ public final class KvSequence implements AutoCloseable {
      */
     @Override
     public void close() {
-        if (closed) {
-            return;
-        }
-        for (KvDecoder d : new ArrayList<>(decoders)) {
-            d.close();
-        }
-        closed = true;
+        closing = true;
+        owner.markClosing("sequence " + id + " is closed" + (engine.isClosed() ? " because the engine was closed" : ""));
+        boolean owned = owner.enterWaiting();
         try {
-            if (writable) {
-                for (int l = 0; l < tail.length; l++) {
-                    if (tail[l] != null) {
-                        store.dram().release(tail[l]);
-                        tail[l] = null;
-                    }
-                    BlockTable t = blocks[l];
-                    for (int b = 0; b < t.size(); b++) {
-                        if (t.hasExtent(b) && !t.committed(b)) {
-                            store.free(t.device(b), t.offset(b), t.length(b));
+            if (closed) {
+                return;
+            }
+            for (KvDecoder d : new ArrayList<>(decoders)) {
+                d.close();
+            }
+            closed = true;
+            try {
+                if (writable) {
+                    for (int l = 0; l < tail.length; l++) {
+                        if (tail[l] != null) {
+                            store.dram().release(tail[l]);
+                            tail[l] = null;
+                        }
+                        BlockTable t = blocks[l];
+                        for (int b = 0; b < t.size(); b++) {
+                            if (t.hasExtent(b) && !t.committed(b)) {
+                                store.free(t.device(b), t.offset(b), t.length(b));
+                            }
+                        }
+                        if (clusters[l] != null && !clustersCommitted[l]) {
+                            if (extendsCommitted[l]) {
+                                freeSegments(clusters[l], clusters[l].segmentsAddedSince(committedClusters[l]));
+                            } else {
+                                freeSegments(clusters[l]);
+                            }
+                        }
+                        if (groups[l] != null && !groupsCommitted[l]) {
+                            freeGroupSegments(groups[l], groupsExtendCommitted[l] ? committedGroups[l].segmentCount() : 0);
                         }
                     }
-                    if (clusters[l] != null && !clustersCommitted[l]) {
-                        if (extendsCommitted[l]) {
-                            freeSegments(clusters[l], clusters[l].segmentsAddedSince(committedClusters[l]));
-                        } else {
-                            freeSegments(clusters[l]);
-                        }
-                    }
-                    if (groups[l] != null && !groupsCommitted[l]) {
-                        freeGroupSegments(groups[l], groupsExtendCommitted[l] ? committedGroups[l].segmentCount() : 0);
-                    }
+                    superseded.clear();
                 }
-                superseded.clear();
+            } finally {
+                if (indexArena != null) {
+                    indexArena.close();
+                    indexArena = null;
+                }
+                engine.released(this, committed);
             }
         } finally {
-            if (indexArena != null) {
-                indexArena.close();
-                indexArena = null;
+            if (owned) {
+                owner.exit();
             }
-            engine.released(this, committed);
         }
     }
 

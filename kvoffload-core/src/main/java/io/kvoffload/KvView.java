@@ -2,6 +2,7 @@ package io.kvoffload;
 
 import io.kvoffload.internal.dram.DramPool;
 import io.kvoffload.internal.dram.DramSlot;
+import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 
@@ -13,12 +14,17 @@ import java.lang.foreign.ValueLayout;
  * sequence and a block table for paged kernels.
  *
  * <p>A view comes from {@link KvDecoder#prefetch}; {@link #await()} waits for its reads. It stays
- * valid until {@link #close()}, which hands its memory back to the decoder for a later fetch: do
- * not keep segments obtained from it after that. Positions are distinct but not sorted.
+ * valid until {@link #close()}, which hands its memory back to the decoder for a later fetch.
+ * Positions are distinct but not sorted.
  *
  * <p>The segments returned by {@link #keys(int)} and friends span the view's capacity; only the
- * first {@link #tokenCount()} rows hold data this step. They are created once per capacity, so
- * reading a view allocates nothing.
+ * first {@link #tokenCount()} rows hold data this step. They belong to a scope of their own that
+ * {@link #close()} ends: reading one afterwards throws {@link IllegalStateException}, where it
+ * would otherwise show whatever the memory holds next (a later step, or another sequence once the
+ * decoder is closed). That scope is a shared {@link Arena} created at the first such call of a
+ * step, so a step that asks for segments costs one arena, one small segment object per segment
+ * asked for, and the arena's close; prefetch, await and close alone allocate nothing, and
+ * {@link SparseAttention} reads the view without creating segments.
  */
 public final class KvView implements AutoCloseable {
     enum State { FREE, FETCHING, READY }
@@ -37,6 +43,12 @@ public final class KvView implements AutoCloseable {
     private MemorySegment blockTable;
     private MemorySegment[] keys;
     private MemorySegment[] values;
+    /** The scope of the segments handed out this step (null until the first is asked for); closed by {@link #invalidate}. */
+    private Arena handedOut;
+    private final MemorySegment[] outKeys;
+    private final MemorySegment[] outValues;
+    private MemorySegment outPositions;
+    private MemorySegment outBlockTable;
 
     KvView(KvDecoder decoder, int slot, KvShape shape, int blockTokens) {
         this.decoder = decoder;
@@ -46,6 +58,35 @@ public final class KvView implements AutoCloseable {
         this.blockTokens = blockTokens;
         this.keys = new MemorySegment[shape.kvHeads()];
         this.values = new MemorySegment[shape.kvHeads()];
+        this.outKeys = new MemorySegment[shape.kvHeads()];
+        this.outValues = new MemorySegment[shape.kvHeads()];
+    }
+
+    /** {@code raw} as a segment of this step's scope, which {@link #invalidate} ends. */
+    private MemorySegment handOut(MemorySegment raw) {
+        if (handedOut == null) {
+            handedOut = Arena.ofShared();
+        }
+        // Same memory, but its lifetime is the step's, not the DRAM slab's.
+        return raw.reinterpret(handedOut, null);
+    }
+
+    /**
+     * Ends the scope of every segment handed out this step (called when the view is closed or its
+     * fetch fails, before its memory can be reused). Closing a shared arena makes every thread
+     * still reading one of its segments fail cleanly.
+     */
+    void invalidate() {
+        Arena a = handedOut;
+        if (a == null) {
+            return;
+        }
+        handedOut = null;
+        java.util.Arrays.fill(outKeys, null);
+        java.util.Arrays.fill(outValues, null);
+        outPositions = null;
+        outBlockTable = null;
+        a.close();
     }
 
     /** Makes room for {@code tokens} rows (only when a larger step than any before needs it). */
@@ -90,6 +131,7 @@ public final class KvView implements AutoCloseable {
     }
 
     void free(DramPool dram) {
+        invalidate();
         if (memory != null) {
             dram.release(memory);
             memory = null;
@@ -130,6 +172,7 @@ public final class KvView implements AutoCloseable {
         if (state != State.READY) {
             throw new IllegalStateException(state == State.FETCHING
                     ? "view of layer " + layer + " is still fetching; call await() first"
+                    : decoder.isClosing() ? "view of layer " + layer + " is closed: its " + decoder.closedMessage()
                     : "view was closed; take a new one from KvDecoder.prefetch");
         }
     }
@@ -172,31 +215,64 @@ public final class KvView implements AutoCloseable {
         return positions.getAtIndex(ValueLayout.JAVA_INT, java.util.Objects.checkIndex(row, tokenCount));
     }
 
-    /** Positions of all rows as int32 (capacity-long; the first {@link #tokenCount()} are valid). */
+    /**
+     * Positions of all rows as int32 (capacity-long; the first {@link #tokenCount()} are valid).
+     * Readable until {@link #close()}.
+     */
     public MemorySegment positions() {
         checkReady();
-        return positions;
+        if (outPositions == null) {
+            outPositions = handOut(positions);
+        }
+        return outPositions;
     }
 
-    /** Keys of {@code kvHead}: row after row, {@code headDim} elements each, in the sequence's dtype. */
+    /**
+     * Keys of {@code kvHead}: row after row, {@code headDim} elements each, in the sequence's
+     * dtype. Readable until {@link #close()}.
+     */
     public MemorySegment keys(int kvHead) {
+        checkReady();
+        int h = java.util.Objects.checkIndex(kvHead, keys.length);
+        if (outKeys[h] == null) {
+            outKeys[h] = handOut(keys[h]);
+        }
+        return outKeys[h];
+    }
+
+    /** Values of {@code kvHead}, laid out like {@link #keys(int)}. Readable until {@link #close()}. */
+    public MemorySegment values(int kvHead) {
+        checkReady();
+        int h = java.util.Objects.checkIndex(kvHead, values.length);
+        if (outValues[h] == null) {
+            outValues[h] = handOut(values[h]);
+        }
+        return outValues[h];
+    }
+
+    /** The view's own slice of keys (lives as long as the decoder): for library code that never keeps it. */
+    MemorySegment rawKeys(int kvHead) {
         checkReady();
         return keys[java.util.Objects.checkIndex(kvHead, keys.length)];
     }
 
-    /** Values of {@code kvHead}, laid out like {@link #keys(int)}. */
-    public MemorySegment values(int kvHead) {
+    /** See {@link #rawKeys}. */
+    MemorySegment rawValues(int kvHead) {
         checkReady();
         return values[java.util.Objects.checkIndex(kvHead, values.length)];
     }
 
     /**
      * Block table for paged kernels: int32 physical block of each logical block of
-     * {@link #blockTokens()} rows, in the per-head key and value segments.
+     * {@link #blockTokens()} rows, in the per-head key and value segments. Readable until
+     * {@link #close()}.
      */
     public MemorySegment blockTable() {
         checkReady();
-        return blockTable;
+        if (outBlockTable == null) {
+            outBlockTable = handOut(blockTable);
+        }
+        return outBlockTable;
     }
 
     /** Logical blocks in use: {@code ceil(tokenCount / blockTokens)}. */

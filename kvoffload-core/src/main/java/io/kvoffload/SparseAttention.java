@@ -61,8 +61,9 @@ public final class SparseAttention {
         java.util.Arrays.fill(out, 0f);
         for (int h = 0; h < qh; h++) {
             int kvh = h / group;
-            MemorySegment keys = view.keys(kvh);
-            MemorySegment values = view.values(kvh);
+            // The view's own slices: no per-step scope to create, and the view is open throughout.
+            MemorySegment keys = view.rawKeys(kvh);
+            MemorySegment values = view.rawValues(kvh);
             float max = Float.NEGATIVE_INFINITY;
             for (int i = 0; i < n; i++) {
                 ElementCodec.read(dt, keys, (long) i * d * es, key, 0, d);

@@ -145,7 +145,7 @@ class ClusterLayoutAppendProperties {
                 for (int l = 0; l < shape.layers(); l++) {
                     assertSameLayout(grown[l], decoded.clusters()[l]);
                 }
-                store.commit(updated, List.of(), 0);
+                store.commit(updated, List.of());
             }
             try (KvEngine e = KvEngine.open(cfg); KvSequence s = e.openSequence(id)) {
                 for (int l = 0; l < shape.layers(); l++) {

@@ -29,12 +29,16 @@ public final class IoBatch {
 
     private static final VarHandle PENDING;
     private static final VarHandle LOGGED;
+    private static final VarHandle WAITER;
+    /** How often a second waiter (only the first is unparked by completions) looks again. */
+    private static final long SECONDARY_WAIT_NANOS = 200_000;
     private static final VarHandle LOG_ENTRY = MethodHandles.arrayElementVarHandle(int[].class);
 
     static {
         try {
             PENDING = MethodHandles.lookup().findVarHandle(IoBatch.class, "pending", int.class);
             LOGGED = MethodHandles.lookup().findVarHandle(IoBatch.class, "logged", int.class);
+            WAITER = MethodHandles.lookup().findVarHandle(IoBatch.class, "waiter", Thread.class);
         } catch (ReflectiveOperationException e) {
             throw new ExceptionInInitializerError(e);
         }
@@ -57,6 +61,7 @@ public final class IoBatch {
     private volatile int pending;
     @SuppressWarnings("unused") // accessed through LOGGED
     private volatile int logged;
+    /** The waiter completions unpark; further waiters (e.g. a closing engine) poll. */
     private volatile Thread waiter;
     /** The waiter wakes once more than this many requests completed; MAX_VALUE: only when none is pending. */
     private volatile int waitSeen = Integer.MAX_VALUE;
@@ -104,7 +109,6 @@ public final class IoBatch {
         }
         size = 0;
         failure = null;
-        waiter = null;
     }
 
     /** Adds a read of {@code buffer.byteSize()} bytes at {@code offset} of {@code device}. */
@@ -141,6 +145,10 @@ public final class IoBatch {
         if (buffer == null || !buffer.isNative()) {
             throw new IllegalArgumentException("buffer must be a native MemorySegment (heap memory cannot be"
                     + " handed to the kernel); got " + buffer);
+        }
+        if (!buffer.scope().isAlive()) {
+            throw new IllegalArgumentException("buffer " + buffer + " was freed (its arena is closed); allowed: memory"
+                    + " that stays allocated until the batch completes");
         }
         if (bufferOffset < 0 || length < 0 || bufferOffset > buffer.byteSize() - length) {
             throw new IllegalArgumentException("buffer range [" + bufferOffset + ", " + bufferOffset + " + " + length
@@ -217,19 +225,40 @@ public final class IoBatch {
 
     // ---- completion support for backends ----
 
+    /**
+     * Called by a backend in {@code submit} before any request reaches the kernel or a worker:
+     * every buffer must still be allocated. A buffer freed after it was added (its arena closed)
+     * would otherwise receive a read into memory that may belong to someone else by now.
+     *
+     * @throws IllegalStateException naming the first request whose buffer was freed; nothing of the
+     *     batch has been started
+     */
+    public void checkBuffersAlive() {
+        for (int i = 0; i < size; i++) {
+            if (!buffers[i].scope().isAlive()) {
+                throw new IllegalStateException("request " + i + " (" + (ops[i] == READ ? "read" : "write") + " of "
+                        + lengths[i] + " bytes at offset " + offsets[i] + " of device " + devices[i] + "): its buffer"
+                        + " was freed after it was added (the segment's arena is closed); nothing of the batch was"
+                        + " submitted");
+            }
+        }
+    }
+
     /** Called by a backend before it starts the requests: {@code n} completions will follow. */
     public void expectCompletions(int n) {
-        if (pending() > 0) {
+        if (n < 0 || n > ops.length) {
+            throw new IllegalArgumentException("n = " + n + " completions; allowed: 0.." + ops.length);
+        }
+        // Claimed atomically: two threads submitting the same batch at once cannot both start it.
+        if (n > 0 ? !PENDING.compareAndSet(this, 0, n) : pending() != 0) {
             throw new IllegalStateException("batch is already in flight (" + pending() + " requests pending): a batch"
                     + " is used by one thread at a time");
         }
         failure = null;
-        waiter = null;
-        waitSeen = Integer.MAX_VALUE;
-        // Only the first n positions can be reserved by this submission's completions.
-        java.util.Arrays.fill(completionLog, 0, Math.min(n, completionLog.length), 0);
+        // Only the first n positions can be reserved by this submission's completions, none of
+        // which can arrive before the backend starts the requests, after this returns.
+        java.util.Arrays.fill(completionLog, 0, n, 0);
         LOGGED.setVolatile(this, 0);
-        PENDING.setVolatile(this, n);
     }
 
     /** Called by a backend when request {@code i} finished successfully. */
@@ -296,22 +325,40 @@ public final class IoBatch {
         return completedCount();
     }
 
-    /** Parks until more than {@code seen} requests completed or none is pending. */
+    /**
+     * Parks until more than {@code seen} requests completed or none is pending. Any number of
+     * threads may wait: the first is unparked by completions, the others (rare: a close waiting
+     * beside the batch's own thread) wake every {@value #SECONDARY_WAIT_NANOS} ns to look again, so
+     * nobody waits forever and completions stay allocation-free.
+     */
     private void parkUntil(int seen) {
-        waitSeen = seen;
-        waiter = Thread.currentThread();
+        Thread me = Thread.currentThread();
+        boolean primary = WAITER.compareAndSet(this, null, me);
+        if (primary) {
+            // After the waiter is published: a completer that sees this threshold also sees the waiter.
+            waitSeen = seen;
+        }
         boolean interrupted = false;
-        while (pending() > 0 && completedCount() <= seen) {
-            LockSupport.park(this);
-            if (Thread.interrupted()) {
-                // Buffers stay in use until the kernel is done, so keep waiting; re-assert later.
-                interrupted = true;
+        try {
+            while (pending() > 0 && completedCount() <= seen) {
+                if (primary) {
+                    LockSupport.park(this);
+                } else {
+                    LockSupport.parkNanos(this, SECONDARY_WAIT_NANOS);
+                }
+                if (Thread.interrupted()) {
+                    // Buffers stay in use until the kernel is done, so keep waiting; re-assert later.
+                    interrupted = true;
+                }
+            }
+        } finally {
+            if (primary) {
+                waitSeen = Integer.MAX_VALUE;
+                WAITER.setVolatile(this, null);
             }
         }
-        waiter = null;
-        waitSeen = Integer.MAX_VALUE;
         if (interrupted) {
-            Thread.currentThread().interrupt();
+            me.interrupt();
         }
     }
 

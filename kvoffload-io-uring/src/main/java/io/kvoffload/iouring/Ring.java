@@ -165,11 +165,22 @@ final class Ring {
                         + " is out of range for this backend; allowed: 0.." + (backend.deviceCount() - 1));
             }
         }
-        int slot = acquireSlot();
+        batch.checkBuffersAlive();
+        // Claimed first (atomically): a batch another thread has in flight is refused before it
+        // takes a slot. Its completions cannot arrive before its requests are queued below.
+        batch.expectCompletions(batch.size());
+        int slot;
+        try {
+            slot = acquireSlot();
+        } catch (RuntimeException e) {
+            for (int i = 0; i < batch.size(); i++) {
+                batch.failed(i, 0, "not submitted: " + e.getMessage(), e);
+            }
+            throw e;
+        }
         InflightBatch s = slots[slot];
         s.start(batch);
         slotsInUse++;
-        batch.expectCompletions(s.size);
         backlog[(backlogHead + backlogSize++) % backlog.length] = slot;
         pump();
         flush();
@@ -273,6 +284,16 @@ final class Ring {
         int done = s.done[i];
         int length = (int) b.length(i) - done;
         boolean write = b.op(i) == IoBatch.WRITE;
+        // The last check before the kernel gets the address: a backlog request or a resubmitted
+        // remainder may be queued long after submit checked the batch.
+        if (!buffer.scope().isAlive()) {
+            throw new IllegalStateException("request " + i + ": its buffer was freed while the request waited to be"
+                    + " queued (the segment's arena is closed)");
+        }
+        if (base < 0 || done < 0 || length <= 0 || base + done > buffer.byteSize() - length) {
+            throw new IllegalStateException("request " + i + ": range [" + (base + done) + ", +" + length
+                    + ") lies outside its buffer of " + buffer.byteSize() + " bytes");
+        }
         int bufIndex = fixedBuffersSupported ? buffers.find(buffer.address() + base, b.length(i)) : -1;
         int fd = fixedFiles ? device : backend.fd(device);
         int flags = fixedFiles ? liburing_h.IOSQE_FIXED_FILE : 0;
@@ -370,6 +391,19 @@ final class Ring {
                     Long.toHexString(userData), res);
             return;
         }
+        try {
+            credit(slot, s, i, res);
+        } catch (RuntimeException e) {
+            // Never leave a request uncredited (its batch would wait forever): the batch was
+            // changed under the ring, e.g. by a second thread.
+            LOG.error("ring {}: crediting request {} failed; failing it", id, i, e);
+            if (s.batch != null && s.remaining > 0) {
+                finish(s, i, 0, "completion could not be handled: " + e);
+            }
+        }
+    }
+
+    private void credit(int slot, InflightBatch s, int i, int res) {
         IoBatch b = s.batch;
         long length = b.length(i);
         int done = s.done[i];
@@ -442,14 +476,39 @@ final class Ring {
         InflightBatch s = slots[slot];
         int generation = s.generation;
         while (s.batch == batch && s.generation == generation && batch.completedCount() <= seen) {
-            if (reap() == 0) {
-                // With a backlog, wake on the first completions so the SQ is refilled (as fio does
-                // with iodepth_batch_complete_min=1); otherwise wait for what this caller needs.
-                waitForCompletions(seen == Integer.MAX_VALUE && backlogSize == 0 ? s.remaining : 1);
+            if (reap() != 0) {
+                continue;
             }
+            if (inflight == 0) {
+                // Nothing can complete: queue the backlog, or, when there is none, the slot's
+                // remaining requests are lost. Waiting here would spin holding the lock forever.
+                if (backlogSize > 0) {
+                    pump();
+                    flush();
+                    continue;
+                }
+                abandon(s, "lost: nothing of the batch is in flight on ring " + id + " (was the batch used by two"
+                        + " threads at once?)");
+                break;
+            }
+            // With a backlog, wake on the first completions so the SQ is refilled (as fio does
+            // with iodepth_batch_complete_min=1); otherwise wait for what this caller needs.
+            waitForCompletions(seen == Integer.MAX_VALUE && backlogSize == 0 ? s.remaining : 1);
         }
         flush(); // the refills the last reap queued
         return true;
+    }
+
+    /** Fails every request of {@code s} not yet credited and frees the slot. */
+    private void abandon(InflightBatch s, String why) {
+        LOG.error("ring {}: {} ({} requests)", id, why, s.remaining);
+        IoBatch b = s.batch;
+        int n = s.remaining;
+        s.release();
+        slotsInUse--;
+        for (int k = 0; k < n; k++) {
+            b.failed(0, 0, why, null);
+        }
     }
 
     /** Requests queued or in flight. */

@@ -13,6 +13,7 @@ import java.nio.file.OpenOption;
 import java.nio.file.StandardOpenOption;
 import java.util.List;
 import java.util.concurrent.ExecutorService;
+import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -92,11 +93,17 @@ final class PortableIoBackend implements IoBackend {
         if (closed) {
             throw new IllegalStateException("I/O backend is closed");
         }
+        batch.checkBuffersAlive();
         int n = batch.size();
         batch.expectCompletions(n);
         for (int i = 0; i < n; i++) {
             int req = i;
-            workers[batch.device(i)].execute(() -> run(batch, req));
+            try {
+                workers[batch.device(i)].execute(() -> run(batch, req));
+            } catch (RejectedExecutionException e) {
+                // close() raced this submit: fail the request so its waiters wake instead of hanging.
+                batch.failed(i, 0, "I/O backend closed before the request started", e);
+            }
         }
     }
 

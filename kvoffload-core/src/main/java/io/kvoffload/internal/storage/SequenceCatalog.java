@@ -18,6 +18,8 @@ public final class SequenceCatalog {
     public static final class Entry {
         Manifest manifest;
         int refs;
+        /** Whether one of the {@link #refs} is an append handle (then it is the only one). */
+        boolean writer;
         long lastUsed;
         String unavailable;
         java.util.List<long[]> reserved = java.util.List.of();
@@ -41,6 +43,11 @@ public final class SequenceCatalog {
 
         public int refs() {
             return refs;
+        }
+
+        /** Whether an append handle holds the sequence. */
+        public boolean heldByWriter() {
+            return writer;
         }
     }
 
@@ -70,8 +77,11 @@ public final class SequenceCatalog {
         openUncommitted.remove(id);
     }
 
-    /** Adds or replaces a committed manifest; {@code refs} handles hold it. */
-    public void put(Manifest m, int refs) {
+    /**
+     * Adds or replaces a committed manifest; {@code refs} handles hold it, one of them an append
+     * handle when {@code writer}.
+     */
+    public void put(Manifest m, int refs, boolean writer) {
         Entry e = entries.get(m.id());
         if (e != null) {
             index(e.manifest).remove(m.id(), e.manifest.shape().fingerprint(), e.manifest.tokenIds(),
@@ -82,6 +92,7 @@ public final class SequenceCatalog {
         }
         e.manifest = m;
         e.refs = refs;
+        e.writer = writer;
         e.lastUsed = ++clock;
         index(m).add(m.id(), m.shape().fingerprint(), m.tokenIds(), m.blockTokens());
         openUncommitted.remove(m.id());
@@ -106,16 +117,34 @@ public final class SequenceCatalog {
         return e;
     }
 
-    public void acquire(Entry e) {
+    /**
+     * Grants a handle: any number of readers, or one append handle alone. The check and the grant
+     * happen together under the caller's lock, so two openers can never both pass the check.
+     *
+     * @throws IllegalStateException if the grant would put an append handle beside another handle
+     */
+    public void acquire(Entry e, boolean append) {
+        if (append && e.refs > 0) {
+            throw new IllegalStateException("sequence " + e.manifest.id() + " is held by " + e.refs
+                    + (e.writer ? " append" : "") + " handle(s); appending needs it alone");
+        }
+        if (e.writer) {
+            throw new IllegalStateException("sequence " + e.manifest.id() + " is open for append; close that handle"
+                    + " first");
+        }
         e.refs++;
+        e.writer = append;
         e.lastUsed = ++clock;
     }
 
-    public void release(Entry e) {
+    public void release(Entry e, boolean append) {
         if (e.refs <= 0) {
             throw new IllegalStateException("sequence " + e.manifest.id() + " released more often than opened");
         }
         e.refs--;
+        if (append) {
+            e.writer = false;
+        }
         e.lastUsed = ++clock;
     }
 

@@ -369,7 +369,7 @@ public final class Store implements AutoCloseable {
             catalog.putUnavailable(m, why, marked);
             LOG.warn("{}", why);
         } else {
-            catalog.put(local, 0);
+            catalog.put(local, 0, false);
         }
         return null;
     }
@@ -599,9 +599,10 @@ public final class Store implements AutoCloseable {
 
     /**
      * Makes {@code m} the durable state of its sequence, then frees the extents the previous
-     * manifest used and {@code m} no longer does. {@code refs} is the number of handles holding it.
+     * manifest used and {@code m} no longer does. The committing handle is the sequence's append
+     * handle: on a first commit it becomes its only holder.
      */
-    public void commit(Manifest m, List<long[]> superseded, int refs) throws IOException {
+    public void commit(Manifest m, List<long[]> superseded) throws IOException {
         long[] ends = new long[devices.size()];
         m.forEachExtent((d, off, len) -> ends[d] = Math.max(ends[d], off + len));
         for (int d = 0; d < ends.length; d++) {
@@ -618,7 +619,7 @@ public final class Store implements AutoCloseable {
         manifests.write(m);
         synchronized (this) {
             SequenceCatalog.Entry e = catalog.get(m.id());
-            catalog.put(m, e != null ? e.refs() : refs);
+            catalog.put(m, e != null ? e.refs() : 1, e == null || e.heldByWriter());
             for (long[] x : superseded) {
                 devices.get((int) x[0]).allocator().free(x[1], x[2]);
             }
