@@ -26,6 +26,19 @@ public class KvChecksumException extends KvException {
         this.toToken = toToken;
     }
 
+    /**
+     * No copy of tokens {@code fromToken..toToken-1} verified: {@code message} names every copy
+     * tried; {@link #device()} is the one read first.
+     */
+    public KvChecksumException(String message, int device, String sequenceId, int layer, int fromToken, int toToken) {
+        super(message);
+        this.device = device;
+        this.sequenceId = sequenceId;
+        this.layer = layer;
+        this.fromToken = fromToken;
+        this.toToken = toToken;
+    }
+
     public int device() {
         return device;
     }

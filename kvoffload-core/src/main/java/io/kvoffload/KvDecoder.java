@@ -9,6 +9,7 @@ import io.kvoffload.internal.sched.BucketScheduler;
 import io.kvoffload.internal.storage.ClusterLayout;
 import io.kvoffload.internal.storage.EntryChecksum;
 import io.kvoffload.internal.storage.GroupLayout;
+import io.kvoffload.internal.storage.ReplicaFailover;
 import io.kvoffload.internal.storage.Store;
 import io.kvoffload.internal.storage.ClusterLayoutWriter;
 import io.kvoffload.internal.swarm.ClusterSelection;
@@ -58,6 +59,7 @@ public final class KvDecoder implements AutoCloseable {
 
     private final KvSequence sequence;
     private final Store store;
+    private ReplicaFailover failover; // created on the first failed read
     private final KvShape shape;
     private final DecodeOptions options;
     private final int entry;
@@ -298,6 +300,24 @@ public final class KvDecoder implements AutoCloseable {
         @Override
         public void landed(int run) {
             gatherRun(this, run);
+        }
+
+        @Override
+        public void failed(int run, KvIoException e) {
+            if (!checksums) {
+                throw e;
+            }
+            // The read failed: serve each of its entries from another copy (which repairs this one).
+            BucketScheduler sched = scheduler;
+            int dev = sched.runDevice(run);
+            for (int k = 0; k < sched.runEntries(run); k++) {
+                int token = sched.plannedEntries()[sched.runFirst(run) + k];
+                long at = reads.at(run) + (long) k * entry;
+                failover().recover(layer.layout, layer.layer, token, dev, sched.runOffset(run) + (long) k * entry,
+                        "read failed: " + e.getMessage(), reads.memory(), at);
+                view.putEntry(viewRows.row(token), token, reads.memory(), at);
+            }
+            tokensFetched += sched.runEntries(run);
         }
     }
 
@@ -609,10 +629,18 @@ public final class KvDecoder implements AutoCloseable {
         int actual = f.reads.checksum(sequence.entryChecksum(), EntryChecksum.Kind.ENTRY, layer, token, at, entry);
         if (actual != cl.entryCrc(e)) {
             store.stats().checksumFailures.increment();
-            throw new KvChecksumException(dev, store.devices().get(dev).directory().toString(), sequence.id(), layer,
-                    token, token + 1, cl.entryCrc(e), actual);
+            // Another copy, if the token has one, serves the fetch and repairs this one; else this throws.
+            failover().recover(cl, layer, token, dev, fileOffset, "checksum mismatch", f.reads.memory(), at);
+            return;
         }
         store.stats().checksumsVerified.increment();
+    }
+
+    private ReplicaFailover failover() {
+        if (failover == null) {
+            failover = new ReplicaFailover(store, sequence.entryChecksum(), sequence.id(), entry);
+        }
+        return failover;
     }
 
     /**

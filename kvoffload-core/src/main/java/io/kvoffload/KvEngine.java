@@ -258,7 +258,8 @@ public final class KvEngine implements AutoCloseable {
         return new KvStats(store.backend().name(), List.copyOf(devs), store.stats().checksumsVerified.sum(),
                 store.stats().checksumFailures.sum(), store.stats().evictions.sum(), store.dram().budgetBytes(),
                 store.dram().reservedBytes(), store.dram().inUseBytes(), out, List.copyOf(unavailableIds), quarantine,
-                store.quarantinedBytes(), java.util.Collections.unmodifiableMap(store.injectedFaults()));
+                store.quarantinedBytes(), store.stats().failovers.sum(), store.stats().repairs.sum(),
+                java.util.Collections.unmodifiableMap(store.injectedFaults()));
     }
 
     /**

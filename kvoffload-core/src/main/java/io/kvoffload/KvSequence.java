@@ -12,6 +12,7 @@ import io.kvoffload.internal.storage.GroupLayout;
 import io.kvoffload.internal.storage.GroupLayoutWriter;
 import io.kvoffload.internal.storage.Layout;
 import io.kvoffload.internal.storage.Manifest;
+import io.kvoffload.internal.storage.ReplicaFailover;
 import io.kvoffload.internal.storage.Store;
 import io.kvoffload.internal.swarm.Clustering;
 import io.kvoffload.internal.swarm.CoActivationProfile;
@@ -102,6 +103,7 @@ public final class KvSequence implements AutoCloseable {
     private final boolean[] pendingRelease = new boolean[IO_BATCH];
     private IoBatch readBatch;
     private final CRC32C crc = new CRC32C();
+    private ReplicaFailover failover;
     /** How this sequence's records are checksummed: with its identity, unless first committed before manifest v5. */
     private final EntryChecksum checksum;
     private final List<KvDecoder> decoders = new ArrayList<>();
@@ -1230,13 +1232,20 @@ public final class KvSequence implements AutoCloseable {
                     inBatch++;
                     r++;
                 }
+                String failed = null;
                 try {
                     store.execute(batch);
+                } catch (KvIoException e) {
+                    if (!store.config().checksums()) {
+                        throw e;
+                    }
+                    // Every request has finished; the runs that failed will not verify and fail over.
+                    failed = e.getMessage();
                 } finally {
                     batch.clear();
                 }
                 for (int g = 0; g < inBatch; g++) {
-                    copyRun(layer, cl, sched, runOf[g], slots[g].segment(), align, order, keysOut, valuesOut);
+                    copyRun(layer, cl, sched, runOf[g], slots[g].segment(), align, order, keysOut, valuesOut, failed);
                     store.dram().release(slots[g]);
                     slots[g] = null;
                 }
@@ -1251,7 +1260,7 @@ public final class KvSequence implements AutoCloseable {
     }
 
     private void copyRun(int layer, ClusterLayout cl, BucketScheduler sched, int r, MemorySegment staged, int align,
-            long[] order, MemorySegment keysOut, MemorySegment valuesOut) {
+            long[] order, MemorySegment keysOut, MemorySegment valuesOut, String ioFailure) {
         int dev = sched.runDevice(r);
         long runStart = sched.runOffset(r);
         long base = runStart & -(long) align;
@@ -1263,11 +1272,12 @@ public final class KvSequence implements AutoCloseable {
                 int e = cl.entryAt(token, dev, off);
                 int actual = checksum.compute(crc, EntryChecksum.Kind.ENTRY, layer, token, src.asByteBuffer());
                 if (actual != cl.entryCrc(e)) {
-                    store.stats().checksumFailures.increment();
-                    throw new KvChecksumException(dev, store.devices().get(dev).directory().toString(), id, layer,
-                            token, token + 1, cl.entryCrc(e), actual);
+                    // Another copy, if the token has one, serves the read and repairs this one.
+                    failover().recover(cl, layer, token, dev, off, ioFailure != null ? "the batch failed: " + ioFailure
+                            : "checksum mismatch", staged, off - base);
+                } else {
+                    store.stats().checksumsVerified.increment();
                 }
-                store.stats().checksumsVerified.increment();
             }
             // Every output index that asked for this token (positions may repeat).
             int lo = firstIndexOf(order, token);
@@ -1277,6 +1287,13 @@ public final class KvSequence implements AutoCloseable {
                 MemorySegment.copy(src, half, valuesOut, (long) idx * half, half);
             }
         }
+    }
+
+    private ReplicaFailover failover() {
+        if (failover == null) {
+            failover = new ReplicaFailover(store, checksum, id, entry);
+        }
+        return failover;
     }
 
     private static int firstIndexOf(long[] order, int token) {

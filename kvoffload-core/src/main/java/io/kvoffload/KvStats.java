@@ -21,13 +21,16 @@ import java.util.List;
  *     devices that may hold the only manifest copies); empty when none is
  * @param quarantinedBytes pool bytes reserved because of it, freed only by
  *     {@link KvEngine#releaseQuarantine()}
+ * @param failovers reads served from another copy of an entry after the copy chosen failed its
+ *     checksum or its read (Swarm replicas)
+ * @param repairs bad copies rewritten from a good one
  * @param injectedFaults faults injected so far by kind ({@link KvConfig#faultInjection()}); empty
  *     when no faults are injected
  */
 public record KvStats(String ioBackend, List<Device> devices, long checksumsVerified, long checksumFailures,
         long evictions, long dramBudgetBytes, long dramReservedBytes, long dramInUseBytes,
         List<UnavailableDevice> unavailableDevices, List<String> unavailableSequences, List<String> quarantine,
-        long quarantinedBytes, java.util.Map<String, Long> injectedFaults) {
+        long quarantinedBytes, long failovers, long repairs, java.util.Map<String, Long> injectedFaults) {
 
     /**
      * A device that is not serving.

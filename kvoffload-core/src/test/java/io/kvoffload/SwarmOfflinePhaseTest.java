@@ -141,7 +141,17 @@ class SwarmOfflinePhaseTest {
                         arena.allocate((long) m.length * SHAPE.halfEntryBytes()));
             }
             long reads = e.stats().devices().stream().mapToLong(KvStats.Device::reads).sum() - before;
-            assertTrue(reads <= Math.min(4, m.length) + m.length / 2, "reads for one cluster: " + reads);
+            // Replicas live on other devices than the cluster's own copy (ReplicaSpread), so the balancer
+            // may take any member that also belongs to another cluster from that cluster's extent.
+            java.util.Set<Integer> elsewhere = new java.util.HashSet<>();
+            for (int o = 1; o < s.clusterCount(0); o++) {
+                for (int t : s.clusterMembers(0, o)) {
+                    elsewhere.add(t);
+                }
+            }
+            long shared = java.util.Arrays.stream(m).filter(elsewhere::contains).count();
+            assertTrue(reads <= Math.min(4, m.length) + shared, "reads for one cluster: " + reads + " with " + shared
+                    + " of " + m.length + " members also in other clusters");
         }
     }
 

@@ -1,5 +1,6 @@
 package io.kvoffload.internal.decode;
 
+import io.kvoffload.KvIoException;
 import io.kvoffload.internal.dram.DramSlot;
 import io.kvoffload.internal.sched.BucketScheduler;
 import io.kvoffload.internal.storage.EntryChecksum;
@@ -24,6 +25,8 @@ public final class StagedReads implements AutoCloseable {
     private DramSlot staging;
     private ByteBuffer stagingBytes; // a view of the slot made once, so checksums create no buffers
     private long[] runStaging = new long[64];
+    /** Which runs have been handed to the sink in this fetch (one bit per run). */
+    private long[] landedRuns = new long[1];
     private int runs;
 
     public StagedReads(Store store, int alignment) {
@@ -57,6 +60,10 @@ public final class StagedReads implements AutoCloseable {
         if (runStaging.length < n) {
             runStaging = new long[Math.max(n, runStaging.length * 2)];
         }
+        if (landedRuns.length * 64 < n) {
+            landedRuns = new long[(Math.max(n, landedRuns.length * 128) + 63) / 64];
+        }
+        java.util.Arrays.fill(landedRuns, 0, (n + 63) / 64, 0L);
         MemorySegment mem = staging.segment();
         long o = 0;
         for (int r = 0; r < n; r++) {
@@ -98,6 +105,14 @@ public final class StagedReads implements AutoCloseable {
     public interface RunSink {
         /** Run {@code r}'s bytes are in staging at {@link #at(int)}; verify and copy them. */
         void landed(int r);
+
+        /**
+         * Run {@code r}'s read failed ({@code e}); every read of the fetch has finished. A sink that
+         * can serve the run's entries elsewhere (another copy) does so; the default rethrows.
+         */
+        default void failed(int r, KvIoException e) {
+            throw e;
+        }
     }
 
     /**
@@ -115,20 +130,42 @@ public final class StagedReads implements AutoCloseable {
         }
         int seen = 0;
         long doneAt;
+        KvIoException failure = null;
         try {
             while (true) {
                 boolean finished = batch.pending() == 0; // read before completedCount(): then it is final
                 doneAt = finished ? System.nanoTime() : 0;
                 int landed = batch.completedCount();
                 for (; seen < landed; seen++) {
-                    sink.landed(batch.completedRequest(seen)); // one request per run, added in run order
+                    int r = batch.completedRequest(seen); // one request per run, added in run order
+                    landedRuns[r >>> 6] |= 1L << r;
+                    sink.landed(r);
                 }
                 if (finished) {
                     break;
                 }
-                store.backend().awaitProgress(batch, seen);
+                try {
+                    store.backend().awaitProgress(batch, seen);
+                } catch (KvIoException e) {
+                    // A backend may report a failure here once the whole batch is done (the SPI's
+                    // default does); the landed runs are taken above, then the failed ones below.
+                    failure = e;
+                }
             }
-            await();
+            try {
+                await();
+                if (failure != null) {
+                    throw failure;
+                }
+            } catch (KvIoException e) {
+                // Every read has finished; the sink may serve the failed runs from other copies.
+                for (int r = 0; r < runs; r++) {
+                    if ((landedRuns[r >>> 6] & (1L << r)) == 0) {
+                        landedRuns[r >>> 6] |= 1L << r;
+                        sink.failed(r, e);
+                    }
+                }
+            }
             return doneAt;
         } catch (RuntimeException e) {
             if (batch.pending() != 0) {

@@ -11,6 +11,10 @@ public final class IoStats {
     public final LongAdder checksumsVerified = new LongAdder();
     public final LongAdder checksumFailures = new LongAdder();
     public final LongAdder evictions = new LongAdder();
+    /** Reads served from another copy after the chosen one failed ({@link ReplicaFailover}). */
+    public final LongAdder failovers = new LongAdder();
+    /** Bad copies rewritten from a good one. */
+    public final LongAdder repairs = new LongAdder();
 
     public IoStats(int devices) {
         bytesRead = adders(devices);

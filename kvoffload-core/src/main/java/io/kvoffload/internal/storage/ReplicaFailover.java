@@ -1,0 +1,135 @@
+package io.kvoffload.internal.storage;
+
+import io.kvoffload.KvChecksumException;
+import io.kvoffload.KvException;
+import io.kvoffload.internal.dram.DramSlot;
+import io.kvoffload.internal.util.Checks;
+import io.kvoffload.spi.IoBatch;
+import java.io.IOException;
+import java.lang.foreign.MemorySegment;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.zip.CRC32C;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Failover and repair for entries stored more than once (Swarm's replicas: a token in several
+ * clusters). When the copy a read chose fails its checksum or its device erred, the other copies
+ * are read one by one; the first that verifies is handed to the caller, within the same read or
+ * fetch, and the bad copy is rewritten from it (read-modify-write of its aligned range, then a sync),
+ * so the next read finds it whole. Only when no copy verifies does the read fail, naming every copy
+ * tried. Runs only on the failure path; it may allocate.
+ */
+public final class ReplicaFailover {
+    private static final Logger LOG = LoggerFactory.getLogger(ReplicaFailover.class);
+
+    private final Store store;
+    private final EntryChecksum checksum;
+    private final String sequenceId;
+    private final int entryBytes;
+    private final CRC32C crc = new CRC32C();
+
+    public ReplicaFailover(Store store, EntryChecksum checksum, String sequenceId, int entryBytes) {
+        this.store = store;
+        this.checksum = checksum;
+        this.sequenceId = sequenceId;
+        this.entryBytes = entryBytes;
+    }
+
+    /**
+     * Puts a verified copy of {@code token}'s entry of {@code layer} into {@code dst} at {@code dstAt}
+     * after the copy at ({@code badDevice}, {@code badOffset}) failed for {@code why}.
+     *
+     * @throws KvChecksumException when no other copy exists or none verifies (every copy is named)
+     */
+    public void recover(ClusterLayout cl, int layer, int token, int badDevice, long badOffset, String why,
+            MemorySegment dst, long dstAt) {
+        List<String> tried = new ArrayList<>();
+        tried.add("device " + badDevice + " offset " + badOffset + " (" + why + ")");
+        for (int r = 0; r < cl.count(token); r++) {
+            int dev = cl.device(token, r);
+            long off = cl.offset(token, r);
+            if (dev == badDevice && off == badOffset) {
+                continue;
+            }
+            int e = cl.entryAt(token, dev, off);
+            if (store.devices().get(dev).failure() != null) {
+                tried.add("device " + dev + " offset " + off + " (device failed)");
+                continue;
+            }
+            try {
+                MemorySegment good = readEntry(dev, off, cl, layer, token, e);
+                if (good == null) {
+                    tried.add("device " + dev + " offset " + off + " (checksum mismatch)");
+                    continue;
+                }
+                MemorySegment.copy(good, 0, dst, dstAt, entryBytes);
+                store.stats().failovers.increment();
+                LOG.warn("sequence {} layer {} token {}: copy on device {} at {} failed ({}); served from device {} at {}",
+                        sequenceId, layer, token, badDevice, badOffset, why, dev, off);
+                repair(cl, layer, token, badDevice, badOffset, good);
+                return;
+            } catch (KvException | IOException ex) {
+                tried.add("device " + dev + " offset " + off + " (" + ex.getMessage() + ")");
+            }
+        }
+        store.stats().checksumFailures.increment();
+        throw new KvChecksumException("no good copy of sequence " + sequenceId + " layer " + layer + " token " + token
+                + " is left; copies tried: " + tried, badDevice, sequenceId, layer, token, token + 1);
+    }
+
+    /** Reads the entry at ({@code dev}, {@code off}); returns its bytes if they verify, else null. */
+    private MemorySegment readEntry(int dev, long off, ClusterLayout cl, int layer, int token, int e) throws IOException {
+        int align = store.devices().get(dev).alignment();
+        long start = off & -(long) align;
+        long len = Checks.alignUp(off + entryBytes, align) - start;
+        DramSlot slot = store.dram().acquire(len);
+        try {
+            IoBatch batch = store.backend().newBatch(1);
+            batch.addRead(dev, start, slot.segment().asSlice(0, len), 0);
+            store.execute(batch);
+            MemorySegment entry = slot.segment().asSlice(off - start, entryBytes);
+            int actual = checksum.compute(crc, EntryChecksum.Kind.ENTRY, layer, token, entry.asByteBuffer());
+            if (actual != cl.entryCrc(e)) {
+                return null;
+            }
+            store.stats().checksumsVerified.increment();
+            MemorySegment copy = MemorySegment.ofArray(new byte[entryBytes]);
+            MemorySegment.copy(entry, 0, copy, 0, entryBytes);
+            return copy;
+        } finally {
+            store.dram().release(slot);
+        }
+    }
+
+    /** Rewrites the bad copy from the good bytes; a failure is logged, the read already succeeded. */
+    private void repair(ClusterLayout cl, int layer, int token, int dev, long off, MemorySegment good) {
+        if (store.devices().get(dev).failure() != null) {
+            return; // nothing is written to a failed device
+        }
+        int align = store.devices().get(dev).alignment();
+        long start = off & -(long) align;
+        long len = Checks.alignUp(off + entryBytes, align) - start;
+        DramSlot slot = store.dram().acquire(len);
+        try {
+            IoBatch batch = store.backend().newBatch(1);
+            MemorySegment buf = slot.segment().asSlice(0, len);
+            batch.addRead(dev, start, buf, 0);
+            store.execute(batch); // the neighbours in the same aligned range must be kept as they are
+            batch.clear();
+            MemorySegment.copy(good, 0, buf, off - start, entryBytes);
+            batch.addWrite(dev, start, buf, 0);
+            store.execute(batch);
+            store.backend().sync(dev);
+            store.stats().repairs.increment();
+            LOG.warn("sequence {} layer {} token {}: rewrote the bad copy on device {} at {}", sequenceId, layer, token,
+                    dev, off);
+        } catch (KvException | IOException e) {
+            LOG.warn("sequence {} layer {} token {}: could not rewrite the bad copy on device {} at {}: {}", sequenceId,
+                    layer, token, dev, off, e.toString());
+        } finally {
+            store.dram().release(slot);
+        }
+    }
+}
