@@ -38,6 +38,30 @@ final class CampaignData {
         }
     }
 
+    /**
+     * Clusters of 8 consecutive tokens, plus clusters of 8 holding a second copy of every other
+     * token: half the tokens are stored twice (on distinct devices), as Swarm's replicas are.
+     */
+    static int[][] clustersWithReplicas(int tokens) {
+        java.util.List<int[]> out = new java.util.ArrayList<>();
+        for (int t = 0; t < tokens; t += 8) {
+            int n = Math.min(8, tokens - t);
+            int[] c = new int[n];
+            for (int i = 0; i < n; i++) {
+                c[i] = t + i;
+            }
+            out.add(c);
+        }
+        java.util.List<Integer> second = new java.util.ArrayList<>();
+        for (int t = 1; t < tokens; t += 2) {
+            second.add(t);
+        }
+        for (int i = 0; i < second.size(); i += 8) {
+            out.add(second.subList(i, Math.min(second.size(), i + 8)).stream().mapToInt(Integer::intValue).toArray());
+        }
+        return out.toArray(int[][]::new);
+    }
+
     /** Appends tokens {@code [from, from + n)} of sequence {@code seed} to every layer. */
     static void append(KvSequence s, long seed, int n) {
         int from = s.tokenCount();

@@ -83,6 +83,8 @@ public final class FaultCampaignCommand implements Callable<Integer> {
     private PrintWriter out;
     private final Map<String, Long> outcomes = new TreeMap<>();
     private long silent;
+    private long failovers;
+    private long repairs;
     private long hangs;
     private long otherExceptions;
     private final List<String> incidents = new ArrayList<>();
@@ -198,9 +200,18 @@ public final class FaultCampaignCommand implements Callable<Integer> {
                         String id = "s" + next++;
                         long s = rnd.nextLong();
                         int tokens = 16 + rnd.nextInt(120);
-                        if (run(ops, "commit new", () -> {
+                        // Every other new sequence is laid out in clusters where half the tokens have a
+                        // second copy (Swarm replicas), so failover and repair are exercised too.
+                        boolean clustered = rnd.nextBoolean();
+                        if (run(ops, clustered ? "commit new (clustered, replicas)" : "commit new", () -> {
                             try (KvSequence q = e.createSequence(id, CampaignData.SHAPE)) {
                                 CampaignData.append(q, s, tokens);
+                                if (clustered) {
+                                    for (int l = 0; l < CampaignData.SHAPE.layers(); l++) {
+                                        q.clusterLayer(l, CampaignData.clustersWithReplicas(tokens),
+                                                io.kvoffload.ClusterOptions.defaults());
+                                    }
+                                }
                                 q.commit();
                             }
                             return null;
@@ -237,6 +248,8 @@ public final class FaultCampaignCommand implements Callable<Integer> {
                 }
                 KvStats st = e.stats();
                 st.injectedFaults().forEach((k, v) -> injected.merge(k, v, Long::sum));
+                failovers += st.failovers();
+                repairs += st.repairs();
                 if (st.injectedFaults().getOrDefault("BIT_FLIP_DISK", 0L) + st.injectedFaults().getOrDefault("TORN_WRITE",
                         0L) > 0) {
                     damagedByMedia.add("*");
@@ -402,6 +415,8 @@ public final class FaultCampaignCommand implements Callable<Integer> {
         out.println();
         MarkdownTable o = new MarkdownTable("operation: outcome", "count").alignRight(1);
         outcomes.forEach((what, n) -> o.row(what, n));
+        o.row("reads served from another copy (failovers)", failovers);
+        o.row("bad copies rewritten (repairs)", repairs);
         o.row("silent corruptions", silent);
         o.row("hangs", hangs);
         o.row("exceptions other than KvException", otherExceptions);

@@ -75,8 +75,10 @@ public final class ReplicaFailover {
             }
         }
         store.stats().checksumFailures.increment();
-        throw new KvChecksumException("no good copy of sequence " + sequenceId + " layer " + layer + " token " + token
-                + " is left; copies tried: " + tried, badDevice, sequenceId, layer, token, token + 1);
+        throw new KvChecksumException("checksum mismatch on device " + badDevice + " ("
+                + store.devices().get(badDevice).directory() + "), sequence " + sequenceId + ", layer " + layer
+                + ", tokens " + token + ".." + token + ": no good copy is left; copies tried: " + tried, badDevice,
+                sequenceId, layer, token, token + 1);
     }
 
     /** Reads the entry at ({@code dev}, {@code off}); returns its bytes if they verify, else null. */
