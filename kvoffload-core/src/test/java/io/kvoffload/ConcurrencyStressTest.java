@@ -41,7 +41,7 @@ class ConcurrencyStressTest {
     void stress() throws Exception {
         // A small pool, so that commits evict the least recently used sequences.
         KvConfig cfg = TestEngines.config(TestEngines.deviceDirs(root, 2), "portable").blockTokens(16)
-                .deviceCapacityBytes(2L << 20).build();
+                .deviceCapacityBytes(1L << 20).build();
         Map<String, Integer> committed = new ConcurrentHashMap<>(); // id -> tokens (seed = id hash)
         ConcurrentLinkedQueue<String> wrong = new ConcurrentLinkedQueue<>();
         ConcurrentLinkedQueue<Throwable> foreign = new ConcurrentLinkedQueue<>();
@@ -77,6 +77,7 @@ class ConcurrencyStressTest {
         }
         go.countDown();
         Thread.sleep(1500);
+        long evictions = e.stats().evictions();
         e.close(); // under running threads: must neither hang nor break anything committed
         for (Thread t : workers) {
             t.join();
@@ -84,6 +85,7 @@ class ConcurrencyStressTest {
         assertTrue(foreign.isEmpty(), "foreign exceptions: " + foreign);
         assertTrue(wrong.isEmpty(), "wrong data: " + wrong);
         assertTrue(ops.get() > 50, "too few operations ran: " + ops.get());
+        assertTrue(evictions > 0, "the pool is small enough that commits evict");
         // Afterwards every sequence still listed reads back exactly as committed.
         try (KvEngine again = KvEngine.open(cfg)) {
             for (SequenceInfo info : again.sequences()) {
@@ -101,7 +103,7 @@ class ConcurrencyStressTest {
     }
 
     static void step(KvEngine e, Random rnd, Map<String, Integer> committed, ConcurrentLinkedQueue<String> wrong,
-            AtomicInteger next) {
+            AtomicInteger next) throws java.io.IOException {
         List<String> ids = new ArrayList<>(committed.keySet());
         int kind = ids.isEmpty() ? 0 : rnd.nextInt(10);
         if (kind < 3) {
