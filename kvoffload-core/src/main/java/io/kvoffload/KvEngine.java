@@ -240,7 +240,7 @@ public final class KvEngine implements AutoCloseable {
             }
             devs.add(new KvStats.Device(i, d.directory(), d.sizeBytes(), free, store.backend().directIo(i),
                     store.stats().bytesWritten[i].sum(), store.stats().bytesRead[i].sum(),
-                    store.stats().writes[i].sum(), store.stats().reads[i].sum()));
+                    store.stats().writes[i].sum(), store.stats().reads[i].sum(), d.full()));
         }
         List<KvStats.UnavailableDevice> out = store.unavailableDevices().stream()
                 .map(u -> new KvStats.UnavailableDevice(u.uuid(), u.directory(), u.reason())).toList();

@@ -53,9 +53,11 @@ public record KvStats(String ioBackend, List<Device> devices, long checksumsVeri
      * @param bytesRead bytes read since the engine opened
      * @param writes write requests completed
      * @param reads read requests completed
+     * @param full whether its file system refused a write for lack of space (ENOSPC) and none has
+     *     succeeded since; new extents then go to other devices first
      */
     public record Device(int index, Path directory, long capacityBytes, long freeBytes, boolean directIo,
-            long bytesWritten, long bytesRead, long writes, long reads) {}
+            long bytesWritten, long bytesRead, long writes, long reads, boolean full) {}
 
     public long totalBytesRead() {
         return devices.stream().mapToLong(Device::bytesRead).sum();

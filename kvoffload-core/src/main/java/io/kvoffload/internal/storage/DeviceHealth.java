@@ -19,6 +19,7 @@ import java.util.concurrent.atomic.AtomicIntegerArray;
 final class DeviceHealth implements IoBackend {
     /** Consecutive failed batches after which a device is declared failed. */
     static final int FAILURE_THRESHOLD = 8;
+    static final int ENOSPC = 28;
 
     private final IoBackend inner;
     private final List<DevicePool> devices;
@@ -91,12 +92,22 @@ final class DeviceHealth implements IoBackend {
             if (consecutive.get(d) != 0) {
                 consecutive.set(d, 0);
             }
+            if (batch.op(i) == IoBatch.WRITE && devices.get(d).full()) {
+                devices.get(d).full(false); // space came back
+            }
         }
     }
 
     private void failed(KvIoException e) {
         int d = e.device();
-        if (d < 0 || d >= devices.size() || !isDeviceError(e.errno())) {
+        if (d < 0 || d >= devices.size()) {
+            return;
+        }
+        if (e.errno() == ENOSPC) {
+            devices.get(d).full(true);
+            return;
+        }
+        if (!isDeviceError(e.errno())) {
             return;
         }
         int n = consecutive.incrementAndGet(d);

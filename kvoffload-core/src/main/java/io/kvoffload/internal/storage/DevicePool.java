@@ -42,6 +42,8 @@ public final class DevicePool {
     private final Object fileKey;
     private final ExtentAllocator allocator;
     private volatile String failure;
+    /** A write here failed with ENOSPC and none has succeeded since (thin-provisioned or COW storage). */
+    private volatile boolean full;
 
     DevicePool(int index, Path directory, String uuid, long sizeBytes, int alignment) throws IOException {
         this.index = index;
@@ -171,6 +173,26 @@ public final class DevicePool {
 
     public ExtentAllocator allocator() {
         return allocator;
+    }
+
+    /**
+     * Whether the file system under this pool refused a write for lack of space (ENOSPC) and no
+     * write has succeeded since; allocation then prefers the other devices.
+     */
+    public boolean full() {
+        return full;
+    }
+
+    void full(boolean f) {
+        if (full != f) {
+            full = f;
+            if (f) {
+                LOG.warn("device {} ({}) is full: a write failed with ENOSPC; new extents go to other devices until"
+                        + " a write here succeeds again", index, directory);
+            } else {
+                LOG.info("device {} ({}) takes writes again", index, directory);
+            }
+        }
     }
 
     /** Why the device stopped serving, or null while it is healthy. */

@@ -487,9 +487,10 @@ public final class Store implements AutoCloseable {
      * @throws KvCapacityException when every device is full and nothing can be evicted
      */
     public synchronized long allocate(int device, long length, String requester) {
-        if (devices.get(device).failure() == null) {
+        DevicePool preferred = devices.get(device);
+        if (preferred.failure() == null && !preferred.full()) {
             while (true) {
-                long off = devices.get(device).allocator().allocate(length);
+                long off = preferred.allocator().allocate(length);
                 if (off >= 0) {
                     return pack(device, off);
                 }
@@ -500,14 +501,19 @@ public final class Store implements AutoCloseable {
                 evict(victim);
             }
         }
-        for (int i = 1; i < devices.size(); i++) {
-            int d = (device + i) % devices.size();
-            if (devices.get(d).failure() != null) {
-                continue;
-            }
-            long off = devices.get(d).allocator().allocate(length);
-            if (off >= 0) {
-                return pack(d, off);
+        // The other healthy devices, those the file system did not call full first; a device that
+        // said ENOSPC is still tried last, so writing resumes by itself once space returns.
+        for (int pass = 0; pass < 2; pass++) {
+            for (int i = 0; i < devices.size(); i++) {
+                int d = (device + i) % devices.size();
+                DevicePool p = devices.get(d);
+                if (p.failure() != null || p.full() != (pass == 1) || (i == 0 && pass == 0)) {
+                    continue;
+                }
+                long off = p.allocator().allocate(length);
+                if (off >= 0) {
+                    return pack(d, off);
+                }
             }
         }
         if (devices.stream().allMatch(x -> x.failure() != null)) {
