@@ -2,13 +2,9 @@ package io.kvoffload.internal.io;
 
 import io.kvoffload.DeviceModelSpec;
 import io.kvoffload.internal.util.Checks;
-import io.kvoffload.spi.DramSlabListener;
 import io.kvoffload.spi.IoBackend;
 import io.kvoffload.spi.IoBatch;
-import io.kvoffload.spi.IoDevice;
-import java.io.IOException;
 import java.util.Arrays;
-import java.util.List;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.locks.LockSupport;
 import org.slf4j.Logger;
@@ -38,14 +34,13 @@ import org.slf4j.LoggerFactory;
  * nothing: per-device state and the in-flight batch table are arrays allocated up front (the table
  * doubles when more batches than ever before are in flight at once).
  */
-public final class DeviceModel implements IoBackend {
+public final class DeviceModel extends ForwardingIoBackend {
     private static final Logger LOG = LoggerFactory.getLogger(DeviceModel.class);
     /** Marker in {@link #name()} of every simulated backend. */
     public static final String SIMULATED = "simulated";
     /** Below this remaining wait, spin instead of parking: parkNanos overshoots by tens of µs. */
     private static final long SPIN_NANOS = 60_000L;
 
-    private final IoBackend inner;
     private final DeviceModelSpec spec;
     private final String name;
     private final double scale;
@@ -70,7 +65,7 @@ public final class DeviceModel implements IoBackend {
     private volatile boolean closed;
 
     private DeviceModel(IoBackend inner, DeviceModelSpec spec) {
-        this.inner = inner;
+        super(inner);
         this.spec = spec;
         int n = inner.devices().size();
         this.scale = spec.effectiveScale(n);
@@ -128,11 +123,6 @@ public final class DeviceModel implements IoBackend {
         return backendName != null && backendName.contains("+" + SIMULATED);
     }
 
-    /** The backend that does the real I/O. */
-    public IoBackend inner() {
-        return inner;
-    }
-
     public DeviceModelSpec spec() {
         return spec;
     }
@@ -155,26 +145,6 @@ public final class DeviceModel implements IoBackend {
     @Override
     public String name() {
         return name;
-    }
-
-    @Override
-    public List<IoDevice> devices() {
-        return inner.devices();
-    }
-
-    @Override
-    public boolean directIo(int device) {
-        return inner.directIo(device);
-    }
-
-    @Override
-    public IoBatch newBatch(int capacity) {
-        return inner.newBatch(capacity);
-    }
-
-    @Override
-    public DramSlabListener dramSlabListener() {
-        return inner.dramSlabListener();
     }
 
     @Override
@@ -264,6 +234,13 @@ public final class DeviceModel implements IoBackend {
         }
     }
 
+    /** The model delays a batch as a whole, so progress is the whole batch (the SPI's default). */
+    @Override
+    public int awaitProgress(IoBatch batch, int seen) {
+        await(batch);
+        return batch.completedCount();
+    }
+
     private static void sleepUntil(long deadline) {
         boolean interrupted = false;
         long left;
@@ -281,11 +258,6 @@ public final class DeviceModel implements IoBackend {
         if (interrupted) {
             Thread.currentThread().interrupt();
         }
-    }
-
-    @Override
-    public void sync(int device) throws IOException {
-        inner.sync(device);
     }
 
     @Override

@@ -3,7 +3,6 @@ package io.kvoffload.internal.io;
 import io.kvoffload.FaultInjection;
 import io.kvoffload.KvIoException;
 import io.kvoffload.internal.util.Checks;
-import io.kvoffload.spi.DramSlabListener;
 import io.kvoffload.spi.IoBackend;
 import io.kvoffload.spi.IoBatch;
 import io.kvoffload.spi.IoDevice;
@@ -13,7 +12,6 @@ import java.lang.foreign.ValueLayout;
 import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;
 import java.nio.file.StandardOpenOption;
-import java.util.List;
 import java.util.SplittableRandom;
 import java.util.concurrent.atomic.AtomicLongArray;
 import java.util.concurrent.locks.LockSupport;
@@ -31,7 +29,7 @@ import org.slf4j.LoggerFactory;
  * {@link #awaitProgress} waits for the whole batch (as the SPI's default does). A reported failure
  * is thrown, as the SPI asks, only after every request of the batch has finished.
  */
-public final class FaultInjectingBackend implements IoBackend {
+public final class FaultInjectingBackend extends ForwardingIoBackend {
     private static final Logger LOG = LoggerFactory.getLogger(FaultInjectingBackend.class);
     static final int EIO = 5;
     static final int ENOSPC = 28;
@@ -41,7 +39,6 @@ public final class FaultInjectingBackend implements IoBackend {
 
     private static final byte NONE = -1;
 
-    private final IoBackend inner;
     private final FaultInjection spec;
     private final SplittableRandom random;
     private final AtomicLongArray counts = new AtomicLongArray(Kind.values().length);
@@ -57,7 +54,7 @@ public final class FaultInjectingBackend implements IoBackend {
     private record Plan(byte[] kinds, long[] words, boolean spike) {}
 
     private FaultInjectingBackend(IoBackend inner, FaultInjection spec) {
-        this.inner = inner;
+        super(inner);
         this.spec = spec;
         this.random = new SplittableRandom(spec.seed());
         LOG.warn("FAULT INJECTION is on over backend {}: {}", inner.name(), spec);
@@ -78,33 +75,9 @@ public final class FaultInjectingBackend implements IoBackend {
         return counts.get(kind.ordinal());
     }
 
-    public IoBackend inner() {
-        return inner;
-    }
-
     @Override
     public String name() {
         return inner.name() + "+faults";
-    }
-
-    @Override
-    public List<IoDevice> devices() {
-        return inner.devices();
-    }
-
-    @Override
-    public boolean directIo(int device) {
-        return inner.directIo(device);
-    }
-
-    @Override
-    public IoBatch newBatch(int capacity) {
-        return inner.newBatch(capacity);
-    }
-
-    @Override
-    public DramSlabListener dramSlabListener() {
-        return inner.dramSlabListener();
     }
 
     @Override
@@ -254,17 +227,19 @@ public final class FaultInjectingBackend implements IoBackend {
         }
     }
 
+    /** Faults are applied when the whole batch is awaited, before any of its data is seen. */
+    @Override
+    public int awaitProgress(IoBatch batch, int seen) {
+        await(batch);
+        return batch.completedCount();
+    }
+
     @Override
     public void sync(int device) throws IOException {
         if (vanished && device == spec.vanishDevice()) {
             throw new IOException("injected: device " + device + " vanished");
         }
         inner.sync(device);
-    }
-
-    @Override
-    public void close() {
-        inner.close();
     }
 
     @Override

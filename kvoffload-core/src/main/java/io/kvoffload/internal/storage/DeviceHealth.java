@@ -1,11 +1,9 @@
 package io.kvoffload.internal.storage;
 
 import io.kvoffload.KvIoException;
-import io.kvoffload.spi.DramSlabListener;
+import io.kvoffload.internal.io.ForwardingIoBackend;
 import io.kvoffload.spi.IoBackend;
 import io.kvoffload.spi.IoBatch;
-import io.kvoffload.spi.IoDevice;
-import java.io.IOException;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicIntegerArray;
 
@@ -16,53 +14,18 @@ import java.util.concurrent.atomic.AtomicIntegerArray;
  * (nothing more is allocated there, commits naming it are refused) without a restart. A batch that
  * completes clears the count of every device it touched. Counting allocates nothing.
  */
-final class DeviceHealth implements IoBackend {
+final class DeviceHealth extends ForwardingIoBackend {
     /** Consecutive failed batches after which a device is declared failed. */
     static final int FAILURE_THRESHOLD = 8;
     static final int ENOSPC = 28;
 
-    private final IoBackend inner;
     private final List<DevicePool> devices;
     private final AtomicIntegerArray consecutive;
 
     DeviceHealth(IoBackend inner, List<DevicePool> devices) {
-        this.inner = inner;
+        super(inner);
         this.devices = devices;
         this.consecutive = new AtomicIntegerArray(devices.size());
-    }
-
-    IoBackend inner() {
-        return inner;
-    }
-
-    @Override
-    public String name() {
-        return inner.name();
-    }
-
-    @Override
-    public List<IoDevice> devices() {
-        return inner.devices();
-    }
-
-    @Override
-    public boolean directIo(int device) {
-        return inner.directIo(device);
-    }
-
-    @Override
-    public IoBatch newBatch(int capacity) {
-        return inner.newBatch(capacity);
-    }
-
-    @Override
-    public DramSlabListener dramSlabListener() {
-        return inner.dramSlabListener();
-    }
-
-    @Override
-    public void submit(IoBatch batch) {
-        inner.submit(batch);
     }
 
     @Override
@@ -121,13 +84,4 @@ final class DeviceHealth implements IoBackend {
         return errno == 5 || errno == 6 || errno == 19 || errno == 30 || errno == 9;
     }
 
-    @Override
-    public void sync(int device) throws IOException {
-        inner.sync(device);
-    }
-
-    @Override
-    public void close() {
-        inner.close();
-    }
 }
