@@ -89,6 +89,62 @@ class ReplicaFailoverTest {
         return x;
     }
 
+    @Test
+    void aSequenceWhollyReplicatedIsServedThroughItsCopiesWhileADeviceIsMissing() throws Exception {
+        List<java.nio.file.Path> dirs = TestEngines.deviceDirs(root, 2);
+        KvConfig cfg = TestEngines.config(dirs, "portable").blockTokens(16).build();
+        int tokens = 128;
+        try (KvEngine e = KvEngine.open(cfg)) {
+            try (KvSequence s = e.createSequence("r", SHAPE)) {
+                TestEngines.append(s, SEED, tokens, 64);
+                // Every token twice: consecutive groups of 8, and groups of 8 taken with a stride.
+                List<int[]> clusters = new ArrayList<>();
+                for (int t = 0; t < tokens; t += 8) {
+                    int[] c = new int[8];
+                    int[] d = new int[8];
+                    for (int i = 0; i < 8; i++) {
+                        c[i] = t + i;
+                        d[i] = (t / 8) + i * (tokens / 8);
+                    }
+                    clusters.add(c);
+                    clusters.add(d);
+                }
+                for (int l = 0; l < SHAPE.layers(); l++) {
+                    s.clusterLayer(l, clusters.toArray(int[][]::new), ClusterOptions.defaults());
+                }
+                s.commit();
+            }
+            try (KvSequence s = e.openSequence("r")) {
+                for (int l = 0; l < SHAPE.layers(); l++) {
+                    ClusterLayout cl = s.clusterLayout(l);
+                    for (int t = 0; t < tokens; t++) {
+                        assertEquals(2, cl.count(t));
+                        assertTrue(cl.device(t, 0) != cl.device(t, 1), "token " + t + " copies on one device");
+                    }
+                }
+            }
+            commit(e, "plain");
+        }
+        try (KvEngine e = KvEngine.open(TestEngines.config(dirs.subList(0, 1), "portable").blockTokens(16).build())) {
+            KvStats st = e.stats();
+            assertEquals(1, st.unavailableDevices().size());
+            assertEquals(List.of("plain"), st.unavailableSequences(), "only the unreplicated sequence is out");
+            try (KvSequence s = e.openSequence("r")) {
+                assertNull(TestEngines.verify(s, SEED, TestEngines.all(tokens)));
+            }
+        }
+        try (KvEngine e = KvEngine.open(cfg); KvSequence s = e.openSequence("r")) { // back whole
+            assertNull(TestEngines.verify(s, SEED, TestEngines.all(tokens)));
+        }
+    }
+
+    static void commit(KvEngine e, String id) {
+        try (KvSequence s = e.createSequence(id, SHAPE)) {
+            TestEngines.append(s, 5, 64, 16);
+            s.commit();
+        }
+    }
+
     static int loneTokenOn(KvSequence s, int device) {
         ClusterLayout cl = s.clusterLayout(0);
         for (int t = 0; t < TOKENS; t++) {

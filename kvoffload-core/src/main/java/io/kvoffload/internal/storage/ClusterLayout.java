@@ -297,6 +297,58 @@ public final class ClusterLayout implements BucketScheduler.Replicas {
     }
 
     /**
+     * This layout without its segments on the devices {@code map} sends to -1 (missing), the rest
+     * renumbered through {@code map}: what a sequence is served from while a device is missing, when
+     * every entry there has another copy. Returns null when some token would lose its last copy.
+     * A cluster whose next device is missing appends to a present one instead.
+     */
+    ClusterLayout withoutMissingDevices(int[] map, int presentDevices) {
+        int clusters = medoid.length;
+        int[] newClusterSeg = new int[clusters + 1];
+        int[] dev = new int[segDevice.length];
+        long[] off = new long[segDevice.length];
+        int[] len = new int[segDevice.length];
+        int[] first = new int[segDevice.length + 1];
+        int[] tok = new int[entryToken.length];
+        int[] crc = new int[entryCrc.length];
+        int segs = 0;
+        int entries = 0;
+        boolean[] kept = new boolean[clusteredTokens];
+        for (int c = 0; c < clusters; c++) {
+            for (int sg = clusterSeg[c]; sg < clusterSeg[c + 1]; sg++) {
+                if (map[segDevice[sg]] < 0) {
+                    continue;
+                }
+                dev[segs] = map[segDevice[sg]];
+                off[segs] = segOffset[sg];
+                len[segs] = segLength[sg];
+                first[segs] = entries;
+                for (int e = segFirst[sg]; e < segFirst[sg + 1]; e++) {
+                    tok[entries] = entryToken[e];
+                    crc[entries] = entryCrc[e];
+                    kept[entryToken[e]] = true;
+                    entries++;
+                }
+                segs++;
+            }
+            newClusterSeg[c + 1] = segs;
+        }
+        for (boolean k : kept) {
+            if (!k) {
+                return null;
+            }
+        }
+        first[segs] = entries;
+        int[] next = new int[clusters];
+        for (int c = 0; c < clusters; c++) {
+            next[c] = map[nextDevice[c]] >= 0 ? map[nextDevice[c]] : c % presentDevices;
+        }
+        return new ClusterLayout(clusteredTokens, entryBytes, tau, coActivationClusters, medoid, newClusterSeg,
+                Arrays.copyOf(dev, segs), Arrays.copyOf(off, segs), Arrays.copyOf(len, segs),
+                Arrays.copyOf(first, segs + 1), Arrays.copyOf(tok, entries), Arrays.copyOf(crc, entries), next);
+    }
+
+    /**
      * Eq. 7's next device of every cluster of a layout written in one piece: with {@code p} the sum
      * of the sizes of clusters {@code 0..c}, cluster {@code c} started on {@code (p − |C|) mod N}
      * and its members went round robin from there, so the next one goes to {@code p mod N}.

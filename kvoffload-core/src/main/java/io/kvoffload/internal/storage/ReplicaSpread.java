@@ -61,15 +61,24 @@ public final class ReplicaSpread implements ClusterPlan {
                 }
             }
         }
-        // Pairwise swaps inside a cluster, a few passes over all clusters (a later cluster's choice can
-        // free a slot for an earlier one).
-        for (int pass = 0; pass < 4 && devices > 1; pass++) {
+        // Pairwise swaps inside a cluster that remove a collision. When none is left, a sideways swap
+        // moves a collision to another member (it may then be removed in that member's other
+        // cluster): a walk along the alternating paths a strict local search cannot see. The count
+        // never grows; the walk is bounded and seeded, so plans are deterministic.
+        java.util.SplittableRandom rnd = new java.util.SplittableRandom(0x5EED);
+        for (int pass = 0; pass < 64 && devices > 1; pass++) {
             boolean changed = false;
             for (int c = 0; c < clusters; c++) {
-                changed |= resolve(token[c], device[c], multi, on, devices);
+                changed |= resolve(token[c], device[c], multi, on, devices, null);
             }
             if (!changed) {
-                break;
+                boolean any = false;
+                for (int c = 0; c < clusters; c++) {
+                    any |= resolve(token[c], device[c], multi, on, devices, rnd);
+                }
+                if (!any) {
+                    break;
+                }
             }
         }
         int left = 0;
@@ -102,38 +111,58 @@ public final class ReplicaSpread implements ClusterPlan {
         return collisions;
     }
 
-    /** Swaps members of one cluster between devices so that fewer copies share a device. */
-    private static boolean resolve(int[] token, int[] device, int[] multi, int[] on, int devices) {
+    /**
+     * Swaps members of one cluster between devices so that fewer copies share a device; with
+     * {@code sideways} set, a colliding member that no strict swap helps trades places with a random
+     * member whose own copy then collides instead.
+     */
+    private static boolean resolve(int[] token, int[] device, int[] multi, int[] on, int devices,
+            java.util.SplittableRandom sideways) {
         boolean changed = false;
         for (int i = 0; i < token.length; i++) {
             int a = multi[token[i]];
             if (a < 0 || on[a * devices + device[i]] < 2) {
                 continue;
             }
-            for (int j = 0; j < token.length; j++) {
+            int sidewaysPick = -1;
+            int candidates = 0;
+            boolean done = false;
+            for (int j = 0; j < token.length && !done; j++) {
                 int da = device[i];
                 int db = device[j];
-                if (db == da) {
+                if (db == da || on[a * devices + db] != 0) {
                     continue;
                 }
                 int b = multi[token[j]];
-                boolean aFits = on[a * devices + db] == 0;
-                boolean bFits = b < 0 || b == a || on[b * devices + da] == 0;
-                if (aFits && bFits) {
-                    on[a * devices + da]--;
-                    on[a * devices + db]++;
-                    if (b >= 0) {
-                        on[b * devices + db]--;
-                        on[b * devices + da]++;
-                    }
-                    device[i] = db;
-                    device[j] = da;
+                if (b < 0 || b == a || on[b * devices + da] == 0) {
+                    swap(token, device, multi, on, devices, i, j);
                     changed = true;
-                    break;
+                    done = true;
+                } else if (sideways != null && sideways.nextInt(++candidates) == 0) {
+                    sidewaysPick = j; // reservoir sampling: a uniform pick among the candidates
                 }
+            }
+            if (!done && sidewaysPick >= 0) {
+                swap(token, device, multi, on, devices, i, sidewaysPick);
+                changed = true;
             }
         }
         return changed;
+    }
+
+    private static void swap(int[] token, int[] device, int[] multi, int[] on, int devices, int i, int j) {
+        int a = multi[token[i]];
+        int b = multi[token[j]];
+        int da = device[i];
+        int db = device[j];
+        on[a * devices + da]--;
+        on[a * devices + db]++;
+        if (b >= 0) {
+            on[b * devices + db]--;
+            on[b * devices + da]++;
+        }
+        device[i] = db;
+        device[j] = da;
     }
 
     @Override

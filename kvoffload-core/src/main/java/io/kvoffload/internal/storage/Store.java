@@ -325,6 +325,14 @@ public final class Store implements AutoCloseable {
             }
         }
         Manifest local;
+        if (missingDevice != null) {
+            Manifest through = throughCopies(m, map);
+            if (through != null) {
+                LOG.warn("sequence {} has data on missing device {}, all of it also stored on present devices: served"
+                        + " through those copies", m.id(), missingDevice);
+                return adopt(through, healthyIndex);
+            }
+        }
         if (missingDevice == null) {
             try {
                 ManifestCodec.validate(m, devices);
@@ -372,6 +380,54 @@ public final class Store implements AutoCloseable {
             catalog.put(local, 0, false);
         }
         return null;
+    }
+
+    /**
+     * {@code m} in the present devices' numbering, when everything it stores on missing devices
+     * ({@code map} −1) is a Swarm cluster entry with another copy on a present device: the layouts
+     * without those segments. Null when a block, a group or a token's last copy is on a missing device.
+     */
+    private Manifest throughCopies(Manifest m, int[] map) {
+        for (BlockTable t : m.layers()) {
+            for (int b = 0; b < t.size(); b++) {
+                if (t.hasExtent(b) && map[t.device(b)] < 0) {
+                    return null;
+                }
+            }
+        }
+        for (GroupLayout g : m.groups()) {
+            for (int s = 0; g != null && s < g.segmentCount(); s++) {
+                if (map[g.segmentDevice(s)] < 0) {
+                    return null;
+                }
+            }
+        }
+        ClusterLayout[] clusters = new ClusterLayout[m.clusters().length];
+        for (int l = 0; l < clusters.length; l++) {
+            if (m.clusters()[l] != null) {
+                clusters[l] = m.clusters()[l].withoutMissingDevices(map, deviceUuids.size());
+                if (clusters[l] == null) {
+                    return null;
+                }
+            }
+        }
+        BlockTable[] layers = new BlockTable[m.layers().length];
+        for (int l = 0; l < layers.length; l++) {
+            layers[l] = m.layers()[l].copy();
+            layers[l].remapDevices(map);
+        }
+        GroupLayout[] groups = new GroupLayout[m.groups().length];
+        for (int l = 0; l < groups.length; l++) {
+            groups[l] = m.groups()[l] == null ? null : m.groups()[l].remapDevices(map);
+        }
+        Manifest through = new Manifest(m.id(), m.shape(), m.blockTokens(), deviceUuids, m.tokenIds(), layers, clusters,
+                groups, m.commitMillis(), m.commitNumber(), m.identityChecksums());
+        try {
+            ManifestCodec.validate(through, devices);
+        } catch (IllegalArgumentException e) {
+            return null;
+        }
+        return through;
     }
 
     private static boolean missingUuid(DeviceSet.Unavailable u, Manifest m) {
