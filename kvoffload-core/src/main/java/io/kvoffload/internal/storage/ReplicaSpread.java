@@ -66,26 +66,28 @@ public final class ReplicaSpread implements ClusterPlan {
         // cluster): a walk along the alternating paths a strict local search cannot see. The count
         // never grows; the walk is bounded and seeded, so plans are deterministic.
         java.util.SplittableRandom rnd = new java.util.SplittableRandom(0x5EED);
-        for (int pass = 0; pass < 64 && devices > 1; pass++) {
+        int[] withCopies = clustersWithCopies(token, multi); // the only clusters a swap can help
+        int best = collisions(on);
+        int stale = 0;
+        for (int pass = 0; pass < 64 && devices > 1 && best > 0 && stale < 8; pass++) {
             boolean changed = false;
-            for (int c = 0; c < clusters; c++) {
+            for (int c : withCopies) {
                 changed |= resolve(token[c], device[c], multi, on, devices, null);
             }
             if (!changed) {
                 boolean any = false;
-                for (int c = 0; c < clusters; c++) {
+                for (int c : withCopies) {
                     any |= resolve(token[c], device[c], multi, on, devices, rnd);
                 }
                 if (!any) {
                     break;
                 }
             }
+            int now = collisions(on);
+            stale = now < best ? 0 : stale + 1; // the walk gives up after 8 passes without progress
+            best = Math.min(best, now);
         }
-        int left = 0;
-        for (int k = 0; k < on.length; k++) {
-            left += Math.max(0, on[k] - 1);
-        }
-        this.collisions = left;
+        this.collisions = collisions(on);
         this.tokensOn = new int[clusters][devices][];
         for (int c = 0; c < clusters; c++) {
             int[] fill = new int[devices];
@@ -104,6 +106,28 @@ public final class ReplicaSpread implements ClusterPlan {
     /** {@code plan} with replicas spread over distinct devices where the per-device counts allow. */
     public static ReplicaSpread of(ClusterPlan plan, int devices) {
         return new ReplicaSpread(plan, devices);
+    }
+
+    private static int collisions(int[] on) {
+        int left = 0;
+        for (int k : on) {
+            left += Math.max(0, k - 1);
+        }
+        return left;
+    }
+
+    private static int[] clustersWithCopies(int[][] token, int[] multi) {
+        int[] out = new int[token.length];
+        int n = 0;
+        for (int c = 0; c < token.length; c++) {
+            for (int t : token[c]) {
+                if (multi[t] >= 0) {
+                    out[n++] = c;
+                    break;
+                }
+            }
+        }
+        return Arrays.copyOf(out, n);
     }
 
     /** Copies that still share a device with another copy of their token (the counts left no way out). */
