@@ -19,10 +19,11 @@ import io.kvoffload.internal.util.Checks;
  * @param latencySpikeMillis the length of a spike
  * @param vanishDevice the device that vanishes (every later request fails with EIO), or -1
  * @param vanishAfterRequests how many requests pass before it vanishes
+ * @param onlyDevice the device the per-request faults apply to, or -1 for every device
  */
 public record FaultInjection(long seed, double eio, double tornRead, double bitFlipRead, double bitFlipDisk,
         double tornWrite, double enospc, double latencySpike, int latencySpikeMillis, int vanishDevice,
-        long vanishAfterRequests) {
+        long vanishAfterRequests, int onlyDevice) {
 
     public FaultInjection {
         Checks.inRange("eio", eio, 0, 1);
@@ -35,50 +36,57 @@ public record FaultInjection(long seed, double eio, double tornRead, double bitF
         Checks.inRange("latencySpikeMillis", latencySpikeMillis, 0, 60_000);
         Checks.inRange("vanishDevice", vanishDevice, -1, 255);
         Checks.inRange("vanishAfterRequests", vanishAfterRequests, 0, Long.MAX_VALUE);
+        Checks.inRange("onlyDevice", onlyDevice, -1, 255);
     }
 
     /** No faults at all; a starting point for the {@code with} methods. */
     public static FaultInjection none(long seed) {
-        return new FaultInjection(seed, 0, 0, 0, 0, 0, 0, 0, 0, -1, 0);
+        return new FaultInjection(seed, 0, 0, 0, 0, 0, 0, 0, 0, -1, 0, -1);
     }
 
     public FaultInjection withEio(double p) {
         return new FaultInjection(seed, p, tornRead, bitFlipRead, bitFlipDisk, tornWrite, enospc, latencySpike,
-                latencySpikeMillis, vanishDevice, vanishAfterRequests);
+                latencySpikeMillis, vanishDevice, vanishAfterRequests, onlyDevice);
     }
 
     public FaultInjection withTornRead(double p) {
         return new FaultInjection(seed, eio, p, bitFlipRead, bitFlipDisk, tornWrite, enospc, latencySpike,
-                latencySpikeMillis, vanishDevice, vanishAfterRequests);
+                latencySpikeMillis, vanishDevice, vanishAfterRequests, onlyDevice);
     }
 
     public FaultInjection withBitFlipRead(double p) {
         return new FaultInjection(seed, eio, tornRead, p, bitFlipDisk, tornWrite, enospc, latencySpike,
-                latencySpikeMillis, vanishDevice, vanishAfterRequests);
+                latencySpikeMillis, vanishDevice, vanishAfterRequests, onlyDevice);
     }
 
     public FaultInjection withBitFlipDisk(double p) {
         return new FaultInjection(seed, eio, tornRead, bitFlipRead, p, tornWrite, enospc, latencySpike,
-                latencySpikeMillis, vanishDevice, vanishAfterRequests);
+                latencySpikeMillis, vanishDevice, vanishAfterRequests, onlyDevice);
     }
 
     public FaultInjection withTornWrite(double p) {
         return new FaultInjection(seed, eio, tornRead, bitFlipRead, bitFlipDisk, p, enospc, latencySpike,
-                latencySpikeMillis, vanishDevice, vanishAfterRequests);
+                latencySpikeMillis, vanishDevice, vanishAfterRequests, onlyDevice);
     }
 
     public FaultInjection withEnospc(double p) {
         return new FaultInjection(seed, eio, tornRead, bitFlipRead, bitFlipDisk, tornWrite, p, latencySpike,
-                latencySpikeMillis, vanishDevice, vanishAfterRequests);
+                latencySpikeMillis, vanishDevice, vanishAfterRequests, onlyDevice);
     }
 
     public FaultInjection withLatencySpikes(double p, int millis) {
         return new FaultInjection(seed, eio, tornRead, bitFlipRead, bitFlipDisk, tornWrite, enospc, p, millis,
-                vanishDevice, vanishAfterRequests);
+                vanishDevice, vanishAfterRequests, onlyDevice);
     }
 
     public FaultInjection withVanishingDevice(int device, long afterRequests) {
         return new FaultInjection(seed, eio, tornRead, bitFlipRead, bitFlipDisk, tornWrite, enospc, latencySpike,
-                latencySpikeMillis, device, afterRequests);
+                latencySpikeMillis, device, afterRequests, onlyDevice);
+    }
+
+    /** The per-request faults hit only {@code device} (-1: every device). */
+    public FaultInjection onlyOnDevice(int device) {
+        return new FaultInjection(seed, eio, tornRead, bitFlipRead, bitFlipDisk, tornWrite, enospc, latencySpike,
+                latencySpikeMillis, vanishDevice, vanishAfterRequests, device);
     }
 }

@@ -372,7 +372,7 @@ public final class KvSequence implements AutoCloseable {
         if (writeBatch == null) {
             writeBatch = store.backend().newBatch(IO_BATCH);
         }
-        int i = writeBatch.addWrite(dev, off, data, b);
+        int i = writeBatch.addWrite(dev, off, data, (long) layer << 32 | b);
         pendingSlots[i] = slot;
         pendingRelease[i] = releaseAfter;
         devicesWritten[dev] = true;
@@ -396,7 +396,7 @@ public final class KvSequence implements AutoCloseable {
             return;
         }
         try {
-            store.execute(batch);
+            executeMovingOffFullDevices(batch);
         } catch (KvIoException e) {
             broken = e.getMessage();
             throw e;
@@ -408,6 +408,51 @@ public final class KvSequence implements AutoCloseable {
                 pendingSlots[i] = null;
             }
             batch.clear();
+        }
+    }
+
+    /**
+     * Runs a batch of block writes; when a device answers ENOSPC (thin-provisioned or copy-on-write
+     * storage; the store then marks it full), the blocks it held get fresh extents on other devices
+     * and the whole batch is written again (only the first failure of a batch is known, and writing a
+     * block twice is harmless), at most once per device.
+     */
+    private void executeMovingOffFullDevices(IoBatch batch) {
+        for (int attempt = 0; ; attempt++) {
+            try {
+                store.execute(batch);
+                return;
+            } catch (KvIoException e) {
+                if (e.errno() != 28 || attempt >= store.devices().size()) {
+                    throw e;
+                }
+                int n = batch.size();
+                int[] dev = new int[n];
+                long[] off = new long[n];
+                long[] tag = new long[n];
+                MemorySegment[] data = new MemorySegment[n];
+                for (int i = 0; i < n; i++) {
+                    dev[i] = batch.device(i);
+                    off[i] = batch.offset(i);
+                    tag[i] = batch.tag(i);
+                    data[i] = batch.buffer(i);
+                }
+                batch.clear();
+                for (int i = 0; i < n; i++) {
+                    if (store.devices().get(dev[i]).full()) {
+                        int layer = (int) (tag[i] >>> 32);
+                        int b = (int) tag[i];
+                        BlockTable t = blocks[layer];
+                        long packed = store.allocate(dev[i], data[i].byteSize(), id);
+                        store.free(dev[i], off[i], data[i].byteSize()); // never written: no manifest names it
+                        dev[i] = Store.packedDevice(packed);
+                        off[i] = Store.packedOffset(packed);
+                        t.set(b, dev[i], off[i], t.length(b), t.crc(b), false);
+                        devicesWritten[dev[i]] = true;
+                    }
+                    batch.addWrite(dev[i], off[i], data[i], tag[i]);
+                }
+            }
         }
     }
 

@@ -63,6 +63,10 @@ public final class FaultInjectingBackend extends ForwardingIoBackend {
     public static FaultInjectingBackend wrap(IoBackend inner, FaultInjection spec) {
         Checks.notNull("inner", inner);
         Checks.notNull("spec", spec);
+        if (spec.onlyDevice() >= inner.devices().size()) {
+            throw new IllegalArgumentException("faultInjection.onlyDevice = " + spec.onlyDevice()
+                    + " is out of range; allowed: -1 or 0.." + (inner.devices().size() - 1));
+        }
         if (spec.vanishDevice() >= inner.devices().size()) {
             throw new IllegalArgumentException("faultInjection.vanishDevice = " + spec.vanishDevice()
                     + " is out of range; allowed: -1 or 0.." + (inner.devices().size() - 1));
@@ -109,6 +113,9 @@ public final class FaultInjectingBackend extends ForwardingIoBackend {
             return (byte) Kind.VANISHED.ordinal();
         }
         double u = random.nextDouble();
+        if (spec.onlyDevice() >= 0 && device != spec.onlyDevice()) {
+            return NONE;
+        }
         if ((u -= spec.eio()) < 0) {
             return (byte) Kind.EIO.ordinal();
         }

@@ -36,6 +36,30 @@ class EnospcTest {
     }
 
     @Test
+    void blocksRefusedWithEnospcAreWrittenElsewhereWithinTheSameCall() throws Exception {
+        java.util.List<Path> dirs = TestEngines.deviceDirs(root.resolve("e"), 2);
+        io.kvoffload.KvShape shape = new io.kvoffload.KvShape(2, 8, 2, 16, io.kvoffload.DType.BF16);
+        KvConfig faulty = TestEngines.config(dirs, "portable").blockTokens(16)
+                .faultInjection(FaultInjection.none(1).withEnospc(1).onlyOnDevice(1)).build();
+        try (io.kvoffload.KvEngine e = io.kvoffload.KvEngine.open(faulty)) {
+            try (io.kvoffload.KvSequence s = e.createSequence("a", shape)) {
+                TestEngines.append(s, 4, 200, 64); // half its blocks prefer device 1, which says ENOSPC
+                s.commit();
+            }
+            io.kvoffload.KvStats st = e.stats();
+            assertTrue(st.devices().get(1).full(), st.toString());
+            assertEquals(0, st.devices().get(1).writes(), "nothing was written to the full device");
+            try (io.kvoffload.KvSequence s = e.openSequence("a")) {
+                assertEquals(null, TestEngines.verify(s, 4, TestEngines.all(200)));
+            }
+        }
+        try (io.kvoffload.KvEngine e = io.kvoffload.KvEngine.open(TestEngines.config(dirs, "portable").blockTokens(16)
+                .build()); io.kvoffload.KvSequence s = e.openSequence("a")) {
+            assertEquals(null, TestEngines.verify(s, 4, TestEngines.all(200)));
+        }
+    }
+
+    @Test
     void aDeviceThatSaysEnospcIsAvoidedAndTakesWritesAgainWhenSpaceReturns() throws Exception {
         KvConfig.Builder b = TestEngines.config(TestEngines.deviceDirs(root, 2), "portable");
         try (Store store = new Store(b.faultInjection(FaultInjection.none(1).withEnospc(1)).build())) {
