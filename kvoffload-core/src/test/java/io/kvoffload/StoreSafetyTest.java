@@ -337,6 +337,8 @@ class StoreSafetyTest {
             assertTrue(st.unavailableDevices().get(0).reason().contains("batches in a row failed"), st.toString());
             commit(e, "b", 2, 64); // written to the healthy device only
             assertExact(e, "b", 2, 64);
+            assertFalse(Files.exists(d.get(1).resolve("manifests").resolve("b.kvom")),
+                    "no manifest copy goes to the failed device either");
             assertEquals(0, e.stats().devices().get(1).bytesWritten(), "nothing written to the failed device");
         }
         try (KvEngine e = KvEngine.open(config(d).build())) { // the device is back: everything reads

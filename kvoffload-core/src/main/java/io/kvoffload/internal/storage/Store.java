@@ -678,6 +678,10 @@ public final class Store implements AutoCloseable {
             }
         }
         raiseHighWater(ends);
+        List<Path> dirs = manifestWriteDirs();
+        if (!dirs.equals(manifests.writeDirs())) {
+            manifests.setWriteDirs(dirs); // a device failed: its copies go to the next healthy device
+        }
         manifests.write(m);
         synchronized (this) {
             SequenceCatalog.Entry e = catalog.get(m.id());
