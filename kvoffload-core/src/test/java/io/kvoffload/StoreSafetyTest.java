@@ -348,6 +348,45 @@ class StoreSafetyTest {
     }
 
     @Test
+    void aStoreWrittenBeforeStoreRecordsOpensAsItWas() throws Exception {
+        List<Path> d = dirs(3);
+        try (KvEngine e = KvEngine.open(config(d).build())) {
+            commit(e, "a", 1, 61);
+        }
+        // The layout of the previous release: device records without store or CRC, no store
+        // record, manifests only in the first directory.
+        Path first = d.get(0).resolve("manifests").resolve("a.kvom");
+        byte[] manifest = Files.readAllBytes(manifestCopies(d, "a").get(0));
+        for (Path x : d) {
+            String json = Files.readString(x.resolve("kvoffload-device.json"));
+            String uuid = json.replaceAll("(?s).*\"uuid\"\\s*:\\s*\"([^\"]+)\".*", "$1");
+            Files.writeString(x.resolve("kvoffload-device.json"), "{\"uuid\":\"" + uuid
+                    + "\",\"poolBytes\":16777216,\"alignment\":4096,\"layoutVersion\":1}");
+            Files.deleteIfExists(x.resolve("kvoffload-store.json"));
+            if (Files.isDirectory(x.resolve("manifests"))) {
+                try (Stream<Path> s = Files.list(x.resolve("manifests"))) {
+                    for (Path f : s.toList()) {
+                        Files.delete(f);
+                    }
+                }
+            }
+        }
+        Files.createDirectories(first.getParent());
+        Files.write(first, manifest);
+        try (KvEngine e = KvEngine.open(config(d).build())) {
+            KvStats st = e.stats();
+            assertTrue(st.unavailableDevices().isEmpty() && st.quarantine().isEmpty(), st.toString());
+            assertExact(e, "a", 1, 61);
+            commit(e, "b", 2, 30);
+        }
+        try (KvEngine e = KvEngine.open(config(List.of(d.get(1), d.get(2), d.get(0))).build())) {
+            assertExact(e, "a", 1, 61);
+            assertExact(e, "b", 2, 30);
+            assertEquals(2, manifestCopies(d, "b").size(), "new commits keep two copies");
+        }
+    }
+
+    @Test
     void plantedTemporaryFilesNeitherRedirectNorBlockACommit() throws Exception {
         List<Path> d = dirs(1);
         Path outside = Files.writeString(root.resolve("victim.txt"), "precious");
