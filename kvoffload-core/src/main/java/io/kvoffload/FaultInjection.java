@@ -20,10 +20,12 @@ import io.kvoffload.internal.util.Checks;
  * @param vanishDevice the device that vanishes (every later request fails with EIO), or -1
  * @param vanishAfterRequests how many requests pass before it vanishes
  * @param onlyDevice the device the per-request faults apply to, or -1 for every device
+ * @param limit at most this many per-request faults in all ({@code Long.MAX_VALUE}: no limit), e.g.
+ *     1 for a single transient fault
  */
 public record FaultInjection(long seed, double eio, double tornRead, double bitFlipRead, double bitFlipDisk,
         double tornWrite, double enospc, double latencySpike, int latencySpikeMillis, int vanishDevice,
-        long vanishAfterRequests, int onlyDevice) {
+        long vanishAfterRequests, int onlyDevice, long limit) {
 
     public FaultInjection {
         Checks.inRange("eio", eio, 0, 1);
@@ -37,56 +39,63 @@ public record FaultInjection(long seed, double eio, double tornRead, double bitF
         Checks.inRange("vanishDevice", vanishDevice, -1, 255);
         Checks.inRange("vanishAfterRequests", vanishAfterRequests, 0, Long.MAX_VALUE);
         Checks.inRange("onlyDevice", onlyDevice, -1, 255);
+        Checks.inRange("limit", limit, 0, Long.MAX_VALUE);
     }
 
     /** No faults at all; a starting point for the {@code with} methods. */
     public static FaultInjection none(long seed) {
-        return new FaultInjection(seed, 0, 0, 0, 0, 0, 0, 0, 0, -1, 0, -1);
+        return new FaultInjection(seed, 0, 0, 0, 0, 0, 0, 0, 0, -1, 0, -1, Long.MAX_VALUE);
     }
 
     public FaultInjection withEio(double p) {
         return new FaultInjection(seed, p, tornRead, bitFlipRead, bitFlipDisk, tornWrite, enospc, latencySpike,
-                latencySpikeMillis, vanishDevice, vanishAfterRequests, onlyDevice);
+                latencySpikeMillis, vanishDevice, vanishAfterRequests, onlyDevice, limit);
     }
 
     public FaultInjection withTornRead(double p) {
         return new FaultInjection(seed, eio, p, bitFlipRead, bitFlipDisk, tornWrite, enospc, latencySpike,
-                latencySpikeMillis, vanishDevice, vanishAfterRequests, onlyDevice);
+                latencySpikeMillis, vanishDevice, vanishAfterRequests, onlyDevice, limit);
     }
 
     public FaultInjection withBitFlipRead(double p) {
         return new FaultInjection(seed, eio, tornRead, p, bitFlipDisk, tornWrite, enospc, latencySpike,
-                latencySpikeMillis, vanishDevice, vanishAfterRequests, onlyDevice);
+                latencySpikeMillis, vanishDevice, vanishAfterRequests, onlyDevice, limit);
     }
 
     public FaultInjection withBitFlipDisk(double p) {
         return new FaultInjection(seed, eio, tornRead, bitFlipRead, p, tornWrite, enospc, latencySpike,
-                latencySpikeMillis, vanishDevice, vanishAfterRequests, onlyDevice);
+                latencySpikeMillis, vanishDevice, vanishAfterRequests, onlyDevice, limit);
     }
 
     public FaultInjection withTornWrite(double p) {
         return new FaultInjection(seed, eio, tornRead, bitFlipRead, bitFlipDisk, p, enospc, latencySpike,
-                latencySpikeMillis, vanishDevice, vanishAfterRequests, onlyDevice);
+                latencySpikeMillis, vanishDevice, vanishAfterRequests, onlyDevice, limit);
     }
 
     public FaultInjection withEnospc(double p) {
         return new FaultInjection(seed, eio, tornRead, bitFlipRead, bitFlipDisk, tornWrite, p, latencySpike,
-                latencySpikeMillis, vanishDevice, vanishAfterRequests, onlyDevice);
+                latencySpikeMillis, vanishDevice, vanishAfterRequests, onlyDevice, limit);
     }
 
     public FaultInjection withLatencySpikes(double p, int millis) {
         return new FaultInjection(seed, eio, tornRead, bitFlipRead, bitFlipDisk, tornWrite, enospc, p, millis,
-                vanishDevice, vanishAfterRequests, onlyDevice);
+                vanishDevice, vanishAfterRequests, onlyDevice, limit);
     }
 
     public FaultInjection withVanishingDevice(int device, long afterRequests) {
         return new FaultInjection(seed, eio, tornRead, bitFlipRead, bitFlipDisk, tornWrite, enospc, latencySpike,
-                latencySpikeMillis, device, afterRequests, onlyDevice);
+                latencySpikeMillis, device, afterRequests, onlyDevice, limit);
     }
 
     /** The per-request faults hit only {@code device} (-1: every device). */
     public FaultInjection onlyOnDevice(int device) {
         return new FaultInjection(seed, eio, tornRead, bitFlipRead, bitFlipDisk, tornWrite, enospc, latencySpike,
-                latencySpikeMillis, vanishDevice, vanishAfterRequests, device);
+                latencySpikeMillis, vanishDevice, vanishAfterRequests, device, limit);
+    }
+
+    /** At most {@code faults} per-request faults in all (1: a single transient fault). */
+    public FaultInjection atMost(long faults) {
+        return new FaultInjection(seed, eio, tornRead, bitFlipRead, bitFlipDisk, tornWrite, enospc, latencySpike,
+                latencySpikeMillis, vanishDevice, vanishAfterRequests, onlyDevice, faults);
     }
 }

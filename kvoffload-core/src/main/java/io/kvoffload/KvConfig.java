@@ -218,7 +218,7 @@ public final class KvConfig {
     /** The keys of a {@code faultInjection} object in a configuration file. */
     static final Set<String> FAULT_KEYS = new TreeSet<>(List.of("seed", "eio", "tornRead", "bitFlipRead",
             "bitFlipDisk", "tornWrite", "enospc", "latencySpike", "latencySpikeMillis", "vanishDevice",
-            "vanishAfterRequests", "onlyDevice"));
+            "vanishAfterRequests", "onlyDevice", "limit"));
 
     /** The keys of a {@code deviceModel} object in a configuration file. */
     static final Set<String> DEVICE_MODEL_KEYS = new TreeSet<>(List.of("profile", "bandwidth", "iops",
@@ -377,7 +377,8 @@ public final class KvConfig {
                 map.containsKey("vanishDevice") ? parseInt("faultInjection.vanishDevice", map.get("vanishDevice")) : -1,
                 map.containsKey("vanishAfterRequests")
                         ? parseLong("faultInjection.vanishAfterRequests", map.get("vanishAfterRequests")) : 0,
-                map.containsKey("onlyDevice") ? parseInt("faultInjection.onlyDevice", map.get("onlyDevice")) : -1);
+                map.containsKey("onlyDevice") ? parseInt("faultInjection.onlyDevice", map.get("onlyDevice")) : -1,
+                map.containsKey("limit") ? parseLong("faultInjection.limit", map.get("limit")) : Long.MAX_VALUE);
     }
 
     private static long parseLong(String name, Object v) {

@@ -259,6 +259,7 @@ public final class KvEngine implements AutoCloseable {
                 store.stats().checksumFailures.sum(), store.stats().evictions.sum(), store.dram().budgetBytes(),
                 store.dram().reservedBytes(), store.dram().inUseBytes(), out, List.copyOf(unavailableIds), quarantine,
                 store.quarantinedBytes(), store.stats().failovers.sum(), store.stats().repairs.sum(),
+                store.stats().rereads.sum(),
                 java.util.Collections.unmodifiableMap(store.injectedFaults()));
     }
 

@@ -47,6 +47,7 @@ import java.util.zip.CRC32C;
  * used from different threads concurrently. Close every handle: an open sequence is never evicted.
  */
 public final class KvSequence implements AutoCloseable {
+    private static final org.slf4j.Logger LOG = org.slf4j.LoggerFactory.getLogger(KvSequence.class);
     private static final int IO_BATCH = 64;
     /** Profiling from queries keeps a layer's keys in memory up to this size (else it streams them from the SSDs). */
     private static final long PROFILE_KEYS_IN_MEMORY = 1L << 30;
@@ -1382,6 +1383,7 @@ public final class KvSequence implements AutoCloseable {
         }
         IoBatch batch = readBatch;
         BlockTable t = blocks[layer];
+        String failed = null;
         try {
             for (int g = 0; g < count; g++) {
                 int b = blockIds[g];
@@ -1392,6 +1394,11 @@ public final class KvSequence implements AutoCloseable {
                 batch.addRead(t.device(b), t.offset(b), slots[g].segment().asSlice(0, t.length(b)), b);
             }
             store.execute(batch);
+        } catch (KvIoException e) {
+            if (!store.config().checksums()) {
+                throw e;
+            }
+            failed = e.getMessage(); // every read has finished; the failed blocks will not verify
         } finally {
             batch.clear();
         }
@@ -1401,16 +1408,43 @@ public final class KvSequence implements AutoCloseable {
         for (int g = 0; g < count; g++) {
             int b = blockIds[g];
             // Seeded with the block wanted, so another block's (or sequence's) intact extent fails too.
-            int actual = checksum.compute(crc, EntryChecksum.Kind.BLOCK, layer, b * blockTokens,
-                    slots[g].segment().asSlice(0, t.length(b)).asByteBuffer());
+            int actual = blockChecksum(t, layer, b, slots[g]);
             if (actual != t.crc(b)) {
-                store.stats().checksumFailures.increment();
-                int d = t.device(b);
-                int from = b * blockTokens;
-                throw new KvChecksumException(d, store.devices().get(d).directory().toString(), id, layer, from,
-                        Math.min(from + blockTokens, layerTokens[layer]), t.crc(b), actual);
+                // A block has one copy; a transient fault (a torn or flipped transfer, a passing EIO)
+                // passes on a second read, damage on the media does not.
+                actual = reread(t, layer, b, slots[g]);
+                if (actual != t.crc(b)) {
+                    store.stats().checksumFailures.increment();
+                    int d = t.device(b);
+                    int from = b * blockTokens;
+                    throw new KvChecksumException(d, store.devices().get(d).directory().toString(), id, layer, from,
+                            Math.min(from + blockTokens, layerTokens[layer]), t.crc(b), actual);
+                }
+                store.stats().rereads.increment();
+                LOG.warn("sequence {} layer {} block {}: the read on device {} failed ({}); a second read verified", id,
+                        layer, b, t.device(b), failed != null ? failed : "checksum mismatch");
             }
             store.stats().checksumsVerified.increment();
+        }
+    }
+
+    private int blockChecksum(BlockTable t, int layer, int b, DramSlot slot) {
+        return checksum.compute(crc, EntryChecksum.Kind.BLOCK, layer, b * blockTokens,
+                slot.segment().asSlice(0, t.length(b)).asByteBuffer());
+    }
+
+    /**
+     * Reads block {@code b} again into {@code slot} and returns its checksum; a read that fails
+     * again throws its {@link KvIoException} (the device error, not a checksum, is the cause).
+     */
+    private int reread(BlockTable t, int layer, int b, DramSlot slot) {
+        IoBatch batch = readBatch;
+        try {
+            batch.addRead(t.device(b), t.offset(b), slot.segment().asSlice(0, t.length(b)), b);
+            store.execute(batch);
+            return blockChecksum(t, layer, b, slot);
+        } finally {
+            batch.clear();
         }
     }
 

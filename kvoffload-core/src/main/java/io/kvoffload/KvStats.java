@@ -24,13 +24,15 @@ import java.util.List;
  * @param failovers reads served from another copy of an entry after the copy chosen failed its
  *     checksum or its read (Swarm replicas)
  * @param repairs bad copies rewritten from a good one
+ * @param rereads reads of a single-copy extent that failed (checksum or I/O) and verified when
+ *     repeated: faults in transit, not on the media
  * @param injectedFaults faults injected so far by kind ({@link KvConfig#faultInjection()}); empty
  *     when no faults are injected
  */
 public record KvStats(String ioBackend, List<Device> devices, long checksumsVerified, long checksumFailures,
         long evictions, long dramBudgetBytes, long dramReservedBytes, long dramInUseBytes,
         List<UnavailableDevice> unavailableDevices, List<String> unavailableSequences, List<String> quarantine,
-        long quarantinedBytes, long failovers, long repairs, java.util.Map<String, Long> injectedFaults) {
+        long quarantinedBytes, long failovers, long repairs, long rereads, java.util.Map<String, Long> injectedFaults) {
 
     /**
      * A device that is not serving.

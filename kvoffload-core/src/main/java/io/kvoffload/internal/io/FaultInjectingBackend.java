@@ -44,6 +44,7 @@ public final class FaultInjectingBackend extends ForwardingIoBackend {
     private final AtomicLongArray counts = new AtomicLongArray(Kind.values().length);
     private final Object lock = new Object();
     private long requests;
+    private long injectedSoFar;
     private volatile boolean vanished;
     /** Per batch in flight: the fault of each request (NONE for none) and a random word for each. */
     private final java.util.Map<IoBatch, Plan> plans = new java.util.IdentityHashMap<>();
@@ -93,6 +94,9 @@ public final class FaultInjectingBackend extends ForwardingIoBackend {
         synchronized (lock) {
             for (int i = 0; i < n; i++) {
                 kinds[i] = decide(batch.op(i), batch.device(i));
+                if (kinds[i] != NONE && kinds[i] != (byte) Kind.VANISHED.ordinal()) {
+                    injectedSoFar++;
+                }
                 words[i] = random.nextLong();
             }
             spike = spec.latencySpike() > 0 && random.nextDouble() < spec.latencySpike();
@@ -113,7 +117,7 @@ public final class FaultInjectingBackend extends ForwardingIoBackend {
             return (byte) Kind.VANISHED.ordinal();
         }
         double u = random.nextDouble();
-        if (spec.onlyDevice() >= 0 && device != spec.onlyDevice()) {
+        if ((spec.onlyDevice() >= 0 && device != spec.onlyDevice()) || injectedSoFar >= spec.limit()) {
             return NONE;
         }
         if ((u -= spec.eio()) < 0) {

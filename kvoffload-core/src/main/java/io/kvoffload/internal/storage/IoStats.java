@@ -13,6 +13,8 @@ public final class IoStats {
     public final LongAdder evictions = new LongAdder();
     /** Reads served from another copy after the chosen one failed ({@link ReplicaFailover}). */
     public final LongAdder failovers = new LongAdder();
+    /** Single-copy reads that verified when repeated (transient faults). */
+    public final LongAdder rereads = new LongAdder();
     /** Bad copies rewritten from a good one. */
     public final LongAdder repairs = new LongAdder();
 

@@ -18,8 +18,9 @@ import org.slf4j.LoggerFactory;
  * clusters). When the copy a read chose fails its checksum or its device erred, the other copies
  * are read one by one; the first that verifies is handed to the caller, within the same read or
  * fetch, and the bad copy is rewritten from it (read-modify-write of its aligned range, then a sync),
- * so the next read finds it whole. Only when no copy verifies does the read fail, naming every copy
- * tried. Runs only on the failure path; it may allocate.
+ * so the next read finds it whole. When no other copy serves, the first copy is read once more (a
+ * fault in transit passes the second time). Only when nothing verifies does the read fail, naming
+ * every copy tried. Runs only on the failure path; it may allocate.
  */
 public final class ReplicaFailover {
     private static final Logger LOG = LoggerFactory.getLogger(ReplicaFailover.class);
@@ -72,6 +73,23 @@ public final class ReplicaFailover {
                 return;
             } catch (KvException | IOException ex) {
                 tried.add("device " + dev + " offset " + off + " (" + ex.getMessage() + ")");
+            }
+        }
+        // No other copy served: the first one may have suffered a fault in transit, not on the media.
+        if (store.devices().get(badDevice).failure() == null) {
+            try {
+                MemorySegment again = readEntry(badDevice, badOffset, cl, layer, token, cl.entryAt(token, badDevice,
+                        badOffset));
+                if (again != null) {
+                    MemorySegment.copy(again, 0, dst, dstAt, entryBytes);
+                    store.stats().rereads.increment();
+                    LOG.warn("sequence {} layer {} token {}: copy on device {} at {} failed ({}); a second read verified",
+                            sequenceId, layer, token, badDevice, badOffset, why);
+                    return;
+                }
+                tried.add("device " + badDevice + " offset " + badOffset + " again (checksum mismatch)");
+            } catch (KvException | IOException ex) {
+                tried.add("device " + badDevice + " offset " + badOffset + " again (" + ex.getMessage() + ")");
             }
         }
         store.stats().checksumFailures.increment();
