@@ -85,6 +85,7 @@ public final class FaultCampaignCommand implements Callable<Integer> {
     private long silent;
     private long failovers;
     private long repairs;
+    private long rereads;
     private long hangs;
     private long otherExceptions;
     private final List<String> incidents = new ArrayList<>();
@@ -268,6 +269,7 @@ public final class FaultCampaignCommand implements Callable<Integer> {
                 st.injectedFaults().forEach((k, v) -> injected.merge(k, v, Long::sum));
                 failovers += st.failovers();
                 repairs += st.repairs();
+                rereads += st.rereads();
                 if (st.injectedFaults().getOrDefault("BIT_FLIP_DISK", 0L) + st.injectedFaults().getOrDefault("TORN_WRITE",
                         0L) > 0) {
                     damagedByMedia.add("*");
@@ -435,6 +437,7 @@ public final class FaultCampaignCommand implements Callable<Integer> {
         outcomes.forEach((what, n) -> o.row(what, n));
         o.row("reads served from another copy (failovers)", failovers);
         o.row("bad copies rewritten (repairs)", repairs);
+        o.row("single-copy reads that verified when repeated (rereads)", rereads);
         o.row("silent corruptions", silent);
         o.row("hangs", hangs);
         o.row("exceptions other than KvException", otherExceptions);
