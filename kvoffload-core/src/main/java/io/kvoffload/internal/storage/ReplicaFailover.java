@@ -101,15 +101,11 @@ public final class ReplicaFailover {
 
     /** Reads the entry at ({@code dev}, {@code off}); returns its bytes if they verify, else null. */
     private MemorySegment readEntry(int dev, long off, ClusterLayout cl, int layer, int token, int e) throws IOException {
-        int align = store.devices().get(dev).alignment();
-        long start = off & -(long) align;
-        long len = Checks.alignUp(off + entryBytes, align) - start;
-        DramSlot slot = store.dram().acquire(len);
+        long start = alignedStart(dev, off);
+        DramSlot slot = store.dram().acquire(alignedLength(dev, off));
         try {
-            IoBatch batch = store.backend().newBatch(1);
-            batch.addRead(dev, start, slot.segment().asSlice(0, len), 0);
-            store.execute(batch);
-            MemorySegment entry = slot.segment().asSlice(off - start, entryBytes);
+            MemorySegment range = readRange(dev, off, slot);
+            MemorySegment entry = range.asSlice(off - start, entryBytes);
             int actual = checksum.compute(crc, EntryChecksum.Kind.ENTRY, layer, token, entry.asByteBuffer());
             if (actual != cl.entryCrc(e)) {
                 return null;
@@ -123,25 +119,41 @@ public final class ReplicaFailover {
         }
     }
 
+    private long alignedStart(int dev, long off) {
+        return off & -(long) store.devices().get(dev).alignment();
+    }
+
+    private long alignedLength(int dev, long off) {
+        return Checks.alignUp(off + entryBytes, store.devices().get(dev).alignment()) - alignedStart(dev, off);
+    }
+
+    /** Reads the aligned range holding the entry at ({@code dev}, {@code off}) into {@code slot}. */
+    private MemorySegment readRange(int dev, long off, DramSlot slot) {
+        MemorySegment buf = slot.segment().asSlice(0, alignedLength(dev, off));
+        IoBatch batch = store.backend().newBatch(1);
+        batch.addRead(dev, alignedStart(dev, off), buf, 0);
+        store.execute(batch);
+        return buf;
+    }
+
     /** Rewrites the bad copy from the good bytes; a failure is logged, the read already succeeded. */
     private void repair(ClusterLayout cl, int layer, int token, int dev, long off, MemorySegment good) {
         if (store.devices().get(dev).failure() != null) {
             return; // nothing is written to a failed device
         }
-        int align = store.devices().get(dev).alignment();
-        long start = off & -(long) align;
-        long len = Checks.alignUp(off + entryBytes, align) - start;
-        DramSlot slot = store.dram().acquire(len);
+        long start = alignedStart(dev, off);
+        DramSlot slot = store.dram().acquire(alignedLength(dev, off));
         try {
-            IoBatch batch = store.backend().newBatch(1);
-            MemorySegment buf = slot.segment().asSlice(0, len);
-            batch.addRead(dev, start, buf, 0);
-            store.execute(batch); // the neighbours in the same aligned range must be kept as they are
-            batch.clear();
-            MemorySegment.copy(good, 0, buf, off - start, entryBytes);
-            batch.addWrite(dev, start, buf, 0);
-            store.execute(batch);
-            store.backend().sync(dev);
+            // The neighbours in the same aligned range must be kept as they are; repairs on one device
+            // are serialised so that two of them in one range cannot undo each other.
+            synchronized (store.devices().get(dev)) {
+                MemorySegment buf = readRange(dev, off, slot);
+                IoBatch batch = store.backend().newBatch(1);
+                MemorySegment.copy(good, 0, buf, off - start, entryBytes);
+                batch.addWrite(dev, start, buf, 0);
+                store.execute(batch);
+                store.backend().sync(dev);
+            }
             store.stats().repairs.increment();
             LOG.warn("sequence {} layer {} token {}: rewrote the bad copy on device {} at {}", sequenceId, layer, token,
                     dev, off);
