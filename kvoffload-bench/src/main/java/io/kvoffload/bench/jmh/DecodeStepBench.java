@@ -115,6 +115,32 @@ public class DecodeStepBench {
         return n;
     }
 
+    /**
+     * The same step, with the caller taking every head's K and V segments from each view, as an
+     * attention kernel does: the difference to {@link #step} is the cost of the segments' own scope
+     * (one shared arena per view, ended at close so a kept segment cannot show later KV).
+     */
+    @Benchmark
+    public long stepWithSegments() {
+        float[][] q = queries[step];
+        step = (step + 1) % QUERIES;
+        KvView first = decoder.prefetch(0, q[0]);
+        KvView second = decoder.prefetch(1, q[1]);
+        long n = touch(first.await());
+        first.close();
+        n += touch(second.await());
+        second.close();
+        return n;
+    }
+
+    private static long touch(KvView v) {
+        long n = v.tokenCount();
+        for (int h = 0; h < SHAPE.kvHeads(); h++) {
+            n += v.keys(h).byteSize() + v.values(h).byteSize();
+        }
+        return n;
+    }
+
     @TearDown(Level.Trial)
     public void tearDown() throws IOException {
         decoder.close();
