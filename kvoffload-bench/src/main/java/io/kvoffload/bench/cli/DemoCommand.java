@@ -8,6 +8,7 @@ import io.kvoffload.KvShape;
 import io.kvoffload.KvStats;
 import io.kvoffload.PrefixMatch;
 import io.kvoffload.SequenceInfo;
+import io.kvoffload.bench.TempDirs;
 import io.kvoffload.bench.compare.CompareCommand;
 import java.io.IOException;
 import java.io.PrintStream;
@@ -16,12 +17,10 @@ import java.lang.foreign.MemorySegment;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
-import java.util.Comparator;
 import java.util.List;
 import java.util.Optional;
 import java.util.SplittableRandom;
 import java.util.concurrent.Callable;
-import java.util.stream.Stream;
 import me.tongfei.progressbar.ProgressBar;
 import me.tongfei.progressbar.ProgressBarBuilder;
 import me.tongfei.progressbar.ProgressBarStyle;
@@ -122,7 +121,7 @@ public final class DemoCommand implements Callable<Integer> {
             return run(shape, devs);
         } finally {
             if (tempRoot != null && !keep) {
-                deleteRecursively(tempRoot);
+                TempDirs.deleteRecursively(tempRoot);
             } else if (tempRoot != null) {
                 out.println("kept " + tempRoot);
             }
@@ -292,7 +291,7 @@ public final class DemoCommand implements Callable<Integer> {
             if (keep) {
                 out.println("kept " + tmp);
             } else {
-                deleteRecursively(tmp);
+                TempDirs.deleteRecursively(tmp);
             }
         }
     }
@@ -304,13 +303,5 @@ public final class DemoCommand implements Callable<Integer> {
 
     static String mib(long bytes) {
         return String.format("%.1f MiB", bytes / (double) (1 << 20));
-    }
-
-    private static void deleteRecursively(Path root) throws IOException {
-        try (Stream<Path> s = Files.walk(root)) {
-            for (Path p : s.sorted(Comparator.reverseOrder()).toList()) {
-                Files.deleteIfExists(p);
-            }
-        }
     }
 }

@@ -14,6 +14,7 @@ import io.kvoffload.KvSequence;
 import io.kvoffload.KvShape;
 import io.kvoffload.KvView;
 import io.kvoffload.SparseAttention;
+import io.kvoffload.bench.TempDirs;
 import io.kvoffload.bench.compare.IoStrategies.Layout;
 import io.kvoffload.bench.compare.IoStrategies.Strategy;
 import io.kvoffload.bench.fio.Fio;
@@ -36,7 +37,6 @@ import io.kvoffload.workload.SyntheticWorkload;
 import io.kvoffload.workload.WorkloadSpec;
 import java.io.IOException;
 import java.io.PrintWriter;
-import java.io.UncheckedIOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.nio.charset.StandardCharsets;
@@ -52,7 +52,6 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.concurrent.Callable;
-import java.util.stream.Stream;
 import me.tongfei.progressbar.ProgressBar;
 import me.tongfei.progressbar.ProgressBarBuilder;
 import me.tongfei.progressbar.ProgressBarStyle;
@@ -482,7 +481,7 @@ public final class CompareCommand implements Callable<Integer> {
                 }
             } finally {
                 arena.close();
-                deleteRecursively(root);
+                TempDirs.deleteRecursively(root);
             }
         }
     }
@@ -812,7 +811,7 @@ public final class CompareCommand implements Callable<Integer> {
                     step();
                 }
             } finally {
-                deleteRecursively(root);
+                TempDirs.deleteRecursively(root);
             }
         }
         return rows;
@@ -1031,20 +1030,5 @@ public final class CompareCommand implements Callable<Integer> {
     static String pct(double share) {
         double p = share * 100;
         return p == Math.rint(p) ? String.valueOf((long) p) : String.format(Locale.ROOT, "%.1f", p);
-    }
-
-    private static void deleteRecursively(Path root) throws IOException {
-        if (root == null || !Files.exists(root)) {
-            return;
-        }
-        try (Stream<Path> files = Files.walk(root)) {
-            for (Path p : files.sorted(Comparator.reverseOrder()).toList()) {
-                try {
-                    Files.deleteIfExists(p);
-                } catch (IOException e) {
-                    throw new UncheckedIOException(e);
-                }
-            }
-        }
     }
 }

@@ -7,6 +7,7 @@ import io.kvoffload.KvException;
 import io.kvoffload.KvSequence;
 import io.kvoffload.KvStats;
 import io.kvoffload.SequenceInfo;
+import io.kvoffload.bench.TempDirs;
 import io.kvoffload.bench.report.MarkdownTable;
 import java.io.IOException;
 import java.io.PrintWriter;
@@ -28,7 +29,6 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
-import java.util.stream.Stream;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
@@ -122,7 +122,7 @@ public final class FaultCampaignCommand implements Callable<Integer> {
         } finally {
             ops.shutdownNow();
             if (dir == null) {
-                deleteRecursively(root);
+                TempDirs.deleteRecursively(root);
             }
         }
     }
@@ -452,23 +452,6 @@ public final class FaultCampaignCommand implements Callable<Integer> {
             out.println();
             out.println("Incidents (first 20 of " + incidents.size() + "):");
             incidents.stream().limit(20).forEach(i -> out.println("- " + i));
-        }
-    }
-
-    static void deleteRecursively(Path root) {
-        if (!Files.exists(root)) {
-            return;
-        }
-        try (Stream<Path> s = Files.walk(root)) {
-            s.sorted(java.util.Comparator.reverseOrder()).forEach(p -> {
-                try {
-                    Files.deleteIfExists(p);
-                } catch (IOException ignored) {
-                    // best effort
-                }
-            });
-        } catch (IOException ignored) {
-            // best effort
         }
     }
 }

@@ -2,6 +2,7 @@ package io.kvoffload.bench.scaling;
 
 import io.kvoffload.DeviceModelSpec;
 import io.kvoffload.KvConfig;
+import io.kvoffload.bench.TempDirs;
 import io.kvoffload.bench.report.CsvWriter;
 import io.kvoffload.bench.report.MarkdownTable;
 import io.kvoffload.bench.report.Plots;
@@ -29,7 +30,6 @@ import java.util.ServiceLoader;
 import java.util.Set;
 import java.util.SplittableRandom;
 import java.util.concurrent.Callable;
-import java.util.stream.Stream;
 import me.tongfei.progressbar.ProgressBar;
 import me.tongfei.progressbar.ProgressBarBuilder;
 import me.tongfei.progressbar.ProgressBarStyle;
@@ -167,7 +167,7 @@ public final class ScalingCommand implements Callable<Integer> {
             return measure(deviceDirs.subList(0, maxDevices), poolBytes);
         } finally {
             if (tempRoot != null) {
-                deleteRecursively(tempRoot);
+                TempDirs.deleteRecursively(tempRoot);
             }
         }
     }
@@ -635,12 +635,6 @@ public final class ScalingCommand implements Callable<Integer> {
     private static void step(ProgressBar bar) {
         if (bar != null) {
             bar.step();
-        }
-    }
-
-    private static void deleteRecursively(Path root) throws IOException {
-        try (Stream<Path> s = Files.walk(root)) {
-            s.sorted(Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
         }
     }
 

@@ -11,6 +11,7 @@ import io.kvoffload.KvSequence;
 import io.kvoffload.KvShape;
 import io.kvoffload.KvStats;
 import io.kvoffload.KvView;
+import io.kvoffload.bench.TempDirs;
 import io.kvoffload.bench.fio.Fio;
 import io.kvoffload.workload.SyntheticWorkload;
 import io.kvoffload.workload.WorkloadSpec;
@@ -22,10 +23,8 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Arrays;
-import java.util.Comparator;
 import java.util.List;
 import java.util.concurrent.Callable;
-import java.util.stream.Stream;
 import me.tongfei.progressbar.ProgressBar;
 import me.tongfei.progressbar.ProgressBarBuilder;
 import me.tongfei.progressbar.ProgressBarStyle;
@@ -163,11 +162,7 @@ public final class SwarmOnlineBench implements Callable<Integer> {
                 }
             }
         } finally {
-            try (Stream<Path> files = Files.walk(root)) {
-                for (Path p : files.sorted(Comparator.reverseOrder()).toList()) {
-                    Files.deleteIfExists(p);
-                }
-            }
+            TempDirs.deleteRecursively(root);
         }
         out.flush();
         return 0;
