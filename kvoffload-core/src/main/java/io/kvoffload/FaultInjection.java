@@ -4,7 +4,8 @@ import io.kvoffload.internal.util.Checks;
 
 /**
  * Faults to inject into every I/O the engine does, for testing how an application and the library
- * behave when devices misbehave ({@link KvConfig.Builder#faultInjection}). Each probability applies
+ * behave when devices misbehave ({@link KvConfig.Builder#faultInjection}); made with
+ * {@link #builder(long)}. Each probability applies
  * to each request independently, drawn from {@code seed}, so a run is reproducible for a given
  * request order. Never configure this in production.
  *
@@ -42,60 +43,90 @@ public record FaultInjection(long seed, double eio, double tornRead, double bitF
         Checks.inRange("limit", limit, 0, Long.MAX_VALUE);
     }
 
-    /** No faults at all; a starting point for the {@code with} methods. */
-    public static FaultInjection none(long seed) {
-        return new FaultInjection(seed, 0, 0, 0, 0, 0, 0, 0, 0, -1, 0, -1, Long.MAX_VALUE);
+    /** A builder with no faults at all, drawing from {@code seed}. */
+    public static Builder builder(long seed) {
+        return new Builder(seed);
     }
 
-    public FaultInjection withEio(double p) {
-        return new FaultInjection(seed, p, tornRead, bitFlipRead, bitFlipDisk, tornWrite, enospc, latencySpike,
-                latencySpikeMillis, vanishDevice, vanishAfterRequests, onlyDevice, limit);
-    }
+    /** Builds a {@link FaultInjection}; every fault is off until set. */
+    public static final class Builder {
+        private final long seed;
+        private double eio;
+        private double tornRead;
+        private double bitFlipRead;
+        private double bitFlipDisk;
+        private double tornWrite;
+        private double enospc;
+        private double latencySpike;
+        private int latencySpikeMillis;
+        private int vanishDevice = -1;
+        private long vanishAfterRequests;
+        private int onlyDevice = -1;
+        private long limit = Long.MAX_VALUE;
 
-    public FaultInjection withTornRead(double p) {
-        return new FaultInjection(seed, eio, p, bitFlipRead, bitFlipDisk, tornWrite, enospc, latencySpike,
-                latencySpikeMillis, vanishDevice, vanishAfterRequests, onlyDevice, limit);
-    }
+        private Builder(long seed) {
+            this.seed = seed;
+        }
 
-    public FaultInjection withBitFlipRead(double p) {
-        return new FaultInjection(seed, eio, tornRead, p, bitFlipDisk, tornWrite, enospc, latencySpike,
-                latencySpikeMillis, vanishDevice, vanishAfterRequests, onlyDevice, limit);
-    }
+        public Builder eio(double p) {
+            this.eio = p;
+            return this;
+        }
 
-    public FaultInjection withBitFlipDisk(double p) {
-        return new FaultInjection(seed, eio, tornRead, bitFlipRead, p, tornWrite, enospc, latencySpike,
-                latencySpikeMillis, vanishDevice, vanishAfterRequests, onlyDevice, limit);
-    }
+        public Builder tornRead(double p) {
+            this.tornRead = p;
+            return this;
+        }
 
-    public FaultInjection withTornWrite(double p) {
-        return new FaultInjection(seed, eio, tornRead, bitFlipRead, bitFlipDisk, p, enospc, latencySpike,
-                latencySpikeMillis, vanishDevice, vanishAfterRequests, onlyDevice, limit);
-    }
+        public Builder bitFlipRead(double p) {
+            this.bitFlipRead = p;
+            return this;
+        }
 
-    public FaultInjection withEnospc(double p) {
-        return new FaultInjection(seed, eio, tornRead, bitFlipRead, bitFlipDisk, tornWrite, p, latencySpike,
-                latencySpikeMillis, vanishDevice, vanishAfterRequests, onlyDevice, limit);
-    }
+        public Builder bitFlipDisk(double p) {
+            this.bitFlipDisk = p;
+            return this;
+        }
 
-    public FaultInjection withLatencySpikes(double p, int millis) {
-        return new FaultInjection(seed, eio, tornRead, bitFlipRead, bitFlipDisk, tornWrite, enospc, p, millis,
-                vanishDevice, vanishAfterRequests, onlyDevice, limit);
-    }
+        public Builder tornWrite(double p) {
+            this.tornWrite = p;
+            return this;
+        }
 
-    public FaultInjection withVanishingDevice(int device, long afterRequests) {
-        return new FaultInjection(seed, eio, tornRead, bitFlipRead, bitFlipDisk, tornWrite, enospc, latencySpike,
-                latencySpikeMillis, device, afterRequests, onlyDevice, limit);
-    }
+        public Builder enospc(double p) {
+            this.enospc = p;
+            return this;
+        }
 
-    /** The per-request faults hit only {@code device} (-1: every device). */
-    public FaultInjection onlyOnDevice(int device) {
-        return new FaultInjection(seed, eio, tornRead, bitFlipRead, bitFlipDisk, tornWrite, enospc, latencySpike,
-                latencySpikeMillis, vanishDevice, vanishAfterRequests, device, limit);
-    }
+        public Builder latencySpikes(double p, int millis) {
+            this.latencySpike = p;
+            this.latencySpikeMillis = millis;
+            return this;
+        }
 
-    /** At most {@code faults} per-request faults in all (1: a single transient fault). */
-    public FaultInjection atMost(long faults) {
-        return new FaultInjection(seed, eio, tornRead, bitFlipRead, bitFlipDisk, tornWrite, enospc, latencySpike,
-                latencySpikeMillis, vanishDevice, vanishAfterRequests, onlyDevice, faults);
+        /** {@code device} fails every request after the first {@code afterRequests} of all devices. */
+        public Builder vanishingDevice(int device, long afterRequests) {
+            this.vanishDevice = device;
+            this.vanishAfterRequests = afterRequests;
+            return this;
+        }
+
+        /** The per-request faults hit only {@code device} (-1: every device). */
+        public Builder onlyOnDevice(int device) {
+            this.onlyDevice = device;
+            return this;
+        }
+
+        /** At most {@code faults} per-request faults in all (1: a single transient fault). */
+        public Builder atMost(long faults) {
+            this.limit = faults;
+            return this;
+        }
+
+        /** @throws IllegalArgumentException naming a value out of range */
+        public FaultInjection build() {
+            return new FaultInjection(seed, eio, tornRead, bitFlipRead, bitFlipDisk, tornWrite, enospc, latencySpike,
+                    latencySpikeMillis, vanishDevice, vanishAfterRequests, onlyDevice, limit);
+        }
     }
 }

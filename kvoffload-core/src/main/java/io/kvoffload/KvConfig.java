@@ -367,18 +367,27 @@ public final class KvConfig {
                         + "'; allowed keys: " + FAULT_KEYS);
             }
         }
+        FaultInjection.Builder b = FaultInjection.builder(map.containsKey("seed")
+                ? parseLong("faultInjection.seed", map.get("seed")) : 0);
         java.util.function.ToDoubleFunction<String> p = k -> map.containsKey(k)
                 ? parseDouble("faultInjection." + k, map.get(k)) : 0;
-        return new FaultInjection(map.containsKey("seed") ? parseLong("faultInjection.seed", map.get("seed")) : 0,
-                p.applyAsDouble("eio"), p.applyAsDouble("tornRead"), p.applyAsDouble("bitFlipRead"),
-                p.applyAsDouble("bitFlipDisk"), p.applyAsDouble("tornWrite"), p.applyAsDouble("enospc"),
-                p.applyAsDouble("latencySpike"), map.containsKey("latencySpikeMillis")
-                        ? parseInt("faultInjection.latencySpikeMillis", map.get("latencySpikeMillis")) : 0,
-                map.containsKey("vanishDevice") ? parseInt("faultInjection.vanishDevice", map.get("vanishDevice")) : -1,
-                map.containsKey("vanishAfterRequests")
-                        ? parseLong("faultInjection.vanishAfterRequests", map.get("vanishAfterRequests")) : 0,
-                map.containsKey("onlyDevice") ? parseInt("faultInjection.onlyDevice", map.get("onlyDevice")) : -1,
-                map.containsKey("limit") ? parseLong("faultInjection.limit", map.get("limit")) : Long.MAX_VALUE);
+        b.eio(p.applyAsDouble("eio")).tornRead(p.applyAsDouble("tornRead")).bitFlipRead(p.applyAsDouble("bitFlipRead"))
+                .bitFlipDisk(p.applyAsDouble("bitFlipDisk")).tornWrite(p.applyAsDouble("tornWrite"))
+                .enospc(p.applyAsDouble("enospc"));
+        b.latencySpikes(p.applyAsDouble("latencySpike"), map.containsKey("latencySpikeMillis")
+                ? parseInt("faultInjection.latencySpikeMillis", map.get("latencySpikeMillis")) : 0);
+        if (map.containsKey("vanishDevice")) {
+            b.vanishingDevice(parseInt("faultInjection.vanishDevice", map.get("vanishDevice")),
+                    map.containsKey("vanishAfterRequests")
+                            ? parseLong("faultInjection.vanishAfterRequests", map.get("vanishAfterRequests")) : 0);
+        }
+        if (map.containsKey("onlyDevice")) {
+            b.onlyOnDevice(parseInt("faultInjection.onlyDevice", map.get("onlyDevice")));
+        }
+        if (map.containsKey("limit")) {
+            b.atMost(parseLong("faultInjection.limit", map.get("limit")));
+        }
+        return b.build();
     }
 
     private static long parseLong(String name, Object v) {

@@ -226,7 +226,7 @@ class ReplicaFailoverTest {
             d.prefetch(0, new int[0], 0).close();
             setup = e.stats().devices().stream().mapToLong(KvStats.Device::reads).sum();
         }
-        KvConfig faulty = config().faultInjection(FaultInjection.none(3).withVanishingDevice((int) a[0], setup)).build();
+        KvConfig faulty = config().faultInjection(FaultInjection.builder(3).vanishingDevice((int) a[0], setup).build()).build();
         try (KvEngine e = KvEngine.open(faulty); KvSequence s = e.openSequence("s"); KvDecoder d = s.decoder(o)) {
             d.prefetch(0, new int[0], 0).close();
             try (KvView v = d.prefetch(0, new int[] {SHARED[2]}, 1)) {

@@ -324,7 +324,7 @@ class StoreSafetyTest {
         try (KvEngine e = KvEngine.open(config(d).build())) {
             commit(e, "a", 1, 64);
         }
-        KvConfig faulty = config(d).faultInjection(FaultInjection.none(7).withVanishingDevice(1, 0)).build();
+        KvConfig faulty = config(d).faultInjection(FaultInjection.builder(7).vanishingDevice(1, 0).build()).build();
         try (KvEngine e = KvEngine.open(faulty)) {
             assertTrue(e.ioBackend().endsWith("+faults"), e.ioBackend());
             for (int i = 0; i < 12; i++) {

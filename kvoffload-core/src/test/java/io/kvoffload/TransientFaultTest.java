@@ -45,23 +45,23 @@ class TransientFaultTest {
 
     @Test
     void aBitFlippedTransferIsReadAgain() throws Exception {
-        readsBackAfterOneFault(FaultInjection.none(1).withBitFlipRead(1).atMost(1));
+        readsBackAfterOneFault(FaultInjection.builder(1).bitFlipRead(1).atMost(1).build());
     }
 
     @Test
     void aTornTransferIsReadAgain() throws Exception {
-        readsBackAfterOneFault(FaultInjection.none(2).withTornRead(1).atMost(1));
+        readsBackAfterOneFault(FaultInjection.builder(2).tornRead(1).atMost(1).build());
     }
 
     @Test
     void aPassingEioIsReadAgain() throws Exception {
-        readsBackAfterOneFault(FaultInjection.none(3).withEio(1).atMost(1));
+        readsBackAfterOneFault(FaultInjection.builder(3).eio(1).atMost(1).build());
     }
 
     @Test
     void persistentFaultsStillFailTheRead() throws Exception {
         List<Path> d = store();
-        FaultInjection always = FaultInjection.none(4).withBitFlipRead(1);
+        FaultInjection always = FaultInjection.builder(4).bitFlipRead(1).build();
         try (KvEngine e = KvEngine.open(TestEngines.config(d, "portable").blockTokens(16).faultInjection(always).build());
                 KvSequence s = e.openSequence("a")) {
             KvChecksumException ex = assertThrows(KvChecksumException.class,

@@ -185,12 +185,13 @@ public final class FaultCampaignCommand implements Callable<Integer> {
         Map<String, Long> injected = new TreeMap<>();
         int next = 0;
         for (int round = 0; round < rounds; round++) {
-            FaultInjection fi = FaultInjection.none(seed + round).withEio(rate).withTornRead(rate)
-                    .withBitFlipRead(rate).withBitFlipDisk(rate / 2).withTornWrite(rate / 2).withEnospc(rate)
-                    .withLatencySpikes(rate, 20);
+            FaultInjection.Builder faults = FaultInjection.builder(seed + round).eio(rate).tornRead(rate)
+                    .bitFlipRead(rate).bitFlipDisk(rate / 2).tornWrite(rate / 2).enospc(rate)
+                    .latencySpikes(rate, 20);
             if (round % 6 == 5) {
-                fi = fi.withVanishingDevice(round / 6 % devices, 50 + rnd.nextInt(400));
+                faults.vanishingDevice(round / 6 % devices, 50 + rnd.nextInt(400));
             }
+            FaultInjection fi = faults.build();
             Set<String> damagedByMedia = new HashSet<>();
             // Two sequences with replicas committed without faults, for the faulty round to read: a
             // clustering does so much I/O that, under faults, it rarely commits.

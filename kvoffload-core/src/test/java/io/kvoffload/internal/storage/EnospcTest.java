@@ -40,7 +40,7 @@ class EnospcTest {
         java.util.List<Path> dirs = TestEngines.deviceDirs(root.resolve("e"), 2);
         io.kvoffload.KvShape shape = new io.kvoffload.KvShape(2, 8, 2, 16, io.kvoffload.DType.BF16);
         KvConfig faulty = TestEngines.config(dirs, "portable").blockTokens(16)
-                .faultInjection(FaultInjection.none(1).withEnospc(1).onlyOnDevice(1)).build();
+                .faultInjection(FaultInjection.builder(1).enospc(1).onlyOnDevice(1).build()).build();
         try (io.kvoffload.KvEngine e = io.kvoffload.KvEngine.open(faulty)) {
             try (io.kvoffload.KvSequence s = e.createSequence("a", shape)) {
                 TestEngines.append(s, 4, 200, 64); // half its blocks prefer device 1, which says ENOSPC
@@ -62,7 +62,7 @@ class EnospcTest {
     @Test
     void aDeviceThatSaysEnospcIsAvoidedAndTakesWritesAgainWhenSpaceReturns() throws Exception {
         KvConfig.Builder b = TestEngines.config(TestEngines.deviceDirs(root, 2), "portable");
-        try (Store store = new Store(b.faultInjection(FaultInjection.none(1).withEnospc(1)).build())) {
+        try (Store store = new Store(b.faultInjection(FaultInjection.builder(1).enospc(1).build()).build())) {
             KvIoException e = assertThrows(KvIoException.class, () -> write(store, 0, 0));
             assertEquals(28, e.errno());
             assertTrue(store.devices().get(0).full());
