@@ -21,6 +21,8 @@ final class DeviceHealth extends ForwardingIoBackend {
 
     private final List<DevicePool> devices;
     private final AtomicIntegerArray consecutive;
+    /** Whether some device has a failure count or a full mark to clear (else a success costs nothing). */
+    private volatile boolean watching;
 
     DeviceHealth(IoBackend inner, List<DevicePool> devices) {
         super(inner);
@@ -50,6 +52,9 @@ final class DeviceHealth extends ForwardingIoBackend {
     }
 
     private void succeeded(IoBatch batch) {
+        if (!watching) {
+            return; // the usual case on the decode path: nothing to clear, no loop over the batch
+        }
         for (int i = 0, n = batch.size(); i < n; i++) {
             int d = batch.device(i);
             if (consecutive.get(d) != 0) {
@@ -59,6 +64,21 @@ final class DeviceHealth extends ForwardingIoBackend {
                 devices.get(d).full(false); // space came back
             }
         }
+        if (!anyToClear()) {
+            watching = false;
+            if (anyToClear()) {
+                watching = true; // a failure raced in after the check
+            }
+        }
+    }
+
+    private boolean anyToClear() {
+        for (int d = 0; d < devices.size(); d++) {
+            if (consecutive.get(d) != 0 || devices.get(d).full()) {
+                return true;
+            }
+        }
+        return false;
     }
 
     private void failed(KvIoException e) {
@@ -68,12 +88,14 @@ final class DeviceHealth extends ForwardingIoBackend {
         }
         if (e.errno() == ENOSPC) {
             devices.get(d).full(true);
+            watching = true;
             return;
         }
         if (!isDeviceError(e.errno())) {
             return;
         }
         int n = consecutive.incrementAndGet(d);
+        watching = true;
         if (n == FAILURE_THRESHOLD) {
             devices.get(d).fail(n + " batches in a row failed on it, the last with: " + e.getMessage());
         }
