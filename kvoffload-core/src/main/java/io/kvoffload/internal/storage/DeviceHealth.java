@@ -21,8 +21,6 @@ final class DeviceHealth extends ForwardingIoBackend {
 
     private final List<DevicePool> devices;
     private final AtomicIntegerArray consecutive;
-    /** Whether some device has a failure count or a full mark to clear (else a success costs nothing). */
-    private volatile boolean watching;
 
     DeviceHealth(IoBackend inner, List<DevicePool> devices) {
         super(inner);
@@ -52,8 +50,8 @@ final class DeviceHealth extends ForwardingIoBackend {
     }
 
     private void succeeded(IoBatch batch) {
-        if (!watching) {
-            return; // the usual case on the decode path: nothing to clear, no loop over the batch
+        if (!anyToClear()) {
+            return; // the usual case on the decode path: a look at each device, no loop over the batch
         }
         for (int i = 0, n = batch.size(); i < n; i++) {
             int d = batch.device(i);
@@ -62,12 +60,6 @@ final class DeviceHealth extends ForwardingIoBackend {
             }
             if (batch.op(i) == IoBatch.WRITE && devices.get(d).full()) {
                 devices.get(d).full(false); // space came back
-            }
-        }
-        if (!anyToClear()) {
-            watching = false;
-            if (anyToClear()) {
-                watching = true; // a failure raced in after the check
             }
         }
     }
@@ -88,14 +80,12 @@ final class DeviceHealth extends ForwardingIoBackend {
         }
         if (e.errno() == ENOSPC) {
             devices.get(d).full(true);
-            watching = true;
             return;
         }
         if (!isDeviceError(e.errno())) {
             return;
         }
         int n = consecutive.incrementAndGet(d);
-        watching = true;
         if (n == FAILURE_THRESHOLD) {
             devices.get(d).fail(n + " batches in a row failed on it, the last with: " + e.getMessage());
         }
