@@ -3,6 +3,7 @@ package io.kvoffload;
 import io.kvoffload.internal.storage.DevicePool;
 import io.kvoffload.internal.storage.Manifest;
 import io.kvoffload.internal.storage.ManifestStore;
+import io.kvoffload.internal.storage.Quarantine;
 import io.kvoffload.internal.storage.SequenceCatalog;
 import io.kvoffload.internal.storage.Store;
 import io.kvoffload.internal.util.Checks;
@@ -129,7 +130,7 @@ public final class KvEngine implements AutoCloseable {
         synchronized (store) {
             SequenceCatalog.Entry e = store.catalog().get(id);
             if (e == null) {
-                for (Store.Quarantined q : store.quarantined()) {
+                for (Quarantine.Reason q : store.quarantined()) {
                     if (id.equals(q.id())) {
                         throw new KvException("sequence " + id + " is quarantined: no copy of its manifest could be"
                                 + " used (" + q.reason() + "); restore a copy and reopen the engine, or give its space up"

@@ -2,7 +2,9 @@ package io.kvoffload.internal.storage;
 
 import io.kvoffload.KvCapacityException;
 import io.kvoffload.KvConfig;
+import io.kvoffload.KvDeviceUnavailableException;
 import io.kvoffload.KvException;
+import io.kvoffload.SequenceInfo;
 import io.kvoffload.internal.dram.DramPool;
 import io.kvoffload.internal.dram.DramSlot;
 import io.kvoffload.internal.io.DeviceModel;
@@ -18,17 +20,18 @@ import io.kvoffload.spi.IoBatch;
 import io.kvoffload.spi.IoBackendProvider;
 import io.kvoffload.spi.IoDevice;
 import io.kvoffload.spi.IoOptions;
-import io.kvoffload.KvDeviceUnavailableException;
 import java.io.IOException;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Comparator;
-import java.util.HashMap;
-import java.util.HashSet;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.Set;
 import java.util.ServiceLoader;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.function.Consumer;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -48,15 +51,15 @@ public final class Store implements AutoCloseable {
     private final List<String> deviceUuids;
     private final ManifestStore manifests;
     private final SequenceCatalog catalog = new SequenceCatalog();
-    private final List<Quarantined> quarantined = new ArrayList<>();
-    private final List<long[]> quarantineRanges = new ArrayList<>();
-    private long quarantinedBytes;
+    private Quarantine quarantine;
     private StoreRecord record;
     private IoBackend backend;
     private DramPool dram;
     private final IoStats stats;
     private DeviceTier deviceTier;
     private FaultInjectingBackend faults;
+    private final List<Consumer<SequenceInfo>> evictionListeners = new CopyOnWriteArrayList<>();
+    private ExecutorService listenerThread; // started with the first eviction a listener must hear of
 
     public Store(KvConfig config) throws IOException {
         this.config = config;
@@ -83,7 +86,8 @@ public final class Store implements AutoCloseable {
             }
             this.manifests = new ManifestStore(readDirs, manifestWriteDirs(), modes);
             manifests.removeLeftovers();
-            loadCommitted();
+            this.quarantine = new ManifestRecovery(config, deviceSet, record, devices, deviceUuids, catalog, manifests)
+                    .load();
         } catch (IOException | RuntimeException | Error e) {
             lock.close();
             throw e;
@@ -216,222 +220,6 @@ public final class Store implements AutoCloseable {
                 }
             };
         };
-    }
-
-    /** A sequence none of whose manifest copies could be used; its space stays reserved. */
-    public record Quarantined(String id, List<Path> files, String reason) {}
-
-    /**
-     * Rebuilds the catalog and the allocators from the manifests. For each sequence the newest copy
-     * that decodes, names only this store's devices and claims no space another manifest claims is
-     * used. A sequence with a device missing is listed as unavailable with its space reserved. A
-     * sequence with no usable copy is quarantined, and so is (conservatively) every free byte below
-     * each device's high-water mark, since its manifest may reference any of it.
-     */
-    private void loadCommitted() {
-        Map<String, Integer> healthyIndex = new HashMap<>();
-        for (DevicePool d : devices) {
-            healthyIndex.put(d.uuid(), d.index());
-        }
-        for (Map.Entry<String, List<ManifestStore.Copy>> e : manifests.loadAll().entrySet()) {
-            List<ManifestStore.Copy> copies = new ArrayList<>(e.getValue());
-            copies.sort(Comparator.comparingLong((ManifestStore.Copy c) -> c.manifest() == null ? Long.MIN_VALUE
-                    : c.manifest().commitNumber()).reversed());
-            List<String> reasons = new ArrayList<>();
-            boolean loaded = false;
-            long newest = copies.get(0).manifest() == null ? -1 : copies.get(0).manifest().commitNumber();
-            for (int i = 0; i < copies.size() && !loaded; ) {
-                ManifestStore.Copy c = copies.get(i);
-                if (c.manifest() == null) {
-                    reasons.add(c.file() + ": " + c.error());
-                    i++;
-                    continue;
-                }
-                // Copies of one commit are byte-identical when written by this store; copies that
-                // disagree mean one was rewritten (even with a valid CRC): trust neither, try an older one.
-                int j = i;
-                boolean agree = true;
-                while (j < copies.size() && copies.get(j).manifest() != null
-                        && copies.get(j).manifest().commitNumber() == c.manifest().commitNumber()) {
-                    agree &= copies.get(j).digest() == c.digest();
-                    j++;
-                }
-                if (!agree) {
-                    reasons.add("the copies of commit " + c.manifest().commitNumber() + " disagree: "
-                            + copies.subList(i, j).stream().map(ManifestStore.Copy::file).toList());
-                    i = j;
-                    continue;
-                }
-                String why = adopt(c.manifest(), healthyIndex);
-                if (why == null) {
-                    if (c.manifest().commitNumber() < newest) {
-                        LOG.warn("sequence {}: using commit {} from {}; the newer copies did not verify: {}", e.getKey(),
-                                c.manifest().commitNumber(), c.file(), reasons);
-                    }
-                    loaded = true;
-                } else {
-                    reasons.add(c.file() + ": " + why);
-                    i = j;
-                }
-            }
-            if (!loaded) {
-                Quarantined q = new Quarantined(e.getKey(), copies.stream().map(ManifestStore.Copy::file).toList(),
-                        String.join("; ", reasons));
-                quarantined.add(q);
-                LOG.error("sequence {} cannot be loaded from any copy ({}); its space is quarantined until"
-                        + " KvEngine.releaseQuarantine()", q.id(), q.reason());
-            }
-        }
-        long missing = deviceSet.unavailable().stream().filter(u -> u.uuid() != null
-                && !config.ssdDirectories().contains(u.directory())).count();
-        if (missing >= config.metadataCopies()) {
-            quarantined.add(new Quarantined(null, List.of(), missing + " member device(s) are missing, as many as"
-                    + " metadataCopies = " + config.metadataCopies() + ": manifests kept only there cannot be read"));
-        }
-        if (!quarantined.isEmpty()) {
-            for (DevicePool d : devices) {
-                StoreRecord.Member m = record.member(d.uuid());
-                for (long[] r : d.allocator().reserveFreeBelow(m.highWater())) {
-                    quarantineRanges.add(new long[] {d.index(), r[0], r[1]});
-                    quarantinedBytes += r[1];
-                }
-            }
-            LOG.error("{} quarantine reason(s); {} bytes below the devices' high-water marks are reserved (see"
-                    + " KvStats.quarantine(); KvEngine.releaseQuarantine() frees them)", quarantined.size(),
-                    quarantinedBytes);
-        }
-        LOG.info("{} committed sequences found in {}", catalog.all().size(), manifests.readDirs());
-    }
-
-    /**
-     * Puts a decoded manifest into the catalog and marks its extents used; returns null, or the
-     * reason the copy cannot be used (nothing is then marked).
-     */
-    private String adopt(Manifest m, Map<String, Integer> healthyIndex) {
-        int[] map = new int[m.deviceUuids().size()];
-        String missingDevice = null;
-        for (int i = 0; i < map.length; i++) {
-            String u = m.deviceUuids().get(i);
-            Integer idx = healthyIndex.get(u);
-            if (idx != null) {
-                map[i] = idx;
-            } else if (record.member(u) != null || !deviceSet.recordWasPresent() || deviceSet.hasUnidentified()) {
-                // A member that is not here; or, where membership is not fully known (no record yet,
-                // or a directory that could not be identified), possibly one: unavailable, not foreign.
-                map[i] = -1;
-                missingDevice = u;
-            } else {
-                return "names device " + u + ", which is not a member of this store";
-            }
-        }
-        Manifest local;
-        if (missingDevice != null) {
-            Manifest through = throughCopies(m, map);
-            if (through != null) {
-                LOG.warn("sequence {} has data on missing device {}, all of it also stored on present devices: served"
-                        + " through those copies", m.id(), missingDevice);
-                return adopt(through, healthyIndex);
-            }
-        }
-        if (missingDevice == null) {
-            try {
-                ManifestCodec.validate(m, devices);
-            } catch (IllegalArgumentException e) {
-                return e.getMessage();
-            }
-            for (BlockTable t : m.layers()) {
-                t.remapDevices(map);
-            }
-            ClusterLayout[] clusters = new ClusterLayout[m.clusters().length];
-            for (int l = 0; l < clusters.length; l++) {
-                clusters[l] = m.clusters()[l] == null ? null : m.clusters()[l].remapDevices(map);
-            }
-            GroupLayout[] groups = new GroupLayout[m.groups().length];
-            for (int l = 0; l < groups.length; l++) {
-                groups[l] = m.groups()[l] == null ? null : m.groups()[l].remapDevices(map);
-            }
-            local = new Manifest(m.id(), m.shape(), m.blockTokens(), deviceUuids, m.tokenIds(), m.layers(), clusters,
-                    groups, m.commitMillis(), m.commitNumber(), m.identityChecksums());
-        } else {
-            local = m;
-        }
-        List<long[]> marked = new ArrayList<>();
-        try {
-            local.forEachExtent((d, off, len) -> {
-                int dev = local == m ? map[d] : d;
-                if (dev >= 0) {
-                    devices.get(dev).allocator().markUsed(off, len);
-                    marked.add(new long[] {dev, off, len});
-                }
-            });
-        } catch (IllegalStateException | IllegalArgumentException e) {
-            for (long[] x : marked) {
-                devices.get((int) x[0]).allocator().free(x[1], x[2]);
-            }
-            return e.getMessage();
-        }
-        if (missingDevice != null) {
-            String why = "sequence " + m.id() + " has data on device " + missingDevice + ", which is unavailable: "
-                    + deviceSet.unavailable().stream().filter(u -> missingUuid(u, m)).map(DeviceSet.Unavailable::reason)
-                            .findFirst().orElse("missing");
-            catalog.putUnavailable(m, why, marked);
-            LOG.warn("{}", why);
-        } else {
-            catalog.put(local, 0, false);
-        }
-        return null;
-    }
-
-    /**
-     * {@code m} in the present devices' numbering, when everything it stores on missing devices
-     * ({@code map} −1) is a Swarm cluster entry with another copy on a present device: the layouts
-     * without those segments. Null when a block, a group or a token's last copy is on a missing device.
-     */
-    private Manifest throughCopies(Manifest m, int[] map) {
-        for (BlockTable t : m.layers()) {
-            for (int b = 0; b < t.size(); b++) {
-                if (t.hasExtent(b) && map[t.device(b)] < 0) {
-                    return null;
-                }
-            }
-        }
-        for (GroupLayout g : m.groups()) {
-            for (int s = 0; g != null && s < g.segmentCount(); s++) {
-                if (map[g.segmentDevice(s)] < 0) {
-                    return null;
-                }
-            }
-        }
-        ClusterLayout[] clusters = new ClusterLayout[m.clusters().length];
-        for (int l = 0; l < clusters.length; l++) {
-            if (m.clusters()[l] != null) {
-                clusters[l] = m.clusters()[l].withoutMissingDevices(map, deviceUuids.size());
-                if (clusters[l] == null) {
-                    return null;
-                }
-            }
-        }
-        BlockTable[] layers = new BlockTable[m.layers().length];
-        for (int l = 0; l < layers.length; l++) {
-            layers[l] = m.layers()[l].copy();
-            layers[l].remapDevices(map);
-        }
-        GroupLayout[] groups = new GroupLayout[m.groups().length];
-        for (int l = 0; l < groups.length; l++) {
-            groups[l] = m.groups()[l] == null ? null : m.groups()[l].remapDevices(map);
-        }
-        Manifest through = new Manifest(m.id(), m.shape(), m.blockTokens(), deviceUuids, m.tokenIds(), layers, clusters,
-                groups, m.commitMillis(), m.commitNumber(), m.identityChecksums());
-        try {
-            ManifestCodec.validate(through, devices);
-        } catch (IllegalArgumentException e) {
-            return null;
-        }
-        return through;
-    }
-
-    private static boolean missingUuid(DeviceSet.Unavailable u, Manifest m) {
-        return u.uuid() != null && m.deviceUuids().contains(u.uuid());
     }
 
     private static IoBackend openBackend(KvConfig config, List<DevicePool> devices) throws IOException {
@@ -579,7 +367,7 @@ public final class Store implements AutoCloseable {
         DevicePool d = devices.get(device);
         throw new KvCapacityException("device " + device + " (" + d.directory() + ") is full: pool of "
                 + d.sizeBytes() + " bytes, " + d.allocator().freeBytes() + " free"
-                + (quarantinedBytes > 0 ? " (" + quarantinedBytes + " bytes quarantined, see KvStats.quarantine())" : "")
+                + (quarantine.bytes() > 0 ? " (" + quarantine.bytes() + " bytes quarantined, see KvStats.quarantine())" : "")
                 + ", extent of " + length
                 + " bytes needed; every device is full and " + catalog.heldCount()
                 + " committed sequences are open (open sequences are never evicted). Close sequences, delete some,"
@@ -614,11 +402,11 @@ public final class Store implements AutoCloseable {
         stats.evictions.increment();
         LOG.info("evicted sequence {} ({} bytes) to make room", m.id(), m.storedBytes());
         if (!evictionListeners.isEmpty()) {
-            io.kvoffload.SequenceInfo info = new io.kvoffload.SequenceInfo(m.id(), m.shape(), m.tokenCount(),
+            SequenceInfo info = new SequenceInfo(m.id(), m.shape(), m.tokenCount(),
                     m.storedBytes(), m.commitNumber(), m.commitMillis(), 0);
             // Listeners run off the store lock (they may call back into the engine), in eviction order.
             listenerThread().execute(() -> {
-                for (java.util.function.Consumer<io.kvoffload.SequenceInfo> l : evictionListeners) {
+                for (Consumer<SequenceInfo> l : evictionListeners) {
                     try {
                         l.accept(info);
                     } catch (RuntimeException e) {
@@ -629,18 +417,14 @@ public final class Store implements AutoCloseable {
         }
     }
 
-    private final List<java.util.function.Consumer<io.kvoffload.SequenceInfo>> evictionListeners =
-            new java.util.concurrent.CopyOnWriteArrayList<>();
-    private java.util.concurrent.ExecutorService listenerThread;
-
     /** Adds a listener told about each eviction (on a dedicated thread). */
-    public void addEvictionListener(java.util.function.Consumer<io.kvoffload.SequenceInfo> listener) {
+    public void addEvictionListener(Consumer<SequenceInfo> listener) {
         evictionListeners.add(listener);
     }
 
-    private synchronized java.util.concurrent.ExecutorService listenerThread() {
+    private synchronized ExecutorService listenerThread() {
         if (listenerThread == null) {
-            listenerThread = java.util.concurrent.Executors.newSingleThreadExecutor(r -> {
+            listenerThread = Executors.newSingleThreadExecutor(r -> {
                 Thread t = new Thread(r, "kvoffload-eviction-listeners");
                 t.setDaemon(true);
                 return t;
@@ -721,7 +505,7 @@ public final class Store implements AutoCloseable {
 
     /** Faults injected so far by kind (configuration {@code faultInjection}); empty without injection. */
     public Map<String, Long> injectedFaults() {
-        Map<String, Long> out = new java.util.LinkedHashMap<>();
+        Map<String, Long> out = new LinkedHashMap<>();
         if (faults != null) {
             for (FaultInjectingBackend.Kind k : FaultInjectingBackend.Kind.values()) {
                 out.put(k.name(), faults.injected(k));
@@ -731,12 +515,12 @@ public final class Store implements AutoCloseable {
     }
 
     /** The sequences and reasons that keep space quarantined; empty when nothing is. */
-    public synchronized List<Quarantined> quarantined() {
-        return List.copyOf(quarantined);
+    public synchronized List<Quarantine.Reason> quarantined() {
+        return quarantine.reasons();
     }
 
     public synchronized long quarantinedBytes() {
-        return quarantinedBytes;
+        return quarantine.bytes();
     }
 
     /** Devices that are missing or failed, with the reasons (failures at run time included). */
@@ -750,26 +534,9 @@ public final class Store implements AutoCloseable {
         return out;
     }
 
-    /**
-     * The explicit user action that gives quarantined space back: the unusable manifest copies move
-     * to a {@code quarantine} folder beside them (kept for inspection, never loaded again) and the
-     * reserved space becomes free. Returns the bytes freed.
-     */
+    /** Gives quarantined space back ({@link Quarantine#release}); returns the bytes freed. */
     public synchronized long releaseQuarantine() throws IOException {
-        Set<Path> files = new HashSet<>();
-        for (Quarantined q : quarantined) {
-            files.addAll(q.files());
-        }
-        manifests.quarantine(files);
-        for (long[] r : quarantineRanges) {
-            devices.get((int) r[0]).allocator().free(r[1], r[2]);
-        }
-        long freed = quarantinedBytes;
-        LOG.warn("quarantine released by the user: {} manifest file(s) moved aside, {} bytes freed", files.size(), freed);
-        quarantineRanges.clear();
-        quarantined.clear();
-        quarantinedBytes = 0;
-        return freed;
+        return quarantine.release(manifests, devices);
     }
 
     /** Deletes a committed sequence nobody holds; returns false if there is none with that id. */
