@@ -11,6 +11,7 @@ module io.kvoffload.core {
 
     exports io.kvoffload;
     exports io.kvoffload.spi;
+    exports io.kvoffload.strategy;
     exports io.kvoffload.workload;
     exports io.kvoffload.internal.dram to io.kvoffload.iouring, io.kvoffload.cuda, io.kvoffload.bench;
     exports io.kvoffload.internal.util to io.kvoffload.iouring, io.kvoffload.cuda, io.kvoffload.bench;
@@ -23,6 +24,7 @@ module io.kvoffload.core {
     uses io.kvoffload.spi.IoBackendProvider;
     uses io.kvoffload.spi.DramSlabListener;
     uses io.kvoffload.spi.DeviceTierProvider;
+    uses io.kvoffload.strategy.SelectionStrategy;
 
     provides io.kvoffload.spi.IoBackendProvider with io.kvoffload.internal.io.PortableIoBackendProvider;
 }

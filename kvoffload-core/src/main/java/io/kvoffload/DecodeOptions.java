@@ -1,6 +1,8 @@
 package io.kvoffload;
 
 import io.kvoffload.internal.util.Checks;
+import io.kvoffload.strategy.SelectionStrategy;
+import io.kvoffload.strategy.Strategies;
 
 /**
  * How a {@link KvDecoder} selects and fetches each layer's KV during decoding (Swarm's online
@@ -32,10 +34,14 @@ import io.kvoffload.internal.util.Checks;
  *     need no I/O; {@value #AUTO} (the default) takes M, the paper's setting; 0 disables it; else
  *     1..2^20, raised to M when smaller
  * @param reusePolicy KVSwap: which slot a missed group overwrites
+ * @param strategy a plug-in {@link SelectionStrategy} that chooses each step's positions (a
+ *     built-in baseline such as {@code Strategies.named("quest")}, or one of the engine's own); the
+ *     pipeline fetches them from the layer's layout ({@link SelectionStrategy#layOut}). Null (the
+ *     default): {@link #selector()} decides
  */
 public record DecodeOptions(double sparsity, int sinkTokens, int localWindow, int pipelineDepth,
         CachePolicy cachePolicy, long cacheBytes, Scheduling scheduling, Maintenance maintenance, Selector selector,
-        int budgetTokens, int reuseSlots, ReusePolicy reusePolicy) {
+        int budgetTokens, int reuseSlots, ReusePolicy reusePolicy, SelectionStrategy strategy) {
 
     /** The online selection strategy. */
     public enum Selector {
@@ -113,7 +119,7 @@ public record DecodeOptions(double sparsity, int sinkTokens, int localWindow, in
     public DecodeOptions(double sparsity, int sinkTokens, int localWindow, int pipelineDepth, CachePolicy cachePolicy,
             long cacheBytes, Scheduling scheduling, Maintenance maintenance) {
         this(sparsity, sinkTokens, localWindow, pipelineDepth, cachePolicy, cacheBytes, scheduling, maintenance,
-                Selector.SWARM, (int) AUTO, (int) AUTO, ReusePolicy.FIFO);
+                Selector.SWARM, (int) AUTO, (int) AUTO, ReusePolicy.FIFO, null);
     }
 
     /** The defaults: 10% sparsity, 4 sinks, a 256-token window, 2 in flight, an Eq. 6 cache of an eighth of the DRAM budget, Swarm scheduling and maintenance. */
@@ -130,7 +136,7 @@ public record DecodeOptions(double sparsity, int sinkTokens, int localWindow, in
         return new Builder().sparsity(sparsity).sinkTokens(sinkTokens).localWindow(localWindow)
                 .pipelineDepth(pipelineDepth).cachePolicy(cachePolicy).cacheBytes(cacheBytes).scheduling(scheduling)
                 .maintenance(maintenance).selector(selector).budgetTokens(budgetTokens).reuseSlots(reuseSlots)
-                .reusePolicy(reusePolicy);
+                .reusePolicy(reusePolicy).strategy(strategy);
     }
 
     /** Builder for {@link DecodeOptions}; every setter validates when {@link #build()} runs. */
@@ -147,8 +153,25 @@ public record DecodeOptions(double sparsity, int sinkTokens, int localWindow, in
         private int budgetTokens = (int) AUTO;
         private int reuseSlots = (int) AUTO;
         private ReusePolicy reusePolicy = ReusePolicy.FIFO;
+        private SelectionStrategy strategy;
 
         private Builder() {}
+
+        /** A plug-in strategy chooses each step's positions ({@link DecodeOptions#strategy()}); null: {@link #selector} decides. */
+        public Builder strategy(SelectionStrategy v) {
+            strategy = v;
+            return this;
+        }
+
+        /**
+         * The strategy {@link Strategies#named called} {@code name}.
+         *
+         * @throws IllegalArgumentException if no strategy has that name
+         */
+        public Builder strategy(String name) {
+            strategy = Strategies.named(name);
+            return this;
+        }
 
         public Builder sparsity(double v) {
             sparsity = v;
@@ -228,7 +251,7 @@ public record DecodeOptions(double sparsity, int sinkTokens, int localWindow, in
 
         public DecodeOptions build() {
             return new DecodeOptions(sparsity, sinkTokens, localWindow, pipelineDepth, cachePolicy, cacheBytes,
-                    scheduling, maintenance, selector, budgetTokens, reuseSlots, reusePolicy);
+                    scheduling, maintenance, selector, budgetTokens, reuseSlots, reusePolicy, strategy);
         }
     }
 }

@@ -19,6 +19,11 @@ import io.kvoffload.internal.swarm.OnlineClusterMaintenance;
 import io.kvoffload.workload.ElementCodec;
 import io.kvoffload.internal.util.Checks;
 import io.kvoffload.internal.util.SingleOwner;
+import io.kvoffload.strategy.FetchPlan;
+import io.kvoffload.strategy.LayerContext;
+import io.kvoffload.strategy.LayerSelector;
+import io.kvoffload.strategy.SelectionStrategy;
+import io.kvoffload.workload.LayerKv;
 import java.lang.foreign.MemorySegment;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -124,6 +129,7 @@ public final class KvDecoder implements AutoCloseable {
         DramWindow window;
         HotClusterCache cache;
         KvSwapLayer kvswap; // non-null: the layer is fetched by KVSwap (DecodeOptions.Selector.KVSWAP)
+        LayerSelector selector; // non-null: a plug-in strategy (DecodeOptions.strategy) chooses the positions
         boolean inFlight;
         /** Eq. 9 for tokens that leave the window; null when maintenance is off or the sequence is read-only. */
         OnlineClusterMaintenance maintenance;
@@ -173,7 +179,10 @@ public final class KvDecoder implements AutoCloseable {
         }
         s.window = new DramWindow(store.dram(), half, sinkEnd, start, tokens - start + options.localWindow());
         s.window.load(sequence, l, tokens);
-        if (s.layout != null) {
+        if (s.layout != null && options.strategy() != null) {
+            s.selector = openSelector(options.strategy(), l, tokens, s.layout.clusteredTokens());
+            attachLayout(s, s.layout);
+        } else if (s.layout != null) {
             s.index = sequence.medoidIndex(l);
             attachLayout(s, s.layout);
             long total = options.cacheBytes() == DecodeOptions.AUTO ? store.config().dramBudgetBytes() / 8
@@ -189,6 +198,52 @@ public final class KvDecoder implements AutoCloseable {
             }
         }
         return s;
+    }
+
+    /** A plug-in strategy's selector for layer {@code l}, built from the layer's stored keys. */
+    private LayerSelector openSelector(SelectionStrategy strategy, int l, int tokens, int laidOut) {
+        try (SequenceLayerKv kv = new SequenceLayerKv(sequence, l, tokens).keysInMemory(1L << 30)) {
+            LayerSelector selector = strategy.openLayer(new LayerContext() {
+                @Override
+                public KvShape shape() {
+                    return shape;
+                }
+
+                @Override
+                public int layer() {
+                    return l;
+                }
+
+                @Override
+                public int tokens() {
+                    return tokens;
+                }
+
+                @Override
+                public int laidOutTokens() {
+                    return laidOut;
+                }
+
+                @Override
+                public int sinkTokens() {
+                    return options.sinkTokens();
+                }
+
+                @Override
+                public int localWindow() {
+                    return options.localWindow();
+                }
+
+                @Override
+                public LayerKv keys() {
+                    return kv;
+                }
+            });
+            if (selector == null) {
+                throw new IllegalStateException("strategy " + strategy.name() + " returned no selector for layer " + l);
+            }
+            return selector;
+        }
     }
 
     /** Eq. 9 state for a layer; tokens past the clustered prefix enter its window in order. */
@@ -288,6 +343,10 @@ public final class KvDecoder implements AutoCloseable {
         final float[] key = new float[shape.kvHeads() * shape.headDim()];
         int[] activatedWindow = new int[256];
         final ViewRows viewRows = new ViewRows();
+        /** The positions a plug-in strategy chose this step. */
+        final FetchPlan plan = new FetchPlan();
+        /** The step's positions came from {@link #plan} (its selector hears {@code afterStep}). */
+        boolean planned;
         long startNanos;
         KvView view;
         LayerState layer;
@@ -365,6 +424,10 @@ public final class KvDecoder implements AutoCloseable {
                 return view;
             }
             long t0 = System.nanoTime();
+            if (ls.selector != null) {
+                f.external = true;
+                return launch(ls, f, view, selectPlanned(ls, f, query), t0);
+            }
             f.external = false;
             return launch(ls, f, view, select(ls, f, query), t0);
         } finally {
@@ -520,10 +583,48 @@ public final class KvDecoder implements AutoCloseable {
         return rows;
     }
 
+    /**
+     * A plug-in strategy's step: sinks and window first (DRAM), then the positions its selector adds
+     * to the plan; fills f.viewRows and f.concat (positions in the layout, for the scheduler, which
+     * drops those DRAM holds). Returns the row count.
+     */
+    private int selectPlanned(LayerState ls, Fetch f, float[] query) {
+        int tokens = ls.window.end();
+        beginRows(ls, f);
+        int rows = 0;
+        DramWindow w = ls.window;
+        for (int t = 0; t < w.sinkEnd(); t++) {
+            rows = f.viewRows.add(t, rows);
+        }
+        for (int t = w.start(); t < w.end(); t++) {
+            rows = f.viewRows.add(t, rows);
+        }
+        long budget = options.budgetTokens() != DecodeOptions.AUTO ? options.budgetTokens()
+                : Math.max(0, (long) Math.ceil(options.sparsity() * tokens) - rows);
+        FetchPlan plan = f.plan;
+        f.planned = true;
+        plan.begin(ls.layer, tokens, (int) Math.min(budget, tokens));
+        ls.selector.select(query, plan);
+        int n = plan.size();
+        int clustered = ls.layout.clusteredTokens();
+        if (f.concat.length < n) {
+            f.concat = new int[Math.max(n, f.concat.length * 2)];
+        }
+        for (int i = 0; i < n; i++) {
+            int t = plan.position(i);
+            rows = f.viewRows.add(t, rows);
+            if (t < clustered) {
+                f.concat[f.concatSize++] = t; // residents are dropped by the scheduler (Eq. 8)
+            }
+        }
+        return rows;
+    }
+
     /** Resets the step's rows, chosen clusters and activation threshold. */
     private static void beginRows(LayerState ls, Fetch f) {
         f.viewRows.begin(ls.window.end());
         f.concatSize = 0;
+        f.planned = false;
         f.activatedSize = 0;
         f.lastScore = Float.POSITIVE_INFINITY;
     }
@@ -577,6 +678,9 @@ public final class KvDecoder implements AutoCloseable {
                 }
                 if (ls.maintenance != null && !f.external) {
                     observe(ls, f);
+                }
+                if (f.planned) {
+                    ls.selector.afterStep(f.plan);
                 }
                 steps++;
                 ok = true;
@@ -723,6 +827,9 @@ public final class KvDecoder implements AutoCloseable {
                 }
                 if (ls.kvswap != null) {
                     ls.kvswap.appended();
+                }
+                if (ls.selector != null) {
+                    ls.selector.appended(sequence.tokenCount(layer));
                 }
             }
         } finally {
@@ -877,6 +984,9 @@ public final class KvDecoder implements AutoCloseable {
                     s.window.close();
                     if (s.kvswap != null) {
                         s.kvswap.close();
+                    }
+                    if (s.selector != null) {
+                        s.selector.close();
                     }
                     if (s.cache != null) {
                         s.cache.close();

@@ -1,0 +1,35 @@
+package io.kvoffload.strategy;
+
+import io.kvoffload.KvShape;
+import io.kvoffload.workload.LayerKv;
+
+/**
+ * What a {@link SelectionStrategy} may look at when it opens a layer: the shape, the decoder's shared
+ * settings and the layer's stored keys. Valid only during {@link SelectionStrategy#openLayer}.
+ */
+public interface LayerContext {
+    /** The sequence's shape (layers, heads, head dimension, dtype). */
+    KvShape shape();
+
+    /** The layer being opened. */
+    int layer();
+
+    /** Tokens the layer holds now. */
+    int tokens();
+
+    /** Tokens {@code [0, laidOutTokens())} are in the strategy's layout (fetchable entry by entry); the rest are in the DRAM window. */
+    int laidOutTokens();
+
+    /** Sinks the pipeline always attends ({@link io.kvoffload.DecodeOptions#sinkTokens()}). */
+    int sinkTokens();
+
+    /** Newest tokens the pipeline always attends ({@link io.kvoffload.DecodeOptions#localWindow()}). */
+    int localWindow();
+
+    /**
+     * The layer's K and V as floats, head by head, read from the SSDs on demand (every block
+     * checksum-verified) for tokens {@code [0, tokens())}. Build the strategy's index from it; do not
+     * keep it past {@link SelectionStrategy#openLayer}.
+     */
+    LayerKv keys();
+}

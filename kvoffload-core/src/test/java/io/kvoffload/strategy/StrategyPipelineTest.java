@@ -1,0 +1,207 @@
+package io.kvoffload.strategy;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.kvoffload.DType;
+import io.kvoffload.DecodeOptions;
+import io.kvoffload.DecodeStats;
+import io.kvoffload.KvDecoder;
+import io.kvoffload.KvEngine;
+import io.kvoffload.KvSequence;
+import io.kvoffload.KvShape;
+import io.kvoffload.KvView;
+import io.kvoffload.testing.KvViews;
+import io.kvoffload.testing.TestEngines;
+import io.kvoffload.workload.DenseLayerKv;
+import io.kvoffload.workload.LayerKv;
+import io.kvoffload.workload.SyntheticWorkload;
+import io.kvoffload.workload.WorkloadSpec;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.nio.file.Path;
+import java.util.BitSet;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
+
+/**
+ * Every plug-in strategy — the built-in baselines and a third party's — runs through the decoder's
+ * one fetch pipeline: the view holds exactly sinks ∪ window ∪ the positions the strategy chose from
+ * the same keys, bit-exact, fetched through the scheduler from the positional layout.
+ */
+class StrategyPipelineTest {
+    static final KvShape SHAPE = new KvShape(2, 8, 2, 64, DType.F32);
+    static final int TOKENS = 2048;
+    static final int SINKS = 4;
+    static final int WINDOW = 64;
+    /** One instance per JVM: the registry refuses a second strategy under a taken name. */
+    static final SelectionStrategy MINE = new RecentAndTopBlocks(32);
+
+    @TempDir
+    Path root;
+    SyntheticWorkload w;
+
+    @BeforeEach
+    void workload() {
+        w = new SyntheticWorkload(WorkloadSpec.builder(SHAPE, TOKENS).seed(23).build());
+    }
+
+    void store(KvEngine e, String id, SelectionStrategy strategy) {
+        int[] ids = new int[TOKENS];
+        for (int t = 0; t < TOKENS; t++) {
+            ids[t] = t % 32000;
+        }
+        try (KvSequence s = e.createSequence(id, SHAPE); Arena arena = Arena.ofConfined()) {
+            s.appendTokens(ids);
+            MemorySegment k = arena.allocate((long) TOKENS * SHAPE.halfEntryBytes());
+            MemorySegment v = arena.allocate((long) TOKENS * SHAPE.halfEntryBytes());
+            for (int l = 0; l < SHAPE.layers(); l++) {
+                w.writeKv(l, 0, TOKENS, SHAPE.dtype(), k, v);
+                s.appendKv(l, k, v);
+                strategy.layOut(s, l);
+            }
+            s.commit();
+        }
+    }
+
+    byte[][] expectedBytes(int layer) {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment k = arena.allocate((long) TOKENS * SHAPE.halfEntryBytes());
+            MemorySegment v = arena.allocate((long) TOKENS * SHAPE.halfEntryBytes());
+            w.writeKv(layer, 0, TOKENS, SHAPE.dtype(), k, v);
+            return new byte[][] {k.toArray(ValueLayout.JAVA_BYTE), v.toArray(ValueLayout.JAVA_BYTE)};
+        }
+    }
+
+    /** The layer's keys as the pipeline's context decodes them, held in arrays. */
+    LayerKv dense(int layer) {
+        byte[][] b = expectedBytes(layer);
+        int d = SHAPE.headDim();
+        float[][] kf = new float[SHAPE.kvHeads()][TOKENS * d];
+        float[][] vf = new float[SHAPE.kvHeads()][TOKENS * d];
+        MemorySegment k = MemorySegment.ofArray(b[0]);
+        MemorySegment v = MemorySegment.ofArray(b[1]);
+        for (int t = 0; t < TOKENS; t++) {
+            for (int h = 0; h < SHAPE.kvHeads(); h++) {
+                for (int i = 0; i < d; i++) {
+                    long at = (((long) t * SHAPE.kvHeads() + h) * d + i) * 4;
+                    kf[h][t * d + i] = k.get(ValueLayout.JAVA_FLOAT_UNALIGNED, at);
+                    vf[h][t * d + i] = v.get(ValueLayout.JAVA_FLOAT_UNALIGNED, at);
+                }
+            }
+        }
+        return new DenseLayerKv(TOKENS, d, kf, vf);
+    }
+
+    /** What the strategy chooses on its own, given the same keys and budget, plus sinks and window. */
+    BitSet expectedRows(SelectionStrategy strategy, int layer, float[] query, double sparsity) {
+        LayerKv kv = dense(layer);
+        LayerSelector sel = strategy.openLayer(new LayerContext() {
+            public KvShape shape() {
+                return SHAPE;
+            }
+
+            public int layer() {
+                return layer;
+            }
+
+            public int tokens() {
+                return TOKENS;
+            }
+
+            public int laidOutTokens() {
+                return TOKENS;
+            }
+
+            public int sinkTokens() {
+                return SINKS;
+            }
+
+            public int localWindow() {
+                return WINDOW;
+            }
+
+            public LayerKv keys() {
+                return kv;
+            }
+        });
+        BitSet rows = new BitSet();
+        rows.set(0, SINKS);
+        rows.set(TOKENS - WINDOW, TOKENS);
+        FetchPlan plan = new FetchPlan();
+        plan.begin(layer, TOKENS, (int) Math.ceil(sparsity * TOKENS) - SINKS - WINDOW);
+        sel.select(query, plan);
+        for (int i = 0; i < plan.size(); i++) {
+            rows.set(plan.position(i));
+        }
+        return rows;
+    }
+
+    @ParameterizedTest
+    @ValueSource(strings = {"oracle", "quest", "infllm", "pqcache", "clusterkv", "sparq", "sparf"})
+    void everyBaselineRunsThroughThePipeline(String name) throws Exception {
+        SelectionStrategy strategy = Strategies.named(name);
+        assertDecodesAsSelected(strategy, name);
+    }
+
+    @Test
+    void aThirdPartyStrategyRegistersAndRunsThroughThePipeline() throws Exception {
+        SelectionStrategy mine = MINE;
+        Strategies.register(mine);
+        assertTrue(Strategies.names().contains("recent-top-blocks"));
+        assertEquals(mine, Strategies.named("recent-top-blocks"));
+        assertDecodesAsSelected(mine, "mine");
+    }
+
+    private void assertDecodesAsSelected(SelectionStrategy strategy, String id) throws Exception {
+        double sparsity = 0.1;
+        try (KvEngine e = KvEngine.open(TestEngines.config(TestEngines.deviceDirs(root, 3), "portable").build())) {
+            store(e, id, strategy);
+            DecodeOptions o = DecodeOptions.builder().strategy(strategy).sparsity(sparsity).sinkTokens(SINKS)
+                    .localWindow(WINDOW).maintenance(DecodeOptions.Maintenance.OFF).build();
+            try (KvSequence s = e.openSequence(id); KvDecoder d = s.decoder(o)) {
+                for (int step = 0; step < 3; step++) {
+                    for (int l = 0; l < SHAPE.layers(); l++) {
+                        float[] q = w.query(l, step);
+                        try (KvView v = d.prefetch(l, q).await()) {
+                            BitSet got = KvViews.assertBitExact(v, expectedBytes(l));
+                            assertEquals(expectedRows(strategy, l, q, sparsity), got, strategy.name() + " layer " + l
+                                    + " step " + step);
+                        }
+                    }
+                }
+                DecodeStats st = d.stats();
+                assertTrue(st.bytesRead() > 0 && st.tokensFetched() > 0, "fetched from the SSDs: " + st);
+            }
+        }
+    }
+
+    @Test
+    void badInputIsNamed() {
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> Strategies.named("nope"));
+        assertTrue(e.getMessage().contains("nope") && e.getMessage().contains("quest"), e.getMessage());
+        e = assertThrows(IllegalArgumentException.class, () -> DecodeOptions.builder().strategy("nope"));
+        assertTrue(e.getMessage().contains("nope"), e.getMessage());
+        e = assertThrows(IllegalArgumentException.class, () -> Strategies.register(new SelectionStrategy() {
+            public String name() {
+                return "quest";
+            }
+
+            public LayerSelector openLayer(LayerContext c) {
+                return null;
+            }
+        }));
+        assertTrue(e.getMessage().contains("quest") && e.getMessage().contains("taken"), e.getMessage());
+        FetchPlan plan = new FetchPlan();
+        plan.begin(3, 100, 10);
+        e = assertThrows(IllegalArgumentException.class, () -> plan.add(100));
+        assertTrue(e.getMessage().contains("position = 100") && e.getMessage().contains("0..99"), e.getMessage());
+        e = assertThrows(IllegalArgumentException.class, () -> plan.add(-1));
+        assertTrue(e.getMessage().contains("layer 3"), e.getMessage());
+    }
+}
