@@ -62,9 +62,9 @@ import picocli.CommandLine.Option;
 /**
  * Every strategy through the same I/O path (issue #7): each one's layer is stored on the SSD
  * directories and every decoding step reads through a {@link KvDecoder} — Swarm and its ablations
- * select by medoid score over their cluster layouts ({@code prefetch(layer, query)}); the token-set
- * baselines select in memory and read their positions from a positional layout
- * ({@code prefetch(layer, positions, count)}): the same bucket scheduler, one batched submission,
+ * select by medoid score over their cluster layouts; the token-set baselines are
+ * {@link io.kvoffload.strategy.SelectionStrategy strategies} the decoder runs over a positional
+ * layout; every one through {@code prefetch(layer, query)}: the same bucket scheduler, one batched submission,
  * per-entry CRC32C, gather into a view. Per strategy and setting it measures quality (attention-mass
  * recall, top-k recall, the relative error of {@link SparseAttention} over the view against dense
  * attention) and I/O (bytes, reads, I/O time, effective bandwidth and its ratio to fio on the same
@@ -611,6 +611,9 @@ public final class CompareCommand implements Callable<Integer> {
                 .cacheBytes(cache).maintenance(DecodeOptions.Maintenance.OFF);
         if (s.layout() == Layout.KVSWAP_GROUPS) {
             ob.selector(DecodeOptions.Selector.KVSWAP).budgetTokens(budgetTokens);
+        } else if (!s.decoderSelects()) {
+            // The baseline runs inside the decoder's pipeline: same budget of rows as Swarm's (sinks and window included).
+            ob.strategy(s.selector());
         }
         DecodeOptions o = ob.build();
         String id = s.layout().name().toLowerCase(Locale.ROOT);
@@ -642,28 +645,13 @@ public final class CompareCommand implements Callable<Integer> {
             int stepCount, boolean quality, Acc acc) {
         SparseAttention sparse = new SparseAttention(shape);
         float[] output = new float[queryHeads * headDim];
-        int most = 0;
-        for (Map<String, TokenSelector> m : f.selectors) {
-            TokenSelector sel = m.get(s.name());
-            most = Math.max(most, sel == null ? 0 : sel.maxSelected(budgetTokens));
-        }
-        int[] chosen = new int[Math.max(1, most)];
         try (KvSequence seq = e.openSequence(id); KvDecoder d = seq.decoder(o)) {
             // Untimed steps first: the first opens the layers (window, medoid index); all warm the JIT,
             // which otherwise bills the first strategy's few timed steps for compiling the shared path.
             for (int warm = 0; warm < WARM_UP_STEPS * layers; warm++) {
                 int l = warm % layers;
                 float[] q = f.query(l, 10_000 + member, warm / layers);
-                if (s.decoderSelects()) {
-                    d.prefetch(l, q).await().close();
-                } else {
-                    TokenSelector sel = f.selectors.get(l).get(s.name());
-                    int count;
-                    synchronized (sel) {
-                        count = sel.select(q, budgetTokens, chosen);
-                    }
-                    d.prefetch(l, chosen, count).await().close();
-                }
+                d.prefetch(l, q).await().close();
             }
             synchronized (acc) {
                 acc.measuredFrom = Math.min(acc.measuredFrom, System.nanoTime());
@@ -672,24 +660,11 @@ public final class CompareCommand implements Callable<Integer> {
                 for (int l = 0; l < layers; l++) {
                     float[] q = f.query(l, member * stepCount, step);
                     DecodeStats before = d.stats();
-                    long selectorNanos = 0;
-                    KvView view;
-                    if (s.decoderSelects()) {
-                        view = d.prefetch(l, q);
-                    } else {
-                        TokenSelector sel = f.selectors.get(l).get(s.name());
-                        int count;
-                        // Selectors keep scratch buffers: threads of a batch take turns selecting; I/O overlaps.
-                        synchronized (sel) {
-                            long t0 = System.nanoTime();
-                            count = sel.select(q, budgetTokens, chosen);
-                            selectorNanos = System.nanoTime() - t0;
-                        }
-                        view = d.prefetch(l, chosen, count);
-                    }
+                    // Every strategy selects inside the decoder (a baseline through its SelectionStrategy).
+                    KvView view = d.prefetch(l, q);
                     try (KvView v = view.await()) {
                         DecodeStats after = d.stats();
-                        acc.select(selectorNanos + after.selectNanos() - before.selectNanos());
+                        acc.select(after.selectNanos() - before.selectNanos());
                         synchronized (acc) {
                             acc.fetches++;
                             acc.rows += v.tokenCount();
