@@ -91,6 +91,11 @@ public record DecodeOptions(double sparsity, int sinkTokens, int localWindow, in
         OFF
     }
 
+    /** The strategy a decoder with these options runs: {@link #strategy()}, else the one {@link #selector()} names. */
+    public SelectionStrategy resolvedStrategy() {
+        return strategy != null ? strategy : Strategies.named(selector.name().toLowerCase(java.util.Locale.ROOT));
+    }
+
     /** {@link #cacheBytes()} value that sizes the cache from the engine's DRAM budget. */
     public static final long AUTO = -1;
 

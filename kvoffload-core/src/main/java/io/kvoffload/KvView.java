@@ -1,7 +1,7 @@
 package io.kvoffload;
 
 import io.kvoffload.internal.dram.DramPool;
-import io.kvoffload.internal.dram.DramSlot;
+import io.kvoffload.internal.decode.ViewBuffer;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
@@ -32,17 +32,9 @@ public final class KvView implements AutoCloseable {
     private final KvDecoder decoder;
     final int slot;
     private final KvShape shape;
-    private final int rowBytes;
-    private final int blockTokens;
+    /** The rows the fetch pipeline writes. */
+    final ViewBuffer rows;
     State state = State.FREE;
-    int layer;
-    int tokenCount;
-    private int capacity;
-    private DramSlot memory;
-    private MemorySegment positions;
-    private MemorySegment blockTable;
-    private MemorySegment[] keys;
-    private MemorySegment[] values;
     /** The scope of the segments handed out this step (null until the first is asked for); closed by {@link #invalidate}. */
     private Arena handedOut;
     private final MemorySegment[] outKeys;
@@ -54,10 +46,7 @@ public final class KvView implements AutoCloseable {
         this.decoder = decoder;
         this.slot = slot;
         this.shape = shape;
-        this.rowBytes = shape.headDim() * shape.dtype().bytes();
-        this.blockTokens = blockTokens;
-        this.keys = new MemorySegment[shape.kvHeads()];
-        this.values = new MemorySegment[shape.kvHeads()];
+        this.rows = new ViewBuffer(shape, blockTokens);
         this.outKeys = new MemorySegment[shape.kvHeads()];
         this.outValues = new MemorySegment[shape.kvHeads()];
     }
@@ -89,90 +78,16 @@ public final class KvView implements AutoCloseable {
         a.close();
     }
 
-    /** Makes room for {@code tokens} rows (only when a larger step than any before needs it). */
-    void ensureCapacity(int tokens, DramPool dram) {
-        if (tokens <= capacity && memory != null) {
-            return;
-        }
-        // Headroom: a step selects a few more rows than the last one as often as not, and growing
-        // costs a new DRAM slot (a new slab the first time) inside prefetch.
-        int cap = Math.max(tokens + tokens / 4, Math.max(64, capacity + capacity / 2));
-        int blocks = (cap + blockTokens - 1) / blockTokens;
-        long posBytes = align(4L * cap);
-        long tableBytes = align(4L * blocks);
-        long headBytes = align((long) cap * rowBytes);
-        long total = posBytes + tableBytes + 2L * shape.kvHeads() * headBytes;
-        DramSlot m = dram.acquire(Long.highestOneBit(total - 1) << 1); // few size classes as views grow
-        if (memory != null) {
-            dram.release(memory);
-        }
-        memory = m;
-        capacity = cap;
-        MemorySegment s = m.segment();
-        positions = s.asSlice(0, 4L * cap);
-        blockTable = s.asSlice(posBytes, 4L * blocks);
-        for (int b = 0; b < blocks; b++) {
-            // The gathered rows are contiguous, so logical block b is physical block b.
-            blockTable.setAtIndex(ValueLayout.JAVA_INT, b, b);
-        }
-        long o = posBytes + tableBytes;
-        for (int h = 0; h < shape.kvHeads(); h++) {
-            keys[h] = s.asSlice(o, (long) cap * rowBytes);
-            o += headBytes;
-        }
-        for (int h = 0; h < shape.kvHeads(); h++) {
-            values[h] = s.asSlice(o, (long) cap * rowBytes);
-            o += headBytes;
-        }
-    }
-
-    private static long align(long bytes) {
-        return (bytes + 63) & ~63L;
-    }
-
     void free(DramPool dram) {
         invalidate();
-        if (memory != null) {
-            dram.release(memory);
-            memory = null;
-            capacity = 0;
-        }
-    }
-
-    int capacity() {
-        return capacity;
-    }
-
-    /** Writes row {@code row}: its position and a stored entry (K of every head, then V) at {@code src[offset]}. */
-    void putEntry(int row, int position, MemorySegment src, long offset) {
-        putRow(row, position, src, offset, src, offset + (long) shape.kvHeads() * rowBytes);
-    }
-
-    /** Writes row {@code row}: its position, K of every head at {@code k[kOffset]}, V at {@code v[vOffset]}. */
-    void putRow(int row, int position, MemorySegment k, long kOffset, MemorySegment v, long vOffset) {
-        positions.setAtIndex(ValueLayout.JAVA_INT, row, position);
-        long dst = (long) row * rowBytes;
-        for (int h = 0; h < keys.length; h++) {
-            MemorySegment.copy(k, kOffset + (long) h * rowBytes, keys[h], dst, rowBytes);
-            MemorySegment.copy(v, vOffset + (long) h * rowBytes, values[h], dst, rowBytes);
-        }
-    }
-
-    /** Reassembles row {@code row} as a token-major entry at {@code dst[offset]}. */
-    void copyEntryTo(int row, MemorySegment dst, long offset) {
-        long src = (long) row * rowBytes;
-        int kv = shape.kvHeads();
-        for (int h = 0; h < kv; h++) {
-            MemorySegment.copy(keys[h], src, dst, offset + (long) h * rowBytes, rowBytes);
-            MemorySegment.copy(values[h], src, dst, offset + (long) (kv + h) * rowBytes, rowBytes);
-        }
+        rows.free(dram);
     }
 
     private void checkReady() {
         if (state != State.READY) {
             throw new IllegalStateException(state == State.FETCHING
-                    ? "view of layer " + layer + " is still fetching; call await() first"
-                    : decoder.isClosing() ? "view of layer " + layer + " is closed: its " + decoder.closedMessage()
+                    ? "view of layer " + rows.layer() + " is still fetching; call await() first"
+                    : decoder.isClosing() ? "view of layer " + rows.layer() + " is closed: its " + decoder.closedMessage()
                     : "view was closed; take a new one from KvDecoder.prefetch");
         }
     }
@@ -200,19 +115,19 @@ public final class KvView implements AutoCloseable {
     /** The layer this view holds. */
     public int layer() {
         checkReady();
-        return layer;
+        return rows.layer();
     }
 
     /** Tokens in the view. */
     public int tokenCount() {
         checkReady();
-        return tokenCount;
+        return rows.rows();
     }
 
     /** Sequence position of row {@code row}. */
     public int position(int row) {
         checkReady();
-        return positions.getAtIndex(ValueLayout.JAVA_INT, java.util.Objects.checkIndex(row, tokenCount));
+        return rows.position(java.util.Objects.checkIndex(row, rows.rows()));
     }
 
     /**
@@ -222,7 +137,7 @@ public final class KvView implements AutoCloseable {
     public MemorySegment positions() {
         checkReady();
         if (outPositions == null) {
-            outPositions = handOut(positions);
+            outPositions = handOut(rows.positions());
         }
         return outPositions;
     }
@@ -233,9 +148,9 @@ public final class KvView implements AutoCloseable {
      */
     public MemorySegment keys(int kvHead) {
         checkReady();
-        int h = java.util.Objects.checkIndex(kvHead, keys.length);
+        int h = java.util.Objects.checkIndex(kvHead, outKeys.length);
         if (outKeys[h] == null) {
-            outKeys[h] = handOut(keys[h]);
+            outKeys[h] = handOut(rows.keys(h));
         }
         return outKeys[h];
     }
@@ -243,9 +158,9 @@ public final class KvView implements AutoCloseable {
     /** Values of {@code kvHead}, laid out like {@link #keys(int)}. Readable until {@link #close()}. */
     public MemorySegment values(int kvHead) {
         checkReady();
-        int h = java.util.Objects.checkIndex(kvHead, values.length);
+        int h = java.util.Objects.checkIndex(kvHead, outValues.length);
         if (outValues[h] == null) {
-            outValues[h] = handOut(values[h]);
+            outValues[h] = handOut(rows.values(h));
         }
         return outValues[h];
     }
@@ -253,13 +168,13 @@ public final class KvView implements AutoCloseable {
     /** The view's own slice of keys (lives as long as the decoder): for library code that never keeps it. */
     MemorySegment rawKeys(int kvHead) {
         checkReady();
-        return keys[java.util.Objects.checkIndex(kvHead, keys.length)];
+        return rows.keys(java.util.Objects.checkIndex(kvHead, outKeys.length));
     }
 
     /** See {@link #rawKeys}. */
     MemorySegment rawValues(int kvHead) {
         checkReady();
-        return values[java.util.Objects.checkIndex(kvHead, values.length)];
+        return rows.values(java.util.Objects.checkIndex(kvHead, outValues.length));
     }
 
     /**
@@ -270,7 +185,7 @@ public final class KvView implements AutoCloseable {
     public MemorySegment blockTable() {
         checkReady();
         if (outBlockTable == null) {
-            outBlockTable = handOut(blockTable);
+            outBlockTable = handOut(rows.blockTable());
         }
         return outBlockTable;
     }
@@ -278,12 +193,12 @@ public final class KvView implements AutoCloseable {
     /** Logical blocks in use: {@code ceil(tokenCount / blockTokens)}. */
     public int blockCount() {
         checkReady();
-        return (tokenCount + blockTokens - 1) / blockTokens;
+        return (rows.rows() + rows.blockTokens() - 1) / rows.blockTokens();
     }
 
     /** Rows per block of {@link #blockTable()}. */
     public int blockTokens() {
-        return blockTokens;
+        return rows.blockTokens();
     }
 
     public KvShape shape() {

@@ -1,6 +1,8 @@
 package io.kvoffload.strategy;
 
 import io.kvoffload.internal.baseline.BaselineStrategy;
+import io.kvoffload.internal.kvswap.KvSwapStrategy;
+import io.kvoffload.internal.swarm.SwarmStrategy;
 import io.kvoffload.internal.util.Checks;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
@@ -9,7 +11,8 @@ import java.util.Map;
 import java.util.ServiceLoader;
 
 /**
- * The registry of {@link SelectionStrategy}s by name: the built-in baselines ({@code oracle},
+ * The registry of {@link SelectionStrategy}s by name: Swarm ({@code swarm}, the default), KVSwap
+ * ({@code kvswap}), the built-in baselines ({@code oracle},
  * {@code quest}, {@code infllm}, {@code pqcache}, {@code clusterkv}, {@code sparq}, {@code sparf}),
  * every strategy a jar on the class or module path provides through {@link ServiceLoader}, and
  * those registered with {@link #register}. Thread-safe.
@@ -18,6 +21,8 @@ public final class Strategies {
     private static final Map<String, SelectionStrategy> BY_NAME = new LinkedHashMap<>();
 
     static {
+        BY_NAME.put(SwarmStrategy.INSTANCE.name(), SwarmStrategy.INSTANCE);
+        BY_NAME.put(KvSwapStrategy.INSTANCE.name(), KvSwapStrategy.INSTANCE);
         for (SelectionStrategy s : BaselineStrategy.all()) {
             BY_NAME.put(s.name(), s);
         }
@@ -61,6 +66,11 @@ public final class Strategies {
                     + "; allowed: a name not in " + BY_NAME.keySet());
         }
         BY_NAME.put(name, strategy);
+    }
+
+    /** The strategy a decoder uses when its options name none, and for layers another strategy did not lay out. */
+    public static SelectionStrategy defaultStrategy() {
+        return SwarmStrategy.INSTANCE;
     }
 
     /** The names known now, built-ins first. */

@@ -1,13 +1,19 @@
-package io.kvoffload;
+package io.kvoffload.internal.kvswap;
 
+import io.kvoffload.DType;
+import io.kvoffload.DecodeOptions;
+import io.kvoffload.KvChecksumException;
+import io.kvoffload.KvSequence;
+import io.kvoffload.KvShape;
+import io.kvoffload.internal.decode.DecodeCounters;
 import io.kvoffload.internal.decode.DramWindow;
+import io.kvoffload.internal.decode.EntryFetch;
+import io.kvoffload.internal.decode.LayerFetcher;
+import io.kvoffload.internal.decode.LayerStore;
 import io.kvoffload.internal.decode.StagedReads;
+import io.kvoffload.internal.decode.ViewBuffer;
 import io.kvoffload.internal.decode.ViewRows;
 import io.kvoffload.internal.dram.DramSlot;
-import io.kvoffload.internal.kvswap.CompressedKCache;
-import io.kvoffload.internal.kvswap.GroupPredictor;
-import io.kvoffload.internal.kvswap.ReuseBuffer;
-import io.kvoffload.internal.kvswap.ReusePlan;
 import io.kvoffload.internal.sched.BucketScheduler;
 import io.kvoffload.internal.storage.EntryChecksum;
 import io.kvoffload.internal.storage.GroupLayout;
@@ -19,7 +25,7 @@ import java.lang.foreign.MemorySegment;
 import java.util.Arrays;
 
 /**
- * KVSwap's online phase for one layer of a {@link KvDecoder} (papers/003 §3.3–3.4), on the same
+ * KVSwap's online phase for one layer of a {@link io.kvoffload.KvDecoder} (papers/003 §3.3–3.4), on the same
  * scheduler and I/O path as Swarm's:
  * <ol>
  *   <li>the {@link GroupPredictor} scores the query against the layer's compressed K cache (in DRAM,
@@ -45,9 +51,11 @@ import java.util.Arrays;
  * seen; {@link #start} and {@link #finish} allocate nothing in steady state. One thread at a time;
  * one fetch in flight (the decoder enforces both).
  */
-final class KvSwapLayer implements AutoCloseable {
+final class KvSwapLayer implements LayerFetcher {
+    private final LayerStore layers;
     private final KvSequence sequence;
     private final Store store;
+    private final DecodeCounters counters;
     private final KvShape shape;
     private final DecodeOptions options;
     private final int layer;
@@ -80,24 +88,14 @@ final class KvSwapLayer implements AutoCloseable {
     private final StagedReads reads;
     private long startNanos;
     /** The view runs land into during {@link #finish}; one sink made once, so finishing allocates nothing. */
-    private KvView landingView;
+    private ViewBuffer landingView;
     private final StagedReads.RunSink sink = this::landed;
 
-    // Counters (one thread).
-    long selectNanos;
-    long ioNanos;
-    long bytesRead;
-    long readRequests;
-    long tokensFetched;
-    long tokensReused;
-    long tokensWindow;
-    long groupsSelected;
-    long reuseHits;
-    long reuseMisses;
-
-    KvSwapLayer(KvSequence sequence, Store store, DecodeOptions options, int layer, GroupLayout layout, int alignment) {
-        this.sequence = sequence;
-        this.store = store;
+    KvSwapLayer(LayerStore layers, DecodeOptions options, int layer, GroupLayout layout, DecodeCounters counters) {
+        this.layers = layers;
+        this.sequence = layers.sequence();
+        this.store = layers.store();
+        this.counters = counters;
         this.shape = sequence.shape();
         this.options = options;
         this.layer = layer;
@@ -107,11 +105,11 @@ final class KvSwapLayer implements AutoCloseable {
         this.stride = layout.stride();
         this.groupBytes = layout.groupBytes();
         this.checksums = store.config().checksums();
-        this.reads = new StagedReads(store, alignment);
+        this.reads = new StagedReads(store, layers.alignment());
         int tokens = sequence.tokenCount(layer);
         int grouped = layout.groupedTokens();
         // The compressed K cache of the stored groups (rebuilt from the stored keys, see KvSequence.compressedKeys).
-        this.cache = sequence.compressedKeys(layer, DType.F16, tokens + 4096);
+        this.cache = layers.compressedKeys(layer, DType.F16, tokens + 4096);
         this.predictor = new GroupPredictor(cache, shape.queryHeads(), g, tokens + 4096);
         this.keyScratch = new float[shape.elementsPerToken()];
         // Sinks, then the window: the newest localWindow tokens and every token past the last stored group.
@@ -152,7 +150,8 @@ final class KvSwapLayer implements AutoCloseable {
                 : (Math.max(sequence.blockTokens(), g) + g - 1) / g * g;
     }
 
-    DramWindow window() {
+    @Override
+    public DramWindow window() {
         return window;
     }
 
@@ -166,7 +165,8 @@ final class KvSwapLayer implements AutoCloseable {
     // ------------------------------------------------------------------ one step
 
     /** Predicts, looks up the reuse buffer, submits the misses' reads and copies what DRAM holds into the view. */
-    void start(KvView view, float[] query) {
+    @Override
+    public void start(EntryFetch slot, ViewBuffer view, float[] query) {
         long t0 = System.nanoTime();
         int tokens = window.end();
         viewRows.begin(tokens);
@@ -189,7 +189,7 @@ final class KvSwapLayer implements AutoCloseable {
             missGroups = new int[want];
         }
         int m = predictor.selectGroups(query, want, selected);
-        groupsSelected += m;
+        counters.unitsSelected += m;
         int stored = layout.groupCount();
         int req = 0;
         for (int i = 0; i < m; i++) {
@@ -208,9 +208,7 @@ final class KvSwapLayer implements AutoCloseable {
                 requested[req++] = grp;
             }
         }
-        view.ensureCapacity(rows, store.dram());
-        view.layer = layer;
-        view.tokenCount = rows;
+        view.begin(layer, rows, store.dram());
 
         int misses = 0;
         int inBuffer = 0;
@@ -225,7 +223,7 @@ final class KvSwapLayer implements AutoCloseable {
                     missStamp[grp] = gen;
                 }
             }
-            reuseHits += plan.hits();
+            counters.reuseHits += plan.hits();
         }
         for (int i = inBuffer; i < req; i++) { // beyond the buffer's slots (a budget grown with the context)
             int grp = requested[i];
@@ -233,10 +231,10 @@ final class KvSwapLayer implements AutoCloseable {
             missSlot[grp] = -1;
             missStamp[grp] = gen;
         }
-        reuseMisses += misses;
+        counters.reuseMisses += misses;
         schedule(misses);
         long t1 = System.nanoTime(); // I/O time runs from the submission, as KvDecoder's
-        selectNanos += t1 - t0;
+        counters.selectNanos += t1 - t0;
         startNanos = t1;
         reads.submit();
         // While the SSDs work: rows DRAM holds (sinks, window, reuse hits).
@@ -245,14 +243,14 @@ final class KvSwapLayer implements AutoCloseable {
             if (window.contains(t)) {
                 view.putRow(r, t, window.keySegment(t), window.keyOffset(t), window.valueSegment(t),
                         window.valueOffset(t));
-                tokensWindow++;
+                counters.tokensWindow++;
             }
         }
         if (reuse != null) {
             MemorySegment mem = reuseSlots.segment();
             for (int i = 0; i < inBuffer; i++) {
                 if (plan.hit(i)) {
-                    tokensReused += putGroup(view, requested[i], mem, (long) plan.slot(i) * stride);
+                    counters.tokensCached += putGroup(view, requested[i], mem, (long) plan.slot(i) * stride);
                 }
             }
         }
@@ -270,14 +268,15 @@ final class KvSwapLayer implements AutoCloseable {
     }
 
     /** Waits for the reads, verifies every group and gathers it into the view and its reuse slot as it lands. */
-    void finish(KvView view) {
+    @Override
+    public void finish(EntryFetch slot, ViewBuffer view) {
         if (reads.runs() == 0) {
             return;
         }
         boolean ok = false;
         try {
             landingView = view;
-            ioNanos += reads.gatherAsLanded(sink) - startNanos;
+            counters.ioNanos += reads.gatherAsLanded(sink) - startNanos;
             ok = true;
         } finally {
             landingView = null;
@@ -298,15 +297,14 @@ final class KvSwapLayer implements AutoCloseable {
         int dev = sched.runDevice(r);
         int first = sched.runFirst(r);
         int n = sched.runEntries(r);
-        bytesRead += reads.length(r);
-        readRequests++;
+        counters.countRead(reads.length(r));
         for (int k = 0; k < n; k++) {
             int grp = planned[first + k];
             long at = reads.at(r) + (long) k * stride;
             if (checksums) {
                 verify(grp, dev, at);
             }
-            tokensFetched += putGroup(landingView, grp, mem, at);
+            counters.tokensFetched += putGroup(landingView, grp, mem, at);
             if (missStamp[grp] == gen && missSlot[grp] >= 0) {
                 MemorySegment.copy(mem, at, reuseSlots.segment(), (long) missSlot[grp] * stride, groupBytes);
             }
@@ -314,7 +312,7 @@ final class KvSwapLayer implements AutoCloseable {
     }
 
     /** Copies the group's tokens that DRAM's window does not hold into their rows; returns how many. */
-    private int putGroup(KvView view, int grp, MemorySegment src, long at) {
+    private int putGroup(ViewBuffer view, int grp, MemorySegment src, long at) {
         int first = grp * g;
         int n = 0;
         for (int i = 0; i < g; i++) {
@@ -328,7 +326,7 @@ final class KvSwapLayer implements AutoCloseable {
     }
 
     private void verify(int grp, int dev, long at) {
-        int actual = reads.checksum(sequence.entryChecksum(), EntryChecksum.Kind.GROUP, layer, grp * g, at,
+        int actual = reads.checksum(layers.entryChecksum(), EntryChecksum.Kind.GROUP, layer, grp * g, at,
                 groupBytes);
         if (actual != layout.groupCrc(grp)) {
             store.stats().checksumFailures.increment();
@@ -344,9 +342,20 @@ final class KvSwapLayer implements AutoCloseable {
      * After the window grew: every full group past the compressed cache's end joins it (its keys
      * projected), then full groups that left the local window may be flushed ({@link #rollGroups}).
      */
-    void appended() {
+    @Override
+    public void appended(MemorySegment keys, MemorySegment values, int before, int n) {
+        for (int i = 0; i < n; i++) {
+            window.append(keys, (long) i * half, values, (long) i * half);
+        }
         projectFullGroups();
         rollGroups();
+    }
+
+    /** A group layout serves whole groups, not single positions. */
+    @Override
+    public void startPositions(EntryFetch slot, ViewBuffer view, int[] positions, int count) {
+        throw new IllegalStateException("layer " + layer + " is laid out in groups for the KVSWAP selector;"
+                + " fetching caller-chosen positions needs a clustered layer (or the SWARM selector)");
     }
 
     /** Projects every full group of the window past the compressed cache's end into it. */
@@ -381,9 +390,9 @@ final class KvSwapLayer implements AutoCloseable {
         if (target - grouped < rollTokens) {
             return;
         }
-        GroupLayout grown = GroupLayoutWriter.append(store, sequence.id(), sequence.entryChecksum(), layer, shape, layout,
+        GroupLayout grown = GroupLayoutWriter.append(store, sequence.id(), layers.entryChecksum(), layer, shape, layout,
                 target, this::readRolling);
-        sequence.extendGroups(layer, grown);
+        layers.extendGroups(layer, grown);
         layout = grown;
         int groups = grown.groupCount();
         if (missSlot.length < groups) {
@@ -409,25 +418,18 @@ final class KvSwapLayer implements AutoCloseable {
         }
     }
 
-    /** Tokens {@code [0, groupedTokens)} are stored in groups (grows as the rolling buffer flushes). */
-    int groupedTokens() {
-        return layout.groupedTokens();
-    }
-
     // ------------------------------------------------------------------ stats and lifecycle
 
-    /** DRAM this layer holds beyond its window: the reuse slots and the compressed K cache. */
-    long memoryBytes() {
-        return (reuseSlots == null ? 0 : reuseSlots.byteSize()) + cache.reservedBytes();
-    }
-
-    /** Predicted groups' token count in the compressed K cache. */
-    int compressedTokens() {
-        return cache.tokens();
+    /** DRAM this layer holds: its window, and beyond it the reuse slots and the compressed K cache. */
+    @Override
+    public void addGauges(DecodeCounters.Gauges g) {
+        g.windowBytes += window.memoryBytes();
+        g.reuseBytes += (reuseSlots == null ? 0 : reuseSlots.byteSize()) + cache.reservedBytes();
     }
 
     @Override
     public void close() {
+        window.close();
         reads.close();
         if (reuseSlots != null) {
             store.dram().release(reuseSlots);

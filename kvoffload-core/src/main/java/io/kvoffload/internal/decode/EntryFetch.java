@@ -1,0 +1,208 @@
+package io.kvoffload.internal.decode;
+
+import io.kvoffload.KvIoException;
+import io.kvoffload.internal.sched.BucketScheduler;
+import io.kvoffload.internal.storage.ClusterLayout;
+import io.kvoffload.internal.storage.EntryChecksum;
+import io.kvoffload.internal.storage.ReplicaFailover;
+import io.kvoffload.internal.storage.Store;
+import io.kvoffload.strategy.FetchPlan;
+import java.lang.foreign.MemorySegment;
+
+/**
+ * One pipeline slot of a decoder: the fetch pipeline's working state and its steps for layouts of
+ * single entries (Swarm's clusters, the plug-in strategies' positional pages). A step is
+ * <ol>
+ *   <li>rows: {@link #beginRows}, then the fetcher adds each distinct token ({@link #addRow}) and
+ *       the layout entries to read ({@link #addRead}, repeats kept);</li>
+ *   <li>{@link #submit}: the bucket scheduler plans the reads against DRAM residency (Eq. 8: each
+ *       entry once, none that DRAM holds, spread over the SSDs, neighbours merged), one batch;</li>
+ *   <li>{@link #copyResident}: rows that the window or the hot cache hold, while the SSDs work;</li>
+ *   <li>{@link #gather}: each run is verified entry by entry (checksum seeded with the token
+ *       wanted) and scattered into the view as it lands; a failed copy is served from a replica,
+ *       which repairs it, or the fetch fails.</li>
+ * </ol>
+ * Everything is allocated once and grown rarely, so a steady-state step allocates nothing.
+ */
+public final class EntryFetch implements HotClusterCache.TokenSource, StagedReads.RunSink, AutoCloseable {
+    private final Store store;
+    private final EntryChecksum checksum;
+    private final String sequenceId;
+    private final int entry;
+    private final boolean checksums;
+    private final DecodeCounters counters;
+    public final BucketScheduler scheduler;
+    public final StagedReads reads;
+    public final ViewRows viewRows = new ViewRows();
+    /** The positions a plug-in strategy chose this step. */
+    public final FetchPlan plan = new FetchPlan();
+    /** The step's positions came from {@link #plan} (its selector hears {@code afterStep}). */
+    public boolean planned;
+    /** Positions came from the caller ({@code prefetch(layer, positions, count)}): caches and maintenance see no step. */
+    public boolean external;
+    private int[] concat = new int[1024];
+    private int concatSize;
+    private long startNanos;
+    private ReplicaFailover failover; // created on the first failed read
+    // The fetch in flight.
+    private ViewBuffer view;
+    private ClusterLayout layout;
+    private int layer;
+
+    public EntryFetch(Store store, EntryChecksum checksum, String sequenceId, int entryBytes, int alignment,
+            BucketScheduler.Mode mode, DecodeCounters counters) {
+        this.store = store;
+        this.checksum = checksum;
+        this.sequenceId = sequenceId;
+        this.entry = entryBytes;
+        this.checksums = store.config().checksums();
+        this.counters = counters;
+        this.scheduler = new BucketScheduler(store.devices().size(), entryBytes, Math.max(1, (256 << 10) / entryBytes),
+                mode);
+        this.reads = new StagedReads(store, alignment);
+    }
+
+    /** Starts a step's rows over a layer of {@code tokens} tokens. */
+    public void beginRows(int tokens) {
+        viewRows.begin(tokens);
+        concatSize = 0;
+        planned = false;
+        external = false;
+    }
+
+    /** Gives {@code token} a row (once); returns the row count. */
+    public int addRow(int token, int rows) {
+        return viewRows.add(token, rows);
+    }
+
+    /** Room for {@code n} more layout entries to read without growing inside the loop. */
+    public void reserveReads(int n) {
+        if (concatSize + n > concat.length) {
+            concat = java.util.Arrays.copyOf(concat, Math.max(concatSize + n, concat.length * 2));
+        }
+    }
+
+    /** Asks for {@code token}'s entry (call {@link #reserveReads} first); residents are dropped by the scheduler. */
+    public void addRead(int token) {
+        concat[concatSize++] = token;
+    }
+
+    /**
+     * Plans the reads against {@code layout} and {@code residency}, submits them in one batch and
+     * starts the I/O clock; {@code t0} is when selection began.
+     */
+    public void submit(ViewBuffer view, int layer, ClusterLayout layout, BucketScheduler.Residency residency, long t0) {
+        this.view = view;
+        this.layout = layout;
+        this.layer = layer;
+        reads.clear();
+        if (concatSize > 0) {
+            scheduler.plan(concat, concatSize, layout, residency);
+            reads.fill(scheduler);
+        }
+        // I/O time runs from the submission: a backend may start (or even finish) reads inside submit.
+        long t1 = System.nanoTime();
+        counters.selectNanos += t1 - t0;
+        startNanos = t1;
+        reads.submit();
+    }
+
+    /** Copies the rows DRAM holds (sinks, window, cached clusters) into the view. */
+    public void copyResident(DramWindow w, HotClusterCache cache) {
+        int rows = view.rows();
+        for (int r = 0; r < rows; r++) {
+            int t = viewRows.token(r);
+            if (w.contains(t)) {
+                view.putRow(r, t, w.keySegment(t), w.keyOffset(t), w.valueSegment(t), w.valueOffset(t));
+                counters.tokensWindow++;
+            } else if (cache != null) {
+                int slot = cache.slotOf(t);
+                if (slot >= 0) {
+                    view.putEntry(r, t, cache.region(), cache.slotOffset(slot));
+                    counters.tokensCached++;
+                }
+            }
+        }
+    }
+
+    /** Waits for the reads, verifying and gathering each run as it lands. */
+    public void gather() {
+        if (reads.runs() > 0) {
+            counters.ioNanos += reads.gatherAsLanded(this) - startNanos;
+        }
+    }
+
+    /** Ends the step (also when it failed). */
+    public void clear() {
+        reads.clear();
+    }
+
+    @Override
+    public void copyEntry(int token, MemorySegment dst, long offset) {
+        view.copyEntryTo(viewRows.row(token), dst, offset);
+    }
+
+    /** Run {@code r} landed: verify each entry and put it in the view. */
+    @Override
+    public void landed(int r) {
+        BucketScheduler sched = scheduler;
+        MemorySegment mem = reads.memory();
+        int[] planned = sched.plannedEntries();
+        int dev = sched.runDevice(r);
+        int first = sched.runFirst(r);
+        int n = sched.runEntries(r);
+        counters.countRead(reads.length(r));
+        for (int k = 0; k < n; k++) {
+            int token = planned[first + k];
+            long at = reads.at(r) + (long) k * entry;
+            if (checksums) {
+                verify(token, dev, sched.runOffset(r) + (long) k * entry, at);
+            }
+            view.putEntry(viewRows.row(token), token, mem, at);
+        }
+        counters.tokensFetched += n;
+    }
+
+    @Override
+    public void failed(int run, KvIoException e) {
+        if (!checksums) {
+            throw e;
+        }
+        // The read failed: serve each of its entries from another copy (which repairs this one).
+        BucketScheduler sched = scheduler;
+        int dev = sched.runDevice(run);
+        for (int k = 0; k < sched.runEntries(run); k++) {
+            int token = sched.plannedEntries()[sched.runFirst(run) + k];
+            long at = reads.at(run) + (long) k * entry;
+            failover().recover(layout, layer, token, dev, sched.runOffset(run) + (long) k * entry,
+                    "read failed: " + e.getMessage(), reads.memory(), at);
+            view.putEntry(viewRows.row(token), token, reads.memory(), at);
+        }
+        counters.tokensFetched += sched.runEntries(run);
+    }
+
+    private void verify(int token, int dev, long fileOffset, long at) {
+        int e = layout.entryAt(token, dev, fileOffset);
+        // Seeded with the token wanted, so an entry from elsewhere fails even when its bytes are intact.
+        int actual = reads.checksum(checksum, EntryChecksum.Kind.ENTRY, layer, token, at, entry);
+        if (actual != layout.entryCrc(e)) {
+            store.stats().checksumFailures.increment();
+            // Another copy, if the token has one, serves the fetch and repairs this one; else this throws.
+            failover().recover(layout, layer, token, dev, fileOffset, "checksum mismatch", reads.memory(), at);
+            return;
+        }
+        store.stats().checksumsVerified.increment();
+    }
+
+    private ReplicaFailover failover() {
+        if (failover == null) {
+            failover = new ReplicaFailover(store, checksum, sequenceId, entry);
+        }
+        return failover;
+    }
+
+    @Override
+    public void close() {
+        reads.close();
+    }
+}

@@ -1,0 +1,128 @@
+package io.kvoffload.internal.decode;
+
+import io.kvoffload.DecodeOptions;
+import io.kvoffload.KvSequence;
+import io.kvoffload.internal.sched.BucketScheduler;
+import io.kvoffload.internal.storage.ClusterLayout;
+import java.lang.foreign.MemorySegment;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * What every layer fetched entry by entry shares: the DRAM window (sinks, then the newest tokens and
+ * every token past the layout), the layout, an optional hot cache, DRAM residency for the scheduler
+ * and the caller-chosen positions path. Subclasses choose the positions of a step.
+ */
+public abstract class EntryLayer implements LayerFetcher, BucketScheduler.Residency {
+    private static final Logger LOG = LoggerFactory.getLogger(EntryLayer.class);
+
+    protected final LayerStore store;
+    protected final KvSequence sequence;
+    protected final DecodeOptions options;
+    protected final int layer;
+    protected final DecodeCounters counters;
+    protected final DramWindow window;
+    /** The layer's entries on the SSDs, or null (then every token is in the window). */
+    protected ClusterLayout layout;
+    /** The hot-cluster cache, or null. */
+    protected HotClusterCache cache;
+
+    protected EntryLayer(LayerStore store, DecodeOptions options, int layer, DecodeCounters counters) {
+        this.store = store;
+        this.sequence = store.sequence();
+        this.options = options;
+        this.layer = layer;
+        this.counters = counters;
+        int tokens = sequence.tokenCount(layer);
+        this.layout = store.clusterLayout(layer);
+        int clustered = layout == null ? 0 : layout.clusteredTokens();
+        int sinkEnd = Math.min(options.sinkTokens(), tokens);
+        int start = Math.max(sinkEnd, Math.min(clustered, tokens - options.localWindow()));
+        if (tokens - start > Math.max(options.localWindow(), 1) * 4L && tokens - start > 4096) {
+            LOG.warn("sequence {} layer {}: {} tokens are not laid out and stay in DRAM for attention; lay the"
+                    + " layer out (KvSequence.clusterLayer, SelectionStrategy.layOut) to fetch them selectively",
+                    sequence.id(), layer, tokens - start);
+        }
+        this.window = new DramWindow(store.store().dram(), sequence.shape().halfEntryBytes(), sinkEnd, start,
+                tokens - start + options.localWindow());
+        try {
+            window.load(sequence, layer, tokens);
+        } catch (RuntimeException e) {
+            window.close();
+            throw e;
+        }
+    }
+
+    @Override
+    public DramWindow window() {
+        return window;
+    }
+
+    @Override
+    public boolean resident(int token) {
+        return window.contains(token) || (cache != null && cache.slotOf(token) >= 0);
+    }
+
+    /** Adds the sinks' and the window's rows; returns the row count. */
+    protected int addResidentRows(EntryFetch f) {
+        int rows = 0;
+        for (int t = 0; t < window.sinkEnd(); t++) {
+            rows = f.addRow(t, rows);
+        }
+        for (int t = window.start(); t < window.end(); t++) {
+            rows = f.addRow(t, rows);
+        }
+        return rows;
+    }
+
+    /** Sizes the view, submits the planned reads and copies what DRAM holds. */
+    protected void launch(EntryFetch f, ViewBuffer view, int rows, long t0) {
+        view.begin(layer, rows, store.store().dram());
+        f.submit(view, layer, layout, this, t0);
+        f.copyResident(window, cache);
+    }
+
+    @Override
+    public void startPositions(EntryFetch f, ViewBuffer view, int[] positions, int count) {
+        long t0 = System.nanoTime();
+        f.beginRows(window.end());
+        f.external = true;
+        int rows = 0;
+        int clustered = layout == null ? 0 : layout.clusteredTokens();
+        f.reserveReads(count);
+        for (int i = 0; i < count; i++) {
+            int t = positions[i];
+            rows = f.addRow(t, rows);
+            if (t < clustered) {
+                f.addRead(t); // residents are dropped by the scheduler (Eq. 8)
+            }
+        }
+        launch(f, view, rows, t0);
+    }
+
+    @Override
+    public void appended(MemorySegment keys, MemorySegment values, int before, int n) {
+        long half = sequence.shape().halfEntryBytes();
+        for (int i = 0; i < n; i++) {
+            window.append(keys, i * half, values, i * half);
+        }
+    }
+
+    @Override
+    public void addGauges(DecodeCounters.Gauges g) {
+        g.windowBytes += window.memoryBytes();
+        if (cache != null) {
+            g.cacheHits += cache.policy().hits();
+            g.cacheMisses += cache.policy().misses();
+            g.cacheBytes += (long) cache.usedSlots() * sequence.shape().entryBytes();
+        }
+    }
+
+    @Override
+    public void close() {
+        window.close();
+        if (cache != null) {
+            cache.close();
+        }
+    }
+}

@@ -1,0 +1,154 @@
+package io.kvoffload.internal.decode;
+
+import io.kvoffload.KvShape;
+import io.kvoffload.internal.dram.DramPool;
+import io.kvoffload.internal.dram.DramSlot;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+
+/**
+ * The rows of one {@link io.kvoffload.KvView} in DRAM: positions, a block table and, per KV head,
+ * keys and values contiguous. The fetch pipeline writes rows here; the public view hands read-only
+ * scopes of them to the engine. One DRAM slot, grown (with headroom) only when a step needs more
+ * rows than any before.
+ */
+public final class ViewBuffer {
+    private final KvShape shape;
+    private final int rowBytes;
+    private final int blockTokens;
+    private int capacity;
+    private DramSlot memory;
+    private MemorySegment positions;
+    private MemorySegment blockTable;
+    private final MemorySegment[] keys;
+    private final MemorySegment[] values;
+    /** The layer this step fetches and the rows it fills. */
+    private int layer;
+    private int rows;
+
+    public ViewBuffer(KvShape shape, int blockTokens) {
+        this.shape = shape;
+        this.rowBytes = shape.headDim() * shape.dtype().bytes();
+        this.blockTokens = blockTokens;
+        this.keys = new MemorySegment[shape.kvHeads()];
+        this.values = new MemorySegment[shape.kvHeads()];
+    }
+
+    /** Starts a step of {@code layer} with {@code rows} rows, growing the memory if needed. */
+    public void begin(int layer, int rows, DramPool dram) {
+        ensureCapacity(rows, dram);
+        this.layer = layer;
+        this.rows = rows;
+    }
+
+    private void ensureCapacity(int tokens, DramPool dram) {
+        if (tokens <= capacity && memory != null) {
+            return;
+        }
+        // Headroom: a step selects a few more rows than the last one as often as not, and growing
+        // costs a new DRAM slot (a new slab the first time) inside prefetch.
+        int cap = Math.max(tokens + tokens / 4, Math.max(64, capacity + capacity / 2));
+        int blocks = (cap + blockTokens - 1) / blockTokens;
+        long posBytes = align(4L * cap);
+        long tableBytes = align(4L * blocks);
+        long headBytes = align((long) cap * rowBytes);
+        long total = posBytes + tableBytes + 2L * shape.kvHeads() * headBytes;
+        DramSlot m = dram.acquire(Long.highestOneBit(total - 1) << 1); // few size classes as views grow
+        if (memory != null) {
+            dram.release(memory);
+        }
+        memory = m;
+        capacity = cap;
+        MemorySegment s = m.segment();
+        positions = s.asSlice(0, 4L * cap);
+        blockTable = s.asSlice(posBytes, 4L * blocks);
+        for (int b = 0; b < blocks; b++) {
+            // The gathered rows are contiguous, so logical block b is physical block b.
+            blockTable.setAtIndex(ValueLayout.JAVA_INT, b, b);
+        }
+        long o = posBytes + tableBytes;
+        for (int h = 0; h < shape.kvHeads(); h++) {
+            keys[h] = s.asSlice(o, (long) cap * rowBytes);
+            o += headBytes;
+        }
+        for (int h = 0; h < shape.kvHeads(); h++) {
+            values[h] = s.asSlice(o, (long) cap * rowBytes);
+            o += headBytes;
+        }
+    }
+
+    private static long align(long bytes) {
+        return (bytes + 63) & ~63L;
+    }
+
+    /** Hands the memory back. */
+    public void free(DramPool dram) {
+        if (memory != null) {
+            dram.release(memory);
+            memory = null;
+            capacity = 0;
+        }
+    }
+
+    public int capacity() {
+        return capacity;
+    }
+
+    public int layer() {
+        return layer;
+    }
+
+    public int rows() {
+        return rows;
+    }
+
+    public int blockTokens() {
+        return blockTokens;
+    }
+
+    /** Writes row {@code row}: its position and a stored entry (K of every head, then V) at {@code src[offset]}. */
+    public void putEntry(int row, int position, MemorySegment src, long offset) {
+        putRow(row, position, src, offset, src, offset + (long) shape.kvHeads() * rowBytes);
+    }
+
+    /** Writes row {@code row}: its position, K of every head at {@code k[kOffset]}, V at {@code v[vOffset]}. */
+    public void putRow(int row, int position, MemorySegment k, long kOffset, MemorySegment v, long vOffset) {
+        positions.setAtIndex(ValueLayout.JAVA_INT, row, position);
+        long dst = (long) row * rowBytes;
+        for (int h = 0; h < keys.length; h++) {
+            MemorySegment.copy(k, kOffset + (long) h * rowBytes, keys[h], dst, rowBytes);
+            MemorySegment.copy(v, vOffset + (long) h * rowBytes, values[h], dst, rowBytes);
+        }
+    }
+
+    /** Reassembles row {@code row} as a token-major entry at {@code dst[offset]}. */
+    public void copyEntryTo(int row, MemorySegment dst, long offset) {
+        long src = (long) row * rowBytes;
+        int kv = shape.kvHeads();
+        for (int h = 0; h < kv; h++) {
+            MemorySegment.copy(keys[h], src, dst, offset + (long) h * rowBytes, rowBytes);
+            MemorySegment.copy(values[h], src, dst, offset + (long) (kv + h) * rowBytes, rowBytes);
+        }
+    }
+
+    /** Position of row {@code row}. */
+    public int position(int row) {
+        return positions.getAtIndex(ValueLayout.JAVA_INT, row);
+    }
+
+    public MemorySegment positions() {
+        return positions;
+    }
+
+    public MemorySegment blockTable() {
+        return blockTable;
+    }
+
+    public MemorySegment keys(int kvHead) {
+        return keys[kvHead];
+    }
+
+    public MemorySegment values(int kvHead) {
+        return values[kvHead];
+    }
+}
