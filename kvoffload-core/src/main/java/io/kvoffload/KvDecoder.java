@@ -19,8 +19,8 @@ import org.slf4j.LoggerFactory;
  * The online phase for one sequence: per decoding step and layer, the engine hands a query to
  * {@link #prefetch}, the layer's strategy chooses what the attention reads, and the fetch pipeline
  * serves it — DRAM residency (sinks, window, hot cache or reuse buffer), the bucket scheduler
- * (Eq. 8 of [Swarm]: each entry once, none that DRAM holds, spread over the SSDs), one batched
- * submission — and returns at once (reads the I/O ring has no room for wait in its backlog);
+ * (each entry once, none that DRAM holds, spread over the SSDs), one batched submission — and
+ * returns at once (reads the I/O ring has no room for wait in its backlog);
  * {@link KvView#await()} then checks every entry's checksum and gathers it into the view as its read
  * lands, while later reads are still in flight; what DRAM holds is copied in while the SSDs work.
  *
@@ -36,9 +36,9 @@ import org.slf4j.LoggerFactory;
  * }
  * }</pre>
  *
- * <p>The strategy is {@link DecodeOptions#resolvedStrategy()}: Swarm by default, KVSwap, a built-in
- * baseline or a plug-in {@link SelectionStrategy}; a layer the chosen strategy did not lay out falls
- * back to the default strategy. Between steps, {@link #appendKv} adds new tokens' K and V: written
+ * <p>The strategy is {@link DecodeOptions#resolvedStrategy()}: the default one, another built-in or
+ * a plug-in {@link SelectionStrategy}; a layer the chosen strategy did not lay out falls back to
+ * {@link Strategies#defaultStrategy()}. Between steps, {@link #appendKv} adds new tokens' K and V: written
  * to the sequence and kept in the layer's DRAM window.
  *
  * <p>One thread uses a decoder at a time. After the first step of each layer (which loads its window
@@ -77,12 +77,7 @@ public final class KvDecoder implements AutoCloseable {
         this.inFlight = new boolean[shape.layers()];
         this.views = new KvView[options.pipelineDepth()];
         this.slots = new EntryFetch[options.pipelineDepth()];
-        BucketScheduler.Mode mode = switch (options.scheduling()) {
-            case SWARM -> BucketScheduler.Mode.SWARM;
-            case STATIC -> BucketScheduler.Mode.STATIC;
-            case NO_BALANCE -> BucketScheduler.Mode.NO_BALANCE;
-            case NO_DEDUP -> BucketScheduler.Mode.NO_DEDUP;
-        };
+        BucketScheduler.Mode mode = BucketScheduler.Mode.of(options.scheduling());
         for (int i = 0; i < views.length; i++) {
             views[i] = new KvView(this, i, shape, sequence.blockTokens());
             slots[i] = new EntryFetch(store, sequence.entryChecksum(), sequence.id(), shape.entryBytes(), alignment, mode,

@@ -43,6 +43,11 @@ public final class BucketScheduler {
             this.dedup = dedup;
             this.balance = balance;
         }
+
+        /** The mode of the public option of the same name. */
+        public static Mode of(io.kvoffload.DecodeOptions.Scheduling s) {
+            return valueOf(s.name());
+        }
     }
 
     /** Where the copies of an entry are. Implementations must not allocate. */
