@@ -83,10 +83,20 @@ class DecoderAllocationTest {
     /** A baseline through the same pipeline: Quest's page bounds pick the positions, the decoder fetches them. */
     @Test
     void aBaselineStrategyDecodesWithoutAllocating() throws Exception {
+        assertStrategyAllocatesNothing(Strategies.named("quest"), DecodeOptions.builder().strategy("quest").build());
+    }
+
+    /** KVSwap's groups: prediction, reuse buffer, group reads and verification, on io_uring. */
+    @Test
+    void kvswapDecodesWithoutAllocating() throws Exception {
+        assertStrategyAllocatesNothing(Strategies.named("kvswap"), DecodeOptions.builder()
+                .selector(DecodeOptions.Selector.KVSWAP).budgetTokens(256).build());
+    }
+
+    private void assertStrategyAllocatesNothing(SelectionStrategy strategy, DecodeOptions o) throws Exception {
         var threads = (com.sun.management.ThreadMXBean) ManagementFactory.getThreadMXBean();
         SyntheticWorkload w = new SyntheticWorkload(WorkloadSpec.builder(SHAPE, TOKENS).seed(5).build());
         KvConfig cfg = TestEngines.config(TestEngines.deviceDirs(dir, 2), "io_uring").build();
-        SelectionStrategy quest = Strategies.named("quest");
         try (KvEngine e = KvEngine.open(cfg)) {
             try (KvSequence s = e.createSequence("q", SHAPE); Arena arena = Arena.ofConfined()) {
                 int[] ids = new int[TOKENS];
@@ -96,7 +106,7 @@ class DecoderAllocationTest {
                 for (int l = 0; l < SHAPE.layers(); l++) {
                     w.writeKv(l, 0, TOKENS, SHAPE.dtype(), k, v);
                     s.appendKv(l, k, v);
-                    quest.layOut(s, l);
+                    strategy.layOut(s, l);
                 }
                 s.commit();
             }
@@ -106,9 +116,8 @@ class DecoderAllocationTest {
                     queries[q][l] = w.query(l, q);
                 }
             }
-            DecodeOptions o = DecodeOptions.builder().strategy(quest).build();
             try (KvSequence s = e.openSequence("q"); KvDecoder d = s.decoder(o)) {
-                // Quest's scoring loops compile later than Swarm's: a longer warm-up (steps take ~1 ms).
+                // Scoring loops other than Swarm's compile later: a longer warm-up (steps take ~1 ms).
                 for (int i = 0; i < 3000; i++) {
                     step(d, queries[i % queries.length]);
                 }
@@ -122,8 +131,10 @@ class DecoderAllocationTest {
                     windows.add(threads.getCurrentThreadAllocatedBytes() - before);
                 }
                 long zero = windows.stream().filter(b -> b == 0).count();
-                assertTrue(zero >= 3, "bytes allocated per window of " + rounds + " decode steps: " + windows);
-                assertTrue(windows.stream().allMatch(b -> b < 16L * rounds), "bytes per window: " + windows);
+                assertTrue(zero >= 3, strategy.name() + ": bytes allocated per window of " + rounds + " decode steps: "
+                        + windows);
+                assertTrue(windows.stream().allMatch(b -> b < 16L * rounds), strategy.name() + ": bytes per window: "
+                        + windows);
                 assertTrue(d.stats().bytesRead() > 0, "read from the SSDs: " + d.stats());
             }
         }
