@@ -12,6 +12,8 @@ module io.kvoffload.core {
     exports io.kvoffload;
     exports io.kvoffload.spi;
     exports io.kvoffload.strategy;
+    exports io.kvoffload.strategy.swarm;
+    exports io.kvoffload.strategy.kvswap;
     exports io.kvoffload.workload;
     exports io.kvoffload.internal.dram to io.kvoffload.iouring, io.kvoffload.cuda, io.kvoffload.bench;
     exports io.kvoffload.internal.util to io.kvoffload.iouring, io.kvoffload.cuda, io.kvoffload.bench;

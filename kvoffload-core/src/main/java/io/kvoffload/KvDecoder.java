@@ -36,7 +36,7 @@ import org.slf4j.LoggerFactory;
  * }
  * }</pre>
  *
- * <p>The strategy is {@link DecodeOptions#resolvedStrategy()}: the default one, another built-in or
+ * <p>The strategy is {@link DecodeOptions#strategy()}: the default one, another built-in or
  * a plug-in {@link SelectionStrategy}; a layer the chosen strategy did not lay out falls back to
  * {@link Strategies#defaultStrategy()}. Between steps, {@link #appendKv} adds new tokens' K and V: written
  * to the sequence and kept in the layer's DRAM window.
@@ -72,7 +72,7 @@ public final class KvDecoder implements AutoCloseable {
         this.layerStore = new SequenceLayers(sequence, store, alignment);
         this.shape = sequence.shape();
         this.options = options;
-        this.strategy = options.resolvedStrategy();
+        this.strategy = options.strategy();
         this.layers = new LayerFetcher[shape.layers()];
         this.inFlight = new boolean[shape.layers()];
         this.views = new KvView[options.pipelineDepth()];

@@ -3,6 +3,7 @@ package io.kvoffload;
 import io.kvoffload.internal.kvswap.GroupPredictor;
 import io.kvoffload.internal.kvswap.KvSwapConfig;
 import io.kvoffload.internal.util.Checks;
+import io.kvoffload.strategy.kvswap.KvSwap;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -12,14 +13,14 @@ import java.nio.file.Path;
  * The runtime settings of KVSwap's offline tuning (papers/003 §3.5, Fig. 4a): what the JSON file
  * that {@code kvo bench kvswap-tune} (the {@code ParameterTuner}) writes sets in the offline phase
  * ({@link #groupOptions()} for {@link KvSequence#groupLayer}) and in the decoder
- * ({@link DecodeOptions.Builder#kvswap(KvSwapTuning)}).
+ * ({@link #applyTo(DecodeOptions.Builder)}).
  *
  * <pre>{@code
  * KvSwapTuning t = KvSwapTuning.load(Path.of("kvswap.json"));
  * t.checkShape(sequence.shape());
  * for (int l = 0; l < layers; l++) sequence.groupLayer(l, t.groupOptions());
  * sequence.commit();
- * KvDecoder dec = sequence.decoder(DecodeOptions.builder().kvswap(t).build());
+ * KvDecoder dec = sequence.decoder(t.applyTo(DecodeOptions.builder()).build());
  * }</pre>
  *
  * @param shape the model the file was tuned for ({@link #checkShape} compares it with a sequence's)
@@ -36,7 +37,7 @@ import java.nio.file.Path;
  *     {@code rollingGroups × G}
  */
 public record KvSwapTuning(KvShape shape, int maxContext, int batchSize, int groupSize, int rank, int budgetTokens,
-        int reuseSlots, DecodeOptions.ReusePolicy reusePolicy, int rollingGroups) {
+        int reuseSlots, KvSwap.ReusePolicy reusePolicy, int rollingGroups) {
 
     public KvSwapTuning {
         Checks.notNull("shape", shape);
@@ -78,7 +79,7 @@ public record KvSwapTuning(KvShape shape, int maxContext, int batchSize, int gro
                     + " the decoder; allowed: F16");
         }
         return new KvSwapTuning(c.shape(), c.maxContext(), c.batchSize(), c.groupSize(), c.rank(), c.budgetTokens(),
-                c.reuseSlots(), DecodeOptions.ReusePolicy.valueOf(c.reusePolicy().name()), c.rollingGroups());
+                c.reuseSlots(), KvSwap.ReusePolicy.valueOf(c.reusePolicy().name()), c.rollingGroups());
     }
 
     /** M = ⌈budgetTokens / G⌉, groups predicted per step. */
@@ -89,6 +90,17 @@ public record KvSwapTuning(KvShape shape, int maxContext, int batchSize, int gro
     /** σ = kvHeads·headDim / r. */
     public double compressionRatio() {
         return shape.elementsPerToken() / (double) rank;
+    }
+
+    /**
+     * Sets what the tuning chose on a decoder's options: the strategy ({@link KvSwap#tuned}: reuse
+     * slots C and policy, group options), {@code budgetTokens} (MG) and {@code localWindow} (the
+     * tuned rolling buffer, {@code rollingGroups × G}). Setters called afterwards override them.
+     */
+    public DecodeOptions.Builder applyTo(DecodeOptions.Builder builder) {
+        Checks.notNull("builder", builder);
+        return builder.strategy(KvSwap.tuned(this).withGroupOptions(groupOptions())).budgetTokens(budgetTokens)
+                .localWindow(localWindow());
     }
 
     /** The decoder's {@code localWindow}: the tuned rolling buffer, {@code rollingGroups × G} tokens. */

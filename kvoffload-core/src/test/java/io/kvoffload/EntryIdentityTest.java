@@ -1,5 +1,6 @@
 package io.kvoffload;
 
+import io.kvoffload.strategy.kvswap.KvSwap;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNull;
@@ -136,8 +137,8 @@ class EntryIdentityTest {
     }
 
     static DecodeOptions kvswapAll() {
-        return DecodeOptions.builder().selector(DecodeOptions.Selector.KVSWAP).budgetTokens(2 * TOKENS).sinkTokens(0)
-                .localWindow(0).reuseSlots(0).build();
+        return DecodeOptions.builder().strategy(KvSwap.defaults().withReuseSlots(0)).budgetTokens(2 * TOKENS)
+                .sinkTokens(0).localWindow(0).build();
     }
 
     /** "a" gets positions moved within itself, "c" (same data as "a") gets the deleted "b"'s extents. */

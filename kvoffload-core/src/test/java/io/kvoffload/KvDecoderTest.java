@@ -1,5 +1,6 @@
 package io.kvoffload;
 
+import io.kvoffload.strategy.swarm.Swarm;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -167,7 +168,7 @@ class KvDecoderTest {
                     bytes[m.ordinal()] = d.stats().tokensFetched();
                 }
             }
-            long swarm = bytes[DecodeOptions.Scheduling.SWARM.ordinal()];
+            long swarm = bytes[DecodeOptions.Scheduling.BALANCED.ordinal()];
             assertEquals(swarm, bytes[DecodeOptions.Scheduling.NO_BALANCE.ordinal()], "dedup reads the same entries");
             assertTrue(bytes[DecodeOptions.Scheduling.NO_DEDUP.ordinal()] >= swarm);
             assertTrue(bytes[DecodeOptions.Scheduling.STATIC.ordinal()] >= swarm);
@@ -212,7 +213,7 @@ class KvDecoderTest {
 
     @Test
     void appendedTokensJoinTheWindowAndTheView() throws Exception {
-        DecodeOptions o = DecodeOptions.builder().maintenance(DecodeOptions.Maintenance.OFF).build();
+        DecodeOptions o = DecodeOptions.builder().strategy(Swarm.builder().maintenance(Swarm.Maintenance.OFF).build()).build();
         try (KvEngine e = KvEngine.open(config(2))) {
             storeClustered(e, "s");
             try (KvSequence s = e.openSequenceForAppend("s"); KvDecoder d = s.decoder(o); Arena a = Arena.ofConfined()) {
@@ -251,11 +252,11 @@ class KvDecoderTest {
         for (int l = 0; l < SHAPE.layers(); l++) {
             expected[l] = expectedOf(longer, l, TOKENS + extra);
         }
-        for (DecodeOptions.Maintenance m : List.of(DecodeOptions.Maintenance.SWARM, DecodeOptions.Maintenance.MIN_SIZE,
-                DecodeOptions.Maintenance.MIN_DIFF)) {
+        for (Swarm.Maintenance m : List.of(Swarm.Maintenance.SWARM, Swarm.Maintenance.MIN_SIZE,
+                Swarm.Maintenance.MIN_DIFF)) {
             Path dir = root.resolve(m.name());
             KvConfig cfg = TestEngines.config(TestEngines.deviceDirs(dir, 2), "portable").blockTokens(16).build();
-            DecodeOptions o = DecodeOptions.builder().localWindow(64).maintenance(m).build();
+            DecodeOptions o = DecodeOptions.builder().localWindow(64).strategy(Swarm.builder().maintenance(m).build()).build();
             int clustersBefore;
             try (KvEngine e = KvEngine.open(cfg)) {
                 storeClustered(e, "s");
@@ -278,7 +279,7 @@ class KvDecoderTest {
                     ClusterLayout cl = s.clusterLayout(0);
                     // 200 tokens appended, a 64-token window, written every 16 evictions.
                     assertTrue(cl.clusteredTokens() >= TOKENS + extra - 64 - 16, m + ": " + cl.clusteredTokens());
-                    assertTrue(m != DecodeOptions.Maintenance.MIN_SIZE || s.clusterCount(0) == clustersBefore,
+                    assertTrue(m != Swarm.Maintenance.MIN_SIZE || s.clusterCount(0) == clustersBefore,
                             "Min-Size joins existing clusters only");
                     for (int l = 0; l < SHAPE.layers(); l++) {
                         try (KvView view = d.prefetch(l, longer.query(l, 999)).await()) {

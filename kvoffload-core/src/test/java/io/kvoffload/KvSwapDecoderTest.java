@@ -1,5 +1,6 @@
 package io.kvoffload;
 
+import io.kvoffload.strategy.kvswap.KvSwap;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
@@ -57,7 +58,7 @@ class KvSwapDecoderTest {
     }
 
     static DecodeOptions.Builder kvswap() {
-        return DecodeOptions.builder().selector(DecodeOptions.Selector.KVSWAP).budgetTokens(400).sinkTokens(4)
+        return DecodeOptions.builder().strategy(KvSwap.defaults()).budgetTokens(400).sinkTokens(4)
                 .localWindow(0);
     }
 
@@ -209,8 +210,8 @@ class KvSwapDecoderTest {
             storeGrouped(e, "s", 4);
             long[] bytes = new long[3];
             long[] fetched = new long[3];
-            DecodeOptions[] opts = {kvswap().sinkTokens(0).reuseSlots(0).build(), kvswap().sinkTokens(0).build(),
-                kvswap().sinkTokens(0).reusePolicy(DecodeOptions.ReusePolicy.REPLACE_UNREQUESTED).build()};
+            DecodeOptions[] opts = {kvswap().sinkTokens(0).strategy(KvSwap.defaults().withReuseSlots(0)).build(), kvswap().sinkTokens(0).build(),
+                kvswap().sinkTokens(0).strategy(KvSwap.defaults().withReusePolicy(KvSwap.ReusePolicy.REPLACE_UNREQUESTED)).build()};
             for (int i = 0; i < opts.length; i++) {
                 try (KvSequence s = e.openSequence("s"); KvDecoder d = s.decoder(opts[i])) {
                     long rows = 0;
@@ -289,7 +290,7 @@ class KvSwapDecoderTest {
         KvConfig cfg = config(1);
         try (KvEngine e = KvEngine.open(cfg)) {
             storeGrouped(e, "s", 4);
-            try (KvSequence s = e.openSequence("s"); KvDecoder plain = s.decoder(kvswap().reuseSlots(0).build());
+            try (KvSequence s = e.openSequence("s"); KvDecoder plain = s.decoder(kvswap().strategy(KvSwap.defaults().withReuseSlots(0)).build());
                     KvDecoder reusing = s.decoder(kvswap().build())) {
                 float[] q1 = w.query(0, 0);
                 float[] q2 = w.query(0, 77);
@@ -382,9 +383,9 @@ class KvSwapDecoderTest {
             KvDecoderTest.assertMessage(IllegalArgumentException.class,
                     () -> DecodeOptions.builder().budgetTokens(0).build(), "budgetTokens = 0", "1..16777216");
             KvDecoderTest.assertMessage(IllegalArgumentException.class,
-                    () -> DecodeOptions.builder().reuseSlots(-7).build(), "reuseSlots = -7", "0..1048576");
+                    () -> KvSwap.defaults().withReuseSlots(-7), "reuseSlots = -7", "0..1048576");
             KvDecoderTest.assertMessage(NullPointerException.class,
-                    () -> DecodeOptions.builder().selector(null).build(), "selector");
+                    () -> DecodeOptions.builder().strategy((io.kvoffload.strategy.SelectionStrategy) null).build(), "strategy");
         }
         try (KvEngine e = KvEngine.open(config(1)); KvSequence s = e.createSequence("tiny", SHAPE)) {
             s.appendTokens(1, 2);

@@ -1,5 +1,6 @@
 package io.kvoffload;
 
+import io.kvoffload.strategy.kvswap.KvSwap;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -61,8 +62,8 @@ class KvSwapRollingBufferTest {
     }
 
     static DecodeOptions options() {
-        return DecodeOptions.builder().selector(DecodeOptions.Selector.KVSWAP).budgetTokens(BUDGET)
-                .sinkTokens(SINKS).localWindow(WINDOW).reuseSlots(0).build();
+        return DecodeOptions.builder().strategy(KvSwap.defaults().withReuseSlots(0)).budgetTokens(BUDGET)
+                .sinkTokens(SINKS).localWindow(WINDOW).build();
     }
 
     /** The prefill, grouped and committed. */
@@ -272,7 +273,7 @@ class KvSwapRollingBufferTest {
     void maintenanceOffKeepsDecodedTokensInDram() throws Exception {
         try (KvEngine e = KvEngine.open(config())) {
             storeGrouped(e);
-            DecodeOptions off = options().toBuilder().maintenance(DecodeOptions.Maintenance.OFF).build();
+            DecodeOptions off = options().toBuilder().strategy(KvSwap.defaults().withReuseSlots(0).withRollingFlush(false)).build();
             try (KvSequence s = e.openSequenceForAppend("s"); KvDecoder d = s.decoder(off)) {
                 openLayers(d);
                 decode(s, d, PREFILL, PREFILL + 200);

@@ -1,5 +1,6 @@
 package io.kvoffload;
 
+import io.kvoffload.strategy.kvswap.KvSwap;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -54,17 +55,18 @@ class KvSwapTuningTest {
         assertEquals(c.budgetTokens(), t.budgetTokens());
         assertEquals(c.groups(), t.groups());
         assertEquals(c.reuseSlots(), t.reuseSlots());
-        assertEquals(DecodeOptions.ReusePolicy.REPLACE_UNREQUESTED, t.reusePolicy());
+        assertEquals(KvSwap.ReusePolicy.REPLACE_UNREQUESTED, t.reusePolicy());
         assertEquals(2 * c.groupSize(), t.localWindow());
         assertEquals(c.compressionRatio(), t.compressionRatio());
         t.checkShape(SHAPE);
 
-        DecodeOptions o = DecodeOptions.builder().kvswap(t).sinkTokens(4).build();
-        assertEquals(DecodeOptions.Selector.KVSWAP, o.selector());
+        DecodeOptions o = t.applyTo(DecodeOptions.builder()).sinkTokens(4).build();
+        KvSwap k = (KvSwap) o.strategy();
         assertEquals(t.budgetTokens(), o.budgetTokens());
-        assertEquals(t.reuseSlots(), o.reuseSlots());
+        assertEquals(t.reuseSlots(), k.reuseSlots());
         assertEquals(t.localWindow(), o.localWindow());
-        assertEquals(DecodeOptions.ReusePolicy.REPLACE_UNREQUESTED, o.reusePolicy());
+        assertEquals(KvSwap.ReusePolicy.REPLACE_UNREQUESTED, k.reusePolicy());
+        assertEquals(t.groupOptions(), k.groupOptions());
 
         SyntheticWorkload w = new SyntheticWorkload(WorkloadSpec.builder(SHAPE, TOKENS).seed(11).build());
         KvConfig config = TestEngines.config(TestEngines.deviceDirs(root, 2), "portable").blockTokens(16)
@@ -139,10 +141,10 @@ class KvSwapTuningTest {
         assertTrue(m.contains("shape.kvHeads() = 4") && m.contains("allowed: 2"), m);
 
         m = assertThrows(IllegalArgumentException.class, () -> new KvSwapTuning(SHAPE, TOKENS, 1, 4, 129, 96, 24,
-                DecodeOptions.ReusePolicy.FIFO, 1)).getMessage();
+                KvSwap.ReusePolicy.FIFO, 1)).getMessage();
         assertEquals("rank = 129 is out of range; allowed: 1..128", m);
         m = assertThrows(IllegalArgumentException.class, () -> new KvSwapTuning(SHAPE, TOKENS, 1, 4, 64, 96, 23,
-                DecodeOptions.ReusePolicy.FIFO, 1)).getMessage();
+                KvSwap.ReusePolicy.FIFO, 1)).getMessage();
         assertEquals("reuseSlots = 23 is out of range; allowed: 24..1048576", m);
     }
 }

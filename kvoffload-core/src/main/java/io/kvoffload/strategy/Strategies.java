@@ -1,8 +1,8 @@
 package io.kvoffload.strategy;
 
 import io.kvoffload.internal.baseline.BaselineStrategy;
-import io.kvoffload.internal.kvswap.KvSwapStrategy;
-import io.kvoffload.internal.swarm.SwarmStrategy;
+import io.kvoffload.strategy.kvswap.KvSwap;
+import io.kvoffload.strategy.swarm.Swarm;
 import io.kvoffload.internal.util.Checks;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
@@ -21,8 +21,8 @@ public final class Strategies {
     private static final Map<String, SelectionStrategy> BY_NAME = new LinkedHashMap<>();
 
     static {
-        BY_NAME.put(SwarmStrategy.INSTANCE.name(), SwarmStrategy.INSTANCE);
-        BY_NAME.put(KvSwapStrategy.INSTANCE.name(), KvSwapStrategy.INSTANCE);
+        BY_NAME.put(Swarm.defaults().name(), Swarm.defaults());
+        BY_NAME.put(KvSwap.defaults().name(), KvSwap.defaults());
         for (SelectionStrategy s : BaselineStrategy.all()) {
             BY_NAME.put(s.name(), s);
         }
@@ -70,7 +70,7 @@ public final class Strategies {
 
     /** The strategy a decoder uses when its options name none, and for layers another strategy did not lay out. */
     public static SelectionStrategy defaultStrategy() {
-        return SwarmStrategy.INSTANCE;
+        return Swarm.defaults();
     }
 
     /** The names known now, built-ins first. */

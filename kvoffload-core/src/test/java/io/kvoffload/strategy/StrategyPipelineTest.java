@@ -163,7 +163,7 @@ class StrategyPipelineTest {
         try (KvEngine e = KvEngine.open(TestEngines.config(TestEngines.deviceDirs(root, 3), "portable").build())) {
             store(e, id, strategy);
             DecodeOptions o = DecodeOptions.builder().strategy(strategy).sparsity(sparsity).sinkTokens(SINKS)
-                    .localWindow(WINDOW).maintenance(DecodeOptions.Maintenance.OFF).build();
+                    .localWindow(WINDOW).build();
             try (KvSequence s = e.openSequence(id); KvDecoder d = s.decoder(o)) {
                 for (int step = 0; step < 3; step++) {
                     for (int l = 0; l < SHAPE.layers(); l++) {

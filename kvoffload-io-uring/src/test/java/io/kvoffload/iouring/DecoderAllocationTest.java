@@ -90,7 +90,7 @@ class DecoderAllocationTest {
     @Test
     void kvswapDecodesWithoutAllocating() throws Exception {
         assertStrategyAllocatesNothing(Strategies.named("kvswap"), DecodeOptions.builder()
-                .selector(DecodeOptions.Selector.KVSWAP).budgetTokens(256).build());
+                .strategy("kvswap").budgetTokens(256).build());
     }
 
     private void assertStrategyAllocatesNothing(SelectionStrategy strategy, DecodeOptions o) throws Exception {

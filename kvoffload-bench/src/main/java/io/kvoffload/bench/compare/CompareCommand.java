@@ -1,5 +1,7 @@
 package io.kvoffload.bench.compare;
 
+import io.kvoffload.strategy.swarm.Swarm;
+import io.kvoffload.strategy.kvswap.KvSwap;
 import io.kvoffload.ClusterOptions;
 import io.kvoffload.ClusterSummary;
 import io.kvoffload.DType;
@@ -608,9 +610,9 @@ public final class CompareCommand implements Callable<Integer> {
         int budgetTokens = (int) Math.max(1, Math.min(f.n, Math.round(share * f.n)));
         long cache = (long) (cacheShare * f.n * shape.entryBytes()) * layers;
         DecodeOptions.Builder ob = DecodeOptions.builder().sparsity(share).sinkTokens(sinks).localWindow(window)
-                .cacheBytes(cache).maintenance(DecodeOptions.Maintenance.OFF);
+                .cacheBytes(cache).strategy(Swarm.builder().maintenance(Swarm.Maintenance.OFF).build());
         if (s.layout() == Layout.KVSWAP_GROUPS) {
-            ob.selector(DecodeOptions.Selector.KVSWAP).budgetTokens(budgetTokens);
+            ob.strategy(KvSwap.defaults().withRollingFlush(false)).budgetTokens(budgetTokens);
         } else if (!s.decoderSelects()) {
             // The baseline runs inside the decoder's pipeline: same budget of rows as Swarm's (sinks and window included).
             ob.strategy(s.selector());

@@ -1,5 +1,6 @@
 package io.kvoffload.bench.kvswap;
 
+import io.kvoffload.strategy.kvswap.KvSwap;
 import io.kvoffload.DType;
 import io.kvoffload.DecodeOptions;
 import io.kvoffload.DecodeStats;
@@ -242,7 +243,7 @@ public final class KvSwapIoBench implements Callable<Integer> {
 
 
     private DecodeOptions.Builder options() {
-        return DecodeOptions.builder().selector(DecodeOptions.Selector.KVSWAP).budgetTokens(budget).sinkTokens(4)
+        return DecodeOptions.builder().strategy(KvSwap.defaults()).budgetTokens(budget).sinkTokens(4)
                 .localWindow(0);
     }
 
@@ -258,15 +259,15 @@ public final class KvSwapIoBench implements Callable<Integer> {
         out.println("| reuse buffer | C (slots/layer) | reuse rate | KiB read / step | reads / step | select µs / layer "
                 + "| I/O wait µs / layer | ms / step | speed-up |");
         out.println("|---|---:|---:|---:|---:|---:|---:|---:|---:|");
-        Object[][] cases = {{"off", 0, DecodeOptions.ReusePolicy.FIFO}, {"FIFO", (int) DecodeOptions.AUTO,
-            DecodeOptions.ReusePolicy.FIFO}, {"REPLACE_UNREQUESTED", (int) DecodeOptions.AUTO,
-            DecodeOptions.ReusePolicy.REPLACE_UNREQUESTED}, {"FIFO", 2 * m, DecodeOptions.ReusePolicy.FIFO}};
+        Object[][] cases = {{"off", 0, KvSwap.ReusePolicy.FIFO}, {"FIFO", KvSwap.AUTO, KvSwap.ReusePolicy.FIFO},
+            {"REPLACE_UNREQUESTED", KvSwap.AUTO, KvSwap.ReusePolicy.REPLACE_UNREQUESTED},
+            {"FIFO", 2 * m, KvSwap.ReusePolicy.FIFO}};
         // Two rounds, alternating, so drift of the shared machine hits every case alike; the faster round is kept.
         Run[] best = new Run[cases.length];
         for (int round = 0; round < 2; round++) {
             for (int i = 0; i < cases.length; i++) {
-                Run r = run(engine, options().reuseSlots((Integer) cases[i][1])
-                        .reusePolicy((DecodeOptions.ReusePolicy) cases[i][2]).build(), queries, weights);
+                Run r = run(engine, options().strategy(KvSwap.defaults().withReuseSlots((Integer) cases[i][1])
+                        .withReusePolicy((KvSwap.ReusePolicy) cases[i][2])).build(), queries, weights);
                 if (best[i] == null || r.msPerStep() < best[i].msPerStep()) {
                     best[i] = r;
                 }
@@ -277,7 +278,7 @@ public final class KvSwapIoBench implements Callable<Integer> {
             Run r = best[i];
             DecodeStats st = r.stats();
             long layerSteps = Math.max(1, st.steps());
-            int slots = (Integer) cases[i][1] == DecodeOptions.AUTO ? m : (Integer) cases[i][1];
+            int slots = (Integer) cases[i][1] == KvSwap.AUTO ? m : (Integer) cases[i][1];
             out.printf(Locale.ROOT, "| %s | %d | %.1f%% | %.0f | %.1f | %.0f | %.0f | %.3f | %.2f× |%n", cases[i][0], slots,
                     100 * st.reuseHitRate(), st.bytesRead() / 1024.0 / steps, (double) st.readRequests() / steps,
                     st.selectNanos() / 1e3 / layerSteps, st.ioNanos() / 1e3 / layerSteps, r.msPerStep(),
@@ -299,7 +300,7 @@ public final class KvSwapIoBench implements Callable<Integer> {
             Run off = null;
             Run on = null;
             for (int round = 0; round < 2; round++) { // alternating; the faster of two runs is kept
-                Run a = run(engine, options().reuseSlots(0).build(), queries, weights);
+                Run a = run(engine, options().strategy(KvSwap.defaults().withReuseSlots(0)).build(), queries, weights);
                 Run b = run(engine, options().build(), queries, weights);
                 off = off == null || a.msPerStep() < off.msPerStep() ? a : off;
                 on = on == null || b.msPerStep() < on.msPerStep() ? b : on;

@@ -1,5 +1,6 @@
 package io.kvoffload.bench.swarm;
 
+import io.kvoffload.strategy.swarm.Swarm;
 import io.kvoffload.ClusterOptions;
 import io.kvoffload.DType;
 import io.kvoffload.DecodeOptions;
@@ -252,7 +253,7 @@ public final class SwarmOnlineBench implements Callable<Integer> {
             Run r = run(engine, DecodeOptions.builder().sparsity(sparsity).cacheBytes(0).scheduling(m).build());
             long fetches = r.stats().steps();
             double mib = r.stats().bytesRead() / (double) fetches / (1 << 20);
-            if (m == DecodeOptions.Scheduling.SWARM) {
+            if (m == DecodeOptions.Scheduling.BALANCED) {
                 swarmMib = mib;
             }
             long max = Arrays.stream(r.deviceBytes()).max().orElse(0);
@@ -273,9 +274,9 @@ public final class SwarmOnlineBench implements Callable<Integer> {
                 + " | fetch median ms | p90 ms |");
         out.println("|---:|---|---:|---:|---:|---:|---:|");
         for (double b : cacheBudgets) {
-            for (DecodeOptions.CachePolicy p : DecodeOptions.CachePolicy.values()) {
+            for (Swarm.CachePolicy p : Swarm.CachePolicy.values()) {
                 long bytes = (long) (b * layerBytes) * layers;
-                Run r = run(engine, DecodeOptions.builder().sparsity(sparsity).cacheBytes(bytes).cachePolicy(p).build());
+                Run r = run(engine, DecodeOptions.builder().sparsity(sparsity).cacheBytes(bytes).strategy(Swarm.builder().cachePolicy(p).build()).build());
                 DecodeStats s = r.stats();
                 long rows = s.tokensFetched() + s.tokensCached() + s.tokensWindow();
                 out.printf("| %.0f%% | %s | %.1f%% | %.1f%% | %.2f | %.2f | %.2f |%n", b * 100, p,

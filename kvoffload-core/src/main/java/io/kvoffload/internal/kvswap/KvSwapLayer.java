@@ -51,7 +51,7 @@ import java.util.Arrays;
  * seen; {@link #start} and {@link #finish} allocate nothing in steady state. One thread at a time;
  * one fetch in flight (the decoder enforces both).
  */
-final class KvSwapLayer implements LayerFetcher {
+public final class KvSwapLayer implements LayerFetcher {
     private final LayerStore layers;
     private final KvSequence sequence;
     private final Store store;
@@ -91,7 +91,13 @@ final class KvSwapLayer implements LayerFetcher {
     private ViewBuffer landingView;
     private final StagedReads.RunSink sink = this::landed;
 
-    KvSwapLayer(LayerStore layers, DecodeOptions options, int layer, GroupLayout layout, DecodeCounters counters) {
+    /**
+     * @param reuseGroups the reuse buffer's groups ({@code -1}: M; 0: none)
+     * @param fifo FIFO replacement (else the artifact's replace-unrequested)
+     * @param rollingFlush write full groups that left the window to the SSDs
+     */
+    public KvSwapLayer(LayerStore layers, DecodeOptions options, int layer, GroupLayout layout, DecodeCounters counters,
+            int reuseGroups, boolean fifo, boolean rollingFlush) {
         this.layers = layers;
         this.sequence = layers.sequence();
         this.store = layers.store();
@@ -121,11 +127,9 @@ final class KvSwapLayer implements LayerFetcher {
             // Full groups past the stored ones (a committed rolling buffer) are predicted as soon as the layer opens.
             projectFullGroups();
             int m = groupsFor(tokens);
-            int slots = options.reuseSlots() == DecodeOptions.AUTO ? m : options.reuseSlots() == 0 ? 0
-                    : Math.max(options.reuseSlots(), m);
+            int slots = reuseGroups < 0 ? m : reuseGroups == 0 ? 0 : Math.max(reuseGroups, m);
             if (slots > 0) {
-                reuse = new ReuseBuffer(1, slots, options.reusePolicy() == DecodeOptions.ReusePolicy.FIFO
-                        ? ReuseBuffer.Policy.FIFO : ReuseBuffer.Policy.REPLACE_UNREQUESTED);
+                reuse = new ReuseBuffer(1, slots, fifo ? ReuseBuffer.Policy.FIFO : ReuseBuffer.Policy.REPLACE_UNREQUESTED);
                 plan = reuse.newPlan();
                 reuseSlots = store.dram().acquire((long) slots * stride);
             } else {
@@ -146,7 +150,7 @@ final class KvSwapLayer implements LayerFetcher {
         this.missSlot = new int[groups];
         this.missStamp = new int[groups];
         // As Swarm's maintenance: batches of about a block, written off the fetch path; OFF keeps tokens in DRAM.
-        this.rollTokens = options.maintenance() == DecodeOptions.Maintenance.OFF || !sequence.isWritable() ? 0
+        this.rollTokens = !rollingFlush || !sequence.isWritable() ? 0
                 : (Math.max(sequence.blockTokens(), g) + g - 1) / g * g;
     }
 

@@ -44,9 +44,14 @@ public final class BucketScheduler {
             this.balance = balance;
         }
 
-        /** The mode of the public option of the same name. */
+        /** The mode of a public scheduling option. */
         public static Mode of(io.kvoffload.DecodeOptions.Scheduling s) {
-            return valueOf(s.name());
+            return switch (s) {
+                case BALANCED -> SWARM;
+                case STATIC -> STATIC;
+                case NO_BALANCE -> NO_BALANCE;
+                case NO_DEDUP -> NO_DEDUP;
+            };
         }
     }
 

@@ -23,7 +23,7 @@ import java.util.Arrays;
  * cache (Eq. 6 or LRU), and tokens leaving the window join clusters (Eq. 9). A layer without a
  * cluster layout is attended in full from its DRAM window.
  */
-final class SwarmLayer extends EntryLayer {
+public final class SwarmLayer extends EntryLayer {
     /** Cost-effectiveness constants (Eq. 6): a 4 KiB random read's fixed cost vs its transfer, in ns. */
     private static final CostEffectiveness SCORE = CostEffectiveness.swarm(80_000, 2_000);
 
@@ -51,7 +51,12 @@ final class SwarmLayer extends EntryLayer {
     private final float[] key;
     private int[] activatedWindow = new int[256];
 
-    SwarmLayer(LayerStore store, DecodeOptions options, int layer, DecodeCounters counters) {
+    /**
+     * @param lru the hot-cluster cache evicts the least recently activated cluster (else Eq. 6)
+     * @param maintenance Eq. 9's policy for tokens leaving the window, or null to keep them in DRAM
+     */
+    public SwarmLayer(LayerStore store, DecodeOptions options, int layer, DecodeCounters counters, boolean lru,
+            MaintenancePolicy maintenance) {
         super(store, options, layer, counters);
         this.shape = sequence.shape();
         this.aggregated = new float[shape.kvHeads() * shape.headDim()];
@@ -68,11 +73,10 @@ final class SwarmLayer extends EntryLayer {
             long perLayer = total / shape.layers();
             if (perLayer >= shape.entryBytes()) {
                 cache = new HotClusterCache(store.store().dram(), layout, shape.entryBytes(), perLayer,
-                        options.cachePolicy() == DecodeOptions.CachePolicy.LRU, SCORE);
+                        lru, SCORE);
             }
-            if (options.maintenance() != DecodeOptions.Maintenance.OFF && sequence.isWritable()
-                    && options.localWindow() > 0) {
-                openMaintenance(layout.clusteredTokens(), tokens);
+            if (maintenance != null && sequence.isWritable() && options.localWindow() > 0) {
+                openMaintenance(maintenance, layout.clusteredTokens(), tokens);
             }
         } catch (RuntimeException e) {
             close();
@@ -81,19 +85,13 @@ final class SwarmLayer extends EntryLayer {
     }
 
     /** Eq. 9 state for the layer; tokens past the clustered prefix enter its window in order. */
-    private void openMaintenance(int clustered, int tokens) {
+    private void openMaintenance(MaintenancePolicy policy, int clustered, int tokens) {
         ClusterLayout cl = layout;
         int[] medoids = cl.medoids();
         long[] sizes = new long[medoids.length];
         for (int c = 0; c < sizes.length; c++) {
             sizes[c] = cl.size(c);
         }
-        MaintenancePolicy policy = switch (options.maintenance()) {
-            case SWARM -> MaintenancePolicy.SWARM;
-            case MIN_SIZE -> MaintenancePolicy.MIN_SIZE;
-            case MIN_DIFF -> MaintenancePolicy.MIN_DIFF;
-            case OFF -> throw new IllegalStateException("maintenance is off");
-        };
         // The best-scoring clusters of a step feed Eq. 9; a cap keeps its ring (window × this) small.
         maxActivated = (int) Math.min(4096, Math.max(64, (long) Math.ceil(options.sparsity() * tokens) / 4));
         clusterOfMedoid = new int[Math.max(16, tokens + options.localWindow())];

@@ -1,0 +1,111 @@
+package io.kvoffload.strategy.kvswap;
+
+import io.kvoffload.DecodeOptions;
+import io.kvoffload.GroupOptions;
+import io.kvoffload.KvSequence;
+import io.kvoffload.KvSwapTuning;
+import io.kvoffload.internal.decode.DecodeCounters;
+import io.kvoffload.internal.decode.LayerFetcher;
+import io.kvoffload.internal.decode.LayerStore;
+import io.kvoffload.internal.decode.PipelineStrategy;
+import io.kvoffload.internal.kvswap.KvSwapLayer;
+import io.kvoffload.internal.storage.GroupLayout;
+import io.kvoffload.internal.util.Checks;
+import io.kvoffload.strategy.LayerContext;
+import io.kvoffload.strategy.LayerSelector;
+import io.kvoffload.strategy.SelectionStrategy;
+
+/**
+ * KVSwap [KVSwap] as a strategy: the offline phase ({@link #layOut}, {@link KvSequence#groupLayer})
+ * fits the layer's low-rank K adapter and lays it out in groups of G tokens; online, the group
+ * predictor scores the query against the compressed K cache in DRAM, picks the top
+ * {@code M = ⌈budget / G⌉} groups ({@link DecodeOptions#budgetTokens()}, on top of sinks and window),
+ * serves repeats from the reuse buffer and reads the misses through the shared scheduler. Full groups
+ * of decoded tokens are flushed group-major every {@code blockTokens} tokens or so (the rolling
+ * buffer). A layer without a group layout is left to the default strategy. Immutable.
+ *
+ * @param reuseSlots groups per layer kept in DRAM between steps (the reuse buffer, C); hits need no
+ *     I/O; {@value #AUTO} takes M, the paper's setting; 0 disables it; else 1..2^20, raised to M when
+ *     smaller
+ * @param reusePolicy which slot a missed group overwrites
+ * @param rollingFlush whether full groups that left the window are written to the SSDs (else they
+ *     stay in DRAM)
+ * @param groupOptions the offline phase's settings ({@link #layOut})
+ */
+public record KvSwap(int reuseSlots, ReusePolicy reusePolicy, boolean rollingFlush, GroupOptions groupOptions)
+        implements SelectionStrategy, PipelineStrategy {
+
+    /** Reuse-buffer replacement ([KVSwap] §3.4.3). */
+    public enum ReusePolicy {
+        /** The paper's FIFO: the slot filled longest ago goes first (skipping groups this step requested). */
+        FIFO,
+        /** The public artifact's: misses overwrite slots whose group this step did not request, in slot order. */
+        REPLACE_UNREQUESTED
+    }
+
+    /** {@link #reuseSlots()} value that takes M. */
+    public static final int AUTO = -1;
+
+    private static final KvSwap DEFAULTS = new KvSwap(AUTO, ReusePolicy.FIFO, true, GroupOptions.defaults());
+
+    public KvSwap {
+        if (reuseSlots != AUTO) {
+            Checks.inRange("reuseSlots", reuseSlots, 0, 1 << 20);
+        }
+        Checks.notNull("reusePolicy", reusePolicy);
+        Checks.notNull("groupOptions", groupOptions);
+    }
+
+    /** The paper's settings: C = M, FIFO, rolling flush on, G = 4, rank = headDim. */
+    public static KvSwap defaults() {
+        return DEFAULTS;
+    }
+
+    /** The reuse settings an offline tuning chose ({@link KvSwapTuning#load}); see {@link KvSwapTuning#applyTo}. */
+    public static KvSwap tuned(KvSwapTuning tuning) {
+        Checks.notNull("tuning", tuning);
+        return new KvSwap(tuning.reuseSlots(), tuning.reusePolicy(), true, DEFAULTS.groupOptions);
+    }
+
+    public KvSwap withReuseSlots(int slots) {
+        return new KvSwap(slots, reusePolicy, rollingFlush, groupOptions);
+    }
+
+    public KvSwap withReusePolicy(ReusePolicy policy) {
+        return new KvSwap(reuseSlots, policy, rollingFlush, groupOptions);
+    }
+
+    public KvSwap withRollingFlush(boolean on) {
+        return new KvSwap(reuseSlots, reusePolicy, on, groupOptions);
+    }
+
+    public KvSwap withGroupOptions(GroupOptions options) {
+        return new KvSwap(reuseSlots, reusePolicy, rollingFlush, options);
+    }
+
+    @Override
+    public String name() {
+        return "kvswap";
+    }
+
+    /** KVSwap's offline phase with {@link #groupOptions()}. */
+    @Override
+    public void layOut(KvSequence sequence, int layer) {
+        sequence.groupLayer(layer, groupOptions);
+    }
+
+    /** Refused: KVSwap predicts groups inside the pipeline (reuse buffer, rolling buffer), not as a position list. */
+    @Override
+    public LayerSelector openLayer(LayerContext context) {
+        throw new UnsupportedOperationException("kvswap predicts groups inside the decoder's pipeline; pass it to"
+                + " DecodeOptions.Builder.strategy, not as a LayerSelector");
+    }
+
+    /** Internal: the decoder opens a layer's online phase through this. */
+    @Override
+    public LayerFetcher openFetcher(LayerStore sequence, DecodeOptions options, int layer, DecodeCounters counters) {
+        GroupLayout groups = sequence.groupLayout(layer);
+        return groups == null ? null : new KvSwapLayer(sequence, options, layer, groups, counters, reuseSlots,
+                reusePolicy == ReusePolicy.FIFO, rollingFlush);
+    }
+}
