@@ -292,7 +292,7 @@ class EntryIdentityTest {
             }
             assertEquals(4, ManifestTamper.version(cfg, "old"));
             store(e, "new", 1);
-            assertEquals(5, ManifestTamper.version(cfg, "new"));
+            assertEquals(6, ManifestTamper.version(cfg, "new"));
         }
         try (KvEngine e = KvEngine.open(cfg); KvSequence s = e.openSequence("old")) {
             assertNull(verify(s, 1, 0, range(0, TOKENS + 3 * BLOCK)));

@@ -13,7 +13,7 @@ import java.util.List;
 import java.util.zip.CRC32C;
 
 /**
- * Binary manifest format (big-endian), version 5 (versions 2 to 4 are still read):
+ * Binary manifest format (big-endian), version 6 (versions 2 to 5 are still read):
  *
  * <pre>
  * "KVOM" u32 version
@@ -21,18 +21,17 @@ import java.util.zip.CRC32C;
  * u32 nDevices, str uuid × nDevices
  * u32 nTokens, i32 token × nTokens
  * per layer: u32 nBlocks, then per block: u16 device (0xFFFF: no extent), i64 offset, u32 length, i32 crc32c
- * per layer: u8 hasClusters, and if 1: u32 clusteredTokens, f64 tau, u32 coActivationClusters,
- *   u32 nClusters, i32 medoid × nClusters,
- *   u32 segments per cluster × nClusters, u16 nextDevice × nClusters (v3+),
- *   then per segment: u16 device, i64 offset, u32 length, u32 entries, then (i32 token, i32 crc32c) × entries
- * (version ≥ 4) per layer: u8 hasGroups, and if 1: u32 groupedTokens, u32 groupSize, u32 stride,
- *   u32 nSegments, then per segment: u16 device, i64 offset, u32 length;
- *   u32 nGroups (= groupedTokens / groupSize), then per group: u32 segment, i32 crc32c;
- *   u32 adapterBytes, the low-rank adapter in its own checksummed form (LowRankAdapter.encode)
+ * (version 6) per layer: u8 nSections, then per section: str name, u16 sectionVersion, u32 nBytes, body
+ *   — one section per strategy layout the layer has: {@link ClusterSection} ("clusters", versions 2..3)
+ *   or {@link GroupSection} ("groups", version 1); each layout's format evolves on its own version,
+ *   and a reader refuses a section it does not know by name and version
+ * (versions 2..5) per layer: u8 hasClusters, and if 1: a cluster section body (section version 2 in
+ *   manifest version 2, else 3); (versions 4..5) per layer: u8 hasGroups, and if 1: a group section body
  * i64 commitMillis, i64 commitNumber
  * i32 CRC32C of everything above
  * </pre>
  *
+ * Version 6 has the bodies of version 5 wrapped in named, versioned, length-prefixed sections.
  * Version 5 has the bytes of version 4; what changed is the meaning of every block, entry and group
  * checksum: it is seeded with the record's identity (sequence, layer, kind, token position; see
  * {@link EntryChecksum}), so a pointer to the wrong extent fails verification. Versions 2 to 4 hold
@@ -49,7 +48,7 @@ import java.util.zip.CRC32C;
 public final class ManifestCodec {
     private static final int MAGIC = 0x4B564F4D; // "KVOM"
     private static final int NO_EXTENT = 0xFFFF;
-    public static final int VERSION = 5;
+    public static final int VERSION = 6;
     /** The first version whose checksums are identity-seeded ({@link EntryChecksum}). */
     public static final int IDENTITY_CHECKSUMS_VERSION = 5;
     /** The newest version with plain CRC32Cs: what a sequence first committed before version 5 is written as. */
@@ -66,7 +65,8 @@ public final class ManifestCodec {
 
     /**
      * Encodes in {@code version} ({@link #MIN_VERSION}..{@link #VERSION}): from version 5 only a
-     * manifest with identity checksums, before it only one without; version 2 cannot hold group layouts.
+     * manifest with identity checksums, before it only one without; versions 2 and 3 cannot hold
+     * group layouts.
      */
     static byte[] encode(Manifest m, int version) {
         if (version < MIN_VERSION || version > VERSION) {
@@ -110,25 +110,12 @@ public final class ManifestCodec {
                     out.writeInt(t.crc(b));
                 }
             }
-            for (ClusterLayout c : m.clusters()) {
-                out.writeByte(c == null ? 0 : 1);
-                if (c != null) {
-                    writeClusters(out, c, version);
-                }
-            }
-            if (version >= 4) {
-                for (GroupLayout g : m.groups()) {
-                    out.writeByte(g == null ? 0 : 1);
-                    if (g != null) {
-                        writeGroups(out, g);
-                    }
+            if (version >= 6) {
+                for (int l = 0; l < s.layers(); l++) {
+                    writeSections(out, m.clusters()[l], m.groups()[l]);
                 }
             } else {
-                for (GroupLayout g : m.groups()) {
-                    if (g != null) {
-                        throw new IllegalArgumentException("manifest version " + version + " cannot hold group layouts");
-                    }
-                }
+                writeFlagged(out, m, version);
             }
             out.writeLong(m.commitMillis());
             out.writeLong(m.commitNumber());
@@ -143,204 +130,57 @@ public final class ManifestCodec {
         }
     }
 
-    private static void writeClusters(DataOutputStream out, ClusterLayout c, int version) throws IOException {
-        out.writeInt(c.clusteredTokens);
-        out.writeDouble(c.tau);
-        out.writeInt(c.coActivationClusters);
-        int n = c.medoid.length;
-        out.writeInt(n);
-        for (int x : c.medoid) {
-            out.writeInt(x);
+    /** Version 6: each layout of the layer as a named, versioned, length-prefixed section. */
+    private static void writeSections(DataOutputStream out, ClusterLayout c, GroupLayout g) throws IOException {
+        out.writeByte((c == null ? 0 : 1) + (g == null ? 0 : 1));
+        if (c != null) {
+            ByteArrayOutputStream body = new ByteArrayOutputStream();
+            ClusterSection.write(new DataOutputStream(body), c, ClusterSection.VERSION);
+            writeSection(out, ClusterSection.NAME, ClusterSection.VERSION, body.toByteArray());
         }
-        for (int k = 0; k < n; k++) {
-            out.writeInt(c.clusterSeg[k + 1] - c.clusterSeg[k]);
-        }
-        if (version >= 3) {
-            for (int k = 0; k < n; k++) {
-                out.writeShort(c.nextDevice[k]);
-            }
-        } // version 2 has no next devices: decoding recomputes Eq. 7's
-        for (int s = 0; s < c.segDevice.length; s++) {
-            out.writeShort(c.segDevice[s]);
-            out.writeLong(c.segOffset[s]);
-            out.writeInt(c.segLength[s]);
-            out.writeInt(c.segFirst[s + 1] - c.segFirst[s]);
-            for (int e = c.segFirst[s]; e < c.segFirst[s + 1]; e++) {
-                out.writeInt(c.entryToken[e]);
-                out.writeInt(c.entryCrc[e]);
-            }
+        if (g != null) {
+            ByteArrayOutputStream body = new ByteArrayOutputStream();
+            GroupSection.write(new DataOutputStream(body), g);
+            writeSection(out, GroupSection.NAME, GroupSection.VERSION, body.toByteArray());
         }
     }
 
-    private static void writeGroups(DataOutputStream out, GroupLayout g) throws IOException {
-        out.writeInt(g.groupedTokens);
-        out.writeInt(g.groupSize);
-        out.writeInt(g.stride);
-        out.writeInt(g.segDevice.length);
-        for (int s = 0; s < g.segDevice.length; s++) {
-            out.writeShort(g.segDevice[s]);
-            out.writeLong(g.segOffset[s]);
-            out.writeInt(g.segLength[s]);
-        }
-        out.writeInt(g.groupSeg.length);
-        for (int k = 0; k < g.groupSeg.length; k++) {
-            out.writeInt(g.groupSeg[k]);
-            out.writeInt(g.groupCrc[k]);
-        }
-        byte[] a = g.adapter.encode();
-        out.writeInt(a.length);
-        out.write(a);
+    private static void writeSection(DataOutputStream out, String name, int version, byte[] body) throws IOException {
+        writeString(out, name);
+        out.writeShort(version);
+        out.writeInt(body.length);
+        out.write(body);
     }
 
-    /** Reads one layer's group section; every count is checked against the bytes left and the shape first. */
-    private static GroupLayout readGroups(ByteBuffer buf, int layer, KvShape shape, int nTok, int nDev) {
-        String where = "manifest layer " + layer + " group layout: ";
-        int groupedTokens = buf.getInt();
-        int groupSize = buf.getInt();
-        if (groupSize < 1 || groupSize > 4096) {
-            throw new IllegalArgumentException(where + "groupSize = " + groupSize + " is out of range; allowed: 1..4096");
-        }
-        if (groupedTokens < groupSize || groupedTokens > nTok || groupedTokens % groupSize != 0) {
-            throw new IllegalArgumentException(where + "groupedTokens = " + groupedTokens + " is out of range; allowed:"
-                    + " a positive multiple of groupSize " + groupSize + " up to the sequence's " + nTok + " tokens");
-        }
-        int stride = buf.getInt();
-        long data = (long) groupSize * shape.entryBytes();
-        if (stride < data || stride > (data + (1 << 20))) {
-            throw new IllegalArgumentException(where + "stride = " + stride + " is out of range; allowed: " + data + ".."
-                    + (data + (1 << 20)) + " (groupSize × entryBytes plus alignment padding)");
-        }
-        int segs = count(buf, "group segments", 14);
-        int[] segDevice = new int[segs];
-        long[] segOffset = new long[segs];
-        int[] segLength = new int[segs];
-        for (int s = 0; s < segs; s++) {
-            segDevice[s] = buf.getShort() & 0xFFFF;
-            if (segDevice[s] >= nDev) {
-                throw new IllegalArgumentException(where + "segment " + s + " names device " + segDevice[s]
-                        + "; allowed: 0.." + (nDev - 1));
-            }
-            segOffset[s] = buf.getLong();
-            segLength[s] = buf.getInt();
-            if (segLength[s] < stride) {
-                throw new IllegalArgumentException(where + "segment " + s + " length " + segLength[s]
-                        + " is out of range; allowed: at least one group stride (" + stride + ")");
+    /** Versions 2..5: a cluster flag and body per layer, then (4..5) a group flag and body per layer. */
+    private static void writeFlagged(DataOutputStream out, Manifest m, int version) throws IOException {
+        for (ClusterLayout c : m.clusters()) {
+            out.writeByte(c == null ? 0 : 1);
+            if (c != null) {
+                ClusterSection.write(out, c, version == 2 ? 2 : 3);
             }
         }
-        int groups = count(buf, "groups", 8);
-        if (groups != groupedTokens / groupSize) {
-            throw new IllegalArgumentException(where + "nGroups = " + groups + " is out of range; allowed: exactly "
-                    + groupedTokens / groupSize + " (groupedTokens / groupSize)");
-        }
-        int[] groupSeg = new int[groups];
-        int[] groupCrc = new int[groups];
-        for (int k = 0; k < groups; k++) {
-            groupSeg[k] = buf.getInt();
-            if (groupSeg[k] < 0 || groupSeg[k] >= segs) {
-                throw new IllegalArgumentException(where + "group " + k + " names segment " + groupSeg[k]
-                        + "; allowed: 0.." + (segs - 1));
-            }
-            groupCrc[k] = buf.getInt();
-        }
-        int adapterBytes = count(buf, "adapter bytes", 1);
-        byte[] a = new byte[adapterBytes];
-        buf.get(a);
-        io.kvoffload.internal.kvswap.LowRankAdapter adapter;
-        try {
-            adapter = io.kvoffload.internal.kvswap.LowRankAdapter.decode(a);
-        } catch (IllegalArgumentException e) {
-            throw new IllegalArgumentException(where + "adapter: " + e.getMessage(), e);
-        }
-        if (adapter.kvHeads() != shape.kvHeads() || adapter.headDim() != shape.headDim()) {
-            throw new IllegalArgumentException(where + "adapter is for kvHeads " + adapter.kvHeads() + " × headDim "
-                    + adapter.headDim() + "; allowed: the shape's " + shape.kvHeads() + " × " + shape.headDim());
-        }
-        try {
-            return new GroupLayout(groupedTokens, groupSize, shape.entryBytes(), stride, segDevice, segOffset,
-                    segLength, groupSeg, groupCrc, adapter);
-        } catch (IllegalArgumentException e) {
-            throw new IllegalArgumentException(where + e.getMessage(), e);
-        }
-    }
-
-    private static ClusterLayout readClusters(ByteBuffer buf, int layer, KvShape shape, int nTok, int nDev,
-            int version) {
-        int clusteredTokens = buf.getInt();
-        if (clusteredTokens < 1 || clusteredTokens > nTok) {
-            throw new IllegalArgumentException("manifest layer " + layer + " clusters " + clusteredTokens
-                    + " tokens; the sequence has " + nTok);
-        }
-        double tau = buf.getDouble();
-        int coActivation = buf.getInt();
-        int n = count(buf, "clusters", 8);
-        int[] medoid = new int[n];
-        for (int k = 0; k < n; k++) {
-            medoid[k] = buf.getInt();
-        }
-        int[] clusterSeg = new int[n + 1];
-        for (int k = 0; k < n; k++) {
-            int segs = buf.getInt();
-            // Version 2 wrote a cluster in one piece, one segment per device at most; appends (v3) add
-            // one per device each time, bounded only by the bytes (18 or more per segment).
-            long max = version == 2 ? nDev : buf.remaining() / 18;
-            if (segs < 0 || segs > max || (long) clusterSeg[k] + segs > Integer.MAX_VALUE - 8) {
-                throw new IllegalArgumentException("manifest layer " + layer + " cluster " + k + " has " + segs
-                        + " segments; allowed 0.." + max);
-            }
-            clusterSeg[k + 1] = clusterSeg[k] + segs;
-        }
-        int[] nextDevice = new int[n];
-        if (version >= 3) {
-            for (int k = 0; k < n; k++) {
-                nextDevice[k] = buf.getShort() & 0xFFFF;
-                if (nextDevice[k] >= nDev) {
-                    throw new IllegalArgumentException("manifest layer " + layer + " cluster " + k
-                            + " names next device " + nextDevice[k] + "; the manifest lists " + nDev);
+        {
+            if (version >= 4) {
+                for (GroupLayout g : m.groups()) {
+                    out.writeByte(g == null ? 0 : 1);
+                    if (g != null) {
+                        GroupSection.write(out, g);
+                    }
+                }
+            } else {
+                for (GroupLayout g : m.groups()) {
+                    if (g != null) {
+                        throw new IllegalArgumentException("manifest version " + version + " cannot hold group layouts");
+                    }
                 }
             }
         }
-        int segs = clusterSeg[n];
-        if ((long) segs * 18 > buf.remaining()) {
-            throw new IllegalArgumentException("manifest layer " + layer + " segment count " + segs
-                    + " exceeds the data");
-        }
-        int[] segDevice = new int[segs];
-        long[] segOffset = new long[segs];
-        int[] segLength = new int[segs];
-        int[] segFirst = new int[segs + 1];
-        int[] tokens = new int[Math.max(16, segs)];
-        int[] crcs = new int[tokens.length];
-        int total = 0;
-        for (int s = 0; s < segs; s++) {
-            segDevice[s] = buf.getShort() & 0xFFFF;
-            if (segDevice[s] >= nDev) {
-                throw new IllegalArgumentException("manifest layer " + layer + " segment " + s + " names device "
-                        + segDevice[s] + "; the manifest lists " + nDev);
-            }
-            segOffset[s] = buf.getLong();
-            segLength[s] = buf.getInt();
-            int entries = count(buf, "segment entries", 8);
-            if (total + entries > tokens.length) {
-                tokens = java.util.Arrays.copyOf(tokens, Math.max(total + entries, tokens.length * 2));
-                crcs = java.util.Arrays.copyOf(crcs, tokens.length);
-            }
-            for (int e = 0; e < entries; e++) {
-                tokens[total] = buf.getInt();
-                crcs[total++] = buf.getInt();
-            }
-            segFirst[s + 1] = total;
-        }
-        if (version == 2) {
-            int[] sizes = new int[n];
-            for (int k = 0; k < n; k++) {
-                sizes[k] = segFirst[clusterSeg[k + 1]] - segFirst[clusterSeg[k]];
-            }
-            nextDevice = ClusterLayout.eq7NextDevices(sizes, Math.max(1, nDev));
-        }
-        return new ClusterLayout(clusteredTokens, shape.entryBytes(), tau, coActivation, medoid, clusterSeg, segDevice,
-                segOffset, segLength, segFirst, java.util.Arrays.copyOf(tokens, total), java.util.Arrays.copyOf(crcs, total),
-                nextDevice);
     }
+
+
+
+
 
     private static void writeString(DataOutputStream out, String s) throws IOException {
         byte[] b = s.getBytes(StandardCharsets.UTF_8);
@@ -422,16 +262,21 @@ public final class ManifestCodec {
                 tables[l] = t;
             }
             ClusterLayout[] clusters = new ClusterLayout[layers];
-            for (int l = 0; l < layers; l++) {
+            GroupLayout[] groups = new GroupLayout[layers];
+            if (version >= 6) {
+                for (int l = 0; l < layers; l++) {
+                    readSections(buf, l, shape, nTok, nDev, clusters, groups);
+                }
+            }
+            for (int l = 0; l < layers && version < 6; l++) {
                 int has = buf.get();
                 if (has == 1) {
-                    clusters[l] = readClusters(buf, l, shape, nTok, nDev, version);
+                    clusters[l] = ClusterSection.read(buf, l, shape, nTok, nDev, version == 2 ? 2 : 3);
                 } else if (has != 0) {
                     throw new IllegalArgumentException("manifest layer " + l + " cluster flag " + has);
                 }
             }
-            GroupLayout[] groups = new GroupLayout[layers];
-            if (version >= 4) {
+            if (version >= 4 && version < 6) {
                 for (int l = 0; l < layers; l++) {
                     int has = buf.get();
                     if (has == 1) {
@@ -439,7 +284,7 @@ public final class ManifestCodec {
                             throw new IllegalArgumentException("manifest layer " + l + " has both a cluster and a"
                                     + " group layout; allowed: at most one");
                         }
-                        groups[l] = readGroups(buf, l, shape, nTok, nDev);
+                        groups[l] = GroupSection.read(buf, l, shape, nTok, nDev);
                     } else if (has != 0) {
                         throw new IllegalArgumentException("manifest layer " + l + " group flag " + has
                                 + "; allowed: 0 or 1");
@@ -458,7 +303,43 @@ public final class ManifestCodec {
         }
     }
 
-    private static int count(ByteBuffer buf, String what, int bytesEach) {
+    /**
+     * Version 6: the layer's sections. A section must be known by name and version and its body
+     * must use exactly its declared bytes; a layer has at most one layout.
+     */
+    private static void readSections(ByteBuffer buf, int l, KvShape shape, int nTok, int nDev, ClusterLayout[] clusters,
+            GroupLayout[] groups) {
+        int n = buf.get() & 0xFF;
+        if (n > 1) {
+            throw new IllegalArgumentException("manifest layer " + l + " has " + n + " layout sections; allowed: at most"
+                    + " one (not both a cluster and a group layout)");
+        }
+        for (int i = 0; i < n; i++) {
+            String name = readString(buf);
+            int version = buf.getShort() & 0xFFFF;
+            int length = count(buf, "section bytes", 1);
+            int end = buf.position() + length;
+            ByteBuffer body = buf.slice(buf.position(), length);
+            if (name.equals(ClusterSection.NAME) && version >= ClusterSection.MIN_VERSION
+                    && version <= ClusterSection.VERSION) {
+                clusters[l] = ClusterSection.read(body, l, shape, nTok, nDev, version);
+            } else if (name.equals(GroupSection.NAME) && version == GroupSection.VERSION) {
+                groups[l] = GroupSection.read(body, l, shape, nTok, nDev);
+            } else {
+                throw new IllegalArgumentException("manifest layer " + l + " has a layout section '" + name
+                        + "' version " + version + " that this build cannot read; allowed: '" + ClusterSection.NAME
+                        + "' " + ClusterSection.MIN_VERSION + ".." + ClusterSection.VERSION + ", '" + GroupSection.NAME
+                        + "' " + GroupSection.VERSION);
+            }
+            if (body.hasRemaining()) {
+                throw new IllegalArgumentException("manifest layer " + l + " section '" + name + "' declares " + length
+                        + " bytes but its layout uses " + body.position());
+            }
+            buf.position(end);
+        }
+    }
+
+    static int count(ByteBuffer buf, String what, int bytesEach) {
         int n = buf.getInt();
         if (n < 0 || (long) n * bytesEach > buf.remaining()) {
             throw new IllegalArgumentException("manifest " + what + " count " + n + " exceeds the "

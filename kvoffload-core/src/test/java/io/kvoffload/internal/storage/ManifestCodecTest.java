@@ -38,9 +38,9 @@ class ManifestCodecTest {
     }
 
     @Test
-    void identityChecksumsAreVersionFiveAndPlainOnesStayVersionFour() {
+    void identityChecksumsAreVersionSixAndPlainOnesStayVersionFour() {
         byte[] now = ManifestCodec.encode(sample());
-        assertEquals(5, java.nio.ByteBuffer.wrap(now).getInt(4));
+        assertEquals(6, java.nio.ByteBuffer.wrap(now).getInt(4));
         assertTrue(ManifestCodec.decode(now).identityChecksums());
         byte[] old = ManifestCodec.encode(unsalted(sample()));
         assertEquals(4, java.nio.ByteBuffer.wrap(old).getInt(4), "a pre-5 sequence is written back as version 4");
@@ -52,7 +52,7 @@ class ManifestCodecTest {
         }
         IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
                 () -> ManifestCodec.encode(sample(), 4));
-        assertEquals("version = 4 cannot record identity-seeded checksums; allowed: 5..5", e.getMessage());
+        assertEquals("version = 4 cannot record identity-seeded checksums; allowed: 5..6", e.getMessage());
         e = assertThrows(IllegalArgumentException.class, () -> ManifestCodec.encode(unsalted(sample()), 5));
         assertEquals("version = 5 cannot record plain checksums; allowed: 2..4", e.getMessage());
     }
@@ -82,6 +82,62 @@ class ManifestCodecTest {
                 new int[] {31, 32}, new int[] {1, 0, 1});
         return new Manifest(m.id(), m.shape(), m.blockTokens(), m.deviceUuids(), m.tokenIds(), m.layers(),
                 new ClusterLayout[] {null, grown}, m.commitMillis(), m.commitNumber());
+    }
+
+    /** Every version main has written decodes to the same layouts as the current one. */
+    @Test
+    void versionFiveAndSixHoldTheSameLayouts() {
+        for (Manifest m : List.of(sample(), extended(), ManifestGroupSectionTest.sample())) {
+            Manifest v5 = ManifestCodec.decode(ManifestCodec.encode(m, 5));
+            Manifest v6 = ManifestCodec.decode(ManifestCodec.encode(m, 6));
+            assertArrayEquals(ManifestCodec.encode(v5, 6), ManifestCodec.encode(v6, 6));
+            assertArrayEquals(ManifestCodec.encode(m, 6), ManifestCodec.encode(v6, 6));
+        }
+    }
+
+    /** Version 6 names and versions each layout section; a reader refuses one it does not know. */
+    @Test
+    void anUnknownOrMisSizedSectionIsRefusedWithItsName() throws Exception {
+        byte[] data = ManifestCodec.encode(sample());
+        byte[] name = "clusters".getBytes(java.nio.charset.StandardCharsets.UTF_8);
+        int at = indexOf(data, name);
+        assertTrue(at > 0, "the cluster section is named");
+        byte[] renamed = data.clone();
+        System.arraycopy("cluxters".getBytes(java.nio.charset.StandardCharsets.UTF_8), 0, renamed, at, name.length);
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+                () -> ManifestCodec.decode(withCrc(renamed)));
+        assertEquals("manifest layer 1 has a layout section 'cluxters' version 3 that this build cannot read; allowed:"
+                + " 'clusters' 2..3, 'groups' 1", e.getMessage());
+        byte[] newer = data.clone();
+        newer[at + name.length + 1] = 9; // the section's version (u16, low byte)
+        e = assertThrows(IllegalArgumentException.class, () -> ManifestCodec.decode(withCrc(newer)));
+        assertTrue(e.getMessage().contains("'clusters' version 9"), e.getMessage());
+        byte[] longer = data.clone();
+        longer[at + name.length + 2 + 3] += 1; // the section's byte count (u32, low byte): one more than its body
+        e = assertThrows(IllegalArgumentException.class, () -> ManifestCodec.decode(withCrc(longer)));
+        assertTrue(e.getMessage().contains("section 'clusters' declares") || e.getMessage().contains("truncated"),
+                e.getMessage());
+    }
+
+    private static int indexOf(byte[] data, byte[] what) {
+        outer:
+        for (int i = 0; i + what.length <= data.length; i++) {
+            for (int j = 0; j < what.length; j++) {
+                if (data[i + j] != what[j]) {
+                    continue outer;
+                }
+            }
+            return i;
+        }
+        return -1;
+    }
+
+    /** {@code data} with its trailing CRC32C recomputed (a CRC-valid rewrite). */
+    static byte[] withCrc(byte[] data) {
+        java.util.zip.CRC32C crc = new java.util.zip.CRC32C();
+        crc.update(data, 0, data.length - 4);
+        java.nio.ByteBuffer.wrap(data).putInt(data.length - 4, (int) crc.getValue());
+        return data;
     }
 
     @Test

@@ -127,7 +127,10 @@ class ManifestGroupSectionTest {
         int groups = seg0 + 2 * 14;
         int group0 = groups + 4; // u32 segment, i32 crc
         int adapterLength = group0 + 4 * 8;
-        assertRejected(patched(s - 1, 2, 1), "group flag 2", "allowed: 0 or 1");
+        // Version 5 flags each layer's group layout with a byte (version 6 names its sections instead).
+        byte[] v5 = ManifestCodec.encode(sample(), 5);
+        v5[groupSection(v5) - 1] = 2;
+        assertRejected(resealed(v5), "group flag 2", "allowed: 0 or 1");
         assertRejected(patched(s + 4, 0, 4), "groupSize = 0", "1..4096");
         assertRejected(patched(s + 4, 3, 4), "groupedTokens = 8", "multiple of groupSize 3");
         assertRejected(patched(s, 16, 4), "groupedTokens = 16", "8 tokens");

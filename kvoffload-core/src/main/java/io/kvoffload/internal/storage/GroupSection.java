@@ -1,0 +1,115 @@
+package io.kvoffload.internal.storage;
+
+import io.kvoffload.KvShape;
+import java.io.DataOutputStream;
+import java.io.IOException;
+import java.nio.ByteBuffer;
+
+/**
+ * A layer's group layout in a manifest (KVSwap's groups of G tokens stored {@code [K of G | V of G]}),
+ * section {@value #NAME}, version 1:
+ *
+ * <pre>
+ * u32 groupedTokens, u32 groupSize, u32 stride,
+ * u32 nSegments, then per segment: u16 device, i64 offset, u32 length;
+ * u32 nGroups (= groupedTokens / groupSize), then per group: u32 segment, i32 crc32c;
+ * u32 adapterBytes, the low-rank adapter in its own checksummed form (LowRankAdapter.encode)
+ * </pre>
+ */
+final class GroupSection {
+    static final String NAME = "groups";
+    static final int VERSION = 1;
+
+    private GroupSection() {}
+
+    static void write(DataOutputStream out, GroupLayout g) throws IOException {
+        out.writeInt(g.groupedTokens);
+        out.writeInt(g.groupSize);
+        out.writeInt(g.stride);
+        out.writeInt(g.segDevice.length);
+        for (int s = 0; s < g.segDevice.length; s++) {
+            out.writeShort(g.segDevice[s]);
+            out.writeLong(g.segOffset[s]);
+            out.writeInt(g.segLength[s]);
+        }
+        out.writeInt(g.groupSeg.length);
+        for (int k = 0; k < g.groupSeg.length; k++) {
+            out.writeInt(g.groupSeg[k]);
+            out.writeInt(g.groupCrc[k]);
+        }
+        byte[] a = g.adapter.encode();
+        out.writeInt(a.length);
+        out.write(a);
+    }
+
+    /** Reads one layer's group section; every count is checked against the bytes left and the shape first. */
+    static GroupLayout read(ByteBuffer buf, int layer, KvShape shape, int nTok, int nDev) {
+        String where = "manifest layer " + layer + " group layout: ";
+        int groupedTokens = buf.getInt();
+        int groupSize = buf.getInt();
+        if (groupSize < 1 || groupSize > 4096) {
+            throw new IllegalArgumentException(where + "groupSize = " + groupSize + " is out of range; allowed: 1..4096");
+        }
+        if (groupedTokens < groupSize || groupedTokens > nTok || groupedTokens % groupSize != 0) {
+            throw new IllegalArgumentException(where + "groupedTokens = " + groupedTokens + " is out of range; allowed:"
+                    + " a positive multiple of groupSize " + groupSize + " up to the sequence's " + nTok + " tokens");
+        }
+        int stride = buf.getInt();
+        long data = (long) groupSize * shape.entryBytes();
+        if (stride < data || stride > (data + (1 << 20))) {
+            throw new IllegalArgumentException(where + "stride = " + stride + " is out of range; allowed: " + data + ".."
+                    + (data + (1 << 20)) + " (groupSize × entryBytes plus alignment padding)");
+        }
+        int segs = ManifestCodec.count(buf, "group segments", 14);
+        int[] segDevice = new int[segs];
+        long[] segOffset = new long[segs];
+        int[] segLength = new int[segs];
+        for (int s = 0; s < segs; s++) {
+            segDevice[s] = buf.getShort() & 0xFFFF;
+            if (segDevice[s] >= nDev) {
+                throw new IllegalArgumentException(where + "segment " + s + " names device " + segDevice[s]
+                        + "; allowed: 0.." + (nDev - 1));
+            }
+            segOffset[s] = buf.getLong();
+            segLength[s] = buf.getInt();
+            if (segLength[s] < stride) {
+                throw new IllegalArgumentException(where + "segment " + s + " length " + segLength[s]
+                        + " is out of range; allowed: at least one group stride (" + stride + ")");
+            }
+        }
+        int groups = ManifestCodec.count(buf, "groups", 8);
+        if (groups != groupedTokens / groupSize) {
+            throw new IllegalArgumentException(where + "nGroups = " + groups + " is out of range; allowed: exactly "
+                    + groupedTokens / groupSize + " (groupedTokens / groupSize)");
+        }
+        int[] groupSeg = new int[groups];
+        int[] groupCrc = new int[groups];
+        for (int k = 0; k < groups; k++) {
+            groupSeg[k] = buf.getInt();
+            if (groupSeg[k] < 0 || groupSeg[k] >= segs) {
+                throw new IllegalArgumentException(where + "group " + k + " names segment " + groupSeg[k]
+                        + "; allowed: 0.." + (segs - 1));
+            }
+            groupCrc[k] = buf.getInt();
+        }
+        int adapterBytes = ManifestCodec.count(buf, "adapter bytes", 1);
+        byte[] a = new byte[adapterBytes];
+        buf.get(a);
+        io.kvoffload.internal.kvswap.LowRankAdapter adapter;
+        try {
+            adapter = io.kvoffload.internal.kvswap.LowRankAdapter.decode(a);
+        } catch (IllegalArgumentException e) {
+            throw new IllegalArgumentException(where + "adapter: " + e.getMessage(), e);
+        }
+        if (adapter.kvHeads() != shape.kvHeads() || adapter.headDim() != shape.headDim()) {
+            throw new IllegalArgumentException(where + "adapter is for kvHeads " + adapter.kvHeads() + " × headDim "
+                    + adapter.headDim() + "; allowed: the shape's " + shape.kvHeads() + " × " + shape.headDim());
+        }
+        try {
+            return new GroupLayout(groupedTokens, groupSize, shape.entryBytes(), stride, segDevice, segOffset,
+                    segLength, groupSeg, groupCrc, adapter);
+        } catch (IllegalArgumentException e) {
+            throw new IllegalArgumentException(where + e.getMessage(), e);
+        }
+    }
+}
