@@ -4,7 +4,7 @@ import io.kvoffload.internal.util.Checks;
 
 /**
  * Options of the Swarm offline phase ({@link KvSequence#clusterLayer}): how co-activation is
- * profiled and how clusters are formed (papers/000 §5.1–5.2, Algorithm 1).
+ * profiled and how clusters are formed [Swarm §5.1–5.2, Algorithm 1].
  *
  * @param radius the cluster radius τ of Eq. 4–5, in [0, 1); ignored when {@code radiusQuantile > 0}
  * @param radiusQuantile if in (0, 1], τ is this quantile of the distances of co-activated pairs

@@ -4,7 +4,7 @@ import io.kvoffload.internal.util.Checks;
 
 /**
  * Options of KVSwap's offline phase ({@link KvSequence#groupLayer}): how a layer is laid out in
- * groups and how its low-rank K adapter is fitted (papers/003 §3.2–3.4).
+ * groups and how its low-rank K adapter is fitted [KVSwap §3.2–3.4].
  *
  * @param groupSize G, consecutive tokens stored and read as one unit ({@code [K of G | V of G]},
  *     one aligned read); 1..4096, default 4 (the paper's NVMe setting; 8 suits eMMC)

@@ -10,7 +10,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 
 /**
- * The runtime settings of KVSwap's offline tuning (papers/003 §3.5, Fig. 4a): what the JSON file
+ * The runtime settings of KVSwap's offline tuning [KVSwap §3.5, Fig. 4a]: what the JSON file
  * that {@code kvo bench kvswap-tune} (the {@code ParameterTuner}) writes sets in the offline phase
  * ({@link #groupOptions()} for {@link KvSequence#groupLayer}) and in the decoder
  * ({@link #applyTo(DecodeOptions.Builder)}).

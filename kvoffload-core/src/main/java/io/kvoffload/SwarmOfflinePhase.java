@@ -15,7 +15,7 @@ import java.util.BitSet;
 import java.util.List;
 
 /**
- * Swarm's offline phase for one layer of a stored sequence (papers/000 §5.1–5.2): profile
+ * Swarm's offline phase for one layer of a stored sequence [Swarm §5.1–5.2]: profile
  * co-activation, cluster with Algorithm 1, place with Eq. 7. The result is a {@link ClusterPlan}
  * the storage writes as cluster extents.
  */

@@ -12,8 +12,9 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
- * Capacity eviction (SSD-backed PagedAttention, papers/001): least-recently-used committed
- * sequences go first, open ones never, and a write that finds nothing to evict fails cleanly.
+ * Capacity eviction (SSD-backed PagedAttention [SSD-PagedAttention §2.2]): least-recently-used
+ * committed sequences go first, open ones never, and a write that finds nothing to evict fails
+ * cleanly.
  */
 class EvictionTest {
     // 1 layer, 4 KiB entries, 16-token blocks: 64 KiB extents; a 1 MiB pool holds 16 of them.

@@ -21,7 +21,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
- * KVSwap's rolling buffer flush (papers/003 §3.4.1): tokens decoded after {@code groupLayer} leave
+ * KVSwap's rolling buffer flush [KVSwap §3.4.1]: tokens decoded after {@code groupLayer} leave
  * DRAM in whole groups, written group-major to the SSDs, and are then predicted and fetched like the
  * prefill's groups; the grown layout survives commit and restart, and a close without commit frees
  * exactly what the session allocated.

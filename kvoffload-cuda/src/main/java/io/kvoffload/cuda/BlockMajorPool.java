@@ -7,9 +7,9 @@ import org.slf4j.LoggerFactory;
 
 /**
  * Fixed-size blocks carved from chunks, under a byte budget that can change at run time without
- * moving a resident block: SwiftCache's block-major layout (papers/002 §3.4), where a block holds
- * everything that belongs to it contiguously, so capacity is added or removed a chunk at a time
- * and no other block is touched.
+ * moving a resident block: SwiftCache's block-major layout [SwiftCache §3.4, Fig. 6], where a block
+ * holds everything that belongs to it contiguously, so capacity is added or removed a chunk at a
+ * time and no other block is touched.
  *
  * <p>Chunks are taken lazily, when a block is needed and the budget has room for another chunk.
  * Shrinking lowers the chunk limit: fully free chunks are freed at once; chunks still holding

@@ -10,7 +10,7 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * SwiftCache's layer stream cache (papers/002 §3.2–3.3) for sparse KV: device buffers that hold
+ * SwiftCache's layer stream cache [SwiftCache §3.2–3.3] for sparse KV: device buffers that hold
  * only the layers in flight, {@code depth} slots used round-robin (2 = double-buffered: layer
  * {@code l + 1} is copied while layer {@code l}'s attention runs). A load copies the valid rows of a
  * {@link KvView} (gathered by {@link io.kvoffload.KvDecoder} into a DRAM slot the CUDA tier has

@@ -30,7 +30,7 @@ final class InflightBatch {
         size = n;
         remaining = n;
         queued = 0;
-        generation = (generation + 1) & 0xFFFF;
+        generation = UserData.nextGeneration(generation);
     }
 
     void release() {

@@ -35,7 +35,8 @@ import org.slf4j.LoggerFactory;
  * not a ring per device: docs/io-uring.md has the measurements.
  *
  * <p><b>Steady state allocates nothing.</b> Ring memory, batch slots and per-request progress are
- * allocated once; a request's {@code user_data} is its index plus the batch slot and generation;
+ * allocated once; a request's {@code user_data} is its index plus the batch slot and generation
+ * ({@code UserData}, packed into a {@code long});
  * SQEs and CQEs are read and written in place in the mapped rings.
  *
  * <p><b>Contract.</b> Short transfers are continued for the remainder, EINTR/EAGAIN retried, and

@@ -23,8 +23,8 @@ public record IoUringConfig(
         int sqEntries, int maxInflight, int maxRings, boolean fixedFiles, boolean fixedBuffers, int bufferSlots,
         int batchSlots) {
 
-    /** Upper bound of {@link #batchSlots}: the slot number has 16 bits of user_data. */
-    public static final int MAX_BATCH_SLOTS = 1 << 16;
+    /** Upper bound of {@link #batchSlots}: the slot number has 16 bits of user_data ({@code UserData}). */
+    public static final int MAX_BATCH_SLOTS = UserData.MAX_SLOT + 1;
 
     public IoUringConfig {
         Checks.powerOfTwo("sqEntries", sqEntries);

@@ -28,8 +28,8 @@ import org.slf4j.LoggerFactory;
  * {@link #submit}: its remaining requests wait in a FIFO backlog, and every reap refills the SQ
  * from it, so a caller can submit the next layer's batch behind the current one and return at once.
  *
- * <p>user_data of every SQE: bits 63..48 the batch slot, 47..32 the slot's generation, 31..0 the
- * request index in the batch.
+ * <p>Every SQE carries its batch slot, the slot's generation and the request index as
+ * {@code user_data}, packed by {@link UserData}.
  */
 final class Ring {
     private static final Logger LOG = LoggerFactory.getLogger(Ring.class);
@@ -297,7 +297,7 @@ final class Ring {
         int bufIndex = fixedBuffersSupported ? buffers.find(buffer.address() + base, b.length(i)) : -1;
         int fd = fixedFiles ? device : backend.fd(device);
         int flags = fixedFiles ? liburing_h.IOSQE_FIXED_FILE : 0;
-        long userData = ((long) slot << 48) | ((long) s.generation << 32) | (i & 0xFFFF_FFFFL);
+        long userData = UserData.encode(slot, s.generation, i);
         while (!sq.enqueueRw(write, fd, flags, buffer, base + done, length, b.offset(i) + done, bufIndex, userData)) {
             submitOnce();
         }
@@ -382,9 +382,9 @@ final class Ring {
     private void complete(long userData, int res) {
         inflight--;
         completions++;
-        int slot = (int) (userData >>> 48);
-        int generation = (int) (userData >>> 32) & 0xFFFF;
-        int i = (int) userData;
+        int slot = UserData.slot(userData);
+        int generation = UserData.generation(userData);
+        int i = UserData.index(userData);
         InflightBatch s = slot < slots.length ? slots[slot] : null;
         if (s == null || s.batch == null || s.generation != generation || i < 0 || i >= s.size) {
             LOG.error("ring {}: completion for an unknown request (user_data 0x{}, res {}); ignored", id,

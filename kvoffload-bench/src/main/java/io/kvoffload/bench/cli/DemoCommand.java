@@ -8,6 +8,7 @@ import io.kvoffload.KvShape;
 import io.kvoffload.KvStats;
 import io.kvoffload.PrefixMatch;
 import io.kvoffload.SequenceInfo;
+import io.kvoffload.bench.ProgressBars;
 import io.kvoffload.bench.TempDirs;
 import io.kvoffload.bench.compare.CompareCommand;
 import java.io.IOException;
@@ -22,8 +23,6 @@ import java.util.Optional;
 import java.util.SplittableRandom;
 import java.util.concurrent.Callable;
 import me.tongfei.progressbar.ProgressBar;
-import me.tongfei.progressbar.ProgressBarBuilder;
-import me.tongfei.progressbar.ProgressBarStyle;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 
@@ -111,11 +110,8 @@ public final class DemoCommand implements Callable<Integer> {
         }
         Path tempRoot = null;
         if (devs.isEmpty()) {
-            tempRoot = Files.createTempDirectory("kvo-demo");
-            devs = new ArrayList<>();
-            for (int i = 0; i < devices; i++) {
-                devs.add(Files.createDirectories(tempRoot.resolve("ssd" + i)));
-            }
+            tempRoot = TempDirs.createUnder(null, "kvo-demo");
+            devs = TempDirs.ssdDirectories(tempRoot, devices);
         }
         try {
             return run(shape, devs);
@@ -272,7 +268,7 @@ public final class DemoCommand implements Callable<Integer> {
             throw new IllegalArgumentException("--compare-tokens = " + compareTokens
                     + " is out of range; allowed: 0 (skip) or 1024.." + (1 << 20));
         }
-        Path tmp = Files.createTempDirectory("kvo-demo-compare");
+        Path tmp = TempDirs.createUnder(null, "kvo-demo-compare");
         try {
             out.printf("%nstrategy comparison (%d tokens, 10%% budget, %d steps; kvo bench compare for the full run):%n",
                     compareTokens, compareSteps);
@@ -297,8 +293,7 @@ public final class DemoCommand implements Callable<Integer> {
     }
 
     private static ProgressBar bar(String task, long max) {
-        return new ProgressBarBuilder().setTaskName(task).setInitialMax(max).setStyle(ProgressBarStyle.ASCII)
-                .setUpdateIntervalMillis(250).setMaxRenderedLength(100).build();
+        return ProgressBars.ascii(task, max, 250);
     }
 
     static String mib(long bytes) {

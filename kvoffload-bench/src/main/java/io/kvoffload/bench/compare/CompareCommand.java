@@ -16,6 +16,7 @@ import io.kvoffload.KvSequence;
 import io.kvoffload.KvShape;
 import io.kvoffload.KvView;
 import io.kvoffload.SparseAttention;
+import io.kvoffload.bench.ProgressBars;
 import io.kvoffload.bench.TempDirs;
 import io.kvoffload.bench.compare.IoStrategies.Layout;
 import io.kvoffload.bench.compare.IoStrategies.Strategy;
@@ -55,8 +56,6 @@ import java.util.Locale;
 import java.util.Map;
 import java.util.concurrent.Callable;
 import me.tongfei.progressbar.ProgressBar;
-import me.tongfei.progressbar.ProgressBarBuilder;
-import me.tongfei.progressbar.ProgressBarStyle;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
@@ -245,8 +244,7 @@ public final class CompareCommand implements Callable<Integer> {
                 Arrays.toString(sizes), Arrays.toString(budgets), Arrays.toString(batches), steps, devices, group,
                 cacheShare * 100, Runtime.version());
         console.flush();
-        bar = noProgress ? null : new ProgressBarBuilder().setTaskName("compare").setInitialMax(work)
-                .setStyle(ProgressBarStyle.ASCII).setUpdateIntervalMillis(500).setMaxRenderedLength(100).build();
+        bar = noProgress ? null : ProgressBars.ascii("compare", work, 500);
         try {
             for (int i = 0; i < sizes.length; i++) {
                 try (Fixture f = new Fixture(sizes[i], chosen)) {
@@ -362,9 +360,8 @@ public final class CompareCommand implements Callable<Integer> {
             buildSelectors(chosen);
             buildClusterings(chosen);
             step();
-            this.root = Files.createTempDirectory(work == null ? Path.of(System.getProperty("java.io.tmpdir")) : work,
-                    "kvo-compare");
-            this.dirs = dirs(root, devices);
+            this.root = TempDirs.createUnder(work, "kvo-compare");
+            this.dirs = TempDirs.ssdDirectories(root, devices);
             this.engine = open(dirs, null, chosen);
             store(engine, chosen);
             step();
@@ -520,14 +517,6 @@ public final class CompareCommand implements Callable<Integer> {
             }
         }
         return out;
-    }
-
-    private static List<Path> dirs(Path root, int count) throws IOException {
-        List<Path> d = new ArrayList<>();
-        for (int i = 0; i < count; i++) {
-            d.add(Files.createDirectories(root.resolve("ssd" + i)));
-        }
-        return d;
     }
 
     private KvEngine open(List<Path> deviceDirs, DeviceModelSpec model, List<Strategy> chosen) throws IOException {
@@ -777,9 +766,8 @@ public final class CompareCommand implements Callable<Integer> {
         int max = Arrays.stream(ssdCounts).max().orElse(1);
         DeviceModelSpec model = DeviceModelSpec.highEnd().withScaleDevices(max);
         for (int count : ssdCounts) {
-            Path root = Files.createTempDirectory(work == null ? Path.of(System.getProperty("java.io.tmpdir")) : work,
-                    "kvo-compare-scaling");
-            try (KvEngine e = open(dirs(root, count), model, chosen, f.n)) {
+            Path root = TempDirs.createUnder(work, "kvo-compare-scaling");
+            try (KvEngine e = open(TempDirs.ssdDirectories(root, count), model, chosen, f.n)) {
                 f.store(e, chosen);
                 step();
                 for (Strategy s : chosen) {

@@ -2,6 +2,7 @@ package io.kvoffload.bench.compare;
 
 import io.kvoffload.DType;
 import io.kvoffload.KvShape;
+import io.kvoffload.bench.ProgressBars;
 import io.kvoffload.internal.baseline.BaselineSelector;
 import io.kvoffload.internal.swarm.ClusterRadius;
 import io.kvoffload.internal.swarm.ClusteringConfig;
@@ -25,8 +26,6 @@ import java.util.Locale;
 import java.util.Map;
 import java.util.concurrent.Callable;
 import me.tongfei.progressbar.ProgressBar;
-import me.tongfei.progressbar.ProgressBarBuilder;
-import me.tongfei.progressbar.ProgressBarStyle;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Model.CommandSpec;
@@ -188,9 +187,7 @@ public final class CompareQualityCommand implements Callable<Integer> {
         List<Cell> all = new ArrayList<>();
         long work = (long) sizes.length * layers * (strategies.size() + steps);
         long start = System.nanoTime();
-        try (ProgressBar bar = noProgress ? null : new ProgressBarBuilder().setTaskName("compare-quality")
-                .setInitialMax(work).setStyle(ProgressBarStyle.ASCII).setUpdateIntervalMillis(500)
-                .setMaxRenderedLength(100).build()) {
+        try (ProgressBar bar = noProgress ? null : ProgressBars.ascii("compare-quality", work, 500)) {
             for (int n : sizes) {
                 all.addAll(measure(shape, n, swarmConfig, bar));
             }

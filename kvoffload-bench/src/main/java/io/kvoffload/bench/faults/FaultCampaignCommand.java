@@ -100,7 +100,7 @@ public final class FaultCampaignCommand implements Callable<Integer> {
             throw new IllegalArgumentException("--rounds and --kills must be >= 0, --devices 1..16, --rate 0..0.1; got "
                     + rounds + ", " + kills + ", " + devices + ", " + rate);
         }
-        Path root = dir != null ? Files.createDirectories(dir) : Files.createTempDirectory("kvo-faults");
+        Path root = TempDirs.givenOrTemp(dir, "kvo-faults");
         ExecutorService ops = Executors.newSingleThreadExecutor(r -> {
             Thread t = new Thread(r, "fault-campaign-op");
             t.setDaemon(true);
@@ -130,14 +130,6 @@ public final class FaultCampaignCommand implements Callable<Integer> {
     private KvConfig.Builder config(List<Path> dirs) {
         return KvConfig.builder().ssdDirectories(dirs).ioBackend(backend).deviceCapacityBytes(24L << 20)
                 .dramBudgetBytes(64L << 20).dramSlabBytes(1L << 20).blockTokens(16);
-    }
-
-    private static List<Path> dirs(Path root, int n) throws IOException {
-        List<Path> d = new ArrayList<>();
-        for (int i = 0; i < n; i++) {
-            d.add(Files.createDirectories(root.resolve("ssd" + i)));
-        }
-        return d;
     }
 
     private void count(String what) {
@@ -179,7 +171,7 @@ public final class FaultCampaignCommand implements Callable<Integer> {
     }
 
     private Map<String, Long> injectedRounds(Path root, ExecutorService ops) throws Exception {
-        List<Path> d = dirs(root, devices);
+        List<Path> d = TempDirs.ssdDirectories(root, devices);
         Random rnd = new Random(seed);
         Map<String, Acked> acked = new LinkedHashMap<>();
         Map<String, Long> injected = new TreeMap<>();
@@ -321,7 +313,7 @@ public final class FaultCampaignCommand implements Callable<Integer> {
     record KillResult(int kills, long afterOpen, long commitsChecked, long lost, long silent, long deletesSeen) {}
 
     private KillResult killRounds(Path root) throws Exception {
-        List<Path> d = dirs(root, devices);
+        List<Path> d = TempDirs.ssdDirectories(root, devices);
         Random rnd = new Random(seed ^ 0x5DEECE66DL);
         Map<String, Acked> acked = new LinkedHashMap<>();
         Set<String> maybeDeleted = new HashSet<>();

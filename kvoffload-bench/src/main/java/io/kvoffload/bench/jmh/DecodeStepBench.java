@@ -15,7 +15,6 @@ import io.kvoffload.workload.WorkloadSpec;
 import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
@@ -67,11 +66,8 @@ public class DecodeStepBench {
 
     @Setup(Level.Trial)
     public void setup() throws IOException {
-        root = Files.createTempDirectory("kvo-decode-bench");
-        List<Path> dirs = new ArrayList<>();
-        for (int i = 0; i < 4; i++) {
-            dirs.add(Files.createDirectories(root.resolve("ssd" + i)));
-        }
+        root = TempDirs.createUnder(null, "kvo-decode-bench");
+        List<Path> dirs = TempDirs.ssdDirectories(root, 4);
         engine = KvEngine.open(KvConfig.builder().ssdDirectories(dirs).ioBackend(backend)
                 .deviceCapacityBytes(256L << 20).dramBudgetBytes(1L << 30).build());
         SyntheticWorkload w = new SyntheticWorkload(WorkloadSpec.builder(SHAPE, TOKENS).seed(3).build());

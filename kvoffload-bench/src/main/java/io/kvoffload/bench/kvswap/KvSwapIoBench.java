@@ -12,6 +12,7 @@ import io.kvoffload.KvEngine;
 import io.kvoffload.KvSequence;
 import io.kvoffload.KvShape;
 import io.kvoffload.KvView;
+import io.kvoffload.bench.TempDirs;
 import io.kvoffload.internal.kvswap.CompressedKCache;
 import io.kvoffload.workload.DenseLayerKv;
 import io.kvoffload.workload.ExactAttention;
@@ -22,15 +23,11 @@ import java.io.IOException;
 import java.io.PrintWriter;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
-import java.nio.file.Files;
 import java.nio.file.Path;
-import java.util.ArrayList;
 import java.util.Arrays;
-import java.util.Comparator;
 import java.util.List;
 import java.util.Locale;
 import java.util.concurrent.Callable;
-import java.util.stream.Stream;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
@@ -114,11 +111,8 @@ public final class KvSwapIoBench implements Callable<Integer> {
         long t0 = System.nanoTime();
         KvShape shape = new KvShape(layers, queryHeads, kvHeads, headDim, DType.BF16);
         SyntheticWorkload w = new SyntheticWorkload(WorkloadSpec.builder(shape, tokens).seed(seed).build());
-        Path root = dir != null ? Files.createDirectories(dir) : Files.createTempDirectory("kvo-kvswap-io");
-        List<Path> dirs = new ArrayList<>();
-        for (int i = 0; i < devices; i++) {
-            dirs.add(Files.createDirectories(root.resolve("ssd" + i)));
-        }
+        Path root = TempDirs.givenOrTemp(dir, "kvo-kvswap-io");
+        List<Path> dirs = TempDirs.ssdDirectories(root, devices);
         long kvBytes = (long) tokens * layers * shape.entryBytes();
         KvConfig cfg = KvConfig.builder().ssdDirectories(dirs).ioBackend(backend)
                 .deviceCapacityBytes(Math.max(256L << 20, 3 * kvBytes / devices + (64L << 20)))
@@ -142,11 +136,7 @@ public final class KvSwapIoBench implements Callable<Integer> {
             memoryTable(shape);
         } finally {
             if (dir == null) {
-                try (Stream<Path> files = Files.walk(root)) {
-                    for (Path p : files.sorted(Comparator.reverseOrder()).toList()) {
-                        Files.deleteIfExists(p);
-                    }
-                }
+                TempDirs.deleteRecursively(root);
             }
         }
         out.printf(Locale.ROOT, "%nTotal run time %.1f s.%n", (System.nanoTime() - t0) / 1e9);

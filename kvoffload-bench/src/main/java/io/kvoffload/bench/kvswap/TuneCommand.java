@@ -3,6 +3,7 @@ package io.kvoffload.bench.kvswap;
 import io.kvoffload.DType;
 import io.kvoffload.KvConfig;
 import io.kvoffload.KvShape;
+import io.kvoffload.bench.ProgressBars;
 import io.kvoffload.internal.kvswap.CalibrationSet;
 import io.kvoffload.internal.kvswap.FetchCostModel;
 import io.kvoffload.internal.kvswap.KvSwapConfig;
@@ -18,8 +19,6 @@ import java.nio.file.Path;
 import java.util.Locale;
 import java.util.concurrent.Callable;
 import me.tongfei.progressbar.ProgressBar;
-import me.tongfei.progressbar.ProgressBarBuilder;
-import me.tongfei.progressbar.ProgressBarStyle;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
@@ -183,8 +182,7 @@ public final class TuneCommand implements Callable<Integer> {
     }
 
     private static KvSwapConfig run(ParameterTuner tuner, CalibrationSet calibration) {
-        try (ProgressBar pb = new ProgressBarBuilder().setTaskName("kvswap-tune").setInitialMax(1)
-                .setStyle(ProgressBarStyle.ASCII).setUpdateIntervalMillis(250).setMaxRenderedLength(100).build()) {
+        try (ProgressBar pb = ProgressBars.ascii("kvswap-tune", 1, 250)) {
             return tuner.tune(calibration, (done, total, what) -> {
                 pb.maxHint(total);
                 pb.stepTo(done);

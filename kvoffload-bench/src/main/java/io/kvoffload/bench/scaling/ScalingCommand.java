@@ -2,6 +2,7 @@ package io.kvoffload.bench.scaling;
 
 import io.kvoffload.DeviceModelSpec;
 import io.kvoffload.KvConfig;
+import io.kvoffload.bench.ProgressBars;
 import io.kvoffload.bench.TempDirs;
 import io.kvoffload.bench.report.CsvWriter;
 import io.kvoffload.bench.report.MarkdownTable;
@@ -31,8 +32,6 @@ import java.util.Set;
 import java.util.SplittableRandom;
 import java.util.concurrent.Callable;
 import me.tongfei.progressbar.ProgressBar;
-import me.tongfei.progressbar.ProgressBarBuilder;
-import me.tongfei.progressbar.ProgressBarStyle;
 import org.HdrHistogram.Histogram;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
@@ -155,10 +154,8 @@ public final class ScalingCommand implements Callable<Integer> {
         if (deviceDirs.isEmpty()) {
             Path base = work != null ? work : Path.of(System.getProperty("java.io.tmpdir"));
             Files.createDirectories(base);
-            tempRoot = Files.createTempDirectory(base, "kvo-scaling-");
-            for (int i = 0; i < maxDevices; i++) {
-                deviceDirs.add(Files.createDirectories(tempRoot.resolve("ssd" + i)));
-            }
+            tempRoot = TempDirs.createUnder(base, "kvo-scaling-");
+            deviceDirs.addAll(TempDirs.ssdDirectories(tempRoot, maxDevices));
         } else if (deviceDirs.size() < maxDevices) {
             throw new IllegalArgumentException("--dirs has " + deviceDirs.size() + " directories; allowed: at least the"
                     + " largest --devices count, " + maxDevices);
@@ -230,9 +227,7 @@ public final class ScalingCommand implements Callable<Integer> {
         String hostSource;
         double writeSeconds;
         List<Point> points = new ArrayList<>();
-        try (ProgressBar bar = noProgress ? null : new ProgressBarBuilder().setTaskName("scaling")
-                .setInitialMax(totalPoints).setStyle(ProgressBarStyle.ASCII).setUpdateIntervalMillis(250)
-                .setMaxRenderedLength(100).build()) {
+        try (ProgressBar bar = noProgress ? null : ProgressBars.ascii("scaling", totalPoints, 250)) {
             extra(bar, "writing " + maxDevices + " × " + poolBytes / (1 << 20) + " MiB");
             String firstModel = series.stream().filter(x -> !x.equals("none")).findFirst().orElse(null);
             writeSeconds = writeAll(provider, devices, options, firstModel == null ? null

@@ -12,6 +12,7 @@ import io.kvoffload.KvSequence;
 import io.kvoffload.KvShape;
 import io.kvoffload.KvStats;
 import io.kvoffload.KvView;
+import io.kvoffload.bench.ProgressBars;
 import io.kvoffload.bench.TempDirs;
 import io.kvoffload.bench.fio.Fio;
 import io.kvoffload.workload.SyntheticWorkload;
@@ -20,15 +21,12 @@ import java.io.IOException;
 import java.io.PrintWriter;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.concurrent.Callable;
 import me.tongfei.progressbar.ProgressBar;
-import me.tongfei.progressbar.ProgressBarBuilder;
-import me.tongfei.progressbar.ProgressBarStyle;
 import org.HdrHistogram.Histogram;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
@@ -118,12 +116,8 @@ public final class SwarmOnlineBench implements Callable<Integer> {
         }
         shape = new KvShape(layers, QUERY_HEADS, KV_HEADS, HEAD_DIM, DType.BF16);
         workload = new SyntheticWorkload(WorkloadSpec.builder(shape, tokens).seed(17).build());
-        Path root = Files.createTempDirectory(dir == null ? Path.of(System.getProperty("java.io.tmpdir")) : dir,
-                "kvo-swarm-online");
-        List<Path> dirs = new ArrayList<>();
-        for (int i = 0; i < devices; i++) {
-            dirs.add(Files.createDirectories(root.resolve("ssd" + i)));
-        }
+        Path root = TempDirs.createUnder(dir, "kvo-swarm-online");
+        List<Path> dirs = TempDirs.ssdDirectories(root, devices);
         long layerBytes = (long) tokens * shape.entryBytes();
         long capacity = (layerBytes * layers * 3 / devices + (64L << 20)) & -(1L << 20);
         KvConfig.Builder builder = KvConfig.builder().ssdDirectories(dirs).ioBackend(backend)
@@ -138,9 +132,7 @@ public final class SwarmOnlineBench implements Callable<Integer> {
                 + (sections.contains(Section.CACHES) ? 2L * cacheBudgets.length : 0)
                 + (deviceModel.equals("none") && sections.contains(Section.BANDWIDTH) ? 2L * (rounds + 1) : 0);
         try (KvEngine engine = KvEngine.open(cfg);
-                ProgressBar bar = noProgress ? null : new ProgressBarBuilder().setTaskName("swarm-online")
-                        .setInitialMax(work).setStyle(ProgressBarStyle.ASCII).setUpdateIntervalMillis(500)
-                        .setMaxRenderedLength(100).build()) {
+                ProgressBar bar = noProgress ? null : ProgressBars.ascii("swarm-online", work, 500)) {
             store(engine);
             step(bar);
             out.printf("# Swarm online phase through real I/O%n%n%d layers × %,d tokens of a Llama-3-8B-shaped layer"

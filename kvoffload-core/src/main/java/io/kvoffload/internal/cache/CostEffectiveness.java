@@ -1,8 +1,9 @@
 package io.kvoffload.internal.cache;
 
 /**
- * Swarm's cost-effectiveness score of caching a cluster (papers/000 Eq. 6), one pluggable function
- * because the equation's grouping is ambiguous in the text copy (../shared/REFERENCE.md).
+ * Swarm's cost-effectiveness score of caching a cluster [Swarm §5.2, Eq. 6], one pluggable function
+ * because the equation's grouping is ambiguous: the paper's text lost its formulas, and the
+ * reconstruction admits both readings below (docs/architecture.md, References).
  */
 @FunctionalInterface
 public interface CostEffectiveness {

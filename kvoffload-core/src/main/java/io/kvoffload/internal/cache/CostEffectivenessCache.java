@@ -4,11 +4,11 @@ import io.kvoffload.internal.util.Checks;
 import java.util.Arrays;
 
 /**
- * Swarm's hot-cluster cache (papers/000 §5.3 tier 1 and §6.3): cached clusters sit in a min-heap
- * ordered by their cost-effectiveness score (Eq. 6). Each step, an activated cluster's frequency
- * rises by one and a cached cluster that was not activated loses one; an activated cluster that is
- * not cached is admitted if it fits the budget, evicting lower-scoring clusters from the heap top
- * while the newcomer scores higher than them.
+ * Swarm's hot-cluster cache [Swarm §5.2 "Tier 1", §6.2 "Cache Replacement"]: cached clusters sit in
+ * a min-heap ordered by their cost-effectiveness score (Eq. 6). Each step, an activated cluster's
+ * frequency rises by one and a cached cluster that was not activated loses one; an activated
+ * cluster that is not cached is admitted if it fits the budget, evicting lower-scoring clusters
+ * from the heap top while the newcomer scores higher than them.
  */
 public final class CostEffectivenessCache extends AbstractClusterCache {
     private final int entryBytes;

@@ -1,5 +1,5 @@
 /**
- * KVSwap's algorithms (paper 003, §3.2–3.5), independent of the storage engine: the low-rank K
+ * KVSwap's algorithms [KVSwap §3.2–3.5], independent of the storage engine: the low-rank K
  * adapter ({@link io.kvoffload.internal.kvswap.LowRankAdapter}, an SVD of calibration keys), the
  * in-memory compressed K cache ({@link io.kvoffload.internal.kvswap.CompressedKCache}), the grouped
  * critical-KV predictor ({@link io.kvoffload.internal.kvswap.GroupPredictor}, a

@@ -4,7 +4,7 @@ import io.kvoffload.internal.util.Checks;
 import java.util.Arrays;
 
 /**
- * Swarm's decoupled entry-bucket scheduler (papers/000 §6.1, Eq. 8, Fig. 9): turns the entries of
+ * Swarm's decoupled entry-bucket scheduler [Swarm §6.1, Eq. 8, Fig. 9]: turns the entries of
  * the activated clusters into one batch of reads spread evenly over the SSDs.
  *
  * <ol>

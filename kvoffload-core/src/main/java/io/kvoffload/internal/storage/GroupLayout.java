@@ -4,7 +4,7 @@ import io.kvoffload.internal.kvswap.LowRankAdapter;
 import io.kvoffload.internal.sched.BucketScheduler;
 
 /**
- * One layer's tokens laid out in KVSwap groups (papers/003 §3.4, Fig. 7): group {@code g} holds
+ * One layer's tokens laid out in KVSwap groups [KVSwap §3.4, Fig. 7]: group {@code g} holds
  * tokens {@code [g·G, (g+1)·G)} as one region {@code [K of G tokens | V of G tokens]} (each token's
  * K is {@code kvHeads × headDim} elements, head after head), padded to a multiple of the devices'
  * direct-I/O alignment (the group's <em>stride</em>), so a group is one aligned read. Groups go

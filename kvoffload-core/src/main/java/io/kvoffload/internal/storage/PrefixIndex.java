@@ -11,11 +11,11 @@ import java.util.Map;
 import java.util.Set;
 
 /**
- * Prefix lookup (SSD-backed PagedAttention, papers/001): every full block of a committed sequence
- * is keyed by a hash chain {@code h₀ = H(fingerprint)}, {@code hᵢ₊₁ = H(hᵢ ‖ tokens of block i)}, so
- * equal keys mean equal fingerprint and equal tokens from position 0. The longest chain that
- * matches a prompt names the sequences holding that prefix; the caller still compares token ids,
- * so even a hash collision cannot return another prompt's KV.
+ * Prefix lookup (SSD-backed PagedAttention [SSD-PagedAttention §1.5, §2.2]): every full block of a
+ * committed sequence is keyed by a hash chain {@code h₀ = H(fingerprint)}, {@code hᵢ₊₁ = H(hᵢ ‖
+ * tokens of block i)}, so equal keys mean equal fingerprint and equal tokens from position 0. The
+ * longest chain that matches a prompt names the sequences holding that prefix; the caller still
+ * compares token ids, so even a hash collision cannot return another prompt's KV.
  */
 public final class PrefixIndex {
     private record Key(long a, long b, long c, long d) {}

@@ -1,9 +1,10 @@
 package io.kvoffload.internal.swarm;
 
 /**
- * The denominator {@code Z} of Swarm's Eq. 2, {@code P(i,j) = f(i,j) / Z}. The paper's text lost the
- * formula; a translation normalises by the sum of all counts, a worked example by the number of
- * profiled queries (REFERENCE.md). Both are offered; the default is {@link #perQuery()}.
+ * The denominator {@code Z} of Swarm's Eq. 2 [Swarm §5.1], {@code P(i,j) = f(i,j) / Z}. The paper's
+ * text lost the formula; a translation normalises by the sum of all counts, a worked example by the
+ * number of profiled queries (docs/architecture.md, References). Both are offered; the default is
+ * {@link #perQuery()}.
  *
  * <p>{@code Z} is a positive integer so that every distance {@code 1 − f/Z} is an exact rational and
  * the clustering compares distances with the radius exactly, not up to rounding.
