@@ -25,6 +25,17 @@ import java.lang.foreign.ValueLayout;
  * step, so a step that asks for segments costs one arena, one small segment object per segment
  * asked for, and the arena's close; prefetch, await and close alone allocate nothing, and
  * {@link SparseAttention} reads the view without creating segments.
+ *
+ * <p><b>Threads.</b> {@link #await()} and {@link #close()} go through the decoder and follow its
+ * rule: one thread at a time (not necessarily the same one). The accessors take no lock: once
+ * {@code await()} has returned, several threads may read the view at once if each got it through
+ * a happens-before edge from the awaiting thread and all of them finish before {@code close()}.
+ * Take the segments ({@link #keys}, {@link #values}, {@link #positions}, {@link #blockTable}) on
+ * one thread and hand them on: the first such call of a step creates their scope unsynchronised.
+ * The view is valid until its {@code close()}, a failed {@code await()}, or the decoder's or
+ * engine's close; then a kept segment throws {@link IllegalStateException}, but an accessor racing
+ * the close may read reused memory. The decoder reuses this object for a later
+ * {@link KvDecoder#prefetch}: drop references to it at {@code close()}.
  */
 public final class KvView implements AutoCloseable {
     enum State { FREE, FETCHING, READY }

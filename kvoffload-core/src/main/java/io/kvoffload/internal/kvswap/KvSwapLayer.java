@@ -25,7 +25,7 @@ import java.lang.foreign.MemorySegment;
 import java.util.Arrays;
 
 /**
- * KVSwap's online phase for one layer of a {@link io.kvoffload.KvDecoder} (papers/003 §3.3–3.4), on the same
+ * KVSwap's online phase for one layer of a {@link io.kvoffload.KvDecoder} [KVSwap §3.3–3.4], on the same
  * scheduler and I/O path as Swarm's:
  * <ol>
  *   <li>the {@link GroupPredictor} scores the query against the layer's compressed K cache (in DRAM,
@@ -44,7 +44,7 @@ import java.util.Arrays;
  * predict (and find in DRAM) the new group. Once {@link #rollTokens} tokens of full groups have left
  * the local window, they are written group-major to the SSDs ({@link GroupLayoutWriter#append}), the
  * sequence's layout grows ({@link KvSequence#extendGroups}) and the window slides past them: the
- * rolling buffer keeps only the newest tokens (papers/003 §3.4.1), and the new groups are fetched
+ * rolling buffer keeps only the newest tokens [KVSwap §3.4.1], and the new groups are fetched
  * like the others when predicted.
  *
  * <p>Everything a step needs is allocated when the layer opens or grown when a larger step is first
@@ -376,7 +376,7 @@ public final class KvSwapLayer implements LayerFetcher {
     }
 
     /**
-     * The rolling buffer's flush (papers/003 §3.4.1): once at least {@link #rollTokens} tokens of
+     * The rolling buffer's flush [KVSwap §3.4.1]: once at least {@link #rollTokens} tokens of
      * whole groups past the stored ones have left the local window, writes them group-major (group g
      * on SSD {@code g mod N}, continuing the round-robin) from the window's DRAM copy, extends the
      * sequence's layout and slides the window to the new end of the groups. Reuse slots keep their
