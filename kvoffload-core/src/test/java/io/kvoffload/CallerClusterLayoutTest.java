@@ -36,15 +36,7 @@ class CallerClusterLayoutTest {
 
     /** Positional groups of {@code g} consecutive tokens. */
     static int[][] positional(int tokens, int g) {
-        int[][] c = new int[(tokens + g - 1) / g][];
-        for (int i = 0; i < c.length; i++) {
-            int from = i * g;
-            c[i] = new int[Math.min(g, tokens - from)];
-            for (int j = 0; j < c[i].length; j++) {
-                c[i][j] = from + j;
-            }
-        }
-        return c;
+        return io.kvoffload.strategy.SelectionStrategy.pages(tokens, g);
     }
 
     @Test

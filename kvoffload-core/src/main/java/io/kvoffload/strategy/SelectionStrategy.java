@@ -57,19 +57,29 @@ public interface SelectionStrategy {
             throw new IllegalArgumentException("layer " + layer + " of sequence " + sequence.id()
                     + " holds no tokens; append its KV before laying it out");
         }
-        int page = pageTokens();
-        if (page < 1) {
-            throw new IllegalStateException(name() + ".pageTokens() = " + page + "; allowed: 1 or more");
+        sequence.clusterLayer(layer, pages(tokens, pageTokens()), ClusterOptions.defaults());
+    }
+
+    /**
+     * Positions {@code [0, tokens)} cut into consecutive pages of {@code pageTokens} (the last may be
+     * shorter): the default layout's units.
+     *
+     * @throws IllegalArgumentException if {@code tokens} or {@code pageTokens} is below 1
+     */
+    static int[][] pages(int tokens, int pageTokens) {
+        if (tokens < 1 || pageTokens < 1) {
+            throw new IllegalArgumentException("tokens = " + tokens + ", pageTokens = " + pageTokens
+                    + "; allowed: both 1 or more");
         }
-        int[][] pages = new int[(tokens + page - 1) / page][];
+        int[][] pages = new int[(tokens + pageTokens - 1) / pageTokens][];
         for (int p = 0; p < pages.length; p++) {
-            int from = p * page;
-            pages[p] = new int[Math.min(page, tokens - from)];
+            int from = p * pageTokens;
+            pages[p] = new int[Math.min(pageTokens, tokens - from)];
             for (int i = 0; i < pages[p].length; i++) {
                 pages[p][i] = from + i;
             }
         }
-        sequence.clusterLayer(layer, pages, ClusterOptions.defaults());
+        return pages;
     }
 
     /**

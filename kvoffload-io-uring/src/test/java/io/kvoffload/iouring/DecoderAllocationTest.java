@@ -47,7 +47,6 @@ class DecoderAllocationTest {
 
     @Test
     void decodeStepsAllocateNothing() throws Exception {
-        var threads = (com.sun.management.ThreadMXBean) ManagementFactory.getThreadMXBean();
         SyntheticWorkload w = new SyntheticWorkload(WorkloadSpec.builder(SHAPE, TOKENS).seed(5).build());
         KvConfig cfg = TestEngines.config(TestEngines.deviceDirs(dir, 2), "io_uring").build();
         try (KvEngine e = KvEngine.open(cfg)) {
@@ -59,23 +58,7 @@ class DecoderAllocationTest {
                 }
             }
             try (KvSequence s = e.openSequence("a"); KvDecoder d = s.decoder(DecodeOptions.defaults())) {
-                for (int i = 0; i < 600; i++) {
-                    step(d, queries[i % queries.length]);
-                }
-                int rounds = 100;
-                List<Long> windows = new ArrayList<>();
-                for (int win = 0; win < 5; win++) {
-                    long before = threads.getCurrentThreadAllocatedBytes();
-                    for (int i = 0; i < rounds; i++) {
-                        step(d, queries[i % queries.length]);
-                    }
-                    windows.add(threads.getCurrentThreadAllocatedBytes() - before);
-                }
-                // A JIT recompilation can rematerialise a few eliminated objects once; one object
-                // per step would show in every window.
-                long zero = windows.stream().filter(b -> b == 0).count();
-                assertTrue(zero >= 3, "bytes allocated per window of " + rounds + " decode steps: " + windows);
-                assertTrue(windows.stream().allMatch(b -> b < 16L * rounds), "bytes per window: " + windows);
+                assertNoAllocation("swarm", d, queries, 600);
             }
         }
     }
@@ -94,7 +77,6 @@ class DecoderAllocationTest {
     }
 
     private void assertStrategyAllocatesNothing(SelectionStrategy strategy, DecodeOptions o) throws Exception {
-        var threads = (com.sun.management.ThreadMXBean) ManagementFactory.getThreadMXBean();
         SyntheticWorkload w = new SyntheticWorkload(WorkloadSpec.builder(SHAPE, TOKENS).seed(5).build());
         KvConfig cfg = TestEngines.config(TestEngines.deviceDirs(dir, 2), "io_uring").build();
         try (KvEngine e = KvEngine.open(cfg)) {
@@ -118,26 +100,34 @@ class DecoderAllocationTest {
             }
             try (KvSequence s = e.openSequence("q"); KvDecoder d = s.decoder(o)) {
                 // Scoring loops other than Swarm's compile later: a longer warm-up (steps take ~1 ms).
-                for (int i = 0; i < 3000; i++) {
-                    step(d, queries[i % queries.length]);
-                }
-                int rounds = 100;
-                List<Long> windows = new ArrayList<>();
-                for (int win = 0; win < 5; win++) {
-                    long before = threads.getCurrentThreadAllocatedBytes();
-                    for (int i = 0; i < rounds; i++) {
-                        step(d, queries[i % queries.length]);
-                    }
-                    windows.add(threads.getCurrentThreadAllocatedBytes() - before);
-                }
-                long zero = windows.stream().filter(b -> b == 0).count();
-                assertTrue(zero >= 3, strategy.name() + ": bytes allocated per window of " + rounds + " decode steps: "
-                        + windows);
-                assertTrue(windows.stream().allMatch(b -> b < 16L * rounds), strategy.name() + ": bytes per window: "
-                        + windows);
+                assertNoAllocation(strategy.name(), d, queries, 3000);
                 assertTrue(d.stats().bytesRead() > 0, "read from the SSDs: " + d.stats());
             }
         }
+    }
+
+    /**
+     * Warms {@code d} up, then counts the thread's allocated bytes over five windows of 100 steps. A
+     * JIT recompilation can rematerialise a few eliminated objects once; one object per step would
+     * show in every window.
+     */
+    private static void assertNoAllocation(String what, KvDecoder d, float[][][] queries, int warmUp) {
+        var threads = (com.sun.management.ThreadMXBean) ManagementFactory.getThreadMXBean();
+        for (int i = 0; i < warmUp; i++) {
+            step(d, queries[i % queries.length]);
+        }
+        int rounds = 100;
+        List<Long> windows = new ArrayList<>();
+        for (int win = 0; win < 5; win++) {
+            long before = threads.getCurrentThreadAllocatedBytes();
+            for (int i = 0; i < rounds; i++) {
+                step(d, queries[i % queries.length]);
+            }
+            windows.add(threads.getCurrentThreadAllocatedBytes() - before);
+        }
+        long zero = windows.stream().filter(b -> b == 0).count();
+        assertTrue(zero >= 3, what + ": bytes allocated per window of " + rounds + " decode steps: " + windows);
+        assertTrue(windows.stream().allMatch(b -> b < 16L * rounds), what + ": bytes per window: " + windows);
     }
 
     private static void step(KvDecoder d, float[][] q) {
