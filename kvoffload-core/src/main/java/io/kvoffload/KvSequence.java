@@ -3,9 +3,12 @@ package io.kvoffload;
 import io.kvoffload.internal.kvswap.CompressedKCache;
 import io.kvoffload.internal.sequence.BlockWriter;
 import io.kvoffload.internal.sequence.CommitProtocol;
+import io.kvoffload.internal.sequence.DTypeArrays;
 import io.kvoffload.internal.sequence.ExtentLedger;
 import io.kvoffload.internal.sequence.GroupLayouts;
+import io.kvoffload.internal.sequence.HandleGuard;
 import io.kvoffload.internal.sequence.SequenceReader;
+import io.kvoffload.internal.sequence.TokenIds;
 import io.kvoffload.internal.storage.ClusterLayout;
 import io.kvoffload.internal.storage.ClusterLayoutWriter;
 import io.kvoffload.internal.storage.ClusterPlan;
@@ -18,10 +21,7 @@ import io.kvoffload.internal.storage.Manifest;
 import io.kvoffload.internal.storage.Store;
 import io.kvoffload.internal.swarm.MedoidIndex;
 import io.kvoffload.internal.util.Checks;
-import io.kvoffload.internal.util.SingleOwner;
 import java.lang.foreign.MemorySegment;
-import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.List;
 
 /**
@@ -47,12 +47,10 @@ public final class KvSequence implements AutoCloseable {
     /** The largest direct-I/O alignment among the devices: extents and reads are aligned to it. */
     private final int alignment;
     private final boolean writable;
-    private final int half;
     /** How this sequence's records are checksummed: with its identity, unless first committed before manifest v5. */
     private final EntryChecksum checksum;
 
-    private int[] tokenIds;
-    private int tokenCount;
+    private final TokenIds tokens;
     /** Per layer: tokens held, block table, cluster and group layouts, and what the last commit named. */
     private final ExtentLedger ledger;
     private final BlockWriter writer;
@@ -60,36 +58,30 @@ public final class KvSequence implements AutoCloseable {
     private final CommitProtocol commits;
     private final SwarmLayouts swarm;
     private final GroupLayouts groupLayouts;
-    private boolean committed;
+    private final DTypeArrays arrays;
+    /** Whether anything changed since the last commit. */
     private boolean dirty;
-    private long commitNumber;
-    private boolean closed;
-    /** Set by {@link #close} before it waits for the owner, so the owner's next call fails at once. */
-    private volatile boolean closing;
-    /** Every public entry that reads or changes state takes it: one thread at a time. */
-    private final SingleOwner owner = new SingleOwner();
-    private final List<KvDecoder> decoders = new ArrayList<>();
+    /** One thread at a time; closing. */
+    private final HandleGuard guard;
+    private final SequenceDecoders decoders = new SequenceDecoders();
 
     /** A new, empty, writable sequence. */
     KvSequence(KvEngine engine, Store store, String id, KvShape shape) {
-        this(engine, store, id, shape, store.config().blockTokens(), true, EntryChecksum.forSequence(id),
-                new ExtentLedger(store, shape.layers(), store.config().blockTokens()));
-        this.tokenIds = new int[256];
+        this(engine, store, id, shape, store.config().blockTokens(), true, EntryChecksum.forSequence(id), null);
     }
 
     /** A handle on a committed sequence. */
     KvSequence(KvEngine engine, Store store, Manifest m, boolean writable) {
-        this(engine, store, m.id(), m.shape(), m.blockTokens(), writable, m.entryChecksum(),
-                new ExtentLedger(store, m, writable));
-        this.tokenIds = m.tokenIds().clone();
-        this.tokenCount = m.tokenCount();
-        this.committed = true;
-        this.commitNumber = m.commitNumber();
+        this(engine, store, m.id(), m.shape(), m.blockTokens(), writable, m.entryChecksum(), m);
     }
 
     private KvSequence(KvEngine engine, Store store, String id, KvShape shape, int blockTokens, boolean writable,
-            EntryChecksum checksum, ExtentLedger ledger) {
+            EntryChecksum checksum, Manifest last) {
+        this.tokens = last == null ? new TokenIds() : new TokenIds(last.tokenIds());
+        this.ledger = last == null ? new ExtentLedger(store, shape.layers(), blockTokens)
+                : new ExtentLedger(store, last, writable);
         this.engine = engine;
+        this.guard = new HandleGuard(this, "sequence " + id, engine::isClosed, engine::checkOpen);
         this.checksum = checksum;
         this.store = store;
         this.id = id;
@@ -98,27 +90,12 @@ public final class KvSequence implements AutoCloseable {
         this.alignment = store.devices().stream().mapToInt(DevicePool::alignment).max().orElse(4096);
         long extentBytes = Layout.extentBytes(shape, blockTokens, alignment);
         this.writable = writable;
-        this.half = shape.halfEntryBytes();
-        this.ledger = ledger;
         this.reader = new SequenceReader(store, ledger, id, shape, checksum, blockTokens, extentBytes, alignment);
         this.writer = new BlockWriter(store, ledger, id, shape, checksum, blockTokens, extentBytes, reader::loadBlock);
-        this.commits = new CommitProtocol(store, ledger, writer, id, shape, blockTokens, checksum);
-        this.swarm = new SwarmLayouts(id, shape, store.devices().size(), new SwarmLayouts.Host() {
-            @Override
-            public ClusterLayout clusterLayout(int layer) {
-                return ledger.layer(layer).clusters();
-            }
-
-            @Override
-            public void applyClusterPlan(int layer, ClusterPlan plan) {
-                KvSequence.this.applyClusterPlan(layer, plan);
-            }
-
-            @Override
-            public SequenceLayerKv layerKv(int layer, int tokens) {
-                return new SequenceLayerKv(KvSequence.this, layer, tokens);
-            }
-        });
+        this.commits = new CommitProtocol(store, ledger, writer, id, shape, blockTokens, checksum, last);
+        this.arrays = new DTypeArrays(shape.dtype());
+        this.swarm = new SwarmLayouts(id, shape, store.devices().size(), l -> ledger.layer(l).clusters(),
+                this::applyClusterPlan, (l, n) -> new SequenceLayerKv(this, l, n));
         this.groupLayouts = new GroupLayouts(store, id, shape, checksum, blockTokens, this::read);
     }
 
@@ -142,7 +119,7 @@ public final class KvSequence implements AutoCloseable {
 
     /** Token positions declared with {@link #appendTokens}. */
     public int tokenCount() {
-        return tokenCount;
+        return tokens.count();
     }
 
     /** Tokens whose KV has been appended for {@code layer}. */
@@ -153,7 +130,7 @@ public final class KvSequence implements AutoCloseable {
 
     /** A copy of the token ids. */
     public int[] tokenIds() {
-        return Arrays.copyOf(tokenIds, tokenCount);
+        return tokens.toArray();
     }
 
     public boolean isWritable() {
@@ -162,43 +139,21 @@ public final class KvSequence implements AutoCloseable {
 
     /** Whether the last {@link #commit} covers everything appended. */
     public boolean isCommitted() {
-        return committed && !dirty;
+        return commits.committed() && !dirty;
     }
-
-    // ------------------------------------------------------------------ writing
 
     /**
      * Declares new token positions with their token ids (a prefill chunk or one decode token).
      * Their KV follows per layer through {@link #appendKv}.
      */
     public void appendTokens(int... ids) {
-        boolean owned = owner.enter(this);
-        try {
+        guard.run(() -> {
             checkWritable();
-            Checks.notNull("ids", ids);
-            for (int i = 0; i < ids.length; i++) {
-                if (ids[i] < 0) {
-                    throw new IllegalArgumentException("ids[" + i + "] = " + ids[i] + " is not a token id; allowed: 0.."
-                            + Integer.MAX_VALUE);
-                }
-            }
-            if ((long) tokenCount + ids.length > Integer.MAX_VALUE - 8) {
-                throw new IllegalArgumentException("appending " + ids.length + " tokens to " + tokenCount
-                        + " exceeds the maximum sequence length " + (Integer.MAX_VALUE - 8));
-            }
-            if (tokenCount + ids.length > tokenIds.length) {
-                tokenIds = Arrays.copyOf(tokenIds, Math.max(tokenCount + ids.length, tokenIds.length * 2));
-            }
-            System.arraycopy(ids, 0, tokenIds, tokenCount, ids.length);
-            tokenCount += ids.length;
+            tokens.append(ids);
             if (ids.length > 0) {
                 dirty = true;
             }
-        } finally {
-            if (owned) {
-                owner.exit();
-            }
-        }
+        });
     }
 
     /**
@@ -206,64 +161,26 @@ public final class KvSequence implements AutoCloseable {
      * tokens, {@code kvHeads × headDim} elements each, in the shape's dtype.
      */
     public void appendKv(int layer, MemorySegment keys, MemorySegment values) {
-        boolean owned = owner.enter(this);
-        try {
+        guard.run(() -> {
             checkWritable();
             Checks.index("layer", layer, shape.layers());
-            Checks.notNull("keys", keys);
-            Checks.notNull("values", values);
-            if (keys.byteSize() != values.byteSize()) {
-                throw new IllegalArgumentException("keys has " + keys.byteSize() + " bytes but values has "
-                        + values.byteSize() + "; both must hold the same number of tokens");
-            }
-            if (keys.byteSize() % half != 0) {
-                throw new IllegalArgumentException("keys has " + keys.byteSize() + " bytes, not a multiple of one token's K ("
-                        + half + " bytes = kvHeads " + shape.kvHeads() + " × headDim " + shape.headDim() + " × "
-                        + shape.dtype() + ")");
-            }
-            long n = keys.byteSize() / half;
             int held = ledger.layer(layer).tokens();
-            if (held + n > tokenCount) {
-                throw new IllegalArgumentException("layer " + layer + " would hold " + (held + n)
-                        + " tokens but only " + tokenCount + " token ids were appended; call appendTokens first"
-                        + " (allowed: at most " + (tokenCount - held) + " more tokens for this layer)");
-            }
             try {
-                writer.append(layer, keys, values, (int) n);
+                writer.append(layer, keys, values, tokens.count());
             } finally {
-                if (ledger.layer(layer).tokens() != held) {
-                    dirty = true;
-                }
+                dirty |= ledger.layer(layer).tokens() != held;
             }
-        } finally {
-            if (owned) {
-                owner.exit();
-            }
-        }
+        });
     }
 
     /** {@link #appendKv(int, MemorySegment, MemorySegment)} for F32 sequences. */
     public void appendKv(int layer, float[] keys, float[] values) {
-        requireDType("keys", "float[]", DType.F32);
-        appendKv(layer, MemorySegment.ofArray(Checks.notNull("keys", keys)),
-                MemorySegment.ofArray(Checks.notNull("values", values)));
+        appendKv(layer, arrays.f32("keys", keys), DTypeArrays.of("values", values));
     }
 
     /** {@link #appendKv(int, MemorySegment, MemorySegment)} for F16 and BF16 sequences (raw bit patterns). */
     public void appendKv(int layer, short[] keys, short[] values) {
-        requireDType("keys", "short[]", DType.F16, DType.BF16);
-        appendKv(layer, MemorySegment.ofArray(Checks.notNull("keys", keys)),
-                MemorySegment.ofArray(Checks.notNull("values", values)));
-    }
-
-    private void requireDType(String arg, String javaType, DType... allowed) {
-        for (DType d : allowed) {
-            if (shape.dtype() == d) {
-                return;
-            }
-        }
-        throw new IllegalArgumentException(arg + " is " + javaType + " but the sequence's dtype is " + shape.dtype()
-                + "; allowed for " + javaType + ": " + Arrays.toString(allowed) + " (or pass a MemorySegment)");
+        appendKv(layer, arrays.f16("keys", keys), DTypeArrays.of("values", values));
     }
 
     /**
@@ -275,22 +192,13 @@ public final class KvSequence implements AutoCloseable {
      *     last commit
      */
     public void commit() {
-        boolean owned = owner.enter(this);
-        try {
+        guard.run(() -> {
             checkWritable();
-            checkNoFetchInFlight("commit");
-            commits.commit(tokenIds, tokenCount, dirty, commitNumber);
-            commitNumber++;
+            decoders.checkNoFetchInFlight("commit", id);
+            commits.commit(tokens, dirty);
             dirty = false;
-            committed = true;
-        } finally {
-            if (owned) {
-                owner.exit();
-            }
-        }
+        });
     }
-
-    // ------------------------------------------------------------------ cluster layout
 
     /**
      * Lays tokens {@code [0, plan.clusteredTokens())} of {@code layer} out by cluster (Swarm §5.2):
@@ -335,15 +243,10 @@ public final class KvSequence implements AutoCloseable {
      *     sets of positions in {@code 0..tokenCount(layer)-1}
      */
     public ClusterSummary clusterLayer(int layer, List<int[]> activationSets, ClusterOptions options) {
-        boolean owned = owner.enter(this);
-        try {
+        return guard.call(() -> {
             checkOffline(layer, "activationSets", activationSets, options);
             return swarm.fromActivationSets(layer, ledger.layer(layer).tokens(), activationSets, options);
-        } finally {
-            if (owned) {
-                owner.exit();
-            }
-        }
+        });
     }
 
     /**
@@ -354,15 +257,10 @@ public final class KvSequence implements AutoCloseable {
      * @param queries each {@code queryHeads × headDim} floats, head after head
      */
     public ClusterSummary clusterLayerFromQueries(int layer, List<float[]> queries, ClusterOptions options) {
-        boolean owned = owner.enter(this);
-        try {
+        return guard.call(() -> {
             checkOffline(layer, "queries", queries, options);
             return swarm.fromQueries(layer, ledger.layer(layer).tokens(), queries, options);
-        } finally {
-            if (owned) {
-                owner.exit();
-            }
-        }
+        });
     }
 
     /**
@@ -379,15 +277,10 @@ public final class KvSequence implements AutoCloseable {
      *     together covering every one of them
      */
     public ClusterSummary clusterLayer(int layer, int[][] clusters, ClusterOptions options) {
-        boolean owned = owner.enter(this);
-        try {
+        return guard.call(() -> {
             checkOffline(layer, "clusters", clusters, options);
             return swarm.fromClusters(layer, ledger.layer(layer).tokens(), clusters, options);
-        } finally {
-            if (owned) {
-                owner.exit();
-            }
-        }
+        });
     }
 
     private void checkOffline(int layer, String inputName, Object input, Object options) {
@@ -399,7 +292,7 @@ public final class KvSequence implements AutoCloseable {
 
     /** Clusters of {@code layer} (0 if it is not clustered). */
     public int clusterCount(int layer) {
-        checkOpen();
+        guard.checkOpen();
         Checks.index("layer", layer, shape.layers());
         ClusterLayout cl = ledger.layer(layer).clusters();
         return cl == null ? 0 : cl.clusterCount();
@@ -416,7 +309,7 @@ public final class KvSequence implements AutoCloseable {
     }
 
     private ClusterLayout clusterOf(int layer, int cluster) {
-        checkOpen();
+        guard.checkOpen();
         Checks.index("layer", layer, shape.layers());
         ClusterLayout cl = ledger.layer(layer).clusters();
         Checks.index("cluster", cluster, cl == null ? 0 : cl.clusterCount());
@@ -437,8 +330,6 @@ public final class KvSequence implements AutoCloseable {
         return ledger.layer(layer).clusters();
     }
 
-    // ------------------------------------------------------------------ group layout (KVSwap)
-
     /**
      * KVSwap's offline phase for {@code layer} (papers/003 §3.2–3.4): fits the layer's low-rank K
      * adapter (SVD of up to {@code options.calibrationRows()} of its own stored keys) and lays tokens
@@ -454,26 +345,18 @@ public final class KvSequence implements AutoCloseable {
      *     {@code kvHeads × headDim}
      */
     public GroupSummary groupLayer(int layer, GroupOptions options) {
-        boolean owned = owner.enter(this);
-        try {
+        return guard.call(() -> {
             checkWritable();
             Checks.index("layer", layer, shape.layers());
             Checks.notNull("options", options);
-            GroupLayouts.Written w = groupLayouts.write(layer, ledger.layer(layer), options, () -> options.rankFor(shape), () -> {
-                checkNoFetchInFlight("re-lay out");
+            GroupSummary summary = groupLayouts.write(layer, ledger, options, () -> options.rankFor(shape), () -> {
+                decoders.checkNoFetchInFlight("re-lay out", id);
                 writer.flush();
             });
-            if (ledger.layer(layer).clusters() != null) {
-                swarm.forget(layer);
-            }
-            ledger.installGroups(layer, w.layout());
+            swarm.forget(layer); // the groups replaced any cluster layout
             dirty = true;
-            return w.summary();
-        } finally {
-            if (owned) {
-                owner.exit();
-            }
-        }
+            return summary;
+        });
     }
 
     /**
@@ -482,12 +365,7 @@ public final class KvSequence implements AutoCloseable {
      * one pass over the layer, like the prefill that produced it, and always matches the stored keys.
      */
     CompressedKCache compressedKeys(int layer, DType storage, int expectedTokens) {
-        GroupLayout gl = ledger.layer(layer).groups();
-        if (gl == null) {
-            throw new IllegalStateException("layer " + layer + " of sequence " + id + " has no group layout; call"
-                    + " groupLayer first");
-        }
-        return groupLayouts.compressedKeys(layer, gl, storage, expectedTokens);
+        return groupLayouts.compressedKeys(layer, ledger.layer(layer).groups(), storage, expectedTokens);
     }
 
     /** The layer's group layout, or null. */
@@ -498,7 +376,7 @@ public final class KvSequence implements AutoCloseable {
 
     /** Groups of {@code layer} (0 if it has no group layout). */
     public int groupCount(int layer) {
-        checkOpen();
+        guard.checkOpen();
         Checks.index("layer", layer, shape.layers());
         GroupLayout gl = ledger.layer(layer).groups();
         return gl == null ? 0 : gl.groupCount();
@@ -518,8 +396,6 @@ public final class KvSequence implements AutoCloseable {
         dirty = true;
     }
 
-    // ------------------------------------------------------------------ reading
-
     /**
      * Gathers the K and V of {@code positions} (any order, repeats allowed) of {@code layer} into
      * {@code keysOut} and {@code valuesOut}, token-major in the order given. Data comes from DRAM
@@ -528,68 +404,31 @@ public final class KvSequence implements AutoCloseable {
      * @throws KvChecksumException if an extent read back does not match its checksum
      */
     public void read(int layer, int[] positions, MemorySegment keysOut, MemorySegment valuesOut) {
-        boolean owned = owner.enter(this);
-        try {
-            checkOpen();
+        guard.run(() -> {
+            guard.checkOpen();
             Checks.index("layer", layer, shape.layers());
             reader.read(layer, positions, keysOut, valuesOut, writer.tail(layer));
-        } finally {
-            if (owned) {
-                owner.exit();
-            }
-        }
+        });
     }
 
     /** Reads tokens {@code [from, from + count)} of {@code layer}. */
     public void read(int layer, int from, int count, MemorySegment keysOut, MemorySegment valuesOut) {
-        boolean owned = owner.enter(this);
-        try {
-            checkOpen();
+        guard.run(() -> {
+            guard.checkOpen();
             Checks.index("layer", layer, shape.layers());
-            int limit = ledger.layer(layer).tokens();
-            Checks.inRange("from", from, 0, limit);
-            Checks.inRange("count", count, 0, limit - from);
-            int[] positions = new int[count];
-            for (int i = 0; i < count; i++) {
-                positions[i] = from + i;
-            }
-            read(layer, positions, keysOut, valuesOut);
-        } finally {
-            if (owned) {
-                owner.exit();
-            }
-        }
+            read(layer, reader.range(layer, from, count), keysOut, valuesOut);
+        });
     }
 
     /** {@link #read(int, int[], MemorySegment, MemorySegment)} into arrays, for F32 sequences. */
     public void read(int layer, int[] positions, float[] keysOut, float[] valuesOut) {
-        boolean owned = owner.enter(this);
-        try {
-            requireDType("keysOut", "float[]", DType.F32);
-            read(layer, positions, MemorySegment.ofArray(Checks.notNull("keysOut", keysOut)),
-                    MemorySegment.ofArray(Checks.notNull("valuesOut", valuesOut)));
-        } finally {
-            if (owned) {
-                owner.exit();
-            }
-        }
+        guard.run(() -> read(layer, positions, arrays.f32("keysOut", keysOut), DTypeArrays.of("valuesOut", valuesOut)));
     }
 
     /** {@link #read(int, int[], MemorySegment, MemorySegment)} into arrays, for F16/BF16 sequences. */
     public void read(int layer, int[] positions, short[] keysOut, short[] valuesOut) {
-        boolean owned = owner.enter(this);
-        try {
-            requireDType("keysOut", "short[]", DType.F16, DType.BF16);
-            read(layer, positions, MemorySegment.ofArray(Checks.notNull("keysOut", keysOut)),
-                    MemorySegment.ofArray(Checks.notNull("valuesOut", valuesOut)));
-        } finally {
-            if (owned) {
-                owner.exit();
-            }
-        }
+        guard.run(() -> read(layer, positions, arrays.f16("keysOut", keysOut), DTypeArrays.of("valuesOut", valuesOut)));
     }
-
-    // ------------------------------------------------------------------ decoding
 
     /**
      * A decoder for this sequence (Swarm's online phase): per step and layer it selects, fetches and
@@ -597,18 +436,13 @@ public final class KvSequence implements AutoCloseable {
      * clustered is attended in full from DRAM. Closing the sequence closes its decoders.
      */
     public KvDecoder decoder(DecodeOptions options) {
-        boolean owned = owner.enter(this);
-        try {
-            checkOpen();
+        return guard.call(() -> {
+            guard.checkOpen();
             Checks.notNull("options", options);
             KvDecoder d = new KvDecoder(this, store, options, alignment);
             decoders.add(d);
             return d;
-        } finally {
-            if (owned) {
-                owner.exit();
-            }
-        }
+        });
     }
 
     void decoderClosed(KvDecoder d) {
@@ -624,39 +458,17 @@ public final class KvSequence implements AutoCloseable {
         return checksum;
     }
 
-    private void checkNoFetchInFlight(String what) {
-        for (KvDecoder d : decoders) {
-            if (d.hasFetchInFlight()) {
-                throw new IllegalStateException("cannot " + what + " sequence " + id + " while a decoder fetch is in"
-                        + " flight; await its views first");
-            }
-        }
-    }
-
-    // ------------------------------------------------------------------ lifecycle
-
-    private void checkOpen() {
-        if (closing || closed) {
-            throw new IllegalStateException("sequence " + id + " is closed"
-                    + (engine.isClosed() ? " because the engine was closed" : ""));
-        }
-        engine.checkOpen();
-    }
-
     boolean engineClosed() {
         return engine.isClosed();
     }
 
     private void checkWritable() {
-        checkOpen();
+        guard.checkOpen();
         if (!writable) {
             throw new IllegalStateException("sequence " + id + " was opened read-only; use"
                     + " KvEngine.openSequenceForAppend to extend it");
         }
-        if (writer.broken() != null) {
-            throw new IllegalStateException("sequence " + id + " had a failed write (" + writer.broken()
-                    + "); close it: its last commit is intact");
-        }
+        writer.checkNotBroken();
     }
 
     /**
@@ -665,17 +477,9 @@ public final class KvSequence implements AutoCloseable {
      */
     @Override
     public void close() {
-        closing = true;
-        owner.markClosing("sequence " + id + " is closed" + (engine.isClosed() ? " because the engine was closed" : ""));
-        boolean owned = owner.enterWaiting();
-        try {
-            if (closed) {
-                return;
-            }
-            for (KvDecoder d : new ArrayList<>(decoders)) {
-                d.close();
-            }
-            closed = true;
+        guard.close(() -> {
+            decoders.closeAll();
+            guard.markClosed();
             try {
                 if (writable) {
                     writer.releaseTails();
@@ -683,17 +487,13 @@ public final class KvSequence implements AutoCloseable {
                 }
             } finally {
                 swarm.close();
-                engine.released(this, committed);
+                engine.released(this, commits.committed());
             }
-        } finally {
-            if (owned) {
-                owner.exit();
-            }
-        }
+        });
     }
 
     @Override
     public String toString() {
-        return "KvSequence{" + id + ", " + tokenCount + " tokens, " + shape + (writable ? ", writable" : "") + "}";
+        return "KvSequence{" + id + ", " + tokens.count() + " tokens, " + shape + (writable ? ", writable" : "") + "}";
     }
 }

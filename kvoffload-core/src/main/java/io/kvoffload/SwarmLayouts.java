@@ -7,42 +7,49 @@ import io.kvoffload.internal.swarm.CoActivationProfile;
 import io.kvoffload.internal.swarm.MedoidIndex;
 import java.lang.foreign.Arena;
 import java.util.List;
+import java.util.function.IntFunction;
 
 /**
  * Swarm's offline phase on a sequence: clusters a layer (from activation sets, from queries, or as
  * the caller chose), has the clusters laid out, and keeps each layer's DRAM medoid index. It sees
- * the sequence only through {@link Host}.
+ * the sequence only through its layouts, a {@link PlanWriter} and {@link LayerViews}.
  */
 final class SwarmLayouts implements AutoCloseable {
     /** Profiling from queries keeps a layer's keys in memory up to this size (else it streams them from the SSDs). */
     private static final long PROFILE_KEYS_IN_MEMORY = 1L << 30;
 
-    /** What the offline phase needs of the sequence. */
-    interface Host {
-        /** The layer's cluster layout, or null. */
-        ClusterLayout clusterLayout(int layer);
+    /** Writes and installs a plan's cluster layout for a layer of the sequence. */
+    @FunctionalInterface
+    interface PlanWriter {
+        void apply(int layer, ClusterPlan plan);
+    }
 
-        /** Writes and installs the plan's layout for the layer. */
-        void applyClusterPlan(int layer, ClusterPlan plan);
-
-        /** The layer's first {@code tokens} tokens as a key/value view. */
-        SequenceLayerKv layerKv(int layer, int tokens);
+    /** The first {@code tokens} tokens of a layer of the sequence as a key/value view. */
+    @FunctionalInterface
+    interface LayerViews {
+        SequenceLayerKv open(int layer, int tokens);
     }
 
     private final String id;
     private final KvShape shape;
     private final int devices;
-    private final Host host;
+    private final IntFunction<ClusterLayout> layouts;
+    private final PlanWriter planWriter;
+    private final LayerViews views;
     private final MedoidIndex[] medoidIndex;
     /** The layout each medoid index was built or extended for. */
     private final ClusterLayout[] indexLayout;
     private Arena indexArena;
 
-    SwarmLayouts(String id, KvShape shape, int devices, Host host) {
+    /** @param layouts the cluster layout of a layer of the sequence, or null */
+    SwarmLayouts(String id, KvShape shape, int devices, IntFunction<ClusterLayout> layouts, PlanWriter planWriter,
+            LayerViews views) {
         this.id = id;
         this.shape = shape;
         this.devices = devices;
-        this.host = host;
+        this.layouts = layouts;
+        this.planWriter = planWriter;
+        this.views = views;
         this.medoidIndex = new MedoidIndex[shape.layers()];
         this.indexLayout = new ClusterLayout[shape.layers()];
     }
@@ -58,7 +65,7 @@ final class SwarmLayouts implements AutoCloseable {
     ClusterSummary fromQueries(int layer, int tokens, List<float[]> queries, ClusterOptions options) {
         long t0 = System.nanoTime();
         CoActivationProfile profile;
-        try (SequenceLayerKv kv = host.layerKv(layer, tokens).keysInMemory(PROFILE_KEYS_IN_MEMORY)) {
+        try (SequenceLayerKv kv = views.open(layer, tokens).keysInMemory(PROFILE_KEYS_IN_MEMORY)) {
             profile = SwarmOfflinePhase.fromQueries(kv, queries, shape.queryHeads(), options);
         }
         return build(layer, SwarmOfflinePhase.cluster(profile, options), options.placement(), t0);
@@ -72,9 +79,9 @@ final class SwarmLayouts implements AutoCloseable {
 
     private ClusterSummary build(int layer, Clustering clustering, ClusterOptions.Placement placement, long t0) {
         long t1 = System.nanoTime();
-        host.applyClusterPlan(layer, SwarmOfflinePhase.plan(clustering, devices, placement));
+        planWriter.apply(layer, SwarmOfflinePhase.plan(clustering, devices, placement));
         long t2 = System.nanoTime();
-        ClusterLayout cl = host.clusterLayout(layer);
+        ClusterLayout cl = layouts.apply(layer);
         MedoidIndex index = medoidIndex(layer);
         return new ClusterSummary(layer, cl.clusteredTokens(), cl.clusterCount(), cl.coActivationClusters(),
                 (double) cl.storedEntries() / cl.clusterCount(), (double) cl.storedEntries() / cl.clusteredTokens(),
@@ -86,7 +93,7 @@ final class SwarmLayouts implements AutoCloseable {
      * clustering and the medoids' keys read back from the SSDs).
      */
     MedoidIndex medoidIndex(int layer) {
-        ClusterLayout cl = host.clusterLayout(layer);
+        ClusterLayout cl = layouts.apply(layer);
         if (cl == null) {
             throw new IllegalStateException("layer " + layer + " of sequence " + id + " is not clustered; call"
                     + " clusterLayer first");
@@ -96,7 +103,7 @@ final class SwarmLayouts implements AutoCloseable {
             if (indexArena == null) {
                 indexArena = Arena.ofShared();
             }
-            try (SequenceLayerKv kv = host.layerKv(layer, cl.clusteredTokens()).keysOf(cl.medoids())) {
+            try (SequenceLayerKv kv = views.open(layer, cl.clusteredTokens()).keysOf(cl.medoids())) {
                 index = MedoidIndex.build(SwarmOfflinePhase.restore(cl), kv, shape.queryHeads(), indexArena);
             }
             medoidIndex[layer] = index;

@@ -7,6 +7,7 @@ import io.kvoffload.internal.storage.BlockTable;
 import io.kvoffload.internal.storage.EntryChecksum;
 import io.kvoffload.internal.storage.Layout;
 import io.kvoffload.internal.storage.Store;
+import io.kvoffload.internal.util.Checks;
 import io.kvoffload.spi.IoBatch;
 import java.io.IOException;
 import java.lang.foreign.MemorySegment;
@@ -31,6 +32,7 @@ public final class BlockWriter {
 
     private final Store store;
     private final ExtentLedger ledger;
+    private final KvShape shape;
     private final String id;
     private final EntryChecksum checksum;
     private final int blockTokens;
@@ -52,6 +54,7 @@ public final class BlockWriter {
             int blockTokens, long extentBytes, BlockLoader loader) {
         this.store = store;
         this.ledger = ledger;
+        this.shape = shape;
         this.id = id;
         this.checksum = checksum;
         this.blockTokens = blockTokens;
@@ -64,9 +67,12 @@ public final class BlockWriter {
         this.devicesWritten = new boolean[store.devices().size()];
     }
 
-    /** Why the handle can no longer be completed, or null. */
-    public String broken() {
-        return broken;
+    /** @throws IllegalStateException if a write failed: the handle can no longer be completed */
+    public void checkNotBroken() {
+        if (broken != null) {
+            throw new IllegalStateException("sequence " + id + " had a failed write (" + broken
+                    + "); close it: its last commit is intact");
+        }
     }
 
     /** The DRAM slot of the layer's partial last block, or null. */
@@ -75,10 +81,35 @@ public final class BlockWriter {
     }
 
     /**
-     * Appends K and V of the next {@code n} tokens of {@code layer} (validated by the caller); full
+     * Appends K and V of the next tokens of {@code layer} (of {@code declaredTokens} token ids); full
      * blocks are sealed and their writes flushed before this returns.
+     *
+     * @throws IllegalArgumentException if the segments differ in size, do not hold whole tokens, or
+     *     hold more tokens than were declared
      */
-    public void append(int layer, MemorySegment keys, MemorySegment values, int n) {
+    public void append(int layer, MemorySegment keys, MemorySegment values, int declaredTokens) {
+        Checks.notNull("keys", keys);
+        Checks.notNull("values", values);
+        if (keys.byteSize() != values.byteSize()) {
+            throw new IllegalArgumentException("keys has " + keys.byteSize() + " bytes but values has "
+                    + values.byteSize() + "; both must hold the same number of tokens");
+        }
+        if (keys.byteSize() % half != 0) {
+            throw new IllegalArgumentException("keys has " + keys.byteSize() + " bytes, not a multiple of one token's K ("
+                    + half + " bytes = kvHeads " + shape.kvHeads() + " × headDim " + shape.headDim() + " × "
+                    + shape.dtype() + ")");
+        }
+        long n = keys.byteSize() / half;
+        LayerState s = ledger.layer(layer);
+        if (s.tokens + n > declaredTokens) {
+            throw new IllegalArgumentException("layer " + layer + " would hold " + (s.tokens + n)
+                    + " tokens but only " + declaredTokens + " token ids were appended; call appendTokens first"
+                    + " (allowed: at most " + (declaredTokens - s.tokens) + " more tokens for this layer)");
+        }
+        write(layer, keys, values, (int) n);
+    }
+
+    private void write(int layer, MemorySegment keys, MemorySegment values, int n) {
         LayerState s = ledger.layer(layer);
         int done = 0;
         try {

@@ -26,9 +26,14 @@ public final class CommitProtocol {
     private final KvShape shape;
     private final int blockTokens;
     private final EntryChecksum checksum;
+    private boolean committed;
+    private long commitNumber;
 
+    /** @param last the sequence's last commit, or null if it has none yet */
     public CommitProtocol(Store store, ExtentLedger ledger, BlockWriter writer, String id, KvShape shape,
-            int blockTokens, EntryChecksum checksum) {
+            int blockTokens, EntryChecksum checksum, Manifest last) {
+        this.committed = last != null;
+        this.commitNumber = last == null ? 0 : last.commitNumber();
         this.store = store;
         this.ledger = ledger;
         this.writer = writer;
@@ -38,14 +43,19 @@ public final class CommitProtocol {
         this.checksum = checksum;
     }
 
+    /** Whether the sequence has a commit (an earlier handle's or this one's). */
+    public boolean committed() {
+        return committed;
+    }
+
     /**
-     * Commits the first {@code tokenCount} of {@code tokenIds} and every layer's KV for them as
-     * commit number {@code commitNumber + 1}.
+     * Commits {@code tokens} and every layer's KV for them as the next commit number.
      *
      * @param dirty whether anything changed since the last commit
      * @throws IllegalStateException if nothing changed, a layer lacks KV for some token, or there are no tokens
      */
-    public void commit(int[] tokenIds, int tokenCount, boolean dirty, long commitNumber) {
+    public void commit(TokenIds tokens, boolean dirty) {
+        int tokenCount = tokens.count();
         if (!dirty) {
             throw new IllegalStateException("sequence " + id + " has nothing to commit: it was already committed at "
                     + tokenCount + " tokens and nothing was appended since");
@@ -64,10 +74,12 @@ public final class CommitProtocol {
             writer.sealPartialTails();
             writer.flush();
             writer.syncWrittenDevices();
-            store.commit(manifest(tokenIds, tokenCount, commitNumber + 1), ledger.superseded());
+            store.commit(manifest(tokens.array(), tokenCount, commitNumber + 1), ledger.superseded());
         } catch (IOException e) {
             throw new UncheckedIOException("commit of sequence " + id + " failed; its previous commit is intact", e);
         }
+        commitNumber++;
+        committed = true;
         ledger.markCommitted();
         writer.markCommitted();
     }

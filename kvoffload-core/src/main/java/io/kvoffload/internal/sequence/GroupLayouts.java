@@ -21,7 +21,7 @@ import java.util.function.IntSupplier;
 /**
  * KVSwap's offline phase on a sequence (papers/003 §3.2–3.4): fits a layer's low-rank K adapter on
  * its stored keys and writes its group layout; rebuilds the compressed K cache a decoder predicts
- * with. It reads the sequence only through {@link LayerReads}; the caller installs the layout.
+ * with. It reads the sequence only through {@link LayerReads}; the layout goes to the sequence's {@link ExtentLedger}.
  */
 public final class GroupLayouts {
     /** Keys and values read per pass. */
@@ -32,9 +32,6 @@ public final class GroupLayouts {
     public interface LayerReads {
         void read(int layer, int[] positions, MemorySegment keys, MemorySegment values);
     }
-
-    /** A written group layout and what {@code KvSequence.groupLayer} reports about it. */
-    public record Written(GroupLayout layout, GroupSummary summary) {}
 
     private final Store store;
     private final String id;
@@ -56,14 +53,17 @@ public final class GroupLayouts {
     }
 
     /**
-     * Fits the adapter of {@code layer} (holding {@code state}) and writes its group layout;
+     * Fits the adapter of {@code layer} and writes its group layout, which replaces the layer's
+     * group and cluster layouts in {@code ledger};
      * {@code rank} gives the adapter's rank for the options (validating it), {@code beforeWrite}
      * runs once the options are validated, before anything is read.
      *
      * @throws IllegalArgumentException if the layer holds fewer than G tokens, the rank exceeds
      *     {@code kvHeads × headDim}, or the groups would not cover a block the layer no longer has
      */
-    public Written write(int layer, LayerState state, GroupOptions options, IntSupplier rankFor, Runnable beforeWrite) {
+    public GroupSummary write(int layer, ExtentLedger ledger, GroupOptions options, IntSupplier rankFor,
+            Runnable beforeWrite) {
+        LayerState state = ledger.layer(layer);
         int tokens = state.tokens;
         int g = options.groupSize();
         if (g > tokens) {
@@ -87,10 +87,10 @@ public final class GroupLayouts {
         GroupLayout layout = GroupLayoutWriter.write(store, id, checksum, layer, shape, g, grouped, adapter,
                 (positions, k, v) -> reads.read(layer, positions, k, v));
         long t2 = System.nanoTime();
-        return new Written(layout, new GroupSummary(layer, grouped, layout.groupCount(), g, adapter.rank(),
-                adapter.compressionRatio(), adapter.retainedEnergy(), layout.stride(),
-                CompressedKCache.bytesFor(grouped, adapter.rank(), DType.F16), (t1 - t0) / 1_000_000,
-                (t2 - t1) / 1_000_000));
+        ledger.installGroups(layer, layout);
+        return new GroupSummary(layer, grouped, layout.groupCount(), g, adapter.rank(), adapter.compressionRatio(),
+                adapter.retainedEnergy(), layout.stride(), CompressedKCache.bytesFor(grouped, adapter.rank(), DType.F16),
+                (t1 - t0) / 1_000_000, (t2 - t1) / 1_000_000);
     }
 
     /** Fits the adapter on up to {@code maxRows} stored keys of the layer, sampled uniformly in position order. */
@@ -121,10 +121,14 @@ public final class GroupLayouts {
     }
 
     /**
-     * The compressed K cache of a layer laid out as {@code gl}, rebuilt from its stored (CRC-checked)
+     * The compressed K cache of a layer laid out as {@code gl} (null: none, which fails), rebuilt from its stored (CRC-checked)
      * keys through the persisted adapter: tokens {@code [0, groupedTokens)}.
      */
     public CompressedKCache compressedKeys(int layer, GroupLayout gl, DType storage, int expectedTokens) {
+        if (gl == null) {
+            throw new IllegalStateException("layer " + layer + " of sequence " + id + " has no group layout; call"
+                    + " groupLayer first");
+        }
         int grouped = gl.groupedTokens();
         CompressedKCache cache = new CompressedKCache(gl.adapter(), storage, Math.max(grouped, expectedTokens));
         int elements = shape.elementsPerToken();

@@ -76,6 +76,22 @@ public final class SequenceReader {
         gather(layer, positions, keysOut, valuesOut, tail);
     }
 
+    /**
+     * The positions {@code [from, from + count)} of {@code layer}.
+     *
+     * @throws IllegalArgumentException if they are not all held by the layer
+     */
+    public int[] range(int layer, int from, int count) {
+        int limit = ledger.layer(layer).tokens;
+        Checks.inRange("from", from, 0, limit);
+        Checks.inRange("count", count, 0, limit - from);
+        int[] positions = new int[count];
+        for (int i = 0; i < count; i++) {
+            positions[i] = from + i;
+        }
+        return positions;
+    }
+
     private void checkOut(String name, MemorySegment out, int n) {
         Checks.notNull(name, out);
         long need = (long) n * half;
