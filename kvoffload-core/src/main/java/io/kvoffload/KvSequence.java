@@ -78,8 +78,7 @@ public final class KvSequence implements AutoCloseable {
     private KvSequence(KvEngine engine, Store store, String id, KvShape shape, int blockTokens, boolean writable,
             EntryChecksum checksum, Manifest last) {
         this.tokens = last == null ? new TokenIds() : new TokenIds(last.tokenIds());
-        this.ledger = last == null ? new ExtentLedger(store, shape.layers(), blockTokens)
-                : new ExtentLedger(store, last, writable);
+        this.ledger = ExtentLedger.of(store, shape.layers(), blockTokens, last, writable);
         this.engine = engine;
         this.guard = new HandleGuard(this, "sequence " + id, engine::isClosed, engine::checkOpen);
         this.checksum = checksum;
@@ -190,6 +189,8 @@ public final class KvSequence implements AutoCloseable {
      *
      * @throws IllegalStateException if a layer lacks KV for some token, or nothing changed since the
      *     last commit
+     * @throws KvIoException if a block write, a device sync or the manifest write fails; the previous
+     *     commit is intact (docs/architecture.md, "Errors")
      */
     public void commit() {
         guard.run(() -> {
@@ -294,8 +295,7 @@ public final class KvSequence implements AutoCloseable {
     public int clusterCount(int layer) {
         guard.checkOpen();
         Checks.index("layer", layer, shape.layers());
-        ClusterLayout cl = ledger.layer(layer).clusters();
-        return cl == null ? 0 : cl.clusterCount();
+        return ledger.layer(layer).clusterCount();
     }
 
     /** Token positions of a cluster of {@code layer}, in storage order. */
@@ -378,8 +378,7 @@ public final class KvSequence implements AutoCloseable {
     public int groupCount(int layer) {
         guard.checkOpen();
         Checks.index("layer", layer, shape.layers());
-        GroupLayout gl = ledger.layer(layer).groups();
-        return gl == null ? 0 : gl.groupCount();
+        return ledger.layer(layer).groupCount();
     }
 
     /**

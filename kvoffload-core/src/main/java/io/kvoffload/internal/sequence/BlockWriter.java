@@ -156,11 +156,20 @@ public final class BlockWriter {
         }
     }
 
-    /** Makes the writes on every device written since the last sync durable. */
-    void syncWrittenDevices() throws IOException {
+    /**
+     * Makes the writes on every device written since the last sync durable.
+     *
+     * @throws KvIoException if a device's fdatasync fails
+     */
+    void syncWrittenDevices() {
         for (int d = 0; d < devicesWritten.length; d++) {
             if (devicesWritten[d]) {
-                store.backend().sync(d);
+                try {
+                    store.backend().sync(d);
+                } catch (IOException e) {
+                    throw KvIoException.of("fdatasync of device " + d + " (" + store.devices().get(d).directory()
+                            + ") failed", e);
+                }
                 devicesWritten[d] = false;
             }
         }

@@ -1,5 +1,6 @@
 package io.kvoffload.internal.sequence;
 
+import io.kvoffload.KvIoException;
 import io.kvoffload.KvShape;
 import io.kvoffload.internal.storage.BlockTable;
 import io.kvoffload.internal.storage.ClusterLayout;
@@ -8,7 +9,6 @@ import io.kvoffload.internal.storage.GroupLayout;
 import io.kvoffload.internal.storage.Manifest;
 import io.kvoffload.internal.storage.Store;
 import java.io.IOException;
-import java.io.UncheckedIOException;
 import java.util.Arrays;
 
 /**
@@ -53,6 +53,7 @@ public final class CommitProtocol {
      *
      * @param dirty whether anything changed since the last commit
      * @throws IllegalStateException if nothing changed, a layer lacks KV for some token, or there are no tokens
+     * @throws KvIoException if a write, sync or the manifest write fails (the previous commit stays durable)
      */
     public void commit(TokenIds tokens, boolean dirty) {
         int tokenCount = tokens.count();
@@ -70,13 +71,16 @@ public final class CommitProtocol {
         if (tokenCount == 0) {
             throw new IllegalStateException("cannot commit sequence " + id + ": it holds no tokens");
         }
+        String failed = "commit of sequence " + id + " failed; its previous commit is intact";
         try {
             writer.sealPartialTails();
             writer.flush();
             writer.syncWrittenDevices();
             store.commit(manifest(tokens.array(), tokenCount, commitNumber + 1), ledger.superseded());
         } catch (IOException e) {
-            throw new UncheckedIOException("commit of sequence " + id + " failed; its previous commit is intact", e);
+            throw KvIoException.of(failed, e);
+        } catch (KvIoException e) {
+            throw e.during(failed);
         }
         commitNumber++;
         committed = true;

@@ -20,6 +20,14 @@ public final class ExtentLedger {
     private final LayerState[] layers;
     private final List<long[]> superseded = new ArrayList<>();
 
+    /**
+     * The ledger of a sequence of {@code layers} layers whose last commit is {@code last}, or of a
+     * new, empty one when {@code last} is null.
+     */
+    public static ExtentLedger of(Store store, int layers, int blockTokens, Manifest last, boolean writable) {
+        return last == null ? new ExtentLedger(store, layers, blockTokens) : new ExtentLedger(store, last, writable);
+    }
+
     /** The ledger of a new, empty sequence. */
     public ExtentLedger(Store store, int layerCount, int blockTokens) {
         this.store = store;

@@ -64,6 +64,16 @@ public final class LayerState {
         return groups;
     }
 
+    /** Clusters of the cluster layout (0 without one). */
+    public int clusterCount() {
+        return clusters == null ? 0 : clusters.clusterCount();
+    }
+
+    /** Groups of the group layout (0 without one). */
+    public int groupCount() {
+        return groups == null ? 0 : groups.groupCount();
+    }
+
     /** Tokens served by the cluster or group layout (the rest come from blocks). */
     int laidOutTokens() {
         return clusters != null ? clusters.clusteredTokens() : groups != null ? groups.groupedTokens() : 0;
