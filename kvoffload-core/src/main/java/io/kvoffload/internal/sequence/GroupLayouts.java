@@ -105,24 +105,14 @@ public final class GroupLayouts {
             }
         }
         LowRankAdapter.Calibration cal = LowRankAdapter.calibration(shape.kvHeads(), shape.headDim());
-        int elements = shape.elementsPerToken();
-        float[] f = new float[CHUNK * elements];
-        try (Arena arena = Arena.ofConfined()) {
-            MemorySegment k = arena.allocate((long) CHUNK * half, 64);
-            MemorySegment v = arena.allocate((long) CHUNK * half, 64);
-            for (int from = 0; from < rows; from += CHUNK) {
-                int n = Math.min(CHUNK, rows - from);
-                reads.read(layer, Arrays.copyOfRange(sample, from, from + n), k, v);
-                ElementCodec.read(shape.dtype(), k, 0, f, 0, n * elements);
-                cal.add(f, 0, n);
-            }
-        }
+        forEachKeyChunk(layer, sample, (keys, n) -> cal.add(keys, 0, n));
         return cal.fit(rank);
     }
 
     /**
-     * The compressed K cache of a layer laid out as {@code gl} (null: none, which fails), rebuilt from its stored (CRC-checked)
-     * keys through the persisted adapter: tokens {@code [0, groupedTokens)}.
+     * The compressed K cache of a layer laid out as {@code gl} (null: none, which fails), rebuilt
+     * from its stored (CRC-checked) keys through the persisted adapter: tokens
+     * {@code [0, groupedTokens)}.
      */
     public CompressedKCache compressedKeys(int layer, GroupLayout gl, DType storage, int expectedTokens) {
         if (gl == null) {
@@ -131,22 +121,31 @@ public final class GroupLayouts {
         }
         int grouped = gl.groupedTokens();
         CompressedKCache cache = new CompressedKCache(gl.adapter(), storage, Math.max(grouped, expectedTokens));
+        int[] positions = new int[grouped];
+        Arrays.setAll(positions, i -> i);
+        forEachKeyChunk(layer, positions, (keys, n) -> cache.append(keys, 0, n));
+        return cache;
+    }
+
+    /** Takes the keys of a chunk of positions: {@code rows} tokens, decoded to float, token-major. */
+    @FunctionalInterface
+    private interface KeyChunk {
+        void accept(float[] keys, int rows);
+    }
+
+    /** Reads the stored keys of {@code positions} of the layer, {@value #CHUNK} tokens at a time, in order. */
+    private void forEachKeyChunk(int layer, int[] positions, KeyChunk sink) {
         int elements = shape.elementsPerToken();
         float[] f = new float[CHUNK * elements];
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment k = arena.allocate((long) CHUNK * half, 64);
             MemorySegment v = arena.allocate((long) CHUNK * half, 64);
-            for (int from = 0; from < grouped; from += CHUNK) {
-                int n = Math.min(CHUNK, grouped - from);
-                int[] positions = new int[n];
-                for (int i = 0; i < n; i++) {
-                    positions[i] = from + i;
-                }
-                reads.read(layer, positions, k, v);
+            for (int from = 0; from < positions.length; from += CHUNK) {
+                int n = Math.min(CHUNK, positions.length - from);
+                reads.read(layer, Arrays.copyOfRange(positions, from, from + n), k, v);
                 ElementCodec.read(shape.dtype(), k, 0, f, 0, n * elements);
-                cache.append(f, 0, n);
+                sink.accept(f, n);
             }
         }
-        return cache;
     }
 }
