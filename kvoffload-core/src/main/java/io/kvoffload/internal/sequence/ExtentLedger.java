@@ -91,17 +91,7 @@ public final class ExtentLedger {
      */
     public void installClusters(int layer, ClusterLayout layout) {
         LayerState s = layers[layer];
-        ClusterLayout old = s.clusters;
-        if (old != null) {
-            if (s.clustersCommitted) {
-                supersede(old, null);
-            } else if (s.clustersExtendCommitted) {
-                supersede(s.committedClusters, null);
-                freeSegments(old, old.segmentsAddedSince(s.committedClusters));
-            } else {
-                freeSegments(old, null);
-            }
-        }
+        dropClusters(s);
         s.clusters = layout;
         s.clustersCommitted = false;
         s.clustersExtendCommitted = false;
@@ -134,15 +124,7 @@ public final class ExtentLedger {
     public void installGroups(int layer, GroupLayout layout) {
         LayerState s = layers[layer];
         dropGroups(layer);
-        ClusterLayout old = s.clusters;
-        if (old != null) {
-            if (s.clustersCommitted) {
-                supersede(old, null);
-            } else {
-                freeSegments(old, null);
-            }
-            s.clusters = null;
-        }
+        dropClusters(s);
         s.groups = layout;
         s.groupsCommitted = false;
         retireCoveredBlocks(layer, layout.groupedTokens());
@@ -166,6 +148,28 @@ public final class ExtentLedger {
         }
         s.groups = grown;
         s.groupsCommitted = false;
+    }
+
+    /**
+     * Forgets the layer's cluster layout: its extents are freed now, or after the next commit if
+     * one names them (an uncommitted extension shares the committed layout's extents: only the
+     * segments it added are this handle's own).
+     */
+    private void dropClusters(LayerState s) {
+        ClusterLayout old = s.clusters;
+        if (old == null) {
+            return;
+        }
+        if (s.clustersCommitted) {
+            supersede(old, null);
+        } else if (s.clustersExtendCommitted) {
+            supersede(s.committedClusters, null);
+            freeSegments(old, old.segmentsAddedSince(s.committedClusters));
+        } else {
+            freeSegments(old, null);
+        }
+        s.clusters = null;
+        s.clustersExtendCommitted = false;
     }
 
     /** Forgets the layer's group layout: its extents are freed now, or after the next commit if one names them. */
