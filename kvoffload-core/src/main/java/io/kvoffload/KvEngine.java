@@ -53,10 +53,17 @@ public final class KvEngine implements AutoCloseable {
      * @throws IllegalArgumentException if a directory is missing or not writable, or the
      *     configuration contradicts what is on disk
      * @throws KvException if the configured I/O backend is unavailable (the message says why)
+     * @throws KvStoreLockedException if another engine holds one of the directories
+     * @throws KvIoException if reading or creating the store's files (lock, pool, device and manifest
+     *     files) fails; nothing stays open
      */
-    public static KvEngine open(KvConfig config) throws IOException {
+    public static KvEngine open(KvConfig config) {
         Checks.notNull("config", config);
-        return new KvEngine(new Store(config));
+        try {
+            return new KvEngine(new Store(config));
+        } catch (IOException e) {
+            throw KvIoException.of("opening the store in " + config.ssdDirectories() + " failed", e);
+        }
     }
 
     public KvConfig config() {
@@ -208,11 +215,21 @@ public final class KvEngine implements AutoCloseable {
         return Optional.ofNullable(best);
     }
 
-    /** Deletes a committed sequence that no handle holds; returns false if there is none. */
-    public boolean deleteSequence(String id) throws IOException {
+    /**
+     * Deletes a committed sequence that no handle holds; returns false if there is none.
+     *
+     * @throws IllegalStateException if a handle holds it
+     * @throws KvIoException if a copy of its manifest could not be deleted: it stays listed and its
+     *     space stays allocated; deleting it again retries
+     */
+    public boolean deleteSequence(String id) {
         checkOpen();
         Checks.notNull("id", id);
-        return store.delete(id);
+        try {
+            return store.delete(id);
+        } catch (IOException e) {
+            throw KvIoException.of("deleting sequence " + id + " failed; it stays listed and keeps its space", e);
+        }
     }
 
     /** The committed sequences, least recently committed first. */
@@ -281,10 +298,16 @@ public final class KvEngine implements AutoCloseable {
      * and the space they might have referenced becomes free. This is the only way quarantined space is
      * reused; call it once the unreadable sequences are known to be lost (or after restoring their
      * manifests, reopen instead). Returns the bytes freed.
+     *
+     * @throws KvIoException if a manifest copy could not be moved aside: no space was freed
      */
-    public long releaseQuarantine() throws IOException {
+    public long releaseQuarantine() {
         checkOpen();
-        return store.releaseQuarantine();
+        try {
+            return store.releaseQuarantine();
+        } catch (IOException e) {
+            throw KvIoException.of("releasing the quarantine failed; no space was freed", e);
+        }
     }
 
     void checkOpen() {

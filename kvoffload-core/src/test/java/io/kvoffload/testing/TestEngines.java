@@ -76,11 +76,7 @@ public final class TestEngines {
     }
 
     public static KvEngine open(KvConfig config) {
-        try {
-            return KvEngine.open(config);
-        } catch (IOException e) {
-            throw new UncheckedIOException(e);
-        }
+        return KvEngine.open(config);
     }
 
     /**

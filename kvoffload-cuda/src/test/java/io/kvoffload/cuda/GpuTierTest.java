@@ -187,8 +187,6 @@ class GpuTierTest {
                 assertTrue(hot.resident(item));
                 check(hot, item, arena);
             }
-        } catch (java.io.IOException ex) {
-            throw new AssertionError(ex);
         }
     }
 

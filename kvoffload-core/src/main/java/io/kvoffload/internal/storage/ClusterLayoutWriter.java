@@ -1,22 +1,20 @@
 package io.kvoffload.internal.storage;
 
 import io.kvoffload.KvShape;
-import io.kvoffload.internal.dram.DramSlot;
 import io.kvoffload.internal.util.Checks;
-import io.kvoffload.spi.IoBatch;
-import java.io.IOException;
-import java.io.UncheckedIOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
+import java.util.function.IntUnaryOperator;
 import java.util.zip.CRC32C;
 
 /**
  * Writes one layer's cluster layout: clusters are taken in groups of a few thousand entries; a
  * group's entries are gathered once from the current layout, then each (cluster, device) share is
- * written as one extent, every entry with its {@link EntryChecksum}. Offline work: it may allocate.
+ * written as one extent, every entry with its {@link EntryChecksum}, through an
+ * {@link ExtentBatchWriter} (all or nothing). Offline work: it may allocate.
  *
  * <p>{@link #append} grows a written layout online (Swarm §6.2, Eq. 9): tokens leaving the local
  * window join clusters, each member going to its cluster's next device.
@@ -77,14 +75,9 @@ public final class ClusterLayoutWriter {
         int[] dev = segDevice.toArray();
         long[] segOffset = new long[segs];
         int[] segLength = new int[segs];
-        Arrays.fill(segOffset, -1);
 
         CRC32C crc = new CRC32C();
-        IoBatch batch = store.backend().newBatch(BATCH);
-        DramSlot[] slots = new DramSlot[BATCH];
-        boolean[] written = new boolean[devices];
-        boolean ok = false;
-        try {
+        try (ExtentBatchWriter w = new ExtentBatchWriter(store, owner, BATCH)) {
             int s = 0;
             while (s < segs) {
                 // A group of whole segments, about GROUP_ENTRIES entries, gathered with one read.
@@ -99,42 +92,25 @@ public final class ClusterLayoutWriter {
                     MemorySegment keys = arena.allocate((long) n * half, 64);
                     MemorySegment values = arena.allocate((long) n * half, 64);
                     source.read(positions, keys, values);
+                    Rows rows = new Rows(keys, values, shape, checksum, crc, layer);
                     for (int g = s; g < end; g++) {
                         int d = dev[g];
                         int count = segFirst[g + 1] - segFirst[g];
                         long len = Checks.alignUp((long) count * entry, store.devices().get(d).alignment());
-                        long packed = store.allocate(d, len, owner);
+                        long packed = w.allocate(d, len);
                         dev[g] = Store.packedDevice(packed); // a full device hands the share to another one
                         segOffset[g] = Store.packedOffset(packed);
                         segLength[g] = (int) len;
-                        DramSlot slot = store.dram().acquire(len);
-                        MemorySegment dst = slot.segment();
-                        for (int k = 0; k < count; k++) {
-                            int src = segFirst[g] - segFirst[s] + k;
-                            MemorySegment.copy(keys, (long) src * half, dst, (long) k * entry, half);
-                            MemorySegment.copy(values, (long) src * half, dst, (long) k * entry + half, half);
-                            entryCrc[segFirst[g] + k] = checksum.compute(crc, EntryChecksum.Kind.ENTRY, layer,
-                                    entryToken[segFirst[g] + k], dst.asSlice((long) k * entry, entry).asByteBuffer());
-                        }
-                        if ((long) count * entry < len) {
-                            dst.asSlice((long) count * entry, len - (long) count * entry).fill((byte) 0);
-                        }
-                        slots[batch.size()] = slot;
-                        batch.addWrite(dev[g], segOffset[g], dst.asSlice(0, len), g);
-                        written[dev[g]] = true;
-                        if (batch.isFull()) {
-                            flush(store, batch, slots);
-                        }
+                        MemorySegment dst = w.stage(len);
+                        int rowBase = segFirst[s]; // the group's entries were read in order
+                        rows.stage(dst, len, segFirst[g], count, e -> e - rowBase, entryToken, entryCrc);
+                        w.write(dev[g], segOffset[g], dst.asSlice(0, len), g);
                     }
                 }
-                flush(store, batch, slots);
+                w.flush();
                 s = end;
             }
-            for (int d = 0; d < devices; d++) {
-                if (written[d]) {
-                    store.backend().sync(d);
-                }
-            }
+            w.finish();
             int[] sizes = new int[clusters];
             for (int c = 0; c < clusters; c++) {
                 sizes[c] = segFirst[clusterSeg[c + 1]] - segFirst[clusterSeg[c]];
@@ -142,23 +118,8 @@ public final class ClusterLayoutWriter {
             ClusterLayout layout = new ClusterLayout(plan.clusteredTokens(), entry, plan.tau(),
                     plan.coActivationClusters(), medoid, clusterSeg, dev, segOffset, segLength, segFirst, entryToken,
                     entryCrc, ClusterLayout.eq7NextDevices(sizes, devices));
-            ok = true;
+            w.keep();
             return layout;
-        } catch (IOException e) {
-            throw new UncheckedIOException(e);
-        } finally {
-            for (int i = 0; i < slots.length; i++) {
-                if (slots[i] != null) {
-                    store.dram().release(slots[i]);
-                }
-            }
-            if (!ok) {
-                for (int g = 0; g < segs; g++) {
-                    if (segOffset[g] >= 0) {
-                        store.free(dev[g], segOffset[g], segLength[g]);
-                    }
-                }
-            }
         }
     }
 
@@ -319,77 +280,62 @@ public final class ClusterLayoutWriter {
         int[] entryCrc = new int[total];
         long[] segOffset = new long[segs];
         int[] segLength = new int[segs];
-        Arrays.fill(segOffset, -1);
 
         CRC32C crc = new CRC32C();
-        IoBatch batch = store.backend().newBatch(BATCH);
-        DramSlot[] slots = new DramSlot[BATCH];
-        boolean[] written = new boolean[devices];
-        boolean ok = false;
-        try (Arena arena = Arena.ofConfined()) {
+        try (ExtentBatchWriter w = new ExtentBatchWriter(store, owner, BATCH); Arena arena = Arena.ofConfined()) {
             // Each appended token is read once, however many clusters it joined.
             MemorySegment keys = arena.allocate((long) n * half, 64);
             MemorySegment values = arena.allocate((long) n * half, 64);
             source.read(tokens.clone(), keys, values);
+            Rows rows = new Rows(keys, values, shape, checksum, crc, layer);
             for (int g = 0; g < segs; g++) {
                 int count = segFirst[g + 1] - segFirst[g];
                 long len = Checks.alignUp((long) count * entry, store.devices().get(segDevice[g]).alignment());
-                long packed = store.allocate(segDevice[g], len, owner);
+                long packed = w.allocate(segDevice[g], len);
                 segDevice[g] = Store.packedDevice(packed); // a full device hands the share to another one
                 segOffset[g] = Store.packedOffset(packed);
                 segLength[g] = (int) len;
-                DramSlot slot = store.dram().acquire(len);
-                slots[batch.size()] = slot;
-                MemorySegment dst = slot.segment();
-                for (int k = 0; k < count; k++) {
-                    int src = entrySource[segFirst[g] + k];
-                    MemorySegment.copy(keys, (long) src * half, dst, (long) k * entry, half);
-                    MemorySegment.copy(values, (long) src * half, dst, (long) k * entry + half, half);
-                    entryCrc[segFirst[g] + k] = checksum.compute(crc, EntryChecksum.Kind.ENTRY, layer,
-                            entryToken[segFirst[g] + k], dst.asSlice((long) k * entry, entry).asByteBuffer());
-                }
-                if ((long) count * entry < len) {
-                    dst.asSlice((long) count * entry, len - (long) count * entry).fill((byte) 0);
-                }
-                batch.addWrite(segDevice[g], segOffset[g], dst.asSlice(0, len), g);
-                written[segDevice[g]] = true;
-                if (batch.isFull()) {
-                    flush(store, batch, slots);
-                }
+                MemorySegment dst = w.stage(len);
+                rows.stage(dst, len, segFirst[g], count, e -> entrySource[e], entryToken, entryCrc);
+                w.write(segDevice[g], segOffset[g], dst.asSlice(0, len), g);
             }
-            flush(store, batch, slots);
-            for (int d = 0; d < devices; d++) {
-                if (written[d]) {
-                    store.backend().sync(d);
-                }
-            }
+            w.finish();
             for (int c = 0; c < clusters; c++) {
                 next[c] %= devices;
             }
             ClusterLayout layout = old.extend(old.clusteredTokens + n, newMedoids.toArray(), segCluster, segDevice,
                     segOffset, segLength, segFirst, entryToken, entryCrc, next);
-            ok = true;
+            w.keep();
             return layout;
-        } catch (IOException e) {
-            throw new UncheckedIOException(e);
-        } finally {
-            for (int i = 0; i < slots.length; i++) {
-                if (slots[i] != null) {
-                    store.dram().release(slots[i]);
-                }
-            }
-            if (!ok) {
-                for (int g = 0; g < segs; g++) {
-                    if (segOffset[g] >= 0) {
-                        store.free(segDevice[g], segOffset[g], segLength[g]);
-                    }
-                }
-            }
         }
     }
 
-    private static void flush(Store store, IoBatch batch, DramSlot[] slots) {
-        store.executeAndRelease(batch, slots);
+    /**
+     * K and V rows read from the source (token-major), laid into extents entry by entry
+     * ({@code [K | V]}), each entry with its checksum.
+     */
+    private record Rows(MemorySegment keys, MemorySegment values, KvShape shape, EntryChecksum checksum, CRC32C crc,
+            int layer) {
+        /**
+         * Fills {@code dst} with layout entries {@code [first, first + count)}, entry {@code e} from
+         * row {@code rowOf(e)}; records each entry's checksum in {@code entryCrc}; zeroes the rest
+         * up to {@code len}.
+         */
+        void stage(MemorySegment dst, long len, int first, int count, IntUnaryOperator rowOf, int[] entryToken,
+                int[] entryCrc) {
+            int half = shape.halfEntryBytes();
+            int entry = shape.entryBytes();
+            for (int k = 0; k < count; k++) {
+                int src = rowOf.applyAsInt(first + k);
+                MemorySegment.copy(keys, (long) src * half, dst, (long) k * entry, half);
+                MemorySegment.copy(values, (long) src * half, dst, (long) k * entry + half, half);
+                entryCrc[first + k] = checksum.compute(crc, EntryChecksum.Kind.ENTRY, layer, entryToken[first + k],
+                        dst.asSlice((long) k * entry, entry).asByteBuffer());
+            }
+            if ((long) count * entry < len) {
+                dst.asSlice((long) count * entry, len - (long) count * entry).fill((byte) 0);
+            }
+        }
     }
 
     /** A growable int list, to avoid boxing. */

@@ -1,12 +1,8 @@
 package io.kvoffload.internal.storage;
 
 import io.kvoffload.KvShape;
-import io.kvoffload.internal.dram.DramSlot;
 import io.kvoffload.internal.kvswap.LowRankAdapter;
 import io.kvoffload.internal.util.Checks;
-import io.kvoffload.spi.IoBatch;
-import java.io.IOException;
-import java.io.UncheckedIOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.util.Arrays;
@@ -129,7 +125,6 @@ public final class GroupLayoutWriter {
             segDevice = new int[maxSegs];
             segOffset = new long[maxSegs];
             segLength = new int[maxSegs];
-            Arrays.fill(segOffset, -1);
             groupSeg = new int[end - first];
             groupCrc = new int[end - first];
         }
@@ -170,11 +165,7 @@ public final class GroupLayoutWriter {
         long data = (long) groupSize * shape.entryBytes();
         int roundGroups = perDevice(groupSize, stride, devices) * devices;
         CRC32C crc = new CRC32C();
-        IoBatch batch = store.backend().newBatch(Math.max(devices, 1));
-        DramSlot[] slots = new DramSlot[devices];
-        boolean[] written = new boolean[devices];
-        boolean ok = false;
-        try {
+        try (ExtentBatchWriter w = new ExtentBatchWriter(store, owner, Math.max(devices, 1))) {
             for (int r0 = g0; r0 < g1; r0 += roundGroups) {
                 int r1 = Math.min(g1, r0 + roundGroups);
                 int t0 = r0 * groupSize;
@@ -198,14 +189,12 @@ public final class GroupLayoutWriter {
                             continue;
                         }
                         long len = (long) count * stride;
-                        long packed = store.allocate(d, len, owner);
+                        long packed = w.allocate(d, len);
                         int s = out.segs++;
                         out.segDevice[s] = Store.packedDevice(packed); // a full device hands the share to another one
                         out.segOffset[s] = Store.packedOffset(packed);
                         out.segLength[s] = (int) len;
-                        DramSlot slot = store.dram().acquire(len);
-                        slots[batch.size()] = slot;
-                        MemorySegment dst = slot.segment();
+                        MemorySegment dst = w.stage(len);
                         int k = 0;
                         for (int g = firstOfDevice; g < r1; g += devices, k++) {
                             long at = (long) k * stride;
@@ -221,38 +210,13 @@ public final class GroupLayoutWriter {
                                     g * groupSize, dst.asSlice(at, data).asByteBuffer());
                             out.groupSeg[g - out.first] = s;
                         }
-                        batch.addWrite(out.segDevice[s], out.segOffset[s], dst.asSlice(0, len), s);
-                        written[out.segDevice[s]] = true;
+                        w.write(out.segDevice[s], out.segOffset[s], dst.asSlice(0, len), s);
                     }
                 }
-                flush(store, batch, slots);
+                w.flush();
             }
-            for (int d = 0; d < devices; d++) {
-                if (written[d]) {
-                    store.backend().sync(d);
-                }
-            }
-            ok = true;
-        } catch (IOException e) {
-            throw new UncheckedIOException(e);
-        } finally {
-            for (int i = 0; i < slots.length; i++) {
-                if (slots[i] != null) {
-                    store.dram().release(slots[i]);
-                    slots[i] = null;
-                }
-            }
-            if (!ok) {
-                for (int s = 0; s < out.segs; s++) {
-                    if (out.segOffset[s] >= 0) {
-                        store.free(out.segDevice[s], out.segOffset[s], out.segLength[s]);
-                    }
-                }
-            }
+            w.finish();
+            w.keep();
         }
-    }
-
-    private static void flush(Store store, IoBatch batch, DramSlot[] slots) {
-        store.executeAndRelease(batch, slots);
     }
 }
