@@ -1,6 +1,11 @@
 /**
- * kvoffload core: the public API ({@code io.kvoffload}), the backend SPI ({@code io.kvoffload.spi})
- * and the implementation, whose packages are exported only to kvoffload's own modules.
+ * kvoffload core: the public API ({@code io.kvoffload}), the backend SPI ({@code io.kvoffload.spi}),
+ * the selection-strategy SPI and the built-in strategies' options ({@code io.kvoffload.strategy.*}),
+ * reference attention and quality metrics ({@code io.kvoffload.attention}), the workload generator
+ * and trace format ({@code io.kvoffload.workload}), and the implementation, whose packages are
+ * exported only to kvoffload's own modules (the benchmark runs on the class path and needs none).
+ * The library's own code never imports {@code io.kvoffload.workload}: the dependency points from the
+ * workload tools to the library only.
  */
 module io.kvoffload.core {
     requires org.slf4j;
@@ -12,16 +17,13 @@ module io.kvoffload.core {
     exports io.kvoffload;
     exports io.kvoffload.spi;
     exports io.kvoffload.strategy;
+    exports io.kvoffload.attention;
     exports io.kvoffload.strategy.swarm;
     exports io.kvoffload.strategy.kvswap;
     exports io.kvoffload.workload;
-    exports io.kvoffload.internal.dram to io.kvoffload.iouring, io.kvoffload.cuda, io.kvoffload.bench;
-    exports io.kvoffload.internal.util to io.kvoffload.iouring, io.kvoffload.cuda, io.kvoffload.bench;
+    exports io.kvoffload.internal.dram to io.kvoffload.iouring, io.kvoffload.cuda;
+    exports io.kvoffload.internal.util to io.kvoffload.iouring, io.kvoffload.cuda;
     exports io.kvoffload.internal.cache to io.kvoffload.cuda;
-    exports io.kvoffload.internal.swarm to io.kvoffload.bench;
-    exports io.kvoffload.internal.baseline to io.kvoffload.bench;
-    exports io.kvoffload.internal.kvswap to io.kvoffload.bench;
-    exports io.kvoffload.internal.io to io.kvoffload.bench;
 
     uses io.kvoffload.spi.IoBackendProvider;
     uses io.kvoffload.spi.DramSlabListener;

@@ -1,7 +1,7 @@
 package io.kvoffload;
 
-import io.kvoffload.workload.ElementCodec;
-import io.kvoffload.workload.LayerKv;
+import io.kvoffload.internal.util.ElementCodec;
+import io.kvoffload.strategy.LayerKv;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 

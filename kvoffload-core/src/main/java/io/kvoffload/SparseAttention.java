@@ -1,7 +1,7 @@
 package io.kvoffload;
 
 import io.kvoffload.internal.util.Checks;
-import io.kvoffload.workload.ElementCodec;
+import io.kvoffload.internal.util.ElementCodec;
 import java.lang.foreign.MemorySegment;
 
 /**

@@ -10,7 +10,7 @@ import io.kvoffload.internal.storage.DevicePool;
 import io.kvoffload.internal.swarm.MedoidIndex;
 import io.kvoffload.testing.KvViews;
 import io.kvoffload.testing.TestEngines;
-import io.kvoffload.workload.ExactAttention;
+import io.kvoffload.attention.ExactAttention;
 import io.kvoffload.workload.SyntheticWorkload;
 import io.kvoffload.workload.WorkloadSpec;
 import java.lang.foreign.Arena;

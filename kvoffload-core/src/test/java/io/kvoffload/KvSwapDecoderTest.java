@@ -13,7 +13,7 @@ import io.kvoffload.internal.storage.DevicePool;
 import io.kvoffload.internal.storage.GroupLayout;
 import io.kvoffload.testing.KvViews;
 import io.kvoffload.testing.TestEngines;
-import io.kvoffload.workload.ElementCodec;
+import io.kvoffload.internal.util.ElementCodec;
 import io.kvoffload.workload.SyntheticWorkload;
 import io.kvoffload.workload.WorkloadSpec;
 import java.lang.foreign.Arena;

@@ -8,7 +8,7 @@ import io.kvoffload.internal.kvswap.CompressedKCache;
 import io.kvoffload.internal.kvswap.GroupPredictor;
 import io.kvoffload.internal.storage.GroupLayout;
 import io.kvoffload.testing.TestEngines;
-import io.kvoffload.workload.ElementCodec;
+import io.kvoffload.internal.util.ElementCodec;
 import io.kvoffload.workload.SyntheticWorkload;
 import io.kvoffload.workload.WorkloadSpec;
 import java.lang.foreign.Arena;

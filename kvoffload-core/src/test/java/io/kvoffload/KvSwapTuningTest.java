@@ -41,7 +41,7 @@ class KvSwapTuningTest {
 
     static KvSwapConfig tune(ParameterTuner.Builder b) {
         SyntheticWorkload w = new SyntheticWorkload(WorkloadSpec.builder(SHAPE, TOKENS).seed(3).build());
-        return b.build().tune(CalibrationSet.of(w, 0, 8), ParameterTuner.Progress.NONE);
+        return b.build().tune(CalibrationSet.of(w.layer(0), w.queries(0, 8), w.shape().queryHeads()), ParameterTuner.Progress.NONE);
     }
 
     @Test

@@ -1,7 +1,6 @@
 package io.kvoffload.strategy;
 
 import io.kvoffload.KvShape;
-import io.kvoffload.workload.LayerKv;
 
 /**
  * What a {@link SelectionStrategy} may look at when it opens a layer: the shape, the decoder's shared

@@ -1,5 +1,8 @@
 package io.kvoffload.workload;
 
+import io.kvoffload.internal.util.ElementCodec;
+import io.kvoffload.strategy.DenseLayerKv;
+import io.kvoffload.strategy.LayerKv;
 import io.kvoffload.DType;
 import io.kvoffload.KvShape;
 import io.kvoffload.internal.util.Checks;
@@ -65,7 +68,7 @@ public final class SyntheticWorkload {
     private final ConcurrentHashMap<Integer, ActiveGroupChain> chains = new ConcurrentHashMap<>();
 
     public SyntheticWorkload(WorkloadSpec spec) {
-        Args.notNull("spec", spec);
+        Checks.notNull("spec", spec);
         this.spec = spec;
         this.shape = spec.shape();
         this.headDim = shape.headDim();
@@ -219,6 +222,15 @@ public final class SyntheticWorkload {
 
     // ---------------------------------------------------------------- queries
 
+    /** The queries of decoding steps {@code 0 .. steps − 1} of {@code layer}. */
+    public float[][] queries(int layer, int steps) {
+        float[][] q = new float[steps][];
+        for (int s = 0; s < steps; s++) {
+            q[s] = query(layer, s);
+        }
+        return q;
+    }
+
     /** The decoding query of {@code step} in {@code layer}: {@code queryHeads × headDim} floats. */
     public float[] query(int layer, int step) {
         float[] q = new float[shape.queryHeads() * headDim];
@@ -233,8 +245,8 @@ public final class SyntheticWorkload {
     public void query(int layer, int step, float[] dst, int offset) {
         Checks.index("layer", layer, shape.layers());
         Checks.inRange("step", step, 0, MAX_STEP);
-        Args.notNull("dst", dst);
-        Args.slice("dst", offset, (long) shape.queryHeads() * headDim, dst.length);
+        Checks.notNull("dst", dst);
+        Checks.slice("dst", offset, (long) shape.queryHeads() * headDim, dst.length);
         long lk = layerKey(layer);
         int[] active = chain(layer).at(step);
         double[] alpha = new double[active.length];
@@ -304,9 +316,9 @@ public final class SyntheticWorkload {
      */
     public void writeKv(int layer, int fromToken, int count, DType dtype, MemorySegment keys, MemorySegment values) {
         Checks.index("layer", layer, shape.layers());
-        Args.notNull("dtype", dtype);
-        Args.notNull("keys", keys);
-        Args.notNull("values", values);
+        Checks.notNull("dtype", dtype);
+        Checks.notNull("keys", keys);
+        Checks.notNull("values", values);
         if (fromToken < 0 || count < 0 || (long) fromToken + count > spec.tokens()) {
             throw new IllegalArgumentException("tokens [" + fromToken + ", " + ((long) fromToken + count)
                     + ") are out of range; allowed: within [0, " + spec.tokens() + ")");

@@ -1,5 +1,7 @@
 package io.kvoffload.workload;
 
+import io.kvoffload.internal.util.ElementCodec;
+import io.kvoffload.strategy.LayerKv;
 import io.kvoffload.DType;
 import io.kvoffload.internal.util.Checks;
 import java.io.IOException;
@@ -38,7 +40,7 @@ public final class TraceReader implements AutoCloseable {
      * @throws IllegalArgumentException if the file is not a valid trace (the message says which field)
      */
     public static TraceReader open(Path path) throws IOException {
-        Args.notNull("path", path);
+        Checks.notNull("path", path);
         Arena arena = Arena.ofShared();
         try (FileChannel ch = FileChannel.open(path, StandardOpenOption.READ)) {
             long size = ch.size();

@@ -1,5 +1,7 @@
 package io.kvoffload.workload;
 
+import io.kvoffload.internal.util.ElementCodec;
+import io.kvoffload.strategy.LayerKv;
 import io.kvoffload.internal.util.Checks;
 import java.io.IOException;
 import java.lang.foreign.MemorySegment;
@@ -28,8 +30,8 @@ public final class TraceWriter implements AutoCloseable {
 
     /** Creates (or truncates) {@code file} and writes the header. */
     public TraceWriter(Path file, TraceHeader header) throws IOException {
-        Args.notNull("file", file);
-        Args.notNull("header", header);
+        Checks.notNull("file", file);
+        Checks.notNull("header", header);
         this.header = header;
         this.channel = FileChannel.open(file, StandardOpenOption.CREATE, StandardOpenOption.TRUNCATE_EXISTING,
                 StandardOpenOption.WRITE);
@@ -49,8 +51,8 @@ public final class TraceWriter implements AutoCloseable {
      * @param queries {@code queriesPerLayer} queries of {@code queryHeads × headDim} floats
      */
     public void writeLayer(LayerKv kv, float[][] queries) throws IOException {
-        Args.notNull("kv", kv);
-        Args.notNull("queries", queries);
+        Checks.notNull("kv", kv);
+        Checks.notNull("queries", queries);
         if (closed) {
             throw new IllegalStateException("the writer is closed");
         }

@@ -203,40 +203,40 @@ public final class WorkloadSpec {
         /** Number of attention-sink tokens at the start of the context, 0..tokens. */
         public Builder sinkTokens(int v) { this.sinkTokens = Checks.inRange("sinkTokens", v, 0, tokens); return this; }
         /** Logit boost of a sink token, 0..50. */
-        public Builder sinkLogit(double v) { this.sinkLogit = Args.inRange("sinkLogit", v, 0, 50); return this; }
+        public Builder sinkLogit(double v) { this.sinkLogit = Checks.inRange("sinkLogit", v, 0, 50); return this; }
         /** Recency scale in tokens, 1..2^30: the boost halves at roughly this distance. */
         public Builder localWindow(int v) { this.localWindow = Checks.inRange("localWindow", v, 1, 1 << 30); return this; }
         /** Logit boost of the token at distance 0, 0..50. */
-        public Builder localLogit(double v) { this.localLogit = Args.inRange("localLogit", v, 0, 50); return this; }
+        public Builder localLogit(double v) { this.localLogit = Checks.inRange("localLogit", v, 0, 50); return this; }
         /** Rotating dimension pairs carrying position, 1..8 and at most (headDim − 2) / 4. */
         public Builder positionalPairs(int v) {
             this.positionalPairs = Checks.inRange("positionalPairs", v, 1, Math.min(8, (shape.headDim() - 2) / 4));
             return this;
         }
         /** Fraction of tokens that are heavy hitters, 0..1. */
-        public Builder heavyHitterFraction(double v) { this.heavyHitterFraction = Args.inRange("heavyHitterFraction", v, 0, 1); return this; }
+        public Builder heavyHitterFraction(double v) { this.heavyHitterFraction = Checks.inRange("heavyHitterFraction", v, 0, 1); return this; }
         /** Logit boost of a heavy hitter, 0..50. */
-        public Builder heavyHitterLogit(double v) { this.heavyHitterLogit = Args.inRange("heavyHitterLogit", v, 0, 50); return this; }
+        public Builder heavyHitterLogit(double v) { this.heavyHitterLogit = Checks.inRange("heavyHitterLogit", v, 0, 50); return this; }
         /** Consecutive tokens that share a group, 1..65536. */
         public Builder spanLength(int v) { this.spanLength = Checks.inRange("spanLength", v, 1, 65536); return this; }
         /** Spans per group on average, 1..65536. */
         public Builder spansPerGroup(int v) { this.spansPerGroup = Checks.inRange("spansPerGroup", v, 1, 65536); return this; }
         /** Logit boost of a member of a group the query attends to, 0..50. */
-        public Builder topicLogit(double v) { this.topicLogit = Args.inRange("topicLogit", v, 0, 50); return this; }
+        public Builder topicLogit(double v) { this.topicLogit = Checks.inRange("topicLogit", v, 0, 50); return this; }
         /** Fraction of tokens that also belong to a second group, 0..1. */
-        public Builder bridgeFraction(double v) { this.bridgeFraction = Args.inRange("bridgeFraction", v, 0, 1); return this; }
+        public Builder bridgeFraction(double v) { this.bridgeFraction = Checks.inRange("bridgeFraction", v, 0, 1); return this; }
         /** Groups each query attends to, 0..4096 (capped at the number of groups). */
         public Builder activeGroups(int v) { this.activeGroups = Checks.inRange("activeGroups", v, 0, 4096); return this; }
         /** Zipf exponent of group popularity, 0..4 (0: uniform). */
-        public Builder popularitySkew(double v) { this.popularitySkew = Args.inRange("popularitySkew", v, 0, 4); return this; }
+        public Builder popularitySkew(double v) { this.popularitySkew = Checks.inRange("popularitySkew", v, 0, 4); return this; }
         /** Probability an attended group stays attended at the next step, 0..1. */
-        public Builder groupRetention(double v) { this.groupRetention = Args.inRange("groupRetention", v, 0, 1); return this; }
+        public Builder groupRetention(double v) { this.groupRetention = Checks.inRange("groupRetention", v, 0, 1); return this; }
         /** Popularity ranks the ranking rotates by per step, 0..1000. */
-        public Builder driftPerStep(double v) { this.driftPerStep = Args.inRange("driftPerStep", v, 0, 1000); return this; }
+        public Builder driftPerStep(double v) { this.driftPerStep = Checks.inRange("driftPerStep", v, 0, 1000); return this; }
         /** Cosine similarity of query heads sharing a KV head, 0..1. */
-        public Builder gqaCorrelation(double v) { this.gqaCorrelation = Args.inRange("gqaCorrelation", v, 0, 1); return this; }
+        public Builder gqaCorrelation(double v) { this.gqaCorrelation = Checks.inRange("gqaCorrelation", v, 0, 1); return this; }
         /** Key noise relative to a group direction, 0..10. */
-        public Builder keyNoise(double v) { this.keyNoise = Args.inRange("keyNoise", v, 0, 10); return this; }
+        public Builder keyNoise(double v) { this.keyNoise = Checks.inRange("keyNoise", v, 0, 10); return this; }
 
         public WorkloadSpec build() {
             return new WorkloadSpec(this);

@@ -1,7 +1,6 @@
 package io.kvoffload.strategy;
 
 import io.kvoffload.KvShape;
-import io.kvoffload.workload.LayerKv;
 
 /**
  * The example of docs/architecture.md, "Writing a strategy": the newest {@code recent} tokens plus

@@ -14,8 +14,6 @@ import io.kvoffload.KvShape;
 import io.kvoffload.KvView;
 import io.kvoffload.testing.KvViews;
 import io.kvoffload.testing.TestEngines;
-import io.kvoffload.workload.DenseLayerKv;
-import io.kvoffload.workload.LayerKv;
 import io.kvoffload.workload.SyntheticWorkload;
 import io.kvoffload.workload.WorkloadSpec;
 import java.lang.foreign.Arena;

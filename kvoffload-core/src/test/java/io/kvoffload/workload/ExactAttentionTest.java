@@ -5,6 +5,11 @@ import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 
+import io.kvoffload.attention.QualityMetrics;
+import io.kvoffload.attention.ExactAttention;
+import io.kvoffload.internal.util.TopK;
+import io.kvoffload.strategy.DenseLayerKv;
+import io.kvoffload.strategy.LayerKv;
 import io.kvoffload.DType;
 import io.kvoffload.KvShape;
 import java.util.stream.IntStream;

@@ -3,6 +3,7 @@ package io.kvoffload.workload;
 import static io.kvoffload.workload.SyntheticWorkloadTest.assertMessage;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
+import io.kvoffload.attention.QualityMetrics;
 import org.junit.jupiter.api.Test;
 
 class QualityMetricsTest {

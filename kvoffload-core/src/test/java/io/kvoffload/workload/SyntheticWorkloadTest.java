@@ -7,6 +7,11 @@ import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.kvoffload.attention.ExactAttention;
+import io.kvoffload.internal.util.TopK;
+import io.kvoffload.internal.util.ElementCodec;
+import io.kvoffload.strategy.DenseLayerKv;
+import io.kvoffload.strategy.LayerKv;
 import io.kvoffload.DType;
 import io.kvoffload.KvShape;
 import java.lang.foreign.Arena;

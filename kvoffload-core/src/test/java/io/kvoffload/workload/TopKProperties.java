@@ -3,6 +3,7 @@ package io.kvoffload.workload;
 import static io.kvoffload.workload.SyntheticWorkloadTest.assertMessage;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 
+import io.kvoffload.internal.util.TopK;
 import java.util.Arrays;
 import java.util.Comparator;
 import java.util.stream.IntStream;

@@ -6,6 +6,9 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 
+import io.kvoffload.attention.ExactAttention;
+import io.kvoffload.internal.util.ElementCodec;
+import io.kvoffload.strategy.LayerKv;
 import io.kvoffload.DType;
 import io.kvoffload.KvShape;
 import java.io.IOException;

@@ -10,7 +10,7 @@ import io.kvoffload.internal.baseline.SparFSelector;
 import io.kvoffload.internal.baseline.SparQSelector;
 import io.kvoffload.internal.baseline.SwarmSelector;
 import io.kvoffload.internal.swarm.ClusteringConfig;
-import io.kvoffload.workload.LayerKv;
+import io.kvoffload.strategy.LayerKv;
 import java.lang.foreign.Arena;
 import java.util.List;
 

@@ -9,7 +9,7 @@ import io.kvoffload.internal.kvswap.MappingTable;
 import io.kvoffload.internal.kvswap.ReuseBuffer;
 import io.kvoffload.internal.kvswap.ReusePlan;
 import io.kvoffload.internal.kvswap.RollingBuffer;
-import io.kvoffload.workload.DenseLayerKv;
+import io.kvoffload.strategy.DenseLayerKv;
 import io.kvoffload.workload.SyntheticWorkload;
 import io.kvoffload.workload.WorkloadSpec;
 import java.util.concurrent.TimeUnit;

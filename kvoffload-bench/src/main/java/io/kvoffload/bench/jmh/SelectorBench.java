@@ -5,7 +5,7 @@ import io.kvoffload.KvShape;
 import io.kvoffload.bench.compare.Strategies;
 import io.kvoffload.internal.baseline.BaselineSelector;
 import io.kvoffload.internal.swarm.ClusteringConfig;
-import io.kvoffload.workload.DenseLayerKv;
+import io.kvoffload.strategy.DenseLayerKv;
 import io.kvoffload.workload.SyntheticWorkload;
 import io.kvoffload.workload.WorkloadSpec;
 import java.lang.foreign.Arena;

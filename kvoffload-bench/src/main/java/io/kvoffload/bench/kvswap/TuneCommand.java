@@ -9,7 +9,7 @@ import io.kvoffload.internal.kvswap.FetchCostModel;
 import io.kvoffload.internal.kvswap.KvSwapConfig;
 import io.kvoffload.internal.kvswap.ParameterTuner;
 import io.kvoffload.internal.kvswap.ReuseBuffer;
-import io.kvoffload.workload.DenseLayerKv;
+import io.kvoffload.strategy.DenseLayerKv;
 import io.kvoffload.workload.SyntheticWorkload;
 import io.kvoffload.workload.TraceReader;
 import io.kvoffload.workload.WorkloadSpec;
@@ -166,7 +166,7 @@ public final class TuneCommand implements Callable<Integer> {
             out.println("calibrating on the synthetic workload: " + calibrationTokens + " tokens, " + calibrationSteps
                     + " decoding steps");
             SyntheticWorkload w = new SyntheticWorkload(WorkloadSpec.builder(shape, calibrationTokens).seed(seed).build());
-            config = run(tuner, CalibrationSet.of(w, 0, calibrationSteps));
+            config = run(tuner, CalibrationSet.of(w.layer(0), w.queries(0, calibrationSteps), w.shape().queryHeads()));
         }
         config.write(output);
         KvSwapConfig.Prediction p = config.predicted();

@@ -1,7 +1,7 @@
 package io.kvoffload.bench.swarm;
 
 import io.kvoffload.internal.swarm.CoActivationProfile;
-import io.kvoffload.workload.QualityMetrics;
+import io.kvoffload.attention.QualityMetrics;
 import java.util.BitSet;
 
 /**

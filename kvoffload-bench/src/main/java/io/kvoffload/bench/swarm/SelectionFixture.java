@@ -3,8 +3,8 @@ package io.kvoffload.bench.swarm;
 import io.kvoffload.internal.swarm.ClusterSelection;
 import io.kvoffload.internal.swarm.Clustering;
 import io.kvoffload.internal.swarm.MedoidIndex;
-import io.kvoffload.workload.LayerKv;
-import io.kvoffload.workload.TopK;
+import io.kvoffload.strategy.LayerKv;
+import io.kvoffload.internal.util.TopK;
 import java.lang.foreign.Arena;
 import java.util.SplittableRandom;
 

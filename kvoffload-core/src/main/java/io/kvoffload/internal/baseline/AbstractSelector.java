@@ -1,8 +1,8 @@
 package io.kvoffload.internal.baseline;
 
 import io.kvoffload.internal.util.Checks;
-import io.kvoffload.workload.DenseLayerKv;
-import io.kvoffload.workload.LayerKv;
+import io.kvoffload.strategy.DenseLayerKv;
+import io.kvoffload.strategy.LayerKv;
 
 /**
  * What every baseline shares: the layer's shape, the GQA group query, argument checks for

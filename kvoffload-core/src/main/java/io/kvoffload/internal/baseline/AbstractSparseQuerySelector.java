@@ -1,7 +1,7 @@
 package io.kvoffload.internal.baseline;
 
 import io.kvoffload.internal.util.Checks;
-import io.kvoffload.workload.LayerKv;
+import io.kvoffload.strategy.LayerKv;
 
 /**
  * SparQ's scoring, shared by {@link SparQSelector} and {@link SparFSelector}: the keys are also

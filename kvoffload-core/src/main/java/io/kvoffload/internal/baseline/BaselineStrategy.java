@@ -4,7 +4,7 @@ import io.kvoffload.strategy.FetchPlan;
 import io.kvoffload.strategy.LayerContext;
 import io.kvoffload.strategy.LayerSelector;
 import io.kvoffload.strategy.SelectionStrategy;
-import io.kvoffload.workload.LayerKv;
+import io.kvoffload.strategy.LayerKv;
 import java.util.List;
 
 /**

@@ -1,7 +1,7 @@
 package io.kvoffload.internal.baseline;
 
 import io.kvoffload.internal.util.Checks;
-import io.kvoffload.workload.LayerKv;
+import io.kvoffload.strategy.LayerKv;
 
 /**
  * ClusterKV (recallable compression in semantic space): per KV head, the keys after the first

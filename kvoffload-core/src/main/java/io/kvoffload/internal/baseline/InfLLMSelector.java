@@ -1,7 +1,7 @@
 package io.kvoffload.internal.baseline;
 
 import io.kvoffload.internal.util.Checks;
-import io.kvoffload.workload.LayerKv;
+import io.kvoffload.strategy.LayerKv;
 
 /**
  * InfLLM (training-free context memory): the first {@code initTokens} (128) tokens and the newest

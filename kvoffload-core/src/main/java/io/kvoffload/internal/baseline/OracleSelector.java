@@ -1,18 +1,18 @@
 package io.kvoffload.internal.baseline;
 
-import io.kvoffload.workload.LayerKv;
+import io.kvoffload.strategy.LayerKv;
 
 /**
  * "No-cluster" oracle: the exact top-k tokens by full attention, the upper bound on what any
  * selector can recall for a budget. For every query head it computes the softmax of
  * {@code q·k/√d} over all keys (GQA: query head {@code h} reads KV head {@code h / groupSize}) and
  * averages the weights over the query heads, exactly the per-token weight that
- * {@link io.kvoffload.workload.ExactAttention} returns and attention-mass recall sums; the
+ * {@link io.kvoffload.attention.ExactAttention} returns and attention-mass recall sums; the
  * {@code budget} tokens with the largest averaged weight win (ties: lower position).
  *
  * <p>Its index is the whole key cache (float32), and every step reads all of it: the oracle is a
  * quality reference, not a practical offloading policy. Keys of a {@link
- * io.kvoffload.workload.DenseLayerKv} are read in place.
+ * io.kvoffload.strategy.DenseLayerKv} are read in place.
  */
 public final class OracleSelector extends AbstractSelector {
     private final float[][] keys;

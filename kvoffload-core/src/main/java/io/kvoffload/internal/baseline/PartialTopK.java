@@ -6,7 +6,7 @@ import io.kvoffload.internal.util.Checks;
  * Exact top-k over a range of a score array without a sort and without allocating: quickselect on a
  * preallocated copy finds the k-th largest score (expected linear time), one pass counts the scores
  * above it and a second writes the winners. Ties at the threshold go to the lower index, like
- * {@link io.kvoffload.workload.TopK}. NaN scores rank below everything.
+ * {@link io.kvoffload.internal.util.TopK}. NaN scores rank below everything.
  */
 final class PartialTopK {
     private final float[] scratch;
@@ -60,6 +60,6 @@ final class PartialTopK {
             float s = scores[from + i];
             a[i] = s != s ? Float.NEGATIVE_INFINITY : s;
         }
-        return io.kvoffload.workload.TopK.kthLargestInPlace(a, len, k);
+        return io.kvoffload.internal.util.TopK.kthLargestInPlace(a, len, k);
     }
 }

@@ -1,7 +1,7 @@
 package io.kvoffload.internal.baseline;
 
 import io.kvoffload.internal.util.Checks;
-import io.kvoffload.workload.LayerKv;
+import io.kvoffload.strategy.LayerKv;
 
 /**
  * Quest (query-aware page selection): the keys are cut into pages of 16 consecutive tokens and each

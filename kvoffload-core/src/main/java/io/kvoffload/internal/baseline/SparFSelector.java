@@ -1,7 +1,7 @@
 package io.kvoffload.internal.baseline;
 
 import io.kvoffload.internal.util.Checks;
-import io.kvoffload.workload.LayerKv;
+import io.kvoffload.strategy.LayerKv;
 
 /**
  * InstInfer's SparF attention, the flash-aware SparQ: the same approximate scores and the same top-k

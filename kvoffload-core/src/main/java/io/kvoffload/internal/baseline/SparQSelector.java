@@ -1,6 +1,6 @@
 package io.kvoffload.internal.baseline;
 
-import io.kvoffload.workload.LayerKv;
+import io.kvoffload.strategy.LayerKv;
 
 /**
  * SparQ attention's token selection: approximate every token's attention from the {@code r}

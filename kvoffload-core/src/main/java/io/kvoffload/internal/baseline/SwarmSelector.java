@@ -7,7 +7,7 @@ import io.kvoffload.internal.swarm.CoActivationNormaliser;
 import io.kvoffload.internal.swarm.CoActivationProfile;
 import io.kvoffload.internal.swarm.MedoidIndex;
 import io.kvoffload.internal.util.Checks;
-import io.kvoffload.workload.LayerKv;
+import io.kvoffload.strategy.LayerKv;
 import java.lang.foreign.Arena;
 import java.util.BitSet;
 import java.util.List;

@@ -8,7 +8,7 @@ import io.kvoffload.internal.storage.EntryChecksum;
 import io.kvoffload.internal.storage.GroupLayout;
 import io.kvoffload.internal.storage.Store;
 import io.kvoffload.internal.swarm.MedoidIndex;
-import io.kvoffload.workload.LayerKv;
+import io.kvoffload.strategy.LayerKv;
 import java.util.function.Function;
 
 /**

@@ -1,9 +1,8 @@
 package io.kvoffload.internal.kvswap;
 
 import io.kvoffload.internal.util.Checks;
-import io.kvoffload.workload.DenseLayerKv;
-import io.kvoffload.workload.LayerKv;
-import io.kvoffload.workload.SyntheticWorkload;
+import io.kvoffload.strategy.DenseLayerKv;
+import io.kvoffload.strategy.LayerKv;
 
 /**
  * What the {@link ParameterTuner} measures quality and reuse on: the keys of one representative
@@ -51,18 +50,12 @@ public final class CalibrationSet {
     }
 
     /**
-     * Layer {@code layer} of a synthetic workload, materialised, with the queries of decoding steps
-     * {@code 0 .. steps − 1}.
+     * A layer's keys (materialised) with the queries of {@code queries.length} decoding steps, for
+     * a tuner that has no trace: e.g. a synthetic workload's layer and its queries.
      */
-    public static CalibrationSet of(SyntheticWorkload workload, int layer, int steps) {
-        Checks.notNull("workload", workload);
-        Checks.inRange("steps", steps, 2, 1 << 20);
-        DenseLayerKv keys = DenseLayerKv.materialize(workload.layer(layer), false);
-        float[][] q = new float[steps][];
-        for (int s = 0; s < steps; s++) {
-            q[s] = workload.query(layer, s);
-        }
-        return new CalibrationSet(keys, null, q, workload.shape().queryHeads());
+    public static CalibrationSet of(LayerKv keys, float[][] queries, int queryHeads) {
+        Checks.notNull("keys", keys);
+        return new CalibrationSet(DenseLayerKv.materialize(keys, false), null, queries, queryHeads);
     }
 
     public LayerKv keys() { return keys; }

@@ -2,8 +2,8 @@ package io.kvoffload.internal.kvswap;
 
 import io.kvoffload.DType;
 import io.kvoffload.internal.util.Checks;
-import io.kvoffload.workload.ElementCodec;
-import io.kvoffload.workload.LayerKv;
+import io.kvoffload.internal.util.ElementCodec;
+import io.kvoffload.strategy.LayerKv;
 import java.util.Arrays;
 
 /**
@@ -87,7 +87,7 @@ public final class CompressedKCache {
         Checks.notNull("keys", keys);
         Checks.inRange("count", count, 0, (1 << 30) - tokens);
         int in = adapter.inputDim();
-        KvSwapArgs.slice("keys", offset, (long) count * in, keys.length);
+        Checks.slice("keys", offset, (long) count * in, keys.length);
         for (int t = 0; t < count; t++) {
             adapter.project(keys, offset + t * in, scratchLowRank, 0);
             put(scratchLowRank, 0);
@@ -132,7 +132,7 @@ public final class CompressedKCache {
     public void appendProjected(float[] lowRank, int offset, int count) {
         Checks.notNull("lowRank", lowRank);
         Checks.inRange("count", count, 0, (1 << 30) - tokens);
-        KvSwapArgs.slice("lowRank", offset, (long) count * rank, lowRank.length);
+        Checks.slice("lowRank", offset, (long) count * rank, lowRank.length);
         for (int t = 0; t < count; t++) {
             put(lowRank, offset + t * rank);
         }
@@ -195,7 +195,7 @@ public final class CompressedKCache {
     public void get(int token, float[] dst, int dstOffset) {
         Checks.index("token", token, tokens);
         Checks.notNull("dst", dst);
-        KvSwapArgs.slice("dst", dstOffset, rank, dst.length);
+        Checks.slice("dst", dstOffset, rank, dst.length);
         int chunk = token / CHUNK_TOKENS;
         int i = token % CHUNK_TOKENS;
         for (int j = 0; j < rank; j++) {
@@ -226,7 +226,7 @@ public final class CompressedKCache {
             throw new IllegalArgumentException("tokens [" + fromToken + ", " + ((long) fromToken + count)
                     + ") are out of range; allowed: within [0, " + tokens + ")");
         }
-        KvSwapArgs.slice("out", outOffset, count, out.length);
+        Checks.slice("out", outOffset, count, out.length);
         int t = fromToken;
         int o = outOffset;
         int end = fromToken + count;

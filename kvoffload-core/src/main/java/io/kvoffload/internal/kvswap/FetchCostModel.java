@@ -24,8 +24,8 @@ import io.kvoffload.internal.util.Checks;
 public record FetchCostModel(double bandwidthBytesPerSecond, double iops, int readAlignment) {
 
     public FetchCostModel {
-        KvSwapArgs.positiveFinite("bandwidthBytesPerSecond", bandwidthBytesPerSecond);
-        KvSwapArgs.positiveFinite("iops", iops);
+        Checks.positiveFinite("bandwidthBytesPerSecond", bandwidthBytesPerSecond);
+        Checks.positiveFinite("iops", iops);
         Checks.powerOfTwo("readAlignment", readAlignment);
     }
 
@@ -48,7 +48,7 @@ public record FetchCostModel(double bandwidthBytesPerSecond, double iops, int re
      * fractional: an expected count).
      */
     public double seconds(double reads, long bytesPerRead) {
-        KvSwapArgs.inRange("reads", reads, 0, 1e15);
+        Checks.inRange("reads", reads, 0, 1e15);
         long aligned = alignedBytes(bytesPerRead);
         return Math.max(reads / iops, reads * (double) aligned / bandwidthBytesPerSecond);
     }

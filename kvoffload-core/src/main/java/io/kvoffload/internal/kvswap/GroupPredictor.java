@@ -307,7 +307,7 @@ public final class GroupPredictor implements TokenSelector {
 
     /** The k-th largest of {@code a[0 .. n)} (1-based), reordering {@code a}. */
     static float kthLargest(float[] a, int n, int k) {
-        return io.kvoffload.workload.TopK.kthLargestInPlace(a, n, k);
+        return io.kvoffload.internal.util.TopK.kthLargestInPlace(a, n, k);
     }
 
     @Override

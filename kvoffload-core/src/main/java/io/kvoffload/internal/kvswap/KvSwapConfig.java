@@ -61,11 +61,11 @@ public record KvSwapConfig(KvShape shape, int maxContext, int batchSize, long dr
     public record Prediction(double attentionMassRecall, double reuseRate, double ioSecondsPerLayer,
             double computeSecondsPerLayer, double tokensPerSecond, boolean ioHidden) {
         public Prediction {
-            KvSwapArgs.inRange("attentionMassRecall", attentionMassRecall, 0, 1);
-            KvSwapArgs.inRange("reuseRate", reuseRate, 0, 1);
-            KvSwapArgs.inRange("ioSecondsPerLayer", ioSecondsPerLayer, 0, 1e9);
-            KvSwapArgs.inRange("computeSecondsPerLayer", computeSecondsPerLayer, 0, 1e9);
-            KvSwapArgs.inRange("tokensPerSecond", tokensPerSecond, 0, 1e18);
+            Checks.inRange("attentionMassRecall", attentionMassRecall, 0, 1);
+            Checks.inRange("reuseRate", reuseRate, 0, 1);
+            Checks.inRange("ioSecondsPerLayer", ioSecondsPerLayer, 0, 1e9);
+            Checks.inRange("computeSecondsPerLayer", computeSecondsPerLayer, 0, 1e9);
+            Checks.inRange("tokensPerSecond", tokensPerSecond, 0, 1e18);
         }
     }
 

@@ -20,7 +20,7 @@ import io.kvoffload.internal.storage.GroupLayout;
 import io.kvoffload.internal.storage.GroupLayoutWriter;
 import io.kvoffload.internal.storage.Store;
 import io.kvoffload.spi.IoBatch;
-import io.kvoffload.workload.ElementCodec;
+import io.kvoffload.internal.util.ElementCodec;
 import java.lang.foreign.MemorySegment;
 import java.util.Arrays;
 

@@ -1,7 +1,7 @@
 package io.kvoffload.internal.kvswap;
 
 import io.kvoffload.internal.util.Checks;
-import io.kvoffload.workload.LayerKv;
+import io.kvoffload.strategy.LayerKv;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.util.Arrays;
@@ -401,7 +401,7 @@ public final class LowRankAdapter {
         public Calibration add(float[] keys, int offset, int tokens) {
             Checks.notNull("keys", keys);
             Checks.inRange("tokens", tokens, 0, Integer.MAX_VALUE);
-            KvSwapArgs.slice("keys", offset, (long) tokens * columns, keys.length);
+            Checks.slice("keys", offset, (long) tokens * columns, keys.length);
             for (int t = 0; t < tokens; t++) {
                 int src = offset + t * columns;
                 for (int i = 0; i < columns; i++) {

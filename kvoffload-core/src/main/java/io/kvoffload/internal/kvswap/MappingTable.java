@@ -183,7 +183,7 @@ public final class MappingTable {
     /** Writes {@link #physicalBlock} of every block into {@code dst[offset ..]}: the block table row. */
     public int writeBlockTable(int[] dst, int offset) {
         Checks.notNull("dst", dst);
-        KvSwapArgs.slice("dst", offset, blocks, dst.length);
+        Checks.slice("dst", offset, blocks, dst.length);
         for (int b = 0; b < blocks; b++) {
             dst[offset + b] = source[b] == Source.ROLLING.ordinal() ? poolSlots + slot[b] : slot[b];
         }
@@ -193,7 +193,7 @@ public final class MappingTable {
     /** Writes the token position of every logical token, block after block, into {@code dst[offset ..]}. */
     public int writePositions(int[] dst, int offset) {
         Checks.notNull("dst", dst);
-        KvSwapArgs.slice("dst", offset, tokens, dst.length);
+        Checks.slice("dst", offset, tokens, dst.length);
         int w = offset;
         for (int b = 0; b < blocks; b++) {
             for (int i = 0; i < length[b]; i++) {

@@ -3,8 +3,8 @@ package io.kvoffload.internal.kvswap;
 import io.kvoffload.DType;
 import io.kvoffload.KvShape;
 import io.kvoffload.internal.util.Checks;
-import io.kvoffload.workload.ExactAttention;
-import io.kvoffload.workload.QualityMetrics;
+import io.kvoffload.attention.ExactAttention;
+import io.kvoffload.attention.QualityMetrics;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.HashMap;
@@ -347,7 +347,7 @@ public final class ParameterTuner {
          * 0.002): measure it on the target; it is what I/O must hide behind.
          */
         public Builder computeSecondsPerLayer(double v) {
-            this.computeSecondsPerLayer = KvSwapArgs.inRange("computeSecondsPerLayer", v, 1e-7, 10);
+            this.computeSecondsPerLayer = Checks.inRange("computeSecondsPerLayer", v, 1e-7, 10);
             return this;
         }
 
@@ -367,7 +367,7 @@ public final class ParameterTuner {
 
         /** σ_max, 1..65536 (default 32, the paper's). */
         public Builder maxCompressionRatio(double v) {
-            this.maxCompressionRatio = KvSwapArgs.inRange("maxCompressionRatio", v, 1, 65536);
+            this.maxCompressionRatio = Checks.inRange("maxCompressionRatio", v, 1, 65536);
             return this;
         }
 
@@ -387,10 +387,10 @@ public final class ParameterTuner {
         public Builder rollingGroups(int v) { this.rollingGroups = Checks.inRange("rollingGroups", v, 1, 1024); return this; }
 
         /** α: the share of I/O allowed not to be hidden, 0..1 (default 0). */
-        public Builder relaxation(double v) { this.relaxation = KvSwapArgs.inRange("relaxation", v, 0, 1); return this; }
+        public Builder relaxation(double v) { this.relaxation = Checks.inRange("relaxation", v, 0, 1); return this; }
 
         /** Least acceptable attention-mass recall, 0..1 (default 0: no floor). */
-        public Builder minRecall(double v) { this.minRecall = KvSwapArgs.inRange("minRecall", v, 0, 1); return this; }
+        public Builder minRecall(double v) { this.minRecall = Checks.inRange("minRecall", v, 0, 1); return this; }
 
         /** Calibration rows sampled for the SVD, 1..2^30 (default {@link LowRankAdapter#DEFAULT_MAX_ROWS}). */
         public Builder adapterMaxRows(int v) { this.adapterMaxRows = Checks.inRange("adapterMaxRows", v, 1, 1 << 30); return this; }

@@ -115,7 +115,7 @@ public final class RollingBuffer {
     /** Writes the held positions, ascending, into {@code out[offset ..]}; returns how many. */
     public int positions(int[] out, int offset) {
         Checks.notNull("out", out);
-        KvSwapArgs.slice("out", offset, size(), out.length);
+        Checks.slice("out", offset, size(), out.length);
         for (int t = start; t < end; t++) {
             out[offset++] = t;
         }

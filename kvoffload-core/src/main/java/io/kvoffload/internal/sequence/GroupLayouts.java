@@ -11,7 +11,7 @@ import io.kvoffload.internal.storage.EntryChecksum;
 import io.kvoffload.internal.storage.GroupLayout;
 import io.kvoffload.internal.storage.GroupLayoutWriter;
 import io.kvoffload.internal.storage.Store;
-import io.kvoffload.workload.ElementCodec;
+import io.kvoffload.internal.util.ElementCodec;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.util.Arrays;

@@ -49,7 +49,7 @@ public final class ClusterPlacement {
 
     /** The placement of a clustering over {@code disks} SSDs, 1..4096. */
     public static ClusterPlacement of(Clustering clustering, int disks) {
-        SwarmArgs.notNull("clustering", clustering);
+        Checks.notNull("clustering", clustering);
         int[] sizes = new int[clustering.clusterCount()];
         for (int c = 0; c < sizes.length; c++) {
             sizes[c] = clustering.size(c);
@@ -63,7 +63,7 @@ public final class ClusterPlacement {
      * the first ones take most reads. Only for measuring what Eq. 7's pointer buys.
      */
     public static ClusterPlacement firstDevice(Clustering clustering, int disks) {
-        SwarmArgs.notNull("clustering", clustering);
+        Checks.notNull("clustering", clustering);
         int[] sizes = new int[clustering.clusterCount()];
         for (int c = 0; c < sizes.length; c++) {
             sizes[c] = clustering.size(c);
@@ -76,7 +76,7 @@ public final class ClusterPlacement {
      * the sizes recomputes. {@link #entriesOn} needs the clustering and is unavailable here.
      */
     public static ClusterPlacement of(int[] clusterSizes, int disks) {
-        SwarmArgs.notNull("clusterSizes", clusterSizes);
+        Checks.notNull("clusterSizes", clusterSizes);
         for (int c = 0; c < clusterSizes.length; c++) {
             Checks.inRange("clusterSizes[" + c + "]", clusterSizes[c], 1, Integer.MAX_VALUE);
         }

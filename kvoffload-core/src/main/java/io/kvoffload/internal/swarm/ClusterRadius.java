@@ -38,7 +38,7 @@ public sealed interface ClusterRadius {
     /** A fixed radius. */
     record Fixed(double tau) implements ClusterRadius {
         public Fixed {
-            SwarmArgs.inHalfOpen("tau", tau, 0.0, 1.0);
+            Checks.inHalfOpen("tau", tau, 0.0, 1.0);
         }
 
         @Override

@@ -1,7 +1,7 @@
 package io.kvoffload.internal.swarm;
 
 import io.kvoffload.internal.util.Checks;
-import io.kvoffload.workload.TopK;
+import io.kvoffload.internal.util.TopK;
 
 /**
  * One decoding step's cluster choice (Swarm §6, online selection): given every cluster's
@@ -60,9 +60,9 @@ public final class ClusterSelection {
      * @throws IllegalArgumentException if an argument is out of range
      */
     public int select(float[] scores, int[] sizes, int clusters, int budget, int[] out) {
-        SwarmArgs.notNull("scores", scores);
-        SwarmArgs.notNull("sizes", sizes);
-        SwarmArgs.notNull("out", out);
+        Checks.notNull("scores", scores);
+        Checks.notNull("sizes", sizes);
+        Checks.notNull("out", out);
         Checks.inRange("clusters", clusters, 0, Math.min(scores.length, sizes.length));
         Checks.inRange("budget", budget, 0, Integer.MAX_VALUE);
         if (out.length < clusters) {

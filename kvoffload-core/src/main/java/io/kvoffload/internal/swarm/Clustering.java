@@ -53,10 +53,10 @@ public final class Clustering {
     public static Clustering restore(int entries, int[] offsets, int[] members, int[] medoids, int coActivationClusters,
             double tau) {
         Checks.inRange("entries", entries, 1, Integer.MAX_VALUE - 8);
-        SwarmArgs.notNull("offsets", offsets);
-        SwarmArgs.notNull("members", members);
-        SwarmArgs.notNull("medoids", medoids);
-        SwarmArgs.inHalfOpen("tau", tau, 0.0, 1.0);
+        Checks.notNull("offsets", offsets);
+        Checks.notNull("members", members);
+        Checks.notNull("medoids", medoids);
+        Checks.inHalfOpen("tau", tau, 0.0, 1.0);
         int clusters = medoids.length;
         Checks.inRange("clusters", clusters, 1, Integer.MAX_VALUE - 8);
         if (offsets.length != clusters + 1) {

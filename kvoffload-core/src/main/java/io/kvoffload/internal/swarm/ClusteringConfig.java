@@ -38,13 +38,13 @@ public record ClusteringConfig(ClusterRadius radius, int maxClusterSize, int max
     public static final int UNLIMITED = 1 << 30;
 
     public ClusteringConfig {
-        SwarmArgs.notNull("radius", radius);
+        Checks.notNull("radius", radius);
         Checks.inRange("maxClusterSize", maxClusterSize, 1, UNLIMITED);
         Checks.inRange("maxReplicas", maxReplicas, 1, UNLIMITED);
-        SwarmArgs.notNull("isolatedPolicy", isolatedPolicy);
+        Checks.notNull("isolatedPolicy", isolatedPolicy);
         Checks.inRange("isolatedBlockSize", isolatedBlockSize, 1, 1 << 20);
         Checks.inRange("parallelism", parallelism, 1, 256);
-        SwarmArgs.notNull("expansion", expansion);
+        Checks.notNull("expansion", expansion);
     }
 
     /** The defaults above. */

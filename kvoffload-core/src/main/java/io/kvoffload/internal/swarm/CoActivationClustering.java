@@ -1,5 +1,6 @@
 package io.kvoffload.internal.swarm;
 
+import io.kvoffload.internal.util.Checks;
 import java.util.Arrays;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -32,7 +33,7 @@ public final class CoActivationClustering {
     private final ClusteringConfig config;
 
     public CoActivationClustering(ClusteringConfig config) {
-        this.config = SwarmArgs.notNull("config", config);
+        this.config = Checks.notNull("config", config);
     }
 
     public ClusteringConfig config() {
@@ -41,7 +42,7 @@ public final class CoActivationClustering {
 
     /** Clusters every entry of the profile. */
     public Clustering cluster(CoActivationProfile profile) {
-        SwarmArgs.notNull("profile", profile);
+        Checks.notNull("profile", profile);
         long start = System.nanoTime();
         double tau = config.radius().resolve(profile);
         RadiusThreshold threshold = new RadiusThreshold(tau, profile.normaliser());

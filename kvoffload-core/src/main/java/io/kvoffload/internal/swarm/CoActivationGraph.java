@@ -63,7 +63,7 @@ final class CoActivationGraph {
      * @param parallelism threads, 1..256
      */
     static CoActivationGraph build(CoActivationProfile p, long pairThreshold, int parallelism) {
-        SwarmArgs.notNull("profile", p);
+        Checks.notNull("profile", p);
         Checks.inRange("parallelism", parallelism, 1, 256);
         if (pairThreshold < 1) {
             throw new IllegalArgumentException("pairThreshold = " + pairThreshold + " is out of range; allowed: 1.."

@@ -1,9 +1,9 @@
 package io.kvoffload.internal.swarm;
 
 import io.kvoffload.internal.util.Checks;
-import io.kvoffload.workload.ExactAttention;
-import io.kvoffload.workload.LayerKv;
-import io.kvoffload.workload.TopK;
+import io.kvoffload.attention.ExactAttention;
+import io.kvoffload.strategy.LayerKv;
+import io.kvoffload.internal.util.TopK;
 import java.util.BitSet;
 import java.util.List;
 import java.util.concurrent.ExecutionException;
@@ -75,13 +75,13 @@ public final class CoActivationProfile {
      */
     public static CoActivationProfile fromActivationSets(int entries, List<int[]> activationSets,
             CoActivationNormaliser normaliser) {
-        SwarmArgs.notNull("activationSets", activationSets);
-        SwarmArgs.notNull("normaliser", normaliser);
+        Checks.notNull("activationSets", activationSets);
+        Checks.notNull("normaliser", normaliser);
         int q = activationSets.size();
         long[] bits = allocate(entries, q);
         int words = wordsFor(q);
         for (int i = 0; i < q; i++) {
-            int[] set = SwarmArgs.notNull("activationSets[" + i + "]", activationSets.get(i));
+            int[] set = Checks.notNull("activationSets[" + i + "]", activationSets.get(i));
             long mask = 1L << (i & 63);
             int word = i >>> 6;
             for (int e : set) {
@@ -109,9 +109,9 @@ public final class CoActivationProfile {
      */
     public static CoActivationProfile fromQueries(LayerKv keys, List<float[]> queries, int queryHeads,
             double sparsityRatio, BitSet excluded, CoActivationNormaliser normaliser, int parallelism) {
-        SwarmArgs.notNull("keys", keys);
-        SwarmArgs.notNull("queries", queries);
-        SwarmArgs.notNull("normaliser", normaliser);
+        Checks.notNull("keys", keys);
+        Checks.notNull("queries", queries);
+        Checks.notNull("normaliser", normaliser);
         Checks.inRange("queries.size()", queries.size(), 1, MAX_QUERIES);
         if (!(sparsityRatio > 0 && sparsityRatio <= 1)) {
             throw new IllegalArgumentException("sparsityRatio = " + sparsityRatio + " is out of range; allowed: (0, 1]");

@@ -1,8 +1,8 @@
 package io.kvoffload.internal.swarm;
 
 import io.kvoffload.internal.util.Checks;
-import io.kvoffload.workload.LayerKv;
-import io.kvoffload.workload.TopK;
+import io.kvoffload.strategy.LayerKv;
+import io.kvoffload.internal.util.TopK;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
@@ -83,9 +83,9 @@ public final class MedoidIndex implements AutoCloseable {
      * @param arena owns the segment of the offline medoids: the index is usable until the arena closes
      */
     public static MedoidIndex build(Clustering clustering, LayerKv keys, int queryHeads, Arena arena) {
-        SwarmArgs.notNull("clustering", clustering);
-        SwarmArgs.notNull("keys", keys);
-        SwarmArgs.notNull("arena", arena);
+        Checks.notNull("clustering", clustering);
+        Checks.notNull("keys", keys);
+        Checks.notNull("arena", arena);
         if (keys.tokens() != clustering.entries()) {
             throw new IllegalArgumentException("keys.tokens() = " + keys.tokens() + " must equal clustering.entries() = "
                     + clustering.entries());
@@ -184,9 +184,9 @@ public final class MedoidIndex implements AutoCloseable {
      * @throws IllegalStateException if the index is closed
      */
     public void score(float[] query, float[] scratch, float[] scores) {
-        SwarmArgs.notNull("query", query);
-        SwarmArgs.notNull("scratch", scratch);
-        SwarmArgs.notNull("scores", scores);
+        Checks.notNull("query", query);
+        Checks.notNull("scratch", scratch);
+        Checks.notNull("scores", scores);
         if (query.length != queryHeads * headDim) {
             throw new IllegalArgumentException("query.length = " + query.length + " must be queryHeads × headDim = "
                     + queryHeads * headDim);
@@ -263,8 +263,8 @@ public final class MedoidIndex implements AutoCloseable {
      * @throws IllegalStateException if the index is closed
      */
     public int appendClusters(int[] medoidTokens, float[] keys) {
-        SwarmArgs.notNull("medoidTokens", medoidTokens);
-        SwarmArgs.notNull("keys", keys);
+        Checks.notNull("medoidTokens", medoidTokens);
+        Checks.notNull("keys", keys);
         checkOpen();
         int n = medoidTokens.length;
         Checks.inRange("medoidTokens.length", n, 0, Integer.MAX_VALUE - 8 - clusters);

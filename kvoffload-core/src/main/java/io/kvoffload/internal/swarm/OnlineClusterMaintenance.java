@@ -122,10 +122,10 @@ public final class OnlineClusterMaintenance {
      */
     public OnlineClusterMaintenance(MaintenancePolicy policy, int[] medoids, long[] clusterSizes, double tau, int window,
             int maxActivatedClusters, int maxReplicas, KeyDifference keyDifference) {
-        this.policy = SwarmArgs.notNull("policy", policy);
-        SwarmArgs.notNull("medoids", medoids);
-        SwarmArgs.notNull("clusterSizes", clusterSizes);
-        this.tau = SwarmArgs.inHalfOpen("tau", tau, 0.0, 1.0);
+        this.policy = Checks.notNull("policy", policy);
+        Checks.notNull("medoids", medoids);
+        Checks.notNull("clusterSizes", clusterSizes);
+        this.tau = Checks.inHalfOpen("tau", tau, 0.0, 1.0);
         this.window = Checks.inRange("window", window, 1, 1 << 16);
         this.maxActivated = Checks.inRange("maxActivatedClusters", maxActivatedClusters, 1, 1 << 24);
         this.maxReplicas = Checks.inRange("maxReplicas", maxReplicas, 1, ClusteringConfig.UNLIMITED);
@@ -168,7 +168,7 @@ public final class OnlineClusterMaintenance {
     /** From a clustering (medoids, sizes, τ). */
     public static OnlineClusterMaintenance of(Clustering clustering, MaintenancePolicy policy, int window,
             int maxActivatedClusters, int maxReplicas, KeyDifference keyDifference) {
-        SwarmArgs.notNull("clustering", clustering);
+        Checks.notNull("clustering", clustering);
         long[] sizes = new long[clustering.clusterCount()];
         for (int c = 0; c < sizes.length; c++) {
             sizes[c] = clustering.size(c);
@@ -225,8 +225,8 @@ public final class OnlineClusterMaintenance {
      * @param nWindow 0..activatedWindowTokens.length
      */
     public void observeStep(int[] activatedClusters, int nActivated, int[] activatedWindowTokens, int nWindow) {
-        SwarmArgs.notNull("activatedClusters", activatedClusters);
-        SwarmArgs.notNull("activatedWindowTokens", activatedWindowTokens);
+        Checks.notNull("activatedClusters", activatedClusters);
+        Checks.notNull("activatedWindowTokens", activatedWindowTokens);
         Checks.inRange("nActivated", nActivated, 0, Math.min(activatedClusters.length, maxActivated));
         Checks.inRange("nWindow", nWindow, 0, activatedWindowTokens.length);
         for (int i = 0; i < nWindow; i++) {
@@ -529,10 +529,10 @@ public final class OnlineClusterMaintenance {
      */
     public static double meanMedoidDistance(int[] memberOffsets, int[] members, int[] medoids, CoActivationProfile eval,
             IntPredicate includeCluster) {
-        SwarmArgs.notNull("memberOffsets", memberOffsets);
-        SwarmArgs.notNull("members", members);
-        SwarmArgs.notNull("medoids", medoids);
-        SwarmArgs.notNull("eval", eval);
+        Checks.notNull("memberOffsets", memberOffsets);
+        Checks.notNull("members", members);
+        Checks.notNull("medoids", medoids);
+        Checks.notNull("eval", eval);
         if (memberOffsets.length != medoids.length + 1) {
             throw new IllegalArgumentException("memberOffsets.length = " + memberOffsets.length + " is out of range; allowed: "
                     + (medoids.length + 1) + " (medoids.length + 1)");

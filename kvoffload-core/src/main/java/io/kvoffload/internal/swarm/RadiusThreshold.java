@@ -1,5 +1,6 @@
 package io.kvoffload.internal.swarm;
 
+import io.kvoffload.internal.util.Checks;
 import java.math.BigDecimal;
 import java.math.RoundingMode;
 import java.util.Arrays;
@@ -20,7 +21,7 @@ final class RadiusThreshold {
     private long[] minSum = new long[0];
 
     RadiusThreshold(double tau, long z) {
-        SwarmArgs.inHalfOpen("tau", tau, 0.0, 1.0);
+        Checks.inHalfOpen("tau", tau, 0.0, 1.0);
         if (z < 1) {
             throw new IllegalArgumentException("Z = " + z + " is out of range; allowed: 1.." + Long.MAX_VALUE);
         }

@@ -12,7 +12,7 @@ import io.kvoffload.internal.decode.LayerStore;
 import io.kvoffload.internal.decode.ViewBuffer;
 import io.kvoffload.internal.storage.ClusterLayout;
 import io.kvoffload.internal.storage.ClusterLayoutWriter;
-import io.kvoffload.workload.ElementCodec;
+import io.kvoffload.internal.util.ElementCodec;
 import java.lang.foreign.MemorySegment;
 import java.util.Arrays;
 

@@ -31,6 +31,31 @@ public final class Checks {
         return value;
     }
 
+    /** {@code value} in {@code [minInclusive, maxExclusive)}; NaN is refused. */
+    public static double inHalfOpen(String name, double value, double minInclusive, double maxExclusive) {
+        if (!(value >= minInclusive && value < maxExclusive)) {
+            throw new IllegalArgumentException(
+                    name + " = " + value + " is out of range; allowed: [" + minInclusive + ", " + maxExclusive + ")");
+        }
+        return value;
+    }
+
+    /** A finite {@code value > 0}. */
+    public static double positiveFinite(String name, double value) {
+        if (!(value > 0) || Double.isInfinite(value)) {
+            throw new IllegalArgumentException(name + " = " + value + " is out of range; allowed: a finite value > 0");
+        }
+        return value;
+    }
+
+    /** Checks that {@code [offset, offset + length)} lies inside an array of {@code size}. */
+    public static void slice(String name, int offset, long length, int size) {
+        if (offset < 0 || length < 0 || offset + length > size) {
+            throw new IllegalArgumentException(name + ": offset " + offset + " + length " + length
+                    + " is out of range; allowed: 0.." + size);
+        }
+    }
+
     public static int index(String name, int value, int size) {
         if (value < 0 || value >= size) {
             throw new IllegalArgumentException(name + " = " + value + " is out of range; allowed: 0.."

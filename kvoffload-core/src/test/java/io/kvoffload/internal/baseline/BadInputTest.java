@@ -3,7 +3,7 @@ package io.kvoffload.internal.baseline;
 import static io.kvoffload.internal.baseline.Layers.assertMessage;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 
-import io.kvoffload.workload.DenseLayerKv;
+import io.kvoffload.strategy.DenseLayerKv;
 import java.lang.foreign.Arena;
 import java.util.List;
 import org.junit.jupiter.api.Test;

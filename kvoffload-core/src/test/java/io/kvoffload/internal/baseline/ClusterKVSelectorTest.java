@@ -5,7 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.kvoffload.workload.DenseLayerKv;
+import io.kvoffload.strategy.DenseLayerKv;
 import java.util.SplittableRandom;
 import org.junit.jupiter.api.Test;
 

@@ -5,7 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.kvoffload.internal.swarm.ClusterRadius;
 import io.kvoffload.internal.swarm.ClusteringConfig;
-import io.kvoffload.workload.DenseLayerKv;
+import io.kvoffload.strategy.DenseLayerKv;
 import java.lang.foreign.Arena;
 import java.util.ArrayList;
 import java.util.List;

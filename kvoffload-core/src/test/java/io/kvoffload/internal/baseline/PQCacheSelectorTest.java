@@ -4,7 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
 
-import io.kvoffload.workload.DenseLayerKv;
+import io.kvoffload.strategy.DenseLayerKv;
 import java.util.SplittableRandom;
 import org.junit.jupiter.api.Test;
 
@@ -51,7 +51,7 @@ class PQCacheSelectorTest {
         assertEquals(7, sel.length);
         assertArrayEquals(new int[] {0, 1}, java.util.Arrays.copyOf(sel, 2));
         assertArrayEquals(new int[] {9, 10, 11}, java.util.Arrays.copyOfRange(sel, 4, 7));
-        int[] top = io.kvoffload.workload.TopK.indices(java.util.Arrays.copyOfRange(scores, 2, n - 3), 2);
+        int[] top = io.kvoffload.internal.util.TopK.indices(java.util.Arrays.copyOfRange(scores, 2, n - 3), 2);
         assertArrayEquals(new int[] {top[0] + 2, top[1] + 2}, java.util.Arrays.copyOfRange(sel, 2, 4));
         assertEquals((long) n * 2 + 4L * 2 * 2, s.indexBytes());
     }

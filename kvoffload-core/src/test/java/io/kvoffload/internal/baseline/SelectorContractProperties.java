@@ -4,9 +4,9 @@ import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.kvoffload.workload.DenseLayerKv;
-import io.kvoffload.workload.ExactAttention;
-import io.kvoffload.workload.QualityMetrics;
+import io.kvoffload.strategy.DenseLayerKv;
+import io.kvoffload.attention.ExactAttention;
+import io.kvoffload.attention.QualityMetrics;
 import java.lang.foreign.Arena;
 import java.util.Arrays;
 import java.util.BitSet;

@@ -3,7 +3,7 @@ package io.kvoffload.internal.baseline;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
-import io.kvoffload.workload.DenseLayerKv;
+import io.kvoffload.strategy.DenseLayerKv;
 import java.util.SplittableRandom;
 import net.jqwik.api.ForAll;
 import net.jqwik.api.Property;

@@ -4,7 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.kvoffload.workload.TopK;
+import io.kvoffload.internal.util.TopK;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.SplittableRandom;

@@ -7,11 +7,11 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.kvoffload.DType;
 import io.kvoffload.KvShape;
-import io.kvoffload.workload.DenseLayerKv;
-import io.kvoffload.workload.ExactAttention;
-import io.kvoffload.workload.QualityMetrics;
+import io.kvoffload.strategy.DenseLayerKv;
+import io.kvoffload.attention.ExactAttention;
+import io.kvoffload.attention.QualityMetrics;
 import io.kvoffload.workload.SyntheticWorkload;
-import io.kvoffload.workload.TopK;
+import io.kvoffload.internal.util.TopK;
 import io.kvoffload.workload.WorkloadSpec;
 import java.util.Arrays;
 import java.util.SplittableRandom;

@@ -20,8 +20,9 @@ import org.junit.jupiter.api.io.TempDir;
 class ParameterTunerTest {
     /** 8 layers, GQA 2, 2 KV heads of 32: a 256-byte entry in BF16. */
     static final KvShape SHAPE = new KvShape(8, 4, 2, 32, DType.BF16);
-    static final CalibrationSet CALIBRATION = CalibrationSet.of(
-            new SyntheticWorkload(WorkloadSpec.builder(SHAPE, 4096).seed(9).build()), 0, 12);
+    static final SyntheticWorkload WORKLOAD = new SyntheticWorkload(WorkloadSpec.builder(SHAPE, 4096).seed(9).build());
+    static final CalibrationSet CALIBRATION = CalibrationSet.of(WORKLOAD.layer(0), WORKLOAD.queries(0, 12),
+            SHAPE.queryHeads());
 
     static ParameterTuner.Builder tuner(long budget) {
         return ParameterTuner.builder(SHAPE, 16384, 4, budget).budgetTokens(128).computeSecondsPerLayer(2e-5)

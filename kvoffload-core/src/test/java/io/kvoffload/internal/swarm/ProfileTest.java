@@ -7,10 +7,10 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.kvoffload.DType;
 import io.kvoffload.KvShape;
-import io.kvoffload.workload.DenseLayerKv;
-import io.kvoffload.workload.ExactAttention;
+import io.kvoffload.strategy.DenseLayerKv;
+import io.kvoffload.attention.ExactAttention;
 import io.kvoffload.workload.SyntheticWorkload;
-import io.kvoffload.workload.TopK;
+import io.kvoffload.internal.util.TopK;
 import io.kvoffload.workload.WorkloadSpec;
 import java.util.ArrayList;
 import java.util.BitSet;

@@ -1,4 +1,4 @@
-package io.kvoffload.workload;
+package io.kvoffload.strategy;
 
 import io.kvoffload.internal.util.Checks;
 
@@ -24,7 +24,7 @@ public final class DenseLayerKv implements LayerKv {
     public DenseLayerKv(int tokens, int headDim, float[][] keys, float[][] values) {
         Checks.positive("tokens", tokens);
         Checks.positive("headDim", headDim);
-        Args.notNull("keys", keys);
+        Checks.notNull("keys", keys);
         Checks.inRange("keys.length", keys.length, 1, 1024);
         long expected = (long) tokens * headDim;
         for (int h = 0; h < keys.length; h++) {

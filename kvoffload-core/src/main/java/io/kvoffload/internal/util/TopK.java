@@ -1,6 +1,5 @@
-package io.kvoffload.workload;
+package io.kvoffload.internal.util;
 
-import io.kvoffload.internal.util.Checks;
 import java.util.Arrays;
 
 /**
@@ -17,7 +16,7 @@ public final class TopK {
      * @throws IllegalArgumentException if {@code k} is out of range or a score is NaN
      */
     public static int[] indices(float[] scores, int k) {
-        Args.notNull("scores", scores);
+        Checks.notNull("scores", scores);
         Checks.inRange("k", k, 0, scores.length);
         if (k == 0) {
             return new int[0];

@@ -1,5 +1,6 @@
-package io.kvoffload.workload;
+package io.kvoffload.attention;
 
+import io.kvoffload.internal.util.TopK;
 import io.kvoffload.internal.util.Checks;
 
 /**
@@ -18,7 +19,7 @@ public final class QualityMetrics {
      * @param selected token ids in {@code [0, weights.length)}
      */
     public static double attentionMassRecall(float[] weights, int[] selected) {
-        Args.notNull("weights", weights);
+        Checks.notNull("weights", weights);
         double total = 0;
         for (float w : weights) {
             if (!(w >= 0) || Float.isInfinite(w)) {
@@ -43,7 +44,7 @@ public final class QualityMetrics {
      * @param k 1..weights.length
      */
     public static double topKRecall(float[] weights, int[] selected, int k) {
-        Args.notNull("weights", weights);
+        Checks.notNull("weights", weights);
         Checks.inRange("k", k, 1, weights.length);
         int[] chosen = ExactAttention.distinct(selected, weights.length);
         int[] top = TopK.indices(weights, k);
@@ -68,8 +69,8 @@ public final class QualityMetrics {
      * equal approximation and +∞ otherwise.
      */
     public static double relativeError(float[] exact, float[] approx) {
-        Args.notNull("exact", exact);
-        Args.notNull("approx", approx);
+        Checks.notNull("exact", exact);
+        Checks.notNull("approx", approx);
         if (exact.length != approx.length) {
             throw new IllegalArgumentException("approx.length = " + approx.length + " must equal exact.length = " + exact.length);
         }

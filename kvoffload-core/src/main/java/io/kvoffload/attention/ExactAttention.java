@@ -1,5 +1,7 @@
-package io.kvoffload.workload;
+package io.kvoffload.attention;
 
+import io.kvoffload.strategy.DenseLayerKv;
+import io.kvoffload.strategy.LayerKv;
 import io.kvoffload.KvShape;
 import io.kvoffload.internal.util.Checks;
 import java.util.BitSet;
@@ -252,8 +254,8 @@ public final class ExactAttention {
     }
 
     private void checkLayer(LayerKv kv, float[] query) {
-        Args.notNull("kv", kv);
-        Args.notNull("query", query);
+        Checks.notNull("kv", kv);
+        Checks.notNull("query", query);
         if (kv.kvHeads() != kvHeads || kv.headDim() != headDim) {
             throw new IllegalArgumentException("layer has kvHeads = " + kv.kvHeads() + ", headDim = " + kv.headDim()
                     + "; this attention expects kvHeads = " + kvHeads + ", headDim = " + headDim);
@@ -266,7 +268,7 @@ public final class ExactAttention {
 
     /** Distinct ids in ascending order, each checked against {@code [0, tokens)}. */
     static int[] distinct(int[] ids, int tokens) {
-        Args.notNull("selected", ids);
+        Checks.notNull("selected", ids);
         BitSet seen = new BitSet(tokens);
         for (int id : ids) {
             Checks.index("selected token", id, tokens);

@@ -1,4 +1,4 @@
-package io.kvoffload.workload;
+package io.kvoffload.internal.util;
 
 import io.kvoffload.DType;
 import java.lang.foreign.MemorySegment;

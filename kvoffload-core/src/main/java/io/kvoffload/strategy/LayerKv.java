@@ -1,9 +1,11 @@
-package io.kvoffload.workload;
+package io.kvoffload.strategy;
+
+import io.kvoffload.internal.util.Checks;
 
 /**
  * The keys and values of one layer, read head by head. Implementations may hold them in arrays
- * ({@link DenseLayerKv}), generate them on demand ({@link SyntheticWorkload#layer(int)}) or read
- * them from a mapped trace file ({@link TraceReader#layer(int)}), so code that scores a million
+ * ({@link DenseLayerKv}), generate them on demand ({@code SyntheticWorkload.layer(int)}) or read
+ * them from a mapped trace file ({@code TraceReader.layer(int)}), so code that scores a million
  * tokens streams through them in chunks instead of asking for one huge array.
  *
  * <p>Copies are token-major within one KV head: token {@code t}'s {@code headDim} elements land at
@@ -48,7 +50,7 @@ public interface LayerKv {
             throw new IllegalArgumentException("tokens [" + fromToken + ", " + ((long) fromToken + count)
                     + ") are out of range; allowed: within [0, " + kv.tokens() + ")");
         }
-        Args.notNull("dst", dst);
-        Args.slice("dst", dstOffset, (long) count * kv.headDim(), dst.length);
+        Checks.notNull("dst", dst);
+        Checks.slice("dst", dstOffset, (long) count * kv.headDim(), dst.length);
     }
 }
