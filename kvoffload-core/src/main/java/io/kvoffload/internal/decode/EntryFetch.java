@@ -4,6 +4,7 @@ import io.kvoffload.KvIoException;
 import io.kvoffload.internal.sched.BucketScheduler;
 import io.kvoffload.internal.storage.ClusterLayout;
 import io.kvoffload.internal.storage.EntryChecksum;
+import io.kvoffload.internal.storage.EntryVerifier;
 import io.kvoffload.internal.storage.ReplicaFailover;
 import io.kvoffload.internal.storage.Store;
 import io.kvoffload.strategy.FetchPlan;
@@ -27,6 +28,7 @@ import java.lang.foreign.MemorySegment;
 public final class EntryFetch implements HotClusterCache.TokenSource, StagedReads.RunSink, AutoCloseable {
     private final Store store;
     private final EntryChecksum checksum;
+    private final EntryVerifier verifier;
     private final String sequenceId;
     private final int entry;
     private final boolean checksums;
@@ -53,9 +55,10 @@ public final class EntryFetch implements HotClusterCache.TokenSource, StagedRead
             BucketScheduler.Mode mode, DecodeCounters counters) {
         this.store = store;
         this.checksum = checksum;
+        this.verifier = new EntryVerifier(store, checksum, sequenceId);
         this.sequenceId = sequenceId;
         this.entry = entryBytes;
-        this.checksums = store.config().checksums();
+        this.checksums = verifier.enabled();
         this.counters = counters;
         this.scheduler = new BucketScheduler(store.devices().size(), entryBytes, Math.max(1, (256 << 10) / entryBytes),
                 mode);
@@ -186,12 +189,12 @@ public final class EntryFetch implements HotClusterCache.TokenSource, StagedRead
         // Seeded with the token wanted, so an entry from elsewhere fails even when its bytes are intact.
         int actual = reads.checksum(checksum, EntryChecksum.Kind.ENTRY, layer, token, at, entry);
         if (actual != layout.entryCrc(e)) {
-            store.stats().checksumFailures.increment();
+            verifier.mismatch();
             // Another copy, if the token has one, serves the fetch and repairs this one; else this throws.
             failover().recover(layout, layer, token, dev, fileOffset, "checksum mismatch", reads.memory(), at);
             return;
         }
-        store.stats().checksumsVerified.increment();
+        verifier.verified();
     }
 
     private ReplicaFailover failover() {

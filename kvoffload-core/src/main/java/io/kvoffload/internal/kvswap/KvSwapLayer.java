@@ -16,6 +16,7 @@ import io.kvoffload.internal.decode.ViewRows;
 import io.kvoffload.internal.dram.DramSlot;
 import io.kvoffload.internal.sched.BucketScheduler;
 import io.kvoffload.internal.storage.EntryChecksum;
+import io.kvoffload.internal.storage.EntryVerifier;
 import io.kvoffload.internal.storage.GroupLayout;
 import io.kvoffload.internal.storage.GroupLayoutWriter;
 import io.kvoffload.internal.storage.Store;
@@ -65,6 +66,7 @@ public final class KvSwapLayer implements LayerFetcher {
     private final int stride;
     private final int groupBytes;
     private final boolean checksums;
+    private final EntryVerifier verifier;
 
     private final DramWindow window;
     private final CompressedKCache cache;
@@ -110,7 +112,8 @@ public final class KvSwapLayer implements LayerFetcher {
         this.half = shape.halfEntryBytes();
         this.stride = layout.stride();
         this.groupBytes = layout.groupBytes();
-        this.checksums = store.config().checksums();
+        this.verifier = new EntryVerifier(store, layers.entryChecksum(), sequence.id());
+        this.checksums = verifier.enabled();
         this.reads = new StagedReads(store, layers.alignment());
         int tokens = sequence.tokenCount(layer);
         int grouped = layout.groupedTokens();
@@ -330,14 +333,11 @@ public final class KvSwapLayer implements LayerFetcher {
     }
 
     private void verify(int grp, int dev, long at) {
-        int actual = reads.checksum(layers.entryChecksum(), EntryChecksum.Kind.GROUP, layer, grp * g, at,
-                groupBytes);
+        int actual = reads.checksum(verifier.checksum(), EntryChecksum.Kind.GROUP, layer, grp * g, at, groupBytes);
         if (actual != layout.groupCrc(grp)) {
-            store.stats().checksumFailures.increment();
-            throw new KvChecksumException(dev, store.devices().get(dev).directory().toString(), sequence.id(), layer,
-                    grp * g, grp * g + g, layout.groupCrc(grp), actual);
+            throw verifier.failure(dev, layer, grp * g, grp * g + g, layout.groupCrc(grp), actual);
         }
-        store.stats().checksumsVerified.increment();
+        verifier.verified();
     }
 
     // ------------------------------------------------------------------ new tokens

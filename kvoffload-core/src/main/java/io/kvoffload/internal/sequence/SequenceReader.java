@@ -1,5 +1,6 @@
 package io.kvoffload.internal.sequence;
 
+import io.kvoffload.internal.storage.EntryVerifier;
 import io.kvoffload.KvIoException;
 import io.kvoffload.KvShape;
 import io.kvoffload.internal.dram.DramSlot;

@@ -9,7 +9,6 @@ import java.io.IOException;
 import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.zip.CRC32C;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -26,14 +25,13 @@ public final class ReplicaFailover {
     private static final Logger LOG = LoggerFactory.getLogger(ReplicaFailover.class);
 
     private final Store store;
-    private final EntryChecksum checksum;
+    private final EntryVerifier verifier;
     private final String sequenceId;
     private final int entryBytes;
-    private final CRC32C crc = new CRC32C();
 
     public ReplicaFailover(Store store, EntryChecksum checksum, String sequenceId, int entryBytes) {
         this.store = store;
-        this.checksum = checksum;
+        this.verifier = new EntryVerifier(store, checksum, sequenceId);
         this.sequenceId = sequenceId;
         this.entryBytes = entryBytes;
     }
@@ -92,7 +90,7 @@ public final class ReplicaFailover {
                 tried.add("device " + badDevice + " offset " + badOffset + " again (" + ex.getMessage() + ")");
             }
         }
-        store.stats().checksumFailures.increment();
+        verifier.mismatch();
         throw new KvChecksumException("checksum mismatch on device " + badDevice + " ("
                 + store.devices().get(badDevice).directory() + "), sequence " + sequenceId + ", layer " + layer
                 + ", tokens " + token + ".." + token + ": no good copy is left; copies tried: " + tried, badDevice,
@@ -106,11 +104,11 @@ public final class ReplicaFailover {
         try {
             MemorySegment range = readRange(dev, off, slot);
             MemorySegment entry = range.asSlice(off - start, entryBytes);
-            int actual = checksum.compute(crc, EntryChecksum.Kind.ENTRY, layer, token, entry.asByteBuffer());
+            int actual = verifier.compute(EntryChecksum.Kind.ENTRY, layer, token, entry.asByteBuffer());
             if (actual != cl.entryCrc(e)) {
                 return null;
             }
-            store.stats().checksumsVerified.increment();
+            verifier.verified();
             MemorySegment copy = MemorySegment.ofArray(new byte[entryBytes]);
             MemorySegment.copy(entry, 0, copy, 0, entryBytes);
             return copy;
