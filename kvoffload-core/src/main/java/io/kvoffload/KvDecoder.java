@@ -5,6 +5,8 @@ import io.kvoffload.internal.decode.EntryFetch;
 import io.kvoffload.internal.decode.LayerFetcher;
 import io.kvoffload.internal.decode.PipelineStrategy;
 import io.kvoffload.internal.decode.PlannedLayer;
+import io.kvoffload.internal.sequence.SequenceAccess;
+import io.kvoffload.internal.sequence.SequenceHooks;
 import io.kvoffload.internal.sched.BucketScheduler;
 import io.kvoffload.internal.storage.Store;
 import io.kvoffload.internal.util.Checks;
@@ -50,7 +52,7 @@ public final class KvDecoder implements AutoCloseable {
 
     private final KvSequence sequence;
     private final Store store;
-    private final SequenceLayers layerStore;
+    private final SequenceHooks layerStore;
     private final KvShape shape;
     private final DecodeOptions options;
     private final SelectionStrategy strategy;
@@ -69,7 +71,7 @@ public final class KvDecoder implements AutoCloseable {
     KvDecoder(KvSequence sequence, Store store, DecodeOptions options, int alignment) {
         this.sequence = sequence;
         this.store = store;
-        this.layerStore = new SequenceLayers(sequence, store, alignment);
+        this.layerStore = SequenceAccess.of(sequence);
         this.shape = sequence.shape();
         this.options = options;
         this.strategy = options.strategy();
@@ -80,7 +82,7 @@ public final class KvDecoder implements AutoCloseable {
         BucketScheduler.Mode mode = BucketScheduler.Mode.of(options.scheduling());
         for (int i = 0; i < views.length; i++) {
             views[i] = new KvView(this, i, shape, sequence.blockTokens());
-            slots[i] = new EntryFetch(store, sequence.entryChecksum(), sequence.id(), shape.entryBytes(), alignment, mode,
+            slots[i] = new EntryFetch(store, layerStore.checksum(), sequence.id(), shape.entryBytes(), alignment, mode,
                     counters);
         }
     }

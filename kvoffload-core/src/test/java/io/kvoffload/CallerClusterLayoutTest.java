@@ -1,10 +1,13 @@
 package io.kvoffload;
 
+import io.kvoffload.strategy.swarm.Swarm;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.kvoffload.strategy.swarm.ClusterSummary;
+import io.kvoffload.strategy.swarm.ClusterOptions;
 import io.kvoffload.internal.swarm.Clustering;
 import io.kvoffload.internal.swarm.ClusteringConfig;
 import io.kvoffload.internal.swarm.CoActivationClustering;
@@ -23,7 +26,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
- * {@link KvSequence#clusterLayer(int, int[][], ClusterOptions)}: caller-given clusters are stored,
+ * {@code Swarm.clusterLayer(sequence, layer, int[][], options)}: caller-given clusters are stored,
  * persisted and read back bit-exact, through a decoder too; the placement choice decides the SSDs;
  * bad clusters are rejected with the argument, the value and the allowed range.
  */
@@ -49,22 +52,22 @@ class CallerClusterLayoutTest {
         clusters[clusters.length - 1][16] = 5;
         try (KvEngine e = KvEngine.open(cfg); KvSequence s = e.createSequence("pos", SHAPE)) {
             SwarmOfflinePhaseTest.store(s, w);
-            ClusterSummary sum = s.clusterLayer(0, clusters, ClusterOptions.defaults());
-            s.clusterLayer(1, positional(TOKENS, 16), ClusterOptions.defaults());
+            ClusterSummary sum = Swarm.clusterLayer(s, 0, clusters, ClusterOptions.defaults());
+            Swarm.clusterLayer(s, 1, positional(TOKENS, 16), ClusterOptions.defaults());
             assertEquals(clusters.length, sum.clusters());
             assertEquals(TOKENS, sum.tokens());
             s.commit();
         }
         try (KvEngine e = KvEngine.open(cfg); KvSequence s = e.openSequence("pos")) {
-            assertEquals(clusters.length, s.clusterCount(0));
+            assertEquals(clusters.length, Swarm.clusterCount(s, 0));
             for (int c = 0; c < clusters.length; c++) {
                 // Members come back in storage order (device by device), so compare them as sets.
                 int[] want = clusters[c].clone();
-                int[] got = s.clusterMembers(0, c);
+                int[] got = Swarm.clusterMembers(s, 0, c);
                 java.util.Arrays.sort(want);
                 java.util.Arrays.sort(got);
                 assertArrayEquals(want, got, "cluster " + c);
-                assertEquals(clusters[c][0], s.clusterMedoid(0, c), "the first element is the medoid");
+                assertEquals(clusters[c][0], Swarm.clusterMedoid(s, 0, c), "the first element is the medoid");
             }
             SwarmOfflinePhaseTest.assertClustersBitExact(s, w, 0);
             byte[][] exp = SwarmOfflinePhaseTest.expected(w, 0);
@@ -97,11 +100,11 @@ class CallerClusterLayoutTest {
         try (KvEngine e = KvEngine.open(cfg); KvSequence s = e.createSequence("p", SHAPE)) {
             SwarmOfflinePhaseTest.store(s, w);
             long[] before = written(e);
-            s.clusterLayer(0, positional(TOKENS, 1), ClusterOptions.defaults()
+            Swarm.clusterLayer(s, 0, positional(TOKENS, 1), ClusterOptions.defaults()
                     .withPlacement(ClusterOptions.Placement.FIRST_DEVICE));
             long[] firstDevice = delta(written(e), before);
             before = written(e);
-            s.clusterLayer(1, positional(TOKENS, 1), ClusterOptions.defaults());
+            Swarm.clusterLayer(s, 1, positional(TOKENS, 1), ClusterOptions.defaults());
             long[] roundRobin = delta(written(e), before);
             assertTrue(firstDevice[0] > 0 && firstDevice[1] == 0 && firstDevice[2] == 0 && firstDevice[3] == 0,
                     java.util.Arrays.toString(firstDevice));
@@ -133,20 +136,20 @@ class CallerClusterLayoutTest {
             ClusterOptions o = ClusterOptions.defaults();
             int[][] outOfRange = positional(TOKENS, 16);
             outOfRange[3][2] = TOKENS;
-            assertMessage(() -> s.clusterLayer(0, outOfRange, o), "clusters[3][2] = 4096 is out of range; allowed: 0..4095");
+            assertMessage(() -> Swarm.clusterLayer(s, 0, outOfRange, o), "clusters[3][2] = 4096 is out of range; allowed: 0..4095");
             int[][] empty = positional(TOKENS, 16);
             empty[1] = new int[0];
-            assertMessage(() -> s.clusterLayer(0, empty, o), "clusters[1] is empty");
+            assertMessage(() -> Swarm.clusterLayer(s, 0, empty, o), "clusters[1] is empty");
             int[][] repeat = positional(TOKENS, 16);
             repeat[0][1] = 0;
-            assertMessage(() -> s.clusterLayer(0, repeat, o), "clusters[0][1] = 0 repeats a member of cluster 0");
+            assertMessage(() -> Swarm.clusterLayer(s, 0, repeat, o), "clusters[0][1] = 0 repeats a member of cluster 0");
             int[][] uncovered = positional(TOKENS - 16, 16);
-            assertMessage(() -> s.clusterLayer(0, uncovered, o), "position 4080 is in no cluster");
-            assertMessage(() -> s.clusterLayer(0, new int[0][], o), "clusters.length = 0 is out of range");
-            assertMessage(() -> s.clusterLayer(2, positional(TOKENS, 16), o), "layer");
-            assertThrows(NullPointerException.class, () -> s.clusterLayer(0, (int[][]) null, o));
+            assertMessage(() -> Swarm.clusterLayer(s, 0, uncovered, o), "position 4080 is in no cluster");
+            assertMessage(() -> Swarm.clusterLayer(s, 0, new int[0][], o), "clusters.length = 0 is out of range");
+            assertMessage(() -> Swarm.clusterLayer(s, 2, positional(TOKENS, 16), o), "layer");
+            assertThrows(NullPointerException.class, () -> Swarm.clusterLayer(s, 0, (int[][]) null, o));
             assertThrows(NullPointerException.class, () -> ClusterOptions.defaults().withPlacement(null));
-            assertEquals(0, s.clusterCount(0), "nothing was laid out");
+            assertEquals(0, Swarm.clusterCount(s, 0), "nothing was laid out");
         }
     }
 

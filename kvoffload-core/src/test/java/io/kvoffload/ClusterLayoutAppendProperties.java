@@ -1,5 +1,6 @@
 package io.kvoffload;
 
+import io.kvoffload.testing.Layouts;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNull;
@@ -70,7 +71,7 @@ class ClusterLayoutAppendProperties {
                 TestEngines.append(s, seed, tokens, 1 + rnd.nextInt(64));
                 s.commit();
                 for (int l = 0; l < shape.layers(); l++) {
-                    s.applyClusterPlan(l, ClusterLayoutProperties.randomPlan(rnd, clustered, devices, 12));
+                    Layouts.applyClusterPlan(s, l, ClusterLayoutProperties.randomPlan(rnd, clustered, devices, 12));
                 }
                 s.commit();
             }
@@ -149,7 +150,7 @@ class ClusterLayoutAppendProperties {
             }
             try (KvEngine e = KvEngine.open(cfg); KvSequence s = e.openSequence(id)) {
                 for (int l = 0; l < shape.layers(); l++) {
-                    assertSameLayout(grown[l], s.clusterLayout(l));
+                    assertSameLayout(grown[l], Layouts.clusterLayout(s, l));
                     for (int c = 0; c < grown[l].clusterCount(); c++) {
                         assertNull(TestEngines.verifySingleLayer(s, seed, l, grown[l].members(c)), "cluster " + c);
                     }
@@ -240,7 +241,7 @@ class ClusterLayoutAppendProperties {
                 id = s.id();
                 TestEngines.append(s, 5, 40, 8);
                 s.commit();
-                s.applyClusterPlan(0, ClusterLayoutProperties.randomPlan(new Random(2), 30, 3, 6));
+                Layouts.applyClusterPlan(s, 0, ClusterLayoutProperties.randomPlan(new Random(2), 30, 3, 6));
                 s.commit();
             }
             try (Store store = new Store(cfg)) {

@@ -1,5 +1,6 @@
 package io.kvoffload;
 
+import io.kvoffload.testing.Layouts;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
@@ -114,7 +115,7 @@ class ClusterLayoutProperties {
     }
 
     static String verifyClusters(KvSequence s, long seed, int layer) {
-        ClusterLayout cl = s.clusterLayout(layer);
+        ClusterLayout cl = Layouts.clusterLayout(s, layer);
         for (int c = 0; c < cl.clusterCount(); c++) {
             String bad = TestEngines.verifySingleLayer(s, seed, layer, cl.members(c));
             if (bad != null) {
@@ -149,8 +150,8 @@ class ClusterLayoutProperties {
                 TestEngines.append(s, seed, tokens, 1 + rnd.nextInt(100));
                 s.commit();
                 for (int l = 0; l < shape.layers(); l++) {
-                    s.applyClusterPlan(l, randomPlan(rnd, clustered, devices, maxClusterSize));
-                    built[l] = s.clusterLayout(l);
+                    Layouts.applyClusterPlan(s, l, randomPlan(rnd, clustered, devices, maxClusterSize));
+                    built[l] = Layouts.clusterLayout(s, l);
                     assertNull(verifyClusters(s, seed, l)); // before commit
                 }
                 assertNull(TestEngines.verify(s, seed, TestEngines.all(tokens)));
@@ -161,7 +162,7 @@ class ClusterLayoutProperties {
             }
             try (KvEngine e = KvEngine.open(cfg); KvSequence s = e.openSequence(id)) {
                 for (int l = 0; l < shape.layers(); l++) {
-                    ClusterLayout cl = s.clusterLayout(l);
+                    ClusterLayout cl = Layouts.clusterLayout(s, l);
                     assertNotNull(cl);
                     assertEquals(built[l].clusterCount(), cl.clusterCount());
                     for (int c = 0; c < cl.clusterCount(); c++) {
@@ -192,9 +193,9 @@ class ClusterLayoutProperties {
             try (KvEngine e = KvEngine.open(cfg); KvSequence s = e.createSequence("c", shape)) {
                 TestEngines.append(s, 9, 8, 8);
                 s.commit();
-                s.applyClusterPlan(0, randomPlan(new Random(3), 8, 1, 8));
+                Layouts.applyClusterPlan(s, 0, randomPlan(new Random(3), 8, 1, 8));
                 s.commit();
-                ClusterLayout cl = s.clusterLayout(0);
+                ClusterLayout cl = Layouts.clusterLayout(s, 0);
                 int victim = cl.replica(5, 0);
                 long off = cl.entryOffset(victim);
                 try (FileChannel ch = FileChannel.open(cfg.ssdDirectories().get(0).resolve("kvoffload.pool"),
@@ -225,7 +226,7 @@ class ClusterLayoutProperties {
             try (KvEngine e = KvEngine.open(cfg); KvSequence s = e.createSequence("d", shape)) {
                 TestEngines.append(s, 4, 10, 10);
                 s.commit();
-                s.applyClusterPlan(0, randomPlan(new Random(1), 10, 2, 3));
+                Layouts.applyClusterPlan(s, 0, randomPlan(new Random(1), 10, 2, 3));
                 s.commit();
                 TestEngines.append(s, 4, 7, 1); // tokens 10..16: block 2 (8..11) mixes both layouts
                 s.commit();

@@ -1,5 +1,7 @@
 package io.kvoffload;
 
+import io.kvoffload.testing.Layouts;
+import io.kvoffload.strategy.kvswap.GroupOptions;
 import io.kvoffload.strategy.kvswap.KvSwap;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
@@ -92,8 +94,8 @@ class EntryIdentityTest {
             append(s, seed, 0, TOKENS);
             s.commit();
             // The same plan for every sequence, so their layouts match entry for entry.
-            s.applyClusterPlan(1, ClusterLayoutProperties.randomPlan(new Random(7), TOKENS, 2, 6));
-            s.groupLayer(2, GroupOptions.defaults().withGroupSize(G));
+            Layouts.applyClusterPlan(s, 1, ClusterLayoutProperties.randomPlan(new Random(7), TOKENS, 2, 6));
+            KvSwap.groupLayer(s, 2, GroupOptions.defaults().withGroupSize(G));
             s.commit();
         }
     }
@@ -244,7 +246,7 @@ class EntryIdentityTest {
             store(e, "a", 1);
             try (KvSequence s = e.openSequence("a"); KvDecoder d = s.decoder(kvswapAll())) {
                 d.prefetch(2, query(5)).await().close();
-                GroupLayout gl = s.groupLayout(2);
+                GroupLayout gl = Layouts.groupLayout(s, 2);
                 assertEquals(gl.groupDevice(0), gl.groupDevice(2));
                 // Groups 0 and 2 trade places on the device, and their recorded checksums follow the
                 // bytes: a misdirected write, say. Only the position in the checksum can tell.

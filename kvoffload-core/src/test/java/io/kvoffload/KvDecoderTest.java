@@ -1,5 +1,7 @@
 package io.kvoffload;
 
+import io.kvoffload.testing.Layouts;
+import io.kvoffload.strategy.swarm.ClusterOptions;
 import io.kvoffload.strategy.swarm.Swarm;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
@@ -74,7 +76,7 @@ class KvDecoderTest {
                 for (int step = 0; step < 32; step++) {
                     queries.add(w.query(l, step));
                 }
-                s.clusterLayerFromQueries(l, queries, ClusterOptions.defaults());
+                Swarm.clusterLayerFromQueries(s, l, queries, ClusterOptions.defaults());
             }
             s.commit();
         }
@@ -92,12 +94,12 @@ class KvDecoderTest {
         want.set(0, Math.min(o.sinkTokens(), tokens));
         want.set(Math.max(0, tokens - o.localWindow()), tokens);
         long budget = (long) Math.ceil(o.sparsity() * tokens);
-        MedoidIndex index = s.medoidIndex(layer);
+        MedoidIndex index = Layouts.medoidIndex(s, layer);
         for (int c : index.top(q, index.clusterCount())) {
             if (want.cardinality() >= budget) {
                 break;
             }
-            for (int t : s.clusterMembers(layer, c)) {
+            for (int t : Swarm.clusterMembers(s, layer, c)) {
                 want.set(t);
             }
         }
@@ -261,7 +263,7 @@ class KvDecoderTest {
             try (KvEngine e = KvEngine.open(cfg)) {
                 storeClustered(e, "s");
                 try (KvSequence s = e.openSequenceForAppend("s"); KvDecoder d = s.decoder(o); Arena a = Arena.ofConfined()) {
-                    clustersBefore = s.clusterCount(0);
+                    clustersBefore = Swarm.clusterCount(s, 0);
                     MemorySegment k = a.allocate(SHAPE.halfEntryBytes());
                     MemorySegment v = a.allocate(SHAPE.halfEntryBytes());
                     for (int t = TOKENS; t < TOKENS + extra; t++) {
@@ -276,10 +278,10 @@ class KvDecoderTest {
                             d.appendKv(l, k, v);
                         }
                     }
-                    ClusterLayout cl = s.clusterLayout(0);
+                    ClusterLayout cl = Layouts.clusterLayout(s, 0);
                     // 200 tokens appended, a 64-token window, written every 16 evictions.
                     assertTrue(cl.clusteredTokens() >= TOKENS + extra - 64 - 16, m + ": " + cl.clusteredTokens());
-                    assertTrue(m != Swarm.Maintenance.MIN_SIZE || s.clusterCount(0) == clustersBefore,
+                    assertTrue(m != Swarm.Maintenance.MIN_SIZE || Swarm.clusterCount(s, 0) == clustersBefore,
                             "Min-Size joins existing clusters only");
                     for (int l = 0; l < SHAPE.layers(); l++) {
                         try (KvView view = d.prefetch(l, longer.query(l, 999)).await()) {
@@ -290,13 +292,13 @@ class KvDecoderTest {
                 }
             }
             try (KvEngine e = KvEngine.open(cfg); KvSequence s = e.openSequence("s")) {
-                assertTrue(s.clusterLayout(0).clusteredTokens() > TOKENS, "the grown clusters persist");
+                assertTrue(Layouts.clusterLayout(s, 0).clusteredTokens() > TOKENS, "the grown clusters persist");
                 byte[][] exp = expected[0];
                 int half = SHAPE.halfEntryBytes();
                 BitSet covered = new BitSet();
                 try (Arena a = Arena.ofConfined()) {
-                    for (int c = 0; c < s.clusterCount(0); c++) {
-                        int[] members = s.clusterMembers(0, c);
+                    for (int c = 0; c < Swarm.clusterCount(s, 0); c++) {
+                        int[] members = Swarm.clusterMembers(s, 0, c);
                         MemorySegment k = a.allocate((long) members.length * half);
                         MemorySegment v = a.allocate((long) members.length * half);
                         s.read(0, members, k, v);
@@ -307,7 +309,7 @@ class KvDecoderTest {
                         }
                     }
                 }
-                assertEquals(s.clusterLayout(0).clusteredTokens(), covered.cardinality());
+                assertEquals(Layouts.clusterLayout(s, 0).clusteredTokens(), covered.cardinality());
                 try (KvDecoder d = s.decoder(DecodeOptions.defaults()); KvView view = d.prefetch(0, longer.query(0, 5))
                         .await()) {
                     assertBitExact(view);
@@ -393,7 +395,7 @@ class KvDecoderTest {
             storeClustered(e, "s");
             long offset;
             try (KvSequence s = e.openSequence("s")) {
-                ClusterLayout cl = s.clusterLayout(0);
+                ClusterLayout cl = Layouts.clusterLayout(s, 0);
                 offset = cl.entryOffset(cl.replica(123, 0));
             }
             try (FileChannel ch = FileChannel.open(cfg.ssdDirectories().get(0).resolve(DevicePool.POOL_FILE),

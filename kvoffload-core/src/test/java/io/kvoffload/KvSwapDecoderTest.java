@@ -1,5 +1,8 @@
 package io.kvoffload;
 
+import io.kvoffload.testing.Layouts;
+import io.kvoffload.strategy.kvswap.GroupSummary;
+import io.kvoffload.strategy.kvswap.GroupOptions;
 import io.kvoffload.strategy.kvswap.KvSwap;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -66,7 +69,7 @@ class KvSwapDecoderTest {
         try (KvSequence s = e.createSequence(id, SHAPE)) {
             SwarmOfflinePhaseTest.store(s, w);
             for (int l = 0; l < SHAPE.layers(); l++) {
-                GroupSummary sum = s.groupLayer(l, GroupOptions.defaults().withGroupSize(g));
+                GroupSummary sum = KvSwap.groupLayer(s, l, GroupOptions.defaults().withGroupSize(g));
                 assertEquals(TOKENS / g * g, sum.groupedTokens());
                 assertEquals(SHAPE.headDim(), sum.rank(), "r defaults to headDim");
             }
@@ -91,7 +94,7 @@ class KvSwapDecoderTest {
 
     /** Sinks, rolling buffer (tokens past the last full group) and every token of the predicted groups. */
     BitSet expectedView(KvSequence s, int layer, float[] q, int g, int budget, int sinks) {
-        GroupLayout gl = s.groupLayout(layer);
+        GroupLayout gl = Layouts.groupLayout(s, layer);
         CompressedKCache c = referenceCache(gl.adapter(), layer, gl.groupedTokens());
         GroupPredictor p = new GroupPredictor(c, SHAPE.queryHeads(), g);
         int[] groups = new int[p.groupCount()];
@@ -139,7 +142,7 @@ class KvSwapDecoderTest {
         try (KvEngine e = KvEngine.open(config(2))) {
             storeGrouped(e, "s", g);
             try (KvSequence s = e.openSequence("s")) {
-                GroupLayout gl = s.groupLayout(0);
+                GroupLayout gl = Layouts.groupLayout(s, 0);
                 LowRankAdapter a = gl.adapter();
                 CompressedKCache c = referenceCache(a, 0, gl.groupedTokens());
                 for (int step = 0; step < 8; step++) {
@@ -268,7 +271,7 @@ class KvSwapDecoderTest {
             }
         }
         try (KvEngine e = KvEngine.open(cfg); KvSequence s = e.openSequence("s"); KvDecoder d = s.decoder(o)) {
-            assertEquals(TOKENS / 8, s.groupCount(0));
+            assertEquals(TOKENS / 8, KvSwap.groupCount(s, 0));
             for (int step = 0; step < 6; step++) {
                 try (KvView v = d.prefetch(step % 2, w.query(step % 2, step)).await()) {
                     assertEquals(first.get(step), assertBitExact(v), "step " + step);
@@ -307,7 +310,7 @@ class KvSwapDecoderTest {
                 int bad = s2.nextSetBit(4) / 4; // a group q2 needs that is not in the reuse buffer
                 try (FileChannel ch = FileChannel.open(cfg.ssdDirectories().get(0).resolve(DevicePool.POOL_FILE),
                         StandardOpenOption.WRITE)) {
-                    ch.write(ByteBuffer.wrap(new byte[] {1, 2, 3, 4}), s.groupLayout(0).groupOffset(bad) + 10);
+                    ch.write(ByteBuffer.wrap(new byte[] {1, 2, 3, 4}), Layouts.groupLayout(s, 0).groupOffset(bad) + 10);
                 }
                 for (KvDecoder d : List.of(plain, reusing, reusing)) { // twice: the reuse buffer must not serve it later
                     KvView v = d.prefetch(0, q2);
@@ -373,13 +376,13 @@ class KvSwapDecoderTest {
         try (KvEngine e = KvEngine.open(config(1)); KvSequence s = e.createSequence("b", SHAPE)) {
             SwarmOfflinePhaseTest.store(s, w);
             KvDecoderTest.assertMessage(IllegalArgumentException.class,
-                    () -> s.groupLayer(0, GroupOptions.defaults().withGroupSize(4096).withRank(10_000)), "rank = 10000",
+                    () -> KvSwap.groupLayer(s, 0, GroupOptions.defaults().withGroupSize(4096).withRank(10_000)), "rank = 10000",
                     "allowed: 0 (headDim) or 1..128");
             KvDecoderTest.assertMessage(IllegalArgumentException.class, () -> GroupOptions.defaults().withGroupSize(0),
                     "groupSize = 0", "1..4096");
-            KvDecoderTest.assertMessage(IllegalArgumentException.class, () -> s.groupLayer(2, GroupOptions.defaults()),
+            KvDecoderTest.assertMessage(IllegalArgumentException.class, () -> KvSwap.groupLayer(s, 2, GroupOptions.defaults()),
                     "layer = 2");
-            KvDecoderTest.assertMessage(NullPointerException.class, () -> s.groupLayer(0, null), "options");
+            KvDecoderTest.assertMessage(NullPointerException.class, () -> KvSwap.groupLayer(s, 0, null), "options");
             KvDecoderTest.assertMessage(IllegalArgumentException.class,
                     () -> DecodeOptions.builder().budgetTokens(0).build(), "budgetTokens = 0", "1..16777216");
             KvDecoderTest.assertMessage(IllegalArgumentException.class,
@@ -393,7 +396,7 @@ class KvSwapDecoderTest {
                 s.appendKv(l, MemorySegment.ofArray(new byte[2 * SHAPE.halfEntryBytes()]),
                         MemorySegment.ofArray(new byte[2 * SHAPE.halfEntryBytes()]));
             }
-            KvDecoderTest.assertMessage(IllegalArgumentException.class, () -> s.groupLayer(0, GroupOptions.defaults()),
+            KvDecoderTest.assertMessage(IllegalArgumentException.class, () -> KvSwap.groupLayer(s, 0, GroupOptions.defaults()),
                     "options.groupSize() = 4", "holds 2 tokens", "allowed: 1..2");
         }
     }

@@ -1,5 +1,7 @@
 package io.kvoffload;
 
+import io.kvoffload.testing.Layouts;
+import io.kvoffload.strategy.kvswap.GroupOptions;
 import io.kvoffload.strategy.kvswap.KvSwap;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -73,7 +75,7 @@ class KvSwapRollingBufferTest {
             s.appendTokens(ids);
             for (int l = 0; l < SHAPE.layers(); l++) {
                 s.appendKv(l, slice(a, l, 0, PREFILL, 0), slice(a, l, 0, PREFILL, 1));
-                s.groupLayer(l, GroupOptions.defaults().withGroupSize(G));
+                KvSwap.groupLayer(s, l, GroupOptions.defaults().withGroupSize(G));
             }
             s.commit();
         }
@@ -132,7 +134,7 @@ class KvSwapRollingBufferTest {
      * groups.
      */
     BitSet expectedView(KvSequence s, int layer, float[] q, int windowStart, int end) {
-        GroupLayout gl = s.groupLayout(layer);
+        GroupLayout gl = Layouts.groupLayout(s, layer);
         int full = end / G * G;
         int el = SHAPE.elementsPerToken();
         float[] keys = new float[full * el];
@@ -168,7 +170,7 @@ class KvSwapRollingBufferTest {
                     decode(s, d, end, next);
                     end = next;
                     for (int l = 0; l < SHAPE.layers(); l++) {
-                        int grouped = s.groupLayout(l).groupedTokens();
+                        int grouped = Layouts.groupLayout(s, l).groupedTokens();
                         // The rolling buffer: the local window, at most a batch of flushable groups and a partial group.
                         assertTrue(grouped >= end - WINDOW - BLOCK - G, "layer " + l + " at " + end + ": only " + grouped
                                 + " tokens grouped");
@@ -186,18 +188,18 @@ class KvSwapRollingBufferTest {
                 }
                 assertTrue(d.stats().bytesRead() > 0);
                 for (int l = 0; l < SHAPE.layers(); l++) {
-                    GroupLayout gl = s.groupLayout(l);
+                    GroupLayout gl = Layouts.groupLayout(s, l);
                     int layer = l;
                     for (int g = 0; g < gl.groupCount(); g++) {
                         assertEquals(g % 3, gl.groupDevice(g), "the round-robin continues: group " + g);
                     }
                     String m = org.junit.jupiter.api.Assertions.assertThrows(IllegalArgumentException.class,
-                            () -> io.kvoffload.internal.storage.GroupLayoutWriter.append(s.store(), s.id(),
-                                    s.entryChecksum(), layer, SHAPE, gl, gl.groupedTokens() + G + 1, (p, k, v) -> { }))
+                            () -> io.kvoffload.internal.storage.GroupLayoutWriter.append(Layouts.store(s), s.id(),
+                                    Layouts.entryChecksum(s), layer, SHAPE, gl, gl.groupedTokens() + G + 1, (p, k, v) -> { }))
                             .getMessage();
                     assertEquals("groupedTokens = " + (gl.groupedTokens() + G + 1) + " is out of range; allowed: a"
                             + " multiple of groupSize = " + G + " greater than the layout's " + gl.groupedTokens(), m);
-                    groupedAfter[l] = s.groupLayout(l).groupedTokens();
+                    groupedAfter[l] = Layouts.groupLayout(s, l).groupedTokens();
                     assertTrue(groupedAfter[l] > PREFILL + DECODED / 2, "grouped " + groupedAfter[l]);
                 }
                 s.commit();
@@ -208,8 +210,8 @@ class KvSwapRollingBufferTest {
             MemorySegment k = a.allocate((long) TOTAL * SHAPE.halfEntryBytes());
             MemorySegment v = a.allocate((long) TOTAL * SHAPE.halfEntryBytes());
             for (int l = 0; l < SHAPE.layers(); l++) {
-                assertEquals(groupedAfter[l], s.groupLayout(l).groupedTokens(), "the grown layout was persisted");
-                assertEquals(groupedAfter[l] / G, s.groupCount(l));
+                assertEquals(groupedAfter[l], Layouts.groupLayout(s, l).groupedTokens(), "the grown layout was persisted");
+                assertEquals(groupedAfter[l] / G, KvSwap.groupCount(s, l));
                 s.read(l, 0, TOTAL, k, v); // grouped tokens come from the groups, CRC-checked
                 assertEquals(-1, k.mismatch(MemorySegment.ofArray(expected[l][0])), "K of layer " + l);
                 assertEquals(-1, v.mismatch(MemorySegment.ofArray(expected[l][1])), "V of layer " + l);
@@ -236,7 +238,7 @@ class KvSwapRollingBufferTest {
             try (KvSequence s = e.openSequenceForAppend("s"); KvDecoder d = s.decoder(options())) {
                 openLayers(d);
                 decode(s, d, PREFILL, mid);
-                assertTrue(s.groupLayout(0).groupedTokens() > PREFILL);
+                assertTrue(Layouts.groupLayout(s, 0).groupedTokens() > PREFILL);
                 s.commit();
             }
             long afterCommit = freeBytes(e);
@@ -244,9 +246,9 @@ class KvSwapRollingBufferTest {
             // A session that flushes more groups and is closed without commit leaves exactly the commit's extents.
             try (KvSequence s = e.openSequenceForAppend("s"); KvDecoder d = s.decoder(options())) {
                 openLayers(d);
-                int grouped = s.groupLayout(0).groupedTokens();
+                int grouped = Layouts.groupLayout(s, 0).groupedTokens();
                 decode(s, d, mid, TOTAL);
-                assertTrue(s.groupLayout(0).groupedTokens() > grouped);
+                assertTrue(Layouts.groupLayout(s, 0).groupedTokens() > grouped);
                 assertTrue(freeBytes(e) < afterCommit);
             }
             assertEquals(afterCommit, freeBytes(e), "a close without commit frees the appended groups and blocks");
@@ -263,7 +265,7 @@ class KvSwapRollingBufferTest {
                 openLayers(d);
                 decode(s, d, mid, TOTAL);
                 d.close();
-                s.groupLayer(0, GroupOptions.defaults().withGroupSize(G));
+                KvSwap.groupLayer(s, 0, GroupOptions.defaults().withGroupSize(G));
             }
             assertEquals(afterCommit, freeBytes(e), "regroup then close without commit leaks nothing");
         }
@@ -277,7 +279,7 @@ class KvSwapRollingBufferTest {
             try (KvSequence s = e.openSequenceForAppend("s"); KvDecoder d = s.decoder(off)) {
                 openLayers(d);
                 decode(s, d, PREFILL, PREFILL + 200);
-                assertEquals(PREFILL, s.groupLayout(0).groupedTokens());
+                assertEquals(PREFILL, Layouts.groupLayout(s, 0).groupedTokens());
                 float[] q = w.query(0, 3);
                 try (KvView v = d.prefetch(0, q).await()) {
                     assertEquals(expectedView(s, 0, q, PREFILL - WINDOW, PREFILL + 200), assertBitExact(v));

@@ -1,5 +1,7 @@
 package io.kvoffload;
 
+import io.kvoffload.strategy.kvswap.KvSwapTuning;
+import io.kvoffload.strategy.kvswap.GroupSummary;
 import io.kvoffload.strategy.kvswap.KvSwap;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
@@ -23,7 +25,7 @@ import org.junit.jupiter.api.io.TempDir;
 
 /**
  * The tuner's JSON (what {@code kvo bench kvswap-tune} writes) loads as a {@link KvSwapTuning} that
- * drives {@link KvSequence#groupLayer} and the decoder; bad files are rejected with the key, value
+ * drives {@link KvSwap#groupLayer} and the decoder; bad files are rejected with the key, value
  * and allowed range.
  */
 class KvSwapTuningTest {
@@ -75,7 +77,7 @@ class KvSwapTuningTest {
             try (KvSequence s = e.createSequence("s", SHAPE)) {
                 SwarmOfflinePhaseTest.store(s, w);
                 for (int l = 0; l < SHAPE.layers(); l++) {
-                    GroupSummary sum = s.groupLayer(l, t.groupOptions());
+                    GroupSummary sum = KvSwap.groupLayer(s, l, t.groupOptions());
                     assertEquals(t.groupSize(), sum.groupSize());
                     assertEquals(t.rank(), sum.rank());
                     assertEquals(TOKENS / t.groupSize() * t.groupSize(), sum.groupedTokens());

@@ -1,7 +1,12 @@
 package io.kvoffload;
 
+import io.kvoffload.testing.Layouts;
+import io.kvoffload.strategy.kvswap.KvSwap;
+import io.kvoffload.strategy.swarm.Swarm;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
+import io.kvoffload.strategy.kvswap.GroupOptions;
+import io.kvoffload.strategy.swarm.ClusterOptions;
 import io.kvoffload.internal.storage.ClusterLayout;
 import io.kvoffload.internal.storage.ClusterLayoutWriter;
 import io.kvoffload.testing.TestEngines;
@@ -50,21 +55,21 @@ class RelayoutSafetyTest {
             try (KvSequence s = e.createSequence("a", SHAPE)) {
                 append(s, w, 0, 40);
                 for (int l = 0; l < SHAPE.layers(); l++) {
-                    s.clusterLayer(l, CallerClusterLayoutTest.positional(40, 8), ClusterOptions.defaults());
+                    Swarm.clusterLayer(s, l, CallerClusterLayoutTest.positional(40, 8), ClusterOptions.defaults());
                 }
                 s.commit();
             }
             long committedFree = free(e);
             try (KvSequence s = e.openSequenceForAppend("a")) {
                 append(s, w, 40, 8);
-                ClusterLayout old = s.clusterLayout(0);
+                ClusterLayout old = Layouts.clusterLayout(s, 0);
                 int[] tokens = {40, 41, 42, 43, 44, 45, 46, 47};
                 int[] start = {0, 1, 2, 3, 4, 5, 6, 7, 8};
                 int[] ids = new int[8]; // all join cluster 0
-                ClusterLayout grown = ClusterLayoutWriter.append(s.store(), "a", s.entryChecksum(), 0, SHAPE, old,
+                ClusterLayout grown = ClusterLayoutWriter.append(Layouts.store(s), "a", Layouts.entryChecksum(s), 0, SHAPE, old,
                         tokens, start, ids, (p, k, v) -> s.read(0, p, k, v));
-                s.extendClusters(0, grown);
-                s.groupLayer(0, GroupOptions.defaults().withGroupSize(8));
+                Layouts.extendClusters(s, 0, grown);
+                KvSwap.groupLayer(s, 0, GroupOptions.defaults().withGroupSize(8));
                 // Closing without a commit frees what this handle wrote and nothing the commit names.
             }
             assertEquals(committedFree, free(e), "space the last commit names stays allocated");

@@ -1,10 +1,13 @@
 package io.kvoffload;
 
+import io.kvoffload.testing.Layouts;
+import io.kvoffload.strategy.swarm.Swarm;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.kvoffload.strategy.swarm.ClusterOptions;
 import io.kvoffload.internal.storage.ClusterLayout;
 import io.kvoffload.testing.KvTestData;
 import io.kvoffload.testing.KvViews;
@@ -54,7 +57,7 @@ class ReplicaFailoverTest {
                 clusters.add(c);
             }
             clusters.add(SHARED.clone());
-            s.clusterLayer(0, clusters.toArray(int[][]::new), ClusterOptions.defaults());
+            Swarm.clusterLayer(s, 0, clusters.toArray(int[][]::new), ClusterOptions.defaults());
             s.commit();
         }
     }
@@ -62,7 +65,7 @@ class ReplicaFailoverTest {
     /** Pool file offset and device of copy {@code r} of {@code token} (copies in device order). */
     static long[] copy(KvEngine e, int token, int r) {
         try (KvSequence s = e.openSequence("s")) {
-            ClusterLayout cl = s.clusterLayout(0);
+            ClusterLayout cl = Layouts.clusterLayout(s, 0);
             assertEquals(2, cl.count(token), "token " + token + " has two copies");
             int lo = cl.device(token, 0) <= cl.device(token, 1) ? 0 : 1;
             int pick = r == 0 ? lo : 1 - lo;
@@ -110,13 +113,13 @@ class ReplicaFailoverTest {
                     clusters.add(d);
                 }
                 for (int l = 0; l < SHAPE.layers(); l++) {
-                    s.clusterLayer(l, clusters.toArray(int[][]::new), ClusterOptions.defaults());
+                    Swarm.clusterLayer(s, l, clusters.toArray(int[][]::new), ClusterOptions.defaults());
                 }
                 s.commit();
             }
             try (KvSequence s = e.openSequence("r")) {
                 for (int l = 0; l < SHAPE.layers(); l++) {
-                    ClusterLayout cl = s.clusterLayout(l);
+                    ClusterLayout cl = Layouts.clusterLayout(s, l);
                     for (int t = 0; t < tokens; t++) {
                         assertEquals(2, cl.count(t));
                         assertTrue(cl.device(t, 0) != cl.device(t, 1), "token " + t + " copies on one device");
@@ -146,7 +149,7 @@ class ReplicaFailoverTest {
     }
 
     static int loneTokenOn(KvSequence s, int device) {
-        ClusterLayout cl = s.clusterLayout(0);
+        ClusterLayout cl = Layouts.clusterLayout(s, 0);
         for (int t = 0; t < TOKENS; t++) {
             if (cl.count(t) == 1 && cl.device(t, 0) == device) {
                 return t;

@@ -1,10 +1,14 @@
 package io.kvoffload;
 
+import io.kvoffload.testing.Layouts;
+import io.kvoffload.strategy.swarm.Swarm;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.kvoffload.strategy.swarm.ClusterSummary;
+import io.kvoffload.strategy.swarm.ClusterOptions;
 import io.kvoffload.internal.swarm.MedoidIndex;
 import io.kvoffload.testing.TestEngines;
 import io.kvoffload.workload.SyntheticWorkload;
@@ -61,8 +65,8 @@ class SwarmOfflinePhaseTest {
         int half = SHAPE.halfEntryBytes();
         BitSet covered = new BitSet();
         try (Arena arena = Arena.ofConfined()) {
-            for (int c = 0; c < s.clusterCount(layer); c++) {
-                int[] members = s.clusterMembers(layer, c);
+            for (int c = 0; c < Swarm.clusterCount(s, layer); c++) {
+                int[] members = Swarm.clusterMembers(s, layer, c);
                 MemorySegment k = arena.allocate((long) members.length * half);
                 MemorySegment v = arena.allocate((long) members.length * half);
                 s.read(layer, members, k, v);
@@ -105,36 +109,36 @@ class SwarmOfflinePhaseTest {
         try (KvEngine e = KvEngine.open(cfg); KvSequence s = e.createSequence("swarm", SHAPE)) {
             store(s, w);
             s.commit();
-            ClusterSummary q = s.clusterLayerFromQueries(0, queries, ClusterOptions.defaults());
-            ClusterSummary a = s.clusterLayer(1, sets, ClusterOptions.defaults().withRadius(0.5));
+            ClusterSummary q = Swarm.clusterLayerFromQueries(s, 0, queries, ClusterOptions.defaults());
+            ClusterSummary a = Swarm.clusterLayer(s, 1, sets, ClusterOptions.defaults().withRadius(0.5));
             assertEquals(TOKENS, q.tokens());
             assertTrue(q.clusters() > 0 && a.coActivationClusters() > 0, q + " / " + a);
             assertTrue(a.replicationFactor() >= 1.0 && a.replicationFactor() <= 4.0, a.toString());
             assertTrue(q.medoidIndexBytes() >= (long) q.clusters() * SHAPE.kvHeads() * SHAPE.headDim() * 4);
             assertClustersBitExact(s, w, 0); // before commit
             s.commit();
-            members0 = new int[s.clusterCount(0)][];
+            members0 = new int[Swarm.clusterCount(s, 0)][];
             for (int c = 0; c < members0.length; c++) {
-                members0[c] = s.clusterMembers(0, c);
+                members0[c] = Swarm.clusterMembers(s, 0, c);
             }
-            top = s.medoidIndex(0).top(probe, 5);
+            top = Layouts.medoidIndex(s, 0).top(probe, 5);
             long stored = e.sequences().get(0).storedBytes();
             long used = e.stats().devices().stream().mapToLong(d -> d.capacityBytes() - d.freeBytes()).sum();
             assertEquals(stored, used, "the block copies of clustered tokens are free after the commit");
         }
         try (KvEngine e = KvEngine.open(cfg); KvSequence s = e.openSequence("swarm")) {
-            assertEquals(members0.length, s.clusterCount(0));
+            assertEquals(members0.length, Swarm.clusterCount(s, 0));
             for (int c = 0; c < members0.length; c++) {
-                assertArrayEquals(members0[c], s.clusterMembers(0, c), "persisted clusters equal the built ones");
+                assertArrayEquals(members0[c], Swarm.clusterMembers(s, 0, c), "persisted clusters equal the built ones");
             }
-            MedoidIndex index = s.medoidIndex(0);
+            MedoidIndex index = Layouts.medoidIndex(s, 0);
             assertArrayEquals(top, index.top(probe, 5), "the rebuilt medoid index ranks clusters the same");
             assertClustersBitExact(s, w, 0);
             assertClustersBitExact(s, w, 1);
             // Reading one cluster takes one read per device holding a share of it, plus at most one per
             // member whose balanced copy lives in another cluster's extent.
             int c = 0;
-            int[] m = s.clusterMembers(0, c);
+            int[] m = Swarm.clusterMembers(s, 0, c);
             long before = e.stats().devices().stream().mapToLong(KvStats.Device::reads).sum();
             try (Arena arena = Arena.ofConfined()) {
                 s.read(0, m, arena.allocate((long) m.length * SHAPE.halfEntryBytes()),
@@ -144,8 +148,8 @@ class SwarmOfflinePhaseTest {
             // Replicas live on other devices than the cluster's own copy (ReplicaSpread), so the balancer
             // may take any member that also belongs to another cluster from that cluster's extent.
             java.util.Set<Integer> elsewhere = new java.util.HashSet<>();
-            for (int o = 1; o < s.clusterCount(0); o++) {
-                for (int t : s.clusterMembers(0, o)) {
+            for (int o = 1; o < Swarm.clusterCount(s, 0); o++) {
+                for (int t : Swarm.clusterMembers(s, 0, o)) {
                     elsewhere.add(t);
                 }
             }
@@ -160,16 +164,16 @@ class SwarmOfflinePhaseTest {
         KvConfig cfg = TestEngines.config(TestEngines.deviceDirs(root, 1), "portable").build();
         try (KvEngine e = KvEngine.open(cfg); KvSequence s = e.createSequence(SHAPE)) {
             TestEngines.append(s, 1, 100, 100);
-            assertThrows(IllegalArgumentException.class, () -> s.clusterLayer(2, List.of(new int[] {1}),
+            assertThrows(IllegalArgumentException.class, () -> Swarm.clusterLayer(s, 2, List.of(new int[] {1}),
                     ClusterOptions.defaults()), "layer = 2");
-            var ex = assertThrows(IllegalArgumentException.class, () -> s.clusterLayer(0, List.of(new int[] {100}),
+            var ex = assertThrows(IllegalArgumentException.class, () -> Swarm.clusterLayer(s, 0, List.of(new int[] {100}),
                     ClusterOptions.defaults()));
             assertTrue(ex.getMessage().contains("100"), ex.getMessage());
             var ex2 = assertThrows(IllegalArgumentException.class, () -> ClusterOptions.defaults().withRadius(1.5));
             assertTrue(ex2.getMessage().contains("radius = 1.5"), ex2.getMessage());
-            var ex3 = assertThrows(IllegalStateException.class, () -> s.medoidIndex(0));
+            var ex3 = assertThrows(IllegalStateException.class, () -> Layouts.medoidIndex(s, 0));
             assertTrue(ex3.getMessage().contains("not clustered"), ex3.getMessage());
-            assertEquals(0, s.clusterCount(0));
+            assertEquals(0, Swarm.clusterCount(s, 0));
         }
     }
 }

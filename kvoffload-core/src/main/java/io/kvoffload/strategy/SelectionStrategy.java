@@ -1,7 +1,8 @@
 package io.kvoffload.strategy;
 
-import io.kvoffload.ClusterOptions;
+import io.kvoffload.strategy.swarm.ClusterOptions;
 import io.kvoffload.KvSequence;
+import io.kvoffload.strategy.swarm.Swarm;
 
 /**
  * A way of choosing, at every decoding step, which KV entries of a layer the attention reads: the
@@ -47,7 +48,7 @@ public interface SelectionStrategy {
     /**
      * The offline phase for {@code layer} of a writable sequence: lays the layer's appended tokens
      * out so the pipeline can fetch single entries. The default writes consecutive pages of
-     * {@link #pageTokens()} tokens through {@link KvSequence#clusterLayer(int, int[][], ClusterOptions)}
+     * {@link #pageTokens()} tokens through {@link Swarm#clusterLayer(KvSequence, int, int[][], ClusterOptions)}
      * (each entry with its own checksum, pages round-robin over the SSDs); {@link KvSequence#commit}
      * persists it.
      */
@@ -57,7 +58,8 @@ public interface SelectionStrategy {
             throw new IllegalArgumentException("layer " + layer + " of sequence " + sequence.id()
                     + " holds no tokens; append its KV before laying it out");
         }
-        sequence.clusterLayer(layer, pages(tokens, pageTokens()), ClusterOptions.defaults());
+        // Pages are a cluster layout whose clusters are consecutive positions (one copy each).
+        Swarm.clusterLayer(sequence, layer, pages(tokens, pageTokens()), ClusterOptions.defaults());
     }
 
     /**

@@ -1,6 +1,7 @@
 package io.kvoffload.testing;
 
-import io.kvoffload.ClusterOptions;
+import io.kvoffload.strategy.swarm.Swarm;
+import io.kvoffload.strategy.swarm.ClusterOptions;
 import io.kvoffload.KvConfig;
 import io.kvoffload.KvEngine;
 import io.kvoffload.KvSequence;
@@ -45,7 +46,7 @@ public final class TestEngines {
                 for (int q = 0; q < profiled; q++) {
                     profile.add(w.query(l, firstStep + q));
                 }
-                s.clusterLayerFromQueries(l, profile, ClusterOptions.defaults());
+                Swarm.clusterLayerFromQueries(s, l, profile, ClusterOptions.defaults());
             }
             s.commit();
         }

@@ -1,6 +1,7 @@
 package io.kvoffload.cuda;
 
-import io.kvoffload.ClusterOptions;
+import io.kvoffload.strategy.swarm.Swarm;
+import io.kvoffload.strategy.swarm.ClusterOptions;
 import io.kvoffload.KvConfig;
 import io.kvoffload.KvEngine;
 import io.kvoffload.KvSequence;
@@ -46,7 +47,7 @@ final class DecodedViews {
                     }
                     sets.add(set);
                 }
-                s.clusterLayer(l, sets, ClusterOptions.defaults());
+                Swarm.clusterLayer(s, l, sets, ClusterOptions.defaults());
             }
             s.commit();
         }

@@ -2,11 +2,11 @@ package io.kvoffload.bench.compare;
 
 import io.kvoffload.strategy.swarm.Swarm;
 import io.kvoffload.strategy.kvswap.KvSwap;
-import io.kvoffload.ClusterOptions;
-import io.kvoffload.ClusterSummary;
+import io.kvoffload.strategy.swarm.ClusterOptions;
+import io.kvoffload.strategy.swarm.ClusterSummary;
 import io.kvoffload.DType;
 import io.kvoffload.DecodeOptions;
-import io.kvoffload.GroupOptions;
+import io.kvoffload.strategy.kvswap.GroupOptions;
 import io.kvoffload.DecodeStats;
 import io.kvoffload.DeviceModelSpec;
 import io.kvoffload.KvConfig;
@@ -460,10 +460,10 @@ public final class CompareCommand implements Callable<Integer> {
                         s.appendKv(l, keys[l], values[l]);
                         if (layout == Layout.KVSWAP_GROUPS) {
                             // The paper's NVMe setting: G = 4, rank = headDim; the compressed K cache is its index.
-                            index += s.groupLayer(l, GroupOptions.defaults()).compressedKeyBytes();
+                            index += KvSwap.groupLayer(s, l, GroupOptions.defaults()).compressedKeyBytes();
                             continue;
                         }
-                        ClusterSummary sum = s.clusterLayer(l, clusters.get(layout)[l], o);
+                        ClusterSummary sum = Swarm.clusterLayer(s, l, clusters.get(layout)[l], o);
                         index += sum.medoidIndexBytes() + sum.layoutBytes();
                     }
                     s.commit();

@@ -25,7 +25,7 @@ public final class IoStrategies {
         NO_REPLICA,
         /** Swarm's clusters, every cluster starting on SSD 0 (placement without Eq. 7's pointer). */
         NO_BALANCE,
-        /** KVSwap: groups of G tokens stored [K of G | V of G], round robin ({@code KvSequence.groupLayer}). */
+        /** KVSwap: groups of G tokens stored [K of G | V of G], round robin ({@code KvSwap.groupLayer}). */
         KVSWAP_GROUPS
     }
 

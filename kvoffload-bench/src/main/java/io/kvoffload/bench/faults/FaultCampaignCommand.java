@@ -1,5 +1,6 @@
 package io.kvoffload.bench.faults;
 
+import io.kvoffload.strategy.swarm.Swarm;
 import io.kvoffload.FaultInjection;
 import io.kvoffload.KvConfig;
 import io.kvoffload.KvEngine;
@@ -195,8 +196,8 @@ public final class FaultCampaignCommand implements Callable<Integer> {
                     try (KvSequence q = e.createSequence(id, CampaignData.SHAPE)) {
                         CampaignData.append(q, s, tokens);
                         for (int l = 0; l < CampaignData.SHAPE.layers(); l++) {
-                            q.clusterLayer(l, CampaignData.clustersWithReplicas(tokens),
-                                    io.kvoffload.ClusterOptions.defaults());
+                            Swarm.clusterLayer(q, l, CampaignData.clustersWithReplicas(tokens),
+                                    io.kvoffload.strategy.swarm.ClusterOptions.defaults());
                         }
                         q.commit();
                     }
@@ -220,8 +221,8 @@ public final class FaultCampaignCommand implements Callable<Integer> {
                                 CampaignData.append(q, s, tokens);
                                 if (clustered) {
                                     for (int l = 0; l < CampaignData.SHAPE.layers(); l++) {
-                                        q.clusterLayer(l, CampaignData.clustersWithReplicas(tokens),
-                                                io.kvoffload.ClusterOptions.defaults());
+                                        Swarm.clusterLayer(q, l, CampaignData.clustersWithReplicas(tokens),
+                                                io.kvoffload.strategy.swarm.ClusterOptions.defaults());
                                     }
                                 }
                                 q.commit();

@@ -1,6 +1,7 @@
 package io.kvoffload.bench.jmh;
 
-import io.kvoffload.ClusterOptions;
+import io.kvoffload.strategy.swarm.Swarm;
+import io.kvoffload.strategy.swarm.ClusterOptions;
 import io.kvoffload.DType;
 import io.kvoffload.DecodeOptions;
 import io.kvoffload.KvConfig;
@@ -82,7 +83,7 @@ public class DecodeStepBench {
                 for (int q = 0; q < 32; q++) {
                     profile.add(w.query(l, 1000 + q));
                 }
-                s.clusterLayerFromQueries(l, profile, ClusterOptions.defaults());
+                Swarm.clusterLayerFromQueries(s, l, profile, ClusterOptions.defaults());
             }
             s.commit();
         }

@@ -4,8 +4,8 @@ import io.kvoffload.strategy.kvswap.KvSwap;
 import io.kvoffload.DType;
 import io.kvoffload.DecodeOptions;
 import io.kvoffload.DecodeStats;
-import io.kvoffload.GroupOptions;
-import io.kvoffload.GroupSummary;
+import io.kvoffload.strategy.kvswap.GroupOptions;
+import io.kvoffload.strategy.kvswap.GroupSummary;
 import io.kvoffload.KvConfig;
 import io.kvoffload.KvDecoder;
 import io.kvoffload.KvEngine;
@@ -184,7 +184,7 @@ public final class KvSwapIoBench implements Callable<Integer> {
         GroupSummary sum = null;
         try (KvSequence s = engine.openSequenceForAppend("kvswap")) {
             for (int l = 0; l < layers; l++) {
-                sum = s.groupLayer(l, GroupOptions.defaults().withGroupSize(g).withCalibrationRows(calibrationRows)
+                sum = KvSwap.groupLayer(s, l, GroupOptions.defaults().withGroupSize(g).withCalibrationRows(calibrationRows)
                         .withSeed(seed + l));
             }
             s.commit(); // frees the previous layout's extents

@@ -1,7 +1,7 @@
 package io.kvoffload.bench.swarm;
 
 import io.kvoffload.strategy.swarm.Swarm;
-import io.kvoffload.ClusterOptions;
+import io.kvoffload.strategy.swarm.ClusterOptions;
 import io.kvoffload.DType;
 import io.kvoffload.DecodeOptions;
 import io.kvoffload.DecodeStats;
@@ -185,7 +185,7 @@ public final class SwarmOnlineBench implements Callable<Integer> {
                 for (int q = 0; q < 64; q++) {
                     profile.add(workload.query(l, 10_000 + q));
                 }
-                s.clusterLayerFromQueries(l, profile, ClusterOptions.defaults());
+                Swarm.clusterLayerFromQueries(s, l, profile, ClusterOptions.defaults());
                 clusterNanos += System.nanoTime() - t1;
             }
             s.commit();

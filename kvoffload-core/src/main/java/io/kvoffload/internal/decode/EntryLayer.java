@@ -1,5 +1,7 @@
 package io.kvoffload.internal.decode;
 
+import io.kvoffload.internal.sequence.SequenceHooks;
+
 import io.kvoffload.DecodeOptions;
 import io.kvoffload.KvSequence;
 import io.kvoffload.internal.sched.BucketScheduler;
@@ -16,7 +18,7 @@ import org.slf4j.LoggerFactory;
 public abstract class EntryLayer implements LayerFetcher, BucketScheduler.Residency {
     private static final Logger LOG = LoggerFactory.getLogger(EntryLayer.class);
 
-    protected final LayerStore store;
+    protected final SequenceHooks store;
     protected final KvSequence sequence;
     protected final DecodeOptions options;
     protected final int layer;
@@ -27,20 +29,20 @@ public abstract class EntryLayer implements LayerFetcher, BucketScheduler.Reside
     /** The hot-cluster cache, or null. */
     protected HotClusterCache cache;
 
-    protected EntryLayer(LayerStore store, DecodeOptions options, int layer, DecodeCounters counters) {
+    protected EntryLayer(SequenceHooks store, DecodeOptions options, int layer, DecodeCounters counters) {
         this.store = store;
         this.sequence = store.sequence();
         this.options = options;
         this.layer = layer;
         this.counters = counters;
         int tokens = sequence.tokenCount(layer);
-        this.layout = store.clusterLayout(layer);
+        this.layout = store.ledger().layer(layer).clusters();
         int clustered = layout == null ? 0 : layout.clusteredTokens();
         int sinkEnd = Math.min(options.sinkTokens(), tokens);
         int start = Math.max(sinkEnd, Math.min(clustered, tokens - options.localWindow()));
         if (tokens - start > Math.max(options.localWindow(), 1) * 4L && tokens - start > 4096) {
             LOG.warn("sequence {} layer {}: {} tokens are not laid out and stay in DRAM for attention; lay the"
-                    + " layer out (KvSequence.clusterLayer, SelectionStrategy.layOut) to fetch them selectively",
+                    + " layer out (Swarm.clusterLayer, SelectionStrategy.layOut) to fetch them selectively",
                     sequence.id(), layer, tokens - start);
         }
         this.window = new DramWindow(store.store().dram(), sequence.shape().halfEntryBytes(), sinkEnd, start,

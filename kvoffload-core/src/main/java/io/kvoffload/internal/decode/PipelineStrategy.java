@@ -1,5 +1,7 @@
 package io.kvoffload.internal.decode;
 
+import io.kvoffload.internal.sequence.SequenceHooks;
+
 import io.kvoffload.DecodeOptions;
 
 /**
@@ -12,5 +14,5 @@ public interface PipelineStrategy {
      * Opens {@code layer}'s fetcher, or returns null when the layer has no layout of this strategy
      * (the decoder then uses the default strategy, which attends an unlaid-out layer from DRAM).
      */
-    LayerFetcher openFetcher(LayerStore sequence, DecodeOptions options, int layer, DecodeCounters counters);
+    LayerFetcher openFetcher(SequenceHooks sequence, DecodeOptions options, int layer, DecodeCounters counters);
 }

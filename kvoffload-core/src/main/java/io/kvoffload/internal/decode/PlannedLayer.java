@@ -1,7 +1,10 @@
 package io.kvoffload.internal.decode;
 
+import io.kvoffload.internal.sequence.SequenceHooks;
+
 import io.kvoffload.DecodeOptions;
 import io.kvoffload.KvShape;
+import io.kvoffload.internal.sequence.SequenceLayerKv;
 import io.kvoffload.strategy.FetchPlan;
 import io.kvoffload.strategy.LayerContext;
 import io.kvoffload.strategy.LayerSelector;
@@ -17,15 +20,18 @@ import java.lang.foreign.MemorySegment;
 public final class PlannedLayer extends EntryLayer {
     private final LayerSelector selector;
 
-    public PlannedLayer(SelectionStrategy strategy, LayerStore store, DecodeOptions options, int layer,
+    public PlannedLayer(SelectionStrategy strategy, SequenceHooks store, DecodeOptions options, int layer,
             DecodeCounters counters) {
         super(store, options, layer, counters);
         try {
             int tokens = sequence.tokenCount(layer);
             int laidOut = layout == null ? 0 : layout.clusteredTokens();
             KvShape shape = sequence.shape();
-            LayerSelector s = store.withKeys(layer, tokens, kv -> strategy.openLayer(new Context(shape, layer, tokens,
-                    laidOut, options, kv)));
+            LayerSelector s;
+            // The layer's keys, read once into memory when they fit, for the strategy's index.
+            try (SequenceLayerKv kv = new SequenceLayerKv(sequence, layer, tokens).keysInMemory(1L << 30)) {
+                s = strategy.openLayer(new Context(shape, layer, tokens, laidOut, options, kv));
+            }
             if (s == null) {
                 throw new IllegalStateException("strategy " + strategy.name() + " returned no selector for layer "
                         + layer);

@@ -9,7 +9,7 @@ import io.kvoffload.internal.decode.DecodeCounters;
 import io.kvoffload.internal.decode.DramWindow;
 import io.kvoffload.internal.decode.EntryFetch;
 import io.kvoffload.internal.decode.LayerFetcher;
-import io.kvoffload.internal.decode.LayerStore;
+import io.kvoffload.internal.sequence.SequenceHooks;
 import io.kvoffload.internal.decode.StagedReads;
 import io.kvoffload.internal.decode.ViewBuffer;
 import io.kvoffload.internal.decode.ViewRows;
@@ -53,7 +53,7 @@ import java.util.Arrays;
  * one fetch in flight (the decoder enforces both).
  */
 public final class KvSwapLayer implements LayerFetcher {
-    private final LayerStore layers;
+    private final SequenceHooks layers;
     private final KvSequence sequence;
     private final Store store;
     private final DecodeCounters counters;
@@ -98,7 +98,7 @@ public final class KvSwapLayer implements LayerFetcher {
      * @param fifo FIFO replacement (else the artifact's replace-unrequested)
      * @param rollingFlush write full groups that left the window to the SSDs
      */
-    public KvSwapLayer(LayerStore layers, DecodeOptions options, int layer, GroupLayout layout, DecodeCounters counters,
+    public KvSwapLayer(SequenceHooks layers, DecodeOptions options, int layer, GroupLayout layout, DecodeCounters counters,
             int reuseGroups, boolean fifo, boolean rollingFlush) {
         this.layers = layers;
         this.sequence = layers.sequence();
@@ -112,13 +112,13 @@ public final class KvSwapLayer implements LayerFetcher {
         this.half = shape.halfEntryBytes();
         this.stride = layout.stride();
         this.groupBytes = layout.groupBytes();
-        this.verifier = new EntryVerifier(store, layers.entryChecksum(), sequence.id());
+        this.verifier = new EntryVerifier(store, layers.checksum(), sequence.id());
         this.checksums = verifier.enabled();
         this.reads = new StagedReads(store, layers.alignment());
         int tokens = sequence.tokenCount(layer);
         int grouped = layout.groupedTokens();
         // The compressed K cache of the stored groups (rebuilt from the stored keys, see KvSequence.compressedKeys).
-        this.cache = layers.compressedKeys(layer, DType.F16, tokens + 4096);
+        this.cache = GroupLayouts.of(layers).compressedKeys(layer, DType.F16, tokens + 4096);
         this.predictor = new GroupPredictor(cache, shape.queryHeads(), g, tokens + 4096);
         this.keyScratch = new float[shape.elementsPerToken()];
         // Sinks, then the window: the newest localWindow tokens and every token past the last stored group.
@@ -394,9 +394,9 @@ public final class KvSwapLayer implements LayerFetcher {
         if (target - grouped < rollTokens) {
             return;
         }
-        GroupLayout grown = GroupLayoutWriter.append(store, sequence.id(), layers.entryChecksum(), layer, shape, layout,
+        GroupLayout grown = GroupLayoutWriter.append(store, sequence.id(), layers.checksum(), layer, shape, layout,
                 target, this::readRolling);
-        layers.extendGroups(layer, grown);
+        GroupLayouts.of(layers).extend(layer, grown);
         layout = grown;
         int groups = grown.groupCount();
         if (missSlot.length < groups) {

@@ -1,8 +1,6 @@
 package io.kvoffload.internal.storage;
 
 import io.kvoffload.KvChecksumException;
-import io.kvoffload.internal.storage.EntryChecksum;
-import io.kvoffload.internal.storage.Store;
 import java.nio.ByteBuffer;
 import java.util.zip.CRC32C;
 

@@ -8,7 +8,7 @@ import io.kvoffload.internal.decode.DramWindow;
 import io.kvoffload.internal.decode.EntryFetch;
 import io.kvoffload.internal.decode.EntryLayer;
 import io.kvoffload.internal.decode.HotClusterCache;
-import io.kvoffload.internal.decode.LayerStore;
+import io.kvoffload.internal.sequence.SequenceHooks;
 import io.kvoffload.internal.decode.ViewBuffer;
 import io.kvoffload.internal.storage.ClusterLayout;
 import io.kvoffload.internal.storage.ClusterLayoutWriter;
@@ -55,7 +55,7 @@ public final class SwarmLayer extends EntryLayer {
      * @param lru the hot-cluster cache evicts the least recently activated cluster (else Eq. 6)
      * @param maintenance Eq. 9's policy for tokens leaving the window, or null to keep them in DRAM
      */
-    public SwarmLayer(LayerStore store, DecodeOptions options, int layer, DecodeCounters counters, boolean lru,
+    public SwarmLayer(SequenceHooks store, DecodeOptions options, int layer, DecodeCounters counters, boolean lru,
             MaintenancePolicy maintenance) {
         super(store, options, layer, counters);
         this.shape = sequence.shape();
@@ -66,7 +66,7 @@ public final class SwarmLayer extends EntryLayer {
         }
         try {
             int tokens = sequence.tokenCount(layer);
-            index = store.medoidIndex(layer);
+            index = SwarmLayouts.of(store).medoidIndex(layer);
             attachLayout(layout);
             long total = options.cacheBytes() == DecodeOptions.AUTO ? store.store().config().dramBudgetBytes() / 8
                     : options.cacheBytes();
@@ -290,7 +290,7 @@ public final class SwarmLayer extends EntryLayer {
         if (a.size() == 0) {
             return;
         }
-        ClusterLayout grown = ClusterLayoutWriter.append(store.store(), sequence.id(), store.entryChecksum(), layer,
+        ClusterLayout grown = ClusterLayoutWriter.append(store.store(), sequence.id(), store.checksum(), layer,
                 shape, layout, a.tokens(), a.clusterStart(), a.clusterIds(),
                 (pos, k, v) -> sequence.read(layer, pos, k, v));
         int added = a.newMedoids().length;
@@ -313,8 +313,7 @@ public final class SwarmLayer extends EntryLayer {
                 clusterOfMedoid[t] = a.firstNewCluster() + i;
             }
         }
-        store.extendClusters(layer, grown);
-        store.installMedoidIndex(layer, index, grown);
+        SwarmLayouts.of(store).extend(layer, grown, index);
         if (cache != null) {
             cache.relayout(grown);
         }

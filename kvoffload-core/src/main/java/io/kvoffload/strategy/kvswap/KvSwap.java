@@ -1,13 +1,13 @@
 package io.kvoffload.strategy.kvswap;
 
 import io.kvoffload.DecodeOptions;
-import io.kvoffload.GroupOptions;
 import io.kvoffload.KvSequence;
-import io.kvoffload.KvSwapTuning;
 import io.kvoffload.internal.decode.DecodeCounters;
 import io.kvoffload.internal.decode.LayerFetcher;
-import io.kvoffload.internal.decode.LayerStore;
+import io.kvoffload.internal.sequence.SequenceHooks;
 import io.kvoffload.internal.decode.PipelineStrategy;
+import io.kvoffload.internal.sequence.SequenceAccess;
+import io.kvoffload.internal.kvswap.GroupLayouts;
 import io.kvoffload.internal.kvswap.KvSwapLayer;
 import io.kvoffload.internal.storage.GroupLayout;
 import io.kvoffload.internal.util.Checks;
@@ -16,7 +16,7 @@ import io.kvoffload.strategy.LayerSelector;
 import io.kvoffload.strategy.SelectionStrategy;
 
 /**
- * KVSwap [KVSwap] as a strategy: the offline phase ({@link #layOut}, {@link KvSequence#groupLayer})
+ * KVSwap [KVSwap] as a strategy: the offline phase ({@link #layOut}, {@link KvSwap#groupLayer})
  * fits the layer's low-rank K adapter and lays it out in groups of G tokens; online, the group
  * predictor scores the query against the compressed K cache in DRAM, picks the top
  * {@code M = ⌈budget / G⌉} groups ({@link DecodeOptions#budgetTokens()}, on top of sinks and window),
@@ -91,7 +91,32 @@ public record KvSwap(int reuseSlots, ReusePolicy reusePolicy, boolean rollingFlu
     /** KVSwap's offline phase with {@link #groupOptions()}. */
     @Override
     public void layOut(KvSequence sequence, int layer) {
-        sequence.groupLayer(layer, groupOptions);
+        groupLayer(sequence, layer, groupOptions);
+    }
+
+    /**
+     * KVSwap's offline phase for {@code layer} of a writable sequence [KVSwap §3.2–3.4]: fits the
+     * layer's low-rank K adapter (SVD of up to {@code options.calibrationRows()} of its own stored
+     * keys) and lays tokens {@code [0, ⌊tokens / G⌋·G)} out in groups of G: each group one aligned
+     * region {@code [K of G tokens | V of G tokens]} with its checksum, groups round-robin over the
+     * SSDs. The last partial group stays in the block layout (a decoder keeps it in DRAM, the rolling
+     * buffer). {@link KvSequence#commit} persists the layout and the adapter; a decoder with this
+     * strategy then predicts and fetches groups. A cluster or group layout the layer had is
+     * replaced; the block extents the groups now cover are released after the next commit.
+     *
+     * @throws IllegalArgumentException if the layer holds fewer than G tokens, or the rank exceeds
+     *     {@code kvHeads × headDim}
+     */
+    public static GroupSummary groupLayer(KvSequence sequence, int layer, GroupOptions options) {
+        return GroupLayouts.of(SequenceAccess.of(sequence)).layOut(layer, options);
+    }
+
+    /** Groups of {@code layer} (0 if it has no group layout). */
+    public static int groupCount(KvSequence sequence, int layer) {
+        SequenceHooks hooks = SequenceAccess.of(sequence);
+        hooks.checkOpen();
+        GroupLayout g = GroupLayouts.of(hooks).layout(layer);
+        return g == null ? 0 : g.groupCount();
     }
 
     /** Refused: KVSwap predicts groups inside the pipeline (reuse buffer, rolling buffer), not as a position list. */
@@ -103,8 +128,8 @@ public record KvSwap(int reuseSlots, ReusePolicy reusePolicy, boolean rollingFlu
 
     /** Internal: the decoder opens a layer's online phase through this. */
     @Override
-    public LayerFetcher openFetcher(LayerStore sequence, DecodeOptions options, int layer, DecodeCounters counters) {
-        GroupLayout groups = sequence.groupLayout(layer);
+    public LayerFetcher openFetcher(SequenceHooks sequence, DecodeOptions options, int layer, DecodeCounters counters) {
+        GroupLayout groups = GroupLayouts.of(sequence).layout(layer);
         return groups == null ? null : new KvSwapLayer(sequence, options, layer, groups, counters, reuseSlots,
                 reusePolicy == ReusePolicy.FIFO, rollingFlush);
     }

@@ -4,8 +4,12 @@ import io.kvoffload.DecodeOptions;
 import io.kvoffload.KvSequence;
 import io.kvoffload.internal.decode.DecodeCounters;
 import io.kvoffload.internal.decode.LayerFetcher;
-import io.kvoffload.internal.decode.LayerStore;
+import io.kvoffload.internal.sequence.SequenceHooks;
 import io.kvoffload.internal.decode.PipelineStrategy;
+import io.kvoffload.internal.sequence.SequenceAccess;
+import io.kvoffload.internal.storage.ClusterLayout;
+import io.kvoffload.internal.swarm.SwarmLayouts;
+import java.util.List;
 import io.kvoffload.internal.swarm.MaintenancePolicy;
 import io.kvoffload.internal.swarm.SwarmLayer;
 import io.kvoffload.internal.util.Checks;
@@ -15,7 +19,7 @@ import io.kvoffload.strategy.SelectionStrategy;
 
 /**
  * Swarm [Swarm] as a strategy, the decoders' default: co-activation clusters laid out by
- * {@link KvSequence#clusterLayer} (the offline phase needs the activations or queries the engine
+ * {@link #clusterLayer(KvSequence, int, List, ClusterOptions)} (the offline phase needs the activations or queries the engine
  * observed), selected by medoid score until the token budget, hot clusters cached in DRAM (Eq. 6 or
  * LRU) and tokens leaving the local window assigned to clusters online (Eq. 9). A layer that is not
  * clustered is attended in full from DRAM. Immutable; {@link #defaults()} or {@link #builder()}.
@@ -69,13 +73,13 @@ public record Swarm(CachePolicy cachePolicy, Maintenance maintenance) implements
 
     /**
      * Refused: Swarm clusters tokens by how queries co-activate them, which a layer's keys alone do
-     * not tell. Use {@link KvSequence#clusterLayerFromQueries} or {@link KvSequence#clusterLayer}.
+     * not tell. Use {@link #clusterLayerFromQueries} or {@link #clusterLayer(KvSequence, int, List, ClusterOptions)}.
      */
     @Override
     public void layOut(KvSequence sequence, int layer) {
         throw new UnsupportedOperationException("swarm lays a layer out from observed activations: call"
-                + " KvSequence.clusterLayerFromQueries(layer, queries, options) or clusterLayer(layer, activationSets,"
-                + " options) for layer " + layer + " of sequence " + sequence.id());
+                + " Swarm.clusterLayerFromQueries(sequence, layer, queries, options) or clusterLayer(sequence, layer,"
+                + " activationSets, options) for layer " + layer + " of sequence " + sequence.id());
     }
 
     /** Refused: Swarm's selection runs inside the pipeline (clusters, replicas, cache), not as a position list. */
@@ -85,9 +89,83 @@ public record Swarm(CachePolicy cachePolicy, Maintenance maintenance) implements
                 + " DecodeOptions.Builder.strategy, not as a LayerSelector");
     }
 
+    /**
+     * Swarm's offline phase for {@code layer} of a writable sequence, from activation sets the
+     * engine observed: for each profiled query (e.g. sampled prefill queries), the token positions
+     * it activated (its top-k). Clusters co-activated tokens (Algorithm 1), spreads every cluster
+     * over all SSDs (Eq. 7), writes one extent per cluster per SSD and builds the DRAM medoid index.
+     * {@link KvSequence#commit} persists it.
+     *
+     * @param activationSets 1..{@value io.kvoffload.internal.swarm.CoActivationProfile#MAX_QUERIES}
+     *     sets of positions in {@code 0..tokenCount(layer)-1}
+     */
+    public static ClusterSummary clusterLayer(KvSequence sequence, int layer, List<int[]> activationSets,
+            ClusterOptions options) {
+        return layouts(sequence).fromActivationSets(layer, activationSets, options);
+    }
+
+    /**
+     * Swarm's offline phase for {@code layer} from queries: the library computes each query's exact
+     * top activations ({@code options.sparsity()} of the tokens; sinks and the local window excluded)
+     * over the stored keys, then clusters as {@link #clusterLayer(KvSequence, int, List, ClusterOptions)}
+     * does.
+     *
+     * @param queries each {@code queryHeads × headDim} floats, head after head
+     */
+    public static ClusterSummary clusterLayerFromQueries(KvSequence sequence, int layer, List<float[]> queries,
+            ClusterOptions options) {
+        return layouts(sequence).fromQueries(layer, queries, options);
+    }
+
+    /**
+     * Lays {@code layer} out by clusters the caller chose (e.g. fixed positional groups for engines
+     * that select single tokens, or a clustering computed elsewhere): cluster {@code c} holds the
+     * token positions {@code clusters[c]}, its first element is its medoid (what the decoder's
+     * medoid index scores), and its members are placed over the SSDs in the given order by
+     * {@code options.placement()} (Eq. 7 round robin by default). A token may appear in several
+     * clusters (a replica, stored once per cluster). Other options are not used. Every entry gets a
+     * checksum and the DRAM medoid index is built; {@link KvSequence#commit} persists it.
+     *
+     * @param clusters 1..2^30 non-empty clusters of distinct positions in {@code 0..tokenCount(layer)-1},
+     *     together covering every one of them
+     */
+    public static ClusterSummary clusterLayer(KvSequence sequence, int layer, int[][] clusters,
+            ClusterOptions options) {
+        return layouts(sequence).fromClusters(layer, clusters, options);
+    }
+
+    /** Clusters of {@code layer} (0 if it is not clustered). */
+    public static int clusterCount(KvSequence sequence, int layer) {
+        SwarmLayouts l = layouts(sequence);
+        ClusterLayout cl = l.layout(layer);
+        return cl == null ? 0 : cl.clusterCount();
+    }
+
+    /** Token positions of a cluster of {@code layer}, in storage order. */
+    public static int[] clusterMembers(KvSequence sequence, int layer, int cluster) {
+        return clusterOf(sequence, layer, cluster).members(cluster);
+    }
+
+    /** The medoid (representative token) of a cluster of {@code layer}. */
+    public static int clusterMedoid(KvSequence sequence, int layer, int cluster) {
+        return clusterOf(sequence, layer, cluster).medoid(cluster);
+    }
+
+    private static ClusterLayout clusterOf(KvSequence sequence, int layer, int cluster) {
+        ClusterLayout cl = layouts(sequence).layout(layer);
+        Checks.index("cluster", cluster, cl == null ? 0 : cl.clusterCount());
+        return cl;
+    }
+
+    private static SwarmLayouts layouts(KvSequence sequence) {
+        SequenceHooks hooks = SequenceAccess.of(sequence);
+        hooks.checkOpen();
+        return SwarmLayouts.of(hooks);
+    }
+
     /** Internal: the decoder opens a layer's online phase through this. */
     @Override
-    public LayerFetcher openFetcher(LayerStore sequence, DecodeOptions options, int layer, DecodeCounters counters) {
+    public LayerFetcher openFetcher(SequenceHooks sequence, DecodeOptions options, int layer, DecodeCounters counters) {
         return new SwarmLayer(sequence, options, layer, counters, cachePolicy == CachePolicy.LRU,
                 switch (maintenance) {
                     case SWARM -> MaintenancePolicy.SWARM;

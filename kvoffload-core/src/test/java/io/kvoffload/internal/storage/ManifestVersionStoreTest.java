@@ -1,12 +1,13 @@
 package io.kvoffload.internal.storage;
 
+import io.kvoffload.strategy.swarm.Swarm;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.kvoffload.DType;
 import io.kvoffload.DecodeOptions;
-import io.kvoffload.GroupOptions;
+import io.kvoffload.strategy.kvswap.GroupOptions;
 import io.kvoffload.KvDecoder;
 import io.kvoffload.KvEngine;
 import io.kvoffload.KvSequence;
@@ -56,9 +57,9 @@ class ManifestVersionStoreTest {
                     pages[p][i] = p * 32 + i;
                 }
             }
-            s.clusterLayer(0, pages, io.kvoffload.ClusterOptions.defaults());
+            Swarm.clusterLayer(s, 0, pages, io.kvoffload.strategy.swarm.ClusterOptions.defaults());
             quest.layOut(s, 1);
-            s.groupLayer(2, GroupOptions.defaults());
+            KvSwap.groupLayer(s, 2, GroupOptions.defaults());
             s.commit();
         }
         int rewritten = rewriteManifests(5);

@@ -1,4 +1,7 @@
-package io.kvoffload;
+package io.kvoffload.internal.sequence;
+
+import io.kvoffload.DType;
+import io.kvoffload.KvSequence;
 
 import io.kvoffload.internal.util.ElementCodec;
 import io.kvoffload.strategy.LayerKv;
@@ -11,7 +14,7 @@ import java.lang.foreign.MemorySegment;
  * Reads go in chunks through {@link KvSequence#read}, so every byte is checksum-verified; they are
  * serialised on the sequence, so several profiling threads may share one view.
  */
-final class SequenceLayerKv implements LayerKv, AutoCloseable {
+public final class SequenceLayerKv implements LayerKv, AutoCloseable {
     private static final int CHUNK = 4096;
 
     private final KvSequence seq;
@@ -31,7 +34,7 @@ final class SequenceLayerKv implements LayerKv, AutoCloseable {
     private MemorySegment someKeys;
     private int[] rowOf;
 
-    SequenceLayerKv(KvSequence seq, int layer, int tokens) {
+    public SequenceLayerKv(KvSequence seq, int layer, int tokens) {
         this.seq = seq;
         this.layer = layer;
         this.tokens = tokens;
@@ -67,7 +70,7 @@ final class SequenceLayerKv implements LayerKv, AutoCloseable {
      * Reads the layer's keys once into memory (outside the DRAM tier) when they take at most
      * {@code maxBytes}, so later key reads cost no I/O. Values stay on the SSDs.
      */
-    SequenceLayerKv keysInMemory(long maxBytes) {
+    public SequenceLayerKv keysInMemory(long maxBytes) {
         if ((long) tokens * half > maxBytes || keys != null) {
             return this;
         }
@@ -88,7 +91,7 @@ final class SequenceLayerKv implements LayerKv, AutoCloseable {
      * Reads the keys of {@code positions} with one gathered read (the scheduler batches and spreads
      * it over the SSDs) instead of one synchronous read per token, for building the medoid index.
      */
-    SequenceLayerKv keysOf(int[] positions) {
+    public SequenceLayerKv keysOf(int[] positions) {
         int[] distinct = java.util.Arrays.stream(positions).distinct().toArray();
         keyArena = Arena.ofShared();
         someKeys = keyArena.allocate(Math.max(1, (long) distinct.length * half), 64);

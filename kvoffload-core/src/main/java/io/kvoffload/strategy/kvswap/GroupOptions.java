@@ -1,9 +1,11 @@
-package io.kvoffload;
+package io.kvoffload.strategy.kvswap;
 
+import io.kvoffload.KvSequence;
+import io.kvoffload.KvShape;
 import io.kvoffload.internal.util.Checks;
 
 /**
- * Options of KVSwap's offline phase ({@link KvSequence#groupLayer}): how a layer is laid out in
+ * Options of KVSwap's offline phase ({@link KvSwap#groupLayer}): how a layer is laid out in
  * groups and how its low-rank K adapter is fitted [KVSwap §3.2–3.4].
  *
  * @param groupSize G, consecutive tokens stored and read as one unit ({@code [K of G | V of G]},
@@ -47,7 +49,7 @@ public record GroupOptions(int groupSize, int rank, int calibrationRows, long se
     }
 
     /** The rank for {@code shape}: {@link #rank()}, or {@code headDim} for {@link #HEAD_DIM}; checked against the shape. */
-    int rankFor(KvShape shape) {
+    public int rankFor(KvShape shape) {
         int max = shape.kvHeads() * shape.headDim();
         if (rank > max) {
             throw new IllegalArgumentException("rank = " + rank + " is out of range for kvHeads " + shape.kvHeads()

@@ -1,4 +1,4 @@
-package io.kvoffload;
+package io.kvoffload.strategy.swarm;
 
 /**
  * What the Swarm offline phase built for one layer.

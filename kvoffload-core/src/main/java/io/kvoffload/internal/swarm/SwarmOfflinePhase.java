@@ -1,16 +1,10 @@
-package io.kvoffload;
+package io.kvoffload.internal.swarm;
 
+import io.kvoffload.strategy.swarm.ClusterOptions;
 import io.kvoffload.internal.storage.ClusterLayout;
 import io.kvoffload.internal.storage.ClusterPlan;
 import io.kvoffload.internal.storage.ReplicaSpread;
-import io.kvoffload.internal.swarm.ClusterPlacement;
-import io.kvoffload.internal.swarm.ClusterRadius;
-import io.kvoffload.internal.swarm.Clustering;
-import io.kvoffload.internal.swarm.ClusteringConfig;
-import io.kvoffload.internal.swarm.CoActivationClustering;
-import io.kvoffload.internal.swarm.CoActivationNormaliser;
-import io.kvoffload.internal.swarm.CoActivationProfile;
-import io.kvoffload.internal.swarm.IsolatedEntryPolicy;
+import io.kvoffload.internal.sequence.SequenceLayerKv;
 import java.util.BitSet;
 import java.util.List;
 
@@ -97,7 +91,7 @@ final class SwarmOfflinePhase {
     }
 
     /**
-     * A clustering from caller-given clusters ({@link KvSequence#clusterLayer(int, int[][], ClusterOptions)}):
+     * A clustering from caller-given clusters ({@code Swarm.clusterLayer(sequence, layer, int[][], options)}):
      * each cluster's first element is its medoid. Validated here so the message names the caller's
      * argument; τ is reported as {@code options.radius()}.
      */

@@ -1,9 +1,13 @@
-package io.kvoffload;
+package io.kvoffload.strategy.kvswap;
 
+import io.kvoffload.KvSequence;
+import io.kvoffload.DType;
+import io.kvoffload.KvShape;
+import io.kvoffload.DecodeOptions;
+import io.kvoffload.KvDecoder;
 import io.kvoffload.internal.kvswap.GroupPredictor;
 import io.kvoffload.internal.kvswap.KvSwapConfig;
 import io.kvoffload.internal.util.Checks;
-import io.kvoffload.strategy.kvswap.KvSwap;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -12,13 +16,13 @@ import java.nio.file.Path;
 /**
  * The runtime settings of KVSwap's offline tuning [KVSwap §3.5, Fig. 4a]: what the JSON file
  * that {@code kvo bench kvswap-tune} (the {@code ParameterTuner}) writes sets in the offline phase
- * ({@link #groupOptions()} for {@link KvSequence#groupLayer}) and in the decoder
+ * ({@link #groupOptions()} for {@link KvSwap#groupLayer}) and in the decoder
  * ({@link #applyTo(DecodeOptions.Builder)}).
  *
  * <pre>{@code
  * KvSwapTuning t = KvSwapTuning.load(Path.of("kvswap.json"));
  * t.checkShape(sequence.shape());
- * for (int l = 0; l < layers; l++) sequence.groupLayer(l, t.groupOptions());
+ * for (int l = 0; l < layers; l++) KvSwap.groupLayer(sequence, l, t.groupOptions());
  * sequence.commit();
  * KvDecoder dec = sequence.decoder(t.applyTo(DecodeOptions.builder()).build());
  * }</pre>

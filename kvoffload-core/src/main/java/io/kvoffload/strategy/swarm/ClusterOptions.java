@@ -1,9 +1,10 @@
-package io.kvoffload;
+package io.kvoffload.strategy.swarm;
 
+import io.kvoffload.KvSequence;
 import io.kvoffload.internal.util.Checks;
 
 /**
- * Options of the Swarm offline phase ({@link KvSequence#clusterLayer}): how co-activation is
+ * Options of the Swarm offline phase ({@link Swarm#clusterLayer(KvSequence, int, java.util.List, ClusterOptions)}): how co-activation is
  * profiled and how clusters are formed [Swarm §5.1–5.2, Algorithm 1].
  *
  * @param radius the cluster radius τ of Eq. 4–5, in [0, 1); ignored when {@code radiusQuantile > 0}

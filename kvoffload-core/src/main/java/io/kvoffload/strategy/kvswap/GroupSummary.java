@@ -1,7 +1,9 @@
-package io.kvoffload;
+package io.kvoffload.strategy.kvswap;
+
+import io.kvoffload.KvSequence;
 
 /**
- * What {@link KvSequence#groupLayer} built for one layer.
+ * What {@link KvSwap#groupLayer} built for one layer.
  *
  * @param layer the layer
  * @param groupedTokens tokens {@code [0, groupedTokens)} now live in groups

@@ -1,11 +1,14 @@
-package io.kvoffload.internal.sequence;
+package io.kvoffload.internal.kvswap;
 
 import io.kvoffload.DType;
-import io.kvoffload.GroupOptions;
-import io.kvoffload.GroupSummary;
+import io.kvoffload.strategy.kvswap.GroupOptions;
+import io.kvoffload.strategy.kvswap.GroupSummary;
 import io.kvoffload.KvShape;
-import io.kvoffload.internal.kvswap.CompressedKCache;
-import io.kvoffload.internal.kvswap.LowRankAdapter;
+import io.kvoffload.internal.sequence.ExtentLedger;
+import io.kvoffload.internal.sequence.LayerState;
+import io.kvoffload.internal.sequence.SequenceHooks;
+import io.kvoffload.internal.util.Checks;
+import io.kvoffload.KvSequence;
 import io.kvoffload.internal.storage.BlockTable;
 import io.kvoffload.internal.storage.EntryChecksum;
 import io.kvoffload.internal.storage.GroupLayout;
@@ -19,37 +22,77 @@ import java.util.SplittableRandom;
 import java.util.function.IntSupplier;
 
 /**
- * KVSwap's offline phase on a sequence (papers/003 §3.2–3.4): fits a layer's low-rank K adapter on
+ * KVSwap's offline phase on one sequence [KVSwap §3.2–3.4]: fits a layer's low-rank K adapter on
  * its stored keys and writes its group layout; rebuilds the compressed K cache a decoder predicts
- * with. It reads the sequence only through {@link LayerReads}; the layout goes to the sequence's {@link ExtentLedger}.
+ * with; installs the groups the rolling buffer flushes. One per sequence ({@link #of}), attached
+ * through its {@link SequenceHooks}; the layouts go to the sequence's {@link ExtentLedger}.
  */
 public final class GroupLayouts {
     /** Keys and values read per pass. */
     private static final int CHUNK = 2048;
 
-    /** Reads stored, verified K and V of positions of a layer, token-major. */
-    @FunctionalInterface
-    public interface LayerReads {
-        void read(int layer, int[] positions, MemorySegment keys, MemorySegment values);
-    }
-
+    private final SequenceHooks hooks;
+    private final KvSequence sequence;
     private final Store store;
     private final String id;
     private final KvShape shape;
     private final EntryChecksum checksum;
     private final int blockTokens;
-    private final LayerReads reads;
     private final int half;
 
-    public GroupLayouts(Store store, String id, KvShape shape, EntryChecksum checksum, int blockTokens,
-            LayerReads reads) {
-        this.store = store;
-        this.id = id;
-        this.shape = shape;
-        this.checksum = checksum;
-        this.blockTokens = blockTokens;
-        this.reads = reads;
+    private GroupLayouts(SequenceHooks hooks) {
+        this.hooks = hooks;
+        this.sequence = hooks.sequence();
+        this.store = hooks.store();
+        this.id = sequence.id();
+        this.shape = sequence.shape();
+        this.checksum = hooks.checksum();
+        this.blockTokens = sequence.blockTokens();
         this.half = shape.halfEntryBytes();
+    }
+
+    /** The sequence's KVSwap state. */
+    public static GroupLayouts of(SequenceHooks hooks) {
+        return hooks.attachment(GroupLayouts.class, GroupLayouts::new);
+    }
+
+    /**
+     * KVSwap's offline phase for {@code layer} (see {@link io.kvoffload.strategy.kvswap.KvSwap#groupLayer}):
+     * the layer's cluster or group layout is replaced; the block extents the groups now cover are
+     * released after the next commit.
+     */
+    public GroupSummary layOut(int layer, GroupOptions options) {
+        return hooks.exclusive(() -> {
+            hooks.checkWritable();
+            Checks.index("layer", layer, shape.layers());
+            Checks.notNull("options", options);
+            GroupSummary summary = write(layer, hooks.ledger(), options, () -> options.rankFor(shape), () -> {
+                hooks.checkNoFetchInFlight("re-lay out");
+                hooks.flushWrites();
+            });
+            hooks.changed();
+            return summary;
+        });
+    }
+
+    /**
+     * The rolling buffer flushed full groups: {@code grown} appends groups to the layer's current
+     * group layout ({@link GroupLayoutWriter#append}) and shares all its extents. Blocks whose tokens
+     * are now all grouped are retired; the next commit persists the grown layout, and a close
+     * without commit frees only the appended segments.
+     */
+    public void extend(int layer, GroupLayout grown) {
+        hooks.checkWritable();
+        hooks.ledger().extendGroups(layer, grown);
+        hooks.flushWrites(); // a block about to be retired may still have its write queued
+        hooks.ledger().retireCoveredBlocks(layer, grown.groupedTokens());
+        hooks.changed();
+    }
+
+    /** The layer's group layout, or null. */
+    public GroupLayout layout(int layer) {
+        Checks.index("layer", layer, shape.layers());
+        return hooks.ledger().layer(layer).groups();
     }
 
     /**
@@ -61,10 +104,10 @@ public final class GroupLayouts {
      * @throws IllegalArgumentException if the layer holds fewer than G tokens, the rank exceeds
      *     {@code kvHeads × headDim}, or the groups would not cover a block the layer no longer has
      */
-    public GroupSummary write(int layer, ExtentLedger ledger, GroupOptions options, IntSupplier rankFor,
+    private GroupSummary write(int layer, ExtentLedger ledger, GroupOptions options, IntSupplier rankFor,
             Runnable beforeWrite) {
         LayerState state = ledger.layer(layer);
-        int tokens = state.tokens;
+        int tokens = state.tokens();
         int g = options.groupSize();
         if (g > tokens) {
             throw new IllegalArgumentException("options.groupSize() = " + g + " is out of range for layer " + layer
@@ -72,7 +115,7 @@ public final class GroupLayouts {
         }
         int rank = rankFor.getAsInt();
         int grouped = tokens / g * g;
-        BlockTable t = state.blocks;
+        BlockTable t = state.blocks();
         for (int b = 0; b < t.size(); b++) {
             if (!t.hasExtent(b) && (long) (b + 1) * blockTokens > grouped) {
                 throw new IllegalArgumentException("options.groupSize() = " + g + " would lay out only " + grouped
@@ -85,7 +128,7 @@ public final class GroupLayouts {
         LowRankAdapter adapter = fitAdapter(layer, tokens, rank, options.calibrationRows(), options.seed());
         long t1 = System.nanoTime();
         GroupLayout layout = GroupLayoutWriter.write(store, id, checksum, layer, shape, g, grouped, adapter,
-                (positions, k, v) -> reads.read(layer, positions, k, v));
+                (positions, k, v) -> sequence.read(layer, positions, k, v));
         long t2 = System.nanoTime();
         ledger.installGroups(layer, layout);
         return new GroupSummary(layer, grouped, layout.groupCount(), g, adapter.rank(), adapter.compressionRatio(),
@@ -114,7 +157,8 @@ public final class GroupLayouts {
      * from its stored (CRC-checked) keys through the persisted adapter: tokens
      * {@code [0, groupedTokens)}.
      */
-    public CompressedKCache compressedKeys(int layer, GroupLayout gl, DType storage, int expectedTokens) {
+    public CompressedKCache compressedKeys(int layer, DType storage, int expectedTokens) {
+        GroupLayout gl = layout(layer);
         if (gl == null) {
             throw new IllegalStateException("layer " + layer + " of sequence " + id + " has no group layout; call"
                     + " groupLayer first");
@@ -142,7 +186,7 @@ public final class GroupLayouts {
             MemorySegment v = arena.allocate((long) CHUNK * half, 64);
             for (int from = 0; from < positions.length; from += CHUNK) {
                 int n = Math.min(CHUNK, positions.length - from);
-                reads.read(layer, Arrays.copyOfRange(positions, from, from + n), k, v);
+                sequence.read(layer, Arrays.copyOfRange(positions, from, from + n), k, v);
                 ElementCodec.read(shape.dtype(), k, 0, f, 0, n * elements);
                 sink.accept(f, n);
             }
