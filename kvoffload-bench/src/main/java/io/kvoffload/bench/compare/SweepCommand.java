@@ -43,7 +43,8 @@ public final class SweepCommand implements Callable<Integer> {
             description = "Head dimensions (default: ${DEFAULT-VALUE}; the families also take 64, 80, 96).")
     int[] headDims;
 
-    @Option(names = "--query-heads", defaultValue = "16", description = "Query heads (default: ${DEFAULT-VALUE}).")
+    @Option(names = "--query-heads", defaultValue = "8",
+            description = "Query heads (default: ${DEFAULT-VALUE}; MHA 8:8, GQA 4:1 8:2, GQA 8:1 8:1).")
     int queryHeads;
 
     @Option(names = "--tokens", defaultValue = "4096", description = "Prefix length (default: ${DEFAULT-VALUE}).")
