@@ -88,11 +88,13 @@ public final class SweepCommand implements Callable<Integer> {
     CommandLine.Model.CommandSpec spec;
 
     /** One strategy in one cell at one budget. */
-    record Cell(String family, String shape, int headDim, double budget, CompareCommand.Row row, CompareCommand.Row oracle) {
+    record Cell(String family, String shape, int headDim, int tokens, double budget, CompareCommand.Row row,
+            CompareCommand.Row oracle) {
         double recallRatio() { return row.massRecall() / oracle.massRecall(); }
         double errorRatio() { return row.outputError() / oracle.outputError(); }
         double bytesRatio() { return row.bytesPerStep() / oracle.bytesPerStep(); }
-        double rowsRatio() { return row.rowsPerFetch() / oracle.rowsPerFetch(); }
+        /** Rows read per step over the shared budget ⌈budget × tokens⌉ (sinks and window inside). */
+        double rowsOverBudget() { return row.rowsPerFetch() / Math.ceil(budget * tokens); }
     }
 
     @Override
@@ -132,7 +134,7 @@ public final class SweepCommand implements Callable<Integer> {
                                 && r.strategy().equals("oracle")).findFirst().orElseThrow();
                         for (CompareCommand.Row r : rows) {
                             if (r.budget() == b && r.section().equals("quality")) {
-                                cells.add(new Cell(family, shape, d, b, r, oracle));
+                                cells.add(new Cell(family, shape, d, tokens, b, r, oracle));
                             }
                         }
                     }
@@ -172,12 +174,12 @@ public final class SweepCommand implements Callable<Integer> {
     private void write(List<Cell> cells, double seconds) throws IOException {
         Files.createDirectories(out);
         try (CsvWriter csv = new CsvWriter(out.resolve("sweep.csv"), "family", "shape", "head_dim", "tokens", "budget",
-                "strategy", "rows_per_fetch", "rows_over_oracle", "mass_recall", "recall_over_oracle", "output_rel_error",
+                "strategy", "rows_per_fetch", "rows_over_budget", "mass_recall", "recall_over_oracle", "output_rel_error",
                 "error_over_oracle", "bytes_per_step", "bytes_over_oracle", "co_activation_share")) {
             for (Cell c : cells) {
                 CompareCommand.Row r = c.row();
                 csv.row(c.family(), c.shape(), c.headDim(), tokens, c.budget(), r.strategy(), f(r.rowsPerFetch(), 1),
-                        f(c.rowsRatio(), 3), f(r.massRecall(), 4), f(c.recallRatio(), 4), f(r.outputError(), 4),
+                        f(c.rowsOverBudget(), 3), f(r.massRecall(), 4), f(c.recallRatio(), 4), f(r.outputError(), 4),
                         f(c.errorRatio(), 3), f(r.bytesPerStep(), 0), f(c.bytesRatio(), 3), f(r.coActivationShare(), 4));
             }
         }
@@ -189,7 +191,8 @@ public final class SweepCommand implements Callable<Integer> {
 
     /**
      * The table at {@code budget}: one row per family and strategy, per shape (and head dim) the mass
-     * recall, the output error and the bytes per step, each as value (× oracle).
+     * recall, the output error and the bytes per step, each as value (× oracle), and the rows read per
+     * step over the shared budget.
      */
     static String table(List<Cell> cells, double budget) {
         List<String> keys = cells.stream().map(c -> c.shape() + " d" + c.headDim()).distinct().toList();
@@ -198,7 +201,7 @@ public final class SweepCommand implements Callable<Integer> {
             header.add(k + ": recall (× oracle)");
             header.add("rel. err (× oracle)");
             header.add("bytes × oracle");
-            header.add("rows × oracle");
+            header.add("rows / budget");
         }
         MarkdownTable t = new MarkdownTable(header.toArray(String[]::new));
         t.alignRight(java.util.stream.IntStream.range(2, header.size()).toArray());
@@ -217,7 +220,7 @@ public final class SweepCommand implements Callable<Integer> {
                     row.add(f(c.row().massRecall(), 3) + " (" + f(c.recallRatio(), 2) + ")");
                     row.add(f(c.row().outputError(), 3) + " (" + f(c.errorRatio(), 1) + ")");
                     row.add(f(c.bytesRatio(), 2));
-                    row.add(f(c.rowsRatio(), 2));
+                    row.add(f(c.rowsOverBudget(), 2));
                 }
                 t.row(row.toArray());
             }
