@@ -1,0 +1,165 @@
+package io.kvoffload.internal.remote;
+
+import io.kvoffload.KvEngine;
+import io.kvoffload.KvSequence;
+import io.kvoffload.KvShape;
+import io.kvoffload.PrefixMatch;
+import io.kvoffload.internal.storage.PrefixIndex;
+import io.kvoffload.spi.RemoteTier;
+import java.lang.foreign.MemorySegment;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Optional;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Pulls the longest remote prefix of a prompt into the local store (SSD-backed PagedAttention's
+ * prefix reuse [SSD-PagedAttention §2.2], across engines). The run of leading blocks whose records
+ * exist and name the prompt's tokens is fetched a window at a time (every blob's CRC32C verified),
+ * appended to a new local sequence and committed; the prefix ends at the first block that is
+ * missing, fails verification, or whose fetch fails, so it never has holes and never holds data
+ * that did not verify. A pull that got no block commits nothing.
+ */
+final class RemoteFetch {
+    private static final Logger LOG = LoggerFactory.getLogger(RemoteFetch.class);
+    /** Bytes of blobs fetched at once: enough requests in flight to keep every master busy. */
+    private static final long WINDOW_BYTES = 64L << 20;
+
+    private final KvEngine engine;
+    private final RemoteTier tier;
+    private final RemoteKeys keys;
+    private final RemoteCounters counters;
+    private final long timeoutMillis;
+
+    RemoteFetch(KvEngine engine, RemoteTier tier, RemoteKeys keys, RemoteCounters counters, long timeoutMillis) {
+        this.engine = engine;
+        this.tier = tier;
+        this.keys = keys;
+        this.counters = counters;
+        this.timeoutMillis = timeoutMillis;
+    }
+
+    /**
+     * A local sequence holding the remote prefix of {@code prompt}, if that prefix is longer than
+     * {@code localMatched} tokens; empty otherwise (or when the tier fails: the caller keeps its
+     * local match).
+     */
+    Optional<PrefixMatch> pull(KvShape shape, int bt, int[] prompt, int localMatched) {
+        int full = prompt.length / bt;
+        if ((long) full * bt <= localMatched) {
+            return Optional.empty();
+        }
+        byte[][] chain = PrefixIndex.chainHashes(shape.fingerprint(), prompt, full * bt, bt);
+        List<String> records = new ArrayList<>(full);
+        for (byte[] h : chain) {
+            records.add(keys.blockRecord(h));
+        }
+        int run;
+        byte[][] recs;
+        try {
+            boolean[] present = RemoteLink.await(tier.exists(records), timeoutMillis);
+            run = 0;
+            while (run < full && present[run]) {
+                run++;
+            }
+            if ((long) run * bt <= localMatched) {
+                return Optional.empty();
+            }
+            recs = RemoteLink.await(tier.get(records.subList(0, run)), timeoutMillis);
+        } catch (RuntimeException e) {
+            counters.fetchFailures.increment();
+            LOG.warn("remote prefix lookup failed; using the local match only: {}", e.toString());
+            return Optional.empty();
+        }
+        for (int b = 0; b < run; b++) {
+            if (!RemoteRecords.blockMatches(records.get(b), recs[b], shape.layers(), prompt, b * bt, bt)) {
+                // Absent now (evicted since EXISTS) or not this prompt's block: the prefix ends here.
+                if (recs[b] != null && !RemoteBlob.verify(records.get(b), recs[b], -1)) {
+                    corrupt(records.get(b));
+                }
+                run = b;
+                break;
+            }
+        }
+        if ((long) run * bt <= localMatched) {
+            return Optional.empty();
+        }
+        String id = RemoteKeys.localId(chain[run - 1]);
+        KvSequence s;
+        try {
+            s = engine.createSequence(id, shape);
+        } catch (IllegalArgumentException e) {
+            // Another thread is pulling the same prefix right now (or just committed it).
+            LOG.debug("not pulling {}: {}", id, e.getMessage());
+            return Optional.empty();
+        }
+        try (s) {
+            int done = fetchInto(s, shape, bt, prompt, chain, run);
+            if (done == 0) {
+                return Optional.empty(); // closing discards the empty, uncommitted sequence
+            }
+            s.commit();
+            return Optional.of(new PrefixMatch(id, done * bt, done * bt));
+        }
+    }
+
+    /** Appends the verified leading blocks [0, run) to {@code s}; returns how many. */
+    private int fetchInto(KvSequence s, KvShape shape, int bt, int[] prompt, byte[][] chain, int run) {
+        int layers = shape.layers();
+        int half = bt * shape.halfEntryBytes();
+        int window = (int) Math.max(1, Math.min(run, WINDOW_BYTES / ((long) layers * 2 * half)));
+        for (int first = 0; first < run; first += window) {
+            int n = Math.min(window, run - first);
+            List<String> blobKeys = new ArrayList<>(n * layers);
+            for (int b = first; b < first + n; b++) {
+                for (int l = 0; l < layers; l++) {
+                    blobKeys.add(keys.layer(chain[b], l));
+                }
+            }
+            byte[][] blobs;
+            try {
+                blobs = RemoteLink.await(tier.get(blobKeys), timeoutMillis);
+            } catch (RuntimeException e) {
+                counters.fetchFailures.increment();
+                LOG.warn("fetching remote blocks {}..{} failed; the prefix ends at block {}: {}", first, first + n - 1,
+                        first, e.toString());
+                return first;
+            }
+            for (int i = 0; i < n; i++) {
+                int b = first + i;
+                for (int l = 0; l < layers; l++) {
+                    String key = blobKeys.get(i * layers + l);
+                    byte[] blob = blobs[i * layers + l];
+                    if (!RemoteBlob.verify(key, blob, 2 * half)) {
+                        if (blob != null) {
+                            corrupt(key);
+                        }
+                        return b;
+                    }
+                }
+                s.appendTokens(Arrays.copyOfRange(prompt, b * bt, (b + 1) * bt));
+                for (int l = 0; l < layers; l++) {
+                    MemorySegment seg = MemorySegment.ofArray(blobs[i * layers + l]);
+                    s.appendKv(l, seg.asSlice(RemoteBlob.HEADER, half), seg.asSlice(RemoteBlob.HEADER + half, half));
+                    blobs[i * layers + l] = null; // let the window's memory go as it is appended
+                }
+                counters.blocksFetched.increment();
+                counters.bytesFetched.add(2L * half * layers);
+            }
+        }
+        return run;
+    }
+
+    /** A blob failed verification: counted, and deleted so that the next publisher stores a good copy. */
+    private void corrupt(String key) {
+        counters.checksumFailures.increment();
+        LOG.warn("remote blob {} failed its checksum: treated as a miss and deleted", key);
+        try {
+            RemoteLink.await(tier.delete(List.of(key)), timeoutMillis);
+        } catch (RuntimeException e) {
+            LOG.warn("deleting the corrupt remote blob {} failed: {}", key, e.toString());
+        }
+    }
+}

@@ -1,0 +1,191 @@
+package io.kvoffload.internal.remote;
+
+import io.kvoffload.KvEngine;
+import io.kvoffload.KvException;
+import io.kvoffload.KvSequence;
+import io.kvoffload.KvShape;
+import io.kvoffload.internal.storage.PrefixIndex;
+import io.kvoffload.spi.RemoteTier;
+import java.lang.foreign.MemorySegment;
+import java.util.ArrayList;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Publishes committed sequences' full blocks to the remote tier on a thread of its own, so a commit
+ * (and decoding) never waits on the network. The queue is bounded: a commit that finds it full is
+ * not published and is counted ({@code publishesDropped}); a sequence already queued is queued once.
+ *
+ * <p>Per block, the publisher first asks whether the block record exists (a block another engine,
+ * or an earlier commit, already published is skipped), then stores every layer's blob, and only
+ * then the block record: a reader that sees the record finds every layer (unless the cluster evicted
+ * one since, which the reader sees as a miss). A failure leaves at most layer blobs without a
+ * record, which no reader uses and which the TTL or the eviction policy removes.
+ */
+final class RemotePublisher implements AutoCloseable {
+    private static final Logger LOG = LoggerFactory.getLogger(RemotePublisher.class);
+
+    private final KvEngine engine;
+    private final RemoteTier tier;
+    private final RemoteKeys keys;
+    private final RemoteCounters counters;
+    private final long timeoutMillis;
+    private final long budgetBytes;
+    private final int capacity;
+    private final LinkedHashSet<String> queue = new LinkedHashSet<>();
+    private final Thread thread;
+    private int busy; // sequences being published now (0 or 1)
+    private boolean closed;
+    private boolean budgetLogged;
+
+    RemotePublisher(KvEngine engine, RemoteTier tier, RemoteKeys keys, RemoteCounters counters, long timeoutMillis,
+            long budgetBytes, int capacity) {
+        this.engine = engine;
+        this.tier = tier;
+        this.keys = keys;
+        this.counters = counters;
+        this.timeoutMillis = timeoutMillis;
+        this.budgetBytes = budgetBytes;
+        this.capacity = capacity;
+        this.thread = Thread.ofPlatform().daemon().name("kvoffload-remote-publisher").start(this::run);
+    }
+
+    /** Queues {@code id} for publishing; never blocks. */
+    void offer(String id) {
+        synchronized (this) {
+            if (closed || queue.contains(id)) {
+                return;
+            }
+            if (queue.size() < capacity) {
+                queue.add(id);
+                notifyAll();
+                return;
+            }
+        }
+        counters.publishesDropped.increment();
+        LOG.debug("publish queue full ({} sequences): sequence {} is not published", capacity, id);
+    }
+
+    /** Waits until nothing is queued or being published; false if {@code millis} passed first. */
+    synchronized boolean awaitIdle(long millis) throws InterruptedException {
+        long end = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(millis);
+        while (!queue.isEmpty() || busy > 0) {
+            long left = end - System.nanoTime();
+            if (left <= 0) {
+                return false;
+            }
+            TimeUnit.NANOSECONDS.timedWait(this, left);
+        }
+        return true;
+    }
+
+    private void run() {
+        while (true) {
+            String id;
+            synchronized (this) {
+                while (queue.isEmpty() && !closed) {
+                    try {
+                        wait();
+                    } catch (InterruptedException e) {
+                        return;
+                    }
+                }
+                if (closed) {
+                    return;
+                }
+                id = queue.removeFirst();
+                busy++;
+            }
+            try {
+                publish(id);
+            } catch (RuntimeException e) {
+                counters.publishFailures.increment();
+                LOG.warn("publishing sequence {} to the remote tier failed; blocks published before the failure stay"
+                        + " usable, the failed block is not visible: {}", id, e.toString());
+            } finally {
+                synchronized (this) {
+                    busy--;
+                    notifyAll();
+                }
+            }
+        }
+    }
+
+    private void publish(String id) {
+        KvSequence s;
+        try {
+            s = engine.openSequence(id);
+        } catch (IllegalArgumentException | IllegalStateException | KvException e) {
+            // Deleted, evicted, or still held for append: the writer's close queues it again.
+            LOG.debug("sequence {} not published now: {}", id, e.getMessage());
+            return;
+        }
+        try (s) {
+            KvShape shape = s.shape();
+            int bt = s.blockTokens();
+            int[] tokens = s.tokenIds();
+            byte[][] chain = PrefixIndex.chainHashes(shape.fingerprint(), tokens, tokens.length, bt);
+            if (chain.length == 0) {
+                return;
+            }
+            List<String> records = new ArrayList<>(chain.length);
+            for (byte[] h : chain) {
+                records.add(keys.blockRecord(h));
+            }
+            boolean[] present = RemoteLink.await(tier.exists(records), timeoutMillis);
+            int half = bt * shape.halfEntryBytes();
+            long blockBytes = 2L * half * shape.layers();
+            for (int b = 0; b < chain.length; b++) {
+                if (present[b]) {
+                    counters.blocksAlreadyPresent.increment();
+                    continue;
+                }
+                if (budgetBytes > 0 && counters.bytesPublished.sum() + blockBytes > budgetBytes) {
+                    counters.publishesDropped.increment();
+                    if (!budgetLogged) {
+                        budgetLogged = true;
+                        LOG.warn("remote budget of {} bytes spent: this engine publishes no more blocks", budgetBytes);
+                    }
+                    return;
+                }
+                List<String> layerKeys = new ArrayList<>(shape.layers());
+                List<byte[]> blobs = new ArrayList<>(shape.layers());
+                for (int l = 0; l < shape.layers(); l++) {
+                    String key = keys.layer(chain[b], l);
+                    byte[] blob = RemoteBlob.allocate(2 * half);
+                    MemorySegment seg = MemorySegment.ofArray(blob);
+                    s.read(l, b * bt, bt, seg.asSlice(RemoteBlob.HEADER, half), seg.asSlice(RemoteBlob.HEADER + half, half));
+                    layerKeys.add(key);
+                    blobs.add(RemoteBlob.seal(key, blob));
+                }
+                RemoteLink.await(tier.put(layerKeys, blobs), timeoutMillis);
+                String rec = records.get(b);
+                RemoteLink.await(tier.put(List.of(rec), List.of(RemoteRecords.block(rec, shape.layers(), tokens, b * bt, bt))),
+                        timeoutMillis);
+                counters.blocksPublished.increment();
+                counters.bytesPublished.add(blockBytes);
+            }
+            String seqKey = keys.sequenceRecord(chain[chain.length - 1]);
+            RemoteLink.await(tier.put(List.of(seqKey), List.of(RemoteRecords.sequence(seqKey, shape.fingerprint(), bt,
+                    tokens, chain.length * bt))), timeoutMillis);
+        }
+    }
+
+    /** Stops publishing: a sequence being published finishes its current request, the queue is dropped. */
+    @Override
+    public void close() {
+        synchronized (this) {
+            closed = true;
+            queue.clear();
+            notifyAll();
+        }
+        try {
+            thread.join(2 * timeoutMillis + 1000);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+    }
+}
