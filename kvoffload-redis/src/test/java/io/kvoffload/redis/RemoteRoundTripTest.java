@@ -102,6 +102,25 @@ class RemoteRoundTripTest {
     }
 
     @Test
+    void theBudgetStopsPublishing(LoopbackCluster cluster) throws Exception {
+        long block = 16L * SHAPE.entryBytes() * SHAPE.layers();
+        RemoteConfig rc = RedisClusterExtension.remote(cluster).budgetBytes(2 * block + block / 2).build();
+        try (KvEngine ea = KvEngine.open(RedisClusterExtension.config(a, 1, rc))) {
+            try (KvSequence s = ea.createSequence("x", SHAPE)) {
+                TestEngines.append(s, SEED, 16 * 4, 16);
+                s.commit();
+            }
+            assertTrue(ea.awaitRemotePublished(Duration.ofSeconds(30)));
+            RemoteStatus st = ea.stats().remote();
+            assertEquals(2, st.blocksPublished(), st.toString());
+            assertEquals(1, st.publishesDropped(), st.toString());
+        }
+        try (KvEngine eb = KvEngine.open(RedisClusterExtension.config(b, 1, rc))) {
+            assertEquals(32, eb.findLongestPrefix(SHAPE, KvTestData.tokenIds(SEED, 0, 64)).orElseThrow().matchedTokens());
+        }
+    }
+
+    @Test
     void blocksAlreadyPresentAreNotPublishedAgain(LoopbackCluster cluster) throws Exception {
         RemoteConfig rc = RedisClusterExtension.remote(cluster).build();
         try (KvEngine ea = KvEngine.open(RedisClusterExtension.config(a, 1, rc));

@@ -11,20 +11,20 @@ import java.util.zip.CRC32C;
  * that was corrupted, truncated, or stored under another key fails verification and is treated as a
  * miss: a remote read never returns wrong data.
  */
-final class RemoteBlob {
-    static final int HEADER = 16;
+public final class RemoteBlob {
+    public static final int HEADER = 16;
     private static final int MAGIC = 0x4B564F52; // "KVOR"
     private static final int VERSION = 1;
 
     private RemoteBlob() {}
 
     /** A blob for a payload of {@code payloadBytes}, to be filled at {@link #HEADER} and then {@link #seal}ed. */
-    static byte[] allocate(int payloadBytes) {
+    public static byte[] allocate(int payloadBytes) {
         return new byte[HEADER + payloadBytes];
     }
 
     /** Writes the header of {@code blob}, whose payload is filled, for storing under {@code key}. */
-    static byte[] seal(String key, byte[] blob) {
+    public static byte[] seal(String key, byte[] blob) {
         ByteBuffer b = ByteBuffer.wrap(blob).order(ByteOrder.LITTLE_ENDIAN);
         b.putInt(0, MAGIC).putInt(4, VERSION).putInt(8, blob.length - HEADER).putInt(12, crc(key, blob));
         return blob;
@@ -34,7 +34,7 @@ final class RemoteBlob {
      * Whether {@code blob} read from {@code key} is whole and unchanged, with a payload of
      * {@code payloadBytes} (or any length when negative).
      */
-    static boolean verify(String key, byte[] blob, int payloadBytes) {
+    public static boolean verify(String key, byte[] blob, int payloadBytes) {
         if (blob == null || blob.length < HEADER) {
             return false;
         }

@@ -19,14 +19,17 @@ import org.slf4j.LoggerFactory;
  * (and decoding) never waits on the network. The queue is bounded: a commit that finds it full is
  * not published and is counted ({@code publishesDropped}); a sequence already queued is queued once.
  *
- * <p>Per block, the publisher first asks whether the block record exists (a block another engine,
- * or an earlier commit, already published is skipped), then stores every layer's blob, and only
- * then the block record: a reader that sees the record finds every layer (unless the cluster evicted
- * one since, which the reader sees as a miss). A failure leaves at most layer blobs without a
- * record, which no reader uses and which the TTL or the eviction policy removes.
+ * <p>The publisher first asks which block records exist (a block another engine, or an earlier
+ * commit, already published is skipped), then, a window of blocks at a time, stores every layer's
+ * blob of those blocks, and only once all have been stored, their block records: a reader that sees
+ * a record finds every layer (unless the cluster evicted one since, which the reader sees as a
+ * miss). A failure leaves at most layer blobs without a record, which no reader uses and which the
+ * TTL or the eviction policy removes.
  */
 final class RemotePublisher implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(RemotePublisher.class);
+    /** Bytes of blobs published at once. */
+    private static final long WINDOW_BYTES = 16L << 20;
 
     private final KvEngine engine;
     private final RemoteTier tier;
@@ -138,12 +141,43 @@ final class RemotePublisher implements AutoCloseable {
             boolean[] present = RemoteLink.await(tier.exists(records), timeoutMillis);
             int half = bt * shape.halfEntryBytes();
             long blockBytes = 2L * half * shape.layers();
+            // Blocks go a window at a time (layers of every block in one batch, then their records in one):
+            // enough requests in flight to keep every master busy, and records only after all their layers.
+            int window = (int) Math.max(1, Math.min(chain.length, WINDOW_BYTES / blockBytes));
+            List<String> layerKeys = new ArrayList<>();
+            List<byte[]> blobs = new ArrayList<>();
+            List<String> recKeys = new ArrayList<>();
+            List<byte[]> recs = new ArrayList<>();
             for (int b = 0; b < chain.length; b++) {
+                boolean budgetSpent = false;
                 if (present[b]) {
                     counters.blocksAlreadyPresent.increment();
-                    continue;
+                } else if (budgetBytes > 0 && counters.bytesPublished.sum() + (recKeys.size() + 1) * blockBytes > budgetBytes) {
+                    budgetSpent = true;
+                } else {
+                    for (int l = 0; l < shape.layers(); l++) {
+                        String key = keys.layer(chain[b], l);
+                        byte[] blob = RemoteBlob.allocate(2 * half);
+                        MemorySegment seg = MemorySegment.ofArray(blob);
+                        s.read(l, b * bt, bt, seg.asSlice(RemoteBlob.HEADER, half),
+                                seg.asSlice(RemoteBlob.HEADER + half, half));
+                        layerKeys.add(key);
+                        blobs.add(RemoteBlob.seal(key, blob));
+                    }
+                    recKeys.add(records.get(b));
+                    recs.add(RemoteRecords.block(records.get(b), shape.layers(), tokens, b * bt, bt));
                 }
-                if (budgetBytes > 0 && counters.bytesPublished.sum() + blockBytes > budgetBytes) {
+                if (!recKeys.isEmpty() && (recKeys.size() == window || b == chain.length - 1 || budgetSpent)) {
+                    RemoteLink.await(tier.put(layerKeys, blobs), timeoutMillis);
+                    RemoteLink.await(tier.put(recKeys, recs), timeoutMillis);
+                    counters.blocksPublished.add(recKeys.size());
+                    counters.bytesPublished.add(recKeys.size() * blockBytes);
+                    layerKeys.clear();
+                    blobs.clear();
+                    recKeys.clear();
+                    recs.clear();
+                }
+                if (budgetSpent) {
                     counters.publishesDropped.increment();
                     if (!budgetLogged) {
                         budgetLogged = true;
@@ -151,22 +185,6 @@ final class RemotePublisher implements AutoCloseable {
                     }
                     return;
                 }
-                List<String> layerKeys = new ArrayList<>(shape.layers());
-                List<byte[]> blobs = new ArrayList<>(shape.layers());
-                for (int l = 0; l < shape.layers(); l++) {
-                    String key = keys.layer(chain[b], l);
-                    byte[] blob = RemoteBlob.allocate(2 * half);
-                    MemorySegment seg = MemorySegment.ofArray(blob);
-                    s.read(l, b * bt, bt, seg.asSlice(RemoteBlob.HEADER, half), seg.asSlice(RemoteBlob.HEADER + half, half));
-                    layerKeys.add(key);
-                    blobs.add(RemoteBlob.seal(key, blob));
-                }
-                RemoteLink.await(tier.put(layerKeys, blobs), timeoutMillis);
-                String rec = records.get(b);
-                RemoteLink.await(tier.put(List.of(rec), List.of(RemoteRecords.block(rec, shape.layers(), tokens, b * bt, bt))),
-                        timeoutMillis);
-                counters.blocksPublished.increment();
-                counters.bytesPublished.add(blockBytes);
             }
             String seqKey = keys.sequenceRecord(chain[chain.length - 1]);
             RemoteLink.await(tier.put(List.of(seqKey), List.of(RemoteRecords.sequence(seqKey, shape.fingerprint(), bt,
