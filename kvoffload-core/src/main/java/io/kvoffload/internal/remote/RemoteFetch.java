@@ -11,6 +11,7 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Optional;
+import java.util.concurrent.CompletableFuture;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -25,7 +26,7 @@ import org.slf4j.LoggerFactory;
 final class RemoteFetch {
     private static final Logger LOG = LoggerFactory.getLogger(RemoteFetch.class);
     /** Bytes of blobs fetched at once: enough requests in flight to keep every master busy. */
-    private static final long WINDOW_BYTES = 64L << 20;
+    private static final long WINDOW_BYTES = 32L << 20;
 
     private final KvEngine engine;
     private final RemoteTier tier;
@@ -110,27 +111,25 @@ final class RemoteFetch {
         int layers = shape.layers();
         int half = bt * shape.halfEntryBytes();
         int window = (int) Math.max(1, Math.min(run, WINDOW_BYTES / ((long) layers * 2 * half)));
+        // The next window's GETs are in flight while this window is verified and written locally.
+        CompletableFuture<byte[][]> pending = fetch(chain, 0, Math.min(window, run), layers);
         for (int first = 0; first < run; first += window) {
             int n = Math.min(window, run - first);
-            List<String> blobKeys = new ArrayList<>(n * layers);
-            for (int b = first; b < first + n; b++) {
-                for (int l = 0; l < layers; l++) {
-                    blobKeys.add(keys.layer(chain[b], l));
-                }
-            }
             byte[][] blobs;
             try {
-                blobs = RemoteLink.await(tier.get(blobKeys), timeoutMillis);
+                blobs = RemoteLink.await(pending, timeoutMillis);
             } catch (RuntimeException e) {
                 counters.fetchFailures.increment();
                 LOG.warn("fetching remote blocks {}..{} failed; the prefix ends at block {}: {}", first, first + n - 1,
                         first, e.toString());
                 return first;
             }
+            int next = first + n;
+            pending = next < run ? fetch(chain, next, Math.min(window, run - next), layers) : null;
             for (int i = 0; i < n; i++) {
                 int b = first + i;
                 for (int l = 0; l < layers; l++) {
-                    String key = blobKeys.get(i * layers + l);
+                    String key = keys.layer(chain[b], l);
                     byte[] blob = blobs[i * layers + l];
                     if (!RemoteBlob.verify(key, blob, 2 * half)) {
                         if (blob != null) {
@@ -150,6 +149,16 @@ final class RemoteFetch {
             }
         }
         return run;
+    }
+
+    private CompletableFuture<byte[][]> fetch(byte[][] chain, int first, int n, int layers) {
+        List<String> blobKeys = new ArrayList<>(n * layers);
+        for (int b = first; b < first + n; b++) {
+            for (int l = 0; l < layers; l++) {
+                blobKeys.add(keys.layer(chain[b], l));
+            }
+        }
+        return tier.get(blobKeys);
     }
 
     /** A blob failed verification: counted, and deleted so that the next publisher stores a good copy. */

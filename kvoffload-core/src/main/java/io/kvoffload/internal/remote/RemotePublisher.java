@@ -10,6 +10,7 @@ import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
 import java.util.LinkedHashSet;
 import java.util.List;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -143,16 +144,20 @@ final class RemotePublisher implements AutoCloseable {
             long blockBytes = 2L * half * shape.layers();
             // Blocks go a window at a time (layers of every block in one batch, then their records in one):
             // enough requests in flight to keep every master busy, and records only after all their layers.
+            // One window is in flight while the next is read from the local store.
             int window = (int) Math.max(1, Math.min(chain.length, WINDOW_BYTES / blockBytes));
             List<String> layerKeys = new ArrayList<>();
             List<byte[]> blobs = new ArrayList<>();
             List<String> recKeys = new ArrayList<>();
             List<byte[]> recs = new ArrayList<>();
+            CompletableFuture<boolean[]> inFlight = null;
+            int inFlightBlocks = 0;
+            boolean budgetSpent = false;
             for (int b = 0; b < chain.length; b++) {
-                boolean budgetSpent = false;
                 if (present[b]) {
                     counters.blocksAlreadyPresent.increment();
-                } else if (budgetBytes > 0 && counters.bytesPublished.sum() + (recKeys.size() + 1) * blockBytes > budgetBytes) {
+                } else if (budgetBytes > 0 && counters.bytesPublished.sum()
+                        + (inFlightBlocks + recKeys.size() + 1) * blockBytes > budgetBytes) {
                     budgetSpent = true;
                 } else {
                     for (int l = 0; l < shape.layers(); l++) {
@@ -168,28 +173,45 @@ final class RemotePublisher implements AutoCloseable {
                     recs.add(RemoteRecords.block(records.get(b), shape.layers(), tokens, b * bt, bt));
                 }
                 if (!recKeys.isEmpty() && (recKeys.size() == window || b == chain.length - 1 || budgetSpent)) {
-                    RemoteLink.await(tier.put(layerKeys, blobs), timeoutMillis);
-                    RemoteLink.await(tier.put(recKeys, recs), timeoutMillis);
-                    counters.blocksPublished.add(recKeys.size());
-                    counters.bytesPublished.add(recKeys.size() * blockBytes);
+                    List<String> rk = List.copyOf(recKeys);
+                    List<byte[]> rv = List.copyOf(recs);
+                    CompletableFuture<boolean[]> next = tier.put(List.copyOf(layerKeys), List.copyOf(blobs))
+                            .thenCompose(x -> tier.put(rk, rv));
                     layerKeys.clear();
                     blobs.clear();
                     recKeys.clear();
                     recs.clear();
+                    if (inFlight != null) {
+                        completed(inFlight, inFlightBlocks, blockBytes);
+                    }
+                    inFlight = next;
+                    inFlightBlocks = rk.size();
                 }
                 if (budgetSpent) {
-                    counters.publishesDropped.increment();
-                    if (!budgetLogged) {
-                        budgetLogged = true;
-                        LOG.warn("remote budget of {} bytes spent: this engine publishes no more blocks", budgetBytes);
-                    }
-                    return;
+                    break;
                 }
+            }
+            if (inFlight != null) {
+                completed(inFlight, inFlightBlocks, blockBytes);
+            }
+            if (budgetSpent) {
+                counters.publishesDropped.increment();
+                if (!budgetLogged) {
+                    budgetLogged = true;
+                    LOG.warn("remote budget of {} bytes spent: this engine publishes no more blocks", budgetBytes);
+                }
+                return;
             }
             String seqKey = keys.sequenceRecord(chain[chain.length - 1]);
             RemoteLink.await(tier.put(List.of(seqKey), List.of(RemoteRecords.sequence(seqKey, shape.fingerprint(), bt,
                     tokens, chain.length * bt))), timeoutMillis);
         }
+    }
+
+    private void completed(CompletableFuture<boolean[]> window, int blocks, long blockBytes) {
+        RemoteLink.await(window, timeoutMillis);
+        counters.blocksPublished.add(blocks);
+        counters.bytesPublished.add(blocks * blockBytes);
     }
 
     /** Stops publishing: a sequence being published finishes its current request, the queue is dropped. */
