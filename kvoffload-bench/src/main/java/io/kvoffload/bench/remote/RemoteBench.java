@@ -188,15 +188,14 @@ public final class RemoteBench implements Callable<Integer> {
      * the local store there), checksummed with the key, and stored with SET NX.
      */
     private static void tierPut(RemoteTier tier, String k, int from, int m, byte[][] payloads, int size) {
-        List<String> keys = new ArrayList<>(m);
-        List<byte[]> blobs = new ArrayList<>(m);
+        // As the publisher does: each blob is sent as soon as it is framed, the batch awaited as a whole.
+        List<CompletableFuture<boolean[]>> fs = new ArrayList<>(m);
         for (int j = from; j < from + m; j++) {
             byte[] blob = RemoteBlob.allocate(size);
             System.arraycopy(payloads[j % payloads.length], 0, blob, RemoteBlob.HEADER, size);
-            keys.add(k + j);
-            blobs.add(RemoteBlob.seal(k + j, blob));
+            fs.add(tier.put(List.of(k + j), List.of(RemoteBlob.seal(k + j, blob))));
         }
-        tier.put(keys, blobs).join();
+        CompletableFuture.allOf(fs.toArray(CompletableFuture[]::new)).join();
     }
 
     private static void plainGet(RedisAdvancedClusterAsyncCommands<String, byte[]> plain, String k, int from, int m,
@@ -211,15 +210,19 @@ public final class RemoteBench implements Callable<Integer> {
         }
     }
 
-    /** What the fetch does per blob: GET and verify length and CRC32C. */
+    /**
+     * What the fetch does per blob: GET, then verify length and CRC32C; verification overlaps the
+     * transfers still in flight (the fetch verifies one window while the next is in flight).
+     */
     private static void tierGet(RemoteTier tier, String k, int from, int m, int size) {
-        List<String> keys = new ArrayList<>(m);
+        List<CompletableFuture<Boolean>> fs = new ArrayList<>(m);
         for (int j = from; j < from + m; j++) {
-            keys.add(k + j);
+            String key = k + j;
+            fs.add(tier.get(List.of(key)).thenApply(got -> RemoteBlob.verify(key, got[0], size)));
         }
-        byte[][] got = tier.get(keys).join();
-        for (int j = 0; j < m; j++) {
-            check(RemoteBlob.verify(keys.get(j), got[j], size), "tier get verification");
+        CompletableFuture.allOf(fs.toArray(CompletableFuture[]::new)).join();
+        for (CompletableFuture<Boolean> f : fs) {
+            check(f.join(), "tier get verification");
         }
     }
 

@@ -6,6 +6,7 @@ import io.kvoffload.KvShape;
 import io.kvoffload.PrefixMatch;
 import io.kvoffload.internal.storage.PrefixIndex;
 import io.kvoffload.spi.RemoteTier;
+import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -111,44 +112,62 @@ final class RemoteFetch {
         int layers = shape.layers();
         int half = bt * shape.halfEntryBytes();
         int window = (int) Math.max(1, Math.min(run, WINDOW_BYTES / ((long) layers * 2 * half)));
-        // The next window's GETs are in flight while this window is verified and written locally.
-        CompletableFuture<byte[][]> pending = fetch(chain, 0, Math.min(window, run), layers);
-        for (int first = 0; first < run; first += window) {
-            int n = Math.min(window, run - first);
-            byte[][] blobs;
-            try {
-                blobs = RemoteLink.await(pending, timeoutMillis);
-            } catch (RuntimeException e) {
-                counters.fetchFailures.increment();
-                LOG.warn("fetching remote blocks {}..{} failed; the prefix ends at block {}: {}", first, first + n - 1,
-                        first, e.toString());
-                return first;
-            }
-            int next = first + n;
-            pending = next < run ? fetch(chain, next, Math.min(window, run - next), layers) : null;
-            for (int i = 0; i < n; i++) {
-                int b = first + i;
-                for (int l = 0; l < layers; l++) {
-                    String key = keys.layer(chain[b], l);
-                    byte[] blob = blobs[i * layers + l];
-                    if (!RemoteBlob.verify(key, blob, 2 * half)) {
-                        if (blob != null) {
-                            corrupt(key);
+        try (Arena arena = Arena.ofConfined()) {
+            // A window's blocks are appended per layer in one call, so the local writes go out as one batch.
+            MemorySegment k = arena.allocate((long) window * half);
+            MemorySegment v = arena.allocate((long) window * half);
+            // The next window's GETs are in flight while this window is verified and written locally.
+            CompletableFuture<byte[][]> pending = fetch(chain, 0, window, layers);
+            for (int first = 0; first < run; first += window) {
+                int n = Math.min(window, run - first);
+                byte[][] blobs;
+                try {
+                    blobs = RemoteLink.await(pending, timeoutMillis);
+                } catch (RuntimeException e) {
+                    counters.fetchFailures.increment();
+                    LOG.warn("fetching remote blocks {}..{} failed; the prefix ends at block {}: {}", first,
+                            first + n - 1, first, e.toString());
+                    return first;
+                }
+                int next = first + n;
+                pending = next < run ? fetch(chain, next, Math.min(window, run - next), layers) : null;
+                int ok = verified(chain, first, n, layers, half, blobs);
+                if (ok > 0) {
+                    s.appendTokens(Arrays.copyOfRange(prompt, first * bt, (first + ok) * bt));
+                    for (int l = 0; l < layers; l++) {
+                        for (int i = 0; i < ok; i++) {
+                            MemorySegment blob = MemorySegment.ofArray(blobs[i * layers + l]);
+                            MemorySegment.copy(blob, RemoteBlob.HEADER, k, (long) i * half, half);
+                            MemorySegment.copy(blob, RemoteBlob.HEADER + half, v, (long) i * half, half);
                         }
-                        return b;
+                        s.appendKv(l, k.asSlice(0, (long) ok * half), v.asSlice(0, (long) ok * half));
                     }
+                    counters.blocksFetched.add(ok);
+                    counters.bytesFetched.add(2L * half * layers * ok);
                 }
-                s.appendTokens(Arrays.copyOfRange(prompt, b * bt, (b + 1) * bt));
-                for (int l = 0; l < layers; l++) {
-                    MemorySegment seg = MemorySegment.ofArray(blobs[i * layers + l]);
-                    s.appendKv(l, seg.asSlice(RemoteBlob.HEADER, half), seg.asSlice(RemoteBlob.HEADER + half, half));
-                    blobs[i * layers + l] = null; // let the window's memory go as it is appended
+                if (ok < n) {
+                    return first + ok;
                 }
-                counters.blocksFetched.increment();
-                counters.bytesFetched.add(2L * half * layers);
             }
         }
         return run;
+    }
+
+    /** How many leading blocks of the window have every layer whole and verified. */
+    private int verified(byte[][] chain, int first, int n, int layers, int half, byte[][] blobs) {
+        for (int i = 0; i < n; i++) {
+            for (int l = 0; l < layers; l++) {
+                String key = keys.layer(chain[first + i], l);
+                byte[] blob = blobs[i * layers + l];
+                if (!RemoteBlob.verify(key, blob, 2 * half)) {
+                    if (blob != null) {
+                        corrupt(key);
+                    }
+                    return i;
+                }
+            }
+        }
+        return n;
     }
 
     private CompletableFuture<byte[][]> fetch(byte[][] chain, int first, int n, int layers) {

@@ -142,12 +142,11 @@ final class RemotePublisher implements AutoCloseable {
             boolean[] present = RemoteLink.await(tier.exists(records), timeoutMillis);
             int half = bt * shape.halfEntryBytes();
             long blockBytes = 2L * half * shape.layers();
-            // Blocks go a window at a time (layers of every block in one batch, then their records in one):
-            // enough requests in flight to keep every master busy, and records only after all their layers.
-            // One window is in flight while the next is read from the local store.
+            // Blocks go a window at a time: each block's layers are sent as soon as they are read, the
+            // window's records once every layer of the window is stored. One window's records wait in
+            // flight while the next window is read and sent.
             int window = (int) Math.max(1, Math.min(chain.length, WINDOW_BYTES / blockBytes));
-            List<String> layerKeys = new ArrayList<>();
-            List<byte[]> blobs = new ArrayList<>();
+            List<CompletableFuture<boolean[]>> layerPuts = new ArrayList<>();
             List<String> recKeys = new ArrayList<>();
             List<byte[]> recs = new ArrayList<>();
             CompletableFuture<boolean[]> inFlight = null;
@@ -160,6 +159,8 @@ final class RemotePublisher implements AutoCloseable {
                         + (inFlightBlocks + recKeys.size() + 1) * blockBytes > budgetBytes) {
                     budgetSpent = true;
                 } else {
+                    List<String> layerKeys = new ArrayList<>(shape.layers());
+                    List<byte[]> blobs = new ArrayList<>(shape.layers());
                     for (int l = 0; l < shape.layers(); l++) {
                         String key = keys.layer(chain[b], l);
                         byte[] blob = RemoteBlob.allocate(2 * half);
@@ -169,16 +170,16 @@ final class RemotePublisher implements AutoCloseable {
                         layerKeys.add(key);
                         blobs.add(RemoteBlob.seal(key, blob));
                     }
+                    layerPuts.add(tier.put(layerKeys, blobs));
                     recKeys.add(records.get(b));
                     recs.add(RemoteRecords.block(records.get(b), shape.layers(), tokens, b * bt, bt));
                 }
                 if (!recKeys.isEmpty() && (recKeys.size() == window || b == chain.length - 1 || budgetSpent)) {
                     List<String> rk = List.copyOf(recKeys);
                     List<byte[]> rv = List.copyOf(recs);
-                    CompletableFuture<boolean[]> next = tier.put(List.copyOf(layerKeys), List.copyOf(blobs))
-                            .thenCompose(x -> tier.put(rk, rv));
-                    layerKeys.clear();
-                    blobs.clear();
+                    CompletableFuture<boolean[]> next = CompletableFuture
+                            .allOf(layerPuts.toArray(CompletableFuture[]::new)).thenCompose(x -> tier.put(rk, rv));
+                    layerPuts.clear();
                     recKeys.clear();
                     recs.clear();
                     if (inFlight != null) {
