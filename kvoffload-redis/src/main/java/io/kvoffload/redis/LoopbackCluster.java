@@ -162,11 +162,15 @@ public final class LoopbackCluster implements AutoCloseable {
         Path dir = root.resolve("node-" + i);
         try {
             Files.createDirectories(dir);
-            processes[i] = new ProcessBuilder("redis-server", "--port", String.valueOf(ports[i]), "--bind", HOST,
+            // The password goes in a private file, not on the command line where ps would show it.
+            Path conf = dir.resolve("auth.conf");
+            Files.writeString(conf, "requirepass " + password + "\nmasterauth " + password + "\n");
+            Files.setPosixFilePermissions(conf, java.nio.file.attribute.PosixFilePermissions.fromString("rw-------"));
+            processes[i] = new ProcessBuilder("redis-server", conf.toString(), "--port", String.valueOf(ports[i]), "--bind", HOST,
                     "--protected-mode", "yes", "--cluster-enabled", "yes", "--cluster-config-file",
                     dir.resolve("nodes.conf").toString(), "--cluster-node-timeout", String.valueOf(NODE_TIMEOUT_MILLIS),
                     "--dir", dir.toString(), "--save", "", "--appendonly", "no", "--daemonize", "no",
-                    "--requirepass", password, "--masterauth", password, "--logfile", dir.resolve("redis.log").toString())
+                    "--logfile", dir.resolve("redis.log").toString())
                     .redirectErrorStream(true).redirectOutput(dir.resolve("stdout.log").toFile()).start();
         } catch (IOException e) {
             throw new UncheckedIOException("starting redis-server on port " + ports[i] + " failed", e);

@@ -62,6 +62,14 @@ class RemoteFaultTest {
         }
     }
 
+    /** Engine A (directory {@code a}) commits {@code tokens} tokens and publishes them. */
+    void publish(RemoteConfig rc, int tokens) throws InterruptedException {
+        try (KvEngine ea = KvEngine.open(RedisClusterExtension.config(a, 1, rc))) {
+            commit(ea, "p", tokens);
+            assertTrue(ea.awaitRemotePublished(Duration.ofSeconds(30)));
+        }
+    }
+
     /** The prefix {@code e} finds for the first {@code tokens} tokens: whole blocks, bit-exact; its length. */
     static int verifiedPrefix(KvEngine e, int tokens) {
         Optional<PrefixMatch> m = e.findLongestPrefix(SHAPE, KvTestData.tokenIds(SEED, 0, tokens));
@@ -165,10 +173,7 @@ class RemoteFaultTest {
     @Test
     void aCorruptedValueIsAMissAndIsDeleted(LoopbackCluster cluster) throws Exception {
         RemoteConfig rc = RedisClusterExtension.remote(cluster).build();
-        try (KvEngine ea = KvEngine.open(RedisClusterExtension.config(a, 1, rc))) {
-            commit(ea, "p", BT * 6);
-            assertTrue(ea.awaitRemotePublished(Duration.ofSeconds(30)));
-        }
+        publish(rc, BT * 6);
         String bad = layerKey(rc, 3, 1);
         try (RemoteTier t = new RedisRemoteTierProvider().open(rc.resolve(System::getenv))) {
             byte[] blob = t.get(List.of(bad)).join()[0];
@@ -186,10 +191,7 @@ class RemoteFaultTest {
     @Test
     void aValidBlobUnderAnotherKeyIsAMiss(LoopbackCluster cluster) throws Exception {
         RemoteConfig rc = RedisClusterExtension.remote(cluster).build();
-        try (KvEngine ea = KvEngine.open(RedisClusterExtension.config(a, 1, rc))) {
-            commit(ea, "p", BT * 4);
-            assertTrue(ea.awaitRemotePublished(Duration.ofSeconds(30)));
-        }
+        publish(rc, BT * 4);
         try (RemoteTier t = new RedisRemoteTierProvider().open(rc.resolve(System::getenv))) {
             byte[] other = t.get(List.of(layerKey(rc, 0, 2))).join()[0]; // same size, intact, but block 0's
             t.delete(List.of(layerKey(rc, 1, 2))).join();
