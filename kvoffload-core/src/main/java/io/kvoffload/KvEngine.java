@@ -130,10 +130,17 @@ public final class KvEngine implements AutoCloseable {
             }
             store.catalog().reserve(id);
         }
+        if (remote != null) {
+            remote.forget(id); // a new sequence of that id supersedes an evicted one's remote copy
+        }
         return register(new KvSequence(this, store, id, shape));
     }
 
-    /** Opens a committed sequence for reading. Any number of readers may hold it. */
+    /**
+     * Opens a committed sequence for reading. Any number of readers may hold it. With a remote tier,
+     * a sequence this engine evicted after publishing all of it (whole blocks, no partial tail) is
+     * pulled back from the tier first, if every block is still there and verifies.
+     */
     public KvSequence openSequence(String id) {
         return openCommitted(id, false);
     }
@@ -149,6 +156,15 @@ public final class KvEngine implements AutoCloseable {
     private KvSequence openCommitted(String id, boolean writable) {
         checkOpen();
         Checks.notNull("id", id);
+        if (remote != null) {
+            boolean absent;
+            synchronized (store) {
+                absent = !store.catalog().contains(id);
+            }
+            if (absent) {
+                remote.restore(id); // evicted after it was published whole: pulled back under its id
+            }
+        }
         Manifest m;
         synchronized (store) {
             SequenceCatalog.Entry e = store.catalog().get(id);
@@ -274,6 +290,9 @@ public final class KvEngine implements AutoCloseable {
     public boolean deleteSequence(String id) {
         checkOpen();
         Checks.notNull("id", id);
+        if (remote != null) {
+            remote.forget(id); // deleted means gone: never pulled back
+        }
         try {
             return store.delete(id);
         } catch (IOException e) {

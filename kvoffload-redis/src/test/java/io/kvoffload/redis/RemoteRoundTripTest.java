@@ -136,8 +136,9 @@ class RemoteRoundTripTest {
                 s.commit();
             }
             assertTrue(eb.awaitRemotePublished(Duration.ofSeconds(30)));
-            assertEquals(3, eb.stats().remote().blocksAlreadyPresent());
-            assertEquals(1, eb.stats().remote().blocksPublished());
+            // Commit and the writer's close both queue it; each pass finds A's three blocks present.
+            assertTrue(eb.stats().remote().blocksAlreadyPresent() >= 3, eb.stats().remote().toString());
+            assertEquals(1, eb.stats().remote().blocksPublished(), "only the fourth block is new");
         }
     }
 }

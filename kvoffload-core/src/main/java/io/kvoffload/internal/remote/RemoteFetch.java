@@ -89,21 +89,61 @@ final class RemoteFetch {
             return Optional.empty();
         }
         String id = RemoteKeys.localId(chain[run - 1]);
+        int done = pullInto(id, shape, bt, prompt, chain, run, 1);
+        return done == 0 ? Optional.empty() : Optional.of(new PrefixMatch(id, done * bt, done * bt));
+    }
+
+    /**
+     * Pulls back, under {@code id}, the sequence whose record ends at {@code lastChain}: all of its
+     * blocks or nothing.
+     *
+     * @return whether it was restored
+     */
+    boolean restore(String id, KvShape shape, int bt, byte[] lastChain) {
+        String key = keys.sequenceRecord(lastChain);
+        byte[] rec;
+        try {
+            rec = RemoteLink.await(tier.get(List.of(key)), timeoutMillis)[0];
+        } catch (RuntimeException e) {
+            counters.fetchFailures.increment();
+            LOG.warn("reading the remote record of evicted sequence {} failed: {}", id, e.toString());
+            return false;
+        }
+        int[] tokens = RemoteRecords.sequenceTokens(key, rec, shape.fingerprint(), bt);
+        if (tokens == null) {
+            if (rec != null) {
+                corrupt(key);
+            }
+            return false;
+        }
+        byte[][] chain = PrefixIndex.chainHashes(shape.fingerprint(), tokens, tokens.length, bt);
+        if (chain.length == 0 || tokens.length != chain.length * bt || !Arrays.equals(chain[chain.length - 1], lastChain)) {
+            return false; // not the sequence this engine published
+        }
+        return pullInto(id, shape, bt, tokens, chain, chain.length, chain.length) == chain.length;
+    }
+
+    /**
+     * Pulls blocks [0, run) of {@code prompt} into a new local sequence {@code id} and commits it if
+     * at least {@code minBlocks} (and one) arrived whole; returns how many were committed, else 0
+     * (nothing is left behind).
+     */
+    private int pullInto(String id, KvShape shape, int bt, int[] prompt, byte[][] chain, int run, int minBlocks) {
         KvSequence s;
         try {
             s = engine.createSequence(id, shape);
         } catch (IllegalArgumentException e) {
             // Another thread is pulling the same prefix right now (or just committed it).
             LOG.debug("not pulling {}: {}", id, e.getMessage());
-            return Optional.empty();
+            return 0;
         }
         try (s) {
             int done = fetchInto(s, shape, bt, prompt, chain, run);
-            if (done == 0) {
-                return Optional.empty(); // closing discards the empty, uncommitted sequence
+            if (done < Math.max(1, minBlocks)) {
+                return 0; // closing discards the uncommitted sequence
             }
             s.commit();
-            return Optional.of(new PrefixMatch(id, done * bt, done * bt));
+            return done;
         }
     }
 

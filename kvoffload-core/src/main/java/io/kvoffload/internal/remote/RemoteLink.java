@@ -34,6 +34,7 @@ public final class RemoteLink implements AutoCloseable {
     private final RemoteTier tier; // null when down
     private final String description;
     private final RemoteCounters counters = new RemoteCounters();
+    private final Restorables restorables = new Restorables();
     private final RemotePublisher publisher;
     private final RemoteFetch fetch;
 
@@ -43,7 +44,8 @@ public final class RemoteLink implements AutoCloseable {
         long timeout = 3L * config.commandTimeoutMillis() + config.connectTimeoutMillis();
         RemoteKeys keys = new RemoteKeys(config.keyPrefix());
         this.publisher = tier == null ? null
-                : new RemotePublisher(engine, tier, keys, counters, timeout, config.budgetBytes(), config.publishQueue());
+                : new RemotePublisher(engine, tier, keys, counters, restorables, timeout, config.budgetBytes(),
+                        config.publishQueue());
         this.fetch = tier == null ? null : new RemoteFetch(engine, tier, keys, counters, timeout);
     }
 
@@ -86,10 +88,27 @@ public final class RemoteLink implements AutoCloseable {
         return tier != null;
     }
 
-    /** Queues a committed sequence for publishing; never blocks. */
+    /** Queues a committed sequence for publishing; never blocks. What was published of it before is stale. */
     public void committed(String id) {
+        restorables.forget(id);
         if (publisher != null) {
             publisher.offer(id);
+        }
+    }
+
+    /** {@code id} was deleted or is being created anew: never pull an older sequence back under it. */
+    public void forget(String id) {
+        restorables.forget(id);
+    }
+
+    /**
+     * Pulls back {@code id}, absent locally, if this engine published all of it before it was evicted
+     * and every block is still in the tier and verifies; otherwise does nothing.
+     */
+    public void restore(String id) {
+        Restorables.Published e = restorables.get(id);
+        if (e != null && fetch != null && fetch.restore(id, e.shape(), e.blockTokens(), e.lastChain())) {
+            LOG.info("sequence {} pulled back from the remote tier", id);
         }
     }
 

@@ -36,6 +36,7 @@ final class RemotePublisher implements AutoCloseable {
     private final RemoteTier tier;
     private final RemoteKeys keys;
     private final RemoteCounters counters;
+    private final Restorables restorables;
     private final long timeoutMillis;
     private final long budgetBytes;
     private final int capacity;
@@ -45,12 +46,13 @@ final class RemotePublisher implements AutoCloseable {
     private boolean closed;
     private boolean budgetLogged;
 
-    RemotePublisher(KvEngine engine, RemoteTier tier, RemoteKeys keys, RemoteCounters counters, long timeoutMillis,
-            long budgetBytes, int capacity) {
+    RemotePublisher(KvEngine engine, RemoteTier tier, RemoteKeys keys, RemoteCounters counters,
+            Restorables restorables, long timeoutMillis, long budgetBytes, int capacity) {
         this.engine = engine;
         this.tier = tier;
         this.keys = keys;
         this.counters = counters;
+        this.restorables = restorables;
         this.timeoutMillis = timeoutMillis;
         this.budgetBytes = budgetBytes;
         this.capacity = capacity;
@@ -119,6 +121,7 @@ final class RemotePublisher implements AutoCloseable {
     }
 
     private void publish(String id) {
+        long readAt = restorables.now();
         KvSequence s;
         try {
             s = engine.openSequence(id);
@@ -206,6 +209,9 @@ final class RemotePublisher implements AutoCloseable {
             String seqKey = keys.sequenceRecord(chain[chain.length - 1]);
             RemoteLink.await(tier.put(List.of(seqKey), List.of(RemoteRecords.sequence(seqKey, shape.fingerprint(), bt,
                     tokens, chain.length * bt))), timeoutMillis);
+            if (tokens.length == chain.length * bt) { // whole blocks only: it can be pulled back exactly
+                restorables.remember(id, readAt, new Restorables.Published(shape, bt, chain[chain.length - 1]));
+            }
         }
     }
 

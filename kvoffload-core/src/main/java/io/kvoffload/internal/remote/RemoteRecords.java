@@ -47,6 +47,36 @@ final class RemoteRecords {
         return true;
     }
 
+    /**
+     * The token ids of a sequence record read from {@code key}, or null unless it is whole and for
+     * {@code fingerprint} and {@code blockTokens}.
+     */
+    static int[] sequenceTokens(String key, byte[] blob, String fingerprint, int blockTokens) {
+        if (!RemoteBlob.verify(key, blob, -1)) {
+            return null;
+        }
+        ByteBuffer b = ByteBuffer.wrap(blob, RemoteBlob.HEADER, blob.length - RemoteBlob.HEADER)
+                .order(ByteOrder.LITTLE_ENDIAN);
+        byte[] fp = fingerprint.getBytes(StandardCharsets.UTF_8);
+        if (b.remaining() < 12 + fp.length || b.getInt() != fp.length) {
+            return null;
+        }
+        byte[] got = new byte[fp.length];
+        b.get(got);
+        if (!Arrays.equals(got, fp) || b.getInt() != blockTokens) {
+            return null;
+        }
+        int count = b.getInt();
+        if (count < 0 || b.remaining() != 4L * count) {
+            return null;
+        }
+        int[] tokens = new int[count];
+        for (int i = 0; i < count; i++) {
+            tokens[i] = b.getInt();
+        }
+        return tokens;
+    }
+
     static byte[] sequence(String key, String fingerprint, int blockTokens, int[] tokens, int count) {
         byte[] fp = fingerprint.getBytes(StandardCharsets.UTF_8);
         byte[] blob = RemoteBlob.allocate(12 + fp.length + 4 * count);
