@@ -158,6 +158,7 @@ final class EngineLoop {
         float[][] previous = new float[layers][qLen];
         float[][][] actual = new float[tokens][layers][];
         KvView[] pending = new KvView[layers];
+        int[] tokenId = new int[1];
         Timer timer = new Timer();
         double cosInput = 0;
         double cosPrevious = 0;
@@ -175,6 +176,8 @@ final class EngineLoop {
                     start = System.nanoTime();
                 }
                 int pos = prompt.length + step;
+                tokenId[0] = token;
+                seq.appendTokens(tokenId); // the id of the token whose K/V the layers append below
                 model.embed(token, s.x);
                 for (int l = 0; l < layers; l++) {
                     model.qkv(l, s, pos);
