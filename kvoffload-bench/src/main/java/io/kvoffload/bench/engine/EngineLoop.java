@@ -1,5 +1,6 @@
 package io.kvoffload.bench.engine;
 
+import io.kvoffload.DType;
 import io.kvoffload.DecodeOptions;
 import io.kvoffload.DecodeStats;
 import io.kvoffload.KvDecoder;
@@ -7,12 +8,11 @@ import io.kvoffload.KvSequence;
 import io.kvoffload.KvShape;
 import io.kvoffload.KvView;
 import io.kvoffload.attention.DecodeAttention;
+import io.kvoffload.internal.util.ElementCodec;
 import io.kvoffload.strategy.swarm.ClusterOptions;
 import io.kvoffload.strategy.swarm.Swarm;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
-import java.lang.foreign.ValueLayout;
-import java.nio.ByteOrder;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Random;
@@ -50,8 +50,6 @@ final class EngineLoop {
             return serialFetchMs <= 0 ? Double.NaN : Math.max(0, 1 - ioWaitMs / serialFetchMs);
         }
     }
-
-    private static final ValueLayout.OfShort U16 = ValueLayout.JAVA_SHORT_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
 
     private final LlamaModel model;
     private final int[] prompt;
@@ -137,12 +135,9 @@ final class EngineLoop {
         seq.commit();
     }
 
-    /** BF16 bits of {@code src[from..from+n)} into {@code dst} (round to nearest even). */
+    /** BF16 of {@code src[from..from+n)} into {@code dst}: the engine's conversion before {@code appendKv}. */
     static void toBf16(float[] src, int from, int n, MemorySegment dst) {
-        for (int i = 0; i < n; i++) {
-            int bits = Float.floatToRawIntBits(src[from + i]);
-            dst.setAtIndex(U16, i, (short) ((bits + 0x7FFF + ((bits >>> 16) & 1)) >>> 16));
-        }
+        ElementCodec.write(DType.BF16, dst, 0, src, from, n);
     }
 
     /** The decode loop over the offloaded cache. */

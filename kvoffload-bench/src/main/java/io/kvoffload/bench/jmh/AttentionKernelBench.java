@@ -12,12 +12,11 @@ import io.kvoffload.SparseAttention;
 import io.kvoffload.attention.DecodeAttention;
 import io.kvoffload.attention.ExactAttention;
 import io.kvoffload.bench.TempDirs;
+import io.kvoffload.internal.util.ElementCodec;
 import io.kvoffload.strategy.DenseLayerKv;
 import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
-import java.lang.foreign.ValueLayout;
-import java.nio.ByteOrder;
 import java.nio.file.Path;
 import java.util.Random;
 import java.util.concurrent.TimeUnit;
@@ -122,14 +121,7 @@ public class AttentionKernelBench {
 
     private MemorySegment encode(Arena a, float[] src) {
         MemorySegment s = a.allocate((long) src.length * shape.dtype().bytes());
-        ValueLayout.OfShort u16 = ValueLayout.JAVA_SHORT_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
-        for (int i = 0; i < src.length; i++) {
-            switch (shape.dtype()) {
-                case F32 -> s.setAtIndex(ValueLayout.JAVA_FLOAT_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN), i, src[i]);
-                case F16 -> s.setAtIndex(u16, i, Float.floatToFloat16(src[i]));
-                case BF16 -> s.setAtIndex(u16, i, (short) (Float.floatToRawIntBits(src[i]) >>> 16));
-            }
-        }
+        ElementCodec.write(shape.dtype(), s, 0, src, 0, src.length);
         return s;
     }
 
