@@ -3,6 +3,7 @@ package io.kvoffload;
 import io.kvoffload.internal.decode.AttentionArgs;
 import io.kvoffload.internal.util.Checks;
 import io.kvoffload.internal.util.ElementCodec;
+import io.kvoffload.internal.util.Softmax;
 import java.lang.foreign.MemorySegment;
 
 /**
@@ -69,7 +70,6 @@ public final class SparseAttention {
             // The view's own slices: no per-step scope to create, and the view is open throughout.
             MemorySegment keys = view.rawKeys(kvh);
             MemorySegment values = view.rawValues(kvh);
-            float max = Float.NEGATIVE_INFINITY;
             for (int i = 0; i < total; i++) {
                 if (i < n) {
                     ElementCodec.read(dt, keys, (long) i * d * es, key, 0, d);
@@ -82,15 +82,8 @@ public final class SparseAttention {
                 }
                 s *= scale;
                 logits[i] = s;
-                max = Math.max(max, s);
             }
-            double sum = 0;
-            for (int i = 0; i < total; i++) {
-                float e = (float) Math.exp(logits[i] - max);
-                logits[i] = e;
-                sum += e;
-            }
-            float norm = (float) (1.0 / sum);
+            float norm = Softmax.exponentiate(logits, 0, total);
             for (int i = 0; i < total; i++) {
                 if (i < n) {
                     ElementCodec.read(dt, values, (long) i * d * es, value, 0, d);

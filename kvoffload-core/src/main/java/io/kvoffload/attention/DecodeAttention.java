@@ -6,6 +6,7 @@ import io.kvoffload.KvView;
 import io.kvoffload.internal.decode.AttentionArgs;
 import io.kvoffload.internal.decode.ViewAccess;
 import io.kvoffload.internal.util.Checks;
+import io.kvoffload.internal.util.Softmax;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.nio.ByteOrder;
@@ -43,6 +44,12 @@ public final class DecodeAttention {
     private static final ValueLayout.OfShort U16 = ValueLayout.JAVA_SHORT_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
     /** Rows per block: C2 unrolls a vectorised loop 4-8 times 16 lanes, so shorter inner loops fall back to scalar code. */
     private static final int BLOCK_ROWS = 256;
+    /**
+     * Fewer extra rows than this (the current token, a few speculative ones) take a row-at-a-time
+     * path of their own: through the blocked methods, one-row calls would teach C2 that their loops
+     * are short and cost the view's rows about 3× (measured in AttentionKernelBench).
+     */
+    private static final int FEW_ROWS = 16;
 
     private final KvShape shape;
     private final DType dtype;
@@ -155,10 +162,16 @@ public final class DecodeAttention {
                     score(query, q0, r, b);
                 }
             }
-            for (int r = 0; r < extra; r += block) {
-                int b = Math.min(block, extra - r);
-                transpose(xk, r * stride + kvh * d, stride, b);
-                score(query, q0, n + r, b);
+            if (extra < FEW_ROWS) {
+                for (int r = 0; r < extra; r++) {
+                    scoreRow(query, q0, xk, r * stride + kvh * d, n + r);
+                }
+            } else {
+                for (int r = 0; r < extra; r += block) {
+                    int b = Math.min(block, extra - r);
+                    transpose(xk, r * stride + kvh * d, stride, b);
+                    score(query, q0, n + r, b);
+                }
             }
             softmax(total);
             for (float[] o : headOut) {
@@ -172,12 +185,18 @@ public final class DecodeAttention {
                     accumulate(r, b);
                 }
             }
-            for (int r = 0; r < extra; r += block) {
-                int b = Math.min(block, extra - r);
-                for (int i = 0; i < b; i++) {
-                    System.arraycopy(xv, (r + i) * stride + kvh * d, valueRows[i], 0, d);
+            if (extra < FEW_ROWS) {
+                for (int r = 0; r < extra; r++) {
+                    accumulateRow(xv, r * stride + kvh * d, n + r);
                 }
-                accumulate(n + r, b);
+            } else {
+                for (int r = 0; r < extra; r += block) {
+                    int b = Math.min(block, extra - r);
+                    for (int i = 0; i < b; i++) {
+                        System.arraycopy(xv, (r + i) * stride + kvh * d, valueRows[i], 0, d);
+                    }
+                    accumulate(n + r, b);
+                }
             }
             for (int g = 0; g < group; g++) {
                 System.arraycopy(headOut[g], 0, out, q0 + g * d, d);
@@ -298,22 +317,35 @@ public final class DecodeAttention {
         }
     }
 
+    /** Scores of one float row at {@code base} for every head of the group, into row {@code row}: the reference's loop. */
+    private void scoreRow(float[] q, int q0, float[] k, int base, int row) {
+        for (int g = 0; g < group; g++) {
+            int qa = q0 + g * d;
+            float s = 0;
+            for (int j = 0; j < d; j++) {
+                s += q[qa + j] * k[base + j];
+            }
+            logits[g * capacity + row] = s * scale;
+        }
+    }
+
+    /** {@code headOut[g] += w[g][row] · v} for one float row at {@code base}. */
+    private void accumulateRow(float[] v, int base, int row) {
+        for (int g = 0; g < group; g++) {
+            float w = logits[g * capacity + row];
+            float[] o = headOut[g];
+            for (int j = 0; j < d; j++) {
+                o[j] += w * v[base + j];
+            }
+        }
+    }
+
     /** Per head of the group, the scores of {@code total} rows become softmax weights (the reference's arithmetic). */
     private void softmax(int total) {
         float[] s = logits;
         for (int g = 0; g < group; g++) {
             int o = g * capacity;
-            float max = Float.NEGATIVE_INFINITY;
-            for (int i = 0; i < total; i++) {
-                max = Math.max(max, s[o + i]);
-            }
-            double sum = 0;
-            for (int i = 0; i < total; i++) {
-                float e = (float) Math.exp(s[o + i] - max);
-                s[o + i] = e;
-                sum += e;
-            }
-            float norm = (float) (1.0 / sum);
+            float norm = Softmax.exponentiate(s, o, total);
             for (int i = 0; i < total; i++) {
                 s[o + i] *= norm;
             }
