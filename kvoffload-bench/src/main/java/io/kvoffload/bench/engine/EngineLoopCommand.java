@@ -34,10 +34,10 @@ public final class EngineLoopCommand implements Callable<Integer> {
     @Option(names = "--context", defaultValue = "16384", description = "Prompt tokens prefilled (default: ${DEFAULT-VALUE}).")
     int context;
 
-    @Option(names = "--tokens", defaultValue = "32", description = "Generated tokens measured (default: ${DEFAULT-VALUE}).")
+    @Option(names = "--tokens", defaultValue = "16", description = "Generated tokens measured (default: ${DEFAULT-VALUE}).")
     int tokens;
 
-    @Option(names = "--warmup", defaultValue = "8", description = "Generated tokens before measuring (default: ${DEFAULT-VALUE}).")
+    @Option(names = "--warmup", defaultValue = "4", description = "Generated tokens before measuring (default: ${DEFAULT-VALUE}).")
     int warmup;
 
     @Option(names = "--hidden", defaultValue = "1024", description = "Model width (default: ${DEFAULT-VALUE}).")
