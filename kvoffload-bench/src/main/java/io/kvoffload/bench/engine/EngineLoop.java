@@ -229,19 +229,13 @@ final class EngineLoop {
                 token = model.nextToken(s);
             }
             long wall = System.nanoTime() - start;
-            pending[0].close();
+            pending[0].close(); // the next step's layer 0, not taken
             DecodeStats used = dec.stats().since(before);
             double serial = serialFetchMs(dec, actual);
             return timer.breakdown(tokens, wall, serial, used.bytesRead() / tokens,
                     predict == Predict.INPUT && cosCount > 0 ? cosInput / cosCount : Double.NaN,
                     cosCount > 0 ? cosPrevious / cosCount : Double.NaN);
-        } finally {
-            for (KvView v : pending) {
-                if (v != null) {
-                    v.close();
-                }
-            }
-        }
+        } // closing the decoder frees any view still pending after a failure
     }
 
     /**
