@@ -8,7 +8,10 @@ import io.kvoffload.KvSequence;
 import io.kvoffload.KvShape;
 import io.kvoffload.KvView;
 import io.kvoffload.attention.DecodeAttention;
+import io.kvoffload.attention.ExactAttention;
+import io.kvoffload.attention.QualityMetrics;
 import io.kvoffload.internal.util.ElementCodec;
+import io.kvoffload.strategy.DenseLayerKv;
 import io.kvoffload.strategy.swarm.ClusterOptions;
 import io.kvoffload.strategy.swarm.Swarm;
 import java.lang.foreign.Arena;
@@ -40,7 +43,7 @@ final class EngineLoop {
     /** Where the time of the measured tokens went, in milliseconds per token. */
     record Breakdown(int tokens, double tokensPerSecond, double selectMs, double ioWaitMs, double attentionMs,
             double predictMs, double restMs, double serialFetchMs, long bytesPerToken, double predictorCosine,
-            double previousCosine) {
+            double previousCosine, double recallEarly, double recallActual) {
         double totalMs() {
             return 1000 / tokensPerSecond;
         }
@@ -152,6 +155,7 @@ final class EngineLoop {
         float[] predictNorm = new float[model.hidden];
         float[][] previous = new float[layers][qLen];
         float[][][] actual = new float[tokens][layers][];
+        int[][][] earlyViews = new int[tokens][layers][]; // positions each view held
         KvView[] pending = new KvView[layers];
         int[] tokenId = new int[1];
         Timer timer = new Timer();
@@ -201,6 +205,9 @@ final class EngineLoop {
                     long t1 = System.nanoTime();
                     attention.attend(view, s.q, s.k, s.v, 1, s.attn);
                     long t2 = System.nanoTime();
+                    if (step >= warmup) {
+                        earlyViews[step - warmup][l] = positions(view);
+                    }
                     view.close();
                     pending[l] = null;
                     timer.ioWait += t1 - t0;
@@ -231,10 +238,12 @@ final class EngineLoop {
             long wall = System.nanoTime() - start;
             pending[0].close(); // the next step's layer 0, not taken
             DecodeStats used = dec.stats().since(before);
-            double serial = serialFetchMs(dec, actual);
+            int[][][] actualViews = new int[tokens][layers][];
+            double serial = serialFetchMs(dec, actual, actualViews);
             return timer.breakdown(tokens, wall, serial, used.bytesRead() / tokens,
                     predict == Predict.INPUT && cosCount > 0 ? cosInput / cosCount : Double.NaN,
-                    cosCount > 0 ? cosPrevious / cosCount : Double.NaN);
+                    cosCount > 0 ? cosPrevious / cosCount : Double.NaN,
+                    massRecall(actual, earlyViews), massRecall(actual, actualViews));
         } // closing the decoder frees any view still pending after a failure
     }
 
@@ -242,16 +251,54 @@ final class EngineLoop {
      * Per token, the time the same fetches take when each is awaited at once (nothing to hide
      * behind): every layer fetched with the measured steps' actual queries, one after another.
      */
-    private double serialFetchMs(KvDecoder dec, float[][][] actual) {
+    private double serialFetchMs(KvDecoder dec, float[][][] actual, int[][][] views) {
         long waited = 0;
-        for (float[][] step : actual) {
-            for (int l = 0; l < step.length; l++) {
+        for (int step = 0; step < actual.length; step++) {
+            for (int l = 0; l < actual[step].length; l++) {
                 long t0 = System.nanoTime();
-                dec.prefetch(l, step[l]).await().close();
+                KvView v = dec.prefetch(l, actual[step][l]).await();
                 waited += System.nanoTime() - t0;
+                views[step][l] = positions(v);
+                v.close();
             }
         }
         return waited / 1e6 / actual.length;
+    }
+
+    private static int[] positions(KvView v) {
+        int[] p = new int[v.tokenCount()];
+        for (int r = 0; r < p.length; r++) {
+            p[r] = v.position(r);
+        }
+        return p;
+    }
+
+    /**
+     * How much of each actual query's attention the views held: the mean over steps and layers of
+     * the attention-mass recall over the prompt's tokens ({@link QualityMetrics#attentionMassRecall},
+     * exact weights of the actual query; generated tokens, always in the window, left out).
+     */
+    private double massRecall(float[][][] actual, int[][][] views) {
+        int d = model.headDim;
+        int context = prompt.length;
+        ExactAttention exact = new ExactAttention(model.queryHeads, model.kvHeads, d);
+        double sum = 0;
+        int count = 0;
+        for (int l = 0; l < model.layers; l++) {
+            float[][] k = new float[model.kvHeads][context * d];
+            for (int t = 0; t < context; t++) {
+                for (int h = 0; h < model.kvHeads; h++) {
+                    System.arraycopy(keys[l], (t * model.kvHeads + h) * d, k[h], t * d, d);
+                }
+            }
+            DenseLayerKv prefix = new DenseLayerKv(context, d, k, null);
+            for (int step = 0; step < actual.length; step++) {
+                int[] inPrompt = java.util.Arrays.stream(views[step][l]).filter(p -> p < context).toArray();
+                sum += QualityMetrics.attentionMassRecall(exact.weights(prefix, actual[step][l]), inPrompt);
+                count++;
+            }
+        }
+        return sum / count;
     }
 
     /** The same loop with every layer's K/V resident in DRAM as floats and dense attention over all of it. */
@@ -281,7 +328,7 @@ final class EngineLoop {
             }
             token = model.nextToken(s);
         }
-        return timer.breakdown(tokens, System.nanoTime() - start, 0, 0, Double.NaN, Double.NaN);
+        return timer.breakdown(tokens, System.nanoTime() - start, 0, 0, Double.NaN, Double.NaN, Double.NaN, Double.NaN);
     }
 
     static double cosine(float[] a, float[] b) {
@@ -306,11 +353,11 @@ final class EngineLoop {
         }
 
         Breakdown breakdown(int tokens, long wall, double serialFetchMs, long bytesPerToken, double cosInput,
-                double cosPrevious) {
+                double cosPrevious, double recallEarly, double recallActual) {
             double per = 1e6 * tokens;
             double rest = (wall - select - ioWait - attention - predict) / per;
             return new Breakdown(tokens, tokens / (wall / 1e9), select / per, ioWait / per, attention / per,
-                    predict / per, rest, serialFetchMs, bytesPerToken, cosInput, cosPrevious);
+                    predict / per, rest, serialFetchMs, bytesPerToken, cosInput, cosPrevious, recallEarly, recallActual);
         }
     }
 }

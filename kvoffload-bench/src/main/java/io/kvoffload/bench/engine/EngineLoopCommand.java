@@ -140,6 +140,9 @@ public final class EngineLoopCommand implements Callable<Integer> {
         } else {
             out.printf(Locale.ROOT, "previous step's query: cosine to the actual query %.3f%n", offload.previousCosine());
         }
+        out.printf(Locale.ROOT, "attention mass (actual query, over the prompt) in the views prefetched with the early "
+                + "query: %.1f%%; fetched with the actual query: %.1f%%%n", 100 * offload.recallEarly(),
+                100 * offload.recallActual());
         out.printf(Locale.ROOT, "engine-loop: OK in %.1f s%n", (System.nanoTime() - t0) / 1e9);
         out.flush();
         return 0;

@@ -30,6 +30,13 @@ class EngineLoopCommandTest {
         assertTrue(out.contains("offload / DRAM tokens/s:"), out);
         assertTrue(out.contains("share of fetch time hidden behind compute:"), out);
         assertTrue(out.contains("cosine to the actual query"), out);
+        Matcher recall = Pattern.compile("prefetched with the early query: ([0-9.]+)%; fetched with the actual query: "
+                + "([0-9.]+)%").matcher(out);
+        assertTrue(recall.find(), out);
+        for (int g = 1; g <= 2; g++) {
+            double r = Double.parseDouble(recall.group(g));
+            assertTrue(r > 0 && r <= 100, "attention-mass recall " + r + "%: " + out);
+        }
     }
 
     @Test
