@@ -85,15 +85,6 @@ final class AttentionFixture implements AutoCloseable {
         return decoder.prefetch(0, positions, count).await();
     }
 
-    /** {@code 0..n-1}. */
-    static int[] identity(int n) {
-        int[] p = new int[n];
-        for (int i = 0; i < n; i++) {
-            p[i] = i;
-        }
-        return p;
-    }
-
     /** Rows {@code from..from+n} of {@code src} ({@code [token][kvHead][dim]}). */
     float[] rows(float[] src, int from, int n) {
         int row = shape.kvHeads() * shape.headDim();

@@ -7,6 +7,7 @@ import io.kvoffload.DType;
 import io.kvoffload.KvShape;
 import io.kvoffload.KvView;
 import io.kvoffload.SparseAttention;
+import io.kvoffload.testing.TestEngines;
 import java.util.Random;
 import net.jqwik.api.Arbitraries;
 import net.jqwik.api.Arbitrary;
@@ -43,7 +44,7 @@ class DecodeAttentionProperties {
             Random rnd = new Random(c.seed() ^ 7);
             // The view: a random subset, in random order, of the tokens before the extra rows.
             int stored = c.tokens() - c.extra();
-            int[] perm = shuffled(rnd, stored);
+            int[] perm = TestEngines.shuffled(rnd, stored);
             int count = 1 + rnd.nextInt(stored);
             float[] xk = f.rows(f.keys, stored, c.extra());
             float[] xv = f.rows(f.values, stored, c.extra());
@@ -104,19 +105,5 @@ class DecodeAttentionProperties {
         }
         double delta = d * u * maxDot * scale;
         return 2 * (order.length * u + 2 * delta + 4 * u) * maxV;
-    }
-
-    static int[] shuffled(Random rnd, int n) {
-        int[] p = new int[n];
-        for (int i = 0; i < n; i++) {
-            p[i] = i;
-        }
-        for (int i = n - 1; i > 0; i--) {
-            int j = rnd.nextInt(i + 1);
-            int t = p[i];
-            p[i] = p[j];
-            p[j] = t;
-        }
-        return p;
     }
 }

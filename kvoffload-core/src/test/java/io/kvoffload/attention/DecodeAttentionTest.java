@@ -89,7 +89,7 @@ class DecodeAttentionTest {
             float[] out = new float[f.query.length];
             float[] xk = f.rows(f.keys, 599, 1);
             float[] xv = f.rows(f.values, 599, 1);
-            try (KvView v = f.view(AttentionFixture.identity(599), 599)) {
+            try (KvView v = f.view(TestEngines.all(599), 599)) {
                 long bytes = Allocations.leastOverWindows(() -> {
                     for (int i = 0; i < 200; i++) {
                         kernel.attend(v, f.query, xk, xv, 1, out);
@@ -107,7 +107,7 @@ class DecodeAttentionTest {
             DecodeAttention kernel = new DecodeAttention(shape);
             float[] out = new float[f.query.length];
             float[] xk = f.rows(f.keys, 39, 1);
-            KvView v = f.view(AttentionFixture.identity(39), 39);
+            KvView v = f.view(TestEngines.all(39), 39);
             assertMessage(() -> kernel.attend(v, new float[3], out), "query.length = 3");
             assertMessage(() -> kernel.attend(v, f.query, new float[5]), "out.length = 5");
             assertMessage(() -> kernel.attend(v, f.query, xk, new float[1], 1, out), "extraValues.length = 1");
@@ -122,7 +122,7 @@ class DecodeAttentionTest {
             v.close();
             IllegalStateException closed = assertThrows(IllegalStateException.class, () -> kernel.attend(v, f.query, out));
             assertTrue(closed.getMessage().contains("closed"), closed.getMessage());
-            KvView fetching = f.decoder.prefetch(0, AttentionFixture.identity(39), 39);
+            KvView fetching = f.decoder.prefetch(0, TestEngines.all(39), 39);
             IllegalStateException early = assertThrows(IllegalStateException.class,
                     () -> kernel.attend(fetching, f.query, out));
             assertTrue(early.getMessage().contains("await()"), early.getMessage());
