@@ -24,6 +24,7 @@ import java.util.SplittableRandom;
 import java.util.concurrent.Callable;
 import me.tongfei.progressbar.ProgressBar;
 import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
 
 /**
@@ -49,14 +50,8 @@ public final class DemoCommand implements Callable<Integer> {
     @Option(names = "--tokens", defaultValue = "32768", description = "Context length in tokens (default: ${DEFAULT-VALUE}).")
     int tokens;
 
-    @Option(names = "--query-heads", defaultValue = "32", description = "Query heads (default: ${DEFAULT-VALUE}).")
-    int queryHeads;
-
-    @Option(names = "--kv-heads", defaultValue = "8", description = "KV heads (default: ${DEFAULT-VALUE}).")
-    int kvHeads;
-
-    @Option(names = "--head-dim", defaultValue = "128", description = "Head dimension (default: ${DEFAULT-VALUE}).")
-    int headDim;
+    @Mixin
+    HeadOptions heads = new HeadOptions(32, 8, 128);
 
     @Option(names = "--dtype", defaultValue = "BF16", description = "F32, F16 or BF16 (default: ${DEFAULT-VALUE}).")
     DType dtype;
@@ -97,7 +92,7 @@ public final class DemoCommand implements Callable<Integer> {
 
     @Override
     public Integer call() throws Exception {
-        KvShape shape = new KvShape(layers, queryHeads, kvHeads, headDim, dtype);
+        KvShape shape = heads.shape(layers, dtype);
         if (tokens < 1) {
             throw new IllegalArgumentException("--tokens = " + tokens + " must be positive");
         }
@@ -137,7 +132,7 @@ public final class DemoCommand implements Callable<Integer> {
                 .build();
         long kvBytes = (long) layers * tokens * shape.entryBytes();
         out.printf("kvoffload demo: %d layers x %d tokens, %d KV heads x %d dims, %s: %s of KV on %d devices%n",
-                layers, tokens, kvHeads, headDim, dtype, mib(kvBytes), devs.size());
+                layers, tokens, heads.kvHeads, heads.headDim, dtype, mib(kvBytes), devs.size());
 
         String id = "demo-" + Long.toHexString(seed);
         long[] written = new long[devs.size()];

@@ -1,12 +1,6 @@
 package io.kvoffload.bench.compare;
 
-import io.kvoffload.strategy.swarm.Swarm;
-import io.kvoffload.strategy.kvswap.KvSwap;
-import io.kvoffload.strategy.swarm.ClusterOptions;
-import io.kvoffload.strategy.swarm.ClusterSummary;
-import io.kvoffload.DType;
 import io.kvoffload.DecodeOptions;
-import io.kvoffload.strategy.kvswap.GroupOptions;
 import io.kvoffload.DecodeStats;
 import io.kvoffload.DeviceModelSpec;
 import io.kvoffload.KvConfig;
@@ -16,8 +10,11 @@ import io.kvoffload.KvSequence;
 import io.kvoffload.KvShape;
 import io.kvoffload.KvView;
 import io.kvoffload.SparseAttention;
+import io.kvoffload.attention.ExactAttention;
+import io.kvoffload.attention.QualityMetrics;
 import io.kvoffload.bench.ProgressBars;
 import io.kvoffload.bench.TempDirs;
+import io.kvoffload.bench.cli.HeadOptions;
 import io.kvoffload.bench.compare.IoStrategies.Layout;
 import io.kvoffload.bench.compare.IoStrategies.Strategy;
 import io.kvoffload.bench.fio.Fio;
@@ -29,14 +26,17 @@ import io.kvoffload.internal.swarm.ClusterRadius;
 import io.kvoffload.internal.swarm.Clustering;
 import io.kvoffload.internal.swarm.ClusteringConfig;
 import io.kvoffload.internal.swarm.CoActivationClustering;
+import io.kvoffload.internal.swarm.CoActivationCoverage;
 import io.kvoffload.internal.swarm.CoActivationNormaliser;
 import io.kvoffload.internal.swarm.CoActivationProfile;
 import io.kvoffload.internal.swarm.ExpansionRule;
-import io.kvoffload.strategy.DenseLayerKv;
 import io.kvoffload.internal.util.ElementCodec;
-import io.kvoffload.attention.ExactAttention;
-import io.kvoffload.attention.QualityMetrics;
-import io.kvoffload.internal.swarm.CoActivationCoverage;
+import io.kvoffload.strategy.DenseLayerKv;
+import io.kvoffload.strategy.kvswap.GroupOptions;
+import io.kvoffload.strategy.kvswap.KvSwap;
+import io.kvoffload.strategy.swarm.ClusterOptions;
+import io.kvoffload.strategy.swarm.ClusterSummary;
+import io.kvoffload.strategy.swarm.Swarm;
 import io.kvoffload.workload.TraceHeader;
 import io.kvoffload.workload.TraceWorkload;
 import io.kvoffload.workload.Workload;
@@ -61,6 +61,7 @@ import java.util.concurrent.Callable;
 import me.tongfei.progressbar.ProgressBar;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
 
 /**
@@ -125,14 +126,8 @@ public final class CompareCommand implements Callable<Integer> {
             description = "Layers of the trace to run, from layer 0; 0 for all (default: ${DEFAULT-VALUE}).")
     int traceLayers;
 
-    @Option(names = "--query-heads", defaultValue = "32", description = "Query heads (default: ${DEFAULT-VALUE}).")
-    int queryHeads;
-
-    @Option(names = "--kv-heads", defaultValue = "8", description = "KV heads (default: ${DEFAULT-VALUE}).")
-    int kvHeads;
-
-    @Option(names = "--head-dim", defaultValue = "128", description = "Head dimension (default: ${DEFAULT-VALUE}).")
-    int headDim;
+    @Mixin
+    HeadOptions heads = new HeadOptions(32, 8, 128);
 
     @Option(names = "--steps", defaultValue = "8", description = "Decoding steps per run (default: ${DEFAULT-VALUE}).")
     int steps;
@@ -271,11 +266,11 @@ public final class CompareCommand implements Callable<Integer> {
             if (traced != null) {
                 adoptTrace(traced);
             } else if (shapeName != null) {
-                kvHeads = kvHeadsFor(shapeName, queryHeads);
+                heads.kvHeads = kvHeadsFor(shapeName, heads.queryHeads);
             }
             validate();
             console = pw;
-            shape = new KvShape(layers, queryHeads, kvHeads, headDim, DType.BF16);
+            shape = heads.shape(layers);
             source = traced;
             return run();
         } finally {
@@ -315,9 +310,9 @@ public final class CompareCommand implements Callable<Integer> {
         }
         range("--trace-layers", traceLayers, 0, h.layers());
         layers = traceLayers == 0 ? h.layers() : traceLayers;
-        queryHeads = h.queryHeads();
-        kvHeads = h.kvHeads();
-        headDim = h.headDim();
+        heads.queryHeads = h.queryHeads();
+        heads.kvHeads = h.kvHeads();
+        heads.headDim = h.headDim();
         sizes = new int[] {h.tokens()};
     }
 
@@ -494,23 +489,23 @@ public final class CompareCommand implements Callable<Integer> {
         }
 
         private DenseLayerKv decode(MemorySegment k, MemorySegment v, int tokens) {
-            float[][] kf = new float[kvHeads][tokens * headDim];
-            float[][] vf = new float[kvHeads][tokens * headDim];
+            float[][] kf = new float[heads.kvHeads][tokens * heads.headDim];
+            float[][] vf = new float[heads.kvHeads][tokens * heads.headDim];
             int es = shape.dtype().bytes();
             for (int t = 0; t < tokens; t++) {
-                for (int h = 0; h < kvHeads; h++) {
-                    long off = ((long) t * kvHeads + h) * headDim * es;
-                    ElementCodec.read(shape.dtype(), k, off, kf[h], t * headDim, headDim);
-                    ElementCodec.read(shape.dtype(), v, off, vf[h], t * headDim, headDim);
+                for (int h = 0; h < heads.kvHeads; h++) {
+                    long off = ((long) t * heads.kvHeads + h) * heads.headDim * es;
+                    ElementCodec.read(shape.dtype(), k, off, kf[h], t * heads.headDim, heads.headDim);
+                    ElementCodec.read(shape.dtype(), v, off, vf[h], t * heads.headDim, heads.headDim);
                 }
             }
-            return new DenseLayerKv(tokens, headDim, kf, vf);
+            return new DenseLayerKv(tokens, heads.headDim, kf, vf);
         }
 
         private void buildSelectors(List<Strategy> chosen) {
             for (int l = 0; l < layers; l++) {
                 Map<String, TokenSelector> m = new LinkedHashMap<>();
-                Strategies.Params p = new Strategies.Params(queryHeads, window, seed + l, 0, sinks, List.of(), 0.1,
+                Strategies.Params p = new Strategies.Params(heads.queryHeads, window, seed + l, 0, sinks, List.of(), 0.1,
                         ClusteringConfig.defaults());
                 for (Strategy s : chosen) {
                     if (s.decoderSelects()) {
@@ -550,7 +545,7 @@ public final class CompareCommand implements Callable<Integer> {
                 BitSet excluded = new BitSet(n);
                 excluded.set(0, Math.min(n, sinks));
                 excluded.set(Math.max(0, n - window), n);
-                CoActivationProfile prof = CoActivationProfile.fromQueries(dense[l], profile, queryHeads, 0.1, excluded,
+                CoActivationProfile prof = CoActivationProfile.fromQueries(dense[l], profile, heads.queryHeads, 0.1, excluded,
                         CoActivationNormaliser.perQuery(), Math.min(256, threads));
                 Clustering sw = new CoActivationClustering(base).cluster(prof);
                 swarm[l] = arrays(sw);
@@ -764,7 +759,7 @@ public final class CompareCommand implements Callable<Integer> {
     private void decodeOne(Fixture f, KvEngine e, Strategy s, String id, DecodeOptions o, int budgetTokens, int member,
             int stepCount, boolean quality, Acc acc) {
         SparseAttention sparse = new SparseAttention(shape);
-        float[] output = new float[queryHeads * headDim];
+        float[] output = new float[heads.queryHeads * heads.headDim];
         try (KvSequence seq = e.openSequence(id); KvDecoder d = seq.decoder(o)) {
             // Untimed steps first: the first opens the layers (window, medoid index); all warm the JIT,
             // which otherwise bills the first strategy's few timed steps for compiling the shared path.
@@ -828,12 +823,12 @@ public final class CompareCommand implements Callable<Integer> {
 
     /** Rows whose K or V differ from the source KV at their position (must be 0). */
     private long check(Fixture f, int layer, KvView v) {
-        int row = headDim * shape.dtype().bytes();
+        int row = heads.headDim * shape.dtype().bytes();
         long bad = 0;
         for (int r = 0; r < v.tokenCount(); r++) {
             int p = v.position(r);
-            for (int h = 0; h < kvHeads; h++) {
-                long src = ((long) p * kvHeads + h) * row;
+            for (int h = 0; h < heads.kvHeads; h++) {
+                long src = ((long) p * heads.kvHeads + h) * row;
                 if (v.keys(h).asSlice((long) r * row, row).mismatch(f.keys[layer].asSlice(src, row)) != -1
                         || v.values(h).asSlice((long) r * row, row).mismatch(f.values[layer].asSlice(src, row)) != -1) {
                     bad++;
@@ -998,7 +993,7 @@ public final class CompareCommand implements Callable<Integer> {
         sb.append(String.format(Locale.ROOT, "%s: %d layers of %d query heads on %d KV heads × %d, BF16 (%d B entries);"
                 + " %d decoding steps per run; sinks %d, window %d (DRAM); hot-cluster cache %.0f%% of a layer's KV;"
                 + " %d SSD directories on one disk (measured); positional layout in %d-token clusters; total %.0f s."
-                + " fio: %s.%n%n", shape.fingerprint(), layers, queryHeads, kvHeads, headDim, shape.entryBytes(), steps,
+                + " fio: %s.%n%n", shape.fingerprint(), layers, heads.queryHeads, heads.kvHeads, heads.headDim, shape.entryBytes(), steps,
                 sinks, window, cacheShare * 100, devices, group, seconds,
                 fio ? "randread, io_uring, O_DIRECT, the decode's bssplit, depth = reads per fetch, " + fioSeconds
                         + " s, same pool files" : "not run"));

@@ -1,14 +1,14 @@
 package io.kvoffload.bench.compare;
 
-import io.kvoffload.DType;
 import io.kvoffload.KvShape;
+import io.kvoffload.attention.ExactAttention;
+import io.kvoffload.attention.QualityMetrics;
 import io.kvoffload.bench.ProgressBars;
+import io.kvoffload.bench.cli.HeadOptions;
 import io.kvoffload.internal.baseline.BaselineSelector;
 import io.kvoffload.internal.swarm.ClusterRadius;
 import io.kvoffload.internal.swarm.ClusteringConfig;
 import io.kvoffload.strategy.DenseLayerKv;
-import io.kvoffload.attention.ExactAttention;
-import io.kvoffload.attention.QualityMetrics;
 import io.kvoffload.workload.SyntheticWorkload;
 import io.kvoffload.workload.WorkloadSpec;
 import java.io.IOException;
@@ -29,6 +29,7 @@ import me.tongfei.progressbar.ProgressBar;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.Spec;
 
@@ -63,14 +64,8 @@ public final class CompareQualityCommand implements Callable<Integer> {
     @Option(names = "--layers", defaultValue = "2", description = "Layers, each with its own keys and queries (default: ${DEFAULT-VALUE}).")
     int layers;
 
-    @Option(names = "--query-heads", defaultValue = "8", description = "Query heads (default: ${DEFAULT-VALUE}).")
-    int queryHeads;
-
-    @Option(names = "--kv-heads", defaultValue = "2", description = "KV heads (default: ${DEFAULT-VALUE}).")
-    int kvHeads;
-
-    @Option(names = "--head-dim", defaultValue = "128", description = "Head dimension (default: ${DEFAULT-VALUE}).")
-    int headDim;
+    @Mixin
+    HeadOptions heads = new HeadOptions(8, 2, 128);
 
     @Option(names = "--steps", defaultValue = "16", description = "Decoding steps scored per layer (default: ${DEFAULT-VALUE}).")
     int steps;
@@ -174,14 +169,14 @@ public final class CompareQualityCommand implements Callable<Integer> {
         validate();
         PrintWriter out = spec.commandLine().getOut();
         int t = threads > 0 ? threads : Runtime.getRuntime().availableProcessors();
-        KvShape shape = new KvShape(layers, queryHeads, kvHeads, headDim, DType.BF16);
+        KvShape shape = heads.shape(layers);
         ClusteringConfig swarmConfig = ClusteringConfig.defaults().withRadius(ClusterRadius.fixed(tau))
                 .withParallelism(Math.min(256, t));
         out.printf(Locale.ROOT, "compare-quality: %s (%d layers, %d query heads on %d KV heads, head dim %d, BF16 entries "
                         + "of %d B), %d scored steps per layer after %d profiled (every %d), window %d, %d-token blocks, "
                         + "SparQ rank %d, seed %d, %d threads, %s%n%n",
-                shape.fingerprint(), layers, queryHeads, kvHeads, headDim, shape.entryBytes(), steps, profileQueries,
-                profileStride, window, block, sparqRank > 0 ? sparqRank : Math.max(1, headDim / 8), seed, t,
+                shape.fingerprint(), layers, heads.queryHeads, heads.kvHeads, heads.headDim, shape.entryBytes(), steps, profileQueries,
+                profileStride, window, block, sparqRank > 0 ? sparqRank : Math.max(1, heads.headDim / 8), seed, t,
                 Runtime.version());
         out.flush();
         List<Cell> all = new ArrayList<>();
@@ -229,8 +224,8 @@ public final class CompareQualityCommand implements Callable<Integer> {
         positive("--block", block);
         positive("--profile-queries", profileQueries);
         positive("--profile-stride", profileStride);
-        if (sparqRank < 0 || sparqRank > headDim) {
-            throw new IllegalArgumentException("--sparq-rank = " + sparqRank + "; allowed: 0.." + headDim);
+        if (sparqRank < 0 || sparqRank > heads.headDim) {
+            throw new IllegalArgumentException("--sparq-rank = " + sparqRank + "; allowed: 0.." + heads.headDim);
         }
         if (warmup < 0 || window < 0) {
             throw new IllegalArgumentException("--warmup = " + warmup + ", --window = " + window + "; allowed: ≥ 0");
@@ -266,7 +261,7 @@ public final class CompareQualityCommand implements Callable<Integer> {
             for (int i = 0; i < profileQueries; i++) {
                 profile.add(workload.query(layer, i * profileStride));
             }
-            Strategies.Params params = new Strategies.Params(queryHeads, window, seed + layer, sparqRank, spec.sinkTokens(), profile,
+            Strategies.Params params = new Strategies.Params(heads.queryHeads, window, seed + layer, sparqRank, spec.sinkTokens(), profile,
                     profileSparsity, swarmConfig);
             try (Arena arena = Arena.ofConfined()) {
                 Map<String, BaselineSelector> selectors = new LinkedHashMap<>();

@@ -2,6 +2,9 @@ package io.kvoffload.bench.kvswap;
 
 import io.kvoffload.DType;
 import io.kvoffload.KvShape;
+import io.kvoffload.attention.ExactAttention;
+import io.kvoffload.attention.QualityMetrics;
+import io.kvoffload.bench.cli.HeadOptions;
 import io.kvoffload.internal.kvswap.CompressedKCache;
 import io.kvoffload.internal.kvswap.FetchCostModel;
 import io.kvoffload.internal.kvswap.GroupPredictor;
@@ -10,11 +13,9 @@ import io.kvoffload.internal.kvswap.MemoryFootprint;
 import io.kvoffload.internal.kvswap.ReuseBuffer;
 import io.kvoffload.internal.kvswap.ReusePlan;
 import io.kvoffload.internal.kvswap.RollingBuffer;
-import io.kvoffload.strategy.DenseLayerKv;
-import io.kvoffload.attention.ExactAttention;
-import io.kvoffload.attention.QualityMetrics;
-import io.kvoffload.workload.SyntheticWorkload;
 import io.kvoffload.internal.util.TopK;
+import io.kvoffload.strategy.DenseLayerKv;
+import io.kvoffload.workload.SyntheticWorkload;
 import io.kvoffload.workload.WorkloadSpec;
 import java.io.PrintWriter;
 import java.util.Arrays;
@@ -22,6 +23,7 @@ import java.util.Locale;
 import java.util.concurrent.Callable;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
 
 /**
@@ -46,14 +48,8 @@ public final class KvSwapBench implements Callable<Integer> {
     @Option(names = "--tokens", defaultValue = "32768", description = "Context length (default: ${DEFAULT-VALUE}).")
     int tokens;
 
-    @Option(names = "--query-heads", defaultValue = "8", description = "Query heads (default: ${DEFAULT-VALUE}).")
-    int queryHeads;
-
-    @Option(names = "--kv-heads", defaultValue = "2", description = "KV heads (default: ${DEFAULT-VALUE}).")
-    int kvHeads;
-
-    @Option(names = "--head-dim", defaultValue = "128", description = "Head dimension (default: ${DEFAULT-VALUE}).")
-    int headDim;
+    @Mixin
+    HeadOptions heads = new HeadOptions(8, 2, 128);
 
     @Option(names = "--rank", defaultValue = "0",
             description = "Adapter rank r for the G and reuse tables; 0 = head dim, the paper's default (default: ${DEFAULT-VALUE}).")
@@ -106,18 +102,18 @@ public final class KvSwapBench implements Callable<Integer> {
     public Integer call() {
         out = spec.commandLine().getOut();
         long t0 = System.nanoTime();
-        int r = rank > 0 ? rank : headDim;
-        KvShape shape = new KvShape(Math.max(1, reuseLayers), queryHeads, kvHeads, headDim, DType.BF16);
+        int r = rank > 0 ? rank : heads.headDim;
+        KvShape shape = heads.shape(Math.max(1, reuseLayers));
         SyntheticWorkload w = new SyntheticWorkload(WorkloadSpec.builder(shape, tokens).seed(seed).build());
         DenseLayerKv kv = DenseLayerKv.materialize(w.layer(0), true);
-        int d = kvHeads * headDim;
+        int d = heads.kvHeads * heads.headDim;
         long fit0 = System.nanoTime();
         LowRankAdapter full = LowRankAdapter.fit(kv, d, LowRankAdapter.DEFAULT_MAX_ROWS, seed);
         double fitSeconds = (System.nanoTime() - fit0) / 1e9;
         out.printf(Locale.ROOT, "Setup: %d tokens, %d query heads on %d KV heads × %d (GQA %d), synthetic workload "
                         + "seed %d; adapter SVD of %d sampled rows × %d columns in %.2f s; MG = %d; I/O priced for "
                         + "Llama-3-8B entries (%d B/token) at batch %d on the measured NVMe model (%.0f IOPS, %.2f GiB/s).%n%n",
-                tokens, queryHeads, kvHeads, headDim, queryHeads / kvHeads, seed, full.calibrationRows(), d, fitSeconds,
+                tokens, heads.queryHeads, heads.kvHeads, heads.headDim, heads.queryHeads / heads.kvHeads, seed, full.calibrationRows(), d, fitSeconds,
                 budget, LLAMA.entryBytes(), batch, NVME.iops(), NVME.bandwidthBytesPerSecond() / (1L << 30));
 
         ExactAttention exact = ExactAttention.of(shape);
@@ -164,7 +160,7 @@ public final class KvSwapBench implements Callable<Integer> {
             oracleErr += QualityMetrics.relativeError(outputs[s], exact.sparseOutput(kv, queries[s], top));
         }
         for (int g : groupSizes) {
-            GroupPredictor p = new GroupPredictor(cache, queryHeads, g, kv.tokens());
+            GroupPredictor p = new GroupPredictor(cache, heads.queryHeads, g, kv.tokens());
             RollingBuffer rolling = new RollingBuffer(g, 1);
             rolling.reset(kv.tokens());
             int m = GroupPredictor.groupsFor(budget, g);
@@ -200,9 +196,9 @@ public final class KvSwapBench implements Callable<Integer> {
     }
 
     private int[][] selections(SyntheticWorkload w, int layer, CompressedKCache cache, int g, int m) {
-        GroupPredictor p = new GroupPredictor(cache, queryHeads, g, cache.tokens());
+        GroupPredictor p = new GroupPredictor(cache, heads.queryHeads, g, cache.tokens());
         int[][] picks = new int[steps][];
-        float[] q = new float[queryHeads * headDim];
+        float[] q = new float[heads.queryHeads * heads.headDim];
         for (int s = 0; s < steps; s++) {
             w.query(layer, s, q, 0);
             int[] groups = new int[m];
@@ -238,7 +234,7 @@ public final class KvSwapBench implements Callable<Integer> {
             LowRankAdapter a = full.truncate(r);
             CompressedKCache c = new CompressedKCache(a, DType.F16, kv.tokens());
             c.appendFrom(kv, 0, kv.tokens());
-            GroupPredictor p = new GroupPredictor(c, queryHeads, g, kv.tokens());
+            GroupPredictor p = new GroupPredictor(c, heads.queryHeads, g, kv.tokens());
             int[] positions = new int[p.maxSelected(budget)];
             double recall = 0;
             for (int s = 0; s < queries.length; s++) {
@@ -333,11 +329,11 @@ public final class KvSwapBench implements Callable<Integer> {
         out.println();
         out.println("| storage | r | G | ms per step | tokens scored per µs |");
         out.println("|---|---:|---:|---:|---:|");
-        float[] q = new float[queryHeads * headDim];
+        float[] q = new float[heads.queryHeads * heads.headDim];
         for (DType storage : new DType[] {DType.F32, DType.F16, DType.BF16}) {
             CompressedKCache c = new CompressedKCache(adapter, storage, kv.tokens());
             c.appendFrom(kv, 0, kv.tokens());
-            GroupPredictor p = new GroupPredictor(c, queryHeads, reuseGroup, kv.tokens());
+            GroupPredictor p = new GroupPredictor(c, heads.queryHeads, reuseGroup, kv.tokens());
             int[] positions = new int[p.maxSelected(budget)];
             for (int i = 0; i < timingCalls; i++) { // warm-up
                 q[i % q.length] += 1e-3f;

@@ -1,22 +1,23 @@
 package io.kvoffload.bench.kvswap;
 
-import io.kvoffload.strategy.kvswap.KvSwap;
 import io.kvoffload.DType;
 import io.kvoffload.DecodeOptions;
 import io.kvoffload.DecodeStats;
-import io.kvoffload.strategy.kvswap.GroupOptions;
-import io.kvoffload.strategy.kvswap.GroupSummary;
 import io.kvoffload.KvConfig;
 import io.kvoffload.KvDecoder;
 import io.kvoffload.KvEngine;
 import io.kvoffload.KvSequence;
 import io.kvoffload.KvShape;
 import io.kvoffload.KvView;
-import io.kvoffload.bench.TempDirs;
-import io.kvoffload.internal.kvswap.CompressedKCache;
-import io.kvoffload.strategy.DenseLayerKv;
 import io.kvoffload.attention.ExactAttention;
 import io.kvoffload.attention.QualityMetrics;
+import io.kvoffload.bench.TempDirs;
+import io.kvoffload.bench.cli.HeadOptions;
+import io.kvoffload.internal.kvswap.CompressedKCache;
+import io.kvoffload.strategy.DenseLayerKv;
+import io.kvoffload.strategy.kvswap.GroupOptions;
+import io.kvoffload.strategy.kvswap.GroupSummary;
+import io.kvoffload.strategy.kvswap.KvSwap;
 import io.kvoffload.workload.SyntheticWorkload;
 import io.kvoffload.workload.WorkloadSpec;
 import java.io.IOException;
@@ -24,12 +25,12 @@ import java.io.PrintWriter;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.nio.file.Path;
-import java.util.Arrays;
 import java.util.List;
 import java.util.Locale;
 import java.util.concurrent.Callable;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
 
 /**
@@ -51,14 +52,8 @@ public final class KvSwapIoBench implements Callable<Integer> {
     @Option(names = "--layers", defaultValue = "2", description = "Layers decoded per step (default: ${DEFAULT-VALUE}).")
     int layers;
 
-    @Option(names = "--query-heads", defaultValue = "32", description = "Query heads (default: ${DEFAULT-VALUE}).")
-    int queryHeads;
-
-    @Option(names = "--kv-heads", defaultValue = "8", description = "KV heads (default: ${DEFAULT-VALUE}).")
-    int kvHeads;
-
-    @Option(names = "--head-dim", defaultValue = "128", description = "Head dimension (default: ${DEFAULT-VALUE}).")
-    int headDim;
+    @Mixin
+    HeadOptions heads = new HeadOptions(32, 8, 128);
 
     @Option(names = "--devices", defaultValue = "4", description = "SSD directories (default: ${DEFAULT-VALUE}).")
     int devices;
@@ -109,7 +104,7 @@ public final class KvSwapIoBench implements Callable<Integer> {
     public Integer call() throws IOException {
         out = spec.commandLine().getOut();
         long t0 = System.nanoTime();
-        KvShape shape = new KvShape(layers, queryHeads, kvHeads, headDim, DType.BF16);
+        KvShape shape = heads.shape(layers);
         SyntheticWorkload w = new SyntheticWorkload(WorkloadSpec.builder(shape, tokens).seed(seed).build());
         Path root = TempDirs.givenOrTemp(dir, "kvo-kvswap-io");
         List<Path> dirs = TempDirs.ssdDirectories(root, devices);
@@ -122,7 +117,7 @@ public final class KvSwapIoBench implements Callable<Integer> {
             out.printf(Locale.ROOT, "Setup: %d tokens × %d layers of %d query heads on %d KV heads × %d, BF16 (%d B per "
                     + "token and layer), %s of KV on %d directories, backend %s, direct I/O %s; consecutive decoding "
                     + "queries of the synthetic workload (seed %d); MG = %d; adapters from %d sampled stored keys, r = "
-                    + "headDim.%n%n", tokens, layers, queryHeads, kvHeads, headDim, shape.entryBytes(), mib(kvBytes),
+                    + "headDim.%n%n", tokens, layers, heads.queryHeads, heads.kvHeads, heads.headDim, shape.entryBytes(), mib(kvBytes),
                     devices, engine.ioBackend(), cfg.directIo(), seed, budget, calibrationRows);
             float[][][] queries = new float[steps + 20][layers][];
             for (int s = 0; s < queries.length; s++) {
@@ -231,7 +226,6 @@ public final class KvSwapIoBench implements Callable<Integer> {
         }
     }
 
-
     private DecodeOptions.Builder options() {
         return DecodeOptions.builder().strategy(KvSwap.defaults()).budgetTokens(budget).sinkTokens(4)
                 .localWindow(0);
@@ -307,7 +301,7 @@ public final class KvSwapIoBench implements Callable<Integer> {
     // ---------------------------------------------------------------- memory
 
     private void memoryTable(KvShape shape) {
-        int r = headDim;
+        int r = heads.headDim;
         long compressed = CompressedKCache.bytesFor(tokens, r, DType.F16);
         long fullK = (long) tokens * shape.elementsPerToken() * 2;
         out.printf(Locale.ROOT, "### Compressed K cache vs full K (per layer, %d tokens)%n%n", tokens);

@@ -1,9 +1,9 @@
 package io.kvoffload.bench.kvswap;
 
-import io.kvoffload.DType;
 import io.kvoffload.KvConfig;
 import io.kvoffload.KvShape;
 import io.kvoffload.bench.ProgressBars;
+import io.kvoffload.bench.cli.HeadOptions;
 import io.kvoffload.internal.kvswap.CalibrationSet;
 import io.kvoffload.internal.kvswap.FetchCostModel;
 import io.kvoffload.internal.kvswap.KvSwapConfig;
@@ -21,6 +21,7 @@ import java.util.concurrent.Callable;
 import me.tongfei.progressbar.ProgressBar;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
 
 /**
@@ -42,14 +43,8 @@ public final class TuneCommand implements Callable<Integer> {
     @Option(names = "--layers", defaultValue = "32", description = "Layers of a custom model (default: ${DEFAULT-VALUE}).")
     int layers;
 
-    @Option(names = "--query-heads", defaultValue = "32", description = "Query heads of a custom model (default: ${DEFAULT-VALUE}).")
-    int queryHeads;
-
-    @Option(names = "--kv-heads", defaultValue = "8", description = "KV heads of a custom model (default: ${DEFAULT-VALUE}).")
-    int kvHeads;
-
-    @Option(names = "--head-dim", defaultValue = "128", description = "Head dimension of a custom model (default: ${DEFAULT-VALUE}).")
-    int headDim;
+    @Mixin
+    HeadOptions heads = new HeadOptions(32, 8, 128);
 
     @Option(names = "--max-context", defaultValue = "32768", description = "Longest context to serve (default: ${DEFAULT-VALUE}).")
     int maxContext;
@@ -137,7 +132,7 @@ public final class TuneCommand implements Callable<Integer> {
     public Integer call() throws IOException {
         KvShape shape = switch (model.toLowerCase(Locale.ROOT)) {
             case "llama3-8b" -> KvShape.llama3_8b();
-            case "custom" -> new KvShape(layers, queryHeads, kvHeads, headDim, DType.BF16);
+            case "custom" -> heads.shape(layers);
             default -> throw new IllegalArgumentException("--model = '" + model + "'; allowed: llama3-8b, custom");
         };
         long budget = KvConfig.parseSize("--dram-budget", dramBudget);

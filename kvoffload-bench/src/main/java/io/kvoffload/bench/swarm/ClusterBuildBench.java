@@ -1,7 +1,9 @@
 package io.kvoffload.bench.swarm;
 
-import io.kvoffload.DType;
 import io.kvoffload.KvShape;
+import io.kvoffload.attention.ExactAttention;
+import io.kvoffload.attention.QualityMetrics;
+import io.kvoffload.bench.cli.HeadOptions;
 import io.kvoffload.internal.swarm.ClusterPlacement;
 import io.kvoffload.internal.swarm.ClusterRadius;
 import io.kvoffload.internal.swarm.Clustering;
@@ -12,11 +14,9 @@ import io.kvoffload.internal.swarm.CoActivationNormaliser;
 import io.kvoffload.internal.swarm.CoActivationProfile;
 import io.kvoffload.internal.swarm.IsolatedEntryPolicy;
 import io.kvoffload.internal.swarm.MedoidIndex;
-import io.kvoffload.strategy.DenseLayerKv;
-import io.kvoffload.attention.ExactAttention;
-import io.kvoffload.attention.QualityMetrics;
-import io.kvoffload.workload.SyntheticWorkload;
 import io.kvoffload.internal.util.TopK;
+import io.kvoffload.strategy.DenseLayerKv;
+import io.kvoffload.workload.SyntheticWorkload;
 import io.kvoffload.workload.WorkloadSpec;
 import java.lang.foreign.Arena;
 import java.lang.management.ManagementFactory;
@@ -29,6 +29,7 @@ import java.util.Locale;
 import java.util.concurrent.Callable;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
 
 /**
@@ -89,14 +90,8 @@ public final class ClusterBuildBench implements Callable<Integer> {
     @Option(names = "--kmeans-iterations", defaultValue = "6", description = "Lloyd iterations per level (default: ${DEFAULT-VALUE}).")
     int kmeansIterations;
 
-    @Option(names = "--query-heads", defaultValue = "4", description = "Query heads (default: ${DEFAULT-VALUE}).")
-    int queryHeads;
-
-    @Option(names = "--kv-heads", defaultValue = "1", description = "KV heads (default: ${DEFAULT-VALUE}).")
-    int kvHeads;
-
-    @Option(names = "--head-dim", defaultValue = "128", description = "Head dimension (default: ${DEFAULT-VALUE}).")
-    int headDim;
+    @Mixin
+    HeadOptions heads = new HeadOptions(4, 1, 128);
 
     @Option(names = "--threads", defaultValue = "0", description = "Threads; 0 = available processors (default: ${DEFAULT-VALUE}).")
     int threads;
@@ -115,7 +110,7 @@ public final class ClusterBuildBench implements Callable<Integer> {
     @Override
     public Integer call() {
         int t = threads > 0 ? threads : Runtime.getRuntime().availableProcessors();
-        KvShape shape = new KvShape(1, queryHeads, kvHeads, headDim, DType.BF16);
+        KvShape shape = heads.shape(1);
         ClusteringConfig config = new ClusteringConfig(ClusterRadius.fixed(tau), maxClusterSize, maxReplicas,
                 IsolatedEntryPolicy.POSITIONAL_BLOCKS, block, t);
         System.out.printf(Locale.ROOT, "cluster-build: %s, %d profiled queries (every %d steps), sparsity %.2f, "
@@ -159,7 +154,7 @@ public final class ClusterBuildBench implements Callable<Integer> {
         for (int i = 0; i < profileQueries; i++) {
             profiled.add(w.query(0, i * profileStride));
         }
-        CoActivationProfile profile = CoActivationProfile.fromQueries(kv, profiled, queryHeads, sparsity, pinned,
+        CoActivationProfile profile = CoActivationProfile.fromQueries(kv, profiled, heads.queryHeads, sparsity, pinned,
                 CoActivationNormaliser.perQuery(), t);
         long t2 = System.nanoTime();
 
@@ -172,7 +167,7 @@ public final class ClusterBuildBench implements Callable<Integer> {
         ClusterPlacement placement = ClusterPlacement.of(clustering, disks);
         long b2 = System.nanoTime();
         try (Arena arena = Arena.ofConfined()) {
-            MedoidIndex index = MedoidIndex.build(clustering, kv, queryHeads, arena);
+            MedoidIndex index = MedoidIndex.build(clustering, kv, heads.queryHeads, arena);
             long b3 = System.nanoTime();
             long peak = heapPeak() - baseline;
             ClusteringStats s = clustering.stats();
@@ -183,7 +178,7 @@ public final class ClusterBuildBench implements Callable<Integer> {
                     100 * s.storageOverhead(), ms(s.graphNanos()), ms(s.expansionNanos()), ms(b1 - b0), ms(b3 - b2),
                     ms(b2 - b1)));
             memoryRows.add(String.format(Locale.ROOT, "| %,d | %.1f | %.1f | %.1f | %.1f | %.2f | **%.1f** |", n,
-                    mib(4L * n * kvHeads * headDim), mib(profile.memoryBytes()), mib(s.graphBytes()),
+                    mib(4L * n * heads.kvHeads * heads.headDim), mib(profile.memoryBytes()), mib(s.graphBytes()),
                     mib(clustering.memoryBytes()), mib(index.memoryBytes()), mib(peak)));
             if (placement.clusterCount() != clustering.clusterCount()) {
                 throw new IllegalStateException("placement lost clusters");
@@ -197,7 +192,7 @@ public final class ClusterBuildBench implements Callable<Integer> {
     private void quality(SyntheticWorkload w, DenseLayerKv kv, BitSet pinned, CoActivationProfile profile,
             Clustering clustering, MedoidIndex index, long swarmNanos, int t) {
         int n = kv.tokens();
-        ExactAttention attention = new ExactAttention(queryHeads, kvHeads, headDim);
+        ExactAttention attention = new ExactAttention(heads.queryHeads, heads.kvHeads, heads.headDim);
         int firstEval = profileQueries * profileStride; // decoding continues after the profiled steps
         List<float[]> queries = new ArrayList<>();
         List<float[]> weights = new ArrayList<>();
@@ -240,11 +235,11 @@ public final class ClusterBuildBench implements Callable<Integer> {
                 ClusterQuality.meanMedoidDistance(swarm, eval), captured(swarm, cores),
                 swarmRecall / evalQueries, swarmFetched / evalQueries);
 
-        int dim = kvHeads * headDim;
+        int dim = heads.kvHeads * heads.headDim;
         float[] data = new float[n * dim]; // entry-major: all KV heads of one token together
         for (int e = 0; e < n; e++) {
-            for (int h = 0; h < kvHeads; h++) {
-                System.arraycopy(kv.keyArray(h), e * headDim, data, e * dim + h * headDim, headDim);
+            for (int h = 0; h < heads.kvHeads; h++) {
+                System.arraycopy(kv.keyArray(h), e * heads.headDim, data, e * dim + h * heads.headDim, heads.headDim);
             }
         }
         long k0 = System.nanoTime();
@@ -254,14 +249,14 @@ public final class ClusterBuildBench implements Callable<Integer> {
         double kmRecall = 0;
         long kmFetched = 0;
         float[] kmScores = new float[km.centroids.length];
-        int group = queryHeads / kvHeads;
-        float scale = (float) (1 / Math.sqrt(headDim));
+        int group = heads.queryHeads / heads.kvHeads;
+        float scale = (float) (1 / Math.sqrt(heads.headDim));
         for (int i = 0; i < evalQueries; i++) {
             float[] q = queries.get(i);
             float[] summed = new float[dim]; // GQA: query heads of one KV head summed, as the medoid index does
-            for (int h = 0; h < queryHeads; h++) {
-                for (int d = 0; d < headDim; d++) {
-                    summed[(h / group) * headDim + d] += q[h * headDim + d];
+            for (int h = 0; h < heads.queryHeads; h++) {
+                for (int d = 0; d < heads.headDim; d++) {
+                    summed[(h / group) * heads.headDim + d] += q[h * heads.headDim + d];
                 }
             }
             for (int c = 0; c < km.centroids.length; c++) {

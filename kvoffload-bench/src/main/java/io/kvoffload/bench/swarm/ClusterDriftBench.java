@@ -1,7 +1,8 @@
 package io.kvoffload.bench.swarm;
 
-import io.kvoffload.DType;
 import io.kvoffload.KvShape;
+import io.kvoffload.attention.ExactAttention;
+import io.kvoffload.bench.cli.HeadOptions;
 import io.kvoffload.internal.swarm.ClusterRadius;
 import io.kvoffload.internal.swarm.Clustering;
 import io.kvoffload.internal.swarm.ClusteringConfig;
@@ -11,10 +12,9 @@ import io.kvoffload.internal.swarm.CoActivationProfile;
 import io.kvoffload.internal.swarm.IsolatedEntryPolicy;
 import io.kvoffload.internal.swarm.MaintenancePolicy;
 import io.kvoffload.internal.swarm.OnlineClusterMaintenance;
-import io.kvoffload.strategy.DenseLayerKv;
-import io.kvoffload.attention.ExactAttention;
-import io.kvoffload.workload.SyntheticWorkload;
 import io.kvoffload.internal.util.TopK;
+import io.kvoffload.strategy.DenseLayerKv;
+import io.kvoffload.workload.SyntheticWorkload;
 import io.kvoffload.workload.WorkloadSpec;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -24,6 +24,7 @@ import java.util.concurrent.Callable;
 import java.util.function.IntPredicate;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
 
 /**
@@ -79,14 +80,8 @@ public final class ClusterDriftBench implements Callable<Integer> {
     @Option(names = "--block", defaultValue = "16", description = "Positional block for isolated entries (default: ${DEFAULT-VALUE}).")
     int block;
 
-    @Option(names = "--query-heads", defaultValue = "4", description = "Query heads (default: ${DEFAULT-VALUE}).")
-    int queryHeads;
-
-    @Option(names = "--kv-heads", defaultValue = "1", description = "KV heads (default: ${DEFAULT-VALUE}).")
-    int kvHeads;
-
-    @Option(names = "--head-dim", defaultValue = "128", description = "Head dimension (default: ${DEFAULT-VALUE}).")
-    int headDim;
+    @Mixin
+    HeadOptions heads = new HeadOptions(4, 1, 128);
 
     @Option(names = "--seed", defaultValue = "24301", description = "Workload seed (default: ${DEFAULT-VALUE}).")
     long seed;
@@ -133,12 +128,12 @@ public final class ClusterDriftBench implements Callable<Integer> {
             throw new IllegalArgumentException("--window = " + window + " is out of range; allowed: 1.." + (prefix - 1));
         }
         long t0 = System.nanoTime();
-        KvShape shape = new KvShape(1, queryHeads, kvHeads, headDim, DType.BF16);
+        KvShape shape = heads.shape(1);
         int total = prefix + maxSteps; // every token decoding will generate exists in the workload
         WorkloadSpec spec = WorkloadSpec.builder(shape, total).seed(seed).build();
         SyntheticWorkload w = new SyntheticWorkload(spec);
         DenseLayerKv kv = DenseLayerKv.materialize(w.layer(0), false);
-        ExactAttention attention = new ExactAttention(queryHeads, kvHeads, headDim);
+        ExactAttention attention = new ExactAttention(heads.queryHeads, heads.kvHeads, heads.headDim);
         int sinks = Math.min(spec.sinkTokens(), prefix - window);
         int offline = prefix - window;
 
@@ -156,16 +151,16 @@ public final class ClusterDriftBench implements Callable<Integer> {
         int maxActivated = (int) Math.ceil(sparsity * total) + 1; // medoids in one top-k, at most
 
         // The key difference Min-Diff uses: L2 over all KV heads.
-        float[][] keys = new float[kvHeads][];
-        for (int h = 0; h < kvHeads; h++) {
+        float[][] keys = new float[heads.kvHeads][];
+        for (int h = 0; h < heads.kvHeads; h++) {
             keys[h] = kv.keyArray(h);
         }
         OnlineClusterMaintenance.KeyDifference l2 = (a, b) -> {
             double s = 0;
-            for (int h = 0; h < kvHeads; h++) {
+            for (int h = 0; h < heads.kvHeads; h++) {
                 float[] k = keys[h];
-                int ia = a * headDim, ib = b * headDim;
-                for (int d = 0; d < headDim; d++) {
+                int ia = a * heads.headDim, ib = b * heads.headDim;
+                for (int d = 0; d < heads.headDim; d++) {
                     double x = k[ia + d] - k[ib + d];
                     s += x * x;
                 }

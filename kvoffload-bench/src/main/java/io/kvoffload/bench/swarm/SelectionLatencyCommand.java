@@ -1,11 +1,13 @@
 package io.kvoffload.bench.swarm;
 
+import io.kvoffload.bench.cli.HeadOptions;
 import java.io.PrintWriter;
 import java.util.Arrays;
 import java.util.Locale;
 import java.util.concurrent.Callable;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
 
 /**
@@ -26,14 +28,8 @@ public final class SelectionLatencyCommand implements Callable<Integer> {
             description = "Context lengths (default: ${DEFAULT-VALUE}).")
     int[] tokens;
 
-    @Option(names = "--query-heads", defaultValue = "32", description = "Query heads (default: ${DEFAULT-VALUE}).")
-    int queryHeads;
-
-    @Option(names = "--kv-heads", defaultValue = "8", description = "KV heads (default: ${DEFAULT-VALUE}).")
-    int kvHeads;
-
-    @Option(names = "--head-dim", defaultValue = "128", description = "Head dimension (default: ${DEFAULT-VALUE}).")
-    int headDim;
+    @Mixin
+    HeadOptions heads = new HeadOptions(32, 8, 128);
 
     @Option(names = "--cluster-size", defaultValue = "16",
             description = "Tokens per cluster; the offline clustering averages 15.7–15.9 (default: ${DEFAULT-VALUE}).")
@@ -72,7 +68,7 @@ public final class SelectionLatencyCommand implements Callable<Integer> {
         long t0 = System.nanoTime();
         out.printf(Locale.ROOT, "Selection latency: %d query heads on %d KV heads × %d, float32 keys; clusters of %d "
                         + "tokens; budget %.0f%% of the tokens; medians of %d medoid and %d naive steps after warm-up; "
-                        + "%d CPUs, JDK %s.%n%n", queryHeads, kvHeads, headDim, clusterSize, 100 * budgetShare, medoidSteps,
+                        + "%d CPUs, JDK %s.%n%n", heads.queryHeads, heads.kvHeads, heads.headDim, clusterSize, 100 * budgetShare, medoidSteps,
                 naiveSteps, Runtime.getRuntime().availableProcessors(), Runtime.version());
         out.println("| tokens | clusters | medoid keys MiB | medoid ms | naive keys MiB | naive ms | naive / medoid "
                 + "| paper Swarm ms | paper naive ms |");
@@ -82,14 +78,14 @@ public final class SelectionLatencyCommand implements Callable<Integer> {
             double medoid, naive;
             long medoidBytes, naiveBytes;
             int clusters;
-            try (SelectionFixture f = new SelectionFixture(false, n, queryHeads, kvHeads, headDim, clusterSize, budgetShare,
+            try (SelectionFixture f = new SelectionFixture(false, n, heads.queryHeads, heads.kvHeads, heads.headDim, clusterSize, budgetShare,
                     seed)) {
                 medoid = median(f, Math.max(20, medoidSteps / 2), medoidSteps);
                 medoidBytes = f.scoredBytes();
                 clusters = f.clusters();
             }
             String naiveMs, ratio, naiveMib;
-            try (SelectionFixture f = new SelectionFixture(true, n, queryHeads, kvHeads, headDim, clusterSize, budgetShare,
+            try (SelectionFixture f = new SelectionFixture(true, n, heads.queryHeads, heads.kvHeads, heads.headDim, clusterSize, budgetShare,
                     seed)) {
                 naive = median(f, 3, naiveSteps);
                 naiveBytes = f.scoredBytes();
