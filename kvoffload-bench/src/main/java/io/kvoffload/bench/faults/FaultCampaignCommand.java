@@ -8,7 +8,7 @@ import io.kvoffload.KvException;
 import io.kvoffload.KvSequence;
 import io.kvoffload.KvStats;
 import io.kvoffload.SequenceInfo;
-import io.kvoffload.bench.TempDirs;
+import io.kvoffload.bench.cli.DeviceOptions;
 import io.kvoffload.bench.report.MarkdownTable;
 import java.io.IOException;
 import java.io.PrintWriter;
@@ -32,6 +32,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
 
 /**
@@ -62,17 +63,11 @@ public final class FaultCampaignCommand implements Callable<Integer> {
     @Option(names = "--ops", defaultValue = "60", description = "Operations per round (default: ${DEFAULT-VALUE}).")
     int opsPerRound;
 
-    @Option(names = "--devices", defaultValue = "3", description = "SSD directories (default: ${DEFAULT-VALUE}).")
-    int devices;
-
-    @Option(names = "--backend", defaultValue = "auto", description = "I/O backend (default: ${DEFAULT-VALUE}).")
-    String backend;
+    @Mixin
+    DeviceOptions store = new DeviceOptions(3);
 
     @Option(names = "--seed", defaultValue = "20261124", description = "Random seed (default: ${DEFAULT-VALUE}).")
     long seed;
-
-    @Option(names = "--dir", description = "Where the device directories go (default: a temporary directory).")
-    Path dir;
 
     @Option(names = "--op-timeout-seconds", defaultValue = "60",
             description = "An operation running longer counts as a hang (default: ${DEFAULT-VALUE}).")
@@ -97,11 +92,11 @@ public final class FaultCampaignCommand implements Callable<Integer> {
     @Override
     public Integer call() throws Exception {
         out = spec.commandLine().getOut();
-        if (rounds < 0 || kills < 0 || devices < 1 || devices > 16 || !(rate >= 0 && rate <= 0.1)) {
+        if (rounds < 0 || kills < 0 || store.devices < 1 || store.devices > 16 || !(rate >= 0 && rate <= 0.1)) {
             throw new IllegalArgumentException("--rounds and --kills must be >= 0, --devices 1..16, --rate 0..0.1; got "
-                    + rounds + ", " + kills + ", " + devices + ", " + rate);
+                    + rounds + ", " + kills + ", " + store.devices + ", " + rate);
         }
-        Path root = TempDirs.givenOrTemp(dir, "kvo-faults");
+        Path root = store.root("kvo-faults");
         ExecutorService ops = Executors.newSingleThreadExecutor(r -> {
             Thread t = new Thread(r, "fault-campaign-op");
             t.setDaemon(true);
@@ -122,14 +117,12 @@ public final class FaultCampaignCommand implements Callable<Integer> {
             return ok ? 0 : 1;
         } finally {
             ops.shutdownNow();
-            if (dir == null) {
-                TempDirs.deleteRecursively(root);
-            }
+            store.release(root);
         }
     }
 
     private KvConfig.Builder config(List<Path> dirs) {
-        return KvConfig.builder().ssdDirectories(dirs).ioBackend(backend).deviceCapacityBytes(24L << 20)
+        return store.config(dirs).deviceCapacityBytes(24L << 20)
                 .dramBudgetBytes(64L << 20).dramSlabBytes(1L << 20).blockTokens(16);
     }
 
@@ -172,7 +165,7 @@ public final class FaultCampaignCommand implements Callable<Integer> {
     }
 
     private Map<String, Long> injectedRounds(Path root, ExecutorService ops) throws Exception {
-        List<Path> d = TempDirs.ssdDirectories(root, devices);
+        List<Path> d = store.ssdDirectories(root);
         Random rnd = new Random(seed);
         Map<String, Acked> acked = new LinkedHashMap<>();
         Map<String, Long> injected = new TreeMap<>();
@@ -182,7 +175,7 @@ public final class FaultCampaignCommand implements Callable<Integer> {
                     .bitFlipRead(rate).bitFlipDisk(rate / 2).tornWrite(rate / 2).enospc(rate)
                     .latencySpikes(rate, 20);
             if (round % 6 == 5) {
-                faults.vanishingDevice(round / 6 % devices, 50 + rnd.nextInt(400));
+                faults.vanishingDevice(round / 6 % store.devices, 50 + rnd.nextInt(400));
             }
             FaultInjection fi = faults.build();
             Set<String> damagedByMedia = new HashSet<>();
@@ -314,7 +307,7 @@ public final class FaultCampaignCommand implements Callable<Integer> {
     record KillResult(int kills, long afterOpen, long commitsChecked, long lost, long silent, long deletesSeen) {}
 
     private KillResult killRounds(Path root) throws Exception {
-        List<Path> d = TempDirs.ssdDirectories(root, devices);
+        List<Path> d = store.ssdDirectories(root);
         Random rnd = new Random(seed ^ 0x5DEECE66DL);
         Map<String, Acked> acked = new LinkedHashMap<>();
         Set<String> maybeDeleted = new HashSet<>();
@@ -327,7 +320,7 @@ public final class FaultCampaignCommand implements Callable<Integer> {
         for (int k = 0; k < kills; k++) {
             List<String> cmd = new ArrayList<>(List.of(java, "--enable-native-access=ALL-UNNAMED",
                     "-Dorg.slf4j.simpleLogger.defaultLogLevel=off", "-cp", System.getProperty("java.class.path"),
-                    WriterChild.class.getName(), backend, String.valueOf(seed + 1000L * k)));
+                    WriterChild.class.getName(), store.backend, String.valueOf(seed + 1000L * k)));
             d.forEach(x -> cmd.add(x.toString()));
             // The child's output goes to a file, read once it is dead: a pipe may lose its tail to
             // the kill. The kill lands anywhere from JVM start-up (engine open included) to busy writing.
@@ -421,7 +414,7 @@ public final class FaultCampaignCommand implements Callable<Integer> {
                 .mapToLong(Map.Entry::getValue).sum();
         out.println();
         out.printf(Locale.ROOT, "## Injected faults (%d rounds, rate %.3f per kind per request, %s backend, %d devices, %.0f s)%n%n",
-                rounds, rate, backend, devices, injectedSeconds);
+                rounds, rate, store.backend, store.devices, injectedSeconds);
         MarkdownTable t = new MarkdownTable("fault", "injected").alignRight(1);
         injected.forEach((kind, n) -> t.row(kind, n));
         t.row("total (without VANISHED events)", total);

@@ -11,7 +11,7 @@ import io.kvoffload.KvShape;
 import io.kvoffload.KvView;
 import io.kvoffload.attention.ExactAttention;
 import io.kvoffload.attention.QualityMetrics;
-import io.kvoffload.bench.TempDirs;
+import io.kvoffload.bench.cli.DeviceOptions;
 import io.kvoffload.bench.cli.HeadOptions;
 import io.kvoffload.internal.kvswap.CompressedKCache;
 import io.kvoffload.strategy.DenseLayerKv;
@@ -55,14 +55,8 @@ public final class KvSwapIoBench implements Callable<Integer> {
     @Mixin
     HeadOptions heads = new HeadOptions(32, 8, 128);
 
-    @Option(names = "--devices", defaultValue = "4", description = "SSD directories (default: ${DEFAULT-VALUE}).")
-    int devices;
-
-    @Option(names = "--dir", description = "Where the device directories go (default: a temporary directory).")
-    Path dir;
-
-    @Option(names = "--backend", defaultValue = "auto", description = "I/O backend (default: ${DEFAULT-VALUE}).")
-    String backend;
+    @Mixin
+    DeviceOptions store = new DeviceOptions(4);
 
     @Option(names = "--budget", defaultValue = "400", description = "MG: tokens predicted per step (default: ${DEFAULT-VALUE}).")
     int budget;
@@ -106,11 +100,11 @@ public final class KvSwapIoBench implements Callable<Integer> {
         long t0 = System.nanoTime();
         KvShape shape = heads.shape(layers);
         SyntheticWorkload w = new SyntheticWorkload(WorkloadSpec.builder(shape, tokens).seed(seed).build());
-        Path root = TempDirs.givenOrTemp(dir, "kvo-kvswap-io");
-        List<Path> dirs = TempDirs.ssdDirectories(root, devices);
+        Path root = store.root("kvo-kvswap-io");
+        List<Path> dirs = store.ssdDirectories(root);
         long kvBytes = (long) tokens * layers * shape.entryBytes();
-        KvConfig cfg = KvConfig.builder().ssdDirectories(dirs).ioBackend(backend)
-                .deviceCapacityBytes(Math.max(256L << 20, 3 * kvBytes / devices + (64L << 20)))
+        KvConfig cfg = store.config(dirs)
+                .deviceCapacityBytes(Math.max(256L << 20, 3 * kvBytes / store.devices + (64L << 20)))
                 .dramBudgetBytes(2L << 30).build();
         try (KvEngine engine = KvEngine.open(cfg)) {
             store(engine, shape, w);
@@ -118,7 +112,7 @@ public final class KvSwapIoBench implements Callable<Integer> {
                     + "token and layer), %s of KV on %d directories, backend %s, direct I/O %s; consecutive decoding "
                     + "queries of the synthetic workload (seed %d); MG = %d; adapters from %d sampled stored keys, r = "
                     + "headDim.%n%n", tokens, layers, heads.queryHeads, heads.kvHeads, heads.headDim, shape.entryBytes(), mib(kvBytes),
-                    devices, engine.ioBackend(), cfg.directIo(), seed, budget, calibrationRows);
+                    store.devices, engine.ioBackend(), cfg.directIo(), seed, budget, calibrationRows);
             float[][][] queries = new float[steps + 20][layers][];
             for (int s = 0; s < queries.length; s++) {
                 for (int l = 0; l < layers; l++) {
@@ -130,9 +124,7 @@ public final class KvSwapIoBench implements Callable<Integer> {
             groupSizeTable(engine, queries, weights);
             memoryTable(shape);
         } finally {
-            if (dir == null) {
-                TempDirs.deleteRecursively(root);
-            }
+            store.release(root);
         }
         out.printf(Locale.ROOT, "%nTotal run time %.1f s.%n", (System.nanoTime() - t0) / 1e9);
         out.flush();
