@@ -1,6 +1,7 @@
 package io.kvoffload.bench.jmh;
 
 import io.kvoffload.internal.sched.BucketScheduler;
+import io.kvoffload.internal.sched.ReplicaTable;
 import java.util.SplittableRandom;
 import java.util.concurrent.TimeUnit;
 import org.openjdk.jmh.annotations.Benchmark;
@@ -35,8 +36,6 @@ public class BucketSchedulerBench {
 
     BucketScheduler scheduler;
     int[] selected;
-    int[][] dev;
-    long[][] off;
     BucketScheduler.Replicas replicas;
     BucketScheduler.Residency residency;
 
@@ -44,8 +43,9 @@ public class BucketSchedulerBench {
     public void setup() {
         SplittableRandom rnd = new SplittableRandom(1);
         int universe = entries * 4;
-        dev = new int[universe][];
-        off = new long[universe][];
+        ReplicaTable table = new ReplicaTable(universe);
+        int[][] dev = table.device;
+        long[][] off = table.offset;
         long[] next = new long[devices];
         for (int e = 0; e < universe; e++) {
             int copies = 1 + (rnd.nextInt(10) < 2 ? 1 : 0); // ~20% replicated, as clustering yields
@@ -64,22 +64,7 @@ public class BucketSchedulerBench {
         for (int i = 0; i < entries; i++) {
             selected[i] = rnd.nextInt(10) == 0 ? base + rnd.nextInt(entries) : base + i;
         }
-        replicas = new BucketScheduler.Replicas() {
-            @Override
-            public int count(int e) {
-                return dev[e].length;
-            }
-
-            @Override
-            public int device(int e, int r) {
-                return dev[e][r];
-            }
-
-            @Override
-            public long offset(int e, int r) {
-                return off[e][r];
-            }
-        };
+        replicas = table;
         residency = e -> (e & 63) == 0;
         scheduler = new BucketScheduler(devices, 4096, 64, BucketScheduler.Mode.SWARM);
     }

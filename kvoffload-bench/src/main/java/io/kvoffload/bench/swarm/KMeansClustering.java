@@ -1,5 +1,6 @@
 package io.kvoffload.bench.swarm;
 
+import io.kvoffload.internal.util.LabelGroups;
 import java.util.Arrays;
 import java.util.SplittableRandom;
 import java.util.stream.IntStream;
@@ -23,18 +24,7 @@ final class KMeansClustering {
         this.assignment = assignment;
         this.centroids = centroids;
         int k = centroids.length;
-        int[] sizes = new int[k];
-        for (int a : assignment) {
-            sizes[a]++;
-        }
-        this.members = new int[k][];
-        for (int c = 0; c < k; c++) {
-            members[c] = new int[sizes[c]];
-        }
-        int[] fill = new int[k];
-        for (int e = 0; e < assignment.length; e++) {
-            members[assignment[e]][fill[assignment[e]]++] = e;
-        }
+        this.members = LabelGroups.of(assignment, k);
         this.medoids = new int[k];
         for (int c = 0; c < k; c++) {
             double best = Double.MAX_VALUE;
@@ -58,7 +48,7 @@ final class KMeansClustering {
         SplittableRandom rnd = new SplittableRandom(seed);
         float[][] coarseCentroids = lloyd(data, dim, all, coarse, iterations, rnd);
         int[] coarseOf = assign(data, dim, all, coarseCentroids);
-        int[][] groups = group(coarseOf, coarse);
+        int[][] groups = LabelGroups.of(coarseOf, coarse);
         int[] assignment = new int[n];
         float[][] fine = new float[k + coarse][];
         int next = 0;
@@ -70,7 +60,7 @@ final class KMeansClustering {
             int share = (int) Math.max(1, Math.round((double) k * pts.length / n));
             float[][] c = lloyd(data, dim, pts, Math.min(share, pts.length), iterations, rnd);
             int[] local = assign(data, dim, pts, c);
-            int[][] byLocal = group(local, c.length);
+            int[][] byLocal = LabelGroups.of(local, c.length);
             for (int j = 0; j < c.length; j++) {
                 if (byLocal[j].length == 0) {
                     continue;
@@ -168,22 +158,6 @@ final class KMeansClustering {
             out[i] = arg;
         });
         return out;
-    }
-
-    private static int[][] group(int[] labels, int k) {
-        int[] sizes = new int[k];
-        for (int l : labels) {
-            sizes[l]++;
-        }
-        int[][] g = new int[k][];
-        for (int j = 0; j < k; j++) {
-            g[j] = new int[sizes[j]];
-        }
-        int[] fill = new int[k];
-        for (int i = 0; i < labels.length; i++) {
-            g[labels[i]][fill[labels[i]]++] = i;
-        }
-        return g;
     }
 
     private static double distance(float[] data, int base, float[] c, int dim) {

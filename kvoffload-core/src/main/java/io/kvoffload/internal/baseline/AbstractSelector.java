@@ -58,13 +58,16 @@ abstract class AbstractSelector implements BaselineSelector {
      * a positive budget and an output array of at least {@link #maxSelected} positions.
      */
     final void checkSelect(float[] query, int budgetTokens, int[] out) {
+        checkSelect(this, queryHeads, headDim, query, budgetTokens, out);
+    }
+
+    /** {@link #checkSelect(float[], int, int[])} for a selector of this package that does not extend this class. */
+    static void checkSelect(BaselineSelector selector, int queryHeads, int headDim, float[] query, int budgetTokens,
+            int[] out) {
         Checks.notNull("query", query);
         Checks.notNull("out", out);
-        if (query.length != queryHeads * headDim) {
-            throw new IllegalArgumentException("query.length = " + query.length + " must be queryHeads × headDim = "
-                    + queryHeads * headDim);
-        }
-        int need = maxSelected(budgetTokens); // checks the budget
+        Checks.queryRows(query, queryHeads, headDim);
+        int need = selector.maxSelected(budgetTokens); // checks the budget
         if (out.length < need) {
             throw new IllegalArgumentException("out.length = " + out.length + " is too small; allowed: at least maxSelected("
                     + budgetTokens + ") = " + need);

@@ -123,13 +123,8 @@ public final class ClusterKVSelector extends AbstractSelector {
      * sum over KV heads of its cluster's {@code q̄·centroid/√d}.
      */
     public void tokenScores(float[] query, float[] dst) {
-        if (query.length != queryHeads * headDim) {
-            throw new IllegalArgumentException("query.length = " + query.length + " must be queryHeads × headDim = "
-                    + queryHeads * headDim);
-        }
-        if (dst.length < tokens) {
-            throw new IllegalArgumentException("dst.length = " + dst.length + " is too small; allowed: at least " + tokens);
-        }
+        Checks.queryRows(query, queryHeads, headDim);
+        Checks.capacity("dst", dst.length, tokens);
         score(query);
         java.util.Arrays.fill(dst, 0f);
         System.arraycopy(scores, sinks, dst, sinks, tokens - sinks);

@@ -214,13 +214,8 @@ public final class InfLLMSelector extends AbstractSelector {
      * {@code q̄·blockKey/√d}.
      */
     public void blockScores(float[] query, float[] dst) {
-        if (query.length != queryHeads * headDim) {
-            throw new IllegalArgumentException("query.length = " + query.length + " must be queryHeads × headDim = "
-                    + queryHeads * headDim);
-        }
-        if (dst.length < blocks) {
-            throw new IllegalArgumentException("dst.length = " + dst.length + " is too small; allowed: at least " + blocks);
-        }
+        Checks.queryRows(query, queryHeads, headDim);
+        Checks.capacity("dst", dst.length, blocks);
         sumGroups(query);
         int d = headDim;
         for (int b = 0; b < blocks; b++) {

@@ -1,5 +1,6 @@
 package io.kvoffload.internal.baseline;
 
+import io.kvoffload.internal.util.LabelGroups;
 import java.util.Arrays;
 import java.util.SplittableRandom;
 import java.util.stream.IntStream;
@@ -40,7 +41,7 @@ final class KMeans {
         float[] cc = lloyd(rows, base, stride, dim, sample(identity(n), sampleLimit, rnd), coarse, iterations, rnd);
         int[] all = identity(n);
         int[] label = assign(rows, base, stride, dim, all, cc, coarse, false);
-        int[][] groups = group(all, label, coarse);
+        int[][] groups = LabelGroups.of(all, label, coarse);
         float[] out = new float[k * dim + coarse * dim]; // shares are rounded, so a few more than k may come
         int count = 0;
         for (int[] g : groups) {
@@ -226,21 +227,5 @@ final class KMeans {
         int[] s = Arrays.copyOf(p, limit);
         Arrays.sort(s);
         return s;
-    }
-
-    private static int[][] group(int[] points, int[] label, int k) {
-        int[] sizes = new int[k];
-        for (int l : label) {
-            sizes[l]++;
-        }
-        int[][] g = new int[k][];
-        for (int j = 0; j < k; j++) {
-            g[j] = new int[sizes[j]];
-        }
-        int[] fill = new int[k];
-        for (int i = 0; i < points.length; i++) {
-            g[label[i]][fill[label[i]]++] = points[i];
-        }
-        return g;
     }
 }

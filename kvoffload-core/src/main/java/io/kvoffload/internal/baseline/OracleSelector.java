@@ -1,5 +1,6 @@
 package io.kvoffload.internal.baseline;
 
+import io.kvoffload.internal.util.Checks;
 import io.kvoffload.internal.util.Softmax;
 import io.kvoffload.strategy.LayerKv;
 
@@ -54,13 +55,8 @@ public final class OracleSelector extends AbstractSelector {
      * to 1), into {@code dst} (at least {@link #tokens()} long). Allocation-free.
      */
     public void weights(float[] query, float[] dst) {
-        if (query.length != queryHeads * headDim) {
-            throw new IllegalArgumentException("query.length = " + query.length + " must be queryHeads × headDim = "
-                    + queryHeads * headDim);
-        }
-        if (dst.length < tokens) {
-            throw new IllegalArgumentException("dst.length = " + dst.length + " is too small; allowed: at least " + tokens);
-        }
+        Checks.queryRows(query, queryHeads, headDim);
+        Checks.capacity("dst", dst.length, tokens);
         java.util.Arrays.fill(dst, 0, tokens, 0f);
         float inv = 1f / queryHeads;
         int n = tokens, d = headDim;

@@ -113,13 +113,8 @@ public final class QuestSelector extends AbstractSelector {
      * float rounding).
      */
     public void pageScores(float[] query, float[] dst) {
-        if (query.length != queryHeads * headDim) {
-            throw new IllegalArgumentException("query.length = " + query.length + " must be queryHeads × headDim = "
-                    + queryHeads * headDim);
-        }
-        if (dst.length < pages) {
-            throw new IllegalArgumentException("dst.length = " + dst.length + " is too small; allowed: at least " + pages);
-        }
+        Checks.queryRows(query, queryHeads, headDim);
+        Checks.capacity("dst", dst.length, pages);
         score(query);
         System.arraycopy(scores, 0, dst, 0, pages);
     }

@@ -126,22 +126,7 @@ public final class SwarmSelector implements BaselineSelector {
 
     @Override
     public int select(float[] query, int budgetTokens, int[] out) {
-        Checks.notNull("query", query);
-        Checks.notNull("out", out);
-        if (query.length != queryHeads * headDim) {
-            throw new IllegalArgumentException("query.length = " + query.length + " must be queryHeads × headDim = "
-                    + queryHeads * headDim);
-        }
-        int need = maxSelected(budgetTokens);
-        if (out.length < need) {
-            throw new IllegalArgumentException("out.length = " + out.length + " is too small; allowed: at least maxSelected("
-                    + budgetTokens + ") = " + need);
-        }
-        for (int i = 0; i < query.length; i++) {
-            if (!Float.isFinite(query[i])) {
-                throw new IllegalArgumentException("query[" + i + "] = " + query[i] + "; allowed: finite values");
-            }
-        }
+        AbstractSelector.checkSelect(this, queryHeads, headDim, query, budgetTokens, out);
         if (++epoch == Integer.MAX_VALUE) { // stamps wrap after 2^31 steps: start over
             java.util.Arrays.fill(seen, 0);
             epoch = 1;

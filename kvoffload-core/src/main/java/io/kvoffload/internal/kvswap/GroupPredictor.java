@@ -205,10 +205,7 @@ public final class GroupPredictor implements TokenSelector {
     /** Computes the low-rank query and the score of every group (ReduceMax over G tokens). */
     void scoreGroups(float[] query) {
         Checks.notNull("query", query);
-        if (query.length != queryHeads * headDim) {
-            throw new IllegalArgumentException("query.length = " + query.length + " must be queryHeads × headDim = "
-                    + queryHeads * headDim);
-        }
+        Checks.queryRows(query, queryHeads, headDim);
         lowRankQueryOf(query);
         int tokens = cache.tokens();
         int groups = groupsOf(tokens, groupSize);

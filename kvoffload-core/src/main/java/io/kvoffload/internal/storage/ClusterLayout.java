@@ -24,7 +24,7 @@ import java.util.Arrays;
  * each append's after them. Each cluster remembers the device its next appended member goes to
  * ({@link #nextDevice}): Eq. 7's round robin, continued.
  */
-public final class ClusterLayout implements BucketScheduler.Replicas {
+public final class ClusterLayout extends SegmentedLayout implements BucketScheduler.Replicas {
     final int clusteredTokens;
     final int entryBytes;
     /** The radius the clustering used (persisted so a reopened sequence can restore its clustering). */
@@ -34,9 +34,6 @@ public final class ClusterLayout implements BucketScheduler.Replicas {
     final int[] medoid;
     /** Segments of cluster c are {@code [clusterSeg[c], clusterSeg[c+1])}. */
     final int[] clusterSeg;
-    final int[] segDevice;
-    final long[] segOffset;
-    final int[] segLength;
     /** Stored entries of segment s are {@code [segFirst[s], segFirst[s+1])} of the flat arrays. */
     final int[] segFirst;
     final int[] entryToken;
@@ -52,15 +49,13 @@ public final class ClusterLayout implements BucketScheduler.Replicas {
     ClusterLayout(int clusteredTokens, int entryBytes, double tau, int coActivationClusters, int[] medoid,
             int[] clusterSeg, int[] segDevice, long[] segOffset, int[] segLength, int[] segFirst, int[] entryToken,
             int[] entryCrc, int[] nextDevice) {
+        super(segDevice, segOffset, segLength);
         this.clusteredTokens = clusteredTokens;
         this.entryBytes = entryBytes;
         this.tau = tau;
         this.coActivationClusters = coActivationClusters;
         this.medoid = medoid;
         this.clusterSeg = clusterSeg;
-        this.segDevice = segDevice;
-        this.segOffset = segOffset;
-        this.segLength = segLength;
         this.segFirst = segFirst;
         this.entryToken = entryToken;
         this.entryCrc = entryCrc;
@@ -218,23 +213,6 @@ public final class ClusterLayout implements BucketScheduler.Replicas {
     public long entryOffset(int entry) {
         int s = entrySeg[entry];
         return segOffset[s] + (long) (entry - segFirst[s]) * entryBytes;
-    }
-
-    /** Segments (one per device the cluster has entries on). */
-    public int segmentCount() {
-        return segDevice.length;
-    }
-
-    public int segmentDevice(int s) {
-        return segDevice[s];
-    }
-
-    public long segmentOffset(int s) {
-        return segOffset[s];
-    }
-
-    public int segmentLength(int s) {
-        return segLength[s];
     }
 
     public int clusterSegmentStart(int cluster) {

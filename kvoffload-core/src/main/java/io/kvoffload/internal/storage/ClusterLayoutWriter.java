@@ -166,12 +166,7 @@ public final class ClusterLayoutWriter {
      */
     public static ClusterLayout append(Store store, String owner, EntryChecksum checksum, int layer, KvShape shape,
             ClusterLayout old, int[] tokens, int[] clusterStart, int[] clusterIds, Source source) {
-        Checks.notNull("store", store);
-        Checks.notNull("owner", owner);
-        Checks.notNull("checksum", checksum);
-        Checks.notNull("shape", shape);
-        Checks.index("layer", layer, shape.layers());
-        Checks.notNull("old", old);
+        LayoutArgs.checkAppend(store, owner, checksum, layer, shape, old, old == null ? 0 : old.entryBytes);
         Checks.notNull("tokens", tokens);
         Checks.notNull("clusterStart", clusterStart);
         Checks.notNull("clusterIds", clusterIds);
@@ -179,10 +174,6 @@ public final class ClusterLayoutWriter {
         int devices = store.devices().size();
         int entry = shape.entryBytes();
         int half = shape.halfEntryBytes();
-        if (old.entryBytes != entry) {
-            throw new IllegalArgumentException("shape.entryBytes() = " + entry + " does not match the layout's "
-                    + old.entryBytes + "-byte entries; allowed: the shape the layout was written with");
-        }
         int n = Checks.inRange("tokens.length", tokens.length, 1, Integer.MAX_VALUE - 8 - old.clusteredTokens);
         for (int i = 0; i < n; i++) {
             int expected = old.clusteredTokens + i;

@@ -19,14 +19,11 @@ import io.kvoffload.internal.sched.BucketScheduler;
  * layout also holds the layer's low-rank K adapter, which predicts the groups. Immutable; as a
  * {@link BucketScheduler.Replicas} its unit is a group (one copy, {@link #stride()} bytes).
  */
-public final class GroupLayout implements BucketScheduler.Replicas {
+public final class GroupLayout extends SegmentedLayout implements BucketScheduler.Replicas {
     final int groupedTokens;
     final int groupSize;
     final int entryBytes;
     final int stride;
-    final int[] segDevice;
-    final long[] segOffset;
-    final int[] segLength;
     /** Segment of each group; a segment's groups sit in ascending group order at consecutive strides. */
     final int[] groupSeg;
     final int[] groupCrc;
@@ -36,6 +33,7 @@ public final class GroupLayout implements BucketScheduler.Replicas {
 
     GroupLayout(int groupedTokens, int groupSize, int entryBytes, int stride, int[] segDevice, long[] segOffset,
             int[] segLength, int[] groupSeg, int[] groupCrc, LowRankAdapter adapter) {
+        super(segDevice, segOffset, segLength);
         if (groupSize < 1 || groupSize > 4096 || groupedTokens < groupSize || groupedTokens % groupSize != 0) {
             throw new IllegalArgumentException("group layout of " + groupedTokens + " tokens in groups of " + groupSize
                     + ": allowed groupSize 1..4096 and a positive whole number of groups");
@@ -63,9 +61,6 @@ public final class GroupLayout implements BucketScheduler.Replicas {
         this.groupSize = groupSize;
         this.entryBytes = entryBytes;
         this.stride = stride;
-        this.segDevice = segDevice;
-        this.segOffset = segOffset;
-        this.segLength = segLength;
         this.groupSeg = groupSeg;
         this.groupCrc = groupCrc;
         this.adapter = adapter;
@@ -125,22 +120,6 @@ public final class GroupLayout implements BucketScheduler.Replicas {
 
     public int groupCrc(int group) {
         return groupCrc[group];
-    }
-
-    public int segmentCount() {
-        return segDevice.length;
-    }
-
-    public int segmentDevice(int s) {
-        return segDevice[s];
-    }
-
-    public long segmentOffset(int s) {
-        return segOffset[s];
-    }
-
-    public int segmentLength(int s) {
-        return segLength[s];
     }
 
     // ---- BucketScheduler.Replicas over groups: one copy each ----

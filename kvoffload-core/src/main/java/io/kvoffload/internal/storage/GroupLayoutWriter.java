@@ -70,18 +70,9 @@ public final class GroupLayoutWriter {
      */
     public static GroupLayout append(Store store, String owner, EntryChecksum checksum, int layer, KvShape shape,
             GroupLayout old, int groupedTokens, ClusterLayoutWriter.Source source) {
-        Checks.notNull("store", store);
-        Checks.notNull("owner", owner);
-        Checks.notNull("checksum", checksum);
-        Checks.notNull("shape", shape);
-        Checks.index("layer", layer, shape.layers());
-        Checks.notNull("old", old);
+        LayoutArgs.checkAppend(store, owner, checksum, layer, shape, old, old == null ? 0 : old.entryBytes);
         Checks.notNull("source", source);
         int g = old.groupSize;
-        if (shape.entryBytes() != old.entryBytes) {
-            throw new IllegalArgumentException("shape.entryBytes() = " + shape.entryBytes() + " does not match the"
-                    + " layout's " + old.entryBytes + "-byte entries; allowed: the shape the layout was written with");
-        }
         if (groupedTokens <= old.groupedTokens || groupedTokens % g != 0) {
             throw new IllegalArgumentException("groupedTokens = " + groupedTokens + " is out of range; allowed: a"
                     + " multiple of groupSize = " + g + " greater than the layout's " + old.groupedTokens);

@@ -48,6 +48,25 @@ public final class Checks {
         return value;
     }
 
+    /**
+     * Checks that {@code query} holds one row of {@code headDim} values per query head, the layout
+     * every scorer takes; returns it.
+     */
+    public static float[] queryRows(float[] query, int queryHeads, int headDim) {
+        if (query.length != queryHeads * headDim) {
+            throw new IllegalArgumentException("query.length = " + query.length + " must be queryHeads × headDim = "
+                    + queryHeads * headDim);
+        }
+        return query;
+    }
+
+    /** Checks that the array {@code name}, {@code length} long, has room for at least {@code need} values. */
+    public static void capacity(String name, int length, int need) {
+        if (length < need) {
+            throw new IllegalArgumentException(name + ".length = " + length + " is too small; allowed: at least " + need);
+        }
+    }
+
     /** Checks that {@code [offset, offset + length)} lies inside an array of {@code size}. */
     public static void slice(String name, int offset, long length, int size) {
         if (offset < 0 || length < 0 || offset + length > size) {

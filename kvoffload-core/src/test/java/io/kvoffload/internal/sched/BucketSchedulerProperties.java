@@ -19,45 +19,27 @@ class BucketSchedulerProperties {
     static final int ENTRY = 4096;
 
     /** A random layout: each entry has 1..maxCopies copies on distinct devices at distinct offsets. */
-    static final class Layout implements BucketScheduler.Replicas, BucketScheduler.Residency {
-        final int[][] dev;
-        final long[][] off;
+    static final class Layout extends ReplicaTable implements BucketScheduler.Residency {
         final boolean[] resident;
 
         Layout(Random rnd, int entries, int devices, int maxCopies, double residentShare) {
-            dev = new int[entries][];
-            off = new long[entries][];
+            super(entries);
             resident = new boolean[entries];
             long[] next = new long[devices];
             for (int e = 0; e < entries; e++) {
                 int copies = 1 + rnd.nextInt(Math.min(maxCopies, devices));
-                dev[e] = new int[copies];
-                off[e] = new long[copies];
+                device[e] = new int[copies];
+                offset[e] = new long[copies];
                 int start = rnd.nextInt(devices);
                 for (int r = 0; r < copies; r++) {
                     int d = (start + r) % devices;
-                    dev[e][r] = d;
+                    device[e][r] = d;
                     // Mostly sequential placement, sometimes a gap, so some runs merge and some do not.
                     next[d] += rnd.nextInt(4) == 0 ? 2 * ENTRY : ENTRY;
-                    off[e][r] = next[d];
+                    offset[e][r] = next[d];
                 }
                 resident[e] = rnd.nextDouble() < residentShare;
             }
-        }
-
-        @Override
-        public int count(int e) {
-            return dev[e].length;
-        }
-
-        @Override
-        public int device(int e, int r) {
-            return dev[e][r];
-        }
-
-        @Override
-        public long offset(int e, int r) {
-            return off[e][r];
         }
 
         @Override
@@ -102,7 +84,7 @@ class BucketSchedulerProperties {
                     long want = s.runOffset(run) + (long) k * ENTRY;
                     boolean isCopy = false;
                     for (int r = 0; r < layout.count(e); r++) {
-                        isCopy |= layout.dev[e][r] == d && layout.off[e][r] == want;
+                        isCopy |= layout.device[e][r] == d && layout.offset[e][r] == want;
                     }
                     assertTrue(isCopy, "run " + run + " reads entry " + e + " where no copy of it is");
                 }
@@ -121,11 +103,11 @@ class BucketSchedulerProperties {
         int entries = 500;
         Layout layout = new Layout(rnd, entries, devices, devices, 0);
         for (int e = 0; e < entries; e++) { // full replication
-            layout.dev[e] = new int[devices];
-            layout.off[e] = new long[devices];
+            layout.device[e] = new int[devices];
+            layout.offset[e] = new long[devices];
             for (int d = 0; d < devices; d++) {
-                layout.dev[e][d] = d;
-                layout.off[e][d] = (long) e * ENTRY;
+                layout.device[e][d] = d;
+                layout.offset[e][d] = (long) e * ENTRY;
             }
         }
         BucketScheduler s = new BucketScheduler(devices, ENTRY, 8, BucketScheduler.Mode.SWARM);
@@ -161,25 +143,13 @@ class BucketSchedulerProperties {
     @Test
     void ablationsBehaveAsInFig14() {
         // Entry 0 on devices {0,1}, entry 1 on {0,1}, entry 2 only on 0; clusters share entry 0.
-        BucketScheduler.Replicas r = new BucketScheduler.Replicas() {
-            final int[][] dev = {{0, 1}, {0, 1}, {0}};
-            final long[][] off = {{0, 4096}, {4096, 8192}, {8192}};
-
-            @Override
-            public int count(int e) {
-                return dev[e].length;
-            }
-
-            @Override
-            public int device(int e, int k) {
-                return dev[e][k];
-            }
-
-            @Override
-            public long offset(int e, int k) {
-                return off[e][k];
-            }
-        };
+        ReplicaTable r = new ReplicaTable(3);
+        r.device[0] = new int[] {0, 1};
+        r.device[1] = new int[] {0, 1};
+        r.device[2] = new int[] {0};
+        r.offset[0] = new long[] {0, 4096};
+        r.offset[1] = new long[] {4096, 8192};
+        r.offset[2] = new long[] {8192};
         int[] sel = {0, 1, 0, 2};
         Map<BucketScheduler.Mode, List<Integer>> buckets = new HashMap<>();
         for (BucketScheduler.Mode m : BucketScheduler.Mode.values()) {
