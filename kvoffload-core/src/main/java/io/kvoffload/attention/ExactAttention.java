@@ -165,23 +165,7 @@ public final class ExactAttention {
         int d = headDim;
         int g = 0;
         for (; g + 3 < groupSize; g += 4) {
-            float[] o0 = out[g], o1 = out[g + 1], o2 = out[g + 2], o3 = out[g + 3];
-            int a0 = q0 + g * d, a1 = a0 + d, a2 = a1 + d, a3 = a2 + d;
-            for (int t = 0; t < count; t++) {
-                int b = base + t * d;
-                float s0 = 0, s1 = 0, s2 = 0, s3 = 0;
-                for (int i = 0; i < d; i++) {
-                    float kv = k[b + i];
-                    s0 += q[a0 + i] * kv;
-                    s1 += q[a1 + i] * kv;
-                    s2 += q[a2 + i] * kv;
-                    s3 += q[a3 + i] * kv;
-                }
-                o0[outFrom + t] = scale * s0;
-                o1[outFrom + t] = scale * s1;
-                o2[outFrom + t] = scale * s2;
-                o3[outFrom + t] = scale * s3;
-            }
+            Softmax.logits4(q, q0 + g * d, d, k, base, count, scale, out, g, outFrom);
         }
         for (; g + 1 < groupSize; g += 2) { // GQA groups of 2, 6, 10...: two heads per pass
             float[] o0 = out[g], o1 = out[g + 1];

@@ -67,7 +67,7 @@ public final class OracleSelector extends AbstractSelector {
             int heads = Math.min(4, groupSize - h0 % groupSize);
             float[] k = keys[h0 / groupSize];
             if (heads == 4) {
-                logits4(query, h0 * d, k);
+                Softmax.logits4(query, h0 * d, d, k, 0, n, scale, logits, 0, 0);
             } else {
                 for (int j = 0; j < heads; j++) {
                     float[] row = logits[j];
@@ -86,28 +86,6 @@ public final class OracleSelector extends AbstractSelector {
                 }
             }
             h0 += heads;
-        }
-    }
-
-    /** Logits of four consecutive query heads from {@code q0} against every key, in one pass. */
-    private void logits4(float[] q, int q0, float[] k) {
-        int d = headDim;
-        float[] o0 = logits[0], o1 = logits[1], o2 = logits[2], o3 = logits[3];
-        int a0 = q0, a1 = a0 + d, a2 = a1 + d, a3 = a2 + d;
-        for (int t = 0; t < tokens; t++) {
-            int b = t * d;
-            float s0 = 0, s1 = 0, s2 = 0, s3 = 0;
-            for (int i = 0; i < d; i++) {
-                float kv = k[b + i];
-                s0 += q[a0 + i] * kv;
-                s1 += q[a1 + i] * kv;
-                s2 += q[a2 + i] * kv;
-                s3 += q[a3 + i] * kv;
-            }
-            o0[t] = scale * s0;
-            o1[t] = scale * s1;
-            o2[t] = scale * s2;
-            o3[t] = scale * s3;
         }
     }
 

@@ -43,4 +43,31 @@ public final class Softmax {
         }
         return (s0 + s1) + (s2 + s3);
     }
+
+    /**
+     * The scaled logits of four consecutive query heads against {@code count} keys, in one pass: query
+     * head {@code j} is {@code q[q0 + j × d, … + d)}, key {@code t} is {@code k[base + t × d, … + d)},
+     * and {@code out[row + j][outFrom + t] = scale × q_j·k_t}. Each key is read once for the four heads; the
+     * pass is bound by the additions and four independent sums keep the FMA units busy.
+     */
+    public static void logits4(float[] q, int q0, int d, float[] k, int base, int count, float scale, float[][] out,
+            int row, int outFrom) {
+        float[] o0 = out[row], o1 = out[row + 1], o2 = out[row + 2], o3 = out[row + 3];
+        int a0 = q0, a1 = a0 + d, a2 = a1 + d, a3 = a2 + d;
+        for (int t = 0; t < count; t++) {
+            int b = base + t * d;
+            float s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+            for (int i = 0; i < d; i++) {
+                float kv = k[b + i];
+                s0 += q[a0 + i] * kv;
+                s1 += q[a1 + i] * kv;
+                s2 += q[a2 + i] * kv;
+                s3 += q[a3 + i] * kv;
+            }
+            o0[outFrom + t] = scale * s0;
+            o1[outFrom + t] = scale * s1;
+            o2[outFrom + t] = scale * s2;
+            o3[outFrom + t] = scale * s3;
+        }
+    }
 }
