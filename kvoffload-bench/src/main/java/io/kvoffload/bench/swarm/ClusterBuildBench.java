@@ -5,14 +5,12 @@ import io.kvoffload.attention.ExactAttention;
 import io.kvoffload.attention.QualityMetrics;
 import io.kvoffload.bench.cli.HeadOptions;
 import io.kvoffload.internal.swarm.ClusterPlacement;
-import io.kvoffload.internal.swarm.ClusterRadius;
 import io.kvoffload.internal.swarm.Clustering;
 import io.kvoffload.internal.swarm.ClusteringConfig;
 import io.kvoffload.internal.swarm.ClusteringStats;
 import io.kvoffload.internal.swarm.CoActivationClustering;
 import io.kvoffload.internal.swarm.CoActivationNormaliser;
 import io.kvoffload.internal.swarm.CoActivationProfile;
-import io.kvoffload.internal.swarm.IsolatedEntryPolicy;
 import io.kvoffload.internal.swarm.MedoidIndex;
 import io.kvoffload.internal.util.TopK;
 import io.kvoffload.strategy.DenseLayerKv;
@@ -67,18 +65,8 @@ public final class ClusterBuildBench implements Callable<Integer> {
             description = "Share of entries a query activates (default: ${DEFAULT-VALUE}).")
     double sparsity;
 
-    @Option(names = "--tau", defaultValue = "0.35", description = "Cluster radius (default: ${DEFAULT-VALUE}).")
-    double tau;
-
-    @Option(names = "--max-cluster-size", defaultValue = "256", description = "Cluster size cap (default: ${DEFAULT-VALUE}).")
-    int maxClusterSize;
-
-    @Option(names = "--max-replicas", defaultValue = "4", description = "Clusters one entry may join (default: ${DEFAULT-VALUE}).")
-    int maxReplicas;
-
-    @Option(names = "--block", defaultValue = "16",
-            description = "Positional block for isolated entries (default: ${DEFAULT-VALUE}).")
-    int block;
+    @Mixin
+    ClusteringOptions clusteringOptions = new ClusteringOptions();
 
     @Option(names = "--disks", defaultValue = "4", description = "SSDs for the placement (default: ${DEFAULT-VALUE}).")
     int disks;
@@ -111,11 +99,11 @@ public final class ClusterBuildBench implements Callable<Integer> {
     public Integer call() {
         int t = threads > 0 ? threads : Runtime.getRuntime().availableProcessors();
         KvShape shape = heads.shape(1);
-        ClusteringConfig config = new ClusteringConfig(ClusterRadius.fixed(tau), maxClusterSize, maxReplicas,
-                IsolatedEntryPolicy.POSITIONAL_BLOCKS, block, t);
+        ClusteringConfig config = clusteringOptions.config(t);
         System.out.printf(Locale.ROOT, "cluster-build: %s, %d profiled queries (every %d steps), sparsity %.2f, "
                         + "tau %.3f, cap %d, replicas %d, blocks of %d, %d disks, %d threads, seed %d, %s%n%n",
-                shape.fingerprint(), profileQueries, profileStride, sparsity, tau, maxClusterSize, maxReplicas, block,
+                shape.fingerprint(), profileQueries, profileStride, sparsity, clusteringOptions.tau,
+                clusteringOptions.maxClusterSize, clusteringOptions.maxReplicas, clusteringOptions.block,
                 disks, t, seed, Runtime.version());
         for (int n : sizes) {
             measure(shape, n, config, t);

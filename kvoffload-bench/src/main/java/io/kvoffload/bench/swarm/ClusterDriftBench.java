@@ -3,13 +3,11 @@ package io.kvoffload.bench.swarm;
 import io.kvoffload.KvShape;
 import io.kvoffload.attention.ExactAttention;
 import io.kvoffload.bench.cli.HeadOptions;
-import io.kvoffload.internal.swarm.ClusterRadius;
 import io.kvoffload.internal.swarm.Clustering;
 import io.kvoffload.internal.swarm.ClusteringConfig;
 import io.kvoffload.internal.swarm.CoActivationClustering;
 import io.kvoffload.internal.swarm.CoActivationNormaliser;
 import io.kvoffload.internal.swarm.CoActivationProfile;
-import io.kvoffload.internal.swarm.IsolatedEntryPolicy;
 import io.kvoffload.internal.swarm.MaintenancePolicy;
 import io.kvoffload.internal.swarm.OnlineClusterMaintenance;
 import io.kvoffload.internal.util.TopK;
@@ -67,18 +65,8 @@ public final class ClusterDriftBench implements Callable<Integer> {
     @Option(names = "--sparsity", defaultValue = "0.1", description = "Share of tokens a query activates (default: ${DEFAULT-VALUE}).")
     double sparsity;
 
-    @Option(names = "--tau", defaultValue = "0.35", description = "Cluster radius, offline and online (default: ${DEFAULT-VALUE}).")
-    double tau;
-
-    @Option(names = "--max-cluster-size", defaultValue = "256", description = "Offline cluster size cap (default: ${DEFAULT-VALUE}).")
-    int maxClusterSize;
-
-    @Option(names = "--max-replicas", defaultValue = "4",
-            description = "Clusters one token joins, offline and online (default: ${DEFAULT-VALUE}).")
-    int maxReplicas;
-
-    @Option(names = "--block", defaultValue = "16", description = "Positional block for isolated entries (default: ${DEFAULT-VALUE}).")
-    int block;
+    @Mixin
+    ClusteringOptions clusteringOptions = new ClusteringOptions();
 
     @Mixin
     HeadOptions heads = new HeadOptions(4, 1, 128);
@@ -144,8 +132,7 @@ public final class ClusterDriftBench implements Callable<Integer> {
         }
         CoActivationProfile profile = CoActivationProfile.fromActivationSets(offline, profileSets,
                 CoActivationNormaliser.perQuery());
-        ClusteringConfig config = new ClusteringConfig(ClusterRadius.fixed(tau), maxClusterSize, maxReplicas,
-                IsolatedEntryPolicy.POSITIONAL_BLOCKS, block, Runtime.getRuntime().availableProcessors());
+        ClusteringConfig config = clusteringOptions.config(Runtime.getRuntime().availableProcessors());
         Clustering clustering = new CoActivationClustering(config).cluster(profile);
         int coActivation = clustering.coActivationClusters();
         int maxActivated = (int) Math.ceil(sparsity * total) + 1; // medoids in one top-k, at most
@@ -169,11 +156,11 @@ public final class ClusterDriftBench implements Callable<Integer> {
         };
         List<Track> tracks = new ArrayList<>();
         tracks.add(new Track("Swarm (Eq. 9)", OnlineClusterMaintenance.of(clustering, MaintenancePolicy.SWARM, window,
-                maxActivated, maxReplicas, null), total, clustering, report.length));
+                maxActivated, clusteringOptions.maxReplicas, null), total, clustering, report.length));
         tracks.add(new Track("Min-Size", OnlineClusterMaintenance.of(clustering, MaintenancePolicy.MIN_SIZE, window,
-                maxActivated, maxReplicas, null), total, clustering, report.length));
+                maxActivated, clusteringOptions.maxReplicas, null), total, clustering, report.length));
         tracks.add(new Track("Min-Diff (key L2)", OnlineClusterMaintenance.of(clustering, MaintenancePolicy.MIN_DIFF,
-                window, maxActivated, maxReplicas, l2), total, clustering, report.length));
+                window, maxActivated, clusteringOptions.maxReplicas, l2), total, clustering, report.length));
 
         // Held-out evaluation profile over the whole final context.
         int firstEval = profileQueries + window + maxSteps;
@@ -249,8 +236,9 @@ public final class ClusterDriftBench implements Callable<Integer> {
 
         System.out.printf(Locale.ROOT, "cluster-drift: %s, P = %,d tokens (%,d clustered offline), W = %d, %d profiled and "
                         + "%d held-out queries, top %.0f%%, tau %.2f, cap %d, replicas %d, blocks of %d, seed %d, %s%n%n",
-                shape.fingerprint(), prefix, offline, window, profileQueries, evalQueries, 100 * sparsity, tau,
-                maxClusterSize, maxReplicas, block, seed, Runtime.version());
+                shape.fingerprint(), prefix, offline, window, profileQueries, evalQueries, 100 * sparsity,
+                clusteringOptions.tau, clusteringOptions.maxClusterSize, clusteringOptions.maxReplicas,
+                clusteringOptions.block, seed, Runtime.version());
         System.out.printf(Locale.ROOT, "offline: %,d clusters (%,d co-activation, %,d positional blocks); member–medoid "
                         + "distance on held-out queries %.4f over all clusters, %.4f over co-activation clusters%n%n",
                 clustering.clusterCount(), coActivation, clustering.clusterCount() - coActivation, d0All, d0Co);
