@@ -122,7 +122,15 @@ public final class FaultCampaignCommand implements Callable<Integer> {
     }
 
     private KvConfig.Builder config(List<Path> dirs) {
-        return store.config(dirs).deviceCapacityBytes(24L << 20)
+        return campaignConfig(dirs, store.backend);
+    }
+
+    /**
+     * The store every part of the campaign opens, the {@link WriterChild} included: small devices,
+     * DRAM and slabs so faults hit often, on {@code dirs} with {@code backend}.
+     */
+    static KvConfig.Builder campaignConfig(List<Path> dirs, String backend) {
+        return KvConfig.builder().ssdDirectories(dirs).ioBackend(backend).deviceCapacityBytes(24L << 20)
                 .dramBudgetBytes(64L << 20).dramSlabBytes(1L << 20).blockTokens(16);
     }
 

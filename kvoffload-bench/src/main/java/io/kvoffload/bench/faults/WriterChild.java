@@ -29,8 +29,7 @@ public final class WriterChild {
             dirs.add(Path.of(args[i]));
         }
         Random rnd = new Random(seed);
-        KvConfig cfg = KvConfig.builder().ssdDirectories(dirs).ioBackend(backend).deviceCapacityBytes(24L << 20)
-                .dramBudgetBytes(64L << 20).dramSlabBytes(1L << 20).blockTokens(16).build();
+        KvConfig cfg = FaultCampaignCommand.campaignConfig(dirs, backend).build();
         try (KvEngine e = KvEngine.open(cfg)) {
             System.out.println("READY");
             System.out.flush();
