@@ -3,31 +3,17 @@ package io.kvoffload.bench.jmh;
 import io.kvoffload.internal.sched.BucketScheduler;
 import io.kvoffload.internal.sched.ReplicaTable;
 import java.util.SplittableRandom;
-import java.util.concurrent.TimeUnit;
 import org.openjdk.jmh.annotations.Benchmark;
-import org.openjdk.jmh.annotations.BenchmarkMode;
-import org.openjdk.jmh.annotations.Fork;
-import org.openjdk.jmh.annotations.Measurement;
 import org.openjdk.jmh.annotations.Mode;
-import org.openjdk.jmh.annotations.OutputTimeUnit;
 import org.openjdk.jmh.annotations.Param;
-import org.openjdk.jmh.annotations.Scope;
 import org.openjdk.jmh.annotations.Setup;
-import org.openjdk.jmh.annotations.State;
-import org.openjdk.jmh.annotations.Warmup;
 
 /**
  * Plans one decoding step's reads: the activated clusters' entries (1K or 10K, with replicas and
  * cross-cluster duplicates) into per-SSD buckets and one interleaved batch. Run with
  * {@code -prof gc}: the plan must allocate 0 B/op.
  */
-@State(Scope.Thread)
-@BenchmarkMode(Mode.AverageTime)
-@OutputTimeUnit(TimeUnit.MICROSECONDS)
-@Warmup(iterations = 3, time = 1)
-@Measurement(iterations = 5, time = 1)
-@Fork(value = 1, jvmArgsAppend = "--enable-native-access=ALL-UNNAMED")
-public class BucketSchedulerBench {
+public class BucketSchedulerBench extends MicroBenchmark {
     @Param({"1000", "10000"})
     int entries;
 

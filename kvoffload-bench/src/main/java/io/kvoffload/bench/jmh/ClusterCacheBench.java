@@ -5,30 +5,15 @@ import io.kvoffload.internal.cache.CostEffectiveness;
 import io.kvoffload.internal.cache.CostEffectivenessCache;
 import io.kvoffload.internal.cache.LruClusterCache;
 import java.util.SplittableRandom;
-import java.util.concurrent.TimeUnit;
 import org.openjdk.jmh.annotations.Benchmark;
-import org.openjdk.jmh.annotations.BenchmarkMode;
-import org.openjdk.jmh.annotations.Fork;
-import org.openjdk.jmh.annotations.Measurement;
-import org.openjdk.jmh.annotations.Mode;
-import org.openjdk.jmh.annotations.OutputTimeUnit;
 import org.openjdk.jmh.annotations.Param;
-import org.openjdk.jmh.annotations.Scope;
 import org.openjdk.jmh.annotations.Setup;
-import org.openjdk.jmh.annotations.State;
-import org.openjdk.jmh.annotations.Warmup;
 
 /**
  * One decoding step's cache update: 64 activated clusters out of 4,096, 80% drawn from a hot set.
  * Run with {@code -prof gc}: a step must allocate 0 B/op.
  */
-@State(Scope.Thread)
-@BenchmarkMode(Mode.AverageTime)
-@OutputTimeUnit(TimeUnit.MICROSECONDS)
-@Warmup(iterations = 3, time = 1)
-@Measurement(iterations = 5, time = 1)
-@Fork(value = 1, jvmArgsAppend = "--enable-native-access=ALL-UNNAMED")
-public class ClusterCacheBench {
+public class ClusterCacheBench extends MicroBenchmark {
     @Param({"cost-effectiveness", "lru"})
     String policy;
 

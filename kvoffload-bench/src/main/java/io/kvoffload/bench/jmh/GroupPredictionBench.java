@@ -12,18 +12,9 @@ import io.kvoffload.internal.kvswap.RollingBuffer;
 import io.kvoffload.strategy.DenseLayerKv;
 import io.kvoffload.workload.SyntheticWorkload;
 import io.kvoffload.workload.WorkloadSpec;
-import java.util.concurrent.TimeUnit;
 import org.openjdk.jmh.annotations.Benchmark;
-import org.openjdk.jmh.annotations.BenchmarkMode;
-import org.openjdk.jmh.annotations.Fork;
-import org.openjdk.jmh.annotations.Measurement;
-import org.openjdk.jmh.annotations.Mode;
-import org.openjdk.jmh.annotations.OutputTimeUnit;
 import org.openjdk.jmh.annotations.Param;
-import org.openjdk.jmh.annotations.Scope;
 import org.openjdk.jmh.annotations.Setup;
-import org.openjdk.jmh.annotations.State;
-import org.openjdk.jmh.annotations.Warmup;
 
 /**
  * One KVSwap prediction step for one layer at 32K tokens: low-rank query, scores of every token
@@ -31,13 +22,7 @@ import org.openjdk.jmh.annotations.Warmup;
  * the same followed by the reuse-buffer lookup and the mapping table ({@code predictAndPlan}), the
  * whole per-step decision. Run with {@code -prof gc}: both must allocate 0 B/op.
  */
-@State(Scope.Thread)
-@BenchmarkMode(Mode.AverageTime)
-@OutputTimeUnit(TimeUnit.MICROSECONDS)
-@Warmup(iterations = 3, time = 1)
-@Measurement(iterations = 5, time = 1)
-@Fork(value = 1, jvmArgsAppend = "--enable-native-access=ALL-UNNAMED")
-public class GroupPredictionBench {
+public class GroupPredictionBench extends MicroBenchmark {
     @Param({"32768"})
     int tokens;
 

@@ -11,32 +11,17 @@ import io.kvoffload.workload.WorkloadSpec;
 import java.lang.foreign.Arena;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.concurrent.TimeUnit;
 import org.openjdk.jmh.annotations.Benchmark;
-import org.openjdk.jmh.annotations.BenchmarkMode;
-import org.openjdk.jmh.annotations.Fork;
-import org.openjdk.jmh.annotations.Measurement;
-import org.openjdk.jmh.annotations.Mode;
-import org.openjdk.jmh.annotations.OutputTimeUnit;
 import org.openjdk.jmh.annotations.Param;
-import org.openjdk.jmh.annotations.Scope;
 import org.openjdk.jmh.annotations.Setup;
-import org.openjdk.jmh.annotations.State;
 import org.openjdk.jmh.annotations.TearDown;
-import org.openjdk.jmh.annotations.Warmup;
 
 /**
  * One decoding step's token selection per strategy on a 32K-token synthetic layer (8 query heads
  * on 2 KV heads, head dim 128) at a 10% budget, cycling through 16 decoding queries. Run with
  * {@code -prof gc}: every strategy must allocate 0 B/op.
  */
-@State(Scope.Thread)
-@BenchmarkMode(Mode.AverageTime)
-@OutputTimeUnit(TimeUnit.MICROSECONDS)
-@Warmup(iterations = 3, time = 1)
-@Measurement(iterations = 5, time = 1)
-@Fork(value = 1, jvmArgsAppend = "--enable-native-access=ALL-UNNAMED")
-public class SelectorBench {
+public class SelectorBench extends MicroBenchmark {
     @Param({"oracle", "swarm", "quest", "infllm", "pqcache", "clusterkv", "sparq", "sparf"})
     String strategy;
 
