@@ -1,6 +1,7 @@
 package io.kvoffload.strategy;
 
 import io.kvoffload.internal.baseline.BaselineStrategy;
+import io.kvoffload.internal.swarm.BlockMassStrategy;
 import io.kvoffload.strategy.kvswap.KvSwap;
 import io.kvoffload.strategy.swarm.Swarm;
 import io.kvoffload.internal.util.Checks;
@@ -13,7 +14,9 @@ import java.util.ServiceLoader;
 /**
  * The registry of {@link SelectionStrategy}s by name: Swarm ({@code swarm}, the default), KVSwap
  * ({@code kvswap}), the built-in baselines ({@code oracle},
- * {@code quest}, {@code infllm}, {@code pqcache}, {@code clusterkv}, {@code sparq}, {@code sparf}),
+ * {@code quest}, {@code infllm}, {@code pqcache}, {@code clusterkv}, {@code sparq}, {@code sparf}), Swarm's
+ * blocks ranked by estimated per-head attention mass ({@code mass-bound}, {@code mass-mean},
+ * {@code mass-mix}, {@code logit-mean}; see docs/swarm-offline.md),
  * every strategy a jar on the class or module path provides through {@link ServiceLoader}, and
  * those registered with {@link #register}. Thread-safe.
  */
@@ -24,6 +27,9 @@ public final class Strategies {
         BY_NAME.put(Swarm.defaults().name(), Swarm.defaults());
         BY_NAME.put(KvSwap.defaults().name(), KvSwap.defaults());
         for (SelectionStrategy s : BaselineStrategy.all()) {
+            BY_NAME.put(s.name(), s);
+        }
+        for (SelectionStrategy s : BlockMassStrategy.variants()) {
             BY_NAME.put(s.name(), s);
         }
         for (SelectionStrategy s : ServiceLoader.load(SelectionStrategy.class, Strategies.class.getClassLoader())) {

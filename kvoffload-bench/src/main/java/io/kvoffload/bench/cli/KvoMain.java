@@ -19,6 +19,7 @@ import picocli.CommandLine.Command;
         subcommands = {DemoCommand.class, CompareCommand.class, ClusterBuildBench.class, ClusterDriftBench.class,
             CompareQualityCommand.class, KvSwapBench.class, KvSwapIoBench.class, TuneCommand.class,
             SwarmOnlineBench.class, SelectionLatencyCommand.class, ScalingCommand.class,
+            io.kvoffload.bench.compare.SelectEvalCommand.class,
             io.kvoffload.bench.faults.FaultCampaignCommand.class, CommandLine.HelpCommand.class})
 public final class KvoMain implements Runnable {
     @CommandLine.Spec
