@@ -15,8 +15,9 @@ import java.util.List;
  * positional clusters (consecutive blocks of {@link #pageTokens()} tokens, one read each, round robin
  * over the SSDs), and each step takes whole blocks in the order of a {@link BlockMassIndex} score
  * until the budget is spent. The variants differ in how a head's block logit is estimated ({@link
- * Scoring}) and how heads are combined ({@link Combination}); {@code mass-bound} (Quest's bounds,
- * per-head softmax shares) is the one the measurements in docs/benchmarks.md chose.
+ * Scoring}) and how heads are combined ({@link Combination}); {@code mass-mix} (the mean of
+ * Quest's bound and the block's mean logit, per-head softmax shares) is the one the measurements in
+ * docs/benchmarks.md chose, and the library's default.
  *
  * <p>Blocks that lie wholly in the sinks or the window are never chosen (the pipeline serves those
  * from DRAM) but stay in each head's softmax denominator. A step takes {@code ⌈budget / blockTokens⌉}
@@ -40,12 +41,12 @@ public final class BlockMassStrategy implements SelectionStrategy {
         this.blockTokens = Checks.inRange("blockTokens", blockTokens, 1, 65536);
     }
 
-    /** The variants the library registers, the chosen one ({@code mass-bound}) first. */
+    /** The variants the library registers, the chosen one ({@code mass-mix}, the library's default) first. */
     public static List<SelectionStrategy> variants() {
         return List.of(
+                new BlockMassStrategy("mass-mix", Scoring.MIX, Combination.HEAD_MASS, 16),
                 new BlockMassStrategy("mass-bound", Scoring.BOUND, Combination.HEAD_MASS, 16),
                 new BlockMassStrategy("mass-mean", Scoring.MEAN, Combination.HEAD_MASS, 16),
-                new BlockMassStrategy("mass-mix", Scoring.MIX, Combination.HEAD_MASS, 16),
                 new BlockMassStrategy("logit-mean", Scoring.MEAN, Combination.SUM_LOGITS, 16),
                 new BlockMassStrategy("qmass-mix", Scoring.MIX, Combination.QUERY_HEAD_MASS, 16),
                 new BlockMassStrategy("qmass-bound", Scoring.BOUND, Combination.QUERY_HEAD_MASS, 16),
