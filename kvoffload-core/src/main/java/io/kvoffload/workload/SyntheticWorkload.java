@@ -44,7 +44,7 @@ import java.util.concurrent.ConcurrentHashMap;
  * <p>Decoding step {@code s} sits at position {@code tokens + s}. Instances are immutable apart
  * from those caches and safe to share between threads.
  */
-public final class SyntheticWorkload {
+public final class SyntheticWorkload implements Workload {
     private static final long KIND_GROUP = 1, KIND_BRIDGE = 2, KIND_HEAVY = 3, KIND_DIRECTION = 4, KIND_NOISE = 5,
             KIND_VALUE = 6, KIND_ALPHA = 7, KIND_QUERY_HEAD = 8, KIND_CHAIN = 9, KIND_PERMUTATION = 10;
     /** Steps a decoding query may be asked for; bounds the chain cache. */
@@ -100,8 +100,10 @@ public final class SyntheticWorkload {
     }
 
     public WorkloadSpec spec() { return spec; }
-    public KvShape shape() { return shape; }
-    public int tokens() { return spec.tokens(); }
+    @Override public KvShape shape() { return shape; }
+    @Override public int tokens() { return spec.tokens(); }
+    /** Steps {@code 0 .. MAX_STEP}. */
+    @Override public int queryCount() { return MAX_STEP + 1; }
     /** Co-activation groups per layer. */
     public int groups() { return groups; }
 
@@ -145,6 +147,7 @@ public final class SyntheticWorkload {
     // ---------------------------------------------------------------- keys and values
 
     /** A lazy view of one layer: keys and values are generated on every read. */
+    @Override
     public LayerKv layer(int layer) {
         Checks.index("layer", layer, shape.layers());
         return new GeneratedLayer(layer);
@@ -232,6 +235,7 @@ public final class SyntheticWorkload {
     }
 
     /** The decoding query of {@code step} in {@code layer}: {@code queryHeads × headDim} floats. */
+    @Override
     public float[] query(int layer, int step) {
         float[] q = new float[shape.queryHeads() * headDim];
         query(layer, step, q, 0);
@@ -242,6 +246,7 @@ public final class SyntheticWorkload {
      * Writes the decoding query of {@code step} (at position {@code tokens + step}) into
      * {@code dst[offset ..]}, head after head.
      */
+    @Override
     public void query(int layer, int step, float[] dst, int offset) {
         Checks.index("layer", layer, shape.layers());
         Checks.inRange("step", step, 0, MAX_STEP);
@@ -314,6 +319,7 @@ public final class SyntheticWorkload {
      * @param keys receives {@code count × shape.halfEntryBytes()} bytes (for this dtype)
      * @param values likewise for the values
      */
+    @Override
     public void writeKv(int layer, int fromToken, int count, DType dtype, MemorySegment keys, MemorySegment values) {
         Checks.index("layer", layer, shape.layers());
         Checks.notNull("dtype", dtype);
