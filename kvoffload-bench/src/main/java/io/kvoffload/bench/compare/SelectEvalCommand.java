@@ -10,8 +10,8 @@ import io.kvoffload.strategy.LayerContext;
 import io.kvoffload.strategy.LayerKv;
 import io.kvoffload.strategy.LayerSelector;
 import io.kvoffload.strategy.SelectionStrategy;
-import io.kvoffload.workload.SyntheticWorkload;
-import io.kvoffload.workload.WorkloadSpec;
+import io.kvoffload.workload.Workload;
+import io.kvoffload.workload.WorkloadFamily;
 import java.io.PrintWriter;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -75,6 +75,11 @@ public final class SelectEvalCommand implements Callable<Integer> {
     @Option(names = "--block", defaultValue = "16", description = "Tokens per stored block (default: ${DEFAULT-VALUE}).")
     int block;
 
+    @Option(names = "--family", defaultValue = "default",
+            description = "Workload family: default, mixed-heads, streaming-heads, retrieval-heads, long-documents, control"
+                    + " (default: ${DEFAULT-VALUE}).")
+    String family;
+
     @Option(names = "--seed", defaultValue = "24301", description = "Workload seed (default: ${DEFAULT-VALUE}).")
     long seed;
 
@@ -92,7 +97,7 @@ public final class SelectEvalCommand implements Callable<Integer> {
     static final String SWARM = "swarm";
 
     /** Current layer's workload, for {@link #SWARM}'s profile. */
-    private SyntheticWorkload workload;
+    private Workload workload;
     private int total;
 
     private SelectionStrategy swarm() {
@@ -183,12 +188,12 @@ public final class SelectEvalCommand implements Callable<Integer> {
                         : io.kvoffload.strategy.Strategies.named(n)).toList();
         KvShape shape = new KvShape(layers, queryHeads, kvHeads, headDim, DType.BF16);
         PrintWriter out = spec.commandLine().getOut();
-        out.printf(Locale.ROOT, "select-eval: %d tokens, %d layers, %d query heads on %d KV heads, head dim %d (entry %d B),"
+        out.printf(Locale.ROOT, "select-eval: family %s, %d tokens, %d layers, %d query heads on %d KV heads, head dim %d (entry %d B),"
                         + " budget %.3f, sinks %d, window %d, %d-token blocks, steps %d from %d, seed %d, %s%n",
-                tokens, layers, queryHeads, kvHeads, headDim, shape.entryBytes(), budget, sinks, window, block, steps,
+                family, tokens, layers, queryHeads, kvHeads, headDim, shape.entryBytes(), budget, sinks, window, block, steps,
                 firstStep, seed, Runtime.version());
         out.flush();
-        workload = new SyntheticWorkload(WorkloadSpec.builder(shape, tokens).seed(seed).build());
+        workload = WorkloadFamily.byName(family).create(shape, tokens, seed);
         ExactAttention attention = ExactAttention.of(shape);
         Cell[] cells = new Cell[chosen.size()];
         for (int i = 0; i < cells.length; i++) {

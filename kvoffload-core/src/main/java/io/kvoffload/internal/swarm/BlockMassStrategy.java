@@ -20,9 +20,9 @@ import java.util.List;
  * docs/benchmarks.md chose, and the library's default.
  *
  * <p>Blocks that lie wholly in the sinks or the window are never chosen (the pipeline serves those
- * from DRAM) but stay in each head's softmax denominator. A step takes {@code ⌈budget / blockTokens⌉}
- * blocks, so it may read up to {@code blockTokens − 1} tokens more than the budget, as Quest's pages
- * do.
+ * from DRAM) but stay in each head's softmax denominator. A step takes {@code ⌊budget / blockTokens⌋}
+ * blocks (never more rows than the budget; all candidate blocks once the budget covers the tokens
+ * they add, so a full budget attends every token).
  */
 public final class BlockMassStrategy implements SelectionStrategy {
     private final String name;
@@ -109,15 +109,19 @@ public final class BlockMassStrategy implements SelectionStrategy {
             int bt = index.blockTokens(), blocks = index.blocks();
             int freeFrom = Math.max(0, plan.tokens() - window); // the window starts here
             int candidates = 0;
+            long fresh = 0; // tokens the candidates add beyond the sinks and the window
             for (int b = 0; b < blocks; b++) {
                 int from = b * bt, to = Math.min(index.tokens(), from + bt);
                 if (to <= sinks || from >= freeFrom) {
                     scores[b] = Float.NEGATIVE_INFINITY;
                 } else {
                     candidates++;
+                    fresh += Math.min(to, freeFrom) - Math.max(from, sinks);
                 }
             }
-            int want = Math.min(candidates, budget / bt);
+            // Whole blocks within the budget; all of them when the budget covers what they add (a
+            // block that overlaps the sinks or the window adds fewer than blockTokens).
+            int want = budget >= fresh ? candidates : Math.min(candidates, budget / bt);
             int n = topK.top(scores, 0, blocks, want, chosen, 0);
             plan.ensureCapacity(plan.size() + n * bt);
             for (int i = 0; i < n; i++) {
