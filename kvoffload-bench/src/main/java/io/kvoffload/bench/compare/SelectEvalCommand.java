@@ -204,7 +204,7 @@ public final class SelectEvalCommand implements Callable<Integer> {
             DenseLayerKv kv = DenseLayerKv.materialize(workload.layer(layer), true);
             LayerSelector[] selectors = new LayerSelector[chosen.size()];
             for (int i = 0; i < selectors.length; i++) {
-                selectors[i] = chosen.get(i).openLayer(context(shape, layer, kv));
+                selectors[i] = chosen.get(i).openLayer(new KeysContext(shape, layer, kv, sinks, window));
             }
             FetchPlan plan = new FetchPlan();
             for (int s = 0; s < steps; s++) {
@@ -281,18 +281,6 @@ public final class SelectEvalCommand implements Callable<Integer> {
             i = j + 1;
         }
         return bytes;
-    }
-
-    private LayerContext context(KvShape shape, int layer, LayerKv kv) {
-        return new LayerContext() {
-            @Override public KvShape shape() { return shape; }
-            @Override public int layer() { return layer; }
-            @Override public int tokens() { return tokens; }
-            @Override public int laidOutTokens() { return tokens; }
-            @Override public int sinkTokens() { return sinks; }
-            @Override public int localWindow() { return window; }
-            @Override public LayerKv keys() { return kv; }
-        };
     }
 
     private static void print(PrintWriter out, Cell[] cells, double samples) {

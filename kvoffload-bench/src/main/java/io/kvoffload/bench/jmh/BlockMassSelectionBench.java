@@ -2,9 +2,9 @@ package io.kvoffload.bench.jmh;
 
 import io.kvoffload.DType;
 import io.kvoffload.KvShape;
+import io.kvoffload.bench.compare.KeysContext;
 import io.kvoffload.bench.swarm.SelectionFixture;
 import io.kvoffload.strategy.FetchPlan;
-import io.kvoffload.strategy.LayerContext;
 import io.kvoffload.strategy.LayerKv;
 import io.kvoffload.strategy.LayerSelector;
 import io.kvoffload.strategy.Strategies;
@@ -59,16 +59,7 @@ public class BlockMassSelectionBench {
         public void setup() {
             KvShape shape = new KvShape(1, QUERY_HEADS, KV_HEADS, HEAD_DIM, DType.BF16);
             LayerKv keys = new SelectionFixture.HashedKeys(tokens, KV_HEADS, HEAD_DIM, SEED);
-            int n = tokens;
-            selector = Strategies.named(strategy).openLayer(new LayerContext() {
-                @Override public KvShape shape() { return shape; }
-                @Override public int layer() { return 0; }
-                @Override public int tokens() { return n; }
-                @Override public int laidOutTokens() { return n; }
-                @Override public int sinkTokens() { return SINKS; }
-                @Override public int localWindow() { return WINDOW; }
-                @Override public LayerKv keys() { return keys; }
-            });
+            selector = Strategies.named(strategy).openLayer(new KeysContext(shape, 0, keys, SINKS, WINDOW));
             budget = (int) Math.ceil(BUDGET_SHARE * tokens) - SINKS - WINDOW;
             plan.ensureCapacity(budget + 64);
             SplittableRandom r = new SplittableRandom(SEED ^ 0x5DEECE66DL);
