@@ -1,6 +1,7 @@
 package io.kvoffload.internal.swarm;
 
 import io.kvoffload.internal.util.Checks;
+import io.kvoffload.internal.util.Softmax;
 import io.kvoffload.strategy.LayerKv;
 
 /**
@@ -42,8 +43,6 @@ public final class BlockMassIndex {
 
     /** Blocks per sweep: one chunk of accumulators (4 KiB per head) stays in the L1 cache. */
     private static final int CHUNK = 1024;
-    /** Below this many nats under a head's best block, a block's share is taken as 0 (e^-20 ≈ 2e-9). */
-    private static final float CUTOFF = 20f;
 
     private final Scoring scoring;
     private final Combination combination;
@@ -306,41 +305,14 @@ public final class BlockMassIndex {
         java.util.Arrays.fill(scores, 0, blocks, 0f);
         for (int h = 0; h < rows; h++) {
             int base = h * blocks;
-            float top = Float.NEGATIVE_INFINITY;
             for (int b = 0; b < blocks; b++) {
-                top = Math.max(top, logits[base + b] + logBlockTokens[b]);
+                logits[base + b] += logBlockTokens[b];
             }
+            float norm = Softmax.exponentiate(logits, base, blocks);
             for (int b = 0; b < blocks; b++) {
-                logits[base + b] = exp(Math.max(-CUTOFF, logits[base + b] + logBlockTokens[b] - top));
-            }
-            double z = 0;
-            for (int b = 0; b < blocks; b++) {
-                z += logits[base + b];
-            }
-            float inv = (float) (1.0 / z);
-            for (int b = 0; b < blocks; b++) {
-                scores[b] += logits[base + b] * inv;
+                scores[b] += logits[base + b] * norm;
             }
         }
-    }
-
-    /**
-     * {@code e^x} for {@code x ∈ [−CUTOFF, 0]}, within 2e-5 relative: {@code 2^i × p(f)} with {@code
-     * x·log2(e) = i + f}, {@code f ∈ [0, 1)}, and the degree-6 Taylor polynomial of {@code 2^f}. About
-     * 15% faster than {@code Math.exp} here; the shares only rank blocks, so this precision is plenty.
-     */
-    static float exp(float x) {
-        float y = x * 1.442695041f + 32f; // > 0 for x ≥ −CUTOFF, so truncation is floor
-        int i = (int) y;
-        float f = y - i;
-        float p = 1.5403530e-4f;
-        p = p * f + 1.3333558e-3f;
-        p = p * f + 9.6181291e-3f;
-        p = p * f + 5.5504109e-2f;
-        p = p * f + 2.4022651e-1f;
-        p = p * f + 6.9314718e-1f;
-        p = p * f + 1f;
-        return Float.intBitsToFloat((i + 127 - 32) << 23) * p;
     }
 
     /** Row {@code r}'s (a KV head's or a query head's) estimated block logits against KV head {@code h}. */

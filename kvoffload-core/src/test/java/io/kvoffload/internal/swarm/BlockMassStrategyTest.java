@@ -226,12 +226,4 @@ class BlockMassStrategyTest {
                 () -> new BlockMassStrategy("x", Scoring.MIX, Combination.HEAD_MASS, 70000));
         assertTrue(e.getMessage().contains("blockTokens = 70000"), e.getMessage());
     }
-
-    @Test
-    void theFastExponentialIsCloseToMathExp() {
-        for (float x = -20f; x <= 0f; x += 0.01f) {
-            double want = Math.exp(x);
-            assertTrue(Math.abs(BlockMassIndex.exp(x) / want - 1) < 2e-5, "exp(" + x + ")");
-        }
-    }
 }
