@@ -198,6 +198,7 @@ public final class KvSequence implements AutoCloseable {
             commits.commit(tokens, dirty);
             dirty = false;
         });
+        engine.committed(this);
     }
 
     /**

@@ -77,7 +77,13 @@ class ConcurrencyStressTest {
             }));
         }
         go.countDown();
-        Thread.sleep(1500);
+        // Until commits have evicted (how long that takes depends on the machine's load, so no fixed
+        // sleep), then at least 1.5 s of everything at once; the workers stop by themselves after 150 steps.
+        long start = System.nanoTime();
+        while ((e.stats().evictions() == 0 || System.nanoTime() - start < 1_500_000_000L)
+                && workers.stream().anyMatch(Thread::isAlive)) {
+            Thread.sleep(20);
+        }
         long evictions = e.stats().evictions();
         e.close(); // under running threads: must neither hang nor break anything committed
         for (Thread t : workers) {

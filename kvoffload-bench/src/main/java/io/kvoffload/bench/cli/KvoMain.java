@@ -20,7 +20,8 @@ import picocli.CommandLine.Command;
             CompareQualityCommand.class, KvSwapBench.class, KvSwapIoBench.class, TuneCommand.class,
             SwarmOnlineBench.class, SelectionLatencyCommand.class, ScalingCommand.class,
             io.kvoffload.bench.compare.SelectEvalCommand.class,
-            io.kvoffload.bench.faults.FaultCampaignCommand.class, CommandLine.HelpCommand.class})
+            io.kvoffload.bench.faults.FaultCampaignCommand.class, io.kvoffload.bench.remote.RemoteBench.class,
+            CommandLine.HelpCommand.class})
 public final class KvoMain implements Runnable {
     @CommandLine.Spec
     CommandLine.Model.CommandSpec spec;
