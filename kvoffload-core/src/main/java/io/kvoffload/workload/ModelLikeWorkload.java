@@ -119,15 +119,7 @@ public final class ModelLikeWorkload implements Workload {
                     + " positions to carry topics; allowed: a larger ropeTheta");
         }
         int topics = spec.topics();
-        this.popularityCdf = new double[topics];
-        double sum = 0;
-        for (int r = 0; r < topics; r++) {
-            sum += Math.pow(r + 1, -spec.popularitySkew());
-            popularityCdf[r] = sum;
-        }
-        for (int r = 0; r < topics; r++) {
-            popularityCdf[r] /= sum;
-        }
+        this.popularityCdf = Hashing.zipfCdf(topics, spec.popularitySkew());
         // The run table: log-uniform lengths, Zipf topics; one pass, the same for every layer.
         int cap = 16;
         int[] starts = new int[cap];
@@ -206,43 +198,26 @@ public final class ModelLikeWorkload implements Workload {
         Checks.index("layer", layer, shape.layers());
         long lk = layerKey(layer);
         int[][] out = outliers(layer);
-        return new LayerKv() {
-            @Override public int tokens() { return spec.tokens(); }
-            @Override public int kvHeads() { return shape.kvHeads(); }
-            @Override public int headDim() { return headDim; }
-
+        return new GeneratedLayer("ModelLikeWorkload.layer(" + layer + ")", spec.tokens(), shape.kvHeads(), headDim) {
             @Override
-            public void keys(int kvHead, int fromToken, int count, float[] dst, int dstOffset) {
-                LayerKv.checkRange(this, kvHead, fromToken, count, dst, dstOffset);
-                float[] content = new float[headDim];
-                for (int i = 0; i < count; i++) {
-                    int t = fromToken + i;
-                    content(lk, out[kvHead], kvHead, t, content);
-                    rope.rotate(content, 0, t, dst, dstOffset + i * headDim);
-                }
+            void key(int kvHead, int token, float[] dst, int off) {
+                content(lk, out[kvHead], kvHead, token, dst, off);
+                rope.rotate(dst, off, token, dst, off); // in place: each pair is read before it is written
             }
 
             @Override
-            public void values(int kvHead, int fromToken, int count, float[] dst, int dstOffset) {
-                LayerKv.checkRange(this, kvHead, fromToken, count, dst, dstOffset);
-                for (int i = 0; i < count; i++) {
-                    value(lk, kvHead, fromToken + i, dst, dstOffset + i * headDim);
-                }
-            }
-
-            @Override
-            public String toString() {
-                return "ModelLikeWorkload.layer(" + layer + ")";
+            void value(int kvHead, int token, float[] dst, int off) {
+                ModelLikeWorkload.this.value(lk, kvHead, token, dst, off);
             }
         };
     }
 
     /** Key content of {@code token} before RoPE (for tests of the channel structure). */
     void contentKey(int layer, int kvHead, int token, float[] dst) {
-        content(layerKey(layer), outliers(layer)[kvHead], kvHead, token, dst);
+        content(layerKey(layer), outliers(layer)[kvHead], kvHead, token, dst, 0);
     }
 
-    private void content(long lk, int[] outlierChannels, int kvHead, int t, float[] dst) {
+    private void content(long lk, int[] outlierChannels, int kvHead, int t, float[] dst, int off) {
         int topic = spec.structured() ? topicOf(t) : -1;
         long noise = Hashing.key(lk, KIND_NOISE, kvHead, t);
         long dir = topic >= 0 ? direction(lk, kvHead, topic) : 0;
@@ -253,7 +228,7 @@ public final class ModelLikeWorkload implements Workload {
         float keyNoise = (float) spec.keyNoise();
         for (int c = 0; c < headDim; c++) {
             float u = Hashing.component(noise, c);
-            dst[c] = switch (kind[c]) {
+            dst[off + c] = switch (kind[c]) {
                 case SINK -> c == sinkChannel && !Float.isNaN(sinkValue) ? sinkValue : 0.3f * u;
                 case SEMANTIC -> (float) (salience * Hashing.component(dir, c)) + keyNoise * u;
                 // Sinks carry no local component: their logit must not swing with the distance (they are "no-op" keys).
@@ -263,7 +238,7 @@ public final class ModelLikeWorkload implements Workload {
         }
         for (int c : outlierChannels) {
             // Large in every token with the channel's own sign, varying little: what makes per-channel key quantisation work (KIVI).
-            dst[c] = (float) (spec.outlierRatio() * sign(lk, kvHead, c) * (1 + 0.1 * Hashing.component(noise, c)));
+            dst[off + c] = (float) (spec.outlierRatio() * sign(lk, kvHead, c) * (1 + 0.1 * Hashing.component(noise, c)));
         }
     }
 
@@ -440,17 +415,7 @@ public final class ModelLikeWorkload implements Workload {
         return headTypes.computeIfAbsent(layer, l -> {
             // Exact shares per layer: a seeded permutation of the heads, streaming first, then retrieval.
             int n = shape.queryHeads();
-            int[] perm = new int[n];
-            for (int i = 0; i < n; i++) {
-                perm[i] = i;
-            }
-            long k = Hashing.key(layerKey(l), KIND_HEAD_TYPE);
-            for (int i = n - 1; i > 0; i--) {
-                int j = Hashing.below(Hashing.key(k, i), i + 1);
-                int tmp = perm[i];
-                perm[i] = perm[j];
-                perm[j] = tmp;
-            }
+            int[] perm = Hashing.permutation(Hashing.key(layerKey(l), KIND_HEAD_TYPE), n);
             int streaming = (int) Math.round(spec.streamingShare() * n);
             int retrieval = Math.min(n - streaming, (int) Math.round(spec.retrievalShare() * n));
             HeadType[] t = new HeadType[n];

@@ -88,15 +88,7 @@ public final class SyntheticWorkload implements Workload {
             double spread = positionalPairs == 1 ? 0.5 : Math.pow(6.0, f / (double) (positionalPairs - 1));
             theta[f] = 0.25 * spread / spec.localWindow();
         }
-        this.popularityCdf = new double[groups];
-        double sum = 0;
-        for (int r = 0; r < groups; r++) {
-            sum += Math.pow(r + 1, -spec.popularitySkew());
-            popularityCdf[r] = sum;
-        }
-        for (int r = 0; r < groups; r++) {
-            popularityCdf[r] /= sum;
-        }
+        this.popularityCdf = Hashing.zipfCdf(groups, spec.popularitySkew());
     }
 
     public WorkloadSpec spec() { return spec; }
@@ -150,42 +142,18 @@ public final class SyntheticWorkload implements Workload {
     @Override
     public LayerKv layer(int layer) {
         Checks.index("layer", layer, shape.layers());
-        return new GeneratedLayer(layer);
-    }
-
-    private final class GeneratedLayer implements LayerKv {
-        private final int layer;
-        private final long layerKey;
-
-        GeneratedLayer(int layer) {
-            this.layer = layer;
-            this.layerKey = layerKey(layer);
-        }
-
-        @Override public int tokens() { return spec.tokens(); }
-        @Override public int kvHeads() { return shape.kvHeads(); }
-        @Override public int headDim() { return headDim; }
-
-        @Override
-        public void keys(int kvHead, int fromToken, int count, float[] dst, int dstOffset) {
-            LayerKv.checkRange(this, kvHead, fromToken, count, dst, dstOffset);
-            for (int i = 0; i < count; i++) {
-                key(layerKey, kvHead, fromToken + i, dst, dstOffset + i * headDim);
+        long layerKey = layerKey(layer);
+        return new GeneratedLayer("SyntheticWorkload.layer(" + layer + ")", spec.tokens(), shape.kvHeads(), headDim) {
+            @Override
+            void key(int kvHead, int token, float[] dst, int off) {
+                SyntheticWorkload.this.key(layerKey, kvHead, token, dst, off);
             }
-        }
 
-        @Override
-        public void values(int kvHead, int fromToken, int count, float[] dst, int dstOffset) {
-            LayerKv.checkRange(this, kvHead, fromToken, count, dst, dstOffset);
-            for (int i = 0; i < count; i++) {
-                value(layerKey, kvHead, fromToken + i, dst, dstOffset + i * headDim);
+            @Override
+            void value(int kvHead, int token, float[] dst, int off) {
+                SyntheticWorkload.this.value(layerKey, kvHead, token, dst, off);
             }
-        }
-
-        @Override
-        public String toString() {
-            return "SyntheticWorkload.layer(" + layer + ")";
-        }
+        };
     }
 
     private void key(long layerKey, int kvHead, int t, float[] dst, int off) {
@@ -393,20 +361,7 @@ public final class SyntheticWorkload implements Workload {
     }
 
     private int[] permutation(int layer) {
-        return rankToGroup.computeIfAbsent(layer, l -> {
-            int[] p = new int[groups];
-            for (int i = 0; i < groups; i++) {
-                p[i] = i;
-            }
-            long k = Hashing.key(layerKey(l), KIND_PERMUTATION);
-            for (int i = groups - 1; i > 0; i--) {
-                int j = Hashing.below(Hashing.key(k, i), i + 1);
-                int tmp = p[i];
-                p[i] = p[j];
-                p[j] = tmp;
-            }
-            return p;
-        });
+        return rankToGroup.computeIfAbsent(layer, l -> Hashing.permutation(Hashing.key(layerKey(l), KIND_PERMUTATION), groups));
     }
 
     /** The attended groups of one layer, step by step; grown on demand and cached. */
