@@ -1,13 +1,12 @@
 package io.kvoffload.bench.compare;
 
-import io.kvoffload.DType;
 import io.kvoffload.KvShape;
 import io.kvoffload.attention.ExactAttention;
 import io.kvoffload.attention.QualityMetrics;
+import io.kvoffload.bench.cli.HeadOptions;
 import io.kvoffload.strategy.DenseLayerKv;
 import io.kvoffload.strategy.FetchPlan;
 import io.kvoffload.strategy.LayerContext;
-import io.kvoffload.strategy.LayerKv;
 import io.kvoffload.strategy.LayerSelector;
 import io.kvoffload.strategy.SelectionStrategy;
 import io.kvoffload.workload.Workload;
@@ -20,6 +19,7 @@ import java.util.Locale;
 import java.util.concurrent.Callable;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.Spec;
 
@@ -51,14 +51,8 @@ public final class SelectEvalCommand implements Callable<Integer> {
     @Option(names = "--layers", defaultValue = "2", description = "Layers (default: ${DEFAULT-VALUE}).")
     int layers;
 
-    @Option(names = "--query-heads", defaultValue = "32", description = "Query heads (default: ${DEFAULT-VALUE}).")
-    int queryHeads;
-
-    @Option(names = "--kv-heads", defaultValue = "8", description = "KV heads (default: ${DEFAULT-VALUE}).")
-    int kvHeads;
-
-    @Option(names = "--head-dim", defaultValue = "128", description = "Head dimension (default: ${DEFAULT-VALUE}).")
-    int headDim;
+    @Mixin
+    HeadOptions heads = new HeadOptions(32, 8, 128);
 
     @Option(names = "--steps", defaultValue = "8", description = "Scored decoding steps per layer (default: ${DEFAULT-VALUE}).")
     int steps;
@@ -110,7 +104,7 @@ public final class SelectEvalCommand implements Callable<Integer> {
                 }
                 java.lang.foreign.Arena arena = java.lang.foreign.Arena.ofShared();
                 io.kvoffload.internal.baseline.SwarmSelector sel = io.kvoffload.internal.baseline.SwarmSelector.build(
-                        context.keys(), queryHeads, profile, budget,
+                        context.keys(), heads.queryHeads, profile, budget,
                         io.kvoffload.internal.swarm.ClusteringConfig.defaults()
                                 .withRadius(io.kvoffload.internal.swarm.ClusterRadius.fixed(0.35)),
                         sinks, window, arena);
@@ -186,12 +180,12 @@ public final class SelectEvalCommand implements Callable<Integer> {
         List<SelectionStrategy> chosen = strategies.stream()
                 .map(n -> n.equals(BLOCK_ORACLE) ? blockOracle() : n.equals(SWARM) ? swarm()
                         : io.kvoffload.strategy.Strategies.named(n)).toList();
-        KvShape shape = new KvShape(layers, queryHeads, kvHeads, headDim, DType.BF16);
+        KvShape shape = heads.shape(layers);
         PrintWriter out = spec.commandLine().getOut();
         out.printf(Locale.ROOT, "select-eval: family %s, %d tokens, %d layers, %d query heads on %d KV heads, head dim %d (entry %d B),"
                         + " budget %.3f, sinks %d, window %d, %d-token blocks, steps %d from %d, seed %d, %s%n",
-                family, tokens, layers, queryHeads, kvHeads, headDim, shape.entryBytes(), budget, sinks, window, block, steps,
-                firstStep, seed, Runtime.version());
+                family, tokens, layers, heads.queryHeads, heads.kvHeads, heads.headDim, shape.entryBytes(), budget, sinks,
+                window, block, steps, firstStep, seed, Runtime.version());
         out.flush();
         workload = WorkloadFamily.byName(family).create(shape, tokens, seed);
         ExactAttention attention = ExactAttention.of(shape);
