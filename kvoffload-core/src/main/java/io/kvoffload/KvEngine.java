@@ -50,10 +50,28 @@ public final class KvEngine implements AutoCloseable {
         RemoteConfig rc = store.config().remote();
         try {
             // The link's threads call back into this engine only once a sequence is committed.
-            this.remote = rc == null ? null : RemoteLink.open(this, rc, System::getenv);
+            this.remote = rc == null ? null : RemoteLink.open(this, rc, System::getenv,
+                    store.metadataHome().resolve(PUBLISHED_DIR), store.modes(), this::localManifest);
+        } catch (IOException e) {
+            store.close();
+            throw KvIoException.of("reading the remote tier's records in " + store.metadataHome().resolve(PUBLISHED_DIR)
+                    + " failed", e);
         } catch (RuntimeException | Error e) {
             store.close();
             throw e;
+        }
+        if (remote != null) {
+            store.evictFirst(remote::evictFirst); // published whole: can be pulled back, so dropped first
+        }
+    }
+
+    /** Folder (in the metadata directory, else the first SSD directory) of the sequences published whole. */
+    static final String PUBLISHED_DIR = "remote-published";
+
+    private Manifest localManifest(String id) {
+        synchronized (store) {
+            SequenceCatalog.Entry e = store.catalog().get(id);
+            return e == null ? null : e.manifest();
         }
     }
 

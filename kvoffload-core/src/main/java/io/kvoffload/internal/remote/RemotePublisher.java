@@ -210,7 +210,7 @@ final class RemotePublisher implements AutoCloseable {
             RemoteLink.await(tier.put(List.of(seqKey), List.of(RemoteRecords.sequence(seqKey, shape.fingerprint(), bt,
                     tokens, chain.length * bt))), timeoutMillis);
             if (tokens.length == chain.length * bt) { // whole blocks only: it can be pulled back exactly
-                restorables.remember(id, readAt, new Restorables.Published(shape, bt, chain[chain.length - 1]));
+                restorables.remember(id, readAt, new Restorables.Published(shape, bt, tokens.length, chain[chain.length - 1]));
             }
         }
     }

@@ -59,6 +59,7 @@ public final class Store implements AutoCloseable {
     private DeviceTier deviceTier;
     private FaultInjectingBackend faults;
     private final List<Consumer<SequenceInfo>> evictionListeners = new CopyOnWriteArrayList<>();
+    private volatile java.util.function.Predicate<String> evictFirst = id -> false;
     private ExecutorService listenerThread; // started with the first eviction a listener must hear of
 
     public Store(KvConfig config) throws IOException {
@@ -338,7 +339,7 @@ public final class Store implements AutoCloseable {
                 if (off >= 0) {
                     return pack(device, off);
                 }
-                SequenceCatalog.Entry victim = catalog.evictionCandidate(requester);
+                SequenceCatalog.Entry victim = catalog.evictionCandidate(requester, evictFirst);
                 if (victim == null) {
                     break;
                 }
@@ -415,6 +416,23 @@ public final class Store implements AutoCloseable {
                 }
             });
         }
+    }
+
+    /**
+     * Sequences eviction drops before the others (those a remote tier can give back); asked under
+     * this store's lock, so it must not take locks that are held while waiting for the store.
+     */
+    public void evictFirst(java.util.function.Predicate<String> p) {
+        this.evictFirst = p;
+    }
+
+    /** The directory small engine-wide records go to: the metadata directory, else the first SSD directory. */
+    public Path metadataHome() {
+        return config.metadataDirectory() != null ? config.metadataDirectory() : config.ssdDirectories().get(0);
+    }
+
+    public FileModes modes() {
+        return modes;
     }
 
     /** Adds a listener told about each eviction (on a dedicated thread). */
