@@ -3,9 +3,11 @@ package io.kvoffload.redis;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.kvoffload.DType;
+import io.kvoffload.KvConfig;
 import io.kvoffload.KvEngine;
 import io.kvoffload.KvSequence;
 import io.kvoffload.KvShape;
@@ -248,6 +250,58 @@ class RemoteFaultTest {
             commit(e, "p", BT * 3);
             assertTrue(e.awaitRemotePublished(Duration.ofSeconds(1)));
             assertEquals(BT * 3, verifiedPrefix(e, BT * 3));
+        }
+    }
+
+    /** Flips one bit of layer 0 block 0 of engine A's store: the first extent, offset 0 of its pool. */
+    void corruptFirstLocalBlock() throws Exception {
+        Path pool = a.resolve("ssd0").resolve("kvoffload.pool");
+        try (java.nio.channels.FileChannel ch = java.nio.channels.FileChannel.open(pool,
+                java.nio.file.StandardOpenOption.READ, java.nio.file.StandardOpenOption.WRITE)) {
+            ByteBuffer one = ByteBuffer.allocate(1);
+            ch.read(one, 10);
+            ch.write(ByteBuffer.wrap(new byte[] {(byte) (one.get(0) ^ 0x40)}), 10);
+        }
+    }
+
+    @Test
+    void aLocalBlockNoCopyOfWhichVerifiesIsServedFromTheClusterAndRepaired(LoopbackCluster cluster) throws Exception {
+        RemoteConfig rc = RedisClusterExtension.remote(cluster).build();
+        publish(rc, BT * 2);
+        corruptFirstLocalBlock();
+        try (KvEngine ea = KvEngine.open(RedisClusterExtension.config(a, 1, rc)); KvSequence s = ea.openSequence("p")) {
+            assertNull(TestEngines.verify(s, SEED, TestEngines.all(BT * 2)));
+            assertEquals(1, ea.stats().remoteFailovers());
+            assertEquals(1, ea.stats().repairs());
+        }
+        // The local copy was rewritten: it reads whole without the cluster.
+        KvConfig local = TestEngines.config(TestEngines.deviceDirs(a, 1), "portable").blockTokens(BT)
+                .deviceCapacityBytes(64L << 20).build();
+        try (KvEngine ea = KvEngine.open(local); KvSequence s = ea.openSequence("p")) {
+            assertNull(TestEngines.verify(s, SEED, TestEngines.all(BT * 2)));
+            assertEquals(0, ea.stats().checksumFailures());
+        }
+    }
+
+    @Test
+    void aLocalBlockWhoseRemoteCopyIsCorruptTooFailsTheReadClearly(LoopbackCluster cluster) throws Exception {
+        RemoteConfig rc = RedisClusterExtension.remote(cluster).build();
+        publish(rc, BT * 2);
+        corruptFirstLocalBlock();
+        String key = layerKey(rc, 0, 0);
+        try (RemoteTier t = new RedisRemoteTierProvider().open(rc.resolve(System::getenv))) {
+            byte[] blob = t.get(List.of(key)).join()[0];
+            blob[blob.length / 2] ^= 0x10;
+            t.delete(List.of(key)).join();
+            t.put(List.of(key), List.of(blob)).join();
+        }
+        try (KvEngine ea = KvEngine.open(RedisClusterExtension.config(a, 1, rc)); KvSequence s = ea.openSequence("p")) {
+            io.kvoffload.KvChecksumException ex = assertThrows(io.kvoffload.KvChecksumException.class,
+                    () -> TestEngines.verify(s, SEED, TestEngines.all(BT * 2)));
+            assertEquals(0, ex.layer());
+            assertEquals(0, ex.fromToken());
+            assertEquals(0, ea.stats().remoteFailovers());
+            assertEquals(1, ea.stats().remote().checksumFailures(), "the remote copy failed its own checksum");
         }
     }
 }

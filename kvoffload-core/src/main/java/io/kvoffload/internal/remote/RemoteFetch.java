@@ -4,6 +4,7 @@ import io.kvoffload.KvEngine;
 import io.kvoffload.KvSequence;
 import io.kvoffload.KvShape;
 import io.kvoffload.PrefixMatch;
+import io.kvoffload.internal.storage.Manifest;
 import io.kvoffload.internal.storage.PrefixIndex;
 import io.kvoffload.spi.RemoteTier;
 import java.lang.foreign.Arena;
@@ -145,6 +146,33 @@ final class RemoteFetch {
             s.commit();
             return done;
         }
+    }
+
+    /**
+     * One layer of one block of a committed local sequence, as published (K entries then V entries),
+     * verified against its remote checksum; null when the tier has no good copy or fails.
+     */
+    MemorySegment block(Manifest m, int layer, int block) {
+        int bt = m.blockTokens();
+        byte[][] chain = PrefixIndex.chainHashes(m.shape().fingerprint(), m.tokenIds(), (block + 1) * bt, bt);
+        String key = keys.layer(chain[block], layer);
+        int payload = 2 * bt * m.shape().halfEntryBytes();
+        byte[] blob;
+        try {
+            blob = RemoteLink.await(tier.get(List.of(key)), timeoutMillis)[0];
+        } catch (RuntimeException e) {
+            counters.fetchFailures.increment();
+            LOG.warn("fetching remote block {} of sequence {} (layer {}) failed: {}", block, m.id(), layer, e.toString());
+            return null;
+        }
+        if (!RemoteBlob.verify(key, blob, payload)) {
+            if (blob != null) {
+                corrupt(key);
+            }
+            return null;
+        }
+        counters.bytesFetched.add(payload);
+        return MemorySegment.ofArray(blob).asSlice(RemoteBlob.HEADER, payload);
     }
 
     /** Appends the verified leading blocks [0, run) to {@code s}; returns how many. */

@@ -140,6 +140,11 @@ public final class RemoteLink implements AutoCloseable {
         return tier != null && restorables.contains(id);
     }
 
+    /** See {@link RemoteFetch#block}; null when the link is down. */
+    public java.lang.foreign.MemorySegment block(Manifest m, int layer, int block) {
+        return fetch == null ? null : fetch.block(m, layer, block);
+    }
+
     /** See {@link RemoteFetch#pull}; empty when the link is down. */
     public Optional<PrefixMatch> pull(KvShape shape, int blockTokens, int[] prompt, int localMatched) {
         return fetch == null ? Optional.empty() : fetch.pull(shape, blockTokens, prompt, localMatched);
