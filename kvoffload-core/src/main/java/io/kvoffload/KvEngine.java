@@ -285,7 +285,7 @@ public final class KvEngine implements AutoCloseable {
         }
         if (remote != null) {
             Optional<PrefixMatch> pulled = remote.pull(shape, store.config().blockTokens(), promptTokens,
-                    best == null ? 0 : best.matchedTokens());
+                    best == null ? 0 : best.matchedTokens(), best == null ? null : best.sequenceId());
             if (pulled.isPresent()) {
                 return pulled;
             }

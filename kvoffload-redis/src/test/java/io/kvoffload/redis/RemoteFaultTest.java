@@ -304,4 +304,24 @@ class RemoteFaultTest {
             assertEquals(1, ea.stats().remote().checksumFailures(), "the remote copy failed its own checksum");
         }
     }
+
+    @Test
+    void aBlockMissingBetweenPublishedOnesIsPublishedAloneAndThePrefixIsWholeAgain(LoopbackCluster cluster)
+            throws Exception {
+        RemoteConfig rc = RedisClusterExtension.remote(cluster).build();
+        publish(rc, BT * 4);
+        String record1 = layerKey(rc, 1, 0).replaceAll(":0$", ":rec");
+        try (RemoteTier t = new RedisRemoteTierProvider().open(rc.resolve(System::getenv))) {
+            assertEquals(1L, t.delete(List.of(record1)).join(), record1);
+        }
+        try (KvEngine eb = KvEngine.open(RedisClusterExtension.config(b, 1, rc))) {
+            assertEquals(BT, verifiedPrefix(eb, BT * 4), "the prefix stops at the missing record");
+            commit(eb, "again", BT * 4);
+            assertTrue(eb.awaitRemotePublished(Duration.ofSeconds(30)));
+            assertEquals(1, eb.stats().remote().blocksPublished(), "only the missing block is sent");
+        }
+        try (KvEngine ec = KvEngine.open(RedisClusterExtension.config(c, 1, rc))) {
+            assertEquals(BT * 4, verifiedPrefix(ec, BT * 4));
+        }
+    }
 }

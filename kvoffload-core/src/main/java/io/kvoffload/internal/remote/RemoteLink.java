@@ -146,8 +146,8 @@ public final class RemoteLink implements AutoCloseable {
     }
 
     /** See {@link RemoteFetch#pull}; empty when the link is down. */
-    public Optional<PrefixMatch> pull(KvShape shape, int blockTokens, int[] prompt, int localMatched) {
-        return fetch == null ? Optional.empty() : fetch.pull(shape, blockTokens, prompt, localMatched);
+    public Optional<PrefixMatch> pull(KvShape shape, int blockTokens, int[] prompt, int localMatched, String localId) {
+        return fetch == null ? Optional.empty() : fetch.pull(shape, blockTokens, prompt, localMatched, localId);
     }
 
     /** Waits until every queued sequence is published (or failed); false if {@code millis} passed first. */
