@@ -47,6 +47,16 @@ class RemoteRestoreTest {
         return e.sequences().stream().map(SequenceInfo::id).anyMatch(id::equals);
     }
 
+    /** Opening {@code id} (absent locally) gives its {@code tokens} tokens and their KV, bit-exact. */
+    static void assertPulledBackBitExact(KvEngine e, String id, int tokens) {
+        try (KvSequence s = e.openSequence(id)) {
+            assertEquals(tokens, s.tokenCount());
+            assertEquals(java.util.Arrays.toString(KvTestData.tokenIds(seed(id), 0, tokens)),
+                    java.util.Arrays.toString(s.tokenIds()));
+            assertNull(TestEngines.verify(s, seed(id), TestEngines.all(tokens)));
+        }
+    }
+
     @Test
     void anEvictedSequencePublishedWholeIsPulledBackWhenOpened(LoopbackCluster cluster) throws Exception {
         RemoteConfig rc = RedisClusterExtension.remote(cluster).build();
@@ -65,12 +75,7 @@ class RemoteRestoreTest {
             assertTrue(e.stats().evictions() > 0);
             assertTrue(e.awaitRemotePublished(Duration.ofSeconds(30)));
 
-            try (KvSequence s = e.openSequence("whole")) {
-                assertEquals(64, s.tokenCount());
-                assertEquals(java.util.Arrays.toString(KvTestData.tokenIds(seed("whole"), 0, 64)),
-                        java.util.Arrays.toString(s.tokenIds()));
-                assertNull(TestEngines.verify(s, seed("whole"), TestEngines.all(64)));
-            }
+            assertPulledBackBitExact(e, "whole", 64);
             assertEquals(4, e.stats().remote().blocksFetched());
             // A partial last block was never published: the sequence cannot come back whole, so it does not.
             assertThrows(IllegalArgumentException.class, () -> e.openSequence("tail"));
@@ -99,12 +104,7 @@ class RemoteRestoreTest {
         // Restart again after the eviction: opening it pulls it back, bit-exact.
         try (KvEngine e = KvEngine.open(cfg)) {
             assertTrue(!listed(e, "kept"));
-            try (KvSequence s = e.openSequence("kept")) {
-                assertEquals(48, s.tokenCount());
-                assertEquals(java.util.Arrays.toString(KvTestData.tokenIds(seed("kept"), 0, 48)),
-                        java.util.Arrays.toString(s.tokenIds()));
-                assertNull(TestEngines.verify(s, seed("kept"), TestEngines.all(48)));
-            }
+            assertPulledBackBitExact(e, "kept", 48);
             assertEquals(3, e.stats().remote().blocksFetched());
         }
     }
