@@ -47,6 +47,12 @@ class RemoteRestoreTest {
         return e.sequences().stream().map(SequenceInfo::id).anyMatch(id::equals);
     }
 
+    /** One device of 1 MiB (a few sequences fill it), 16-token blocks, on {@code cluster} under a fresh prefix. */
+    KvConfig smallPool(LoopbackCluster cluster) {
+        return TestEngines.config(TestEngines.deviceDirs(root, 1), "portable").blockTokens(16)
+                .deviceCapacityBytes(1L << 20).remote(RedisClusterExtension.remote(cluster).build()).build();
+    }
+
     /** Opening {@code id} (absent locally) gives its {@code tokens} tokens and their KV, bit-exact. */
     static void assertPulledBackBitExact(KvEngine e, String id, int tokens) {
         try (KvSequence s = e.openSequence(id)) {
@@ -59,9 +65,7 @@ class RemoteRestoreTest {
 
     @Test
     void anEvictedSequencePublishedWholeIsPulledBackWhenOpened(LoopbackCluster cluster) throws Exception {
-        RemoteConfig rc = RedisClusterExtension.remote(cluster).build();
-        KvConfig cfg = TestEngines.config(TestEngines.deviceDirs(root, 1), "portable").blockTokens(16)
-                .deviceCapacityBytes(1L << 20).remote(rc).build();
+        KvConfig cfg = smallPool(cluster);
         try (KvEngine e = KvEngine.open(cfg)) {
             commit(e, "whole", 64);
             commit(e, "tail", 64 + 5);
@@ -85,9 +89,7 @@ class RemoteRestoreTest {
 
     @Test
     void evictionDropsPublishedSequencesFirstAndThePullBackSurvivesARestart(LoopbackCluster cluster) throws Exception {
-        RemoteConfig rc = RedisClusterExtension.remote(cluster).build();
-        KvConfig cfg = TestEngines.config(TestEngines.deviceDirs(root, 1), "portable").blockTokens(16)
-                .deviceCapacityBytes(1L << 20).remote(rc).build();
+        KvConfig cfg = smallPool(cluster);
         try (KvEngine e = KvEngine.open(cfg)) {
             commit(e, "older-unpublished", 64 + 5); // least recently used, but its tail is local only
             commit(e, "kept", 48);
