@@ -111,14 +111,17 @@ class RemoteFaultTest {
     void aMasterKilledMidPublishLeavesNoPartialBlockAndTheLocalPathWorks() throws Exception {
         try (LoopbackCluster cluster = RedisClusterExtension.privateCluster()) {
             RemoteConfig rc = RedisClusterExtension.remote(cluster).kind("redis-hooked").build();
-            // A window of blocks is two puts: every layer blob, then the block records. The master dies between them.
-            HookedRedisProvider.hookAtPut = 1;
+            // A window of eight blocks (one run) is a put per layer, then one of the block records. The master
+            // dies before the records' put.
+            HookedRedisProvider.hookAtPut = SHAPE.layers();
             HookedRedisProvider.hook = () -> cluster.kill(1);
             try (KvEngine ea = KvEngine.open(RedisClusterExtension.config(a, 2, rc))) {
                 commit(ea, "p", BT * 8);
                 assertTrue(ea.awaitRemotePublished(Duration.ofSeconds(60)));
                 RemoteStatus st = ea.stats().remote();
-                assertEquals(1, st.publishFailures(), st.toString());
+                // Commit and the writer's close both queue it: one pass, or two when the first began after the
+                // close; each fails.
+                assertTrue(st.publishFailures() >= 1, st.toString());
                 assertEquals(0, st.blocksPublished(), "the records' put failed: no block counts as published");
                 // The local path is unaffected: A reads its sequence and commits another.
                 try (KvSequence s = ea.openSequence("p")) {
