@@ -1,5 +1,6 @@
 package io.kvoffload;
 
+import io.kvoffload.internal.obs.EngineMXBean;
 import io.kvoffload.internal.storage.DevicePool;
 import io.kvoffload.internal.storage.Manifest;
 import io.kvoffload.internal.storage.ManifestStore;
@@ -40,10 +41,17 @@ public final class KvEngine implements AutoCloseable {
 
     private final Store store;
     private final Map<KvSequence, Boolean> open = new IdentityHashMap<>();
+    /** This engine's {@link KvEngineMXBean}, registered while it is open. */
+    private final EngineMXBean mxBean;
     private volatile boolean closed;
 
     private KvEngine(Store store) {
         this.store = store;
+        this.mxBean = EngineMXBean.register(store.storeUuid(), this::stats, () -> {
+            synchronized (store) {
+                return store.catalog().all().size();
+            }
+        });
     }
 
     /**
@@ -293,6 +301,23 @@ public final class KvEngine implements AutoCloseable {
     }
 
     /**
+     * Adds a listener told about every {@link KvDegradation} — a layer attended in full from DRAM
+     * because it was never laid out, a manifest ignored or quarantined at open, a device unavailable
+     * or failed — on the listener thread, in order; it first hears those found when this engine
+     * opened. They are logged (WARN/ERROR) and emitted as JFR events whether or not a listener is added.
+     */
+    public void addDegradationListener(KvDegradationListener listener) {
+        checkOpen();
+        Checks.notNull("listener", listener);
+        store.degradations().add(listener);
+    }
+
+    /** The name under which this engine's {@link KvEngineMXBean} is registered on the platform MBean server. */
+    public javax.management.ObjectName mxBeanName() {
+        return mxBean.name();
+    }
+
+    /**
      * Gives back space quarantined at open ({@link KvStats#quarantine()}): the manifest copies that
      * could not be used move to a {@code quarantine} folder beside them and are never loaded again,
      * and the space they might have referenced becomes free. This is the only way quarantined space is
@@ -345,6 +370,7 @@ public final class KvEngine implements AutoCloseable {
                 LOG.warn("closing {} failed", s, e);
             }
         }
+        mxBean.close();
         store.close();
     }
 }

@@ -90,7 +90,7 @@ public final class ReplicaFailover {
                 tried.add("device " + badDevice + " offset " + badOffset + " again (" + ex.getMessage() + ")");
             }
         }
-        verifier.mismatch();
+        verifier.mismatch(badDevice, layer, token, true);
         throw new KvChecksumException("checksum mismatch on device " + badDevice + " ("
                 + store.devices().get(badDevice).directory() + "), sequence " + sequenceId + ", layer " + layer
                 + ", tokens " + token + ".." + token + ": no good copy is left; copies tried: " + tried, badDevice,
