@@ -73,6 +73,19 @@ public final class LatencyHistogram {
         return new LatencyHistogram(h);
     }
 
+    /** Both distributions together (a batch's decoders, say). */
+    public LatencyHistogram plus(LatencyHistogram other) {
+        if (other.count() == 0) {
+            return this;
+        }
+        if (count() == 0) {
+            return other;
+        }
+        Histogram h = histogram.copy();
+        h.add(other.histogram);
+        return new LatencyHistogram(h);
+    }
+
     /** {@code n=…, p50=…, p99=…, p99.9=…, max=…} in µs. */
     @Override
     public String toString() {
