@@ -6,6 +6,8 @@ import io.kvoffload.internal.decode.FetchObserver;
 import io.kvoffload.internal.decode.LayerFetcher;
 import io.kvoffload.internal.decode.PipelineStrategy;
 import io.kvoffload.internal.decode.PlannedLayer;
+import io.kvoffload.internal.sequence.DTypeArrays;
+import io.kvoffload.internal.sequence.FloatKv;
 import io.kvoffload.internal.sequence.SequenceAccess;
 import io.kvoffload.internal.sequence.SequenceHooks;
 import io.kvoffload.internal.sched.BucketScheduler;
@@ -63,6 +65,7 @@ public final class KvDecoder implements AutoCloseable {
     /** One pipeline slot per view: the scheduler, staging and rows of the fetch that view receives. */
     private final EntryFetch[] slots;
     private final DecodeCounters counters = new DecodeCounters();
+    private final DTypeArrays arrays;
     /** Latency histograms and JFR fetch events. */
     private final FetchObserver observer;
     /** Every public entry takes it: one thread at a time (see {@link SingleOwner}). */
@@ -82,6 +85,7 @@ public final class KvDecoder implements AutoCloseable {
         this.inFlight = new boolean[shape.layers()];
         this.views = new KvView[options.pipelineDepth()];
         this.slots = new EntryFetch[options.pipelineDepth()];
+        this.arrays = new DTypeArrays(shape.dtype());
         this.observer = new FetchObserver(counters, sequence.id(), options.pipelineDepth());
         BucketScheduler.Mode mode = BucketScheduler.Mode.of(options.scheduling());
         for (int i = 0; i < views.length; i++) {
@@ -277,15 +281,17 @@ public final class KvDecoder implements AutoCloseable {
         }
     }
 
-    /** {@link #appendKv(int, MemorySegment, MemorySegment)} for F32 sequences. */
+    /**
+     * {@link #appendKv(int, MemorySegment, MemorySegment)} from floats, for a sequence of any dtype
+     * (F16 and BF16 converted, see {@link KvSequence#appendKv(int, float[], float[])}).
+     */
     public void appendKv(int layer, float[] keys, float[] values) {
-        Checks.notNull("keys", keys);
-        Checks.notNull("values", values);
-        if (shape.dtype() != DType.F32) {
-            throw new IllegalArgumentException("keys is float[] but the sequence's dtype is " + shape.dtype()
-                    + "; allowed for float[]: F32 (or pass a MemorySegment)");
-        }
-        appendKv(layer, MemorySegment.ofArray(keys), MemorySegment.ofArray(values));
+        FloatKv.append(shape, keys, values, (k, v) -> appendKv(layer, k, v));
+    }
+
+    /** {@link #appendKv(int, MemorySegment, MemorySegment)} for F16 and BF16 sequences (raw bit patterns). */
+    public void appendKv(int layer, short[] keys, short[] values) {
+        appendKv(layer, arrays.f16("keys", keys), DTypeArrays.of("values", values));
     }
 
     /** Whether any view is fetching. */

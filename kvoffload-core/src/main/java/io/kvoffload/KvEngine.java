@@ -138,6 +138,34 @@ public final class KvEngine implements AutoCloseable {
         return openCommitted(id, true);
     }
 
+    /**
+     * {@link #openSequence(String)} for a model of {@code expectedShape}: refuses a sequence stored
+     * by another model (layers, heads, head dim or dtype differ) instead of handing its KV to the
+     * wrong attention.
+     *
+     * @throws IllegalArgumentException if the sequence's shape is not {@code expectedShape} (both are named)
+     */
+    public KvSequence openSequence(String id, KvShape expectedShape) {
+        Checks.notNull("expectedShape", expectedShape);
+        return expecting(openCommitted(id, false), expectedShape);
+    }
+
+    /** {@link #openSequenceForAppend(String)} refusing a shape other than {@code expectedShape}, as {@link #openSequence(String, KvShape)}. */
+    public KvSequence openSequenceForAppend(String id, KvShape expectedShape) {
+        Checks.notNull("expectedShape", expectedShape);
+        return expecting(openCommitted(id, true), expectedShape);
+    }
+
+    private static KvSequence expecting(KvSequence s, KvShape expectedShape) {
+        if (!expectedShape.equals(s.shape())) {
+            s.close();
+            throw new IllegalArgumentException("expectedShape = " + expectedShape + " does not match sequence '" + s.id()
+                    + "', stored with " + s.shape() + "; allowed: the shape it was stored with (open it with that"
+                    + " model, or look up prefixes with findLongestPrefix, which matches on the shape)");
+        }
+        return s;
+    }
+
     private KvSequence openCommitted(String id, boolean writable) {
         checkOpen();
         Checks.notNull("id", id);

@@ -653,7 +653,6 @@ public final class CompareCommand implements Callable<Integer> {
                     try (KvView v = view.await()) {
                         DecodeStats after = d.stats();
                         acc.select(after.selectNanos() - before.selectNanos());
-                        before = after;
                         synchronized (acc) {
                             acc.fetches++;
                             acc.rows += v.tokenCount();
@@ -661,6 +660,7 @@ public final class CompareCommand implements Callable<Integer> {
                             acc.reads += after.readRequests() - before.readRequests();
                             acc.ioNanos += after.ioNanos() - before.ioNanos();
                         }
+                        before = after;
                         long bad = check(f, l, v);
                         synchronized (acc) {
                             acc.rowsChecked += v.tokenCount();
