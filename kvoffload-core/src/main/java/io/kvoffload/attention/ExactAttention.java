@@ -1,5 +1,6 @@
 package io.kvoffload.attention;
 
+import io.kvoffload.internal.util.Softmax;
 import io.kvoffload.strategy.DenseLayerKv;
 import io.kvoffload.strategy.LayerKv;
 import io.kvoffload.KvShape;
@@ -111,21 +112,10 @@ public final class ExactAttention {
                     logits[g * ids.length + i] = one[g][0];
                 }
             }
-            double[] sums = new double[groupSize];
             float[] norms = new float[groupSize];
-            float[] max = new float[groupSize];
             for (int g = 0; g < groupSize; g++) {
-                max[g] = Float.NEGATIVE_INFINITY;
-                for (int i = 0; i < ids.length; i++) {
-                    max[g] = Math.max(max[g], logits[g * ids.length + i]);
-                }
-                for (int i = 0; i < ids.length; i++) {
-                    float e = (float) Math.exp(logits[g * ids.length + i] - max[g]);
-                    logits[g * ids.length + i] = e;
-                    sums[g] += e;
-                }
                 // Same arithmetic as the dense path, so the full set reproduces it bit for bit.
-                norms[g] = (float) (1.0 / sums[g]);
+                norms[g] = Softmax.exponentiate(logits, g * ids.length, ids.length);
             }
             for (int i = 0; i < ids.length; i++) {
                 kv.values(kvh, ids[i], 1, v, 0);
@@ -168,17 +158,7 @@ public final class ExactAttention {
             }
             for (int g = 0; g < groupSize; g++) {
                 float[] row = logits[g];
-                float max = Float.NEGATIVE_INFINITY;
-                for (float l : row) {
-                    max = Math.max(max, l);
-                }
-                double sum = 0;
-                for (int t = 0; t < n; t++) {
-                    float e = (float) Math.exp(row[t] - max);
-                    row[t] = e;
-                    sum += e;
-                }
-                float norm = (float) (1.0 / sum);
+                float norm = Softmax.exponentiate(row, 0, n);
                 for (int t = 0; t < n; t++) {
                     row[t] *= norm;
                     weights[t] += row[t] * inv;
@@ -292,19 +272,7 @@ public final class ExactAttention {
         return seen.stream().toArray();
     }
 
-    /** Dot product with four partial sums, which lets the CPU overlap the additions. */
     static float dot(float[] a, int ao, float[] b, int bo, int n) {
-        float s0 = 0, s1 = 0, s2 = 0, s3 = 0;
-        int i = 0;
-        for (; i + 3 < n; i += 4) {
-            s0 += a[ao + i] * b[bo + i];
-            s1 += a[ao + i + 1] * b[bo + i + 1];
-            s2 += a[ao + i + 2] * b[bo + i + 2];
-            s3 += a[ao + i + 3] * b[bo + i + 3];
-        }
-        for (; i < n; i++) {
-            s0 += a[ao + i] * b[bo + i];
-        }
-        return (s0 + s1) + (s2 + s3);
+        return Softmax.dot(a, ao, b, bo, n);
     }
 }

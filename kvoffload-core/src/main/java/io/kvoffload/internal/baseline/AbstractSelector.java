@@ -1,5 +1,6 @@
 package io.kvoffload.internal.baseline;
 
+import io.kvoffload.internal.util.Softmax;
 import io.kvoffload.internal.util.Checks;
 import io.kvoffload.strategy.DenseLayerKv;
 import io.kvoffload.strategy.LayerKv;
@@ -123,20 +124,8 @@ abstract class AbstractSelector implements BaselineSelector {
         return keys;
     }
 
-    /** Dot product of {@code n} floats with four partial sums, so the additions overlap. */
     static float dot(float[] a, int ao, float[] b, int bo, int n) {
-        float s0 = 0, s1 = 0, s2 = 0, s3 = 0;
-        int i = 0;
-        for (; i + 3 < n; i += 4) {
-            s0 += a[ao + i] * b[bo + i];
-            s1 += a[ao + i + 1] * b[bo + i + 1];
-            s2 += a[ao + i + 2] * b[bo + i + 2];
-            s3 += a[ao + i + 3] * b[bo + i + 3];
-        }
-        for (; i < n; i++) {
-            s0 += a[ao + i] * b[bo + i];
-        }
-        return (s0 + s1) + (s2 + s3);
+        return Softmax.dot(a, ao, b, bo, n);
     }
 
     /** Writes {@code from, from + 1, …, to − 1} into {@code out} at {@code at}; returns the new end. */

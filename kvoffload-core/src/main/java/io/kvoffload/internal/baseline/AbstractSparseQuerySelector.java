@@ -1,5 +1,6 @@
 package io.kvoffload.internal.baseline;
 
+import io.kvoffload.internal.util.Softmax;
 import io.kvoffload.internal.util.Checks;
 import io.kvoffload.strategy.LayerKv;
 
@@ -130,19 +131,10 @@ abstract class AbstractSparseQuerySelector extends AbstractSelector {
             }
             // SparQ's temperature: as if the kept dimensions carried the query's whole L1 mass.
             float temperature = l1All > 0 && l1Kept > 0 ? (float) (1.0 / Math.sqrt(d * (double) l1Kept / l1All)) : 1f;
-            float max = Float.NEGATIVE_INFINITY;
             for (int t = 0; t < n; t++) {
-                float l = logits[t] * temperature;
-                logits[t] = l;
-                max = Math.max(max, l);
+                logits[t] *= temperature;
             }
-            double sum = 0;
-            for (int t = 0; t < n; t++) {
-                float e = (float) Math.exp(logits[t] - max);
-                logits[t] = e;
-                sum += e;
-            }
-            float norm = (float) (1.0 / sum) * inv;
+            float norm = Softmax.exponentiate(logits, 0, n) * inv;
             for (int t = 0; t < n; t++) {
                 scores[t] += logits[t] * norm;
             }

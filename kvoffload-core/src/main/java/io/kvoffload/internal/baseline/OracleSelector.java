@@ -1,5 +1,6 @@
 package io.kvoffload.internal.baseline;
 
+import io.kvoffload.internal.util.Softmax;
 import io.kvoffload.strategy.LayerKv;
 
 /**
@@ -82,18 +83,8 @@ public final class OracleSelector extends AbstractSelector {
             }
             for (int j = 0; j < heads; j++) {
                 float[] row = logits[j];
-                float max = Float.NEGATIVE_INFINITY;
-                for (int t = 0; t < n; t++) {
-                    max = Math.max(max, row[t]);
-                }
-                double sum = 0;
-                for (int t = 0; t < n; t++) {
-                    float e = (float) Math.exp(row[t] - max);
-                    row[t] = e;
-                    sum += e;
-                }
                 // The same arithmetic as ExactAttention (float weights, double sum, one float normaliser).
-                float norm = (float) (1.0 / sum);
+                float norm = Softmax.exponentiate(row, 0, n);
                 for (int t = 0; t < n; t++) {
                     dst[t] += (row[t] * norm) * inv;
                 }

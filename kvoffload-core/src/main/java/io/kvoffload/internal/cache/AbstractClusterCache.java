@@ -19,11 +19,20 @@ abstract class AbstractClusterCache implements ClusterCache {
     private int admittedCount;
     private int[] evicted = new int[16];
     private int evictedCount;
+    /** Per cluster id: the step stamp that last saw it activated (a cluster counts once per step). */
+    private int[] seenStamp = new int[16];
+    private int stamp;
 
     AbstractClusterCache(long budgetBytes, Sizes sizes) {
         this.budget = Checks.inRange("budgetBytes", budgetBytes, 0, Long.MAX_VALUE);
         this.sizes = Checks.notNull("sizes", sizes);
     }
+
+    /** Number of cluster ids the policy's per-cluster arrays hold now. */
+    protected abstract int capacity();
+
+    /** Grows the policy's per-cluster arrays to {@code clusters} ids; calls {@link #growLists}. */
+    protected abstract void grow(int clusters);
 
     /** Grows the per-step lists to hold {@code clusters} ids (called when the id range grows). */
     protected void growLists(int clusters) {
@@ -31,11 +40,48 @@ abstract class AbstractClusterCache implements ClusterCache {
             admitted = Arrays.copyOf(admitted, clusters);
             evicted = Arrays.copyOf(evicted, clusters);
         }
+        if (clusters > seenStamp.length) {
+            seenStamp = Arrays.copyOf(seenStamp, clusters);
+        }
     }
 
+    /** Starts a step (or a resize): empties the per-step lists and forgets which clusters were seen. */
     protected void beginStep() {
         admittedCount = 0;
         evictedCount = 0;
+        if (++stamp == 0) {
+            Arrays.fill(seenStamp, 0);
+            stamp = 1;
+        }
+    }
+
+    /**
+     * {@code activated[i]} checked (a cluster id, at least 0; the per-cluster arrays grow to hold
+     * it) and marked seen, or -1 when this step has seen it already: a cluster counts once per step.
+     */
+    protected final int firstActivation(int[] activated, int i) {
+        int c = activated[i];
+        if (c < 0) {
+            throw new IllegalArgumentException("activated[" + i + "] = " + c + "; allowed: cluster ids >= 0");
+        }
+        if (c >= capacity()) {
+            grow(Math.max(c + 1, capacity() * 2));
+        }
+        if (seenStamp[c] == stamp) {
+            return -1;
+        }
+        seenStamp[c] = stamp;
+        return c;
+    }
+
+    /** Whether this step has activated {@code cluster} (its id is within {@link #capacity}). */
+    protected final boolean seenThisStep(int cluster) {
+        return seenStamp[cluster] == stamp;
+    }
+
+    /** Marks {@code cluster} handled: a later {@link #seenThisStep} says false for the rest of the step. */
+    protected final void markHandled(int cluster) {
+        seenStamp[cluster] = stamp - 1;
     }
 
     protected void recordAdmission(int cluster) {

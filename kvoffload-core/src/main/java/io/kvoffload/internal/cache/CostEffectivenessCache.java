@@ -19,8 +19,6 @@ public final class CostEffectivenessCache extends AbstractClusterCache {
     private int[] heap;
     private double[] heapScore;
     private int heapSize;
-    private int[] seenStamp;
-    private int stamp;
     private int[] scratch;
 
     /**
@@ -39,7 +37,13 @@ public final class CostEffectivenessCache extends AbstractClusterCache {
         }
     }
 
-    private void grow(int n) {
+    @Override
+    protected int capacity() {
+        return frequency.length;
+    }
+
+    @Override
+    protected void grow(int n) {
         int old = frequency == null ? 0 : frequency.length;
         if (n <= old) {
             return;
@@ -49,7 +53,6 @@ public final class CostEffectivenessCache extends AbstractClusterCache {
         Arrays.fill(heapPos, old, n, -1);
         heap = heap == null ? new int[n] : Arrays.copyOf(heap, n);
         heapScore = heapScore == null ? new double[n] : Arrays.copyOf(heapScore, n);
-        seenStamp = seenStamp == null ? new int[n] : Arrays.copyOf(seenStamp, n);
         growLists(n);
         scratch = new int[n];
     }
@@ -62,22 +65,11 @@ public final class CostEffectivenessCache extends AbstractClusterCache {
     @Override
     public void step(int[] activated, int n) {
         beginStep();
-        if (++stamp == 0) {
-            Arrays.fill(seenStamp, 0);
-            stamp = 1;
-        }
         for (int i = 0; i < n; i++) {
-            int c = activated[i];
+            int c = firstActivation(activated, i);
             if (c < 0) {
-                throw new IllegalArgumentException("activated[" + i + "] = " + c + "; allowed: cluster ids >= 0");
-            }
-            if (c >= frequency.length) {
-                grow(Math.max(c + 1, frequency.length * 2));
-            }
-            if (seenStamp[c] == stamp) {
                 continue;
             }
-            seenStamp[c] = stamp;
             frequency[c]++;
             if (heapPos[c] >= 0) {
                 hits++;
@@ -92,7 +84,7 @@ public final class CostEffectivenessCache extends AbstractClusterCache {
         int m = 0;
         for (int k = 0; k < heapSize; k++) {
             int c = heap[k];
-            if (seenStamp[c] != stamp && frequency[c] > 0) {
+            if (!seenThisStep(c) && frequency[c] > 0) {
                 scratch[m++] = c;
             }
         }
@@ -105,9 +97,9 @@ public final class CostEffectivenessCache extends AbstractClusterCache {
         }
         for (int i = 0; i < n; i++) {
             int c = activated[i];
-            if (heapPos[c] < 0 && seenStamp[c] == stamp) {
+            if (heapPos[c] < 0 && seenThisStep(c)) {
                 admit(c);
-                seenStamp[c] = stamp - 1; // handled; a repeat in activated[] must not retry
+                markHandled(c); // a repeat in activated[] must not retry
             }
         }
     }

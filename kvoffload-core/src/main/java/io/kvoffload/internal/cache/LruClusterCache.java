@@ -11,8 +11,6 @@ public final class LruClusterCache extends AbstractClusterCache {
     private int[] prev;
     private int[] next;
     private boolean[] in;
-    private int[] seenStamp;
-    private int stamp;
     private int head = -1; // most recent
     private int tail = -1; // least recent
 
@@ -21,7 +19,13 @@ public final class LruClusterCache extends AbstractClusterCache {
         grow(Math.max(16, clusters));
     }
 
-    private void grow(int n) {
+    @Override
+    protected int capacity() {
+        return prev.length;
+    }
+
+    @Override
+    protected void grow(int n) {
         int old = prev == null ? 0 : prev.length;
         if (n <= old) {
             return;
@@ -29,29 +33,17 @@ public final class LruClusterCache extends AbstractClusterCache {
         prev = prev == null ? new int[n] : Arrays.copyOf(prev, n);
         next = next == null ? new int[n] : Arrays.copyOf(next, n);
         in = in == null ? new boolean[n] : Arrays.copyOf(in, n);
-        seenStamp = seenStamp == null ? new int[n] : Arrays.copyOf(seenStamp, n);
         growLists(n);
     }
 
     @Override
     public void step(int[] activated, int n) {
         beginStep();
-        if (++stamp == 0) {
-            Arrays.fill(seenStamp, 0);
-            stamp = 1;
-        }
         for (int i = 0; i < n; i++) {
-            int c = activated[i];
+            int c = firstActivation(activated, i);
             if (c < 0) {
-                throw new IllegalArgumentException("activated[" + i + "] = " + c + "; allowed: cluster ids >= 0");
+                continue;
             }
-            if (c >= prev.length) {
-                grow(Math.max(c + 1, prev.length * 2));
-            }
-            if (seenStamp[c] == stamp) {
-                continue; // a cluster counts once per step
-            }
-            seenStamp[c] = stamp;
             if (in[c]) {
                 hits++;
                 if (c != head) {

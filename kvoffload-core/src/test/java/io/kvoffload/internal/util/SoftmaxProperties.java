@@ -1,0 +1,50 @@
+package io.kvoffload.internal.util;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import net.jqwik.api.ForAll;
+import net.jqwik.api.Property;
+import net.jqwik.api.constraints.FloatRange;
+import net.jqwik.api.constraints.IntRange;
+import net.jqwik.api.constraints.Size;
+import java.util.List;
+
+class SoftmaxProperties {
+    /** The normalised row is a distribution, and only the given range is touched. */
+    @Property(tries = 200)
+    void exponentiateNormalisesOnlyItsRange(@ForAll @Size(min = 1, max = 64) List<@FloatRange(min = -80, max = 80) Float> values,
+            @ForAll @IntRange(min = 0, max = 3) int pad) {
+        float[] x = new float[values.size() + 2 * pad];
+        java.util.Arrays.fill(x, 7f);
+        for (int i = 0; i < values.size(); i++) {
+            x[pad + i] = values.get(i);
+        }
+        float norm = Softmax.exponentiate(x, pad, values.size());
+        double sum = 0;
+        for (int i = 0; i < values.size(); i++) {
+            float p = x[pad + i] * norm;
+            assertTrue(p >= 0 && p <= 1.0001f, "p = " + p);
+            sum += p;
+        }
+        assertEquals(1.0, sum, 1e-4);
+        for (int i = 0; i < pad; i++) {
+            assertEquals(7f, x[i]);
+            assertEquals(7f, x[x.length - 1 - i]);
+        }
+    }
+
+    /** The four-way dot product agrees with a plain double-precision sum. */
+    @Property(tries = 200)
+    void dotMatchesPlainSum(@ForAll @Size(min = 0, max = 40) List<@FloatRange(min = -4, max = 4) Float> a) {
+        float[] x = new float[a.size()];
+        float[] y = new float[a.size()];
+        double expected = 0;
+        for (int i = 0; i < x.length; i++) {
+            x[i] = a.get(i);
+            y[i] = a.get(a.size() - 1 - i);
+            expected += (double) x[i] * y[i];
+        }
+        assertEquals(expected, Softmax.dot(x, 0, y, 0, x.length), 1e-3);
+    }
+}
