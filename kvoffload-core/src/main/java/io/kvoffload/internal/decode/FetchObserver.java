@@ -1,15 +1,18 @@
 package io.kvoffload.internal.decode;
 
 import io.kvoffload.internal.obs.FetchEvent;
+import jdk.jfr.EventType;
 import jdk.jfr.FlightRecorder;
 
 /**
  * Times a decoder's fetches: per pipeline slot, when the fetch began and what selection cost, then
  * on completion the latency histograms (fetch, select, I/O) and, when a flight recording is on, a
  * {@link FetchEvent} spanning prefetch to await with the fetch's bytes, reads and times. No event
- * is built unless JFR has been started in this JVM, so with JFR off a step allocates nothing.
+ * is built unless a recording enables it, so with JFR off a step allocates nothing.
  */
 public final class FetchObserver {
+    /** Looked up once JFR is running (the lookup registers the event type). */
+    private static volatile EventType fetchType;
     private final DecodeCounters counters;
     private final String sequenceId;
     private final long[] startedAt;
@@ -22,6 +25,22 @@ public final class FetchObserver {
     private long reads0;
     private long fetched0;
     private long wait0;
+
+    /**
+     * Whether a recording wants fetch events, without building one: {@code FlightRecorder.isInitialized()}
+     * reads a flag (no recording ever started: no JFR work at all), then the event type's enabled
+     * state, a field read. So a step allocates nothing unless a recording is on.
+     */
+    static boolean fetchEventsEnabled() {
+        if (!FlightRecorder.isInitialized()) {
+            return false;
+        }
+        EventType t = fetchType;
+        if (t == null) {
+            fetchType = t = EventType.getEventType(FetchEvent.class);
+        }
+        return t.isEnabled();
+    }
 
     public FetchObserver(DecodeCounters counters, String sequenceId, int slots) {
         this.counters = counters;
@@ -43,13 +62,10 @@ public final class FetchObserver {
         long sel = counters.selectNanos - select0;
         selectNanos[slot] = sel;
         counters.selectLatency.record(sel);
-        // FlightRecorder.isInitialized() reads a flag: no recording ever started means no event object.
-        if (FlightRecorder.isInitialized()) {
+        if (fetchEventsEnabled()) {
             FetchEvent e = new FetchEvent();
-            if (e.isEnabled()) {
-                e.begin();
-                events[slot] = e;
-            }
+            e.begin();
+            events[slot] = e;
         }
     }
 
