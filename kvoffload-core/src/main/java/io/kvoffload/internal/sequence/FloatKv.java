@@ -3,12 +3,13 @@ package io.kvoffload.internal.sequence;
 import io.kvoffload.DType;
 import io.kvoffload.KvShape;
 import io.kvoffload.internal.util.Checks;
+import io.kvoffload.internal.util.ElementCodec;
 import java.lang.foreign.MemorySegment;
 
 /**
  * K and V given as {@code float[]} for a sequence of any dtype: passed through for F32, converted
- * for F16 ({@link Float#floatToFloat16}) and BF16 (round to nearest even, NaN kept quiet, bit for
- * bit what {@link io.kvoffload.internal.util.ElementCodec#toBf16} gives) in chunks of whole tokens,
+ * for F16 ({@link Float#floatToFloat16}) and BF16 ({@link ElementCodec#toBf16}: round to nearest
+ * even, NaN kept quiet) in chunks of whole tokens,
  * each chunk appended as it is converted, so a long prefill needs no second full-size copy. The
  * conversion's cost is measured by the {@code FloatAppendBench} JMH benchmark (docs/benchmarks.md).
  */
@@ -61,12 +62,8 @@ public final class FloatKv {
                 dst[i] = Float.floatToFloat16(src[from + i]);
             }
         } else {
-            // ElementCodec.toBf16 without its NaN branch, so the loop compiles to a select (and may vectorise).
             for (int i = 0; i < n; i++) {
-                int bits = Float.floatToRawIntBits(src[from + i]);
-                int rounded = (bits + 0x7FFF + ((bits >>> 16) & 1)) >>> 16;
-                int quietNan = (bits >>> 16) | 0x0040;
-                dst[i] = (short) ((bits & 0x7FFFFFFF) > 0x7F800000 ? quietNan : rounded);
+                dst[i] = ElementCodec.toBf16(src[from + i]);
             }
         }
     }
