@@ -27,14 +27,7 @@ public final class Degradations {
 
     /** Reports {@code d} (the caller has logged it). */
     public void report(KvDegradation d) {
-        DegradationEvent e = new DegradationEvent();
-        if (e.shouldCommit()) {
-            e.kind = d.kind().name();
-            e.sequence = d.sequenceId();
-            e.layer = d.layer();
-            e.message = d.message();
-            e.commit();
-        }
+        Flight.degradation(d.kind().name(), d.sequenceId(), d.layer(), d.message());
         // Under the lock: the executor's queue then holds the reports in the order they were made.
         synchronized (this) {
             if (opening) {

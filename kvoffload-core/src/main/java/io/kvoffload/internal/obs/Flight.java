@@ -1,14 +1,25 @@
 package io.kvoffload.internal.obs;
 
+import jdk.jfr.FlightRecorder;
+
 /**
  * Emits the JFR events of rare occurrences (evictions, checksum failures, device errors, commits):
- * each builds its event and fills its fields only when a recording wants it. The per-step fetch
- * event is emitted by the decoder's observer, which avoids even the event object with JFR off.
+ * each builds its event and fills its fields only when a recording wants it, and nothing at all —
+ * not even loading the event classes — while JFR has never been started in the JVM
+ * ({@link FlightRecorder#isInitialized()}, a flag read). The per-step fetch event is emitted by the
+ * decoder's observer.
  */
 public final class Flight {
     private Flight() {}
 
+    private static boolean off() {
+        return !FlightRecorder.isInitialized();
+    }
+
     public static void eviction(String sequence, int tokens, long bytes) {
+        if (off()) {
+            return;
+        }
         EvictionEvent e = new EvictionEvent();
         if (e.shouldCommit()) {
             e.sequence = sequence;
@@ -20,6 +31,9 @@ public final class Flight {
 
     public static void checksumFailure(String sequence, int device, int layer, int fromToken, int toToken,
             boolean fatal) {
+        if (off()) {
+            return;
+        }
         ChecksumFailureEvent e = new ChecksumFailureEvent();
         if (e.shouldCommit()) {
             e.sequence = sequence;
@@ -33,6 +47,9 @@ public final class Flight {
     }
 
     public static void deviceError(int device, String uuid, String directory, String reason) {
+        if (off()) {
+            return;
+        }
         DeviceErrorEvent e = new DeviceErrorEvent();
         if (e.shouldCommit()) {
             e.device = device;
@@ -43,8 +60,11 @@ public final class Flight {
         }
     }
 
-    /** Starts timing a commit; finish it with {@link #committed}. */
+    /** Starts timing a commit (null while JFR is off); finish it with {@link #committed}. */
     public static CommitEvent commitStarted() {
+        if (off()) {
+            return null;
+        }
         CommitEvent e = new CommitEvent();
         e.begin();
         return e;
@@ -52,6 +72,9 @@ public final class Flight {
 
     public static void committed(CommitEvent e, String sequence, long commitNumber, int tokens, long storedBytes,
             boolean succeeded) {
+        if (e == null) {
+            return;
+        }
         e.end();
         if (e.shouldCommit()) {
             e.sequence = sequence;
@@ -59,6 +82,20 @@ public final class Flight {
             e.tokens = tokens;
             e.storedBytes = storedBytes;
             e.succeeded = succeeded;
+            e.commit();
+        }
+    }
+
+    public static void degradation(String kind, String sequence, int layer, String message) {
+        if (off()) {
+            return;
+        }
+        DegradationEvent e = new DegradationEvent();
+        if (e.shouldCommit()) {
+            e.kind = kind;
+            e.sequence = sequence;
+            e.layer = layer;
+            e.message = message;
             e.commit();
         }
     }
