@@ -29,7 +29,7 @@ package io.kvoffload;
  * @param ioLatency per fetch that read from the SSDs, from the submission until its last read completed
  * @param unclusteredLayers layers this decoder opened that were never laid out by a strategy: every
  *     token of such a layer is kept in DRAM and attended (a WARN is logged and a
- *     {@link KvDegradation.Kind#UNCLUSTERED_LAYER} reported once per layer)
+ *     {@link KvDegradation.Kind#UNCLUSTERED_LAYER} reported when this decoder opened the layer)
  *
  * <p>For KVSwap layers, {@code clustersSelected} counts predicted groups and {@code tokensCached}
  * rows served from the reuse buffer.
