@@ -76,7 +76,13 @@ class ConcurrencyStressTest {
             }));
         }
         go.countDown();
+        // Close while the workers run, once commits have evicted (the pool is small enough that they
+        // do): at least 1.5 s, longer on a slow machine, where the same number of commits takes more time.
+        long deadline = System.nanoTime() + java.util.concurrent.TimeUnit.SECONDS.toNanos(30);
         Thread.sleep(1500);
+        while (e.stats().evictions() == 0 && System.nanoTime() < deadline && workers.stream().anyMatch(Thread::isAlive)) {
+            Thread.sleep(50);
+        }
         long evictions = e.stats().evictions();
         e.close(); // under running threads: must neither hang nor break anything committed
         for (Thread t : workers) {
@@ -85,7 +91,8 @@ class ConcurrencyStressTest {
         assertTrue(foreign.isEmpty(), "foreign exceptions: " + foreign);
         assertTrue(wrong.isEmpty(), "wrong data: " + wrong);
         assertTrue(ops.get() > 50, "too few operations ran: " + ops.get());
-        assertTrue(evictions > 0, "the pool is small enough that commits evict");
+        assertTrue(evictions > 0, "the pool is small enough that commits evict: " + ops.get() + " operations, "
+                + committed.size() + " sequences listed");
         // Afterwards every sequence still listed reads back exactly as committed.
         try (KvEngine again = KvEngine.open(cfg)) {
             for (SequenceInfo info : again.sequences()) {

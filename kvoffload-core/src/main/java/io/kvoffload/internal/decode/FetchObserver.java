@@ -1,23 +1,20 @@
 package io.kvoffload.internal.decode;
 
-import io.kvoffload.internal.obs.FetchEvent;
-import jdk.jfr.EventType;
-import jdk.jfr.FlightRecorder;
+import io.kvoffload.internal.obs.FetchEvents;
 
 /**
  * Times a decoder's fetches: per pipeline slot, when the fetch began and what selection cost, then
  * on completion the latency histograms (fetch, select, I/O) and, when a flight recording is on, a
- * {@link FetchEvent} spanning prefetch to await with the fetch's bytes, reads and times. No event
+ * {@code io.kvoffload.Fetch} JFR event spanning prefetch to await with the fetch's bytes, reads and times. No event
  * is built unless a recording enables it, so with JFR off a step allocates nothing.
  */
 public final class FetchObserver {
-    /** Looked up once JFR is running (the lookup registers the event type). */
-    private static volatile EventType fetchType;
     private final DecodeCounters counters;
     private final String sequenceId;
     private final long[] startedAt;
     private final long[] selectNanos;
-    private final FetchEvent[] events;
+    /** Created when a recording first wants fetch events (see {@link FetchEvents}). */
+    private FetchEvents events;
     // Counters before the fetch being completed.
     private long select0;
     private long io0;
@@ -26,20 +23,9 @@ public final class FetchObserver {
     private long fetched0;
     private long wait0;
 
-    /**
-     * Whether a recording wants fetch events, without building one: {@code FlightRecorder.isInitialized()}
-     * reads a flag (no recording ever started: no JFR work at all), then the event type's enabled
-     * state, a field read. So a step allocates nothing unless a recording is on.
-     */
+    /** Whether a recording wants fetch events (see {@link FetchEvents#enabled()}). */
     static boolean fetchEventsEnabled() {
-        if (!FlightRecorder.isInitialized()) {
-            return false;
-        }
-        EventType t = fetchType;
-        if (t == null) {
-            fetchType = t = EventType.getEventType(FetchEvent.class);
-        }
-        return t.isEnabled();
+        return FetchEvents.enabled();
     }
 
     public FetchObserver(DecodeCounters counters, String sequenceId, int slots) {
@@ -47,7 +33,6 @@ public final class FetchObserver {
         this.sequenceId = sequenceId;
         this.startedAt = new long[slots];
         this.selectNanos = new long[slots];
-        this.events = new FetchEvent[slots];
     }
 
     /** Before the layer's fetcher selects and submits; returns the start time. */
@@ -62,10 +47,11 @@ public final class FetchObserver {
         long sel = counters.selectNanos - select0;
         selectNanos[slot] = sel;
         counters.selectLatency.record(sel);
-        if (fetchEventsEnabled()) {
-            FetchEvent e = new FetchEvent();
-            e.begin();
-            events[slot] = e;
+        if (FetchEvents.enabled()) {
+            if (events == null) {
+                events = new FetchEvents(startedAt.length);
+            }
+            events.begin(slot);
         }
     }
 
@@ -91,21 +77,9 @@ public final class FetchObserver {
                 counters.ioLatency.record(io);
             }
         }
-        FetchEvent e = events[slot];
-        if (e != null) {
-            events[slot] = null;
-            if (ok && e.shouldCommit()) {
-                e.sequence = sequenceId;
-                e.layer = layer;
-                e.rows = rows;
-                e.bytes = counters.bytesRead - bytes0;
-                e.reads = reads;
-                e.tokensFetched = counters.tokensFetched - fetched0;
-                e.selectNanos = selectNanos[slot];
-                e.ioNanos = io;
-                e.waitNanos = wait;
-                e.commit();
-            }
+        if (events != null) {
+            events.end(slot, ok, sequenceId, layer, rows, counters.bytesRead - bytes0, reads,
+                    counters.tokensFetched - fetched0, selectNanos[slot], io, wait);
         }
     }
 }
