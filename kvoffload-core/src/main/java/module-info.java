@@ -31,6 +31,7 @@ module io.kvoffload.core {
     uses io.kvoffload.spi.IoBackendProvider;
     uses io.kvoffload.spi.DramSlabListener;
     uses io.kvoffload.spi.DeviceTierProvider;
+    uses io.kvoffload.spi.RemoteTierProvider;
     uses io.kvoffload.strategy.SelectionStrategy;
 
     provides io.kvoffload.spi.IoBackendProvider with io.kvoffload.internal.io.PortableIoBackendProvider;

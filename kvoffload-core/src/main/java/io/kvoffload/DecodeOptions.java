@@ -15,8 +15,9 @@ import io.kvoffload.strategy.Strategies;
  *     included (the strategy fills what they leave); in (0, 1], default 0.10 (the papers' baseline
  *     setting)
  * @param budgetTokens tokens the strategy selects per step on top of sinks and window, when set:
- *     1..2^24; {@value #AUTO} (the default) takes {@code ⌈sparsity × tokens⌉} less the sinks and
- *     window (KVSwap: {@code ⌈sparsity × tokens⌉} on top of them, the paper's MG)
+ *     1..2^24 (KVSwap's MG); {@value #AUTO} (the default) takes {@code ⌈sparsity × tokens⌉} less the
+ *     sinks and window, for every strategy alike (KVSwap rounds it up to whole groups of G, at least
+ *     one), so strategies compared at one sparsity read the same number of rows
  * @param sinkTokens the first tokens of the sequence, always attended and kept in DRAM; default 4
  * @param localWindow the newest tokens, always attended and kept in DRAM; default 256
  * @param pipelineDepth fetches that may be in flight or held as views at once (layer l+1 is fetched

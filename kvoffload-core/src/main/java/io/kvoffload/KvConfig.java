@@ -61,6 +61,7 @@ public final class KvConfig {
     private final int metadataCopies;
     private final FaultInjection faultInjection;
     private final String fileMode;
+    private final RemoteConfig remote;
 
     private KvConfig(Builder b) {
         this.ssdDirectories = List.copyOf(b.ssdDirectories);
@@ -82,6 +83,7 @@ public final class KvConfig {
         this.metadataCopies = b.metadataCopies;
         this.faultInjection = b.faultInjection;
         this.fileMode = FileModes.parse("fileMode", b.fileMode).octal();
+        this.remote = b.remote;
     }
 
     public static Builder builder() {
@@ -107,6 +109,11 @@ public final class KvConfig {
      */
     public int metadataCopies() {
         return metadataCopies;
+    }
+
+    /** The shared remote tier (docs/remote.md), or null (the default): the engine then keeps its KV locally only. */
+    public RemoteConfig remote() {
+        return remote;
     }
 
     /** Faults injected into every I/O (for tests and fault campaigns only), or null (the default). */
@@ -213,7 +220,7 @@ public final class KvConfig {
     static final Set<String> KEYS = new TreeSet<>(List.of("ssdDirectories", "metadataDirectory", "dramBudget",
             "dramSlab", "deviceCapacity", "blockTokens", "checksums", "ioBackend", "directIo",
             "directIoAlignment", "queueDepth", "ioThreadsPerDevice", "gpu", "gpuDevice", "gpuCacheBudget",
-            "deviceModel", "metadataCopies", "fileMode", "faultInjection"));
+            "deviceModel", "metadataCopies", "fileMode", "faultInjection", "remote"));
 
     /** The keys of a {@code faultInjection} object in a configuration file. */
     static final Set<String> FAULT_KEYS = new TreeSet<>(List.of("seed", "eio", "tornRead", "bitFlipRead",
@@ -258,6 +265,7 @@ public final class KvConfig {
                 case "metadataCopies" -> b.metadataCopies(parseInt(k, v));
                 case "fileMode" -> b.fileMode(String.valueOf(v));
                 case "faultInjection" -> b.faultInjection(parseFaultInjection(v));
+                case "remote" -> b.remote(RemoteConfig.parse(v, base));
                 default -> throw new IllegalArgumentException(
                         "unknown configuration key '" + k + "'; allowed keys: " + KEYS);
             }
@@ -390,7 +398,7 @@ public final class KvConfig {
         return b.build();
     }
 
-    private static long parseLong(String name, Object v) {
+    static long parseLong(String name, Object v) {
         if (v instanceof Number n && n.doubleValue() == n.longValue()) {
             return n.longValue();
         }
@@ -412,7 +420,7 @@ public final class KvConfig {
         }
     }
 
-    private static int parseInt(String name, Object v) {
+    static int parseInt(String name, Object v) {
         if (v instanceof Number n && n.doubleValue() == n.intValue()) {
             return n.intValue();
         }
@@ -423,7 +431,7 @@ public final class KvConfig {
         }
     }
 
-    private static boolean parseBool(String name, Object v) {
+    static boolean parseBool(String name, Object v) {
         if (v instanceof Boolean bool) {
             return bool;
         }
@@ -443,7 +451,8 @@ public final class KvConfig {
                 + ", directIoAlignment=" + directIoAlignment + ", queueDepth=" + queueDepth
                 + ", ioThreadsPerDevice=" + ioThreadsPerDevice + ", gpu=" + gpu + ", gpuDevice=" + gpuDevice
                 + ", gpuCacheBudgetBytes=" + gpuCacheBudgetBytes + ", deviceModel=" + deviceModel + ", metadataCopies=" + metadataCopies
-                + ", fileMode=" + fileMode + (faultInjection != null ? ", faultInjection=" + faultInjection : "") + "}";
+                + ", fileMode=" + fileMode + (faultInjection != null ? ", faultInjection=" + faultInjection : "")
+                + (remote != null ? ", remote=" + remote : "") + "}";
     }
 
     /** Builder with the documented defaults. */
@@ -467,8 +476,15 @@ public final class KvConfig {
         private int gpuDevice = 0;
         private long gpuCacheBudgetBytes = 256L << 20;
         private DeviceModelSpec deviceModel;
+        private RemoteConfig remote;
 
         private Builder() {}
+
+        /** The shared remote tier (docs/remote.md); null (default) for none. */
+        public Builder remote(RemoteConfig config) {
+            this.remote = config;
+            return this;
+        }
 
         public Builder ssdDirectories(List<Path> dirs) {
             this.ssdDirectories = List.copyOf(Checks.notNull("ssdDirectories", dirs));

@@ -1,6 +1,7 @@
 package io.kvoffload;
 
 import io.kvoffload.internal.obs.EngineMXBean;
+import io.kvoffload.internal.remote.RemoteLink;
 import io.kvoffload.internal.storage.DevicePool;
 import io.kvoffload.internal.storage.Manifest;
 import io.kvoffload.internal.storage.ManifestStore;
@@ -10,6 +11,7 @@ import io.kvoffload.internal.storage.Store;
 import io.kvoffload.internal.util.Checks;
 import io.kvoffload.spi.DeviceTier;
 import java.io.IOException;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.IdentityHashMap;
@@ -44,9 +46,18 @@ public final class KvEngine implements AutoCloseable {
     /** This engine's {@link KvEngineMXBean}, registered while it is open. */
     private final EngineMXBean mxBean;
     private volatile boolean closed;
+    private final RemoteLink remote; // null when no remote tier is configured
 
     private KvEngine(Store store) {
         this.store = store;
+        RemoteConfig rc = store.config().remote();
+        try {
+            // The link's threads call back into this engine only once a sequence is committed.
+            this.remote = rc == null ? null : RemoteLink.open(this, rc, System::getenv);
+        } catch (RuntimeException | Error e) {
+            store.close();
+            throw e;
+        }
         this.mxBean = EngineMXBean.register(store.storeUuid(), this::stats, () -> {
             synchronized (store) {
                 return store.catalog().all().size();
@@ -57,6 +68,11 @@ public final class KvEngine implements AutoCloseable {
     /**
      * Opens (creating on first use) the pools in the configured SSD directories and finds the
      * sequences committed there before.
+     *
+     * <p>With a {@link KvConfig#remote() remote tier} configured, an unreachable tier does not fail
+     * the open: the engine runs on its local tiers, logs why, and {@link KvStats#remote()} says so.
+     * A remote configuration that names an unset credential variable or a kind with no provider throws
+     * {@link IllegalArgumentException}.
      *
      * @throws IllegalArgumentException if a directory is missing or not writable, or the
      *     configuration contradicts what is on disk
@@ -122,10 +138,17 @@ public final class KvEngine implements AutoCloseable {
             }
             store.catalog().reserve(id);
         }
+        if (remote != null) {
+            remote.forget(id); // a new sequence of that id supersedes an evicted one's remote copy
+        }
         return register(new KvSequence(this, store, id, shape));
     }
 
-    /** Opens a committed sequence for reading. Any number of readers may hold it. */
+    /**
+     * Opens a committed sequence for reading. Any number of readers may hold it. With a remote tier,
+     * a sequence this engine evicted after publishing all of it (whole blocks, no partial tail) is
+     * pulled back from the tier first, if every block is still there and verifies.
+     */
     public KvSequence openSequence(String id) {
         return openCommitted(id, false);
     }
@@ -169,6 +192,15 @@ public final class KvEngine implements AutoCloseable {
     private KvSequence openCommitted(String id, boolean writable) {
         checkOpen();
         Checks.notNull("id", id);
+        if (remote != null) {
+            boolean absent;
+            synchronized (store) {
+                absent = !store.catalog().contains(id);
+            }
+            if (absent) {
+                remote.restore(id); // evicted after it was published whole: pulled back under its id
+            }
+        }
         Manifest m;
         synchronized (store) {
             SequenceCatalog.Entry e = store.catalog().get(id);
@@ -219,12 +251,38 @@ public final class KvEngine implements AutoCloseable {
                 store.catalog().unreserve(s.id());
             }
         }
+        if (committed && s.isWritable()) {
+            committed(s); // its commits could not be read while the writer held it
+        }
+    }
+
+    /** Called after a successful commit: queues the sequence for the remote tier; never blocks. */
+    void committed(KvSequence s) {
+        if (remote != null && !closed) {
+            remote.committed(s.id());
+        }
+    }
+
+    /**
+     * Waits until every committed sequence queued for the remote tier is published (or its
+     * publishing failed, see {@link RemoteStatus#publishFailures()}); returns at once without one.
+     *
+     * @return false if {@code timeout} passed first
+     */
+    public boolean awaitRemotePublished(Duration timeout) throws InterruptedException {
+        Checks.notNull("timeout", timeout);
+        return remote == null || remote.awaitPublished(timeout.toMillis());
     }
 
     /**
      * The committed sequence sharing the longest prefix with {@code promptTokens} under the same
      * model fingerprint (shape, dtype, layout version), matched on whole blocks by a hash chain and
      * then token by token. Empty if none shares even the first block.
+     *
+     * <p>With a remote tier, a remote prefix of more whole blocks than the local match is pulled into
+     * a new local sequence (every blob's checksum verified; the prefix ends at the first block that is
+     * missing or fails verification) and that sequence is returned. A failing tier costs the lookup
+     * its remote part only.
      */
     public Optional<PrefixMatch> findLongestPrefix(KvShape shape, int[] promptTokens) {
         checkOpen();
@@ -248,6 +306,13 @@ public final class KvEngine implements AutoCloseable {
                 }
             }
         }
+        if (remote != null) {
+            Optional<PrefixMatch> pulled = remote.pull(shape, store.config().blockTokens(), promptTokens,
+                    best == null ? 0 : best.matchedTokens());
+            if (pulled.isPresent()) {
+                return pulled;
+            }
+        }
         return Optional.ofNullable(best);
     }
 
@@ -261,6 +326,9 @@ public final class KvEngine implements AutoCloseable {
     public boolean deleteSequence(String id) {
         checkOpen();
         Checks.notNull("id", id);
+        if (remote != null) {
+            remote.forget(id); // deleted means gone: never pulled back
+        }
         try {
             return store.delete(id);
         } catch (IOException e) {
@@ -314,7 +382,8 @@ public final class KvEngine implements AutoCloseable {
                 store.dram().reservedBytes(), store.dram().inUseBytes(), out, List.copyOf(unavailableIds), quarantine,
                 store.quarantinedBytes(), store.stats().failovers.sum(), store.stats().repairs.sum(),
                 store.stats().rereads.sum(),
-                java.util.Collections.unmodifiableMap(store.injectedFaults()));
+                java.util.Collections.unmodifiableMap(store.injectedFaults()),
+                remote == null ? RemoteStatus.none() : remote.status());
     }
 
     /**
@@ -390,6 +459,13 @@ public final class KvEngine implements AutoCloseable {
             // Set under the lock register() takes: no handle can be granted after the snapshot.
             closed = true;
             handles = new ArrayList<>(open.keySet());
+        }
+        if (remote != null) {
+            try {
+                remote.close(); // the publisher may hold a handle: stop it before closing handles
+            } catch (RuntimeException e) {
+                LOG.warn("closing the remote tier failed", e);
+            }
         }
         for (KvSequence s : handles) {
             try {

@@ -205,6 +205,7 @@ public final class KvSequence implements AutoCloseable {
             commits.commit(tokens, dirty);
             dirty = false;
         });
+        engine.committed(this);
     }
 
     /**

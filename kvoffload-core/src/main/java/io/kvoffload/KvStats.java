@@ -28,11 +28,13 @@ import java.util.List;
  *     repeated: faults in transit, not on the media
  * @param injectedFaults faults injected so far by kind ({@link KvConfig#faultInjection()}); empty
  *     when no faults are injected
+ * @param remote the shared remote tier: whether it is configured and reached, and its counters
  */
 public record KvStats(String ioBackend, List<Device> devices, long checksumsVerified, long checksumFailures,
         long evictions, long dramBudgetBytes, long dramReservedBytes, long dramInUseBytes,
         List<UnavailableDevice> unavailableDevices, List<String> unavailableSequences, List<String> quarantine,
-        long quarantinedBytes, long failovers, long repairs, long rereads, java.util.Map<String, Long> injectedFaults) {
+        long quarantinedBytes, long failovers, long repairs, long rereads, java.util.Map<String, Long> injectedFaults,
+        RemoteStatus remote) {
 
     /**
      * A device that is not serving.

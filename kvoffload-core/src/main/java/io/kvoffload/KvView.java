@@ -1,6 +1,7 @@
 package io.kvoffload;
 
 import io.kvoffload.internal.dram.DramPool;
+import io.kvoffload.internal.decode.ViewAccess;
 import io.kvoffload.internal.decode.ViewBuffer;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -42,6 +43,21 @@ import java.lang.foreign.ValueLayout;
  */
 public final class KvView implements AutoCloseable {
     enum State { FREE, FETCHING, READY }
+
+    static {
+        // The attention kernels in io.kvoffload.attention read the rows the way SparseAttention does.
+        ViewAccess.install(new ViewAccess.Accessor() {
+            @Override
+            public MemorySegment keys(KvView view, int kvHead) {
+                return view.rawKeys(kvHead);
+            }
+
+            @Override
+            public MemorySegment values(KvView view, int kvHead) {
+                return view.rawValues(kvHead);
+            }
+        });
+    }
 
     private final KvDecoder decoder;
     final int slot;

@@ -1,7 +1,9 @@
 package io.kvoffload;
 
+import io.kvoffload.internal.decode.AttentionArgs;
 import io.kvoffload.internal.util.Checks;
 import io.kvoffload.internal.util.ElementCodec;
+import io.kvoffload.internal.util.Softmax;
 import java.lang.foreign.MemorySegment;
 
 /**
@@ -10,7 +12,11 @@ import java.lang.foreign.MemorySegment;
  * of their values, with grouped-query attention (query head {@code h} reads KV head
  * {@code h / groupSize}). It is what a sparse GPU kernel computes from the same view, written for
  * clarity, so the end-to-end error against dense attention can be measured. Over a view holding
- * every token it equals dense attention up to float rounding.
+ * every token it equals dense attention up to float rounding. The fast kernel for engines is
+ * {@link io.kvoffload.attention.DecodeAttention}, which reproduces this one bit for bit.
+ *
+ * <p>Extra rows (the current token's K and V, which an engine has in hand before they are in the
+ * view) are attended after the view's rows, in the order given.
  *
  * <p>An instance keeps its scratch buffers (grown to the largest view seen), so repeated calls
  * allocate nothing; one thread at a time.
@@ -36,24 +42,24 @@ public final class SparseAttention {
      * @param out receives {@code queryHeads × headDim} floats
      */
     public void attend(KvView view, float[] query, float[] out) {
+        attend(view, query, null, null, 0, out);
+    }
+
+    /**
+     * Attention over the view's rows followed by {@code extraRows} rows given as floats.
+     *
+     * @param extraKeys {@code extraRows × kvHeads × headDim} floats, row after row (the layout of
+     *     {@link KvSequence#appendKv(int, float[], float[])}); null when {@code extraRows} is 0
+     */
+    public void attend(KvView view, float[] query, float[] extraKeys, float[] extraValues, int extraRows, float[] out) {
         Checks.notNull("view", view);
-        Checks.notNull("query", query);
-        Checks.notNull("out", out);
+        int n = AttentionArgs.check(shape, view, query, extraKeys, extraValues, extraRows, out);
         int d = shape.headDim();
         int qh = shape.queryHeads();
-        if (!view.shape().equals(shape)) {
-            throw new IllegalArgumentException("view has shape " + view.shape() + " but this kernel was made for " + shape);
-        }
-        if (query.length != qh * d || out.length != qh * d) {
-            throw new IllegalArgumentException("query.length = " + query.length + " and out.length = " + out.length
-                    + " must both be queryHeads × headDim = " + qh * d);
-        }
-        int n = view.tokenCount();
-        if (n == 0) {
-            throw new IllegalArgumentException("view holds no tokens; allowed: at least one");
-        }
-        if (logits.length < n) {
-            logits = new float[n];
+        int kvHeads = shape.kvHeads();
+        int total = n + extraRows;
+        if (logits.length < total) {
+            logits = new float[total];
         }
         DType dt = shape.dtype();
         int es = dt.bytes();
@@ -64,26 +70,26 @@ public final class SparseAttention {
             // The view's own slices: no per-step scope to create, and the view is open throughout.
             MemorySegment keys = view.rawKeys(kvh);
             MemorySegment values = view.rawValues(kvh);
-            float max = Float.NEGATIVE_INFINITY;
-            for (int i = 0; i < n; i++) {
-                ElementCodec.read(dt, keys, (long) i * d * es, key, 0, d);
+            for (int i = 0; i < total; i++) {
+                if (i < n) {
+                    ElementCodec.read(dt, keys, (long) i * d * es, key, 0, d);
+                } else {
+                    System.arraycopy(extraKeys, ((i - n) * kvHeads + kvh) * d, key, 0, d);
+                }
                 float s = 0;
                 for (int j = 0; j < d; j++) {
                     s += query[h * d + j] * key[j];
                 }
                 s *= scale;
                 logits[i] = s;
-                max = Math.max(max, s);
             }
-            double sum = 0;
-            for (int i = 0; i < n; i++) {
-                float e = (float) Math.exp(logits[i] - max);
-                logits[i] = e;
-                sum += e;
-            }
-            float norm = (float) (1.0 / sum);
-            for (int i = 0; i < n; i++) {
-                ElementCodec.read(dt, values, (long) i * d * es, value, 0, d);
+            float norm = Softmax.exponentiate(logits, 0, total);
+            for (int i = 0; i < total; i++) {
+                if (i < n) {
+                    ElementCodec.read(dt, values, (long) i * d * es, value, 0, d);
+                } else {
+                    System.arraycopy(extraValues, ((i - n) * kvHeads + kvh) * d, value, 0, d);
+                }
                 float w = logits[i] * norm;
                 for (int j = 0; j < d; j++) {
                     out[h * d + j] += w * value[j];

@@ -35,16 +35,7 @@ class ClusterLayoutProperties {
     /** Random clusters with replication, members spread round robin from a start disk (Eq. 7). */
     static ClusterPlan randomPlan(Random rnd, int tokens, int devices, int maxClusterSize) {
         List<List<Integer>> clusters = new ArrayList<>();
-        int[] order = new int[tokens];
-        for (int i = 0; i < tokens; i++) {
-            order[i] = i;
-        }
-        for (int i = tokens - 1; i > 0; i--) {
-            int j = rnd.nextInt(i + 1);
-            int x = order[i];
-            order[i] = order[j];
-            order[j] = x;
-        }
+        int[] order = TestEngines.shuffled(rnd, tokens);
         int i = 0;
         while (i < tokens) {
             int size = 1 + rnd.nextInt(maxClusterSize);

@@ -76,12 +76,12 @@ class ConcurrencyStressTest {
             }));
         }
         go.countDown();
-        // Close while the workers run, once commits have evicted (the pool is small enough that they
-        // do): at least 1.5 s, longer on a slow machine, where the same number of commits takes more time.
-        long deadline = System.nanoTime() + java.util.concurrent.TimeUnit.SECONDS.toNanos(30);
-        Thread.sleep(1500);
-        while (e.stats().evictions() == 0 && System.nanoTime() < deadline && workers.stream().anyMatch(Thread::isAlive)) {
-            Thread.sleep(50);
+        // Until commits have evicted (how long that takes depends on the machine's load, so no fixed
+        // sleep), then at least 1.5 s of everything at once; the workers stop by themselves after 150 steps.
+        long start = System.nanoTime();
+        while ((e.stats().evictions() == 0 || System.nanoTime() - start < 1_500_000_000L)
+                && workers.stream().anyMatch(Thread::isAlive)) {
+            Thread.sleep(20);
         }
         long evictions = e.stats().evictions();
         e.close(); // under running threads: must neither hang nor break anything committed
@@ -91,8 +91,7 @@ class ConcurrencyStressTest {
         assertTrue(foreign.isEmpty(), "foreign exceptions: " + foreign);
         assertTrue(wrong.isEmpty(), "wrong data: " + wrong);
         assertTrue(ops.get() > 50, "too few operations ran: " + ops.get());
-        assertTrue(evictions > 0, "the pool is small enough that commits evict: " + ops.get() + " operations, "
-                + committed.size() + " sequences listed");
+        assertTrue(evictions > 0, "the pool is small enough that commits evict");
         // Afterwards every sequence still listed reads back exactly as committed.
         try (KvEngine again = KvEngine.open(cfg)) {
             for (SequenceInfo info : again.sequences()) {

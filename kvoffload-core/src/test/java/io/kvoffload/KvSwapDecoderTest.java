@@ -71,7 +71,7 @@ class KvSwapDecoderTest {
             for (int l = 0; l < SHAPE.layers(); l++) {
                 GroupSummary sum = KvSwap.groupLayer(s, l, GroupOptions.defaults().withGroupSize(g));
                 assertEquals(TOKENS / g * g, sum.groupedTokens());
-                assertEquals(SHAPE.headDim(), sum.rank(), "r defaults to headDim");
+                assertEquals(SHAPE.kvHeads() * SHAPE.headDim() / 8, sum.rank(), "r defaults to kvHeads × headDim / 8");
             }
             s.commit();
         }
@@ -106,6 +106,43 @@ class KvSwapDecoderTest {
             want.set(groups[i] * g, groups[i] * g + g);
         }
         return want;
+    }
+
+    /**
+     * With no explicit budget KVSwap spends the shared one: ⌈sparsity × tokens⌉ rows with sinks and
+     * window inside (rounded up to whole groups), not that many groups' tokens on top of them (issue #16).
+     */
+    @Test
+    void autoBudgetCountsSinksAndWindowInside() throws Exception {
+        int g = 4;
+        try (KvEngine e = KvEngine.open(config(2))) {
+            storeGrouped(e, "auto", g);
+            DecodeOptions o = DecodeOptions.builder().strategy(KvSwap.defaults()).sparsity(0.1).sinkTokens(4)
+                    .localWindow(128).build();
+            int shared = (int) Math.ceil(0.1 * TOKENS);
+            try (KvSequence s = e.openSequence("auto"); KvDecoder d = s.decoder(o)) {
+                for (int step = 40; step < 44; step++) {
+                    try (KvView v = d.prefetch(0, w.query(0, step)).await()) {
+                        // Predicted groups may fall inside the window (rows counted once), so fewer is possible; more is not.
+                        assertTrue(v.tokenCount() >= 4 + 128 && v.tokenCount() < shared + g,
+                                "rows " + v.tokenCount() + " for a shared budget of " + shared);
+                    }
+                }
+            }
+        }
+    }
+
+    /** The default rank keeps the compression ratio at 8 whatever the KV heads (issue #16: r = headDim made it grow with them). */
+    @Test
+    void defaultRankKeepsTheCompressionRatioWhateverTheKvHeads() {
+        for (int kvHeads : new int[] {1, 4, 8, 16, 32}) {
+            for (int headDim : new int[] {64, 80, 128}) {
+                KvShape shape = new KvShape(1, 32, kvHeads, headDim, DType.BF16);
+                int r = GroupOptions.defaults().rankFor(shape);
+                assertEquals(8.0, kvHeads * headDim / (double) r, 1e-9, shape.fingerprint());
+            }
+        }
+        assertEquals(40, GroupOptions.defaults().withRank(40).rankFor(new KvShape(1, 32, 8, 128, DType.BF16)));
     }
 
     @Test
@@ -377,7 +414,7 @@ class KvSwapDecoderTest {
             SwarmOfflinePhaseTest.store(s, w);
             KvDecoderTest.assertMessage(IllegalArgumentException.class,
                     () -> KvSwap.groupLayer(s, 0, GroupOptions.defaults().withGroupSize(4096).withRank(10_000)), "rank = 10000",
-                    "allowed: 0 (headDim) or 1..128");
+                    "allowed: 0 (kvHeads × headDim / 8) or 1..128");
             KvDecoderTest.assertMessage(IllegalArgumentException.class, () -> GroupOptions.defaults().withGroupSize(0),
                     "groupSize = 0", "1..4096");
             KvDecoderTest.assertMessage(IllegalArgumentException.class, () -> KvSwap.groupLayer(s, 2, GroupOptions.defaults()),

@@ -52,4 +52,33 @@ final class Hashing {
     static int below(long h, int bound) {
         return (int) Long.remainderUnsigned(h, bound);
     }
+
+    /** A seeded Fisher–Yates permutation of {@code 0 .. n−1}: swap {@code i} with {@code below(key(k, i), i + 1)}, i from the top. */
+    static int[] permutation(long k, int n) {
+        int[] p = new int[n];
+        for (int i = 0; i < n; i++) {
+            p[i] = i;
+        }
+        for (int i = n - 1; i > 0; i--) {
+            int j = below(key(k, i), i + 1);
+            int tmp = p[i];
+            p[i] = p[j];
+            p[j] = tmp;
+        }
+        return p;
+    }
+
+    /** The cumulative distribution of a Zipf law over ranks {@code 0 .. n−1} with exponent {@code skew} (rank r weighs (r+1)^−skew). */
+    static double[] zipfCdf(int n, double skew) {
+        double[] cdf = new double[n];
+        double sum = 0;
+        for (int r = 0; r < n; r++) {
+            sum += Math.pow(r + 1, -skew);
+            cdf[r] = sum;
+        }
+        for (int r = 0; r < n; r++) {
+            cdf[r] /= sum;
+        }
+        return cdf;
+    }
 }

@@ -44,7 +44,7 @@ import java.util.concurrent.ConcurrentHashMap;
  * <p>Decoding step {@code s} sits at position {@code tokens + s}. Instances are immutable apart
  * from those caches and safe to share between threads.
  */
-public final class SyntheticWorkload {
+public final class SyntheticWorkload implements Workload {
     private static final long KIND_GROUP = 1, KIND_BRIDGE = 2, KIND_HEAVY = 3, KIND_DIRECTION = 4, KIND_NOISE = 5,
             KIND_VALUE = 6, KIND_ALPHA = 7, KIND_QUERY_HEAD = 8, KIND_CHAIN = 9, KIND_PERMUTATION = 10;
     /** Steps a decoding query may be asked for; bounds the chain cache. */
@@ -88,20 +88,14 @@ public final class SyntheticWorkload {
             double spread = positionalPairs == 1 ? 0.5 : Math.pow(6.0, f / (double) (positionalPairs - 1));
             theta[f] = 0.25 * spread / spec.localWindow();
         }
-        this.popularityCdf = new double[groups];
-        double sum = 0;
-        for (int r = 0; r < groups; r++) {
-            sum += Math.pow(r + 1, -spec.popularitySkew());
-            popularityCdf[r] = sum;
-        }
-        for (int r = 0; r < groups; r++) {
-            popularityCdf[r] /= sum;
-        }
+        this.popularityCdf = Hashing.zipfCdf(groups, spec.popularitySkew());
     }
 
     public WorkloadSpec spec() { return spec; }
-    public KvShape shape() { return shape; }
-    public int tokens() { return spec.tokens(); }
+    @Override public KvShape shape() { return shape; }
+    @Override public int tokens() { return spec.tokens(); }
+    /** Steps {@code 0 .. MAX_STEP}. */
+    @Override public int queryCount() { return MAX_STEP + 1; }
     /** Co-activation groups per layer. */
     public int groups() { return groups; }
 
@@ -145,44 +139,21 @@ public final class SyntheticWorkload {
     // ---------------------------------------------------------------- keys and values
 
     /** A lazy view of one layer: keys and values are generated on every read. */
+    @Override
     public LayerKv layer(int layer) {
         Checks.index("layer", layer, shape.layers());
-        return new GeneratedLayer(layer);
-    }
-
-    private final class GeneratedLayer implements LayerKv {
-        private final int layer;
-        private final long layerKey;
-
-        GeneratedLayer(int layer) {
-            this.layer = layer;
-            this.layerKey = layerKey(layer);
-        }
-
-        @Override public int tokens() { return spec.tokens(); }
-        @Override public int kvHeads() { return shape.kvHeads(); }
-        @Override public int headDim() { return headDim; }
-
-        @Override
-        public void keys(int kvHead, int fromToken, int count, float[] dst, int dstOffset) {
-            LayerKv.checkRange(this, kvHead, fromToken, count, dst, dstOffset);
-            for (int i = 0; i < count; i++) {
-                key(layerKey, kvHead, fromToken + i, dst, dstOffset + i * headDim);
+        long layerKey = layerKey(layer);
+        return new GeneratedLayer("SyntheticWorkload.layer(" + layer + ")", spec.tokens(), shape.kvHeads(), headDim) {
+            @Override
+            void key(int kvHead, int token, float[] dst, int off) {
+                SyntheticWorkload.this.key(layerKey, kvHead, token, dst, off);
             }
-        }
 
-        @Override
-        public void values(int kvHead, int fromToken, int count, float[] dst, int dstOffset) {
-            LayerKv.checkRange(this, kvHead, fromToken, count, dst, dstOffset);
-            for (int i = 0; i < count; i++) {
-                value(layerKey, kvHead, fromToken + i, dst, dstOffset + i * headDim);
+            @Override
+            void value(int kvHead, int token, float[] dst, int off) {
+                SyntheticWorkload.this.value(layerKey, kvHead, token, dst, off);
             }
-        }
-
-        @Override
-        public String toString() {
-            return "SyntheticWorkload.layer(" + layer + ")";
-        }
+        };
     }
 
     private void key(long layerKey, int kvHead, int t, float[] dst, int off) {
@@ -232,6 +203,7 @@ public final class SyntheticWorkload {
     }
 
     /** The decoding query of {@code step} in {@code layer}: {@code queryHeads × headDim} floats. */
+    @Override
     public float[] query(int layer, int step) {
         float[] q = new float[shape.queryHeads() * headDim];
         query(layer, step, q, 0);
@@ -242,6 +214,7 @@ public final class SyntheticWorkload {
      * Writes the decoding query of {@code step} (at position {@code tokens + step}) into
      * {@code dst[offset ..]}, head after head.
      */
+    @Override
     public void query(int layer, int step, float[] dst, int offset) {
         Checks.index("layer", layer, shape.layers());
         Checks.inRange("step", step, 0, MAX_STEP);
@@ -314,6 +287,7 @@ public final class SyntheticWorkload {
      * @param keys receives {@code count × shape.halfEntryBytes()} bytes (for this dtype)
      * @param values likewise for the values
      */
+    @Override
     public void writeKv(int layer, int fromToken, int count, DType dtype, MemorySegment keys, MemorySegment values) {
         Checks.index("layer", layer, shape.layers());
         Checks.notNull("dtype", dtype);
@@ -387,20 +361,7 @@ public final class SyntheticWorkload {
     }
 
     private int[] permutation(int layer) {
-        return rankToGroup.computeIfAbsent(layer, l -> {
-            int[] p = new int[groups];
-            for (int i = 0; i < groups; i++) {
-                p[i] = i;
-            }
-            long k = Hashing.key(layerKey(l), KIND_PERMUTATION);
-            for (int i = groups - 1; i > 0; i--) {
-                int j = Hashing.below(Hashing.key(k, i), i + 1);
-                int tmp = p[i];
-                p[i] = p[j];
-                p[j] = tmp;
-            }
-            return p;
-        });
+        return rankToGroup.computeIfAbsent(layer, l -> Hashing.permutation(Hashing.key(layerKey(l), KIND_PERMUTATION), groups));
     }
 
     /** The attended groups of one layer, step by step; grown on demand and cached. */

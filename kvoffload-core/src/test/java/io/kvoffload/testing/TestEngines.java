@@ -139,6 +139,18 @@ public final class TestEngines {
         return p;
     }
 
+    /** {@code 0..n-1} in a random order (Fisher–Yates). */
+    public static int[] shuffled(java.util.Random rnd, int n) {
+        int[] p = all(n);
+        for (int i = n - 1; i > 0; i--) {
+            int j = rnd.nextInt(i + 1);
+            int t = p[i];
+            p[i] = p[j];
+            p[j] = t;
+        }
+        return p;
+    }
+
     public static void deleteRecursively(Path root) {
         if (root == null || !Files.exists(root)) {
             return;

@@ -2,6 +2,7 @@ package io.kvoffload.bench.cli;
 
 import io.kvoffload.bench.compare.CompareCommand;
 import io.kvoffload.bench.compare.CompareQualityCommand;
+import io.kvoffload.bench.compare.SweepCommand;
 import io.kvoffload.bench.kvswap.KvSwapBench;
 import io.kvoffload.bench.kvswap.KvSwapIoBench;
 import io.kvoffload.bench.kvswap.TuneCommand;
@@ -16,10 +17,13 @@ import picocli.CommandLine.Command;
 /** The command line: {@code kvo demo}, benchmarks and tools. */
 @Command(name = "kvo", mixinStandardHelpOptions = true, version = "kvoffload 0.1.0",
         description = "kvoffload: KV-cache offloading across SSDs. Demo, benchmarks and tools.",
-        subcommands = {DemoCommand.class, CompareCommand.class, ClusterBuildBench.class, ClusterDriftBench.class,
+        subcommands = {DemoCommand.class, CompareCommand.class, SweepCommand.class, ClusterBuildBench.class,
+            ClusterDriftBench.class,
             CompareQualityCommand.class, KvSwapBench.class, KvSwapIoBench.class, TuneCommand.class,
             SwarmOnlineBench.class, SelectionLatencyCommand.class, ScalingCommand.class,
-            io.kvoffload.bench.faults.FaultCampaignCommand.class, CommandLine.HelpCommand.class})
+            io.kvoffload.bench.engine.EngineLoopCommand.class,
+            io.kvoffload.bench.faults.FaultCampaignCommand.class, io.kvoffload.bench.remote.RemoteBench.class,
+            CommandLine.HelpCommand.class})
 public final class KvoMain implements Runnable {
     @CommandLine.Spec
     CommandLine.Model.CommandSpec spec;

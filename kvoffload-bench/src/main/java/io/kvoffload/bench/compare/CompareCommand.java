@@ -37,8 +37,11 @@ import io.kvoffload.strategy.DenseLayerKv;
 import io.kvoffload.internal.util.ElementCodec;
 import io.kvoffload.attention.ExactAttention;
 import io.kvoffload.attention.QualityMetrics;
-import io.kvoffload.workload.SyntheticWorkload;
-import io.kvoffload.workload.WorkloadSpec;
+import io.kvoffload.internal.swarm.CoActivationCoverage;
+import io.kvoffload.workload.TraceHeader;
+import io.kvoffload.workload.TraceWorkload;
+import io.kvoffload.workload.Workload;
+import io.kvoffload.workload.WorkloadFamily;
 import java.io.IOException;
 import java.io.PrintWriter;
 import java.lang.foreign.Arena;
@@ -103,6 +106,25 @@ public final class CompareCommand implements Callable<Integer> {
 
     @Option(names = "--layers", defaultValue = "2", description = "Layers (default: ${DEFAULT-VALUE}).")
     int layers;
+
+    @Option(names = "--family", defaultValue = "default", completionCandidates = FamilyNames.class,
+            description = "Synthetic workload family: ${COMPLETION-CANDIDATES} (default: ${DEFAULT-VALUE};"
+                    + " docs/swarm-offline.md §1b).")
+    String family;
+
+    @Option(names = "--shape", completionCandidates = ShapeNames.class,
+            description = "Head layout: ${COMPLETION-CANDIDATES} (MHA, GQA 4:1, GQA 8:1: KV heads = query heads,"
+                    + " /4, /8); overrides --kv-heads.")
+    String shapeName;
+
+    @Option(names = "--trace", description = "A KVOTRACE file (docs/swarm-offline.md §3, with values and at least 2"
+            + " queries per layer) instead of a synthetic family: its shape, context length and queries (the first half"
+            + " profiles Swarm, the second half is scored); --sizes, --family and the head options are ignored.")
+    Path trace;
+
+    @Option(names = "--trace-layers", defaultValue = "0",
+            description = "Layers of the trace to run, from layer 0; 0 for all (default: ${DEFAULT-VALUE}).")
+    int traceLayers;
 
     @Option(names = "--query-heads", defaultValue = "32", description = "Query heads (default: ${DEFAULT-VALUE}).")
     int queryHeads;
@@ -173,6 +195,22 @@ public final class CompareCommand implements Callable<Integer> {
     @CommandLine.Spec
     CommandLine.Model.CommandSpec spec;
 
+    /** The family names, for --help. */
+    static final class FamilyNames implements Iterable<String> {
+        @Override
+        public java.util.Iterator<String> iterator() {
+            return WorkloadFamily.names().iterator();
+        }
+    }
+
+    /** The shape names, for --help. */
+    static final class ShapeNames implements Iterable<String> {
+        @Override
+        public java.util.Iterator<String> iterator() {
+            return SHAPES.iterator();
+        }
+    }
+
     private PrintWriter console;
     private KvShape shape;
     private ProgressBar bar;
@@ -182,12 +220,15 @@ public final class CompareCommand implements Callable<Integer> {
      *
      * @param section {@code quality} (batch 1, every budget), {@code batch} or {@code scaling}
      * @param simulated whether the SSDs were simulated by the device model
+     * @param coActivationShare for Swarm's layouts, the share of tokens in co-activation clusters
+     *     (mean over layers); NaN for the others
      */
     public record Row(String section, int tokens, double budget, int batch, int ssds, boolean simulated, String strategy,
             double rowsPerFetch, double massRecall, double topKRecall, double outputError, double selectMicros,
             double bytesPerStep, double readsPerStep, double ioMillisPerStep, double effectiveMiBs, double fioMiBs,
             double aggregateMiBs, double stepsPerSecond, double cacheHitRate, long dramBytes, long indexBytes,
-            long rowsChecked, long mismatches, LatencyHistogram fetchLatency, LatencyHistogram ioLatency) {
+            long rowsChecked, long mismatches, double coActivationShare, LatencyHistogram fetchLatency,
+            LatencyHistogram ioLatency) {
         /** Effective bandwidth over fio's, or NaN without fio. */
         public double fioRatio() {
             return fioMiBs > 0 ? effectiveMiBs / fioMiBs : Double.NaN;
@@ -228,9 +269,64 @@ public final class CompareCommand implements Callable<Integer> {
 
     /** Runs the comparison, writes the reports and returns the rows. */
     public List<Row> execute(PrintWriter pw) throws IOException, InterruptedException {
-        validate();
-        console = pw;
-        shape = new KvShape(layers, queryHeads, kvHeads, headDim, DType.BF16);
+        try (TraceWorkload traced = trace == null ? null : TraceWorkload.open(trace)) {
+            if (traced != null) {
+                adoptTrace(traced);
+            } else if (shapeName != null) {
+                kvHeads = kvHeadsFor(shapeName, queryHeads);
+            }
+            validate();
+            console = pw;
+            shape = new KvShape(layers, queryHeads, kvHeads, headDim, DType.BF16);
+            source = traced;
+            return run();
+        } finally {
+            source = null;
+        }
+    }
+
+    /** The shapes of --shape: MHA and GQA 4:1 and 8:1 over the query heads. */
+    public static final List<String> SHAPES = List.of("mha", "gqa4", "gqa8");
+
+    /** KV heads of shape {@code name} for {@code queryHeads}. */
+    static int kvHeadsFor(String name, int queryHeads) {
+        int ratio = switch (name) {
+            case "mha" -> 1;
+            case "gqa4" -> 4;
+            case "gqa8" -> 8;
+            default -> throw new IllegalArgumentException("--shape = " + name + " is unknown; allowed: "
+                    + String.join(", ", SHAPES));
+        };
+        if (queryHeads % ratio != 0) {
+            throw new IllegalArgumentException("--query-heads = " + queryHeads + " is not a multiple of " + ratio
+                    + "; allowed for --shape " + name + ": multiples of " + ratio);
+        }
+        return queryHeads / ratio;
+    }
+
+    /** Takes the trace's shape, length and layers. */
+    private void adoptTrace(TraceWorkload t) {
+        TraceHeader h = t.header();
+        if (!h.values()) {
+            throw new IllegalArgumentException("--trace " + trace + " holds keys only; allowed: a trace with values"
+                    + " (the output error needs them)");
+        }
+        if (h.queriesPerLayer() < 2) {
+            throw new IllegalArgumentException("--trace " + trace + " holds " + h.queriesPerLayer() + " queries per"
+                    + " layer; allowed: at least 2 (half profile Swarm, half are scored)");
+        }
+        range("--trace-layers", traceLayers, 0, h.layers());
+        layers = traceLayers == 0 ? h.layers() : traceLayers;
+        queryHeads = h.queryHeads();
+        kvHeads = h.kvHeads();
+        headDim = h.headDim();
+        sizes = new int[] {h.tokens()};
+    }
+
+    /** The trace being run, or null for a synthetic family. */
+    private Workload source;
+
+    private List<Row> run() throws IOException, InterruptedException {
         List<Strategy> chosen = strategies.stream().map(IoStrategies::byName).toList();
         boolean fio = fioSeconds > 0 && Fio.available();
         long work = 0;
@@ -269,12 +365,13 @@ public final class CompareCommand implements Callable<Integer> {
     }
 
     private void validate() {
-        if (sizes.length == 0 || budgets.length == 0 || batches.length == 0 || strategies.isEmpty()) {
-            throw new IllegalArgumentException("--sizes, --budgets, --batches and --strategies need at least one value");
+        if (sizes.length == 0 || budgets.length == 0 || strategies.isEmpty()) {
+            throw new IllegalArgumentException("--sizes, --budgets and --strategies need at least one value");
         }
         for (int n : sizes) {
             if (n < 1024 || n > (1 << 20)) {
-                throw new IllegalArgumentException("--sizes holds " + n + "; allowed: 1024.." + (1 << 20));
+                throw new IllegalArgumentException((trace != null ? "--trace " + trace + " has " + n + " tokens"
+                        : "--sizes holds " + n) + "; allowed: 1024.." + (1 << 20));
             }
         }
         for (double b : budgets) {
@@ -289,7 +386,8 @@ public final class CompareCommand implements Callable<Integer> {
             range("--ssd-counts", c, 1, 64);
         }
         strategies.forEach(IoStrategies::byName);
-        range("--layers", layers, 1, 64);
+        WorkloadFamily.byName(family);
+        range("--layers", layers, 1, trace != null ? 4096 : 64);
         range("--steps", steps, 1, 100_000);
         range("--scaling-steps", scalingSteps, 1, 100_000);
         range("--devices", devices, 1, 64);
@@ -323,7 +421,10 @@ public final class CompareCommand implements Callable<Integer> {
     /** One prefix length: the KV (stored bytes and the dense reference), selectors, clusterings, an engine. */
     private final class Fixture implements AutoCloseable {
         final int n;
-        final SyntheticWorkload workload;
+        final Workload workload;
+        /** Whether the queries are a trace's few (profile from the first half, score the second) rather than a generator's. */
+        final boolean finiteQueries;
+        final Map<Layout, Double> coActivationShare = new EnumMap<>(Layout.class);
         final Arena arena = Arena.ofShared();
         final MemorySegment[] keys;
         final MemorySegment[] values;
@@ -341,7 +442,8 @@ public final class CompareCommand implements Callable<Integer> {
 
         Fixture(int n, List<Strategy> chosen) throws IOException {
             this.n = n;
-            this.workload = new SyntheticWorkload(WorkloadSpec.builder(shape, n).seed(seed).build());
+            this.workload = source != null ? source : WorkloadFamily.byName(family).create(shape, n, seed);
+            this.finiteQueries = workload.queryCount() < profileQueries * 4 + 20_000;
             this.firstScored = profileQueries * 4; // decoding continues after the profiled steps
             this.keys = new MemorySegment[layers];
             this.values = new MemorySegment[layers];
@@ -368,8 +470,29 @@ public final class CompareCommand implements Callable<Integer> {
             step();
         }
 
+        /** Scored (and warm-up) query {@code offset + s}: after the profiled ones. */
         float[] query(int layer, int offset, int s) {
+            if (finiteQueries) {
+                int half = workload.queryCount() / 2;
+                return workload.query(layer, half + (offset + s) % (workload.queryCount() - half));
+            }
             return workload.query(layer, firstScored + offset + s);
+        }
+
+        /** Swarm's profiled queries. */
+        List<float[]> profile(int layer) {
+            List<float[]> profile = new ArrayList<>();
+            if (finiteQueries) {
+                int half = workload.queryCount() / 2;
+                for (int i = 0; i < Math.min(profileQueries, half); i++) {
+                    profile.add(workload.query(layer, (int) ((long) i * half / Math.min(profileQueries, half))));
+                }
+            } else {
+                for (int i = 0; i < profileQueries; i++) {
+                    profile.add(workload.query(layer, i * 4));
+                }
+            }
+            return profile;
         }
 
         private DenseLayerKv decode(MemorySegment k, MemorySegment v, int tokens) {
@@ -403,6 +526,11 @@ public final class CompareCommand implements Callable<Integer> {
             }
         }
 
+        /** Adds one layer's co-activation share to the layout's mean over layers. */
+        private void share(Layout layout, Clustering c) {
+            coActivationShare.merge(layout, CoActivationCoverage.share(c) / layers, Double::sum);
+        }
+
         private void buildClusterings(List<Strategy> chosen) {
             boolean any = chosen.stream().anyMatch(s -> s.decoderSelects() && s.layout() != Layout.KVSWAP_GROUPS);
             if (chosen.stream().anyMatch(s -> s.layout() == Layout.POSITIONAL)) {
@@ -420,24 +548,33 @@ public final class CompareCommand implements Callable<Integer> {
             int[][][] medoidOnly = new int[layers][][];
             int[][][] noReplica = new int[layers][][];
             for (int l = 0; l < layers; l++) {
-                List<float[]> profile = new ArrayList<>();
-                for (int i = 0; i < profileQueries; i++) {
-                    profile.add(workload.query(l, i * 4));
-                }
+                List<float[]> profile = profile(l);
                 BitSet excluded = new BitSet(n);
                 excluded.set(0, Math.min(n, sinks));
                 excluded.set(Math.max(0, n - window), n);
                 CoActivationProfile prof = CoActivationProfile.fromQueries(dense[l], profile, queryHeads, 0.1, excluded,
                         CoActivationNormaliser.perQuery(), Math.min(256, threads));
-                swarm[l] = arrays(new CoActivationClustering(base).cluster(prof));
+                Clustering sw = new CoActivationClustering(base).cluster(prof);
+                swarm[l] = arrays(sw);
+                share(Layout.SWARM, sw);
+                share(Layout.NO_BALANCE, sw);
                 if (chosen.stream().anyMatch(s -> s.layout() == Layout.MEDOID_ONLY)) {
-                    medoidOnly[l] = arrays(new CoActivationClustering(base.withExpansion(ExpansionRule.MEDOID_ONLY))
-                            .cluster(prof));
+                    Clustering c = new CoActivationClustering(base.withExpansion(ExpansionRule.MEDOID_ONLY)).cluster(prof);
+                    medoidOnly[l] = arrays(c);
+                    share(Layout.MEDOID_ONLY, c);
                 }
                 if (chosen.stream().anyMatch(s -> s.layout() == Layout.NO_REPLICA)) {
-                    noReplica[l] = arrays(new CoActivationClustering(base.withMaxReplicas(1)).cluster(prof));
+                    Clustering c = new CoActivationClustering(base.withMaxReplicas(1)).cluster(prof);
+                    noReplica[l] = arrays(c);
+                    share(Layout.NO_REPLICA, c);
                 }
             }
+            double swarmShare = coActivationShare.getOrDefault(Layout.SWARM, Double.NaN);
+            console.printf(Locale.ROOT, "compare: %,d tokens: %.2f%% of tokens are in Swarm's co-activation clusters"
+                    + " (mean of %d layers, τ = %.2f)%s%n", n, 100 * swarmShare, layers, tau,
+                    swarmShare < ClusterSummary.LOW_CO_ACTIVATION_SHARE
+                            ? " — WARNING: near zero, Swarm's index is in effect positional blocks" : "");
+            console.flush();
             clusters.put(Layout.SWARM, swarm);
             clusters.put(Layout.NO_BALANCE, swarm);
             clusters.put(Layout.MEDOID_ONLY, medoidOnly);
@@ -460,7 +597,7 @@ public final class CompareCommand implements Callable<Integer> {
                     for (int l = 0; l < layers; l++) {
                         s.appendKv(l, keys[l], values[l]);
                         if (layout == Layout.KVSWAP_GROUPS) {
-                            // The paper's NVMe setting: G = 4, rank = headDim; the compressed K cache is its index.
+                            // The paper's NVMe setting: G = 4, σ = 8; the compressed K cache is its index.
                             index += KvSwap.groupLayer(s, l, GroupOptions.defaults()).compressedKeyBytes();
                             continue;
                         }
@@ -597,7 +734,8 @@ public final class CompareCommand implements Callable<Integer> {
         DecodeOptions.Builder ob = DecodeOptions.builder().sparsity(share).sinkTokens(sinks).localWindow(window)
                 .cacheBytes(cache).strategy(Swarm.builder().maintenance(Swarm.Maintenance.OFF).build());
         if (s.layout() == Layout.KVSWAP_GROUPS) {
-            ob.strategy(KvSwap.defaults().withRollingFlush(false)).budgetTokens(budgetTokens);
+            // The shared budget (sinks and window inside), as every other strategy: no budgetTokens on top.
+            ob.strategy(KvSwap.defaults().withRollingFlush(false));
         } else if (!s.decoderSelects()) {
             // The baseline runs inside the decoder's pipeline: same budget of rows as Swarm's (sinks and window included).
             ob.strategy(s.selector());
@@ -727,7 +865,7 @@ public final class CompareCommand implements Callable<Integer> {
                 a.reads / stepsDone, a.ioNanos / 1e6 / stepsDone, io > 0 ? a.bytes / io / MIB : 0, fioMiBs,
                 a.bytes / (a.wallNanos / 1e9) / MIB, stepsDone / (a.wallNanos / 1e9),
                 hits == 0 ? 0 : a.cacheHits / (double) hits, a.dram / batch, index, a.rowsChecked, a.mismatches,
-                a.fetchLatency, a.ioLatency);
+                f.coActivationShare.getOrDefault(s.layout(), Double.NaN), a.fetchLatency, a.ioLatency);
     }
 
     private long index(Fixture f, Strategy s) {
@@ -794,17 +932,18 @@ public final class CompareCommand implements Callable<Integer> {
                 "simulated", "strategy", "rows_per_fetch", "mass_recall", "topk_recall", "output_rel_error",
                 "select_us_median", "bytes_per_step", "reads_per_step", "io_ms_per_step", "effective_mib_s", "fio_mib_s",
                 "effective_over_fio", "aggregate_mib_s", "steps_per_s", "cache_hit_rate", "dram_bytes", "index_bytes",
-                "rows_checked", "row_mismatches", "fetch_p50_us", "fetch_p99_us", "fetch_p999_us", "io_p50_us",
-                "io_p99_us", "io_p999_us")) {
+                "rows_checked", "row_mismatches", "co_activation_share", "fetch_p50_us", "fetch_p99_us",
+                "fetch_p999_us", "io_p50_us", "io_p99_us", "io_p999_us")) {
             for (Row r : rows) {
                 csv.row(r.section(), r.tokens(), r.budget(), r.batch(), r.ssds(), r.simulated(), r.strategy(),
                         f(r.rowsPerFetch(), 1), f(r.massRecall(), 4), f(r.topKRecall(), 4), f(r.outputError(), 4),
                         f(r.selectMicros(), 1), f(r.bytesPerStep(), 0), f(r.readsPerStep(), 1),
                         f(r.ioMillisPerStep(), 3), f(r.effectiveMiBs(), 1), f(r.fioMiBs(), 1), f(r.fioRatio(), 3),
                         f(r.aggregateMiBs(), 1), f(r.stepsPerSecond(), 2), f(r.cacheHitRate(), 3), r.dramBytes(),
-                        r.indexBytes(), r.rowsChecked(), r.mismatches(), us(r.fetchLatency().p50Nanos()),
-                        us(r.fetchLatency().p99Nanos()), us(r.fetchLatency().p999Nanos()), us(r.ioLatency().p50Nanos()),
-                        us(r.ioLatency().p99Nanos()), us(r.ioLatency().p999Nanos()));
+                        r.indexBytes(), r.rowsChecked(), r.mismatches(), f(r.coActivationShare(), 4),
+                        us(r.fetchLatency().p50Nanos()), us(r.fetchLatency().p99Nanos()),
+                        us(r.fetchLatency().p999Nanos()), us(r.ioLatency().p50Nanos()), us(r.ioLatency().p99Nanos()),
+                        us(r.ioLatency().p999Nanos()));
             }
         }
         Plots.headless();
@@ -858,6 +997,18 @@ public final class CompareCommand implements Callable<Integer> {
     private String summary(List<Row> rows, List<Strategy> chosen, double seconds, boolean fio) {
         StringBuilder sb = new StringBuilder();
         sb.append("# Strategy comparison through the I/O path\n\n");
+        sb.append(trace != null ? "Workload: trace `" + trace + "`.\n\n" : "Workload: family `" + family + "` ("
+                + WorkloadFamily.byName(family).description() + "), seed " + seed + ".\n\n");
+        sb.append("Every strategy spends the same budget of rows per step, sinks and window inside (`rows / fetch`;"
+                + " Swarm's whole clusters and KVSwap's whole groups may round it).\n\n");
+        double share = rows.stream().filter(r -> r.strategy().equals("swarm")).mapToDouble(Row::coActivationShare)
+                .filter(v -> !Double.isNaN(v)).average().orElse(Double.NaN);
+        if (!Double.isNaN(share)) {
+            sb.append(String.format(Locale.ROOT, "Swarm: %.2f%% of tokens are in co-activation clusters (mean over"
+                    + " layers and prefixes, τ = %.2f)%s.%n%n", 100 * share, tau,
+                    share < ClusterSummary.LOW_CO_ACTIVATION_SHARE
+                            ? " — **near zero: Swarm's index is in effect positional blocks**" : ""));
+        }
         sb.append(String.format(Locale.ROOT, "%s: %d layers of %d query heads on %d KV heads × %d, BF16 (%d B entries);"
                 + " %d decoding steps per run; sinks %d, window %d (DRAM); hot-cluster cache %.0f%% of a layer's KV;"
                 + " %d SSD directories on one disk (measured); positional layout in %d-token clusters; total %.0f s."

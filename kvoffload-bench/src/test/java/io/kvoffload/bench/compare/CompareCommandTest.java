@@ -3,7 +3,13 @@ package io.kvoffload.bench.compare;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.kvoffload.DType;
+import io.kvoffload.KvShape;
 import io.kvoffload.bench.cli.KvoMain;
+import io.kvoffload.workload.TraceHeader;
+import io.kvoffload.workload.TraceWriter;
+import io.kvoffload.workload.Workload;
+import io.kvoffload.workload.WorkloadFamily;
 import io.kvoffload.bench.report.CsvWriter;
 import java.io.ByteArrayOutputStream;
 import java.io.PrintStream;
@@ -54,6 +60,65 @@ class CompareCommandTest {
         }
         assertTrue(summary.contains("SIMULATED"), summary);
         assertTrue(summary.contains(", 0 differed"), summary);
+    }
+
+    /** A trace file runs through every strategy: its shape, length and queries, not the command's. */
+    @Test
+    void aTraceFileRunsEveryStrategy() throws Exception {
+        KvShape shape = new KvShape(1, 4, 2, 64, DType.BF16);
+        Workload w = WorkloadFamily.MIXED_HEADS.create(shape, 1024, 3);
+        Path file = root.resolve("model.kvotrace");
+        try (TraceWriter tw = new TraceWriter(file, new TraceHeader(1, 4, 2, 64, 1024, 8, DType.F16, true))) {
+            float[][] q = new float[8][];
+            for (int i = 0; i < q.length; i++) {
+                q[i] = w.query(0, i);
+            }
+            tw.writeLayer(w.layer(0), q);
+        }
+        Path out = root.resolve("trace-out");
+        int code = KvoMain.run("compare", "--trace", file.toString(), "--steps", "2", "--budgets", "0.1",
+                "--batches", "1", "--ssd-counts", "1", "--scaling-steps", "1", "--fio-seconds", "0",
+                "--profile-queries", "4", "--strategies", "oracle,quest,kvswap,swarm", "--out", out.toString(),
+                "--work", root.toString(), "--backend", "portable", "--no-progress");
+        assertEquals(0, code);
+        String summary = Files.readString(out.resolve("summary.md"), StandardCharsets.UTF_8);
+        assertTrue(summary.contains("Workload: trace") && summary.contains("v1:L1:Q4:H2:D64"), summary);
+        assertTrue(summary.contains("| kvswap |") && summary.contains(", 0 differed"), summary);
+    }
+
+    /** Any family runs by name on a named head layout; a keys-only trace is refused by name. */
+    @Test
+    void aFamilyRunsOnAShapeAndAKeysOnlyTraceIsRefused() throws Exception {
+        Path out = root.resolve("family-out");
+        int code = KvoMain.run("compare", "--family", "control", "--shape", "gqa8", "--query-heads", "8", "--head-dim",
+                "80", "--sizes", "1024", "--layers", "1", "--steps", "1", "--budgets", "0.1", "--batches", "1",
+                "--ssd-counts", "1", "--scaling-steps", "1", "--fio-seconds", "0", "--profile-queries", "4",
+                "--strategies", "oracle,kvswap,swarm", "--out", out.toString(), "--work", root.toString(),
+                "--backend", "portable", "--no-progress");
+        assertEquals(0, code);
+        String summary = Files.readString(out.resolve("summary.md"), StandardCharsets.UTF_8);
+        assertTrue(summary.contains("family `control`") && summary.contains("v1:L1:Q8:H1:D80"), summary);
+        assertTrue(summary.contains("co-activation clusters"), summary);
+        Path keysOnly = root.resolve("keys.kvotrace");
+        KvShape shape = new KvShape(1, 4, 2, 64, DType.BF16);
+        Workload w = WorkloadFamily.DEFAULT.create(shape, 1024, 3);
+        try (TraceWriter tw = new TraceWriter(keysOnly, new TraceHeader(1, 4, 2, 64, 1024, 4, DType.F16, false))) {
+            tw.writeLayer(w.layer(0), new float[][] {w.query(0, 0), w.query(0, 1), w.query(0, 2), w.query(0, 3)});
+        }
+        String err = errOf(() -> KvoMain.run("compare", "--trace", keysOnly.toString(), "--out", root.toString()));
+        assertTrue(err.contains("holds keys only"), err);
+    }
+
+    private static String errOf(Runnable r) {
+        PrintStream old = System.err;
+        ByteArrayOutputStream buf = new ByteArrayOutputStream();
+        try {
+            System.setErr(new PrintStream(buf, true, StandardCharsets.UTF_8));
+            r.run();
+        } finally {
+            System.setErr(old);
+        }
+        return buf.toString(StandardCharsets.UTF_8);
     }
 
     @Test

@@ -162,9 +162,21 @@ public final class KvSwapLayer implements LayerFetcher {
         return window;
     }
 
-    /** M for a context of {@code tokens}: ⌈budget / G⌉, the budget given or {@code ⌈sparsity × tokens⌉}. */
+    /** M for a context of {@code tokens} before its sinks and window are counted (sizing): they are estimated from the options. */
     private int groupsFor(int tokens) {
-        long budget = options.budgetTokens() == DecodeOptions.AUTO ? (long) Math.ceil(options.sparsity() * tokens)
+        int sinks = Math.min(options.sinkTokens(), tokens);
+        return groupsFor(tokens, sinks + Math.min(options.localWindow(), tokens - sinks));
+    }
+
+    /**
+     * M for a context of {@code tokens} of which {@code resident} rows (sinks and window) are already in
+     * the view: ⌈budget / G⌉ with the budget given, or {@code ⌈sparsity × tokens⌉} less the resident rows —
+     * sinks and window count inside the shared budget, as for every strategy ({@link DecodeOptions#sparsity()}).
+     * At least one group.
+     */
+    private int groupsFor(int tokens, int resident) {
+        long budget = options.budgetTokens() == DecodeOptions.AUTO
+                ? Math.max(0, (long) Math.ceil(options.sparsity() * tokens) - resident)
                 : options.budgetTokens();
         return (int) Math.max(1, (budget + g - 1) / g);
     }
@@ -189,7 +201,7 @@ public final class KvSwapLayer implements LayerFetcher {
         for (int t = window.start(); t < tokens; t++) {
             rows = viewRows.add(t, rows);
         }
-        int want = groupsFor(tokens);
+        int want = groupsFor(tokens, rows);
         if (selected.length < want) {
             selected = new int[want];
             requested = new int[want];

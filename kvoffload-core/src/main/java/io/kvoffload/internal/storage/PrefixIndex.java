@@ -24,10 +24,25 @@ public final class PrefixIndex {
 
     /** Hash chain keys of the full blocks of {@code tokens}. */
     static Key[] chain(String fingerprint, int[] tokens, int count, int blockTokens) {
+        byte[][] hashes = chainHashes(fingerprint, tokens, count, blockTokens);
+        Key[] keys = new Key[hashes.length];
+        for (int b = 0; b < hashes.length; b++) {
+            ByteBuffer hb = ByteBuffer.wrap(hashes[b]);
+            keys[b] = new Key(hb.getLong(), hb.getLong(), hb.getLong(), hb.getLong());
+        }
+        return keys;
+    }
+
+    /**
+     * The chain's SHA-256 values {@code h₁..hₙ} of the full blocks among the first {@code count}
+     * tokens: {@code hᵢ} names the prefix of {@code i} blocks. The remote tier keys blocks by them
+     * too, so engines with the same prompt prefix and fingerprint share blocks.
+     */
+    public static byte[][] chainHashes(String fingerprint, int[] tokens, int count, int blockTokens) {
         MessageDigest md = sha256();
         byte[] h = md.digest(fingerprint.getBytes(StandardCharsets.UTF_8));
         int full = count / blockTokens;
-        Key[] keys = new Key[full];
+        byte[][] out = new byte[full][];
         ByteBuffer buf = ByteBuffer.allocate(blockTokens * 4).order(ByteOrder.LITTLE_ENDIAN);
         for (int b = 0; b < full; b++) {
             buf.clear();
@@ -37,10 +52,9 @@ public final class PrefixIndex {
             md.update(h);
             md.update(buf.array());
             h = md.digest();
-            ByteBuffer hb = ByteBuffer.wrap(h);
-            keys[b] = new Key(hb.getLong(), hb.getLong(), hb.getLong(), hb.getLong());
+            out[b] = h;
         }
-        return keys;
+        return out;
     }
 
     private static MessageDigest sha256() {

@@ -12,6 +12,8 @@ import io.kvoffload.strategy.swarm.ClusterOptions;
 import io.kvoffload.strategy.swarm.ClusterSummary;
 import java.lang.foreign.Arena;
 import java.util.List;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * Swarm's offline phase on one sequence [Swarm §5]: clusters a layer (from activation sets, from
@@ -21,6 +23,7 @@ import java.util.List;
  * closed with it.
  */
 public final class SwarmLayouts implements AutoCloseable {
+    private static final Logger LOG = LoggerFactory.getLogger(SwarmLayouts.class);
     /** Profiling from queries keeps a layer's keys in memory up to this size (else it streams them from the SSDs). */
     private static final long PROFILE_KEYS_IN_MEMORY = 1L << 30;
 
@@ -92,9 +95,12 @@ public final class SwarmLayouts implements AutoCloseable {
         long t2 = System.nanoTime();
         ClusterLayout cl = hooks.ledger().layer(layer).clusters();
         MedoidIndex index = medoidIndex(layer);
-        return new ClusterSummary(layer, cl.clusteredTokens(), cl.clusterCount(), cl.coActivationClusters(),
-                (double) cl.storedEntries() / cl.clusterCount(), (double) cl.storedEntries() / cl.clusteredTokens(),
-                cl.tau(), (t1 - t0) / 1_000_000, (t2 - t1) / 1_000_000, index.memoryBytes(), cl.memoryBytes());
+        ClusterSummary summary = new ClusterSummary(layer, cl.clusteredTokens(), cl.clusterCount(),
+                cl.coActivationClusters(), CoActivationCoverage.share(cl), (double) cl.storedEntries() / cl.clusterCount(),
+                (double) cl.storedEntries() / cl.clusteredTokens(), cl.tau(), (t1 - t0) / 1_000_000, (t2 - t1) / 1_000_000,
+                index.memoryBytes(), cl.memoryBytes());
+        CoActivationCoverage.warnIfLow(LOG, summary);
+        return summary;
     }
 
     /**

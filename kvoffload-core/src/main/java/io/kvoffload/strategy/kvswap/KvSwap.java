@@ -19,7 +19,8 @@ import io.kvoffload.strategy.SelectionStrategy;
  * KVSwap [KVSwap] as a strategy: the offline phase ({@link #layOut}, {@link KvSwap#groupLayer})
  * fits the layer's low-rank K adapter and lays it out in groups of G tokens; online, the group
  * predictor scores the query against the compressed K cache in DRAM, picks the top
- * {@code M = ⌈budget / G⌉} groups ({@link DecodeOptions#budgetTokens()}, on top of sinks and window),
+ * {@code M = ⌈budget / G⌉} groups (the budget is {@link DecodeOptions#budgetTokens()} when set, else
+ * the shared {@code ⌈sparsity × tokens⌉} less sinks and window, as for every strategy),
  * serves repeats from the reuse buffer and reads the misses through the shared scheduler. Full groups
  * of decoded tokens are flushed group-major every {@code blockTokens} tokens or so (the rolling
  * buffer). A layer without a group layout is left to the default strategy. Immutable.
@@ -56,7 +57,7 @@ public record KvSwap(int reuseSlots, ReusePolicy reusePolicy, boolean rollingFlu
         Checks.notNull("groupOptions", groupOptions);
     }
 
-    /** The paper's settings: C = M, FIFO, rolling flush on, G = 4, rank = headDim. */
+    /** The paper's settings: C = M, FIFO, rolling flush on, G = 4; rank kvHeads × headDim / 8 (σ = 8, the paper's with 8 KV heads). */
     public static KvSwap defaults() {
         return DEFAULTS;
     }

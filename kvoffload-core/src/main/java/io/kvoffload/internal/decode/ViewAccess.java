@@ -1,0 +1,42 @@
+package io.kvoffload.internal.decode;
+
+import io.kvoffload.KvView;
+import java.lang.foreign.MemorySegment;
+
+/**
+ * Lets library kernels outside {@code io.kvoffload} (the attention package) read a {@link KvView}'s
+ * own K/V slices without the per-step scope that {@link KvView#keys(int)} creates for callers who
+ * may keep a segment: library code never keeps one, so a decode step stays allocation-free.
+ * {@link KvView} installs the accessor when its class initialises, which happens before any view
+ * exists to be passed here.
+ */
+public final class ViewAccess {
+    /** What {@link KvView} gives this bridge. */
+    public interface Accessor {
+        MemorySegment keys(KvView view, int kvHead);
+
+        MemorySegment values(KvView view, int kvHead);
+    }
+
+    private static Accessor accessor;
+
+    private ViewAccess() {}
+
+    /** Called once, by {@link KvView}'s static initialiser. */
+    public static void install(Accessor a) {
+        if (accessor != null) {
+            throw new IllegalStateException("ViewAccess is already installed");
+        }
+        accessor = a;
+    }
+
+    /** The view's keys of {@code kvHead} (checked ready); valid until the view closes, never to be kept. */
+    public static MemorySegment keys(KvView view, int kvHead) {
+        return accessor.keys(view, kvHead);
+    }
+
+    /** See {@link #keys}. */
+    public static MemorySegment values(KvView view, int kvHead) {
+        return accessor.values(view, kvHead);
+    }
+}
