@@ -87,6 +87,11 @@ public final class StagedReads implements AutoCloseable {
         return n;
     }
 
+    /** Whether this fetch's reads go out in a batch's shared submission. */
+    public boolean sharing() {
+        return shared != null;
+    }
+
     /** Takes part in {@code s}'s submission as its member {@code member} until {@link #clear}. */
     void share(SharedSubmission s, int member) {
         shared = s;
