@@ -106,6 +106,57 @@ class KvBatchTest {
         }
     }
 
+    /**
+     * Injected read errors and bit flips on the shared submission's reads: each sequence's view is
+     * either bit-exact (the failed copy served from a replica or reread, as for one decoder) or its
+     * own await fails with the error; the other views are never affected.
+     */
+    @Test
+    void injectedFaultsAreServedOrFailOnlyTheirSequence() throws Exception {
+        KvConfig clean = config(2);
+        try (KvEngine e = KvEngine.open(clean)) {
+            store(e, 3);
+        }
+        KvConfig faulty = TestEngines.config(clean.ssdDirectories(), "portable")
+                .faultInjection(FaultInjection.builder(5).eio(0.003).bitFlipRead(0.003).build()).build();
+        DecodeOptions o = DecodeOptions.builder().cacheBytes(0).sinkTokens(0).localWindow(0).sparsity(0.2).build();
+        int ok = 0;
+        int failed = 0;
+        int notStarted = 0;
+        try (KvEngine e = KvEngine.open(faulty); KvSequence a = e.openSequence("a"); KvSequence b = e.openSequence("b");
+                KvSequence c = e.openSequence("c"); KvDecoder da = a.decoder(o); KvDecoder db = b.decoder(o);
+                KvDecoder dc = c.decoder(o)) {
+            KvBatch batch = KvBatch.of(da, db, dc);
+            KvView[] views = new KvView[3];
+            for (int step = 0; step < 6; step++) {
+                for (int l = 0; l < 2; l++) {
+                    try {
+                        batch.prefetch(l, queries(l, step, 3), views);
+                    } catch (KvIoException | KvChecksumException ex) {
+                        // A layer's first fetch reads its medoid keys: a fault there refuses the start
+                        // (the started sequences are closed again) and the next step retries.
+                        notStarted++;
+                        continue;
+                    }
+                    for (int i = 0; i < 3; i++) {
+                        try (KvView v = views[i].await()) {
+                            KvViews.assertBitExact(v, expected[i][l]);
+                            ok++;
+                        } catch (KvIoException | KvChecksumException ex) {
+                            assertFalse(views[i].isReady());
+                            failed++;
+                        }
+                    }
+                }
+            }
+            KvStats st = e.stats();
+            assertFalse(st.injectedFaults().isEmpty(), "faults were injected: " + st);
+            assertTrue(st.failovers() + st.rereads() + failed > 0, "some fault reached a fetch: " + st);
+        }
+        assertEquals(36, ok + failed + 3 * notStarted);
+        assertTrue(ok > failed, ok + " views served, " + failed + " failed");
+    }
+
     float[][] queries(int layer, int step, int n) {
         float[][] q = new float[n][];
         for (int i = 0; i < n; i++) {
