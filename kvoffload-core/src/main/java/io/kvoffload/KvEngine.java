@@ -50,12 +50,25 @@ public final class KvEngine implements AutoCloseable {
         RemoteConfig rc = store.config().remote();
         try {
             // The link's threads call back into this engine only once a sequence is committed.
-            this.remote = rc == null ? null : RemoteLink.open(this, rc, System::getenv);
+            this.remote = rc == null ? null : RemoteLink.open(this, rc, System::getenv,
+                    store.metadataHome().resolve(PUBLISHED_DIR), store.modes(), store::committedManifest);
+        } catch (IOException e) {
+            store.close();
+            throw KvIoException.of("reading the remote tier's records in " + store.metadataHome().resolve(PUBLISHED_DIR)
+                    + " failed", e);
         } catch (RuntimeException | Error e) {
             store.close();
             throw e;
         }
+        if (remote != null) {
+            store.evictFirst(remote::evictFirst); // published whole: can be pulled back, so dropped first
+            store.remoteCopy(remote::block); // the last resort of a read no local copy of which verifies
+        }
     }
+
+    /** Folder (in the metadata directory, else the first SSD directory) of the sequences published whole. */
+    static final String PUBLISHED_DIR = "remote-published";
+
 
     /**
      * Opens (creating on first use) the pools in the configured SSD directories and finds the
@@ -272,7 +285,7 @@ public final class KvEngine implements AutoCloseable {
         }
         if (remote != null) {
             Optional<PrefixMatch> pulled = remote.pull(shape, store.config().blockTokens(), promptTokens,
-                    best == null ? 0 : best.matchedTokens());
+                    best == null ? 0 : best.matchedTokens(), best == null ? null : best.sequenceId());
             if (pulled.isPresent()) {
                 return pulled;
             }
@@ -345,7 +358,7 @@ public final class KvEngine implements AutoCloseable {
                 store.stats().checksumFailures.sum(), store.stats().evictions.sum(), store.dram().budgetBytes(),
                 store.dram().reservedBytes(), store.dram().inUseBytes(), out, List.copyOf(unavailableIds), quarantine,
                 store.quarantinedBytes(), store.stats().failovers.sum(), store.stats().repairs.sum(),
-                store.stats().rereads.sum(),
+                store.stats().rereads.sum(), store.stats().remoteFailovers.sum(),
                 java.util.Collections.unmodifiableMap(store.injectedFaults()),
                 remote == null ? RemoteStatus.none() : remote.status());
     }

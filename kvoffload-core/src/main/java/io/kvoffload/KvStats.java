@@ -26,6 +26,8 @@ import java.util.List;
  * @param repairs bad copies rewritten from a good one
  * @param rereads reads of a single-copy extent that failed (checksum or I/O) and verified when
  *     repeated: faults in transit, not on the media
+ * @param remoteFailovers reads served from the shared remote tier (its copy verified against the
+ *     local checksum) after every local copy failed; each also rewrites the local copy ({@code repairs})
  * @param injectedFaults faults injected so far by kind ({@link KvConfig#faultInjection()}); empty
  *     when no faults are injected
  * @param remote the shared remote tier: whether it is configured and reached, and its counters
@@ -33,7 +35,8 @@ import java.util.List;
 public record KvStats(String ioBackend, List<Device> devices, long checksumsVerified, long checksumFailures,
         long evictions, long dramBudgetBytes, long dramReservedBytes, long dramInUseBytes,
         List<UnavailableDevice> unavailableDevices, List<String> unavailableSequences, List<String> quarantine,
-        long quarantinedBytes, long failovers, long repairs, long rereads, java.util.Map<String, Long> injectedFaults,
+        long quarantinedBytes, long failovers, long repairs, long rereads, long remoteFailovers,
+        java.util.Map<String, Long> injectedFaults,
         RemoteStatus remote) {
 
     /**

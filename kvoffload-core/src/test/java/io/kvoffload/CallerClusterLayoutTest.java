@@ -72,7 +72,7 @@ class CallerClusterLayoutTest {
             SwarmOfflinePhaseTest.assertClustersBitExact(s, w, 0);
             byte[][] exp = SwarmOfflinePhaseTest.expected(w, 0);
             int[] positions = {5, 17, 18, 19, 700, 2048, 3000, 3001};
-            try (KvDecoder d = s.decoder(DecodeOptions.builder().cacheBytes(0).build());
+            try (KvDecoder d = s.decoder(DecodeOptions.builder().strategy(Swarm.defaults()).cacheBytes(0).build());
                     KvView v = d.prefetch(0, positions, positions.length).await()) {
                 assertEquals(positions.length, v.tokenCount());
                 int row = SHAPE.headDim() * SHAPE.dtype().bytes();

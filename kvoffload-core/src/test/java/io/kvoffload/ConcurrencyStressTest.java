@@ -1,6 +1,7 @@
 package io.kvoffload;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import io.kvoffload.strategy.swarm.Swarm;
 import static org.junit.jupiter.api.Assertions.assertTimeoutPreemptively;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -145,7 +146,7 @@ class ConcurrencyStressTest {
             // Decode: fetch caller-chosen positions through the decoder's pipeline and compare.
             String id = ids.get(rnd.nextInt(ids.size()));
             try (KvSequence s = e.openSequence(id);
-                    KvDecoder d = s.decoder(DecodeOptions.builder().cacheBytes(0).build())) {
+                    KvDecoder d = s.decoder(DecodeOptions.builder().strategy(Swarm.defaults()).cacheBytes(0).build())) {
                 int n = s.tokenCount();
                 int[] pos = {0, n / 2, n - 1};
                 try (KvView v = d.prefetch(rnd.nextInt(SHAPE.layers()), pos, pos.length)) {

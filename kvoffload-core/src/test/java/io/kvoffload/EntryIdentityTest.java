@@ -1,6 +1,7 @@
 package io.kvoffload;
 
 import io.kvoffload.testing.Layouts;
+import io.kvoffload.strategy.swarm.Swarm;
 import io.kvoffload.strategy.kvswap.GroupOptions;
 import io.kvoffload.strategy.kvswap.KvSwap;
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -135,11 +136,11 @@ class EntryIdentityTest {
     }
 
     static DecodeOptions swarmAll() {
-        return DecodeOptions.builder().cacheBytes(0).sinkTokens(0).localWindow(0).sparsity(1.0).build();
+        return DecodeOptions.builder().strategy(Swarm.defaults()).cacheBytes(0).sinkTokens(0).localWindow(0).sparsity(1.0).build();
     }
 
     static DecodeOptions kvswapAll() {
-        return DecodeOptions.builder().strategy(KvSwap.defaults().withReuseSlots(0)).budgetTokens(2 * TOKENS)
+        return DecodeOptions.builder().strategy(Swarm.defaults()).strategy(KvSwap.defaults().withReuseSlots(0)).budgetTokens(2 * TOKENS)
                 .sinkTokens(0).localWindow(0).build();
     }
 

@@ -7,6 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.kvoffload.internal.storage.ClusterLayout;
+import io.kvoffload.strategy.swarm.Swarm;
 import io.kvoffload.internal.storage.DevicePool;
 import io.kvoffload.testing.BatchRuns;
 import io.kvoffload.testing.KvViews;
@@ -54,9 +55,9 @@ class KvBatchTest {
             store(e, 4);
             DecodeOptions o = DecodeOptions.builder().sparsity(0.2).build();
             BatchRuns.assertBatchMatchesOneByOne(e, IDS, w, expected, o, 4);
-            // No cache, no window: every row read from the SSDs through the shared submission.
-            DecodeOptions cold = DecodeOptions.builder().cacheBytes(0).sinkTokens(0).localWindow(0).sparsity(0.3)
-                    .build();
+            // Swarm's own path, no cache, no window: every row read from the SSDs through the shared submission.
+            DecodeOptions cold = DecodeOptions.builder().strategy(Swarm.defaults()).cacheBytes(0).sinkTokens(0)
+                    .localWindow(0).sparsity(0.3).build();
             BatchRuns.assertBatchMatchesOneByOne(e, IDS, w, expected, cold, 2);
         }
     }
@@ -64,7 +65,8 @@ class KvBatchTest {
     @Test
     void aCorruptedEntryFailsOnlyItsSequencesView() throws Exception {
         KvConfig cfg = config(1); // one copy of every entry: no replica to fail over to
-        DecodeOptions o = DecodeOptions.builder().cacheBytes(0).sinkTokens(0).localWindow(0).sparsity(1.0).build();
+        DecodeOptions o = DecodeOptions.builder().strategy(Swarm.defaults()).cacheBytes(0).sinkTokens(0).localWindow(0)
+                .sparsity(1.0).build();
         try (KvEngine e = KvEngine.open(cfg)) {
             store(e, 3);
             long offset;

@@ -108,7 +108,7 @@ class KvDecoderTest {
 
     @Test
     void twoLayersInFlightGatherExactlyTheSelectedTokensBitExact() throws Exception {
-        DecodeOptions o = DecodeOptions.builder().cacheBytes(0).build();
+        DecodeOptions o = DecodeOptions.builder().strategy(Swarm.defaults()).cacheBytes(0).build();
         try (KvEngine e = KvEngine.open(config(4))) {
             storeClustered(e, "s");
             try (KvSequence s = e.openSequence("s"); KvDecoder d = s.decoder(o)) {
@@ -135,7 +135,7 @@ class KvDecoderTest {
     void everyRowComesFromExactlyOnePlaceAndNothingIsReadTwice() throws Exception {
         try (KvEngine e = KvEngine.open(config(4))) {
             storeClustered(e, "s");
-            try (KvSequence s = e.openSequence("s"); KvDecoder d = s.decoder(DecodeOptions.defaults())) {
+            try (KvSequence s = e.openSequence("s"); KvDecoder d = s.decoder(DecodeOptions.builder().strategy(Swarm.defaults()).build())) {
                 long rows = 0;
                 for (int step = 0; step < 30; step++) {
                     // Queries repeat, so hot clusters get cached and later steps read less.
@@ -160,7 +160,7 @@ class KvDecoderTest {
             storeClustered(e, "s");
             long[] bytes = new long[DecodeOptions.Scheduling.values().length];
             for (DecodeOptions.Scheduling m : DecodeOptions.Scheduling.values()) {
-                DecodeOptions o = DecodeOptions.builder().cacheBytes(0).scheduling(m).sparsity(0.2).build();
+                DecodeOptions o = DecodeOptions.builder().strategy(Swarm.defaults()).cacheBytes(0).scheduling(m).sparsity(0.2).build();
                 try (KvSequence s = e.openSequence("s"); KvDecoder d = s.decoder(o)) {
                     for (int step = 0; step < 5; step++) {
                         try (KvView v = d.prefetch(1, w.query(1, step)).await()) {
@@ -179,7 +179,7 @@ class KvDecoderTest {
 
     @Test
     void fullBudgetViewReproducesDenseAttention() throws Exception {
-        DecodeOptions o = DecodeOptions.builder().sparsity(1.0).build();
+        DecodeOptions o = DecodeOptions.builder().strategy(Swarm.defaults()).sparsity(1.0).build();
         try (KvEngine e = KvEngine.open(config(2))) {
             storeClustered(e, "s");
             try (KvSequence s = e.openSequence("s"); KvDecoder d = s.decoder(o)) {
@@ -194,7 +194,7 @@ class KvDecoderTest {
                 // The stored KV is BF16, the reference float: they agree to BF16 precision.
                 assertTrue(relativeError(out, dense) < 2e-2, "relative error " + relativeError(out, dense));
 
-                DecodeOptions sparse = DecodeOptions.builder().build();
+                DecodeOptions sparse = DecodeOptions.builder().strategy(Swarm.defaults()).build();
                 try (KvDecoder d2 = s.decoder(sparse); KvView v = d2.prefetch(0, q).await()) {
                     kernel.attend(v, q, out);
                     double err = relativeError(out, dense);
@@ -215,7 +215,7 @@ class KvDecoderTest {
 
     @Test
     void appendedTokensJoinTheWindowAndTheView() throws Exception {
-        DecodeOptions o = DecodeOptions.builder().strategy(Swarm.builder().maintenance(Swarm.Maintenance.OFF).build()).build();
+        DecodeOptions o = DecodeOptions.builder().strategy(Swarm.defaults()).strategy(Swarm.builder().maintenance(Swarm.Maintenance.OFF).build()).build();
         try (KvEngine e = KvEngine.open(config(2))) {
             storeClustered(e, "s");
             try (KvSequence s = e.openSequenceForAppend("s"); KvDecoder d = s.decoder(o); Arena a = Arena.ofConfined()) {
@@ -258,7 +258,7 @@ class KvDecoderTest {
                 Swarm.Maintenance.MIN_DIFF)) {
             Path dir = root.resolve(m.name());
             KvConfig cfg = TestEngines.config(TestEngines.deviceDirs(dir, 2), "portable").blockTokens(16).build();
-            DecodeOptions o = DecodeOptions.builder().localWindow(64).strategy(Swarm.builder().maintenance(m).build()).build();
+            DecodeOptions o = DecodeOptions.builder().strategy(Swarm.defaults()).localWindow(64).strategy(Swarm.builder().maintenance(m).build()).build();
             int clustersBefore;
             try (KvEngine e = KvEngine.open(cfg)) {
                 storeClustered(e, "s");
@@ -310,7 +310,7 @@ class KvDecoderTest {
                     }
                 }
                 assertEquals(Layouts.clusterLayout(s, 0).clusteredTokens(), covered.cardinality());
-                try (KvDecoder d = s.decoder(DecodeOptions.defaults()); KvView view = d.prefetch(0, longer.query(0, 5))
+                try (KvDecoder d = s.decoder(DecodeOptions.builder().strategy(Swarm.defaults()).build()); KvView view = d.prefetch(0, longer.query(0, 5))
                         .await()) {
                     assertBitExact(view);
                 }
@@ -329,7 +329,7 @@ class KvDecoderTest {
                 for (String id : List.of("a", "b")) {
                     results.add(pool.submit(() -> {
                         long rows = 0;
-                        try (KvSequence s = e.openSequence(id); KvDecoder d = s.decoder(DecodeOptions.defaults())) {
+                        try (KvSequence s = e.openSequence(id); KvDecoder d = s.decoder(DecodeOptions.builder().strategy(Swarm.defaults()).build())) {
                             for (int step = 0; step < 20; step++) {
                                 KvView v0 = d.prefetch(0, w.query(0, step));
                                 KvView v1 = d.prefetch(1, w.query(1, step));
@@ -355,7 +355,7 @@ class KvDecoderTest {
     void callerChosenPositionsGoThroughTheSamePathBitExact() throws Exception {
         try (KvEngine e = KvEngine.open(config(4))) {
             storeClustered(e, "s");
-            try (KvSequence s = e.openSequence("s"); KvDecoder d = s.decoder(DecodeOptions.defaults())) {
+            try (KvSequence s = e.openSequence("s"); KvDecoder d = s.decoder(DecodeOptions.builder().strategy(Swarm.defaults()).build())) {
                 java.util.SplittableRandom rnd = new java.util.SplittableRandom(3);
                 for (int step = 0; step < 10; step++) {
                     int n = 1 + rnd.nextInt(600);
@@ -381,7 +381,7 @@ class KvDecoderTest {
         try (KvEngine e = KvEngine.open(config(1)); KvSequence s = e.createSequence("u", SHAPE)) {
             SwarmOfflinePhaseTest.store(s, w);
             s.commit();
-            try (KvDecoder d = s.decoder(DecodeOptions.defaults()); KvView v = d.prefetch(1, w.query(1, 0)).await()) {
+            try (KvDecoder d = s.decoder(DecodeOptions.builder().strategy(Swarm.defaults()).build()); KvView v = d.prefetch(1, w.query(1, 0)).await()) {
                 assertEquals(TOKENS, assertBitExact(v).cardinality());
             }
         }
@@ -390,7 +390,7 @@ class KvDecoderTest {
     @Test
     void corruptedEntryFailsTheFetchAndNeverReachesTheView() throws Exception {
         KvConfig cfg = config(1);
-        DecodeOptions o = DecodeOptions.builder().cacheBytes(0).sinkTokens(0).localWindow(0).sparsity(1.0).build();
+        DecodeOptions o = DecodeOptions.builder().strategy(Swarm.defaults()).cacheBytes(0).sinkTokens(0).localWindow(0).sparsity(1.0).build();
         try (KvEngine e = KvEngine.open(cfg)) {
             storeClustered(e, "s");
             long offset;
@@ -426,7 +426,7 @@ class KvDecoderTest {
     void badUseIsRejectedWithItsReason() throws Exception {
         try (KvEngine e = KvEngine.open(config(2))) {
             storeClustered(e, "s");
-            try (KvSequence s = e.openSequence("s"); KvDecoder d = s.decoder(DecodeOptions.defaults())) {
+            try (KvSequence s = e.openSequence("s"); KvDecoder d = s.decoder(DecodeOptions.builder().strategy(Swarm.defaults()).build())) {
                 float[] q = w.query(0, 0);
                 assertMessage(IllegalArgumentException.class, () -> d.prefetch(2, q), "layer = 2");
                 assertMessage(IllegalArgumentException.class, () -> d.prefetch(0, new float[3]), "query.length = 3",
@@ -444,12 +444,12 @@ class KvDecoderTest {
                 v1.await().close();
                 assertMessage(IllegalStateException.class, v::tokenCount, "closed");
             }
-            assertMessage(IllegalArgumentException.class, () -> DecodeOptions.builder().sparsity(0).build(),
+            assertMessage(IllegalArgumentException.class, () -> DecodeOptions.builder().strategy(Swarm.defaults()).sparsity(0).build(),
                     "sparsity = 0.0", "(0, 1]");
-            assertMessage(IllegalArgumentException.class, () -> DecodeOptions.builder().pipelineDepth(0).build(),
+            assertMessage(IllegalArgumentException.class, () -> DecodeOptions.builder().strategy(Swarm.defaults()).pipelineDepth(0).build(),
                     "pipelineDepth");
             try (KvSequence s = e.openSequence("s")) {
-                KvDecoder d = s.decoder(DecodeOptions.defaults());
+                KvDecoder d = s.decoder(DecodeOptions.builder().strategy(Swarm.defaults()).build());
                 d.close();
                 assertMessage(IllegalStateException.class, () -> d.prefetch(0, w.query(0, 0)), "closed");
             }

@@ -1,6 +1,7 @@
 package io.kvoffload;
 
 import io.kvoffload.testing.Layouts;
+import io.kvoffload.strategy.swarm.Swarm;
 import io.kvoffload.strategy.kvswap.GroupSummary;
 import io.kvoffload.strategy.kvswap.GroupOptions;
 import io.kvoffload.strategy.kvswap.KvSwap;
@@ -61,7 +62,7 @@ class KvSwapDecoderTest {
     }
 
     static DecodeOptions.Builder kvswap() {
-        return DecodeOptions.builder().strategy(KvSwap.defaults()).budgetTokens(400).sinkTokens(4)
+        return DecodeOptions.builder().strategy(Swarm.defaults()).strategy(KvSwap.defaults()).budgetTokens(400).sinkTokens(4)
                 .localWindow(0);
     }
 
@@ -421,11 +422,11 @@ class KvSwapDecoderTest {
                     "layer = 2");
             KvDecoderTest.assertMessage(NullPointerException.class, () -> KvSwap.groupLayer(s, 0, null), "options");
             KvDecoderTest.assertMessage(IllegalArgumentException.class,
-                    () -> DecodeOptions.builder().budgetTokens(0).build(), "budgetTokens = 0", "1..16777216");
+                    () -> DecodeOptions.builder().strategy(Swarm.defaults()).budgetTokens(0).build(), "budgetTokens = 0", "1..16777216");
             KvDecoderTest.assertMessage(IllegalArgumentException.class,
                     () -> KvSwap.defaults().withReuseSlots(-7), "reuseSlots = -7", "0..1048576");
             KvDecoderTest.assertMessage(NullPointerException.class,
-                    () -> DecodeOptions.builder().strategy((io.kvoffload.strategy.SelectionStrategy) null).build(), "strategy");
+                    () -> DecodeOptions.builder().strategy(Swarm.defaults()).strategy((io.kvoffload.strategy.SelectionStrategy) null).build(), "strategy");
         }
         try (KvEngine e = KvEngine.open(config(1)); KvSequence s = e.createSequence("tiny", SHAPE)) {
             s.appendTokens(1, 2);
@@ -484,7 +485,7 @@ class KvSwapDecoderTest {
     void swarmSelectorIgnoresGroupsAndAttendsTheLayerInFull() throws Exception {
         try (KvEngine e = KvEngine.open(config(2))) {
             storeGrouped(e, "s", 4);
-            try (KvSequence s = e.openSequence("s"); KvDecoder d = s.decoder(DecodeOptions.defaults());
+            try (KvSequence s = e.openSequence("s"); KvDecoder d = s.decoder(DecodeOptions.builder().strategy(Swarm.defaults()).build());
                     KvView v = d.prefetch(0, w.query(0, 0)).await()) {
                 assertEquals(TOKENS, assertBitExact(v).cardinality());
             }

@@ -1,6 +1,7 @@
 package io.kvoffload;
 
 import io.kvoffload.testing.Layouts;
+import io.kvoffload.strategy.swarm.Swarm;
 import io.kvoffload.strategy.kvswap.GroupOptions;
 import io.kvoffload.strategy.kvswap.KvSwap;
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -64,7 +65,7 @@ class KvSwapRollingBufferTest {
     }
 
     static DecodeOptions options() {
-        return DecodeOptions.builder().strategy(KvSwap.defaults().withReuseSlots(0)).budgetTokens(BUDGET)
+        return DecodeOptions.builder().strategy(Swarm.defaults()).strategy(KvSwap.defaults().withReuseSlots(0)).budgetTokens(BUDGET)
                 .sinkTokens(SINKS).localWindow(WINDOW).build();
     }
 

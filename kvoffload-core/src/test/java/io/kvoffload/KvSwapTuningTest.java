@@ -1,6 +1,7 @@
 package io.kvoffload;
 
 import io.kvoffload.strategy.kvswap.KvSwapTuning;
+import io.kvoffload.strategy.swarm.Swarm;
 import io.kvoffload.strategy.kvswap.GroupSummary;
 import io.kvoffload.strategy.kvswap.KvSwap;
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -62,7 +63,7 @@ class KvSwapTuningTest {
         assertEquals(c.compressionRatio(), t.compressionRatio());
         t.checkShape(SHAPE);
 
-        DecodeOptions o = t.applyTo(DecodeOptions.builder()).sinkTokens(4).build();
+        DecodeOptions o = t.applyTo(DecodeOptions.builder().strategy(Swarm.defaults())).sinkTokens(4).build();
         KvSwap k = (KvSwap) o.strategy();
         assertEquals(t.budgetTokens(), o.budgetTokens());
         assertEquals(t.reuseSlots(), k.reuseSlots());

@@ -199,7 +199,7 @@ class ReplicaFailoverTest {
             store(e);
             damage(cfg, copy(e, SHARED[1], 0));
             try (KvSequence s = e.openSequence("s");
-                    KvDecoder d = s.decoder(DecodeOptions.builder().cacheBytes(0).build())) {
+                    KvDecoder d = s.decoder(DecodeOptions.builder().strategy(Swarm.defaults()).cacheBytes(0).build())) {
                 try (KvView v = d.prefetch(0, new int[] {SHARED[1]}, 1)) {
                     v.await();
                     assertTrue(KvViews.assertBitExact(v, expected).get(SHARED[1]));
@@ -223,7 +223,7 @@ class ReplicaFailoverTest {
         }
         // The device of the first copy fails every request once the decoder is set up (its medoid
         // index is read when it opens): count the requests that takes on a healthy engine first.
-        DecodeOptions o = DecodeOptions.builder().cacheBytes(0).sinkTokens(0).localWindow(0).build();
+        DecodeOptions o = DecodeOptions.builder().strategy(Swarm.defaults()).cacheBytes(0).sinkTokens(0).localWindow(0).build();
         long setup;
         try (KvEngine e = KvEngine.open(cfg); KvSequence s = e.openSequence("s"); KvDecoder d = s.decoder(o)) {
             d.prefetch(0, new int[0], 0).close();

@@ -1,6 +1,7 @@
 package io.kvoffload;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import io.kvoffload.strategy.swarm.Swarm;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -40,7 +41,7 @@ class ViewInvalidationTest {
             MemorySegment positions;
             MemorySegment table;
             KvView view;
-            try (KvSequence a = e.openSequence("a"); KvDecoder d = a.decoder(DecodeOptions.defaults())) {
+            try (KvSequence a = e.openSequence("a"); KvDecoder d = a.decoder(DecodeOptions.builder().strategy(Swarm.defaults()).build())) {
                 view = d.prefetch(0, other.query(0, 1)).await();
                 keys = view.keys(0);
                 values = view.values(shape.kvHeads() - 1);
@@ -62,7 +63,7 @@ class ViewInvalidationTest {
                 next.close();
             }
             // Another sequence's decoder now takes the DRAM slots the closed one gave back.
-            try (KvSequence b = e.openSequence("b"); KvDecoder d = b.decoder(DecodeOptions.defaults())) {
+            try (KvSequence b = e.openSequence("b"); KvDecoder d = b.decoder(DecodeOptions.builder().strategy(Swarm.defaults()).build())) {
                 KvView v = d.prefetch(0, other.query(0, 1)).await();
                 assertThrows(IllegalStateException.class, () -> keys.get(ValueLayout.JAVA_BYTE, 0),
                         "never another sequence's KV");

@@ -1,6 +1,7 @@
 package io.kvoffload.strategy;
 
 import io.kvoffload.internal.baseline.BaselineStrategy;
+import io.kvoffload.internal.swarm.BlockMassStrategy;
 import io.kvoffload.strategy.kvswap.KvSwap;
 import io.kvoffload.strategy.swarm.Swarm;
 import io.kvoffload.internal.util.Checks;
@@ -11,20 +12,28 @@ import java.util.Map;
 import java.util.ServiceLoader;
 
 /**
- * The registry of {@link SelectionStrategy}s by name: Swarm ({@code swarm}, the default), KVSwap
+ * The registry of {@link SelectionStrategy}s by name: Swarm ({@code swarm}), KVSwap
  * ({@code kvswap}), the built-in baselines ({@code oracle},
- * {@code quest}, {@code infllm}, {@code pqcache}, {@code clusterkv}, {@code sparq}, {@code sparf}),
+ * {@code quest}, {@code infllm}, {@code pqcache}, {@code clusterkv}, {@code sparq}, {@code sparf}), Swarm's
+ * blocks ranked by estimated per-head attention mass ({@code mass-mix}, the default, and the variants
+ * measured against it: {@code mass-bound}, {@code mass-mean}, {@code logit-mean}, {@code mass-reps},
+ * {@code mass-reps-bound}, {@code qmass-mix}, {@code qmass-bound}; see docs/swarm-offline.md),
  * every strategy a jar on the class or module path provides through {@link ServiceLoader}, and
  * those registered with {@link #register}. Thread-safe.
  */
 public final class Strategies {
     private static final Map<String, SelectionStrategy> BY_NAME = new LinkedHashMap<>();
+    private static final SelectionStrategy DEFAULT = BlockMassStrategy.variants().getFirst();
 
     static {
         BY_NAME.put(Swarm.defaults().name(), Swarm.defaults());
         BY_NAME.put(KvSwap.defaults().name(), KvSwap.defaults());
         for (SelectionStrategy s : BaselineStrategy.all()) {
             BY_NAME.put(s.name(), s);
+        }
+        BY_NAME.put(DEFAULT.name(), DEFAULT);
+        for (SelectionStrategy s : BlockMassStrategy.variants()) {
+            BY_NAME.putIfAbsent(s.name(), s);
         }
         for (SelectionStrategy s : ServiceLoader.load(SelectionStrategy.class, Strategies.class.getClassLoader())) {
             BY_NAME.putIfAbsent(s.name(), s);
@@ -68,9 +77,13 @@ public final class Strategies {
         BY_NAME.put(name, strategy);
     }
 
-    /** The strategy a decoder uses when its options name none, and for layers another strategy did not lay out. */
+    /**
+     * The strategy a decoder uses when its options name none, and for layers another strategy did not
+     * lay out: {@code mass-mix}, Swarm's blocks (or clusters) ranked by their estimated share of each
+     * head's attention (docs/benchmarks.md, "Selection fidelity", has the measurements that chose it).
+     */
     public static SelectionStrategy defaultStrategy() {
-        return Swarm.defaults();
+        return DEFAULT;
     }
 
     /** The names known now, built-ins first. */

@@ -1,6 +1,7 @@
 package io.kvoffload.testing;
 
 import static org.junit.jupiter.api.Assertions.assertTimeoutPreemptively;
+import io.kvoffload.strategy.swarm.Swarm;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.kvoffload.DType;
@@ -72,7 +73,7 @@ public final class ConcurrencyScenarios {
                 Thread t = Thread.ofPlatform().name("decoder-" + r).start(() -> {
                     try {
                         KvSequence s = e.openSequence("a");
-                        KvDecoder d = s.decoder(DecodeOptions.defaults());
+                        KvDecoder d = s.decoder(DecodeOptions.builder().strategy(Swarm.defaults()).build());
                         while (true) {
                             KvView first = d.prefetch(0, q[0]);
                             KvView second = d.prefetch(1, q[1]);
@@ -110,7 +111,7 @@ public final class ConcurrencyScenarios {
     public static void oneDecoderTwoThreads(KvConfig cfg) throws Exception {
         float[][] q = queries();
         try (KvEngine e = KvEngine.open(cfg); KvSequence s = e.openSequence("a")) {
-            KvDecoder d = s.decoder(DecodeOptions.defaults());
+            KvDecoder d = s.decoder(DecodeOptions.builder().strategy(Swarm.defaults()).build());
             AtomicInteger conflicts = new AtomicInteger();
             ConcurrentLinkedQueue<Throwable> unexpected = new ConcurrentLinkedQueue<>();
             ConcurrentLinkedQueue<String> messages = new ConcurrentLinkedQueue<>();

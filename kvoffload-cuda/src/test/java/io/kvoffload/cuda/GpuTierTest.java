@@ -1,6 +1,7 @@
 package io.kvoffload.cuda;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import io.kvoffload.strategy.swarm.Swarm;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -51,7 +52,7 @@ class GpuTierTest {
         int[] pos = {5, 999, 0, 42, 17, 18, 19, 63, 64, 80, 81, 3, 77, 11, 12, 13, 14, 500, 700, 701};
         try (KvEngine e = KvEngine.open(viewConfig());
                 KvSequence s = e.openSequence("s"); // reopened: the clustered tokens are read from the SSDs
-                KvDecoder d = s.decoder(DecodeOptions.defaults());
+                KvDecoder d = s.decoder(DecodeOptions.builder().strategy(Swarm.defaults()).build());
                 Arena arena = Arena.ofShared()) {
             CudaDeviceTier tier = e.deviceTier().orElseThrow().unwrap(CudaDeviceTier.class);
             try (KvView hostView = d.prefetch(1, pos, pos.length).await(); // SSD -> DRAM

@@ -1,6 +1,7 @@
 package io.kvoffload.cuda;
 
 import io.kvoffload.DType;
+import io.kvoffload.strategy.swarm.Swarm;
 import io.kvoffload.DecodeOptions;
 import io.kvoffload.KvConfig;
 import io.kvoffload.KvDecoder;
@@ -92,7 +93,7 @@ public final class HbmBench {
         int reps = 20;
         try (KvEngine e = TestEngines.open(config);
                 KvSequence s = e.openSequence("bench");
-                KvDecoder d = s.decoder(DecodeOptions.builder().pipelineDepth(2).build())) {
+                KvDecoder d = s.decoder(DecodeOptions.builder().strategy(Swarm.defaults()).pipelineDepth(2).build())) {
             CudaDeviceTier tier = e.deviceTier().orElseThrow().unwrap(CudaDeviceTier.class);
             // Both views stay open (and their DRAM slots untouched) for the whole run.
             KvView[] g = {d.prefetch(0, pos, tokens).await(), d.prefetch(1, pos, tokens).await()};

@@ -1,6 +1,7 @@
 package io.kvoffload.cuda;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import io.kvoffload.strategy.swarm.Swarm;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -45,7 +46,7 @@ class ViewUploadTest {
         }
         try (KvEngine e = TestEngines.open(DecodedViews.config(root).gpu(KvConfig.Gpu.OFF).build());
                 KvSequence s = e.openSequence("s");
-                KvDecoder d = s.decoder(DecodeOptions.defaults());
+                KvDecoder d = s.decoder(DecodeOptions.builder().strategy(Swarm.defaults()).build());
                 Arena arena = Arena.ofConfined()) {
             // A first, larger fetch leaves the view's capacity (300 rows) above the next one's 100.
             d.prefetch(1, TestEngines.all(300), 300).await().close();
@@ -129,7 +130,7 @@ class ViewUploadTest {
     void viewsThatDoNotFitAreRefusedWithTheNumbers() {
         try (KvEngine e = TestEngines.open(DecodedViews.config(root).gpu(KvConfig.Gpu.OFF).build())) {
             DecodedViews.store(e, "s", SHAPE, 256);
-            try (KvSequence s = e.openSequence("s"); KvDecoder d = s.decoder(DecodeOptions.defaults())) {
+            try (KvSequence s = e.openSequence("s"); KvDecoder d = s.decoder(DecodeOptions.builder().strategy(Swarm.defaults()).build())) {
                 KvView view = d.prefetch(0, TestEngines.all(100), 100).await();
                 var ex = assertThrows(IllegalArgumentException.class, () -> ViewUpload.plan(view, SHAPE, 16, 50));
                 assertTrue(ex.getMessage().contains("holds 100 tokens; allowed: 0..50"), ex.getMessage());

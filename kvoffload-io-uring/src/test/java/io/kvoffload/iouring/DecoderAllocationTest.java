@@ -13,6 +13,7 @@ import io.kvoffload.KvShape;
 import io.kvoffload.KvView;
 import io.kvoffload.strategy.SelectionStrategy;
 import io.kvoffload.strategy.Strategies;
+import io.kvoffload.strategy.swarm.Swarm;
 import io.kvoffload.testing.TestEngines;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -58,8 +59,13 @@ class DecoderAllocationTest {
                     queries[q][l] = w.query(l, q);
                 }
             }
-            try (KvSequence s = e.openSequence("a"); KvDecoder d = s.decoder(DecodeOptions.defaults())) {
+            try (KvSequence s = e.openSequence("a");
+                    KvDecoder d = s.decoder(DecodeOptions.builder().strategy(Swarm.defaults()).build())) {
                 assertNoAllocation("swarm", d, queries, 600);
+            }
+            // The default strategy (mass-mix) over the same co-activation cluster layout.
+            try (KvSequence s = e.openSequence("a"); KvDecoder d = s.decoder(DecodeOptions.defaults())) {
+                assertNoAllocation(Strategies.defaultStrategy().name() + " over Swarm's clusters", d, queries, 3000);
             }
         }
     }
@@ -110,6 +116,12 @@ class DecoderAllocationTest {
                 }
             }
         }
+    }
+
+    /** The default strategy over its own positional layout. */
+    @Test
+    void theDefaultStrategyDecodesWithoutAllocating() throws Exception {
+        assertStrategyAllocatesNothing(Strategies.defaultStrategy(), DecodeOptions.defaults());
     }
 
     /** A baseline through the same pipeline: Quest's page bounds pick the positions, the decoder fetches them. */

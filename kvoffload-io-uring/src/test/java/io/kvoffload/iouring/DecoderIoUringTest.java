@@ -1,6 +1,7 @@
 package io.kvoffload.iouring;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import io.kvoffload.strategy.swarm.Swarm;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -67,7 +68,7 @@ class DecoderIoUringTest {
         try (KvEngine e = KvEngine.open(config())) {
             assertEquals("io_uring", e.stats().ioBackend());
             store(e);
-            DecodeOptions o = DecodeOptions.builder().cacheBytes(0).sparsity(0.3).pipelineDepth(3).build();
+            DecodeOptions o = DecodeOptions.builder().strategy(Swarm.defaults()).cacheBytes(0).sparsity(0.3).pipelineDepth(3).build();
             try (KvSequence s = e.openSequence("a"); KvDecoder d = s.decoder(o)) {
                 ArrayDeque<KvView> pending = new ArrayDeque<>();
                 int total = 8 * SHAPE.layers();
@@ -95,7 +96,7 @@ class DecoderIoUringTest {
         KvConfig cfg = config();
         try (KvEngine e = KvEngine.open(cfg)) {
             store(e);
-            DecodeOptions o = DecodeOptions.builder().cacheBytes(0).sinkTokens(0).localWindow(0).sparsity(1.0)
+            DecodeOptions o = DecodeOptions.builder().strategy(Swarm.defaults()).cacheBytes(0).sinkTokens(0).localWindow(0).sparsity(1.0)
                     .pipelineDepth(2).build();
             try (KvSequence s = e.openSequence("a"); KvDecoder d = s.decoder(o)) {
                 // A clean step first: each layer's first fetch also loads its medoid keys.

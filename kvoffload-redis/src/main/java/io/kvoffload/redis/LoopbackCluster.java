@@ -27,6 +27,8 @@ import java.util.stream.Stream;
  */
 public final class LoopbackCluster implements AutoCloseable {
     private static final String HOST = "127.0.0.1";
+    /** An ACL user (Redis 6+) every node knows, with the cluster's password and every permission. */
+    public static final String ACL_USER = "kvoffload-acl";
     private static final int NODE_TIMEOUT_MILLIS = 1500;
 
     private final Path root;
@@ -164,7 +166,9 @@ public final class LoopbackCluster implements AutoCloseable {
             Files.createDirectories(dir);
             // The password goes in a private file, not on the command line where ps would show it.
             Path conf = dir.resolve("auth.conf");
-            Files.writeString(conf, "requirepass " + password + "\nmasterauth " + password + "\n");
+            // Besides the default user, an ACL user with the same password, for clients that name one.
+            Files.writeString(conf, "requirepass " + password + "\nmasterauth " + password + "\nuser " + ACL_USER
+                    + " on >" + password + " ~* &* +@all\n");
             Files.setPosixFilePermissions(conf, java.nio.file.attribute.PosixFilePermissions.fromString("rw-------"));
             processes[i] = new ProcessBuilder("redis-server", conf.toString(), "--port", String.valueOf(ports[i]), "--bind", HOST,
                     "--protected-mode", "yes", "--cluster-enabled", "yes", "--cluster-config-file",

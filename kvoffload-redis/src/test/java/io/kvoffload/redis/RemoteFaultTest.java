@@ -3,9 +3,11 @@ package io.kvoffload.redis;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.kvoffload.DType;
+import io.kvoffload.KvConfig;
 import io.kvoffload.KvEngine;
 import io.kvoffload.KvSequence;
 import io.kvoffload.KvShape;
@@ -109,14 +111,17 @@ class RemoteFaultTest {
     void aMasterKilledMidPublishLeavesNoPartialBlockAndTheLocalPathWorks() throws Exception {
         try (LoopbackCluster cluster = RedisClusterExtension.privateCluster()) {
             RemoteConfig rc = RedisClusterExtension.remote(cluster).kind("redis-hooked").build();
-            // A window of blocks is two puts: every layer blob, then the block records. The master dies between them.
-            HookedRedisProvider.hookAtPut = 1;
+            // A window of eight blocks (one run) is a put per layer, then one of the block records. The master
+            // dies before the records' put.
+            HookedRedisProvider.hookAtPut = SHAPE.layers();
             HookedRedisProvider.hook = () -> cluster.kill(1);
             try (KvEngine ea = KvEngine.open(RedisClusterExtension.config(a, 2, rc))) {
                 commit(ea, "p", BT * 8);
                 assertTrue(ea.awaitRemotePublished(Duration.ofSeconds(60)));
                 RemoteStatus st = ea.stats().remote();
-                assertEquals(1, st.publishFailures(), st.toString());
+                // Commit and the writer's close both queue it: one pass, or two when the first began after the
+                // close; each fails.
+                assertTrue(st.publishFailures() >= 1, st.toString());
                 assertEquals(0, st.blocksPublished(), "the records' put failed: no block counts as published");
                 // The local path is unaffected: A reads its sequence and commits another.
                 try (KvSequence s = ea.openSequence("p")) {
@@ -248,6 +253,78 @@ class RemoteFaultTest {
             commit(e, "p", BT * 3);
             assertTrue(e.awaitRemotePublished(Duration.ofSeconds(1)));
             assertEquals(BT * 3, verifiedPrefix(e, BT * 3));
+        }
+    }
+
+    /** Flips one bit of layer 0 block 0 of engine A's store: the first extent, offset 0 of its pool. */
+    void corruptFirstLocalBlock() throws Exception {
+        Path pool = a.resolve("ssd0").resolve("kvoffload.pool");
+        try (java.nio.channels.FileChannel ch = java.nio.channels.FileChannel.open(pool,
+                java.nio.file.StandardOpenOption.READ, java.nio.file.StandardOpenOption.WRITE)) {
+            ByteBuffer one = ByteBuffer.allocate(1);
+            ch.read(one, 10);
+            ch.write(ByteBuffer.wrap(new byte[] {(byte) (one.get(0) ^ 0x40)}), 10);
+        }
+    }
+
+    @Test
+    void aLocalBlockNoCopyOfWhichVerifiesIsServedFromTheClusterAndRepaired(LoopbackCluster cluster) throws Exception {
+        RemoteConfig rc = RedisClusterExtension.remote(cluster).build();
+        publish(rc, BT * 2);
+        corruptFirstLocalBlock();
+        try (KvEngine ea = KvEngine.open(RedisClusterExtension.config(a, 1, rc)); KvSequence s = ea.openSequence("p")) {
+            assertNull(TestEngines.verify(s, SEED, TestEngines.all(BT * 2)));
+            assertEquals(1, ea.stats().remoteFailovers());
+            assertEquals(1, ea.stats().repairs());
+        }
+        // The local copy was rewritten: it reads whole without the cluster.
+        KvConfig local = TestEngines.config(TestEngines.deviceDirs(a, 1), "portable").blockTokens(BT)
+                .deviceCapacityBytes(64L << 20).build();
+        try (KvEngine ea = KvEngine.open(local); KvSequence s = ea.openSequence("p")) {
+            assertNull(TestEngines.verify(s, SEED, TestEngines.all(BT * 2)));
+            assertEquals(0, ea.stats().checksumFailures());
+        }
+    }
+
+    @Test
+    void aLocalBlockWhoseRemoteCopyIsCorruptTooFailsTheReadClearly(LoopbackCluster cluster) throws Exception {
+        RemoteConfig rc = RedisClusterExtension.remote(cluster).build();
+        publish(rc, BT * 2);
+        corruptFirstLocalBlock();
+        String key = layerKey(rc, 0, 0);
+        try (RemoteTier t = new RedisRemoteTierProvider().open(rc.resolve(System::getenv))) {
+            byte[] blob = t.get(List.of(key)).join()[0];
+            blob[blob.length / 2] ^= 0x10;
+            t.delete(List.of(key)).join();
+            t.put(List.of(key), List.of(blob)).join();
+        }
+        try (KvEngine ea = KvEngine.open(RedisClusterExtension.config(a, 1, rc)); KvSequence s = ea.openSequence("p")) {
+            io.kvoffload.KvChecksumException ex = assertThrows(io.kvoffload.KvChecksumException.class,
+                    () -> TestEngines.verify(s, SEED, TestEngines.all(BT * 2)));
+            assertEquals(0, ex.layer());
+            assertEquals(0, ex.fromToken());
+            assertEquals(0, ea.stats().remoteFailovers());
+            assertEquals(1, ea.stats().remote().checksumFailures(), "the remote copy failed its own checksum");
+        }
+    }
+
+    @Test
+    void aBlockMissingBetweenPublishedOnesIsPublishedAloneAndThePrefixIsWholeAgain(LoopbackCluster cluster)
+            throws Exception {
+        RemoteConfig rc = RedisClusterExtension.remote(cluster).build();
+        publish(rc, BT * 4);
+        String record1 = layerKey(rc, 1, 0).replaceAll(":0$", ":rec");
+        try (RemoteTier t = new RedisRemoteTierProvider().open(rc.resolve(System::getenv))) {
+            assertEquals(1L, t.delete(List.of(record1)).join(), record1);
+        }
+        try (KvEngine eb = KvEngine.open(RedisClusterExtension.config(b, 1, rc))) {
+            assertEquals(BT, verifiedPrefix(eb, BT * 4), "the prefix stops at the missing record");
+            commit(eb, "again", BT * 4);
+            assertTrue(eb.awaitRemotePublished(Duration.ofSeconds(30)));
+            assertEquals(1, eb.stats().remote().blocksPublished(), "only the missing block is sent");
+        }
+        try (KvEngine ec = KvEngine.open(RedisClusterExtension.config(c, 1, rc))) {
+            assertEquals(BT * 4, verifiedPrefix(ec, BT * 4));
         }
     }
 }

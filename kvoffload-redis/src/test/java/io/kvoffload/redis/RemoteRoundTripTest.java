@@ -92,6 +92,7 @@ class RemoteRoundTripTest {
             // The full prompt of A: six blocks, more than the local four, so the rest is pulled.
             Optional<PrefixMatch> all = eb.findLongestPrefix(SHAPE, KvTestData.tokenIds(SEED, 0, tokens));
             assertEquals(16 * 6, all.orElseThrow().matchedTokens());
+            assertEquals(6, eb.stats().remote().blocksFetched(), "the four blocks held locally are copied, not fetched");
             try (KvSequence s = eb.openSequence(all.get().sequenceId())) {
                 assertNull(TestEngines.verify(s, SEED, TestEngines.all(16 * 6)));
             }

@@ -235,7 +235,8 @@ public final class BatchBench implements Callable<Integer> {
      * layer fetches of the whole batch in flight: through one {@link KvBatch} or decoder by decoder.
      */
     private Result run(KvEngine engine, int b, boolean shared) {
-        DecodeOptions o = DecodeOptions.builder().sparsity(sparsity).cacheBytes(0).pipelineDepth(IN_FLIGHT + 1).build();
+        DecodeOptions o = DecodeOptions.builder().strategy(Swarm.defaults()).sparsity(sparsity).cacheBytes(0)
+                .pipelineDepth(IN_FLIGHT + 1).build();
         List<KvSequence> seqs = new ArrayList<>();
         List<KvDecoder> decs = new ArrayList<>();
         try {

@@ -516,6 +516,14 @@ public final class CompareCommand implements Callable<Integer> {
                     if (s.decoderSelects()) {
                         continue;
                     }
+                    if (!Strategies.ALL.contains(s.selector())) {
+                        // A library strategy with no in-memory twin: its DRAM index is what its layer selector holds.
+                        try (var layer = io.kvoffload.strategy.Strategies.named(s.selector()).openLayer(
+                                new KeysContext(shape, l, dense[l], sinks, window))) {
+                            indexBytes.merge(s.name(), layer.memoryBytes(), Long::sum);
+                        }
+                        continue;
+                    }
                     TokenSelector sel = Strategies.build(s.selector(), dense[l], p, arena);
                     m.put(s.name(), sel);
                     indexBytes.merge(s.name(), sel.indexBytes(), Long::sum);

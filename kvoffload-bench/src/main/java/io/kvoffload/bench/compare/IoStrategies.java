@@ -59,14 +59,16 @@ public final class IoStrategies {
             new Strategy("sparq", Layout.POSITIONAL, "sparq", "SparQ: top-r query dimensions approximate scores"),
             new Strategy("sparf", Layout.POSITIONAL, "sparf", "SparF: SparQ in page-sized token groups"),
             new Strategy("swarm", Layout.SWARM, null, "Swarm: co-activation clusters, medoid index, replicas, Eq. 7"),
+            new Strategy("mass-mix", Layout.POSITIONAL, "mass-mix", "The library's default: 16-token blocks ranked by"
+                    + " per-head attention shares of int8 min/max/mean key summaries"),
             new Strategy("medoid-only", Layout.MEDOID_ONLY, null, "Swarm ablation Medoid-Only (Fig. 12)"),
             new Strategy("no-replica", Layout.NO_REPLICA, null, "Swarm ablation No-Replica (Fig. 12)"),
             new Strategy("no-balance", Layout.NO_BALANCE, null,
                     "Swarm ablation No-Balance placement: every cluster starts on SSD 0"));
 
-    /** The default set: the strategies issue #7 names (SparQ/SparF on request). */
-    public static final String DEFAULTS = "oracle,infllm,quest,pqcache,clusterkv,kvswap,swarm,medoid-only,no-replica,"
-            + "no-balance";
+    /** The default set: the strategies issue #7 names and the library's default (SparQ/SparF on request). */
+    public static final String DEFAULTS = "oracle,infllm,quest,pqcache,clusterkv,kvswap,swarm,mass-mix,medoid-only,"
+            + "no-replica,no-balance";
 
     /** The strategy called {@code name}. */
     public static Strategy byName(String name) {

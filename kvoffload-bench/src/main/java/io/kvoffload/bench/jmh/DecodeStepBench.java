@@ -88,7 +88,7 @@ public class DecodeStepBench {
             s.commit();
         }
         sequence = engine.openSequence("bench");
-        decoder = sequence.decoder(DecodeOptions.builder()
+        decoder = sequence.decoder(DecodeOptions.builder().strategy(Swarm.defaults())
                 .scheduling(DecodeOptions.Scheduling.valueOf(scheduling)).build());
         queries = new float[QUERIES][SHAPE.layers()][];
         for (int q = 0; q < QUERIES; q++) {

@@ -236,23 +236,8 @@ public final class RemoteBench implements Callable<Integer> {
         long publishNanos;
         long commitNanos;
         try (KvEngine ea = KvEngine.open(base.ssdDirectories(TempDirs.ssdDirectories(root.resolve("a"), 2)).build())) {
-            try (KvSequence s = ea.createSequence("prompt", shape); Arena arena = Arena.ofConfined()) {
-                s.appendTokens(tokens);
-                int chunk = 4096;
-                MemorySegment k = arena.allocate((long) chunk * shape.halfEntryBytes());
-                MemorySegment v = arena.allocate((long) chunk * shape.halfEntryBytes());
-                Random rnd = new Random(2);
-                byte[] fill = new byte[(int) k.byteSize()];
-                for (int l = 0; l < prefixLayers; l++) {
-                    for (int t = 0; t < prefixTokens; t += chunk) {
-                        int c = Math.min(chunk, prefixTokens - t);
-                        rnd.nextBytes(fill);
-                        MemorySegment.copy(MemorySegment.ofArray(fill), 0, k, 0, k.byteSize());
-                        rnd.nextBytes(fill);
-                        MemorySegment.copy(MemorySegment.ofArray(fill), 0, v, 0, v.byteSize());
-                        s.appendKv(l, k.asSlice(0, (long) c * shape.halfEntryBytes()), v.asSlice(0, (long) c * shape.halfEntryBytes()));
-                    }
-                }
+            try (KvSequence s = ea.createSequence("prompt", shape)) {
+                fill(s, shape, tokens, prefixTokens);
                 long c0 = System.nanoTime();
                 s.commit();
                 commitNanos = System.nanoTime() - c0;
@@ -270,6 +255,20 @@ public final class RemoteBench implements Callable<Integer> {
             pullNanos = System.nanoTime() - t0;
             matched = m.matchedTokens();
             check(eb.stats().remote().checksumFailures() == 0, "no checksum failures");
+        }
+        // Engine C holds the first half of the prefix already: only the second half is fetched.
+        long halfPullNanos;
+        int half = prefixTokens / 2 / blockTokens * blockTokens;
+        try (KvEngine ec = KvEngine.open(base.ssdDirectories(TempDirs.ssdDirectories(root.resolve("c"), 2)).build())) {
+            try (KvSequence s = ec.createSequence("half", shape)) {
+                fill(s, shape, tokens, half);
+                s.commit();
+            }
+            check(ec.awaitRemotePublished(Duration.ofMinutes(5)), "publishing finished");
+            long t0 = System.nanoTime();
+            PrefixMatch m = ec.findLongestPrefix(shape, tokens).orElseThrow();
+            halfPullNanos = System.nanoTime() - t0;
+            check(m.matchedTokens() == matched, "the pull with half the prefix local reaches as far: " + m);
         }
         // The I/O alone: plain GETs of the same blobs, windows of the same size as the pull's.
         byte[][] chain = PrefixIndex.chainHashes(shape.fingerprint(), tokens, prefixTokens, blockTokens);
@@ -304,7 +303,32 @@ public final class RemoteBench implements Callable<Integer> {
                 pullNanos / 1e6, bytes / 1e6 / (pullNanos / 1e9));
         System.out.printf("| plain Lettuce GET of the same %d blobs (the I/O alone) | %.0f | %.0f |%n", keys.size(),
                 rawNanos / 1e6, got / 1e6 / (rawNanos / 1e9));
+        System.out.printf("| pull into engine C, which holds the first %d tokens locally | %.0f | %.0f |%n", half,
+                halfPullNanos / 1e6, bytes / 1e6 / (halfPullNanos / 1e9));
         System.out.printf("pull / plain GET time: %.2f%n", (double) pullNanos / rawNanos);
+        System.out.printf("pull with half local / pull: %.2f%n", (double) halfPullNanos / pullNanos);
+    }
+
+    /** Appends {@code n} tokens of {@code tokens} with random K and V to every layer of {@code s}. */
+    private static void fill(KvSequence s, KvShape shape, int[] tokens, int n) {
+        try (Arena arena = Arena.ofConfined()) {
+            s.appendTokens(java.util.Arrays.copyOf(tokens, n));
+            int chunk = 4096;
+            MemorySegment k = arena.allocate((long) chunk * shape.halfEntryBytes());
+            MemorySegment v = arena.allocate((long) chunk * shape.halfEntryBytes());
+            Random rnd = new Random(2);
+            byte[] bytes = new byte[(int) k.byteSize()];
+            for (int l = 0; l < shape.layers(); l++) {
+                for (int t = 0; t < n; t += chunk) {
+                    int c = Math.min(chunk, n - t);
+                    rnd.nextBytes(bytes);
+                    MemorySegment.copy(MemorySegment.ofArray(bytes), 0, k, 0, k.byteSize());
+                    rnd.nextBytes(bytes);
+                    MemorySegment.copy(MemorySegment.ofArray(bytes), 0, v, 0, v.byteSize());
+                    s.appendKv(l, k.asSlice(0, (long) c * shape.halfEntryBytes()), v.asSlice(0, (long) c * shape.halfEntryBytes()));
+                }
+            }
+        }
     }
 
     private static void flush(LoopbackCluster cluster) {

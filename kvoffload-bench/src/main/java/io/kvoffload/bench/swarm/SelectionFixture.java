@@ -125,7 +125,7 @@ public final class SelectionFixture implements AutoCloseable {
     }
 
     /** Keys in [−1, 1) from a hash of (head, token, element): cheap, deterministic, no storage. */
-    private record HashedKeys(int tokens, int kvHeads, int headDim, long seed) implements LayerKv {
+    public record HashedKeys(int tokens, int kvHeads, int headDim, long seed) implements LayerKv {
         @Override
         public void keys(int kvHead, int fromToken, int count, float[] dst, int dstOffset) {
             LayerKv.checkRange(this, kvHead, fromToken, count, dst, dstOffset);

@@ -242,7 +242,7 @@ public final class SwarmOnlineBench implements Callable<Integer> {
         out.println("|---|---:|---:|---:|---:|---:|---:|---:|");
         double swarmMib = 0;
         for (DecodeOptions.Scheduling m : DecodeOptions.Scheduling.values()) {
-            Run r = run(engine, DecodeOptions.builder().sparsity(sparsity).cacheBytes(0).scheduling(m).build());
+            Run r = run(engine, DecodeOptions.builder().strategy(Swarm.defaults()).sparsity(sparsity).cacheBytes(0).scheduling(m).build());
             long fetches = r.stats().steps();
             double mib = r.stats().bytesRead() / (double) fetches / (1 << 20);
             if (m == DecodeOptions.Scheduling.BALANCED) {
@@ -288,7 +288,7 @@ public final class SwarmOnlineBench implements Callable<Integer> {
      */
     private void bandwidth(KvEngine engine, PrintWriter out, ProgressBar bar, List<Path> dirs)
             throws IOException, InterruptedException {
-        DecodeOptions o = DecodeOptions.builder().sparsity(sparsity).cacheBytes(0).pipelineDepth(inFlight + 1).build();
+        DecodeOptions o = DecodeOptions.builder().strategy(Swarm.defaults()).sparsity(sparsity).cacheBytes(0).pipelineDepth(inFlight + 1).build();
         List<Double> decode = new ArrayList<>();
         List<Double> fio = new ArrayList<>();
         List<Double> wallMs = new ArrayList<>();

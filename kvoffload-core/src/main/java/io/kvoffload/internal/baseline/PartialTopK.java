@@ -8,11 +8,11 @@ import io.kvoffload.internal.util.Checks;
  * above it and a second writes the winners. Ties at the threshold go to the lower index, like
  * {@link io.kvoffload.internal.util.TopK}. NaN scores rank below everything.
  */
-final class PartialTopK {
+public final class PartialTopK {
     private final float[] scratch;
 
     /** @param capacity the longest range ever asked for */
-    PartialTopK(int capacity) {
+    public PartialTopK(int capacity) {
         Checks.inRange("capacity", capacity, 0, Integer.MAX_VALUE - 8);
         this.scratch = new float[Math.max(1, capacity)];
     }
@@ -22,7 +22,7 @@ final class PartialTopK {
      * {@code out[outOffset …]} in ascending order and returns how many were written: {@code min(k,
      * to − from)}, fewer only when NaN scores would have to be chosen.
      */
-    int top(float[] scores, int from, int to, int k, int[] out, int outOffset) {
+    public int top(float[] scores, int from, int to, int k, int[] out, int outOffset) {
         int len = to - from;
         if (k <= 0 || len <= 0) {
             return 0;

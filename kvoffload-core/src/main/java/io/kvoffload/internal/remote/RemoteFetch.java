@@ -4,6 +4,7 @@ import io.kvoffload.KvEngine;
 import io.kvoffload.KvSequence;
 import io.kvoffload.KvShape;
 import io.kvoffload.PrefixMatch;
+import io.kvoffload.internal.storage.Manifest;
 import io.kvoffload.internal.storage.PrefixIndex;
 import io.kvoffload.spi.RemoteTier;
 import java.lang.foreign.Arena;
@@ -46,13 +47,15 @@ final class RemoteFetch {
     /**
      * A local sequence holding the remote prefix of {@code prompt}, if that prefix is longer than
      * {@code localMatched} tokens; empty otherwise (or when the tier fails: the caller keeps its
-     * local match).
+     * local match). The whole blocks the local match {@code localId} already holds are copied from
+     * it, not fetched.
      */
-    Optional<PrefixMatch> pull(KvShape shape, int bt, int[] prompt, int localMatched) {
+    Optional<PrefixMatch> pull(KvShape shape, int bt, int[] prompt, int localMatched, String localId) {
         int full = prompt.length / bt;
         if ((long) full * bt <= localMatched) {
             return Optional.empty();
         }
+        int have = localId == null ? 0 : localMatched / bt;
         byte[][] chain = PrefixIndex.chainHashes(shape.fingerprint(), prompt, full * bt, bt);
         List<String> records = new ArrayList<>(full);
         for (byte[] h : chain) {
@@ -61,24 +64,25 @@ final class RemoteFetch {
         int run;
         byte[][] recs;
         try {
-            boolean[] present = RemoteLink.await(tier.exists(records), timeoutMillis);
-            run = 0;
-            while (run < full && present[run]) {
+            boolean[] present = RemoteLink.await(tier.exists(records.subList(have, full)), timeoutMillis);
+            run = have;
+            while (run < full && present[run - have]) {
                 run++;
             }
             if ((long) run * bt <= localMatched) {
                 return Optional.empty();
             }
-            recs = RemoteLink.await(tier.get(records.subList(0, run)), timeoutMillis);
+            recs = RemoteLink.await(tier.get(records.subList(have, run)), timeoutMillis);
         } catch (RuntimeException e) {
             counters.fetchFailures.increment();
             LOG.warn("remote prefix lookup failed; using the local match only: {}", e.toString());
             return Optional.empty();
         }
-        for (int b = 0; b < run; b++) {
-            if (!RemoteRecords.blockMatches(records.get(b), recs[b], shape.layers(), prompt, b * bt, bt)) {
+        for (int b = have; b < run; b++) {
+            byte[] rec = recs[b - have];
+            if (!RemoteRecords.blockMatches(records.get(b), rec, shape.layers(), prompt, b * bt, bt)) {
                 // Absent now (evicted since EXISTS) or not this prompt's block: the prefix ends here.
-                if (recs[b] != null && !RemoteBlob.verify(records.get(b), recs[b], -1)) {
+                if (rec != null && !RemoteBlob.verify(records.get(b), rec, -1)) {
                     corrupt(records.get(b));
                 }
                 run = b;
@@ -89,7 +93,7 @@ final class RemoteFetch {
             return Optional.empty();
         }
         String id = RemoteKeys.localId(chain[run - 1]);
-        int done = pullInto(id, shape, bt, prompt, chain, run, 1);
+        int done = pullInto(id, shape, bt, prompt, chain, run, have + 1, localId, have);
         return done == 0 ? Optional.empty() : Optional.of(new PrefixMatch(id, done * bt, done * bt));
     }
 
@@ -120,15 +124,17 @@ final class RemoteFetch {
         if (chain.length == 0 || tokens.length != chain.length * bt || !Arrays.equals(chain[chain.length - 1], lastChain)) {
             return false; // not the sequence this engine published
         }
-        return pullInto(id, shape, bt, tokens, chain, chain.length, chain.length) == chain.length;
+        return pullInto(id, shape, bt, tokens, chain, chain.length, chain.length, null, 0) == chain.length;
     }
 
     /**
-     * Pulls blocks [0, run) of {@code prompt} into a new local sequence {@code id} and commits it if
-     * at least {@code minBlocks} (and one) arrived whole; returns how many were committed, else 0
+     * Pulls blocks [0, run) of {@code prompt} into a new local sequence {@code id}, the first
+     * {@code have} copied from the local sequence {@code localId} and the rest fetched, and commits it
+     * if at least {@code minBlocks} (and one) arrived whole; returns how many were committed, else 0
      * (nothing is left behind).
      */
-    private int pullInto(String id, KvShape shape, int bt, int[] prompt, byte[][] chain, int run, int minBlocks) {
+    private int pullInto(String id, KvShape shape, int bt, int[] prompt, byte[][] chain, int run, int minBlocks,
+            String localId, int have) {
         KvSequence s;
         try {
             s = engine.createSequence(id, shape);
@@ -138,7 +144,10 @@ final class RemoteFetch {
             return 0;
         }
         try (s) {
-            int done = fetchInto(s, shape, bt, prompt, chain, run);
+            if (have > 0 && !copyLocal(s, localId, shape, prompt, have * bt)) {
+                return 0;
+            }
+            int done = fetchInto(s, shape, bt, prompt, chain, have, run);
             if (done < Math.max(1, minBlocks)) {
                 return 0; // closing discards the uncommitted sequence
             }
@@ -147,18 +156,76 @@ final class RemoteFetch {
         }
     }
 
-    /** Appends the verified leading blocks [0, run) to {@code s}; returns how many. */
-    private int fetchInto(KvSequence s, KvShape shape, int bt, int[] prompt, byte[][] chain, int run) {
+    /** Appends tokens [0, n) of the local sequence {@code from} to {@code s}; false if it is gone. */
+    private boolean copyLocal(KvSequence s, String from, KvShape shape, int[] prompt, int n) {
+        KvSequence src;
+        try {
+            src = engine.openSequence(from);
+        } catch (RuntimeException e) {
+            LOG.debug("local match {} is gone ({}); not pulling now", from, e.getMessage());
+            return false;
+        }
+        int half = shape.halfEntryBytes();
+        int chunk = (int) Math.max(1, Math.min(n, (WINDOW_BYTES / 2) / half));
+        try (src; Arena arena = Arena.ofConfined()) {
+            MemorySegment k = arena.allocate((long) chunk * half);
+            MemorySegment v = arena.allocate((long) chunk * half);
+            for (int first = 0; first < n; first += chunk) {
+                int c = Math.min(chunk, n - first);
+                s.appendTokens(Arrays.copyOfRange(prompt, first, first + c));
+                for (int l = 0; l < shape.layers(); l++) {
+                    MemorySegment ks = k.asSlice(0, (long) c * half);
+                    MemorySegment vs = v.asSlice(0, (long) c * half);
+                    src.read(l, first, c, ks, vs);
+                    s.appendKv(l, ks, vs);
+                }
+            }
+        }
+        return true;
+    }
+
+    /**
+     * One layer of one block of a committed local sequence, as published (K entries then V entries),
+     * verified against its remote checksum; null when the tier has no good copy or fails.
+     */
+    MemorySegment block(Manifest m, int layer, int block) {
+        int bt = m.blockTokens();
+        byte[][] chain = PrefixIndex.chainHashes(m.shape().fingerprint(), m.tokenIds(), (block + 1) * bt, bt);
+        String key = keys.layer(chain[block], layer);
+        int payload = 2 * bt * m.shape().halfEntryBytes();
+        byte[] blob;
+        try {
+            blob = RemoteLink.await(tier.get(List.of(key)), timeoutMillis)[0];
+        } catch (RuntimeException e) {
+            counters.fetchFailures.increment();
+            LOG.warn("fetching remote block {} of sequence {} (layer {}) failed: {}", block, m.id(), layer, e.toString());
+            return null;
+        }
+        if (!RemoteBlob.verify(key, blob, payload)) {
+            if (blob != null) {
+                corrupt(key);
+            }
+            return null;
+        }
+        counters.bytesFetched.add(payload);
+        return MemorySegment.ofArray(blob).asSlice(RemoteBlob.HEADER, payload);
+    }
+
+    /** Appends the verified blocks [start, run) to {@code s}; returns up to which block they reach. */
+    private int fetchInto(KvSequence s, KvShape shape, int bt, int[] prompt, byte[][] chain, int start, int run) {
+        if (start >= run) {
+            return run;
+        }
         int layers = shape.layers();
         int half = bt * shape.halfEntryBytes();
-        int window = (int) Math.max(1, Math.min(run, WINDOW_BYTES / ((long) layers * 2 * half)));
+        int window = (int) Math.max(1, Math.min(run - start, WINDOW_BYTES / ((long) layers * 2 * half)));
         try (Arena arena = Arena.ofConfined()) {
             // A window's blocks are appended per layer in one call, so the local writes go out as one batch.
             MemorySegment k = arena.allocate((long) window * half);
             MemorySegment v = arena.allocate((long) window * half);
             // The next window's GETs are in flight while this window is verified and written locally.
-            CompletableFuture<byte[][]> pending = fetch(chain, 0, window, layers);
-            for (int first = 0; first < run; first += window) {
+            CompletableFuture<byte[][]> pending = fetch(chain, start, Math.min(window, run - start), layers);
+            for (int first = start; first < run; first += window) {
                 int n = Math.min(window, run - first);
                 byte[][] blobs;
                 try {

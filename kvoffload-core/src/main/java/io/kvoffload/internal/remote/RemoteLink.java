@@ -10,6 +10,10 @@ import io.kvoffload.spi.Availability;
 import io.kvoffload.spi.RemoteTier;
 import io.kvoffload.spi.RemoteTierOptions;
 import io.kvoffload.spi.RemoteTierProvider;
+import io.kvoffload.internal.storage.FileModes;
+import io.kvoffload.internal.storage.Manifest;
+import java.io.IOException;
+import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
@@ -34,13 +38,17 @@ public final class RemoteLink implements AutoCloseable {
     private final RemoteTier tier; // null when down
     private final String description;
     private final RemoteCounters counters = new RemoteCounters();
-    private final Restorables restorables = new Restorables();
+    private final Restorables restorables;
     private final RemotePublisher publisher;
     private final RemoteFetch fetch;
+    private final Function<String, Manifest> local;
 
-    private RemoteLink(KvEngine engine, RemoteConfig config, RemoteTier tier, String description) {
+    private RemoteLink(KvEngine engine, RemoteConfig config, RemoteTier tier, String description,
+            Restorables restorables, Function<String, Manifest> local) {
         this.tier = tier;
         this.description = description;
+        this.restorables = restorables;
+        this.local = local;
         long timeout = 3L * config.commandTimeoutMillis() + config.connectTimeoutMillis();
         RemoteKeys keys = new RemoteKeys(config.keyPrefix());
         this.publisher = tier == null ? null
@@ -54,9 +62,15 @@ public final class RemoteLink implements AutoCloseable {
      * is not set, no provider of that kind) throws; a tier that cannot be reached does not.
      *
      * @param env the environment credentials are read from
+     * @param published where the sequences this engine published whole are recorded (see {@link Restorables})
+     * @param local the committed local manifest of an id, or null when there is none
+     * @throws IOException if the records in {@code published} cannot be listed or read
      */
-    public static RemoteLink open(KvEngine engine, RemoteConfig config, Function<String, String> env) {
+    public static RemoteLink open(KvEngine engine, RemoteConfig config, Function<String, String> env, Path published,
+            FileModes mode, Function<String, Manifest> local) throws IOException {
         RemoteTierOptions options = config.resolve(env);
+        // Loaded even when the tier is down: forgetting a deleted or recommitted id must delete its record.
+        Restorables restorables = new Restorables(published, mode, local);
         List<String> kinds = new ArrayList<>();
         for (RemoteTierProvider p : ServiceLoader.load(RemoteTierProvider.class)) {
             kinds.add(p.name());
@@ -65,23 +79,24 @@ public final class RemoteLink implements AutoCloseable {
             }
             Availability a = p.probe();
             if (!a.available()) {
-                return down(engine, config, p.name() + " is not available here: " + a.reason());
+                return down(engine, config, p.name() + " is not available here: " + a.reason(), restorables, local);
             }
             try {
                 RemoteTier t = p.open(options);
                 LOG.info("remote tier {}", t.describe());
-                return new RemoteLink(engine, config, t, t.describe());
+                return new RemoteLink(engine, config, t, t.describe(), restorables, local);
             } catch (RuntimeException e) {
-                return down(engine, config, "cannot reach " + config.seeds() + ": " + e.getMessage());
+                return down(engine, config, "cannot reach " + config.seeds() + ": " + e.getMessage(), restorables, local);
             }
         }
         throw new IllegalArgumentException("remote.kind = '" + config.kind() + "' has no provider on the class path;"
                 + " allowed: one of " + kinds + (kinds.isEmpty() ? " (add kvoffload-redis)" : ""));
     }
 
-    private static RemoteLink down(KvEngine engine, RemoteConfig config, String why) {
+    private static RemoteLink down(KvEngine engine, RemoteConfig config, String why, Restorables restorables,
+            Function<String, Manifest> local) {
         LOG.warn("remote tier unavailable, running on local tiers only: {}", why);
-        return new RemoteLink(engine, config, null, why);
+        return new RemoteLink(engine, config, null, why, restorables, local);
     }
 
     public boolean connected() {
@@ -107,14 +122,32 @@ public final class RemoteLink implements AutoCloseable {
      */
     public void restore(String id) {
         Restorables.Published e = restorables.get(id);
-        if (e != null && fetch != null && fetch.restore(id, e.shape(), e.blockTokens(), e.lastChain())) {
+        if (e == null || fetch == null) {
+            return;
+        }
+        if (fetch.restore(id, e.shape(), e.blockTokens(), e.lastChain())) {
             LOG.info("sequence {} pulled back from the remote tier", id);
+        } else if (local.apply(id) == null) {
+            restorables.reinstate(id, e); // creating it forgot it; a later open may find the tier back
         }
     }
 
+    /**
+     * Whether local eviction should drop {@code id} before sequences that are not published: it was
+     * published whole as it is now, and the tier is connected to pull it back. Called under the store lock.
+     */
+    public boolean evictFirst(String id) {
+        return tier != null && restorables.contains(id);
+    }
+
+    /** See {@link RemoteFetch#block}; null when the link is down. */
+    public java.lang.foreign.MemorySegment block(Manifest m, int layer, int block) {
+        return fetch == null ? null : fetch.block(m, layer, block);
+    }
+
     /** See {@link RemoteFetch#pull}; empty when the link is down. */
-    public Optional<PrefixMatch> pull(KvShape shape, int blockTokens, int[] prompt, int localMatched) {
-        return fetch == null ? Optional.empty() : fetch.pull(shape, blockTokens, prompt, localMatched);
+    public Optional<PrefixMatch> pull(KvShape shape, int blockTokens, int[] prompt, int localMatched, String localId) {
+        return fetch == null ? Optional.empty() : fetch.pull(shape, blockTokens, prompt, localMatched, localId);
     }
 
     /** Waits until every queued sequence is published (or failed); false if {@code millis} passed first. */

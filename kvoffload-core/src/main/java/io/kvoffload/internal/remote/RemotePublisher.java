@@ -6,6 +6,7 @@ import io.kvoffload.KvSequence;
 import io.kvoffload.KvShape;
 import io.kvoffload.internal.storage.PrefixIndex;
 import io.kvoffload.spi.RemoteTier;
+import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
 import java.util.LinkedHashSet;
@@ -31,6 +32,8 @@ final class RemotePublisher implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(RemotePublisher.class);
     /** Bytes of blobs published at once. */
     private static final long WINDOW_BYTES = 16L << 20;
+    /** Bytes of one layer (K and V) read in one local call: batched, yet small enough that sending starts early. */
+    private static final long RUN_BYTES = 2L << 20;
 
     private final KvEngine engine;
     private final RemoteTier tier;
@@ -145,9 +148,9 @@ final class RemotePublisher implements AutoCloseable {
             boolean[] present = RemoteLink.await(tier.exists(records), timeoutMillis);
             int half = bt * shape.halfEntryBytes();
             long blockBytes = 2L * half * shape.layers();
-            // Blocks go a window at a time: each block's layers are sent as soon as they are read, the
-            // window's records once every layer of the window is stored. One window's records wait in
-            // flight while the next window is read and sent.
+            // Blocks go a window at a time: each run of missing blocks is read with one call per layer and
+            // its layers sent at once; the window's records once every layer of the window is stored. One
+            // window's records wait in flight while the next window is read and sent.
             int window = (int) Math.max(1, Math.min(chain.length, WINDOW_BYTES / blockBytes));
             List<CompletableFuture<boolean[]>> layerPuts = new ArrayList<>();
             List<String> recKeys = new ArrayList<>();
@@ -155,44 +158,53 @@ final class RemotePublisher implements AutoCloseable {
             CompletableFuture<boolean[]> inFlight = null;
             int inFlightBlocks = 0;
             boolean budgetSpent = false;
-            for (int b = 0; b < chain.length; b++) {
-                if (present[b]) {
-                    counters.blocksAlreadyPresent.increment();
-                } else if (budgetBytes > 0 && counters.bytesPublished.sum()
-                        + (inFlightBlocks + recKeys.size() + 1) * blockBytes > budgetBytes) {
-                    budgetSpent = true;
-                } else {
-                    List<String> layerKeys = new ArrayList<>(shape.layers());
-                    List<byte[]> blobs = new ArrayList<>(shape.layers());
-                    for (int l = 0; l < shape.layers(); l++) {
-                        String key = keys.layer(chain[b], l);
-                        byte[] blob = RemoteBlob.allocate(2 * half);
-                        MemorySegment seg = MemorySegment.ofArray(blob);
-                        s.read(l, b * bt, bt, seg.asSlice(RemoteBlob.HEADER, half),
-                                seg.asSlice(RemoteBlob.HEADER + half, half));
-                        layerKeys.add(key);
-                        blobs.add(RemoteBlob.seal(key, blob));
+            try (Arena arena = Arena.ofConfined()) {
+                // One read per layer for a run of missing blocks: the local store batches its I/O.
+                int runCap = (int) Math.max(1, Math.min(window, RUN_BYTES / (2L * half)));
+                MemorySegment kRun = arena.allocate((long) runCap * half);
+                MemorySegment vRun = arena.allocate((long) runCap * half);
+                int b = 0;
+                while (b < chain.length) {
+                    if (present[b]) {
+                        counters.blocksAlreadyPresent.increment();
+                        b++;
+                    } else {
+                        int end = b;
+                        int most = Math.min(runCap, window - recKeys.size());
+                        while (end < chain.length && !present[end] && end - b < most) {
+                            if (budgetBytes > 0 && counters.bytesPublished.sum()
+                                    + (inFlightBlocks + recKeys.size() + end - b + 1) * blockBytes > budgetBytes) {
+                                budgetSpent = true;
+                                break;
+                            }
+                            end++;
+                        }
+                        if (end > b) {
+                            sendRun(s, shape, chain, b, end - b, bt, half, kRun, vRun, layerPuts);
+                            for (int r = b; r < end; r++) {
+                                recKeys.add(records.get(r));
+                                recs.add(RemoteRecords.block(records.get(r), shape.layers(), tokens, r * bt, bt));
+                            }
+                        }
+                        b = end;
                     }
-                    layerPuts.add(tier.put(layerKeys, blobs));
-                    recKeys.add(records.get(b));
-                    recs.add(RemoteRecords.block(records.get(b), shape.layers(), tokens, b * bt, bt));
-                }
-                if (!recKeys.isEmpty() && (recKeys.size() == window || b == chain.length - 1 || budgetSpent)) {
-                    List<String> rk = List.copyOf(recKeys);
-                    List<byte[]> rv = List.copyOf(recs);
-                    CompletableFuture<boolean[]> next = CompletableFuture
-                            .allOf(layerPuts.toArray(CompletableFuture[]::new)).thenCompose(x -> tier.put(rk, rv));
-                    layerPuts.clear();
-                    recKeys.clear();
-                    recs.clear();
-                    if (inFlight != null) {
-                        completed(inFlight, inFlightBlocks, blockBytes);
+                    if (!recKeys.isEmpty() && (recKeys.size() >= window || b == chain.length || budgetSpent)) {
+                        List<String> rk = List.copyOf(recKeys);
+                        List<byte[]> rv = List.copyOf(recs);
+                        CompletableFuture<boolean[]> next = CompletableFuture
+                                .allOf(layerPuts.toArray(CompletableFuture[]::new)).thenCompose(x -> tier.put(rk, rv));
+                        layerPuts.clear();
+                        recKeys.clear();
+                        recs.clear();
+                        if (inFlight != null) {
+                            completed(inFlight, inFlightBlocks, blockBytes);
+                        }
+                        inFlight = next;
+                        inFlightBlocks = rk.size();
                     }
-                    inFlight = next;
-                    inFlightBlocks = rk.size();
-                }
-                if (budgetSpent) {
-                    break;
+                    if (budgetSpent) {
+                        break;
+                    }
                 }
             }
             if (inFlight != null) {
@@ -210,8 +222,31 @@ final class RemotePublisher implements AutoCloseable {
             RemoteLink.await(tier.put(List.of(seqKey), List.of(RemoteRecords.sequence(seqKey, shape.fingerprint(), bt,
                     tokens, chain.length * bt))), timeoutMillis);
             if (tokens.length == chain.length * bt) { // whole blocks only: it can be pulled back exactly
-                restorables.remember(id, readAt, new Restorables.Published(shape, bt, chain[chain.length - 1]));
+                restorables.remember(id, readAt, new Restorables.Published(shape, bt, tokens.length, chain[chain.length - 1]));
             }
+        }
+    }
+
+    /**
+     * Reads blocks [first, first + n) layer by layer (one read each) and sends each layer's blobs as
+     * soon as it is read, so the network works while the next layer is read.
+     */
+    private void sendRun(KvSequence s, KvShape shape, byte[][] chain, int first, int n, int bt, int half,
+            MemorySegment kRun, MemorySegment vRun, List<CompletableFuture<boolean[]>> puts) {
+        for (int l = 0; l < shape.layers(); l++) {
+            List<String> layerKeys = new ArrayList<>(n);
+            List<byte[]> blobs = new ArrayList<>(n);
+            s.read(l, first * bt, n * bt, kRun.asSlice(0, (long) n * half), vRun.asSlice(0, (long) n * half));
+            for (int i = 0; i < n; i++) {
+                String key = keys.layer(chain[first + i], l);
+                byte[] blob = RemoteBlob.allocate(2 * half);
+                MemorySegment seg = MemorySegment.ofArray(blob);
+                MemorySegment.copy(kRun, (long) i * half, seg, RemoteBlob.HEADER, half);
+                MemorySegment.copy(vRun, (long) i * half, seg, RemoteBlob.HEADER + half, half);
+                layerKeys.add(key);
+                blobs.add(RemoteBlob.seal(key, blob));
+            }
+            puts.add(tier.put(layerKeys, blobs));
         }
     }
 

@@ -9,6 +9,7 @@ import io.kvoffload.internal.storage.BlockTable;
 import io.kvoffload.internal.storage.ClusterLayout;
 import io.kvoffload.internal.storage.EntryChecksum;
 import io.kvoffload.internal.storage.GroupLayout;
+import io.kvoffload.internal.storage.RemoteCopy;
 import io.kvoffload.internal.storage.ReplicaFailover;
 import io.kvoffload.internal.storage.Store;
 import io.kvoffload.internal.util.Checks;
@@ -444,6 +445,11 @@ public final class SequenceReader {
                 // A block has one copy; a transient fault (a torn or flipped transfer, a passing EIO)
                 // passes on a second read, damage on the media does not.
                 actual = reread(t, layer, b, slots[g]);
+                if (actual != t.crc(b) && fromRemote(t, layer, b, slots[g])) {
+                    verifier.mismatch();
+                    verifier.verified();
+                    continue;
+                }
                 if (actual != t.crc(b)) {
                     int from = b * blockTokens;
                     throw verifier.failure(t.device(b), layer, from,
@@ -455,6 +461,44 @@ public final class SequenceReader {
             }
             verifier.verified();
         }
+    }
+
+    /**
+     * The block's only local copy failed twice: rebuilds it in {@code slot} from the remote tier's
+     * copy (when the sequence published it) and uses it only if it matches the local checksum, then
+     * rewrites the local extent from it. Returns whether the slot now holds the verified block.
+     */
+    private boolean fromRemote(BlockTable t, int layer, int b, DramSlot slot) {
+        MemorySegment remote = store.remoteBlock(id, layer, b);
+        if (remote == null) {
+            return false;
+        }
+        MemorySegment buf = slot.segment().asSlice(0, t.length(b));
+        buf.fill((byte) 0); // the writer pads an extent with zeros: the checksum covers them
+        for (int i = 0; i < blockTokens; i++) {
+            RemoteCopy.entry(remote, blockTokens, half, i, buf, (long) i * entry);
+        }
+        if (blockChecksum(t, layer, b, slot) != t.crc(b)) {
+            LOG.warn("sequence {} layer {} block {}: the remote copy does not match the local checksum; not used", id,
+                    layer, b);
+            return false;
+        }
+        store.stats().remoteFailovers.increment();
+        LOG.warn("sequence {} layer {} block {}: the copy on device {} failed twice; served from the remote tier", id,
+                layer, b, t.device(b));
+        IoBatch batch = readBatch;
+        try {
+            batch.addWrite(t.device(b), t.offset(b), buf, b);
+            store.execute(batch);
+            store.backend().sync(t.device(b));
+            store.stats().repairs.increment();
+        } catch (io.kvoffload.KvException | java.io.IOException e) {
+            LOG.warn("sequence {} layer {} block {}: could not rewrite the bad copy on device {}: {}", id, layer, b,
+                    t.device(b), e.toString());
+        } finally {
+            batch.clear();
+        }
+        return true;
     }
 
     private int blockChecksum(BlockTable t, int layer, int b, DramSlot slot) {

@@ -17,6 +17,8 @@ public final class IoStats {
     public final LongAdder rereads = new LongAdder();
     /** Bad copies rewritten from a good one. */
     public final LongAdder repairs = new LongAdder();
+    /** Reads served from the remote tier after every local copy failed (the local copy is then repaired). */
+    public final LongAdder remoteFailovers = new LongAdder();
 
     public IoStats(int devices) {
         bytesRead = adders(devices);

@@ -90,11 +90,47 @@ public final class ReplicaFailover {
                 tried.add("device " + badDevice + " offset " + badOffset + " again (" + ex.getMessage() + ")");
             }
         }
+        if (fromRemote(cl, layer, token, badDevice, badOffset, dst, dstAt)) {
+            return;
+        }
         verifier.mismatch();
         throw new KvChecksumException("checksum mismatch on device " + badDevice + " ("
                 + store.devices().get(badDevice).directory() + "), sequence " + sequenceId + ", layer " + layer
                 + ", tokens " + token + ".." + token + ": no good copy is left; copies tried: " + tried, badDevice,
                 sequenceId, layer, token, token + 1);
+    }
+
+    /**
+     * No local copy verified: the remote tier's copy of the token's block (if the sequence published
+     * it) serves the read when its entry matches the local checksum, and repairs the first bad copy.
+     */
+    private boolean fromRemote(ClusterLayout cl, int layer, int token, int badDevice, long badOffset, MemorySegment dst,
+            long dstAt) {
+        Manifest m = store.committedManifest(sequenceId);
+        if (m == null) {
+            return false;
+        }
+        int bt = m.blockTokens();
+        MemorySegment block = store.remoteBlock(sequenceId, layer, token / bt);
+        if (block == null) {
+            return false;
+        }
+        MemorySegment good = MemorySegment.ofArray(new byte[entryBytes]);
+        RemoteCopy.entry(block, bt, entryBytes / 2, token % bt, good, 0);
+        int e = cl.entryAt(token, badDevice, badOffset);
+        if (verifier.compute(EntryChecksum.Kind.ENTRY, layer, token, good.asByteBuffer()) != cl.entryCrc(e)) {
+            LOG.warn("sequence {} layer {} token {}: the remote copy does not match the local checksum; not used",
+                    sequenceId, layer, token);
+            return false;
+        }
+        verifier.mismatch();
+        verifier.verified();
+        MemorySegment.copy(good, 0, dst, dstAt, entryBytes);
+        store.stats().remoteFailovers.increment();
+        LOG.warn("sequence {} layer {} token {}: no local copy verified; served from the remote tier", sequenceId, layer,
+                token);
+        repair(cl, layer, token, badDevice, badOffset, good);
+        return true;
     }
 
     /** Reads the entry at ({@code dev}, {@code off}); returns its bytes if they verify, else null. */

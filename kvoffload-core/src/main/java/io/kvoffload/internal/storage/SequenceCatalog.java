@@ -152,12 +152,22 @@ public final class SequenceCatalog {
         e.lastUsed = ++clock;
     }
 
-    /** The least recently used committed sequence no handle holds, other than {@code except}; or null. */
-    public Entry evictionCandidate(String except) {
+    /**
+     * The committed sequence no handle holds, other than {@code except}, to evict next: the least
+     * recently used of those {@code first} accepts (they can be had back elsewhere), else the least
+     * recently used of all; or null.
+     */
+    public Entry evictionCandidate(String except, java.util.function.Predicate<String> first) {
         Entry best = null;
+        boolean bestFirst = false;
         for (Entry e : entries.values()) {
-            if (e.refs == 0 && e.unavailable == null && !e.manifest.id().equals(except) && (best == null || e.lastUsed < best.lastUsed)) {
+            if (e.refs != 0 || e.unavailable != null || e.manifest.id().equals(except)) {
+                continue;
+            }
+            boolean f = first.test(e.manifest.id());
+            if (best == null || (f && !bestFirst) || (f == bestFirst && e.lastUsed < best.lastUsed)) {
                 best = e;
+                bestFirst = f;
             }
         }
         return best;

@@ -21,6 +21,7 @@ import io.kvoffload.spi.IoBackendProvider;
 import io.kvoffload.spi.IoDevice;
 import io.kvoffload.spi.IoOptions;
 import java.io.IOException;
+import java.lang.foreign.MemorySegment;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Comparator;
@@ -59,6 +60,8 @@ public final class Store implements AutoCloseable {
     private DeviceTier deviceTier;
     private FaultInjectingBackend faults;
     private final List<Consumer<SequenceInfo>> evictionListeners = new CopyOnWriteArrayList<>();
+    private volatile java.util.function.Predicate<String> evictFirst = id -> false;
+    private volatile RemoteCopy remoteCopy; // null without a remote tier
     private ExecutorService listenerThread; // started with the first eviction a listener must hear of
 
     public Store(KvConfig config) throws IOException {
@@ -338,7 +341,7 @@ public final class Store implements AutoCloseable {
                 if (off >= 0) {
                     return pack(device, off);
                 }
-                SequenceCatalog.Entry victim = catalog.evictionCandidate(requester);
+                SequenceCatalog.Entry victim = catalog.evictionCandidate(requester, evictFirst);
                 if (victim == null) {
                     break;
                 }
@@ -415,6 +418,50 @@ public final class Store implements AutoCloseable {
                 }
             });
         }
+    }
+
+    /**
+     * Sequences eviction drops before the others (those a remote tier can give back); asked under
+     * this store's lock, so it must not take locks that are held while waiting for the store.
+     */
+    public void evictFirst(java.util.function.Predicate<String> p) {
+        this.evictFirst = p;
+    }
+
+    /** Sets the copy outside the store that reads fall back on when no local copy verifies. */
+    public void remoteCopy(RemoteCopy c) {
+        this.remoteCopy = c;
+    }
+
+    /**
+     * Block {@code block} of {@code layer} of committed sequence {@code id} from the remote copy, or
+     * null (no tier, not committed that far, or the tier has no good copy).
+     */
+    public MemorySegment remoteBlock(String id, int layer, int block) {
+        RemoteCopy c = remoteCopy;
+        if (c == null) {
+            return null;
+        }
+        Manifest m = committedManifest(id);
+        if (m == null || m.tokenCount() < (block + 1L) * m.blockTokens()) {
+            return null; // only whole committed blocks were published
+        }
+        return c.block(m, layer, block);
+    }
+
+    /** The manifest of committed sequence {@code id}, or null. */
+    public synchronized Manifest committedManifest(String id) {
+        SequenceCatalog.Entry e = catalog.get(id);
+        return e == null ? null : e.manifest();
+    }
+
+    /** The directory small engine-wide records go to: the metadata directory, else the first SSD directory. */
+    public Path metadataHome() {
+        return config.metadataDirectory() != null ? config.metadataDirectory() : config.ssdDirectories().get(0);
+    }
+
+    public FileModes modes() {
+        return modes;
     }
 
     /** Adds a listener told about each eviction (on a dedicated thread). */

@@ -68,7 +68,7 @@ class ManifestVersionStoreTest {
         try (KvEngine e = KvEngine.open(config)) {
             try (KvSequence s = e.openSequence("old")) {
                 assertBitExact(s, TOKENS);
-                DecodeOptions.Builder o = DecodeOptions.builder().sparsity(0.5).localWindow(64);
+                DecodeOptions.Builder o = DecodeOptions.builder().strategy(Swarm.defaults()).sparsity(0.5).localWindow(64);
                 decodeOneStep(s, o.build(), 0);
                 decodeOneStep(s, o.strategy(quest).build(), 1);
                 decodeOneStep(s, o.strategy(KvSwap.defaults()).build(), 2);

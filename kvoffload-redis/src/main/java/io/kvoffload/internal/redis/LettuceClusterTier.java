@@ -64,16 +64,7 @@ public final class LettuceClusterTier implements RemoteTier {
      * @throws IllegalStateException naming the seeds and the cause when no seed answers in time
      */
     public static LettuceClusterTier connect(RemoteTierOptions options) {
-        List<RedisURI> uris = new ArrayList<>();
-        for (URI seed : options.seeds()) {
-            RedisURI.Builder b = RedisURI.builder().withHost(seed.getHost()).withPort(seed.getPort())
-                    .withSsl(options.tls()).withTimeout(options.commandTimeout());
-            if (options.password() != null) {
-                b = options.username() != null ? b.withAuthentication(options.username(), options.password())
-                        : b.withPassword(options.password());
-            }
-            uris.add(b.build());
-        }
+        List<RedisURI> uris = uris(options);
         ClientResources resources = DefaultClientResources.create();
         RedisClusterClient client = RedisClusterClient.create(resources, uris);
         client.setOptions(ClusterClientOptions.builder()
@@ -93,6 +84,24 @@ public final class LettuceClusterTier implements RemoteTier {
             throw new IllegalStateException("no seed of " + options.seeds() + " answered within "
                     + options.connectTimeout().toMillis() + " ms: " + e.getMessage(), e);
         }
+    }
+
+    /**
+     * The seeds as Lettuce connects to them: TLS (verifying the peer) when {@code options.tls()},
+     * the ACL user and password when given, the command timeout.
+     */
+    public static List<RedisURI> uris(RemoteTierOptions options) {
+        List<RedisURI> uris = new ArrayList<>();
+        for (URI seed : options.seeds()) {
+            RedisURI.Builder b = RedisURI.builder().withHost(seed.getHost()).withPort(seed.getPort())
+                    .withSsl(options.tls()).withTimeout(options.commandTimeout());
+            if (options.password() != null) {
+                b = options.username() != null ? b.withAuthentication(options.username(), options.password())
+                        : b.withPassword(options.password());
+            }
+            uris.add(b.build());
+        }
+        return uris;
     }
 
     @Override

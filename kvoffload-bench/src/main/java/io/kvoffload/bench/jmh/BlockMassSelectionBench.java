@@ -1,0 +1,115 @@
+package io.kvoffload.bench.jmh;
+
+import io.kvoffload.DType;
+import io.kvoffload.KvShape;
+import io.kvoffload.bench.compare.KeysContext;
+import io.kvoffload.bench.swarm.SelectionFixture;
+import io.kvoffload.strategy.FetchPlan;
+import io.kvoffload.strategy.LayerKv;
+import io.kvoffload.strategy.LayerSelector;
+import io.kvoffload.strategy.Strategies;
+import java.util.SplittableRandom;
+import java.util.concurrent.TimeUnit;
+import org.openjdk.jmh.annotations.Benchmark;
+import org.openjdk.jmh.annotations.BenchmarkMode;
+import org.openjdk.jmh.annotations.Fork;
+import org.openjdk.jmh.annotations.Measurement;
+import org.openjdk.jmh.annotations.Mode;
+import org.openjdk.jmh.annotations.OutputTimeUnit;
+import org.openjdk.jmh.annotations.Param;
+import org.openjdk.jmh.annotations.Scope;
+import org.openjdk.jmh.annotations.Setup;
+import org.openjdk.jmh.annotations.State;
+import org.openjdk.jmh.annotations.TearDown;
+import org.openjdk.jmh.annotations.Warmup;
+
+/**
+ * Issue #16's selection time: one decoding step's selection of one Llama-3-8B-shaped layer (32 query
+ * heads on 8 KV heads × 128) at a 10% budget, by a {@link io.kvoffload.internal.swarm.BlockMassStrategy}
+ * variant ({@code strategy}: its int8 block summaries, per-head softmax shares, top blocks into a
+ * {@link FetchPlan}), against the naive full scan of every token's float32 key in the same run
+ * ({@link SelectionFixture}, as in {@link MedoidSelectionBench}). One thread, so one core. Run with
+ * {@code -prof gc}: every benchmark must allocate 0 B/op (JMH's own bookkeeping aside).
+ */
+@BenchmarkMode(Mode.SampleTime)
+@OutputTimeUnit(TimeUnit.MILLISECONDS)
+@Warmup(iterations = 3, time = 2)
+@Measurement(iterations = 5, time = 2)
+@Fork(value = 1, jvmArgsAppend = {"--enable-native-access=ALL-UNNAMED", "-XX:MaxDirectMemorySize=8g", "-Xmx8g"})
+public class BlockMassSelectionBench {
+    static final int QUERY_HEADS = 32, KV_HEADS = 8, HEAD_DIM = 128, SINKS = 4, WINDOW = 256;
+    static final double BUDGET_SHARE = 0.1;
+    static final long SEED = 24301;
+
+    @State(Scope.Thread)
+    public static class Mass {
+        @Param({"131072", "1048576"})
+        int tokens;
+
+        @Param({"mass-mix", "mass-bound"})
+        String strategy;
+
+        LayerSelector selector;
+        FetchPlan plan = new FetchPlan();
+        float[][] queries;
+        int budget;
+        int next;
+
+        @Setup
+        public void setup() {
+            KvShape shape = new KvShape(1, QUERY_HEADS, KV_HEADS, HEAD_DIM, DType.BF16);
+            LayerKv keys = new SelectionFixture.HashedKeys(tokens, KV_HEADS, HEAD_DIM, SEED);
+            selector = Strategies.named(strategy).openLayer(new KeysContext(shape, 0, keys, SINKS, WINDOW));
+            budget = (int) Math.ceil(BUDGET_SHARE * tokens) - SINKS - WINDOW;
+            plan.ensureCapacity(budget + 64);
+            SplittableRandom r = new SplittableRandom(SEED ^ 0x5DEECE66DL);
+            queries = new float[16][QUERY_HEADS * HEAD_DIM];
+            for (float[] q : queries) {
+                for (int i = 0; i < q.length; i++) {
+                    q[i] = (float) r.nextGaussian();
+                }
+            }
+        }
+
+        int step() {
+            float[] q = queries[next];
+            next = (next + 1) & 15;
+            plan.begin(0, tokens, budget);
+            selector.select(q, plan);
+            return plan.size();
+        }
+
+        @TearDown
+        public void tearDown() {
+            selector.close();
+        }
+    }
+
+    @State(Scope.Thread)
+    public static class Naive {
+        @Param({"131072", "1048576"})
+        int tokens;
+
+        SelectionFixture fixture;
+
+        @Setup
+        public void setup() {
+            fixture = new SelectionFixture(true, tokens, QUERY_HEADS, KV_HEADS, HEAD_DIM, 16, BUDGET_SHARE, SEED);
+        }
+
+        @TearDown
+        public void tearDown() {
+            fixture.close();
+        }
+    }
+
+    @Benchmark
+    public int blockMass(Mass s) {
+        return s.step();
+    }
+
+    @Benchmark
+    public int naive(Naive s) {
+        return s.fixture.step();
+    }
+}

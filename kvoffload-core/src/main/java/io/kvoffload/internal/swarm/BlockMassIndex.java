@@ -1,0 +1,397 @@
+package io.kvoffload.internal.swarm;
+
+import io.kvoffload.internal.util.Checks;
+import io.kvoffload.internal.util.Softmax;
+import io.kvoffload.strategy.LayerKv;
+
+/**
+ * Per-head attention-mass estimates of a layer's blocks (consecutive pages of {@code blockTokens}
+ * tokens, Swarm's positional clusters): the DRAM index of {@link BlockMassStrategy}.
+ *
+ * <p><b>Summary.</b> Per block, per KV head and per dimension {@code j}: the largest key element
+ * {@code M_j}, the smallest {@code m_j} (Quest's page bounds) and the mean {@code μ_j}, each float16.
+ * {@link Scoring#BOUND} scores a block for a query {@code q} by {@code Σ_j max(q_j M_j, q_j m_j)}, an
+ * upper bound of every member's logit; {@link Scoring#MEAN} by {@code q·μ}, the members' mean logit;
+ * {@link Scoring#MIX} by their average.
+ *
+ * <p><b>Per-head mass.</b> Attention-mass recall averages each query head's softmax weights, so a
+ * block matters in proportion to the share of each head's attention it draws, not to its summed
+ * logit: a sharp retrieval head's one block outweighs a spread of mildly positive logits in the
+ * other heads. With {@link Combination#HEAD_MASS} each KV head's block logits (from the mean of its
+ * query heads) become a softmax over all blocks, weighted by the block's token count, and a block's
+ * score is the sum of those shares over the KV heads. The blocks of the sinks and the window are in
+ * the softmax's denominator (they are part of what the head attends), so a head that attends mostly
+ * locally (a streaming head) gives the rest little weight and the budget goes to the heads that reach
+ * far: the budget adapts to each head's concentration without a parameter. {@link
+ * Combination#SUM_LOGITS} adds the logits over heads instead (what Swarm's medoid score and Quest do).
+ *
+ * <p><b>Cost.</b> The summaries are stored dimension-major ({@code [head][dim][block]}), so scoring
+ * is, per dimension, one {@code acc[b] += q_j × f16(x[b])} sweep that the JIT vectorises (no
+ * reduction), over blocks in chunks that stay in the L1 cache; with {@link Scoring#BOUND} the sign of
+ * {@code q_j} picks the one array of {@code M} or {@code m} that sweep reads, so a step reads
+ * {@code kvHeads × headDim × 2} bytes per block. {@link #score} allocates nothing.
+ *
+ * <p>Float16 keeps ±65504 and about three decimal digits; summaries are clamped to that range (keys
+ * larger than that would be unusual even for outlier channels).
+ */
+public final class BlockMassIndex {
+    /** How one head's logit for a block is estimated. */
+    public enum Scoring { BOUND, MEAN, MIX, REPS, REPS_BOUND }
+
+    /** How the heads' block logits are combined into one score. */
+    public enum Combination { SUM_LOGITS, HEAD_MASS, QUERY_HEAD_MASS }
+
+    /** Blocks per sweep: one chunk of accumulators (4 KiB per head) stays in the L1 cache. */
+    private static final int CHUNK = 1024;
+
+    private final Scoring scoring;
+    private final Combination combination;
+    private final int tokens;
+    private final int blockTokens;
+    private final int blocks;
+    private final int kvHeads;
+    private final int headDim;
+    private final int queryHeads;
+    private final int groupSize;
+    private final float scale;
+    private final Int8Rows max;   // dim-major: element (h, j, b) at [h][j * blocks + b]; null unless a bound is used
+    private final Int8Rows min;
+    private final Int8Rows mean;  // null unless MEAN/MIX
+    private final Int8Rows rep0, rep1;        // two representatives (2-means) per block; null unless REPS*
+    private final float[][] logCount0, logCount1; // ln(members) of each representative
+    private final float[] logBlockTokens; // ln(tokens of block b)
+    private final float[] headQuery;      // kvHeads × headDim: mean of each KV head's query heads, scaled
+    private final float[] logits;         // kvHeads × blocks
+    private final float[] chunk;
+    private final float[] rchunk0, rchunk1;
+    private final float[] termCoef;   // one step's queued sweep terms (two per dimension at most)
+    private final byte[][] termRow;
+    private final int[] termOff;
+
+    /**
+     * Summarises tokens {@code [0, tokens)} of {@code kv}.
+     *
+     * @param tokens the laid-out tokens, 1..kv.tokens()
+     * @param queryHeads a positive multiple of the layer's KV heads
+     * @param blockTokens tokens per block, 1..65536
+     * @throws IllegalArgumentException on a bad argument or a non-finite key
+     */
+    public BlockMassIndex(LayerKv kv, int tokens, int queryHeads, int blockTokens, Scoring scoring, Combination combination) {
+        Checks.notNull("kv", kv);
+        this.scoring = Checks.notNull("scoring", scoring);
+        this.combination = Checks.notNull("combination", combination);
+        this.tokens = Checks.inRange("tokens", tokens, 1, kv.tokens());
+        this.blockTokens = Checks.inRange("blockTokens", blockTokens, 1, 65536);
+        this.kvHeads = kv.kvHeads();
+        this.headDim = kv.headDim();
+        if (queryHeads <= 0 || queryHeads % kvHeads != 0) {
+            throw new IllegalArgumentException("queryHeads = " + queryHeads + " must be a positive multiple of kvHeads = "
+                    + kvHeads);
+        }
+        this.queryHeads = queryHeads;
+        this.groupSize = queryHeads / kvHeads;
+        this.scale = (float) (1.0 / Math.sqrt(headDim));
+        this.blocks = (tokens + blockTokens - 1) / blockTokens;
+        if ((long) blocks * headDim > Integer.MAX_VALUE - 8) {
+            throw new IllegalArgumentException("blocks × headDim = " + (long) blocks * headDim
+                    + " does not fit one array; allowed: up to " + (Integer.MAX_VALUE - 8));
+        }
+        boolean reps = scoring == Scoring.REPS || scoring == Scoring.REPS_BOUND;
+        boolean bounds = scoring != Scoring.MEAN && scoring != Scoring.REPS;
+        boolean means = scoring == Scoring.MEAN || scoring == Scoring.MIX;
+        this.rep0 = reps ? new Int8Rows(kvHeads, headDim, blocks, Int8Rows.Rounding.NEAREST) : null;
+        this.rep1 = reps ? new Int8Rows(kvHeads, headDim, blocks, Int8Rows.Rounding.NEAREST) : null;
+        this.logCount0 = reps ? new float[kvHeads][blocks] : null;
+        this.logCount1 = reps ? new float[kvHeads][blocks] : null;
+        this.max = bounds ? new Int8Rows(kvHeads, headDim, blocks, Int8Rows.Rounding.UP) : null;
+        this.min = bounds ? new Int8Rows(kvHeads, headDim, blocks, Int8Rows.Rounding.DOWN) : null;
+        this.mean = means ? new Int8Rows(kvHeads, headDim, blocks, Int8Rows.Rounding.NEAREST) : null;
+        this.logBlockTokens = new float[blocks];
+        for (int b = 0; b < blocks; b++) {
+            logBlockTokens[b] = (float) Math.log(Math.min(blockTokens, tokens - b * blockTokens));
+        }
+        summarise(kv);
+        for (Int8Rows r : new Int8Rows[] {max, min, mean, rep0, rep1}) {
+            if (r != null) {
+                r.quantise();
+            }
+        }
+        int rows = combination == Combination.QUERY_HEAD_MASS ? queryHeads : kvHeads;
+        this.headQuery = new float[rows * headDim];
+        this.logits = new float[rows * blocks];
+        this.chunk = new float[CHUNK];
+        this.rchunk0 = new float[CHUNK];
+        this.rchunk1 = new float[CHUNK];
+        this.termCoef = new float[2 * headDim];
+        this.termRow = new byte[2 * headDim][];
+        this.termOff = new int[2 * headDim];
+    }
+
+    private void summarise(LayerKv kv) {
+        int d = headDim;
+        float[] keys = new float[blockTokens * d];
+        float[] hi = new float[d], lo = new float[d], sum = new float[d];
+        for (int h = 0; h < kvHeads; h++) {
+            for (int b = 0; b < blocks; b++) {
+                int from = b * blockTokens, n = Math.min(blockTokens, tokens - from);
+                kv.keys(h, from, n, keys, 0);
+                java.util.Arrays.fill(hi, Float.NEGATIVE_INFINITY);
+                java.util.Arrays.fill(lo, Float.POSITIVE_INFINITY);
+                java.util.Arrays.fill(sum, 0f);
+                for (int t = 0; t < n; t++) {
+                    for (int j = 0; j < d; j++) {
+                        float v = keys[t * d + j];
+                        if (!Float.isFinite(v)) {
+                            throw new IllegalArgumentException("key of token " + (from + t) + ", KV head " + h
+                                    + ", dimension " + j + " = " + v + "; allowed: finite values");
+                        }
+                        hi[j] = Math.max(hi[j], v);
+                        lo[j] = Math.min(lo[j], v);
+                        sum[j] += v;
+                    }
+                }
+                for (int j = 0; j < d; j++) {
+                    int at = j * blocks + b;
+                    if (max != null) {
+                        max.set(h, at, hi[j]);
+                        min.set(h, at, lo[j]);
+                    }
+                    if (mean != null) {
+                        mean.set(h, at, sum[j] / n);
+                    }
+                }
+                if (rep0 != null) {
+                    twoMeans(h, b, keys, n);
+                }
+            }
+        }
+    }
+
+    /**
+     * Two representatives of a block's keys: 2-means seeded deterministically with the key farthest
+     * from the mean and the key farthest from that one, three Lloyd rounds.
+     */
+    private void twoMeans(int h, int b, float[] keys, int n) {
+        int d = headDim;
+        float[] mu = new float[d];
+        for (int t = 0; t < n; t++) {
+            for (int j = 0; j < d; j++) {
+                mu[j] += keys[t * d + j] / n;
+            }
+        }
+        int a = farthest(keys, n, mu, 0);
+        float[] c0 = java.util.Arrays.copyOfRange(keys, a * d, a * d + d);
+        int z = farthest(keys, n, c0, 0);
+        float[] c1 = java.util.Arrays.copyOfRange(keys, z * d, z * d + d);
+        int n0 = n, n1 = 0;
+        boolean[] second = new boolean[n];
+        for (int round = 0; round < 3 && n > 1; round++) {
+            for (int t = 0; t < n; t++) {
+                second[t] = dist(keys, t * d, c1, d) < dist(keys, t * d, c0, d);
+            }
+            java.util.Arrays.fill(c0, 0f);
+            java.util.Arrays.fill(c1, 0f);
+            n0 = 0;
+            n1 = 0;
+            for (int t = 0; t < n; t++) {
+                float[] c = second[t] ? c1 : c0;
+                for (int j = 0; j < d; j++) {
+                    c[j] += keys[t * d + j];
+                }
+                if (second[t]) {
+                    n1++;
+                } else {
+                    n0++;
+                }
+            }
+            for (int j = 0; j < d; j++) {
+                c0[j] = n0 > 0 ? c0[j] / n0 : 0f;
+                c1[j] = n1 > 0 ? c1[j] / n1 : 0f;
+            }
+        }
+        if (n == 1) {
+            c1 = c0;
+            n0 = 1;
+        }
+        for (int j = 0; j < d; j++) {
+            rep0.set(h, j * blocks + b, c0[j]);
+            rep1.set(h, j * blocks + b, c1[j]);
+        }
+        logCount0[h][b] = n0 > 0 ? (float) Math.log(n0) : Float.NEGATIVE_INFINITY;
+        logCount1[h][b] = n1 > 0 ? (float) Math.log(n1) : Float.NEGATIVE_INFINITY;
+    }
+
+    private static int farthest(float[] keys, int n, float[] from, int ignored) {
+        int d = from.length, best = 0;
+        float far = -1;
+        for (int t = 0; t < n; t++) {
+            float x = dist(keys, t * d, from, d);
+            if (x > far) {
+                far = x;
+                best = t;
+            }
+        }
+        return best;
+    }
+
+    private static float dist(float[] keys, int off, float[] c, int d) {
+        float s = 0;
+        for (int j = 0; j < d; j++) {
+            float x = keys[off + j] - c[j];
+            s += x * x;
+        }
+        return s;
+    }
+
+    public int blocks() { return blocks; }
+    public int blockTokens() { return blockTokens; }
+    public int tokens() { return tokens; }
+    public Scoring scoring() { return scoring; }
+    public Combination combination() { return combination; }
+
+    /** DRAM the summaries hold (float16), plus the per-step working arrays. */
+    public long memoryBytes() {
+        long arrays = (max != null ? 2 : 0) + (mean != null ? 1 : 0) + (rep0 != null ? 2 : 0);
+        return arrays * ((long) kvHeads * blocks * headDim + 4L * kvHeads * headDim) + (rep0 != null ? 8L * kvHeads * blocks : 0)
+                + 4L * (blocks + headQuery.length + logits.length + 3 * CHUNK);
+    }
+
+    /**
+     * Scores every block for {@code query} ({@code queryHeads × headDim} finite floats) into
+     * {@code scores[0, blocks())}: with {@link Combination#HEAD_MASS} the summed estimated shares of
+     * each KV head's attention (each head's shares over all blocks sum to 1, so scores sum to
+     * {@code kvHeads}); with {@link Combination#SUM_LOGITS} the summed estimated logits.
+     *
+     * @throws IllegalArgumentException if a length is wrong or the query is not finite
+     */
+    public void score(float[] query, float[] scores) {
+        Checks.notNull("query", query);
+        Checks.notNull("scores", scores);
+        if (query.length != queryHeads * headDim) {
+            throw new IllegalArgumentException("query.length = " + query.length + " must be queryHeads × headDim = "
+                    + queryHeads * headDim);
+        }
+        if (scores.length < blocks) {
+            throw new IllegalArgumentException("scores.length = " + scores.length + " is too small; allowed: at least " + blocks);
+        }
+        int d = headDim;
+        boolean perQuery = combination == Combination.QUERY_HEAD_MASS;
+        java.util.Arrays.fill(headQuery, 0f);
+        float per = perQuery ? scale : scale / groupSize;
+        for (int q = 0; q < queryHeads; q++) {
+            int dst = (perQuery ? q : q / groupSize) * d, src = q * d;
+            for (int j = 0; j < d; j++) {
+                float v = query[src + j];
+                if (!Float.isFinite(v)) {
+                    throw new IllegalArgumentException("query[" + (src + j) + "] = " + v + "; allowed: finite values");
+                }
+                headQuery[dst + j] += v * per;
+            }
+        }
+        int rows = perQuery ? queryHeads : kvHeads;
+        for (int h = 0; h < rows; h++) {
+            headLogits(h, perQuery ? h / groupSize : h);
+        }
+        if (combination == Combination.SUM_LOGITS) {
+            java.util.Arrays.fill(scores, 0, blocks, 0f);
+            for (int h = 0; h < kvHeads; h++) {
+                int base = h * blocks;
+                for (int b = 0; b < blocks; b++) {
+                    scores[b] += logits[base + b];
+                }
+            }
+            return;
+        }
+        java.util.Arrays.fill(scores, 0, blocks, 0f);
+        for (int h = 0; h < rows; h++) {
+            int base = h * blocks;
+            for (int b = 0; b < blocks; b++) {
+                logits[base + b] += logBlockTokens[b];
+            }
+            float norm = Softmax.exponentiate(logits, base, blocks);
+            for (int b = 0; b < blocks; b++) {
+                scores[b] += logits[base + b] * norm;
+            }
+        }
+    }
+
+    /** Row {@code r}'s (a KV head's or a query head's) estimated block logits against KV head {@code h}. */
+    private void headLogits(int r, int h) {
+        int d = headDim, q0 = r * d, out = r * blocks;
+        float[] acc = chunk;
+        for (int from = 0; from < blocks; from += CHUNK) {
+            int n = Math.min(CHUNK, blocks - from);
+            java.util.Arrays.fill(acc, 0, n, 0f);
+            int terms = 0;
+            if (max != null) {
+                float w = scoring == Scoring.BOUND ? 1f : 0.5f;
+                for (int j = 0; j < d; j++) {
+                    float q = headQuery[q0 + j] * w;
+                    Int8Rows side = q >= 0 ? max : min;
+                    terms = term(terms, q * side.scale(h, j), side.row(h), j * blocks + from);
+                }
+            }
+            if (mean != null) {
+                float w = scoring == Scoring.MIX ? 0.5f : 1f;
+                for (int j = 0; j < d; j++) {
+                    terms = term(terms, headQuery[q0 + j] * w * mean.scale(h, j), mean.row(h), j * blocks + from);
+                }
+            }
+            sweep(acc, n, terms);
+            if (rep0 != null) {
+                float[] a0 = rchunk0, a1 = rchunk1;
+                java.util.Arrays.fill(a0, 0, n, 0f);
+                java.util.Arrays.fill(a1, 0, n, 0f);
+                byte[] r0 = rep0.row(h), r1 = rep1.row(h);
+                for (int j = 0; j < d; j++) {
+                    float q = headQuery[q0 + j];
+                    axpy(a0, n, q * rep0.scale(h, j), r0, j * blocks + from);
+                    axpy(a1, n, q * rep1.scale(h, j), r1, j * blocks + from);
+                }
+                float w = scoring == Scoring.REPS ? 1f : 0.5f;
+                float[] lc0 = logCount0[h], lc1 = logCount1[h];
+                for (int i = 0; i < n; i++) {
+                    float x0 = a0[i] + lc0[from + i], x1 = a1[i] + lc1[from + i];
+                    float top = Math.max(x0, x1);
+                    float lse = top + (float) Math.log(Math.exp(x0 - top) + Math.exp(x1 - top)) - logBlockTokens[from + i];
+                    acc[i] += w * lse;
+                }
+            }
+            System.arraycopy(acc, 0, logits, out + from, n);
+        }
+    }
+
+    /** Queues {@code coef × row[off …]} for {@link #sweep}; returns the new count. */
+    private int term(int count, float coef, byte[] row, int off) {
+        termCoef[count] = coef;
+        termRow[count] = row;
+        termOff[count] = off;
+        return count + 1;
+    }
+
+    /**
+     * {@code acc[i] += Σ coef_t × row_t[off_t + i]} over the queued terms, four at a time: one load and
+     * store of the accumulators per four int8 rows keeps the sweep on the rows' bandwidth.
+     */
+    private void sweep(float[] acc, int n, int terms) {
+        int t = 0;
+        for (; t + 3 < terms; t += 4) {
+            float c0 = termCoef[t], c1 = termCoef[t + 1], c2 = termCoef[t + 2], c3 = termCoef[t + 3];
+            byte[] x0 = termRow[t], x1 = termRow[t + 1], x2 = termRow[t + 2], x3 = termRow[t + 3];
+            int o0 = termOff[t], o1 = termOff[t + 1], o2 = termOff[t + 2], o3 = termOff[t + 3];
+            for (int i = 0; i < n; i++) {
+                acc[i] += c0 * x0[o0 + i] + c1 * x1[o1 + i] + c2 * x2[o2 + i] + c3 * x3[o3 + i];
+            }
+        }
+        for (; t < terms; t++) {
+            axpy(acc, n, termCoef[t], termRow[t], termOff[t]);
+        }
+    }
+
+    /** {@code acc[i] += a × x[off + i]} for {@code i < n}: the vectorised sweep. */
+    private static void axpy(float[] acc, int n, float a, byte[] x, int off) {
+        for (int i = 0; i < n; i++) {
+            acc[i] += a * x[off + i];
+        }
+    }
+}

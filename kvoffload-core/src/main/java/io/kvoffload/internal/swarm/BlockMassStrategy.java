@@ -1,0 +1,140 @@
+package io.kvoffload.internal.swarm;
+
+import io.kvoffload.internal.baseline.PartialTopK;
+import io.kvoffload.internal.swarm.BlockMassIndex.Combination;
+import io.kvoffload.internal.swarm.BlockMassIndex.Scoring;
+import io.kvoffload.internal.util.Checks;
+import io.kvoffload.strategy.FetchPlan;
+import io.kvoffload.strategy.LayerContext;
+import io.kvoffload.strategy.LayerSelector;
+import io.kvoffload.strategy.SelectionStrategy;
+import java.util.List;
+
+/**
+ * Swarm's blocks ranked by estimated attention mass (issue #16): the layer is laid out as Swarm's
+ * positional clusters (consecutive blocks of {@link #pageTokens()} tokens, one read each, round robin
+ * over the SSDs), and each step takes whole blocks in the order of a {@link BlockMassIndex} score
+ * until the budget is spent. The variants differ in how a head's block logit is estimated ({@link
+ * Scoring}) and how heads are combined ({@link Combination}); {@code mass-mix} (the mean of
+ * Quest's bound and the block's mean logit, per-head softmax shares) is the one the measurements in
+ * docs/benchmarks.md chose, and the library's default.
+ *
+ * <p>Blocks that lie wholly in the sinks or the window are never chosen (the pipeline serves those
+ * from DRAM) but stay in each head's softmax denominator. A step takes {@code ⌊budget / blockTokens⌋}
+ * blocks (never more rows than the budget; all candidate blocks once the budget covers the tokens
+ * they add, so a full budget attends every token).
+ */
+public final class BlockMassStrategy implements SelectionStrategy {
+    private final String name;
+    private final Scoring scoring;
+    private final Combination combination;
+    private final int blockTokens;
+
+    /**
+     * @param name the registry name
+     * @param blockTokens tokens per block, 1..65536
+     */
+    public BlockMassStrategy(String name, Scoring scoring, Combination combination, int blockTokens) {
+        this.name = Checks.notNull("name", name);
+        this.scoring = Checks.notNull("scoring", scoring);
+        this.combination = Checks.notNull("combination", combination);
+        this.blockTokens = Checks.inRange("blockTokens", blockTokens, 1, 65536);
+    }
+
+    /** The variants the library registers, the chosen one ({@code mass-mix}, the library's default) first. */
+    public static List<SelectionStrategy> variants() {
+        return List.of(
+                new BlockMassStrategy("mass-mix", Scoring.MIX, Combination.HEAD_MASS, 16),
+                new BlockMassStrategy("mass-bound", Scoring.BOUND, Combination.HEAD_MASS, 16),
+                new BlockMassStrategy("mass-mean", Scoring.MEAN, Combination.HEAD_MASS, 16),
+                new BlockMassStrategy("logit-mean", Scoring.MEAN, Combination.SUM_LOGITS, 16),
+                new BlockMassStrategy("qmass-mix", Scoring.MIX, Combination.QUERY_HEAD_MASS, 16),
+                new BlockMassStrategy("qmass-bound", Scoring.BOUND, Combination.QUERY_HEAD_MASS, 16),
+                new BlockMassStrategy("mass-reps", Scoring.REPS, Combination.HEAD_MASS, 16),
+                new BlockMassStrategy("mass-reps-bound", Scoring.REPS_BOUND, Combination.HEAD_MASS, 16));
+    }
+
+    @Override
+    public String name() {
+        return name;
+    }
+
+    @Override
+    public int pageTokens() {
+        return blockTokens;
+    }
+
+    @Override
+    public LayerSelector openLayer(LayerContext context) {
+        Checks.notNull("context", context);
+        int laidOut = context.laidOutTokens();
+        if (laidOut < 1) {
+            return (query, plan) -> { }; // nothing laid out: the window serves the layer
+        }
+        BlockMassIndex index = new BlockMassIndex(context.keys(), laidOut, context.shape().queryHeads(), blockTokens,
+                scoring, combination);
+        return new Layer(index, context.sinkTokens(), context.localWindow());
+    }
+
+    @Override
+    public String toString() {
+        return "BlockMassStrategy{" + name + ", " + scoring + ", " + combination + ", " + blockTokens + "}";
+    }
+
+    /** One layer's selector: scores, masks the free blocks, takes the top blocks whole. */
+    static final class Layer implements LayerSelector {
+        private final BlockMassIndex index;
+        private final int sinks;
+        private final int window;
+        private final float[] scores;
+        private final int[] chosen;
+        private final PartialTopK topK;
+
+        Layer(BlockMassIndex index, int sinks, int window) {
+            this.index = index;
+            this.sinks = sinks;
+            this.window = window;
+            this.scores = new float[index.blocks()];
+            this.chosen = new int[index.blocks()];
+            this.topK = new PartialTopK(index.blocks());
+        }
+
+        @Override
+        public void select(float[] query, FetchPlan plan) {
+            int budget = plan.budget();
+            if (budget <= 0) {
+                return;
+            }
+            index.score(query, scores);
+            int bt = index.blockTokens(), blocks = index.blocks();
+            int freeFrom = Math.max(0, plan.tokens() - window); // the window starts here
+            int candidates = 0;
+            long fresh = 0; // tokens the candidates add beyond the sinks and the window
+            for (int b = 0; b < blocks; b++) {
+                int from = b * bt, to = Math.min(index.tokens(), from + bt);
+                if (to <= sinks || from >= freeFrom) {
+                    scores[b] = Float.NEGATIVE_INFINITY;
+                } else {
+                    candidates++;
+                    fresh += Math.min(to, freeFrom) - Math.max(from, sinks);
+                }
+            }
+            // Whole blocks within the budget; all of them when the budget covers what they add (a
+            // block that overlaps the sinks or the window adds fewer than blockTokens).
+            int want = budget >= fresh ? candidates : Math.min(candidates, budget / bt);
+            int n = topK.top(scores, 0, blocks, want, chosen, 0);
+            plan.ensureCapacity(plan.size() + n * bt);
+            for (int i = 0; i < n; i++) {
+                int from = chosen[i] * bt, to = Math.min(index.tokens(), from + bt);
+                for (int t = from; t < to; t++) {
+                    plan.add(t);
+                }
+            }
+        }
+
+        @Override
+        public long memoryBytes() {
+            return index.memoryBytes() + 8L * scores.length;
+        }
+    }
+}

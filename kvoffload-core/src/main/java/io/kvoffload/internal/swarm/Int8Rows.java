@@ -1,0 +1,74 @@
+package io.kvoffload.internal.swarm;
+
+/**
+ * One summary statistic of a {@link BlockMassIndex} (per KV head, per dimension, per block), kept as
+ * int8 with one float scale per head and dimension: {@code value ≈ scale(h, j) × row(h)[j × blocks + b]}.
+ * Values are collected as floats first ({@link #set}), then {@link #quantise}d once; the scale is the
+ * dimension's largest magnitude over all blocks / 127, so an outlier channel gets its own range and
+ * does not flatten the others. {@link Rounding#UP} and {@link Rounding#DOWN} round away from the
+ * inside of a bound, so a quantised upper bound still bounds.
+ */
+final class Int8Rows {
+    /** How a value is rounded to its int8 step. */
+    enum Rounding { UP, DOWN, NEAREST }
+
+    private final int heads;
+    private final int dims;
+    private final int blocks;
+    private final Rounding rounding;
+    private float[][] staged;
+    private final byte[][] rows;
+    private final float[] scales;
+
+    Int8Rows(int heads, int dims, int blocks, Rounding rounding) {
+        this.heads = heads;
+        this.dims = dims;
+        this.blocks = blocks;
+        this.rounding = rounding;
+        this.staged = new float[heads][dims * blocks];
+        this.rows = new byte[heads][dims * blocks];
+        this.scales = new float[heads * dims];
+    }
+
+    /** Stages element {@code at} ({@code j × blocks + b}) of head {@code h}, before {@link #quantise}. */
+    void set(int h, int at, float value) {
+        staged[h][at] = value;
+    }
+
+    /** Converts the staged floats to int8 and drops them. */
+    void quantise() {
+        for (int h = 0; h < heads; h++) {
+            float[] v = staged[h];
+            byte[] out = rows[h];
+            for (int j = 0; j < dims; j++) {
+                int from = j * blocks;
+                float big = 0;
+                for (int b = 0; b < blocks; b++) {
+                    big = Math.max(big, Math.abs(v[from + b]));
+                }
+                float scale = big > 0 ? big / 127f : 1f;
+                scales[h * dims + j] = scale;
+                for (int b = 0; b < blocks; b++) {
+                    float x = v[from + b] / scale;
+                    double r = switch (rounding) {
+                        case UP -> Math.ceil(x);
+                        case DOWN -> Math.floor(x);
+                        case NEAREST -> Math.rint(x);
+                    };
+                    out[from + b] = (byte) Math.max(-127, Math.min(127, r));
+                }
+            }
+        }
+        staged = null;
+    }
+
+    /** Head {@code h}'s int8 elements, dimension-major. */
+    byte[] row(int h) {
+        return rows[h];
+    }
+
+    /** The scale of head {@code h}, dimension {@code j}. */
+    float scale(int h, int j) {
+        return scales[h * dims + j];
+    }
+}

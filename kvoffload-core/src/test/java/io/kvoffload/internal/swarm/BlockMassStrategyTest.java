@@ -1,0 +1,229 @@
+package io.kvoffload.internal.swarm;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.kvoffload.DType;
+import io.kvoffload.KvShape;
+import io.kvoffload.attention.ExactAttention;
+import io.kvoffload.attention.QualityMetrics;
+import io.kvoffload.internal.swarm.BlockMassIndex.Combination;
+import io.kvoffload.internal.swarm.BlockMassIndex.Scoring;
+import io.kvoffload.strategy.DenseLayerKv;
+import io.kvoffload.strategy.FetchPlan;
+import io.kvoffload.strategy.LayerContext;
+import io.kvoffload.strategy.LayerKv;
+import io.kvoffload.strategy.LayerSelector;
+import io.kvoffload.strategy.SelectionStrategy;
+import io.kvoffload.strategy.Strategies;
+import java.util.Arrays;
+import java.util.BitSet;
+import java.util.SplittableRandom;
+import net.jqwik.api.ForAll;
+import net.jqwik.api.Property;
+import net.jqwik.api.constraints.IntRange;
+import org.junit.jupiter.api.Test;
+
+/**
+ * {@link BlockMassStrategy} and {@link BlockMassIndex} on their own (the pipeline's bit-exact fetch
+ * is {@code StrategyPipelineTest}'s): the bound bounds, full budgets attend everything, selection is
+ * deterministic and nested in the budget, edge cases and bad input.
+ */
+class BlockMassStrategyTest {
+    static final int SINKS = 4, WINDOW = 32;
+
+    static DenseLayerKv keys(int tokens, int kvHeads, int d, long seed) {
+        SplittableRandom r = new SplittableRandom(seed);
+        float[][] k = new float[kvHeads][tokens * d];
+        float[][] v = new float[kvHeads][tokens * d];
+        for (int h = 0; h < kvHeads; h++) {
+            for (int i = 0; i < k[h].length; i++) {
+                // A few large channels, as real keys have (KIVI, KVQuant): they must not flatten the others.
+                k[h][i] = (float) (r.nextGaussian() * (i % d == 3 ? 20 : 1));
+                v[h][i] = (float) r.nextGaussian();
+            }
+        }
+        return new DenseLayerKv(tokens, d, k, v);
+    }
+
+    static float[] query(int heads, int d, long seed) {
+        SplittableRandom r = new SplittableRandom(seed);
+        float[] q = new float[heads * d];
+        for (int i = 0; i < q.length; i++) {
+            q[i] = (float) r.nextGaussian() * 2;
+        }
+        return q;
+    }
+
+    static LayerContext context(KvShape shape, LayerKv kv, int laidOut) {
+        return new LayerContext() {
+            @Override public KvShape shape() { return shape; }
+            @Override public int layer() { return 0; }
+            @Override public int tokens() { return kv.tokens(); }
+            @Override public int laidOutTokens() { return laidOut; }
+            @Override public int sinkTokens() { return SINKS; }
+            @Override public int localWindow() { return WINDOW; }
+            @Override public LayerKv keys() { return kv; }
+        };
+    }
+
+    /** One pipeline step: sinks, window, then the selector with what is left of {@code total}. */
+    static int[] step(LayerSelector sel, int tokens, float[] q, int total) {
+        FetchPlan plan = new FetchPlan();
+        int windowFrom = Math.max(Math.min(SINKS, tokens), tokens - WINDOW);
+        plan.begin(0, tokens, Math.max(0, total - Math.min(SINKS, tokens) - (tokens - windowFrom)));
+        for (int t = 0; t < Math.min(SINKS, tokens); t++) {
+            plan.add(t);
+        }
+        for (int t = windowFrom; t < tokens; t++) {
+            plan.add(t);
+        }
+        sel.select(q, plan);
+        BitSet set = new BitSet();
+        for (int i = 0; i < plan.size(); i++) {
+            set.set(plan.position(i));
+        }
+        return set.stream().toArray();
+    }
+
+    @Property(tries = 60)
+    void theBoundBoundsEveryMembersLogit(@ForAll @IntRange(min = 1, max = 300) int tokens,
+            @ForAll @IntRange(min = 1, max = 3) int kvHeads, @ForAll @IntRange(min = 1, max = 3) int group,
+            @ForAll @IntRange(min = 1, max = 40) int blockTokens, @ForAll long seed) {
+        int d = 16, qh = kvHeads * group;
+        DenseLayerKv kv = keys(tokens, kvHeads, d, seed);
+        BlockMassIndex index = new BlockMassIndex(kv, tokens, qh, blockTokens, Scoring.BOUND, Combination.SUM_LOGITS);
+        float[] q = query(qh, d, seed + 1);
+        float[] scores = new float[index.blocks()];
+        index.score(q, scores);
+        float scale = (float) (1 / Math.sqrt(d));
+        for (int t = 0; t < tokens; t++) {
+            double logit = 0; // Σ over KV heads of (mean of its query heads)·k / √d
+            for (int h = 0; h < kvHeads; h++) {
+                for (int j = 0; j < d; j++) {
+                    double qm = 0;
+                    for (int g = 0; g < group; g++) {
+                        qm += q[(h * group + g) * d + j];
+                    }
+                    logit += qm / group * kv.keyArray(h)[t * d + j] * scale;
+                }
+            }
+            float bound = scores[t / blockTokens];
+            assertTrue(bound >= logit - 1e-3 * (1 + Math.abs(logit)), "token " + t + ": bound " + bound + " < logit " + logit);
+        }
+    }
+
+    @Property(tries = 40)
+    void aLargerBudgetSelectsASupersetAndRecallNeverFalls(@ForAll @IntRange(min = 40, max = 600) int tokens,
+            @ForAll @IntRange(min = 1, max = 1000) int a, @ForAll @IntRange(min = 1, max = 1000) int b, @ForAll long seed) {
+        KvShape shape = new KvShape(1, 4, 2, 16, DType.F32);
+        DenseLayerKv kv = keys(tokens, 2, 16, seed);
+        LayerSelector sel = Strategies.named("mass-mix").openLayer(context(shape, kv, tokens));
+        float[] q = query(4, 16, seed ^ 7);
+        int small = Math.min(a, b) * tokens / 1000, large = Math.max(a, b) * tokens / 1000;
+        int[] s = step(sel, tokens, q, small), l = step(sel, tokens, q, large);
+        BitSet big = new BitSet();
+        Arrays.stream(l).forEach(big::set);
+        for (int t : s) {
+            assertTrue(big.get(t), "token " + t + " chosen at budget " + small + " but not at " + large);
+        }
+        float[] w = ExactAttention.of(shape).weights(kv, q);
+        assertTrue(QualityMetrics.attentionMassRecall(w, s) <= QualityMetrics.attentionMassRecall(w, l) + 1e-9);
+    }
+
+    @Test
+    void aFullBudgetAttendsEveryTokenAndEqualsDenseAttention() {
+        int tokens = 500;
+        KvShape shape = new KvShape(1, 8, 2, 32, DType.F32);
+        DenseLayerKv kv = keys(tokens, 2, 32, 3);
+        for (SelectionStrategy s : BlockMassStrategy.variants()) {
+            LayerSelector sel = s.openLayer(context(shape, kv, tokens));
+            float[] q = query(8, 32, 4);
+            int[] set = step(sel, tokens, q, tokens);
+            assertEquals(tokens, set.length, s.name());
+            ExactAttention att = ExactAttention.of(shape);
+            float[] exact = att.compute(kv, q).output();
+            assertTrue(QualityMetrics.relativeError(exact, att.sparseOutput(kv, q, set)) < 1e-6, s.name());
+        }
+    }
+
+    @Test
+    void selectionIsDeterministicAndAllocationFreeAfterWarmUp() {
+        int tokens = 4096;
+        KvShape shape = new KvShape(1, 8, 2, 64, DType.F32);
+        DenseLayerKv kv = keys(tokens, 2, 64, 9);
+        LayerSelector one = Strategies.defaultStrategy().openLayer(context(shape, kv, tokens));
+        LayerSelector two = Strategies.defaultStrategy().openLayer(context(shape, kv, tokens));
+        for (int i = 0; i < 5; i++) {
+            float[] q = query(8, 64, 100 + i);
+            assertArrayEquals(step(one, tokens, q, 400), step(two, tokens, q, 400));
+            assertArrayEquals(step(one, tokens, q, 400), step(one, tokens, q, 400));
+        }
+        FetchPlan plan = new FetchPlan();
+        plan.ensureCapacity(1024);
+        float[] q = query(8, 64, 5);
+        for (int i = 0; i < 2000; i++) { // the JIT compiles the step before it is measured
+            plan.begin(0, tokens, 400);
+            one.select(q, plan);
+        }
+        // The least over 5 windows: a one-off JIT deoptimisation does not count, a per-step object would.
+        long allocated = io.kvoffload.testing.Allocations.leastOverWindows(() -> {
+            for (int i = 0; i < 50; i++) {
+                plan.begin(0, tokens, 400);
+                one.select(q, plan);
+            }
+        }, 5);
+        assertEquals(0, allocated, "bytes allocated by 50 steps");
+    }
+
+    @Test
+    void edgeCases() {
+        KvShape shape = new KvShape(1, 2, 1, 8, DType.F32);
+        SelectionStrategy s = Strategies.named("mass-mix");
+        // Fewer tokens than one block; a budget of 0; nothing laid out; everything in sinks and window.
+        DenseLayerKv tiny = keys(5, 1, 8, 1);
+        assertEquals(5, step(s.openLayer(context(shape, tiny, 5)), 5, query(2, 8, 1), 5).length);
+        DenseLayerKv kv = keys(200, 1, 8, 2);
+        LayerSelector sel = s.openLayer(context(shape, kv, 200));
+        assertEquals(SINKS + WINDOW, step(sel, 200, query(2, 8, 2), SINKS + WINDOW).length, "budget 0 adds nothing");
+        assertEquals(SINKS + WINDOW, step(s.openLayer(context(shape, kv, 0)), 200, query(2, 8, 2), 100).length,
+                "nothing laid out: the window serves the layer");
+        DenseLayerKv small = keys(30, 1, 8, 3);
+        assertEquals(30, step(s.openLayer(context(shape, small, 30)), 30, query(2, 8, 3), 30).length);
+        // A budget below one block takes no block (never more than the budget).
+        assertEquals(SINKS + WINDOW, step(sel, 200, query(2, 8, 2), SINKS + WINDOW + 15).length);
+        assertEquals(SINKS + WINDOW + 16, step(sel, 200, query(2, 8, 2), SINKS + WINDOW + 16).length);
+    }
+
+    @Test
+    void badInputIsNamed() {
+        DenseLayerKv kv = keys(64, 2, 8, 1);
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+                () -> new BlockMassIndex(kv, 64, 3, 16, Scoring.MIX, Combination.HEAD_MASS));
+        assertTrue(e.getMessage().contains("queryHeads = 3"), e.getMessage());
+        e = assertThrows(IllegalArgumentException.class,
+                () -> new BlockMassIndex(kv, 64, 4, 0, Scoring.MIX, Combination.HEAD_MASS));
+        assertTrue(e.getMessage().contains("blockTokens"), e.getMessage());
+        e = assertThrows(IllegalArgumentException.class,
+                () -> new BlockMassIndex(kv, 65, 4, 16, Scoring.MIX, Combination.HEAD_MASS));
+        assertTrue(e.getMessage().contains("tokens"), e.getMessage());
+        BlockMassIndex index = new BlockMassIndex(kv, 64, 4, 16, Scoring.MIX, Combination.HEAD_MASS);
+        e = assertThrows(IllegalArgumentException.class, () -> index.score(new float[5], new float[4]));
+        assertTrue(e.getMessage().contains("query.length = 5"), e.getMessage());
+        e = assertThrows(IllegalArgumentException.class, () -> index.score(new float[32], new float[3]));
+        assertTrue(e.getMessage().contains("scores.length = 3"), e.getMessage());
+        float[] nan = new float[32];
+        nan[7] = Float.NaN;
+        e = assertThrows(IllegalArgumentException.class, () -> index.score(nan, new float[4]));
+        assertTrue(e.getMessage().contains("query[7] = NaN"), e.getMessage());
+        kv.keyArray(1)[8 * 10 + 2] = Float.POSITIVE_INFINITY;
+        e = assertThrows(IllegalArgumentException.class,
+                () -> new BlockMassIndex(kv, 64, 4, 16, Scoring.MEAN, Combination.HEAD_MASS));
+        assertTrue(e.getMessage().contains("token 10, KV head 1, dimension 2"), e.getMessage());
+        e = assertThrows(IllegalArgumentException.class,
+                () -> new BlockMassStrategy("x", Scoring.MIX, Combination.HEAD_MASS, 70000));
+        assertTrue(e.getMessage().contains("blockTokens = 70000"), e.getMessage());
+    }
+}
