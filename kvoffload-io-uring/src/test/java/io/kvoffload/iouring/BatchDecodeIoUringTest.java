@@ -8,6 +8,7 @@ import io.kvoffload.DecodeOptions;
 import io.kvoffload.KvConfig;
 import io.kvoffload.KvEngine;
 import io.kvoffload.KvShape;
+import io.kvoffload.strategy.swarm.Swarm;
 import io.kvoffload.testing.BatchRuns;
 import io.kvoffload.testing.TestEngines;
 import io.kvoffload.workload.SyntheticWorkload;
@@ -50,7 +51,8 @@ class BatchDecodeIoUringTest {
                 w[i] = new SyntheticWorkload(WorkloadSpec.builder(SHAPE, TOKENS).seed(40 + i).build());
                 expected[i] = TestEngines.storeClustered(e, IDS.get(i), w[i], TOKENS, 100, 16);
             }
-            DecodeOptions o = DecodeOptions.builder().cacheBytes(0).sinkTokens(0).localWindow(0).sparsity(0.3).build();
+            DecodeOptions o = DecodeOptions.builder().strategy(Swarm.defaults()).cacheBytes(0).sinkTokens(0)
+                    .localWindow(0).sparsity(0.3).build();
             byte[][][][] views = BatchRuns.assertBatchMatchesOneByOne(e, IDS, w, expected, o, 3);
             assertTrue(views[0][0][0].length > 0.3 * TOKENS * SHAPE.entryBytes(), "the budget was read");
         }
