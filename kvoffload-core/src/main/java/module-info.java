@@ -13,6 +13,9 @@ module io.kvoffload.core {
     requires ejml.core;   // EJML (KVSwap SVD): no Automatic-Module-Name, so the jar file name gives the module name
     requires ejml.ddense;
     requires jdk.unsupported;
+    requires jdk.jfr;               // flight-recorder events (internal.obs)
+    requires transitive java.management; // the engine's MXBean; KvEngine.mxBeanName() returns an ObjectName
+    requires HdrHistogram;          // decoders' latency histograms: no Automatic-Module-Name, named from the jar
 
     exports io.kvoffload;
     exports io.kvoffload.spi;

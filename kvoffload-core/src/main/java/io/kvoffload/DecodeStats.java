@@ -22,6 +22,14 @@ package io.kvoffload;
  * @param reuseHits KVSwap: requested groups found in the reuse buffer (no I/O)
  * @param reuseMisses KVSwap: requested groups read from the SSDs
  * @param reuseBytes KVSwap: DRAM holding reuse-buffer slots and compressed K caches now
+ * @param waitNanos time spent in {@link KvView#await()}: the part of the fetches not hidden behind
+ *     the caller's compute
+ * @param fetchLatency per fetch, from {@code prefetch} until {@code await} returned
+ * @param selectLatency per fetch, scoring, selecting and scheduling before the submission
+ * @param ioLatency per fetch that read from the SSDs, from the submission until its last read completed
+ * @param unclusteredLayers layers this decoder opened that were never laid out by a strategy: every
+ *     token of such a layer is kept in DRAM and attended (a WARN is logged and a
+ *     {@link KvDegradation.Kind#UNCLUSTERED_LAYER} reported when this decoder opened the layer)
  *
  * <p>For KVSwap layers, {@code clustersSelected} counts predicted groups and {@code tokensCached}
  * rows served from the reuse buffer.
@@ -29,11 +37,15 @@ package io.kvoffload;
 public record DecodeStats(long steps, long selectNanos, long ioNanos, long bytesRead, long readRequests,
         long tokensFetched, long tokensCached, long tokensWindow, long clustersSelected, long cacheHits,
         long cacheMisses, long cacheBytes, long windowBytes, long[] readSizeCount, long[] readSizeBytes,
-        long reuseHits, long reuseMisses, long reuseBytes) {
+        long reuseHits, long reuseMisses, long reuseBytes, long waitNanos, LatencyHistogram fetchLatency,
+        LatencyHistogram selectLatency, LatencyHistogram ioLatency, int unclusteredLayers) {
 
     public DecodeStats {
         readSizeCount = readSizeCount.clone();
         readSizeBytes = readSizeBytes.clone();
+        java.util.Objects.requireNonNull(fetchLatency, "fetchLatency");
+        java.util.Objects.requireNonNull(selectLatency, "selectLatency");
+        java.util.Objects.requireNonNull(ioLatency, "ioLatency");
     }
 
     /**
@@ -53,7 +65,9 @@ public record DecodeStats(long steps, long selectNanos, long ioNanos, long bytes
                 tokensCached - earlier.tokensCached, tokensWindow - earlier.tokensWindow,
                 clustersSelected - earlier.clustersSelected, cacheHits - earlier.cacheHits,
                 cacheMisses - earlier.cacheMisses, cacheBytes, windowBytes, count, bytes, reuseHits - earlier.reuseHits,
-                reuseMisses - earlier.reuseMisses, reuseBytes);
+                reuseMisses - earlier.reuseMisses, reuseBytes, waitNanos - earlier.waitNanos,
+                fetchLatency.since(earlier.fetchLatency), selectLatency.since(earlier.selectLatency),
+                ioLatency.since(earlier.ioLatency), unclusteredLayers);
     }
 
     /** KVSwap's reuse rate: share of requested groups found in the reuse buffer (0 before any request). */
@@ -76,5 +90,32 @@ public record DecodeStats(long steps, long selectNanos, long ioNanos, long bytes
     public double cacheHitRate() {
         long n = cacheHits + cacheMisses;
         return n == 0 ? 0 : (double) cacheHits / n;
+    }
+
+    /** Every counter by name; the read sizes as {@code size-bucket: reads/bytes} for the buckets used. */
+    @Override
+    public String toString() {
+        StringBuilder sizes = new StringBuilder("[");
+        for (int b = 0; b < readSizeCount.length; b++) {
+            if (readSizeCount[b] != 0) {
+                sizes.append(sizes.length() > 1 ? ", " : "").append(bucketName(b)).append(": ")
+                        .append(readSizeCount[b]).append(" reads/").append(readSizeBytes[b]).append(" B");
+            }
+        }
+        sizes.append(']');
+        return "DecodeStats{steps=" + steps + ", selectNanos=" + selectNanos + ", ioNanos=" + ioNanos + ", waitNanos="
+                + waitNanos + ", bytesRead=" + bytesRead + ", readRequests=" + readRequests + ", tokensFetched="
+                + tokensFetched + ", tokensCached=" + tokensCached + ", tokensWindow=" + tokensWindow
+                + ", clustersSelected=" + clustersSelected + ", cacheHits=" + cacheHits + ", cacheMisses=" + cacheMisses
+                + ", cacheBytes=" + cacheBytes + ", windowBytes=" + windowBytes + ", reuseHits=" + reuseHits
+                + ", reuseMisses=" + reuseMisses + ", reuseBytes=" + reuseBytes + ", unclusteredLayers="
+                + unclusteredLayers + ", fetch={" + fetchLatency + "}, select={" + selectLatency + "}, io={" + ioLatency
+                + "}, readSizes=" + sizes + "}";
+    }
+
+    /** {@code 4KiB+} for the bucket of reads of [4 KiB, 8 KiB). */
+    private static String bucketName(int b) {
+        long low = 1L << b;
+        return low >= 1 << 20 ? (low >> 20) + "MiB+" : low >= 1 << 10 ? (low >> 10) + "KiB+" : low + "B+";
     }
 }

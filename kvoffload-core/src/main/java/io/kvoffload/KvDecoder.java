@@ -2,10 +2,13 @@ package io.kvoffload;
 
 import io.kvoffload.internal.decode.DecodeCounters;
 import io.kvoffload.internal.decode.EntryFetch;
+import io.kvoffload.internal.decode.FetchObserver;
 import io.kvoffload.internal.decode.LayerFetcher;
 import io.kvoffload.internal.decode.PipelineStrategy;
 import io.kvoffload.internal.decode.PlannedLayer;
 import io.kvoffload.internal.decode.SharedSubmission;
+import io.kvoffload.internal.sequence.DTypeArrays;
+import io.kvoffload.internal.sequence.FloatKv;
 import io.kvoffload.internal.sequence.SequenceAccess;
 import io.kvoffload.internal.sequence.SequenceHooks;
 import io.kvoffload.internal.sched.BucketScheduler;
@@ -63,6 +66,9 @@ public final class KvDecoder implements AutoCloseable {
     /** One pipeline slot per view: the scheduler, staging and rows of the fetch that view receives. */
     private final EntryFetch[] slots;
     private final DecodeCounters counters = new DecodeCounters();
+    private final DTypeArrays arrays;
+    /** Latency histograms and JFR fetch events. */
+    private final FetchObserver observer;
     /** Every public entry takes it: one thread at a time (see {@link SingleOwner}). */
     private final SingleOwner owner = new SingleOwner();
     private boolean closed;
@@ -80,6 +86,8 @@ public final class KvDecoder implements AutoCloseable {
         this.inFlight = new boolean[shape.layers()];
         this.views = new KvView[options.pipelineDepth()];
         this.slots = new EntryFetch[options.pipelineDepth()];
+        this.arrays = new DTypeArrays(shape.dtype());
+        this.observer = new FetchObserver(counters, sequence.id(), options.pipelineDepth());
         BucketScheduler.Mode mode = BucketScheduler.Mode.of(options.scheduling());
         for (int i = 0; i < views.length; i++) {
             views[i] = new KvView(this, i, shape, sequence.blockTokens());
@@ -135,7 +143,9 @@ public final class KvDecoder implements AutoCloseable {
             }
             LayerFetcher f = layer(layer);
             KvView view = freeView(layer);
+            long t0 = observer.starting();
             f.start(slots[view.slot], view.rows, query);
+            observer.started(view.slot, t0);
             return started(view, layer);
         } finally {
             if (owned) {
@@ -169,7 +179,9 @@ public final class KvDecoder implements AutoCloseable {
                 }
             }
             KvView view = freeView(layer);
+            long t0 = observer.starting();
             f.startPositions(slots[view.slot], view.rows, positions, count);
+            observer.started(view.slot, t0);
             return started(view, layer);
         } finally {
             if (owned) {
@@ -248,11 +260,13 @@ public final class KvDecoder implements AutoCloseable {
             EntryFetch slot = slots[view.slot];
             int layer = view.rows.layer();
             boolean ok = false;
+            observer.finishing();
             try {
                 layers[layer].finish(slot, view.rows);
                 counters.steps++;
                 ok = true;
             } finally {
+                observer.finished(view.slot, layer, view.rows.rows(), ok);
                 slot.clear();
                 inFlight[layer] = false;
                 view.state = ok ? KvView.State.READY : KvView.State.FREE;
@@ -312,15 +326,17 @@ public final class KvDecoder implements AutoCloseable {
         }
     }
 
-    /** {@link #appendKv(int, MemorySegment, MemorySegment)} for F32 sequences. */
+    /**
+     * {@link #appendKv(int, MemorySegment, MemorySegment)} from floats, for a sequence of any dtype
+     * (F16 and BF16 converted, see {@link KvSequence#appendKv(int, float[], float[])}).
+     */
     public void appendKv(int layer, float[] keys, float[] values) {
-        Checks.notNull("keys", keys);
-        Checks.notNull("values", values);
-        if (shape.dtype() != DType.F32) {
-            throw new IllegalArgumentException("keys is float[] but the sequence's dtype is " + shape.dtype()
-                    + "; allowed for float[]: F32 (or pass a MemorySegment)");
-        }
-        appendKv(layer, MemorySegment.ofArray(keys), MemorySegment.ofArray(values));
+        FloatKv.append(shape, keys, values, (k, v) -> appendKv(layer, k, v));
+    }
+
+    /** {@link #appendKv(int, MemorySegment, MemorySegment)} for F16 and BF16 sequences (raw bit patterns). */
+    public void appendKv(int layer, short[] keys, short[] values) {
+        appendKv(layer, arrays.f16("keys", keys), DTypeArrays.of("values", values));
     }
 
     /** Whether any view is fetching. */
@@ -346,7 +362,10 @@ public final class KvDecoder implements AutoCloseable {
             DecodeCounters c = counters;
             return new DecodeStats(c.steps, c.selectNanos, c.ioNanos, c.bytesRead, c.readRequests, c.tokensFetched,
                     c.tokensCached, c.tokensWindow, c.unitsSelected, g.cacheHits, g.cacheMisses, g.cacheBytes,
-                    g.windowBytes, c.readSizeCount, c.readSizeBytes, c.reuseHits, c.reuseMisses, g.reuseBytes);
+                    g.windowBytes, c.readSizeCount, c.readSizeBytes, c.reuseHits, c.reuseMisses, g.reuseBytes,
+                    c.waitNanos, new LatencyHistogram(c.fetchLatency.copy()),
+                    new LatencyHistogram(c.selectLatency.copy()), new LatencyHistogram(c.ioLatency.copy()),
+                    c.unclusteredLayers);
         } finally {
             if (owned) {
                 owner.exit();

@@ -1,5 +1,6 @@
 package io.kvoffload;
 
+import io.kvoffload.internal.obs.EngineMXBean;
 import io.kvoffload.internal.remote.RemoteLink;
 import io.kvoffload.internal.storage.DevicePool;
 import io.kvoffload.internal.storage.Manifest;
@@ -42,6 +43,8 @@ public final class KvEngine implements AutoCloseable {
 
     private final Store store;
     private final Map<KvSequence, Boolean> open = new IdentityHashMap<>();
+    /** This engine's {@link KvEngineMXBean}, registered while it is open. */
+    private final EngineMXBean mxBean;
     private volatile boolean closed;
     private final RemoteLink remote; // null when no remote tier is configured
 
@@ -64,6 +67,11 @@ public final class KvEngine implements AutoCloseable {
             store.evictFirst(remote::evictFirst); // published whole: can be pulled back, so dropped first
             store.remoteCopy(remote::block); // the last resort of a read no local copy of which verifies
         }
+        this.mxBean = EngineMXBean.register(store.storeUuid(), this::stats, () -> {
+            synchronized (store) {
+                return store.catalog().all().size();
+            }
+        });
     }
 
     /** Folder (in the metadata directory, else the first SSD directory) of the sequences published whole. */
@@ -164,6 +172,34 @@ public final class KvEngine implements AutoCloseable {
      */
     public KvSequence openSequenceForAppend(String id) {
         return openCommitted(id, true);
+    }
+
+    /**
+     * {@link #openSequence(String)} for a model of {@code expectedShape}: refuses a sequence stored
+     * by another model (layers, heads, head dim or dtype differ) instead of handing its KV to the
+     * wrong attention.
+     *
+     * @throws IllegalArgumentException if the sequence's shape is not {@code expectedShape} (both are named)
+     */
+    public KvSequence openSequence(String id, KvShape expectedShape) {
+        Checks.notNull("expectedShape", expectedShape);
+        return expecting(openCommitted(id, false), expectedShape);
+    }
+
+    /** {@link #openSequenceForAppend(String)} refusing a shape other than {@code expectedShape}, as {@link #openSequence(String, KvShape)}. */
+    public KvSequence openSequenceForAppend(String id, KvShape expectedShape) {
+        Checks.notNull("expectedShape", expectedShape);
+        return expecting(openCommitted(id, true), expectedShape);
+    }
+
+    private static KvSequence expecting(KvSequence s, KvShape expectedShape) {
+        if (!expectedShape.equals(s.shape())) {
+            s.close();
+            throw new IllegalArgumentException("expectedShape = " + expectedShape + " does not match sequence '" + s.id()
+                    + "', stored with " + s.shape() + "; allowed: the shape it was stored with (open it with that"
+                    + " model, or look up prefixes with findLongestPrefix, which matches on the shape)");
+        }
+        return s;
     }
 
     private KvSequence openCommitted(String id, boolean writable) {
@@ -375,6 +411,23 @@ public final class KvEngine implements AutoCloseable {
     }
 
     /**
+     * Adds a listener told about every {@link KvDegradation} — a layer attended in full from DRAM
+     * because it was never laid out, a manifest ignored or quarantined at open, a device unavailable
+     * or failed — on the listener thread, in order; it first hears those found when this engine
+     * opened. They are logged (WARN/ERROR) and emitted as JFR events whether or not a listener is added.
+     */
+    public void addDegradationListener(KvDegradationListener listener) {
+        checkOpen();
+        Checks.notNull("listener", listener);
+        store.degradations().add(listener);
+    }
+
+    /** The name under which this engine's {@link KvEngineMXBean} is registered on the platform MBean server. */
+    public javax.management.ObjectName mxBeanName() {
+        return mxBean.name();
+    }
+
+    /**
      * Gives back space quarantined at open ({@link KvStats#quarantine()}): the manifest copies that
      * could not be used move to a {@code quarantine} folder beside them and are never loaded again,
      * and the space they might have referenced becomes free. This is the only way quarantined space is
@@ -434,6 +487,7 @@ public final class KvEngine implements AutoCloseable {
                 LOG.warn("closing {} failed", s, e);
             }
         }
+        mxBean.close();
         store.close();
     }
 }

@@ -3,6 +3,7 @@ package io.kvoffload;
 import io.kvoffload.internal.sequence.BlockWriter;
 import io.kvoffload.internal.sequence.CommitProtocol;
 import io.kvoffload.internal.sequence.DTypeArrays;
+import io.kvoffload.internal.sequence.FloatKv;
 import io.kvoffload.internal.sequence.ExtentLedger;
 import io.kvoffload.internal.sequence.HandleGuard;
 import io.kvoffload.internal.sequence.SequenceAccess;
@@ -171,9 +172,15 @@ public final class KvSequence implements AutoCloseable {
         });
     }
 
-    /** {@link #appendKv(int, MemorySegment, MemorySegment)} for F32 sequences. */
+    /**
+     * {@link #appendKv(int, MemorySegment, MemorySegment)} from floats, for a sequence of any dtype:
+     * F16 and BF16 sequences get them converted (round to nearest even), in chunks of whole tokens
+     * each appended as converted, for an engine that computes in float32.
+     *
+     * @throws IllegalArgumentException if the lengths differ or are not whole tokens ({@code kvHeads × headDim} floats each)
+     */
     public void appendKv(int layer, float[] keys, float[] values) {
-        appendKv(layer, arrays.f32("keys", keys), DTypeArrays.of("values", values));
+        FloatKv.append(shape, keys, values, (k, v) -> appendKv(layer, k, v));
     }
 
     /** {@link #appendKv(int, MemorySegment, MemorySegment)} for F16 and BF16 sequences (raw bit patterns). */

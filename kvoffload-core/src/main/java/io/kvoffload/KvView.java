@@ -37,6 +37,9 @@ import java.lang.foreign.ValueLayout;
  * engine's close; then a kept segment throws {@link IllegalStateException}, but an accessor racing
  * the close may read reused memory. The decoder reuses this object for a later
  * {@link KvDecoder#prefetch}: drop references to it at {@code close()}.
+ *
+ * <p>Every accessor but {@link #shape()} and {@link #blockTokens()} throws
+ * {@link IllegalStateException} before {@code await()} has returned or after {@code close()}.
  */
 public final class KvView implements AutoCloseable {
     enum State { FREE, FETCHING, READY }
@@ -228,6 +231,7 @@ public final class KvView implements AutoCloseable {
         return rows.blockTokens();
     }
 
+    /** The sequence's shape (valid at any time, also after close). */
     public KvShape shape() {
         return shape;
     }

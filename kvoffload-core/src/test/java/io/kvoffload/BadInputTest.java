@@ -152,7 +152,7 @@ class BadInputTest {
                     () -> s.appendKv(0, arena.allocate(96), arena.allocate(96)), "would hold 3 tokens",
                     "only 2 token ids");
             fails(IllegalArgumentException.class, () -> s.appendKv(0, new float[8], new float[8]),
-                    "keys is float[] but the sequence's dtype is BF16");
+                    "keys.length = 8", "a multiple of kvHeads × headDim = 16 (whole tokens)");
             s.appendKv(0, two, two);
             fails(IllegalStateException.class, s::commit, "layer 1 holds KV for 0 of 2 tokens");
             s.appendKv(1, two, two);

@@ -1,5 +1,6 @@
 package io.kvoffload.bench;
 
+import me.tongfei.progressbar.ConsoleProgressBarConsumer;
 import me.tongfei.progressbar.ProgressBar;
 import me.tongfei.progressbar.ProgressBarBuilder;
 import me.tongfei.progressbar.ProgressBarStyle;
@@ -16,7 +17,10 @@ public final class ProgressBars {
      * @param updateMillis how often it redraws
      */
     public static ProgressBar ascii(String task, long max, int updateMillis) {
+        // Through System.err (the library's default consumer writes to the terminal directly), so a
+        // caller that redirects stderr — the test runner, a log file — gets the bar too.
         return new ProgressBarBuilder().setTaskName(task).setInitialMax(max).setStyle(ProgressBarStyle.ASCII)
-                .setUpdateIntervalMillis(updateMillis).setMaxRenderedLength(100).build();
+                .setUpdateIntervalMillis(updateMillis).setConsumer(new ConsoleProgressBarConsumer(System.err, 100))
+                .build();
     }
 }

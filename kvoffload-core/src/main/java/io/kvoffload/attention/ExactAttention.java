@@ -57,7 +57,22 @@ public final class ExactAttention {
      * @param output the attention output, {@code queryHeads × headDim}, or {@code null} if the layer
      *     holds no values
      */
-    public record Result(float[] weights, float[] output) {}
+    public record Result(float[] weights, float[] output) {
+        /** Lengths and the first values, not array identities. */
+        @Override
+        public String toString() {
+            return "Result{weights=" + head(weights) + ", output=" + head(output) + "}";
+        }
+
+        private static String head(float[] a) {
+            if (a == null) {
+                return "null";
+            }
+            float[] first = java.util.Arrays.copyOf(a, Math.min(a.length, 8));
+            String s = java.util.Arrays.toString(first);
+            return a.length + " values " + (a.length > first.length ? s.substring(0, s.length() - 1) + ", ...]" : s);
+        }
+    }
 
     /** Per-token attention weights averaged over the query heads; they sum to 1. */
     public float[] weights(LayerKv kv, float[] query) {

@@ -93,6 +93,11 @@ public final class DemoCommand implements Callable<Integer> {
             description = "Decoding steps of the closing comparison (default: ${DEFAULT-VALUE}).")
     int compareSteps;
 
+    @Option(names = "--jfr", paramLabel = "FILE",
+            description = "Record the run with Java Flight Recorder (the JDK's default settings and every kvoffload"
+                    + " event: fetch, commit, eviction, checksum failure, device error, degradation) into FILE.")
+    Path jfr;
+
     private final PrintStream out = System.out;
 
     @Override
@@ -113,7 +118,7 @@ public final class DemoCommand implements Callable<Integer> {
             tempRoot = TempDirs.createUnder(null, "kvo-demo");
             devs = TempDirs.ssdDirectories(tempRoot, devices);
         }
-        try {
+        try (FlightRecording recording = jfr == null ? null : FlightRecording.start(jfr, out)) {
             return run(shape, devs);
         } finally {
             if (tempRoot != null && !keep) {

@@ -8,6 +8,7 @@ import io.kvoffload.DType;
 import io.kvoffload.DecodeOptions;
 import io.kvoffload.strategy.kvswap.GroupOptions;
 import io.kvoffload.DecodeStats;
+import io.kvoffload.LatencyHistogram;
 import io.kvoffload.DeviceModelSpec;
 import io.kvoffload.KvConfig;
 import io.kvoffload.KvDecoder;
@@ -226,7 +227,8 @@ public final class CompareCommand implements Callable<Integer> {
             double rowsPerFetch, double massRecall, double topKRecall, double outputError, double selectMicros,
             double bytesPerStep, double readsPerStep, double ioMillisPerStep, double effectiveMiBs, double fioMiBs,
             double aggregateMiBs, double stepsPerSecond, double cacheHitRate, long dramBytes, long indexBytes,
-            long rowsChecked, long mismatches, double coActivationShare) {
+            long rowsChecked, long mismatches, double coActivationShare, LatencyHistogram fetchLatency,
+            LatencyHistogram ioLatency) {
         /** Effective bandwidth over fio's, or NaN without fio. */
         public double fioRatio() {
             return fioMiBs > 0 ? effectiveMiBs / fioMiBs : Double.NaN;
@@ -710,6 +712,9 @@ public final class CompareCommand implements Callable<Integer> {
         /** When the first thread finished its untimed warm-up step (opening a layer is not decoding). */
         long measuredFrom = Long.MAX_VALUE;
         DecodeStats first;
+        /** The timed fetches' latencies, every member's. */
+        LatencyHistogram fetchLatency = LatencyHistogram.empty();
+        LatencyHistogram ioLatency = LatencyHistogram.empty();
 
         synchronized void select(long nanos) {
             if (selectSamples == selectNanos.length) {
@@ -784,10 +789,11 @@ public final class CompareCommand implements Callable<Integer> {
             synchronized (acc) {
                 acc.measuredFrom = Math.min(acc.measuredFrom, System.nanoTime());
             }
+            DecodeStats warm = d.stats();
+            DecodeStats before = warm;
             for (int step = 0; step < stepCount; step++) {
                 for (int l = 0; l < layers; l++) {
                     float[] q = f.query(l, member * stepCount, step);
-                    DecodeStats before = d.stats();
                     // Every strategy selects inside the decoder (a baseline through its SelectionStrategy).
                     KvView view = d.prefetch(l, q);
                     try (KvView v = view.await()) {
@@ -800,6 +806,7 @@ public final class CompareCommand implements Callable<Integer> {
                             acc.reads += after.readRequests() - before.readRequests();
                             acc.ioNanos += after.ioNanos() - before.ioNanos();
                         }
+                        before = after;
                         long bad = check(f, l, v);
                         synchronized (acc) {
                             acc.rowsChecked += v.tokenCount();
@@ -823,7 +830,10 @@ public final class CompareCommand implements Callable<Integer> {
                 }
             }
             DecodeStats st = d.stats();
+            DecodeStats timed = st.since(warm);
             synchronized (acc) {
+                acc.fetchLatency = acc.fetchLatency.plus(timed.fetchLatency());
+                acc.ioLatency = acc.ioLatency.plus(timed.ioLatency());
                 acc.cacheHits += st.cacheHits();
                 acc.cacheMisses += st.cacheMisses();
                 acc.dram += st.cacheBytes() + st.windowBytes();
@@ -863,7 +873,7 @@ public final class CompareCommand implements Callable<Integer> {
                 a.reads / stepsDone, a.ioNanos / 1e6 / stepsDone, io > 0 ? a.bytes / io / MIB : 0, fioMiBs,
                 a.bytes / (a.wallNanos / 1e9) / MIB, stepsDone / (a.wallNanos / 1e9),
                 hits == 0 ? 0 : a.cacheHits / (double) hits, a.dram / batch, index, a.rowsChecked, a.mismatches,
-                f.coActivationShare.getOrDefault(s.layout(), Double.NaN));
+                f.coActivationShare.getOrDefault(s.layout(), Double.NaN), a.fetchLatency, a.ioLatency);
     }
 
     private long index(Fixture f, Strategy s) {
@@ -930,14 +940,18 @@ public final class CompareCommand implements Callable<Integer> {
                 "simulated", "strategy", "rows_per_fetch", "mass_recall", "topk_recall", "output_rel_error",
                 "select_us_median", "bytes_per_step", "reads_per_step", "io_ms_per_step", "effective_mib_s", "fio_mib_s",
                 "effective_over_fio", "aggregate_mib_s", "steps_per_s", "cache_hit_rate", "dram_bytes", "index_bytes",
-                "rows_checked", "row_mismatches", "co_activation_share")) {
+                "rows_checked", "row_mismatches", "co_activation_share", "fetch_p50_us", "fetch_p99_us",
+                "fetch_p999_us", "io_p50_us", "io_p99_us", "io_p999_us")) {
             for (Row r : rows) {
                 csv.row(r.section(), r.tokens(), r.budget(), r.batch(), r.ssds(), r.simulated(), r.strategy(),
                         f(r.rowsPerFetch(), 1), f(r.massRecall(), 4), f(r.topKRecall(), 4), f(r.outputError(), 4),
                         f(r.selectMicros(), 1), f(r.bytesPerStep(), 0), f(r.readsPerStep(), 1),
                         f(r.ioMillisPerStep(), 3), f(r.effectiveMiBs(), 1), f(r.fioMiBs(), 1), f(r.fioRatio(), 3),
                         f(r.aggregateMiBs(), 1), f(r.stepsPerSecond(), 2), f(r.cacheHitRate(), 3), r.dramBytes(),
-                        r.indexBytes(), r.rowsChecked(), r.mismatches(), f(r.coActivationShare(), 4));
+                        r.indexBytes(), r.rowsChecked(), r.mismatches(), f(r.coActivationShare(), 4),
+                        us(r.fetchLatency().p50Nanos()), us(r.fetchLatency().p99Nanos()),
+                        us(r.fetchLatency().p999Nanos()), us(r.ioLatency().p50Nanos()), us(r.ioLatency().p99Nanos()),
+                        us(r.ioLatency().p999Nanos()));
             }
         }
         Plots.headless();
@@ -1110,8 +1124,8 @@ public final class CompareCommand implements Callable<Integer> {
                         "select µs (median)", "MiB / step", "reads / step", "I/O ms / step", "eff. MiB/s", "fio MiB/s",
                         "eff / fio", "cache hit", "DRAM MiB", "index MiB")
                 : new MarkdownTable("strategy", "mass recall", "output rel. err", "select µs", "MiB / step",
-                        "reads / step", "I/O ms / step", "eff / fio");
-        t.alignRight(java.util.stream.IntStream.range(1, full ? 15 : 8).toArray());
+                        "reads / step", "I/O ms / step", "eff / fio", "fetch ms p50/p99/p99.9");
+        t.alignRight(java.util.stream.IntStream.range(1, full ? 15 : 9).toArray());
         for (Row r : rows) {
             if (full) {
                 t.row(r.strategy(), f(r.rowsPerFetch(), 0), f(r.massRecall(), 3), f(r.topKRecall(), 3),
@@ -1122,7 +1136,7 @@ public final class CompareCommand implements Callable<Integer> {
             } else {
                 t.row(r.strategy(), f(r.massRecall(), 3), f(r.outputError(), 3), f(r.selectMicros(), 0),
                         f(r.bytesPerStep() / MIB, 2), f(r.readsPerStep(), 0), f(r.ioMillisPerStep(), 2),
-                        r.fioMiBs() > 0 ? f(r.fioRatio(), 2) : "–");
+                        r.fioMiBs() > 0 ? f(r.fioRatio(), 2) : "–", percentiles(r.fetchLatency()));
             }
         }
         return t.render();
@@ -1136,6 +1150,16 @@ public final class CompareCommand implements Callable<Integer> {
                         pct(budget))).append(table(rows.stream().filter(r -> r.section().equals("quality")
                         && r.tokens() == n && r.budget() == budget).toList(), false)));
         return sb.toString();
+    }
+
+    /** {@code p50/p99/p99.9} in ms. */
+    static String percentiles(LatencyHistogram h) {
+        return h.count() == 0 ? "–" : String.format(Locale.ROOT, "%.2f/%.2f/%.2f", h.p50Nanos() / 1e6,
+                h.p99Nanos() / 1e6, h.p999Nanos() / 1e6);
+    }
+
+    private static String us(long nanos) {
+        return f(nanos / 1e3, 1);
     }
 
     static String f(double v, int decimals) {

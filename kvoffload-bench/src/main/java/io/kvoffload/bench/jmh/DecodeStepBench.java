@@ -55,7 +55,7 @@ public class DecodeStepBench {
     @Param({"auto"})
     String backend;
 
-    @Param({"SWARM"})
+    @Param({"BALANCED"})
     String scheduling;
 
     Path root;

@@ -5,6 +5,7 @@ import io.kvoffload.strategy.swarm.ClusterOptions;
 import io.kvoffload.DType;
 import io.kvoffload.DecodeOptions;
 import io.kvoffload.DecodeStats;
+import io.kvoffload.LatencyHistogram;
 import io.kvoffload.KvConfig;
 import io.kvoffload.KvDecoder;
 import io.kvoffload.KvEngine;
@@ -27,7 +28,6 @@ import java.util.Arrays;
 import java.util.List;
 import java.util.concurrent.Callable;
 import me.tongfei.progressbar.ProgressBar;
-import org.HdrHistogram.Histogram;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
@@ -193,28 +193,24 @@ public final class SwarmOnlineBench implements Callable<Integer> {
     }
 
     /** One setting: every layer of every step fetched alone (prefetch, then await), so I/O time is per fetch. */
-    private record Run(DecodeStats stats, Histogram fetchMicros, long[] deviceBytes) {}
+    private record Run(DecodeStats stats, long[] deviceBytes) {}
 
     private Run run(KvEngine engine, DecodeOptions o) {
         long[] before = deviceBytes(engine.stats());
-        Histogram h = new Histogram(3);
         try (KvSequence s = engine.openSequence("bench"); KvDecoder d = s.decoder(o)) {
             warmUp(d);
             DecodeStats warm = d.stats();
             before = deviceBytes(engine.stats());
             for (int step = 0; step < steps; step++) {
                 for (int l = 0; l < layers; l++) {
-                    long t = System.nanoTime();
-                    try (KvView v = d.prefetch(l, workload.query(l, step)).await()) {
-                        h.recordValue(Math.max(1, (System.nanoTime() - t) / 1000));
-                    }
+                    d.prefetch(l, workload.query(l, step)).await().close();
                 }
             }
             long[] after = deviceBytes(engine.stats());
             for (int i = 0; i < after.length; i++) {
                 after[i] -= before[i];
             }
-            return new Run(d.stats().since(warm), h, after);
+            return new Run(d.stats().since(warm), after);
         }
     }
 
@@ -237,9 +233,10 @@ public final class SwarmOnlineBench implements Callable<Integer> {
     private void ablations(KvEngine engine, PrintWriter out, ProgressBar bar) {
         out.printf("## Scheduling ablations (paper Fig. 14), no cache%s%n%n",
                 deviceModel.equals("none") ? "" : " — SIMULATED devices (" + deviceModel + ")");
-        out.println("| scheduling | MiB read / fetch | reads / fetch | entries read / fetch | fetch time, median"
-                + " ms | p90 ms | of which select+schedule, mean ms | busiest device / mean |");
-        out.println("|---|---:|---:|---:|---:|---:|---:|---:|");
+        out.println("| scheduling | MiB read / fetch | reads / fetch | entries read / fetch | fetch time, p50"
+                + " ms | p99 ms | p99.9 ms | of which select+schedule, mean ms | select p99 ms | I/O p50 ms | I/O p99 ms"
+                + " | busiest device / mean |");
+        out.println("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
         double swarmMib = 0;
         for (DecodeOptions.Scheduling m : DecodeOptions.Scheduling.values()) {
             Run r = run(engine, DecodeOptions.builder().strategy(Swarm.defaults()).sparsity(sparsity).cacheBytes(0).scheduling(m).build());
@@ -250,10 +247,13 @@ public final class SwarmOnlineBench implements Callable<Integer> {
             }
             long max = Arrays.stream(r.deviceBytes()).max().orElse(0);
             double mean = Arrays.stream(r.deviceBytes()).average().orElse(1);
-            out.printf("| %s | %.2f | %.0f | %.0f | %.2f | %.2f | %.2f | %.2f |%n", m, mib,
+            LatencyHistogram fetch = r.stats().fetchLatency();
+            LatencyHistogram io = r.stats().ioLatency();
+            out.printf("| %s | %.2f | %.0f | %.0f | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f |%n", m, mib,
                     r.stats().readRequests() / (double) fetches, r.stats().tokensFetched() / (double) fetches,
-                    r.fetchMicros().getValueAtPercentile(50) / 1000.0, r.fetchMicros().getValueAtPercentile(90) / 1000.0,
-                    r.stats().selectNanos() / 1e6 / fetches, max / mean);
+                    fetch.p50Nanos() / 1e6, fetch.p99Nanos() / 1e6, fetch.p999Nanos() / 1e6,
+                    r.stats().selectNanos() / 1e6 / fetches, r.stats().selectLatency().p99Nanos() / 1e6,
+                    io.p50Nanos() / 1e6, io.p99Nanos() / 1e6, max / mean);
             step(bar);
         }
         out.printf("%nSwarm reads %.2f MiB per layer fetch.%n%n", swarmMib);
@@ -263,18 +263,18 @@ public final class SwarmOnlineBench implements Callable<Integer> {
         out.printf("## Hot-cluster cache (paper Fig. 15): cost-effectiveness (Eq. 6) vs LRU%s%n%n",
                 deviceModel.equals("none") ? "" : " — SIMULATED devices (" + deviceModel + ")");
         out.println("| cache budget (share of a layer) | policy | cluster hit rate | rows from cache | MiB read / fetch"
-                + " | fetch median ms | p90 ms |");
-        out.println("|---:|---|---:|---:|---:|---:|---:|");
+                + " | fetch p50 ms | p99 ms | p99.9 ms |");
+        out.println("|---:|---|---:|---:|---:|---:|---:|---:|");
         for (double b : cacheBudgets) {
             for (Swarm.CachePolicy p : Swarm.CachePolicy.values()) {
                 long bytes = (long) (b * layerBytes) * layers;
                 Run r = run(engine, DecodeOptions.builder().sparsity(sparsity).cacheBytes(bytes).strategy(Swarm.builder().cachePolicy(p).build()).build());
                 DecodeStats s = r.stats();
                 long rows = s.tokensFetched() + s.tokensCached() + s.tokensWindow();
-                out.printf("| %.0f%% | %s | %.1f%% | %.1f%% | %.2f | %.2f | %.2f |%n", b * 100, p,
+                out.printf("| %.0f%% | %s | %.1f%% | %.1f%% | %.2f | %.2f | %.2f | %.2f |%n", b * 100, p,
                         100 * s.cacheHitRate(), 100.0 * s.tokensCached() / rows,
-                        s.bytesRead() / (double) s.steps() / (1 << 20), r.fetchMicros().getValueAtPercentile(50) / 1000.0,
-                        r.fetchMicros().getValueAtPercentile(90) / 1000.0);
+                        s.bytesRead() / (double) s.steps() / (1 << 20), s.fetchLatency().p50Nanos() / 1e6,
+                        s.fetchLatency().p99Nanos() / 1e6, s.fetchLatency().p999Nanos() / 1e6);
                 step(bar);
             }
         }

@@ -16,7 +16,8 @@ class DemoCommandTest {
     Path root;
 
     @Test
-    void smallDemoVerifiesEverything() {
+    void smallDemoVerifiesEverythingAndItsFlightRecordingHoldsTheEvents() throws Exception {
+        Path jfr = root.resolve("demo.jfr");
         PrintStream old = System.out;
         ByteArrayOutputStream buf = new ByteArrayOutputStream();
         int code;
@@ -24,7 +25,7 @@ class DemoCommandTest {
             System.setOut(new PrintStream(buf, true, StandardCharsets.UTF_8));
             code = KvoMain.run("demo", "--dirs", root.resolve("a") + "," + root.resolve("b"), "--layers", "2",
                     "--tokens", "1000", "--read-rounds", "4", "--dram", "32MiB", "--compare-tokens", "2048",
-                    "--compare-steps", "1");
+                    "--compare-steps", "1", "--jfr", jfr.toString());
         } finally {
             System.setOut(old);
         }
@@ -36,6 +37,14 @@ class DemoCommandTest {
         assertTrue(out.contains("| swarm |") && out.contains("| oracle |") && out.contains("| kvswap |"), out);
         assertTrue(out.contains("comparison bit-exact:"), out);
         assertTrue(out.contains("demo: OK"), out);
+        assertTrue(out.contains("JFR: " + jfr), out);
+        java.util.Map<String, Long> events = FlightRecording.count(jfr);
+        assertTrue(events.getOrDefault("io.kvoffload.Commit", 0L) >= 2, events.toString()); // the demo's and compare's
+        assertTrue(events.getOrDefault("io.kvoffload.Fetch", 0L) > 0, events.toString()); // compare decodes
+        var fetch = jdk.jfr.consumer.RecordingFile.readAllEvents(jfr).stream()
+                .filter(e -> e.getEventType().getName().equals("io.kvoffload.Fetch")).findFirst().orElseThrow();
+        assertTrue(fetch.getLong("bytes") >= 0 && fetch.getInt("rows") > 0 && fetch.getLong("selectNanos") > 0,
+                fetch.toString());
     }
 
     @Test

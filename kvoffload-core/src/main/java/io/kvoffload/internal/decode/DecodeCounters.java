@@ -1,5 +1,7 @@
 package io.kvoffload.internal.decode;
 
+import io.kvoffload.internal.obs.LatencyRecorder;
+
 /**
  * A decoder's counters, in one place: every layer fetcher of the decoder adds to the same instance
  * (one thread uses a decoder), and {@link io.kvoffload.KvDecoder#stats()} copies them out. Gauges
@@ -17,6 +19,14 @@ public final class DecodeCounters {
     public long tokensWindow;
     /** Units selected: clusters (Swarm), groups (KVSwap), positions (plug-in strategies). */
     public long unitsSelected;
+    /** Time the owner spent in {@code await} (fetch time not hidden behind its compute). */
+    public long waitNanos;
+    /** Layers opened by this decoder whose tokens were never laid out: attended from DRAM in full. */
+    public int unclusteredLayers;
+    /** Per fetch: prefetch until await returned; selection before submission; submission until the last read. */
+    public final LatencyRecorder fetchLatency = new LatencyRecorder();
+    public final LatencyRecorder selectLatency = new LatencyRecorder();
+    public final LatencyRecorder ioLatency = new LatencyRecorder();
     public long reuseHits;
     public long reuseMisses;
     /** Reads by size: bucket b counts requests of [2^b, 2^(b+1)) bytes (benchmarks compare against fio at these sizes). */

@@ -212,7 +212,7 @@ public final class EntryFetch implements HotClusterCache.TokenSource, StagedRead
         // Seeded with the token wanted, so an entry from elsewhere fails even when its bytes are intact.
         int actual = reads.checksum(checksum, EntryChecksum.Kind.ENTRY, layer, token, at, entry);
         if (actual != layout.entryCrc(e)) {
-            verifier.mismatch();
+            verifier.mismatch(dev, layer, token, false);
             // Another copy, if the token has one, serves the fetch and repairs this one; else this throws.
             failover().recover(layout, layer, token, dev, fileOffset, "checksum mismatch", reads.memory(), at);
             return;

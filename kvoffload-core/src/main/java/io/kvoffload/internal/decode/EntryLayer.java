@@ -1,9 +1,9 @@
 package io.kvoffload.internal.decode;
 
-import io.kvoffload.internal.sequence.SequenceHooks;
-
 import io.kvoffload.DecodeOptions;
+import io.kvoffload.KvDegradation;
 import io.kvoffload.KvSequence;
+import io.kvoffload.internal.sequence.SequenceHooks;
 import io.kvoffload.internal.sched.BucketScheduler;
 import io.kvoffload.internal.storage.ClusterLayout;
 import java.lang.foreign.MemorySegment;
@@ -40,10 +40,15 @@ public abstract class EntryLayer implements LayerFetcher, BucketScheduler.Reside
         int clustered = layout == null ? 0 : layout.clusteredTokens();
         int sinkEnd = Math.min(options.sinkTokens(), tokens);
         int start = Math.max(sinkEnd, Math.min(clustered, tokens - options.localWindow()));
-        if (tokens - start > Math.max(options.localWindow(), 1) * 4L && tokens - start > 4096) {
-            LOG.warn("sequence {} layer {}: {} tokens are not laid out and stay in DRAM for attention; lay the"
-                    + " layer out (Swarm.clusterLayer, SelectionStrategy.layOut) to fetch them selectively",
-                    sequence.id(), layer, tokens - start);
+        // A layer never laid out is attended in full from DRAM: say so once per layer (log, listener, JFR, counter).
+        boolean neverLaidOut = layout == null && tokens > sinkEnd + options.localWindow();
+        if (neverLaidOut || (tokens - start > Math.max(options.localWindow(), 1) * 4L && tokens - start > 4096)) {
+            String why = (tokens - start) + " tokens are not laid out and stay in DRAM for attention; lay the"
+                    + " layer out (Swarm.clusterLayer, SelectionStrategy.layOut) to fetch them selectively";
+            LOG.warn("sequence {} layer {}: {}", sequence.id(), layer, why);
+            counters.unclusteredLayers++;
+            store.store().degradations().report(new KvDegradation(KvDegradation.Kind.UNCLUSTERED_LAYER,
+                    sequence.id(), layer, why));
         }
         this.window = new DramWindow(store.store().dram(), sequence.shape().halfEntryBytes(), sinkEnd, start,
                 tokens - start + options.localWindow());

@@ -2,6 +2,8 @@ package io.kvoffload.internal.sequence;
 
 import io.kvoffload.KvIoException;
 import io.kvoffload.KvShape;
+import io.kvoffload.internal.obs.CommitEvent;
+import io.kvoffload.internal.obs.Flight;
 import io.kvoffload.internal.storage.BlockTable;
 import io.kvoffload.internal.storage.ClusterLayout;
 import io.kvoffload.internal.storage.EntryChecksum;
@@ -72,15 +74,21 @@ public final class CommitProtocol {
             throw new IllegalStateException("cannot commit sequence " + id + ": it holds no tokens");
         }
         String failed = "commit of sequence " + id + " failed; its previous commit is intact";
+        CommitEvent event = Flight.commitStarted();
+        long stored = -1;
         try {
             writer.sealPartialTails();
             writer.flush();
             writer.syncWrittenDevices();
-            store.commit(manifest(tokens.array(), tokenCount, commitNumber + 1), ledger.superseded());
+            Manifest m = manifest(tokens.array(), tokenCount, commitNumber + 1);
+            store.commit(m, ledger.superseded());
+            stored = m.storedBytes();
         } catch (IOException e) {
             throw KvIoException.of(failed, e);
         } catch (KvIoException e) {
             throw e.during(failed);
+        } finally {
+            Flight.committed(event, id, commitNumber + 1, tokenCount, Math.max(0, stored), stored >= 0);
         }
         commitNumber++;
         committed = true;

@@ -446,7 +446,7 @@ public final class SequenceReader {
                 // passes on a second read, damage on the media does not.
                 actual = reread(t, layer, b, slots[g]);
                 if (actual != t.crc(b) && fromRemote(t, layer, b, slots[g])) {
-                    verifier.mismatch();
+                    verifier.mismatch(t.device(b), layer, b * blockTokens, false);
                     verifier.verified();
                     continue;
                 }

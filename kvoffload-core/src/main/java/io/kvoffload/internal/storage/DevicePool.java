@@ -42,6 +42,8 @@ public final class DevicePool {
     private final Object fileKey;
     private final ExtentAllocator allocator;
     private volatile String failure;
+    /** Told the reason when the device fails (the store reports it as a degradation). */
+    private volatile java.util.function.Consumer<String> onFailure = why -> { };
     /** A write here failed with ENOSPC and none has succeeded since (thin-provisioned or COW storage). */
     private volatile boolean full;
 
@@ -200,6 +202,11 @@ public final class DevicePool {
         return failure;
     }
 
+    /** Sets what is told the reason when the device fails. */
+    public void onFailure(java.util.function.Consumer<String> listener) {
+        this.onFailure = listener;
+    }
+
     /** Marks the device failed (first reason wins); logged once. */
     public void fail(String reason) {
         synchronized (this) {
@@ -210,6 +217,8 @@ public final class DevicePool {
         }
         LOG.error("device {} ({}, {}) failed: {}; it serves nothing more until the engine is reopened", index, uuid,
                 directory, reason);
+        io.kvoffload.internal.obs.Flight.deviceError(index, uuid, directory.toString(), reason);
+        onFailure.accept(reason);
     }
 
     /**

@@ -1,6 +1,7 @@
 package io.kvoffload.internal.storage;
 
 import io.kvoffload.KvChecksumException;
+import io.kvoffload.internal.obs.Flight;
 import java.nio.ByteBuffer;
 import java.util.zip.CRC32C;
 
@@ -37,9 +38,13 @@ public final class EntryVerifier {
         store.stats().checksumsVerified.increment();
     }
 
-    /** A record that did not verify, before another copy or a second read is tried. */
-    public void mismatch() {
+    /**
+     * {@code token}'s record of {@code layer} on {@code device} did not verify; {@code fatal}: no
+     * other copy or second read is left to try (the caller throws).
+     */
+    public void mismatch(int device, int layer, int token, boolean fatal) {
         store.stats().checksumFailures.increment();
+        Flight.checksumFailure(sequenceId, device, layer, token, token + 1, fatal);
     }
 
     /** The checksum identity of this sequence's records. */
@@ -50,6 +55,7 @@ public final class EntryVerifier {
     /** A record that failed for good: counted, and the exception naming where it lies. */
     public KvChecksumException failure(int device, int layer, int fromToken, int toToken, int expected, int actual) {
         store.stats().checksumFailures.increment();
+        Flight.checksumFailure(sequenceId, device, layer, fromToken, toToken, true);
         return new KvChecksumException(device, store.devices().get(device).directory().toString(), sequenceId, layer,
                 fromToken, toToken, expected, actual);
     }

@@ -24,6 +24,8 @@ final class ManifestRecovery {
     private final List<String> deviceUuids;
     private final SequenceCatalog catalog;
     private final ManifestStore manifests;
+    /** What {@link #load} found that degrades the store without failing the open (reported once it is open). */
+    final List<io.kvoffload.KvDegradation> found = new ArrayList<>();
 
     ManifestRecovery(KvConfig config, DeviceSet deviceSet, StoreRecord record, List<DevicePool> devices,
             List<String> deviceUuids, SequenceCatalog catalog, ManifestStore manifests) {
@@ -83,6 +85,9 @@ final class ManifestRecovery {
                     if (c.manifest().commitNumber() < newest) {
                         LOG.warn("sequence {}: using commit {} from {}; the newer copies did not verify: {}", e.getKey(),
                                 c.manifest().commitNumber(), c.file(), reasons);
+                        found.add(new io.kvoffload.KvDegradation(io.kvoffload.KvDegradation.Kind.MANIFEST_IGNORED,
+                                e.getKey(), -1, "using commit " + c.manifest().commitNumber() + " from " + c.file()
+                                        + "; the newer copies did not verify: " + reasons));
                     }
                     loaded = true;
                 } else {
@@ -96,6 +101,9 @@ final class ManifestRecovery {
                 quarantine.add(q);
                 LOG.error("sequence {} cannot be loaded from any copy ({}); its space is quarantined until"
                         + " KvEngine.releaseQuarantine()", q.id(), q.reason());
+                found.add(new io.kvoffload.KvDegradation(io.kvoffload.KvDegradation.Kind.MANIFEST_QUARANTINED, q.id(), -1,
+                        "cannot be loaded from any copy (" + q.reason() + "); its space is quarantined until"
+                                + " KvEngine.releaseQuarantine()"));
             }
         }
         long missing = deviceSet.unavailable().stream().filter(u -> u.uuid() != null

@@ -93,7 +93,7 @@ public final class ReplicaFailover {
         if (fromRemote(cl, layer, token, badDevice, badOffset, dst, dstAt)) {
             return;
         }
-        verifier.mismatch();
+        verifier.mismatch(badDevice, layer, token, true);
         throw new KvChecksumException("checksum mismatch on device " + badDevice + " ("
                 + store.devices().get(badDevice).directory() + "), sequence " + sequenceId + ", layer " + layer
                 + ", tokens " + token + ".." + token + ": no good copy is left; copies tried: " + tried, badDevice,
@@ -123,7 +123,7 @@ public final class ReplicaFailover {
                     sequenceId, layer, token);
             return false;
         }
-        verifier.mismatch();
+        verifier.mismatch(badDevice, layer, token, false);
         verifier.verified();
         MemorySegment.copy(good, 0, dst, dstAt, entryBytes);
         store.stats().remoteFailovers.increment();

@@ -2,6 +2,7 @@ package io.kvoffload.internal.storage;
 
 import io.kvoffload.KvCapacityException;
 import io.kvoffload.KvConfig;
+import io.kvoffload.KvDegradation;
 import io.kvoffload.KvDeviceUnavailableException;
 import io.kvoffload.KvException;
 import io.kvoffload.SequenceInfo;
@@ -9,6 +10,8 @@ import io.kvoffload.internal.dram.DramPool;
 import io.kvoffload.internal.dram.DramSlot;
 import io.kvoffload.internal.io.DeviceModel;
 import io.kvoffload.internal.io.FaultInjectingBackend;
+import io.kvoffload.internal.obs.Degradations;
+import io.kvoffload.internal.obs.Flight;
 import io.kvoffload.spi.Availability;
 import io.kvoffload.spi.DeviceTier;
 import io.kvoffload.spi.DeviceTierOptions;
@@ -60,6 +63,7 @@ public final class Store implements AutoCloseable {
     private DeviceTier deviceTier;
     private FaultInjectingBackend faults;
     private final List<Consumer<SequenceInfo>> evictionListeners = new CopyOnWriteArrayList<>();
+    private final Degradations degradations = new Degradations(this::listenerThread);
     private volatile java.util.function.Predicate<String> evictFirst = id -> false;
     private volatile RemoteCopy remoteCopy; // null without a remote tier
     private ExecutorService listenerThread; // started with the first eviction a listener must hear of
@@ -89,8 +93,20 @@ public final class Store implements AutoCloseable {
             }
             this.manifests = new ManifestStore(readDirs, manifestWriteDirs(), modes);
             manifests.removeLeftovers();
-            this.quarantine = new ManifestRecovery(config, deviceSet, record, devices, deviceUuids, catalog, manifests)
-                    .load();
+            ManifestRecovery recovery = new ManifestRecovery(config, deviceSet, record, devices, deviceUuids, catalog,
+                    manifests);
+            this.quarantine = recovery.load();
+            for (DeviceSet.Unavailable u : deviceSet.unavailable()) {
+                degradations.report(new KvDegradation(KvDegradation.Kind.DEVICE_UNAVAILABLE, null, -1,
+                        "device " + u.uuid() + " (" + u.directory() + ") is unavailable: " + u.reason()));
+            }
+            recovery.found.forEach(degradations::report);
+            degradations.opened();
+            for (DevicePool d : devices) {
+                d.onFailure(why -> degradations.report(new KvDegradation(KvDegradation.Kind.DEVICE_FAILED, null, -1,
+                        "device " + d.index() + " (" + d.uuid() + ", " + d.directory() + ") failed: " + why
+                                + "; it serves nothing more until the engine is reopened")));
+            }
         } catch (IOException | RuntimeException | Error e) {
             lock.close();
             throw e;
@@ -404,6 +420,7 @@ public final class Store implements AutoCloseable {
         freeAll(victim);
         stats.evictions.increment();
         LOG.info("evicted sequence {} ({} bytes) to make room", m.id(), m.storedBytes());
+        Flight.eviction(m.id(), m.tokenCount(), m.storedBytes());
         if (!evictionListeners.isEmpty()) {
             SequenceInfo info = new SequenceInfo(m.id(), m.shape(), m.tokenCount(),
                     m.storedBytes(), m.commitNumber(), m.commitMillis(), 0);
@@ -418,6 +435,16 @@ public final class Store implements AutoCloseable {
                 }
             });
         }
+    }
+
+    /** The store's identity, shared by its devices' records. */
+    public synchronized String storeUuid() {
+        return record.storeUuid();
+    }
+
+    /** Reports degradations (JFR events, listeners). */
+    public Degradations degradations() {
+        return degradations;
     }
 
     /**
@@ -472,7 +499,7 @@ public final class Store implements AutoCloseable {
     private synchronized ExecutorService listenerThread() {
         if (listenerThread == null) {
             listenerThread = Executors.newSingleThreadExecutor(r -> {
-                Thread t = new Thread(r, "kvoffload-eviction-listeners");
+                Thread t = new Thread(r, "kvoffload-listeners");
                 t.setDaemon(true);
                 return t;
             });
