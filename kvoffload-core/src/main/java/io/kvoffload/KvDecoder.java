@@ -6,6 +6,7 @@ import io.kvoffload.internal.decode.FetchObserver;
 import io.kvoffload.internal.decode.LayerFetcher;
 import io.kvoffload.internal.decode.PipelineStrategy;
 import io.kvoffload.internal.decode.PlannedLayer;
+import io.kvoffload.internal.decode.SharedSubmission;
 import io.kvoffload.internal.sequence.DTypeArrays;
 import io.kvoffload.internal.sequence.FloatKv;
 import io.kvoffload.internal.sequence.SequenceAccess;
@@ -187,6 +188,50 @@ public final class KvDecoder implements AutoCloseable {
                 owner.exit();
             }
         }
+    }
+
+    /**
+     * For {@link KvBatch}: starts {@code layer}'s fetch for {@code query} (validated by the batch)
+     * with its reads joining {@code shared}, which submits them with the other sequences' reads.
+     */
+    KvView prefetchShared(int layer, float[] query, SharedSubmission shared) {
+        boolean owned = owner.enter(this);
+        try {
+            checkOpen();
+            LayerFetcher f = layer(layer);
+            KvView view = freeView(layer);
+            EntryFetch slot = slots[view.slot];
+            shared.join(slot);
+            try {
+                f.start(slot, view.rows, query);
+            } catch (RuntimeException e) {
+                slot.reads.leaveShared();
+                throw e;
+            }
+            return started(view, layer);
+        } finally {
+            if (owned) {
+                owner.exit();
+            }
+        }
+    }
+
+    /** Whether {@code other} stores on the same engine (one submission reaches one engine's SSDs). */
+    boolean sameEngine(KvDecoder other) {
+        return store == other.store;
+    }
+
+    /** A submission for batches of this engine's decoders. */
+    SharedSubmission newSubmission() {
+        return new SharedSubmission(store);
+    }
+
+    int layerCount() {
+        return shape.layers();
+    }
+
+    int queryLength() {
+        return shape.queryHeads() * shape.headDim();
     }
 
     private KvView freeView(int layer) {

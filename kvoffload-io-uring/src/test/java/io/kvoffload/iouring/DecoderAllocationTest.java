@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.kvoffload.DType;
 import io.kvoffload.DecodeOptions;
+import io.kvoffload.KvBatch;
 import io.kvoffload.KvConfig;
 import io.kvoffload.KvDecoder;
 import io.kvoffload.KvEngine;
@@ -69,6 +70,54 @@ class DecoderAllocationTest {
         }
     }
 
+    /** Batched decoding: four sequences' selections, one shared submission per layer, views awaited one by one. */
+    @Test
+    void aBatchDecodesWithoutAllocating() throws Exception {
+        KvConfig cfg = TestEngines.config(TestEngines.deviceDirs(dir, 2), "io_uring").build();
+        try (KvEngine e = KvEngine.open(cfg)) {
+            int n = 4;
+            SyntheticWorkload[] w = new SyntheticWorkload[n];
+            List<KvSequence> seqs = new ArrayList<>();
+            List<KvDecoder> decs = new ArrayList<>();
+            float[][][][] queries = new float[16][SHAPE.layers()][n][];
+            for (int i = 0; i < n; i++) {
+                w[i] = new SyntheticWorkload(WorkloadSpec.builder(SHAPE, 2048).seed(5 + i).build());
+                TestEngines.storeClustered(e, "s" + i, w[i], 2048, 100, 16);
+                for (int q = 0; q < queries.length; q++) {
+                    for (int l = 0; l < SHAPE.layers(); l++) {
+                        queries[q][l][i] = w[i].query(l, q);
+                    }
+                }
+            }
+            try {
+                for (int i = 0; i < n; i++) {
+                    seqs.add(e.openSequence("s" + i));
+                    decs.add(seqs.get(i).decoder(DecodeOptions.defaults()));
+                }
+                KvBatch batch = KvBatch.of(decs);
+                KvView[] first = new KvView[n];
+                KvView[] second = new KvView[n];
+                assertNoAllocation("batch of " + n, (float[][][] q) -> {
+                    batch.prefetch(0, q[0], first);
+                    batch.prefetch(1, q[1], second);
+                    for (int i = 0; i < n; i++) {
+                        first[i].await().close();
+                    }
+                    for (int i = 0; i < n; i++) {
+                        second[i].await().close();
+                    }
+                }, queries, 600);
+            } finally {
+                for (KvDecoder d : decs) {
+                    d.close();
+                }
+                for (KvSequence s : seqs) {
+                    s.close();
+                }
+            }
+        }
+    }
+
     /** The default strategy over its own positional layout. */
     @Test
     void theDefaultStrategyDecodesWithoutAllocating() throws Exception {
@@ -124,16 +173,21 @@ class DecoderAllocationTest {
      * show in every window.
      */
     private static void assertNoAllocation(String what, KvDecoder d, float[][][] queries, int warmUp) {
+        assertNoAllocation(what, (float[][] q) -> step(d, q), queries, warmUp);
+    }
+
+    private static <Q> void assertNoAllocation(String what, java.util.function.Consumer<Q> step,
+            Q[] queries, int warmUp) {
         var threads = (com.sun.management.ThreadMXBean) ManagementFactory.getThreadMXBean();
         for (int i = 0; i < warmUp; i++) {
-            step(d, queries[i % queries.length]);
+            step.accept(queries[i % queries.length]);
         }
         int rounds = 100;
         List<Long> windows = new ArrayList<>();
         for (int win = 0; win < 5; win++) {
             long before = threads.getCurrentThreadAllocatedBytes();
             for (int i = 0; i < rounds; i++) {
-                step(d, queries[i % queries.length]);
+                step.accept(queries[i % queries.length]);
             }
             windows.add(threads.getCurrentThreadAllocatedBytes() - before);
         }

@@ -376,7 +376,6 @@ public final class SwarmOnlineBench implements Callable<Integer> {
     }
 
     private static double median(List<Double> xs) {
-        double[] a = xs.stream().mapToDouble(Double::doubleValue).sorted().toArray();
-        return a.length % 2 == 1 ? a[a.length / 2] : (a[a.length / 2 - 1] + a[a.length / 2]) / 2;
+        return io.kvoffload.bench.report.Medians.of(xs);
     }
 }

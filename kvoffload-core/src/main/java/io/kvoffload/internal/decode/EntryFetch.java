@@ -46,6 +46,9 @@ public final class EntryFetch implements HotClusterCache.TokenSource, StagedRead
     private int concatSize;
     private long startNanos;
     private ReplicaFailover failover; // created on the first failed read
+    /** A batched fetch's resident rows, copied at {@link #gather} (see {@link #copyResident}). */
+    private DramWindow deferredWindow;
+    private HotClusterCache deferredCache;
     // The fetch in flight.
     private ViewBuffer view;
     private ClusterLayout layout;
@@ -110,8 +113,21 @@ public final class EntryFetch implements HotClusterCache.TokenSource, StagedRead
         reads.submit();
     }
 
-    /** Copies the rows DRAM holds (sinks, window, cached clusters) into the view. */
+    /**
+     * Copies the rows DRAM holds (sinks, window, cached clusters) into the view; in a batch's shared
+     * submission ({@link SharedSubmission}) at {@link #gather} instead, so the batch's reads go out
+     * before every sequence's copies and the copies overlap them.
+     */
     public void copyResident(DramWindow w, HotClusterCache cache) {
+        if (reads.sharing()) {
+            deferredWindow = w;
+            deferredCache = cache;
+            return;
+        }
+        copyRows(w, cache);
+    }
+
+    private void copyRows(DramWindow w, HotClusterCache cache) {
         int rows = view.rows();
         for (int r = 0; r < rows; r++) {
             int t = viewRows.token(r);
@@ -130,6 +146,11 @@ public final class EntryFetch implements HotClusterCache.TokenSource, StagedRead
 
     /** Waits for the reads, verifying and gathering each run as it lands. */
     public void gather() {
+        if (deferredWindow != null) {
+            DramWindow w = deferredWindow;
+            deferredWindow = null;
+            copyRows(w, deferredCache);
+        }
         if (reads.runs() > 0) {
             counters.ioNanos += reads.gatherAsLanded(this) - startNanos;
         }
@@ -137,6 +158,8 @@ public final class EntryFetch implements HotClusterCache.TokenSource, StagedRead
 
     /** Ends the step (also when it failed). */
     public void clear() {
+        deferredWindow = null;
+        deferredCache = null;
         reads.clear();
     }
 

@@ -28,6 +28,10 @@ public final class StagedReads implements AutoCloseable {
     /** Which runs have been handed to the sink in this fetch (one bit per run). */
     private long[] landedRuns = new long[1];
     private int runs;
+    /** Set while this fetch's reads go out in a batch's shared submission (batched decoding), else null. */
+    private SharedSubmission shared;
+    private int sharedMember;
+    private BucketScheduler plan;
 
     public StagedReads(Store store, int alignment) {
         this.store = store;
@@ -54,7 +58,7 @@ public final class StagedReads implements AutoCloseable {
             staging = store.dram().acquire(Long.highestOneBit(need + need / 4 - 1) << 1);
             stagingBytes = staging.segment().asByteBuffer();
         }
-        if (batch == null || batch.capacity() < n) {
+        if (shared == null && (batch == null || batch.capacity() < n)) {
             batch = store.backend().newBatch(Math.max(n + n / 2, 64));
         }
         if (runStaging.length < n) {
@@ -69,12 +73,50 @@ public final class StagedReads implements AutoCloseable {
         for (int r = 0; r < n; r++) {
             long start = sched.runOffset(r) & -alignment;
             long len = alignedLength(sched, r);
-            batch.addRead(sched.runDevice(r), start, mem, o, len, r);
+            if (shared == null) {
+                batch.addRead(sched.runDevice(r), start, mem, o, len, r);
+            }
             runStaging[r] = o + (sched.runOffset(r) - start);
             o += len;
         }
         runs = n;
+        if (shared != null) {
+            plan = sched;
+            shared.planned(sharedMember, sched, n);
+        }
         return n;
+    }
+
+    /** Whether this fetch's reads go out in a batch's shared submission. */
+    public boolean sharing() {
+        return shared != null;
+    }
+
+    /** Takes part in {@code s}'s submission as its member {@code member} until {@link #clear}. */
+    void share(SharedSubmission s, int member) {
+        shared = s;
+        sharedMember = member;
+    }
+
+    /** Leaves the shared submission (after the fetch, or when its start failed); waits for its reads. */
+    public void leaveShared() {
+        if (shared != null) {
+            SharedSubmission s = shared;
+            shared = null;
+            plan = null;
+            runs = 0;
+            s.leave(sharedMember);
+        }
+    }
+
+    /** Adds the planned reads to the shared {@code target}, tagged {@code tagBase + run}. */
+    void enqueue(IoBatch target, long tagBase) {
+        MemorySegment mem = staging.segment();
+        for (int r = 0; r < runs; r++) {
+            long start = plan.runOffset(r) & -alignment;
+            target.addRead(plan.runDevice(r), start, mem, runStaging[r] - (plan.runOffset(r) - start),
+                    alignedLength(plan, r), tagBase + r);
+        }
     }
 
     private long alignedLength(BucketScheduler sched, int r) {
@@ -87,7 +129,7 @@ public final class StagedReads implements AutoCloseable {
     }
 
     public void submit() {
-        if (runs > 0) {
+        if (runs > 0 && shared == null) { // a shared submission goes out once all its members planned
             store.backend().submit(batch);
         }
     }
@@ -125,6 +167,9 @@ public final class StagedReads implements AutoCloseable {
      * @return {@link System#nanoTime()} when the last read was seen complete
      */
     public long gatherAsLanded(RunSink sink) {
+        if (shared != null) {
+            return shared.gather(sharedMember, sink);
+        }
         if (runs == 0) {
             return System.nanoTime();
         }
@@ -181,7 +226,7 @@ public final class StagedReads implements AutoCloseable {
 
     /** Bytes run {@code r} transferred (its aligned read). */
     public long length(int r) {
-        return batch.length(r);
+        return shared != null ? shared.length(sharedMember, r) : batch.length(r);
     }
 
     /** Where run {@code r}'s first entry starts in {@link #memory()}. */
@@ -205,6 +250,10 @@ public final class StagedReads implements AutoCloseable {
 
     /** Forgets the plan once no read is in flight (a failed await has finished all of them). */
     public void clear() {
+        // Before the shared submission went out this is the start of the member's own step: it stays.
+        if (shared != null && shared.sealed()) {
+            leaveShared();
+        }
         if (batch != null && batch.pending() == 0) {
             batch.clear();
         }

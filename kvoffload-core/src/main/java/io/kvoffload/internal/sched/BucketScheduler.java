@@ -105,6 +105,8 @@ public final class BucketScheduler {
     private int plannedSize;
     private int[][] bucketRunStart;
     private int[] bucketRuns;
+    /** Entries other sequences of a batch already put on each device (null: none), see {@link #carryLoad}. */
+    private int[] carriedLoad;
 
     public BucketScheduler(int devices, int entryBytes, int maxRunEntries, Mode mode) {
         this.devices = Checks.inRange("devices", devices, 1, 4096);
@@ -122,6 +124,22 @@ public final class BucketScheduler {
 
     public void mode(Mode m) {
         this.mode = Checks.notNull("mode", m);
+    }
+
+    /**
+     * Makes the least-loaded choice count {@code load[d]} entries already on device {@code d}, so
+     * that the plans of several sequences submitted together balance the SSDs jointly (batched
+     * decoding); null plans alone again. The array is read, not copied.
+     */
+    public void carryLoad(int[] load) {
+        if (load != null && load.length != devices) {
+            throw new IllegalArgumentException("load.length = " + load.length + "; allowed: " + devices + " (one per device)");
+        }
+        carriedLoad = load;
+    }
+
+    private int load(int d) {
+        return carriedLoad == null ? bucketSize[d] : bucketSize[d] + carriedLoad[d];
     }
 
     private void ensureCapacity(int n) {
@@ -220,7 +238,7 @@ public final class BucketScheduler {
             int bestDevice = replicas.device(e, 0);
             for (int r = 1; r < copies; r++) {
                 int d = replicas.device(e, r);
-                if (bucketSize[d] < bucketSize[bestDevice] || (bucketSize[d] == bucketSize[bestDevice] && d < bestDevice)) {
+                if (load(d) < load(bestDevice) || (load(d) == load(bestDevice) && d < bestDevice)) {
                     best = r;
                     bestDevice = d;
                 }
