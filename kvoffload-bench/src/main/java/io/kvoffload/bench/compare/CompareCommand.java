@@ -18,6 +18,8 @@ import io.kvoffload.bench.TempDirs;
 import io.kvoffload.bench.cli.HeadOptions;
 import io.kvoffload.bench.compare.IoStrategies.Layout;
 import io.kvoffload.bench.compare.IoStrategies.Strategy;
+import io.kvoffload.bench.fio.FetchFioJob;
+import io.kvoffload.bench.fio.FetchShape;
 import io.kvoffload.bench.fio.Fio;
 import io.kvoffload.bench.report.CsvWriter;
 import io.kvoffload.bench.report.MarkdownTable;
@@ -706,6 +708,7 @@ public final class CompareCommand implements Callable<Integer> {
         long wallNanos;
         /** When the first thread finished its untimed warm-up step (opening a layer is not decoding). */
         long measuredFrom = Long.MAX_VALUE;
+        /** The first member's counters over its timed steps (what fio's job is shaped after). */
         DecodeStats first;
         /** The timed fetches' latencies, every member's. */
         LatencyHistogram fetchLatency = LatencyHistogram.empty();
@@ -833,7 +836,7 @@ public final class CompareCommand implements Callable<Integer> {
                 acc.cacheMisses += st.cacheMisses();
                 acc.dram += st.cacheBytes() + st.windowBytes();
                 if (acc.first == null) {
-                    acc.first = st;
+                    acc.first = timed;
                 }
             }
         }
@@ -879,16 +882,12 @@ public final class CompareCommand implements Callable<Integer> {
     private List<Row> measureSize(Fixture f, List<Strategy> chosen, boolean fio)
             throws IOException, InterruptedException {
         List<Row> rows = new ArrayList<>();
-        long[] used = f.engine.stats().devices().stream().mapToLong(d -> d.capacityBytes() - d.freeBytes()).toArray();
-        long fileSize = Arrays.stream(used).min().orElse(0) & -(1L << 20);
         for (Strategy s : chosen) {
             for (double b : budgets) {
                 Acc a = decode(f, f.engine, s, b, 1, steps, true);
                 double fioMiBs = 0;
-                if (fio && b == budget && fileSize > 0) {
-                    // fio at the decode's request-size mix, with one fetch's reads in flight.
-                    int depth = (int) Math.max(1, Math.min(256, Math.round(a.reads / (double) a.fetches)));
-                    fioMiBs = Fio.randRead(f.dirs, fileSize, Fio.bssplit(a.first), depth, fioSeconds);
+                if (fio && b == budget && a.first.readRequests() > 0) {
+                    fioMiBs = fioLikeFetch(f, s, a);
                     step();
                 }
                 rows.add(row("quality", f, s, b, 1, devices, false, steps, a, fioMiBs, index(f, s)));
@@ -901,6 +900,25 @@ public final class CompareCommand implements Callable<Integer> {
             }
         }
         return rows;
+    }
+
+    /**
+     * fio shaped like this strategy's fetches ({@link FetchFioJob}: same size mix, data, reads in
+     * flight and bursts), about {@code --fio-seconds} of reads at the fetch's own bandwidth; 0 (no
+     * ratio reported) when the job cannot match the fetch, with the reason on stderr.
+     */
+    private double fioLikeFetch(Fixture f, Strategy s, Acc a) throws IOException, InterruptedException {
+        String id = s.layout().name().toLowerCase(Locale.ROOT);
+        FetchShape shape = FetchShape.measure(f.dirs, id, a.first, (long) steps * layers,
+                f.engine.config().queueDepth());
+        double fetchMiBs = a.bytes / (a.ioNanos / 1e9) / MIB;
+        FetchFioJob job = FetchFioJob.of(shape, (long) (fetchMiBs * MIB * fioSeconds), s.name().hashCode());
+        List<String> unlike = job.unlike(shape);
+        if (!unlike.isEmpty()) {
+            System.err.println("compare: no fio ratio for " + s.name() + ": " + String.join("; ", unlike));
+            return 0;
+        }
+        return Fio.replay(job, f.root.resolve("fio-" + id + ".iolog"));
     }
 
     /** Multi-SSD scaling through the device model (simulated high-end SSDs, scaled so 8 fit this disk). */
@@ -1017,8 +1035,9 @@ public final class CompareCommand implements Callable<Integer> {
                 + " %d SSD directories on one disk (measured); positional layout in %d-token clusters; total %.0f s."
                 + " fio: %s.%n%n", shape.fingerprint(), layers, heads.queryHeads, heads.kvHeads, heads.headDim, shape.entryBytes(), steps,
                 sinks, window, cacheShare * 100, devices, group, seconds,
-                fio ? "randread, io_uring, O_DIRECT, the decode's bssplit, depth = reads per fetch, " + fioSeconds
-                        + " s, same pool files" : "not run"));
+                fio ? "the fetch's reads replayed (io_uring, O_DIRECT): its size mix, random reads inside its"
+                        + " sequence's extents, its reads in flight submitted and reaped as one burst, about "
+                        + fioSeconds + " s" : "not run"));
         sb.append("Strategies:\n\n");
         for (Strategy s : chosen) {
             sb.append("- `").append(s.name()).append("`: ").append(s.description()).append('\n');

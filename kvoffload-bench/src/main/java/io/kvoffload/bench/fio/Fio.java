@@ -108,9 +108,33 @@ public final class Fio {
                 "--filesize=" + Math.max(1, fileSize >> 20) + "m", "--runtime=" + seconds, "--time_based",
                 "--randrepeat=0", "--norandommap", "--readonly", "--output-format=json"));
         cmd.addAll(tuning);
+        return run(cmd, seconds + 60L);
+    }
+
+    /**
+     * fio replaying {@code job} (written to {@code log}): MiB/s. Not best-of several settings: the
+     * job fixes depth and burst shape to the fetch's. A refused {@code --fixedbufs} (registered
+     * buffers need RLIMIT_MEMLOCK) falls back to plain buffers.
+     */
+    public static double replay(FetchFioJob job, Path log) throws IOException, InterruptedException {
+        job.writeLog(log);
+        try {
+            List<String> args = job.arguments(log);
+            try {
+                return run(args, 600);
+            } catch (IOException e) {
+                return run(args.stream().filter(o -> !o.equals("--fixedbufs")).toList(), 600);
+            }
+        } finally {
+            java.nio.file.Files.deleteIfExists(log);
+        }
+    }
+
+    /** Runs fio with {@code cmd} (JSON output) and returns its read bandwidth in MiB/s. */
+    private static double run(List<String> cmd, long timeoutSeconds) throws IOException, InterruptedException {
         Process p = new ProcessBuilder(cmd).redirectErrorStream(false).start();
         String json = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
-        if (!p.waitFor(seconds + 60L, TimeUnit.SECONDS) || p.exitValue() != 0) {
+        if (!p.waitFor(timeoutSeconds, TimeUnit.SECONDS) || p.exitValue() != 0) {
             throw new IOException(String.join(" ", cmd) + " failed: " + json);
         }
         Matcher m = BW.matcher(json);

@@ -62,6 +62,30 @@ class CompareCommandTest {
         assertTrue(summary.contains(", 0 differed"), summary);
     }
 
+    /**
+     * With fio on, each fetch is compared with fio replaying reads of its own shape (size mix, data,
+     * depth, bursts): every quality row at the I/O budget gets a fio figure (needs fio).
+     */
+    @Test
+    void fioIsShapedLikeEachFetch() throws Exception {
+        org.junit.jupiter.api.Assumptions.assumeTrue(io.kvoffload.bench.fio.Fio.available(), "fio is not installed");
+        Path out = root.resolve("fio-out");
+        int code = KvoMain.run("compare", "--sizes", "2048", "--layers", "1", "--steps", "2", "--budgets", "0.1",
+                "--batches", "1", "--ssd-counts", "1", "--scaling-steps", "1", "--fio-seconds", "1",
+                "--window", "16", "--cache-share", "0", "--query-heads", "8", "--kv-heads", "2", "--head-dim", "64", "--profile-queries", "16",
+                "--strategies", "quest,kvswap", "--out", out.toString(), "--work", root.toString(), "--backend",
+                "portable", "--no-progress");
+        assertEquals(0, code);
+        List<List<String>> csv = CsvWriter.read(out.resolve("compare.csv"));
+        int fio = csv.get(0).indexOf("fio_mib_s");
+        int section = csv.get(0).indexOf("section");
+        List<List<String>> quality = csv.stream().skip(1).filter(r -> r.get(section).equals("quality")).toList();
+        assertEquals(2, quality.size());
+        for (List<String> r : quality) {
+            assertTrue(Double.parseDouble(r.get(fio)) > 0, "fio ran like the fetch: " + r);
+        }
+    }
+
     /** A trace file runs through every strategy: its shape, length and queries, not the command's. */
     @Test
     void aTraceFileRunsEveryStrategy() throws Exception {
