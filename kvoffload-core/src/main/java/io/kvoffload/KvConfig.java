@@ -53,6 +53,7 @@ public final class KvConfig {
     private final boolean directIo;
     private final int directIoAlignment;
     private final int queueDepth;
+    private final Placement placement;
     private final int ioThreadsPerDevice;
     private final Gpu gpu;
     private final int gpuDevice;
@@ -75,6 +76,7 @@ public final class KvConfig {
         this.directIo = b.directIo;
         this.directIoAlignment = b.directIoAlignment;
         this.queueDepth = b.queueDepth;
+        this.placement = b.placement;
         this.ioThreadsPerDevice = b.ioThreadsPerDevice;
         this.gpu = b.gpu;
         this.gpuDevice = b.gpuDevice;
@@ -169,6 +171,11 @@ public final class KvConfig {
         return queueDepth;
     }
 
+    /** How layouts written by this engine spread entries over the SSDs (default {@link Placement#TOKEN_STRIPED}). */
+    public Placement placement() {
+        return placement;
+    }
+
     public int ioThreadsPerDevice() {
         return ioThreadsPerDevice;
     }
@@ -219,7 +226,7 @@ public final class KvConfig {
 
     static final Set<String> KEYS = new TreeSet<>(List.of("ssdDirectories", "metadataDirectory", "dramBudget",
             "dramSlab", "deviceCapacity", "blockTokens", "checksums", "ioBackend", "directIo",
-            "directIoAlignment", "queueDepth", "ioThreadsPerDevice", "gpu", "gpuDevice", "gpuCacheBudget",
+            "directIoAlignment", "queueDepth", "placement", "ioThreadsPerDevice", "gpu", "gpuDevice", "gpuCacheBudget",
             "deviceModel", "metadataCopies", "fileMode", "faultInjection", "remote"));
 
     /** The keys of a {@code faultInjection} object in a configuration file. */
@@ -257,6 +264,7 @@ public final class KvConfig {
                 case "directIo" -> b.directIo(parseBool(k, v));
                 case "directIoAlignment" -> b.directIoAlignment(parseInt(k, v));
                 case "queueDepth" -> b.queueDepth(parseInt(k, v));
+                case "placement" -> b.placement(parsePlacement(k, v));
                 case "ioThreadsPerDevice" -> b.ioThreadsPerDevice(parseInt(k, v));
                 case "gpu" -> b.gpu(Gpu.parse(String.valueOf(v)));
                 case "gpuDevice" -> b.gpuDevice(parseInt(k, v));
@@ -431,6 +439,17 @@ public final class KvConfig {
         }
     }
 
+    static Placement parsePlacement(String name, Object v) {
+        String s = String.valueOf(v).trim().toUpperCase(java.util.Locale.ROOT).replace('-', '_');
+        for (Placement p : Placement.values()) {
+            if (p.name().equals(s)) {
+                return p;
+            }
+        }
+        throw new IllegalArgumentException(name + " = '" + v + "' is not a placement; allowed: "
+                + java.util.Arrays.toString(Placement.values()));
+    }
+
     static boolean parseBool(String name, Object v) {
         if (v instanceof Boolean bool) {
             return bool;
@@ -448,7 +467,7 @@ public final class KvConfig {
                 + ", dramBudgetBytes=" + dramBudgetBytes + ", dramSlabBytes=" + dramSlabBytes
                 + ", deviceCapacityBytes=" + deviceCapacityBytes + ", blockTokens=" + blockTokens
                 + ", checksums=" + checksums + ", ioBackend=" + ioBackend + ", directIo=" + directIo
-                + ", directIoAlignment=" + directIoAlignment + ", queueDepth=" + queueDepth
+                + ", directIoAlignment=" + directIoAlignment + ", queueDepth=" + queueDepth + ", placement=" + placement
                 + ", ioThreadsPerDevice=" + ioThreadsPerDevice + ", gpu=" + gpu + ", gpuDevice=" + gpuDevice
                 + ", gpuCacheBudgetBytes=" + gpuCacheBudgetBytes + ", deviceModel=" + deviceModel + ", metadataCopies=" + metadataCopies
                 + ", fileMode=" + fileMode + (faultInjection != null ? ", faultInjection=" + faultInjection : "")
@@ -471,6 +490,7 @@ public final class KvConfig {
         private boolean directIo = true;
         private int directIoAlignment = 0;
         private int queueDepth = 128;
+        private Placement placement = Placement.TOKEN_STRIPED;
         private int ioThreadsPerDevice = 4;
         private Gpu gpu = Gpu.AUTO;
         private int gpuDevice = 0;
@@ -560,6 +580,12 @@ public final class KvConfig {
 
         public Builder queueDepth(int depth) {
             this.queueDepth = depth;
+            return this;
+        }
+
+        /** How layouts written by this engine spread entries over the SSDs ({@link Placement}). */
+        public Builder placement(Placement placement) {
+            this.placement = Checks.notNull("placement", placement);
             return this;
         }
 

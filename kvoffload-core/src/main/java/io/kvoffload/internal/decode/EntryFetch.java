@@ -30,7 +30,12 @@ public final class EntryFetch implements HotClusterCache.TokenSource, StagedRead
     private final EntryChecksum checksum;
     private final EntryVerifier verifier;
     private final String sequenceId;
-    private final int entry;
+    /** Bytes of the in-flight layout's stored entries (whole entries, or head-group shards), and its head groups per token. */
+    private int unit;
+    private int shards = 1;
+    /** The step's reads as layout keys (token × shards + head group) when the layout is head-sharded. */
+    private int[] keys = new int[1024];
+    private final ShardResidency shardResidency = new ShardResidency();
     private final boolean checksums;
     private final DecodeCounters counters;
     public final BucketScheduler scheduler;
@@ -60,7 +65,7 @@ public final class EntryFetch implements HotClusterCache.TokenSource, StagedRead
         this.checksum = checksum;
         this.verifier = new EntryVerifier(store, checksum, sequenceId);
         this.sequenceId = sequenceId;
-        this.entry = entryBytes;
+        this.unit = entryBytes;
         this.checksums = verifier.enabled();
         this.counters = counters;
         this.scheduler = new BucketScheduler(store.devices().size(), entryBytes, Math.max(1, (256 << 10) / entryBytes),
@@ -102,8 +107,25 @@ public final class EntryFetch implements HotClusterCache.TokenSource, StagedRead
         this.layout = layout;
         this.layer = layer;
         reads.clear();
-        if (concatSize > 0) {
+        shards = layout.shards();
+        unit = layout.storedEntryBytes();
+        scheduler.entryBytes(unit);
+        if (concatSize > 0 && shards == 1) {
             scheduler.plan(concat, concatSize, layout, residency);
+            reads.fill(scheduler);
+        } else if (concatSize > 0) {
+            // Every token is read as its head groups, each from the device that holds that group.
+            int n = concatSize * shards;
+            if (keys.length < n) {
+                keys = new int[Math.max(n, keys.length * 2)];
+            }
+            for (int i = 0, k = 0; i < concatSize; i++) {
+                for (int g = 0; g < shards; g++) {
+                    keys[k++] = concat[i] * shards + g;
+                }
+            }
+            shardResidency.of(residency, shards);
+            scheduler.plan(keys, n, layout, residency == null ? null : shardResidency);
             reads.fill(scheduler);
         }
         // I/O time runs from the submission: a backend may start (or even finish) reads inside submit.
@@ -178,15 +200,37 @@ public final class EntryFetch implements HotClusterCache.TokenSource, StagedRead
         int first = sched.runFirst(r);
         int n = sched.runEntries(r);
         counters.countRead(reads.length(r));
+        int s = shards;
         for (int k = 0; k < n; k++) {
-            int token = planned[first + k];
-            long at = reads.at(r) + (long) k * entry;
+            int key = planned[first + k];
+            long at = reads.at(r) + (long) k * unit;
             if (checksums) {
-                verify(token, dev, sched.runOffset(r) + (long) k * entry, at);
+                verify(key, dev, sched.runOffset(r) + (long) k * unit, at);
             }
-            view.putEntry(viewRows.row(token), token, mem, at);
+            put(key, mem, at);
         }
-        counters.tokensFetched += n;
+        counters.tokensFetched += s == 1 ? n : shardZeroKeys(planned, first, n);
+    }
+
+    /** Puts stored entry {@code key} (a whole entry, or a token's head group) into the view. */
+    private void put(int key, MemorySegment mem, long at) {
+        if (shards == 1) {
+            view.putEntry(viewRows.row(key), key, mem, at);
+        } else {
+            int token = key / shards;
+            view.putShard(viewRows.row(token), token, key % shards, shards, mem, at);
+        }
+    }
+
+    /** Tokens among keys {@code [first, first + n)}: each token has exactly one head group 0. */
+    private int shardZeroKeys(int[] planned, int first, int n) {
+        int c = 0;
+        for (int k = first; k < first + n; k++) {
+            if (planned[k] % shards == 0) {
+                c++;
+            }
+        }
+        return c;
     }
 
     @Override
@@ -198,23 +242,24 @@ public final class EntryFetch implements HotClusterCache.TokenSource, StagedRead
         BucketScheduler sched = scheduler;
         int dev = sched.runDevice(run);
         for (int k = 0; k < sched.runEntries(run); k++) {
-            int token = sched.plannedEntries()[sched.runFirst(run) + k];
-            long at = reads.at(run) + (long) k * entry;
-            failover().recover(layout, layer, token, dev, sched.runOffset(run) + (long) k * entry,
+            int key = sched.plannedEntries()[sched.runFirst(run) + k];
+            long at = reads.at(run) + (long) k * unit;
+            failover().recover(layout, layer, key, dev, sched.runOffset(run) + (long) k * unit,
                     "read failed: " + e.getMessage(), reads.memory(), at);
-            view.putEntry(viewRows.row(token), token, reads.memory(), at);
+            put(key, reads.memory(), at);
         }
-        counters.tokensFetched += sched.runEntries(run);
+        counters.tokensFetched += shards == 1 ? sched.runEntries(run)
+                : shardZeroKeys(sched.plannedEntries(), sched.runFirst(run), sched.runEntries(run));
     }
 
-    private void verify(int token, int dev, long fileOffset, long at) {
-        int e = layout.entryAt(token, dev, fileOffset);
-        // Seeded with the token wanted, so an entry from elsewhere fails even when its bytes are intact.
-        int actual = reads.checksum(checksum, EntryChecksum.Kind.ENTRY, layer, token, at, entry);
+    private void verify(int key, int dev, long fileOffset, long at) {
+        int e = layout.entryAt(key, dev, fileOffset);
+        // Seeded with the key wanted, so an entry from elsewhere fails even when its bytes are intact.
+        int actual = reads.checksum(checksum, layout.checksumKind(), layer, key, at, unit);
         if (actual != layout.entryCrc(e)) {
-            verifier.mismatch(dev, layer, token, false);
-            // Another copy, if the token has one, serves the fetch and repairs this one; else this throws.
-            failover().recover(layout, layer, token, dev, fileOffset, "checksum mismatch", reads.memory(), at);
+            verifier.mismatch(dev, layer, key / shards, false);
+            // Another copy, if the key has one, serves the fetch and repairs this one; else this throws.
+            failover().recover(layout, layer, key, dev, fileOffset, "checksum mismatch", reads.memory(), at);
             return;
         }
         verifier.verified();
@@ -222,9 +267,25 @@ public final class EntryFetch implements HotClusterCache.TokenSource, StagedRead
 
     private ReplicaFailover failover() {
         if (failover == null) {
-            failover = new ReplicaFailover(store, checksum, sequenceId, entry);
+            failover = new ReplicaFailover(store, checksum, sequenceId);
         }
         return failover;
+    }
+
+    /** DRAM residency of a head-sharded layout's keys: a key is resident when its token is. */
+    private static final class ShardResidency implements BucketScheduler.Residency {
+        private BucketScheduler.Residency tokens;
+        private int shards;
+
+        void of(BucketScheduler.Residency tokens, int shards) {
+            this.tokens = tokens;
+            this.shards = shards;
+        }
+
+        @Override
+        public boolean resident(int key) {
+            return tokens.resident(key / shards);
+        }
     }
 
     @Override

@@ -111,6 +111,23 @@ public final class ViewBuffer {
         putRow(row, position, src, offset, src, offset + (long) shape.kvHeads() * rowBytes);
     }
 
+    /**
+     * Writes head group {@code shard} of {@code shards} of row {@code row}: its position, and the
+     * group's heads' K then V at {@code src[offset]} (a head-sharded layout's stored entry); the
+     * row is whole once every group has landed.
+     */
+    public void putShard(int row, int position, int shard, int shards, MemorySegment src, long offset) {
+        positions.setAtIndex(ValueLayout.JAVA_INT, row, position);
+        int heads = keys.length / shards;
+        long dst = (long) row * rowBytes;
+        long v = offset + (long) heads * rowBytes;
+        for (int i = 0; i < heads; i++) {
+            int h = shard * heads + i;
+            MemorySegment.copy(src, offset + (long) i * rowBytes, keys[h], dst, rowBytes);
+            MemorySegment.copy(src, v + (long) i * rowBytes, values[h], dst, rowBytes);
+        }
+    }
+
     /** Writes row {@code row}: its position, K of every head at {@code k[kOffset]}, V at {@code v[vOffset]}. */
     public void putRow(int row, int position, MemorySegment k, long kOffset, MemorySegment v, long vOffset) {
         positions.setAtIndex(ValueLayout.JAVA_INT, row, position);

@@ -73,7 +73,7 @@ public final class BucketScheduler {
     }
 
     private final int devices;
-    private final int entryBytes;
+    private int entryBytes;
     private final int maxRunEntries;
     private Mode mode;
 
@@ -120,6 +120,15 @@ public final class BucketScheduler {
 
     public Mode mode() {
         return mode;
+    }
+
+    /**
+     * Sets the bytes of one stored entry for the plans that follow: neighbours merge into a run
+     * when one starts where the other ends. A head-sharded layout stores head-group shards, smaller
+     * than the entries the scheduler was built for.
+     */
+    public void entryBytes(int bytes) {
+        this.entryBytes = Checks.positive("entryBytes", bytes);
     }
 
     public void mode(Mode m) {

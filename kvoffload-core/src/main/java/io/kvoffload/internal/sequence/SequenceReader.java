@@ -278,12 +278,15 @@ public final class SequenceReader {
             }
         }
         Arrays.sort(order);
-        int[] tokens = new int[m];
+        int shards = cl.shards();
+        int[] tokens = new int[m * shards];
         int u = 0;
         for (int k = 0; k < m; k++) {
             int t = (int) (order[k] >>> 32);
-            if (u == 0 || tokens[u - 1] != t) {
-                tokens[u++] = t;
+            if (u == 0 || tokens[u - 1] / shards != t) {
+                for (int g = 0; g < shards; g++) {
+                    tokens[u++] = t * shards + g; // a head-sharded layout's keys: each head group of the token
+                }
             }
         }
         int align = alignment;
@@ -292,6 +295,7 @@ public final class SequenceReader {
                     BucketScheduler.Mode.SWARM);
         }
         BucketScheduler sched = clusterScheduler;
+        sched.entryBytes(cl.storedEntryBytes());
         sched.plan(tokens, u, cl, null);
         IoBatch batch = readBatch();
         DramSlot[] slots = new DramSlot[IO_BATCH];
@@ -345,34 +349,40 @@ public final class SequenceReader {
         int dev = sched.runDevice(r);
         long runStart = sched.runOffset(r);
         long base = runStart & -(long) align;
+        int unit = cl.storedEntryBytes();
+        int shards = cl.shards();
+        long part = unit / 2; // K (or V) bytes of one stored entry: all heads, or one head group's
         for (int k = 0; k < sched.runEntries(r); k++) {
-            int token = sched.plannedEntries()[sched.runFirst(r) + k];
-            long off = runStart + (long) k * entry;
-            MemorySegment src = staged.asSlice(off - base, entry);
+            int key = sched.plannedEntries()[sched.runFirst(r) + k];
+            int token = key / shards;
+            long off = runStart + (long) k * unit;
+            MemorySegment src = staged.asSlice(off - base, unit);
             if (verifier.enabled()) {
-                int e = cl.entryAt(token, dev, off);
-                int actual = verifier.compute(EntryChecksum.Kind.ENTRY, layer, token, src.asByteBuffer());
+                int e = cl.entryAt(key, dev, off);
+                int actual = verifier.compute(cl.checksumKind(), layer, key, src.asByteBuffer());
                 if (actual != cl.entryCrc(e)) {
-                    // Another copy, if the token has one, serves the read and repairs this one.
-                    failover().recover(cl, layer, token, dev, off, ioFailure != null ? "the batch failed: " + ioFailure
+                    // Another copy, if the key has one, serves the read and repairs this one.
+                    failover().recover(cl, layer, key, dev, off, ioFailure != null ? "the batch failed: " + ioFailure
                             : "checksum mismatch", staged, off - base);
                 } else {
                     verifier.verified();
                 }
             }
-            // Every output index that asked for this token (positions may repeat).
+            // Every output index that asked for this token (positions may repeat); a head group
+            // lands at its heads' place in the token-major row.
+            long at = (key % shards) * part;
             int lo = firstIndexOf(order, token);
             for (int q = lo; q < order.length && (int) (order[q] >>> 32) == token; q++) {
                 int idx = (int) order[q];
-                MemorySegment.copy(src, 0, keysOut, (long) idx * half, half);
-                MemorySegment.copy(src, half, valuesOut, (long) idx * half, half);
+                MemorySegment.copy(src, 0, keysOut, (long) idx * half + at, part);
+                MemorySegment.copy(src, part, valuesOut, (long) idx * half + at, part);
             }
         }
     }
 
     private ReplicaFailover failover() {
         if (failover == null) {
-            failover = new ReplicaFailover(store, checksum, id, entry);
+            failover = new ReplicaFailover(store, checksum, id);
         }
         return failover;
     }

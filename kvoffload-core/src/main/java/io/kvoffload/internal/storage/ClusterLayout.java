@@ -40,8 +40,17 @@ public final class ClusterLayout extends SegmentedLayout implements BucketSchedu
     final int[] entryCrc;
     /** Per cluster, the device its next appended member goes to (Eq. 7's round robin, continued). */
     final int[] nextDevice;
+    /**
+     * Head groups each token is stored in ({@link HeadShards}): 1 for a token-striped layout, where a
+     * stored entry is the token's whole entry; {@code S > 1} for a head-sharded one, where a stored
+     * entry is one head group's shard of a token ({@code entryBytes} is then the shard's size).
+     */
+    final int shards;
+    /** Per segment, the head group its entries hold (all 0 when {@code shards == 1}). */
+    final int[] segShard;
 
-    // Derived: copies of token t are entries replicaEntry[replicaStart[t] .. replicaStart[t+1]).
+    // Derived: copies of key k (token t's shard g is key t·S + g) are entries
+    // replicaEntry[replicaStart[k] .. replicaStart[k+1]).
     private final int[] replicaStart;
     private final int[] replicaEntry;
     private final int[] entrySeg;
@@ -49,7 +58,21 @@ public final class ClusterLayout extends SegmentedLayout implements BucketSchedu
     ClusterLayout(int clusteredTokens, int entryBytes, double tau, int coActivationClusters, int[] medoid,
             int[] clusterSeg, int[] segDevice, long[] segOffset, int[] segLength, int[] segFirst, int[] entryToken,
             int[] entryCrc, int[] nextDevice) {
+        this(clusteredTokens, entryBytes, tau, coActivationClusters, medoid, clusterSeg, segDevice, segOffset, segLength,
+                segFirst, entryToken, entryCrc, nextDevice, 1, new int[segDevice.length]);
+    }
+
+    /**
+     * A layout of {@code shards} head groups per token: {@code entryBytes} is one shard's size, each
+     * segment holds the shard {@code segShard} names, and every cluster's segments are shard-major
+     * (shard 0's first), each shard holding the cluster's tokens in the same order.
+     */
+    ClusterLayout(int clusteredTokens, int entryBytes, double tau, int coActivationClusters, int[] medoid,
+            int[] clusterSeg, int[] segDevice, long[] segOffset, int[] segLength, int[] segFirst, int[] entryToken,
+            int[] entryCrc, int[] nextDevice, int shards, int[] segShard) {
         super(segDevice, segOffset, segLength);
+        this.shards = shards;
+        this.segShard = segShard;
         this.clusteredTokens = clusteredTokens;
         this.entryBytes = entryBytes;
         this.tau = tau;
@@ -65,22 +88,77 @@ public final class ClusterLayout extends SegmentedLayout implements BucketSchedu
         for (int s = 0; s < segDevice.length; s++) {
             Arrays.fill(entrySeg, segFirst[s], segFirst[s + 1], s);
         }
-        replicaStart = new int[clusteredTokens + 1];
-        for (int t : entryToken) {
-            replicaStart[t + 1]++;
+        validateShards();
+        int keys = clusteredTokens * shards;
+        replicaStart = new int[keys + 1];
+        for (int e = 0; e < entryToken.length; e++) {
+            replicaStart[entryKey(e) + 1]++;
         }
-        for (int t = 0; t < clusteredTokens; t++) {
-            if (replicaStart[t + 1] == 0) {
-                throw new IllegalArgumentException("cluster layout leaves token " + t + " of " + clusteredTokens
-                        + " in no cluster");
+        for (int k = 0; k < keys; k++) {
+            if (replicaStart[k + 1] == 0) {
+                throw new IllegalArgumentException("cluster layout leaves token " + k / shards + " of " + clusteredTokens
+                        + (shards > 1 ? " (head group " + k % shards + ")" : "") + " in no cluster");
             }
-            replicaStart[t + 1] += replicaStart[t];
+            replicaStart[k + 1] += replicaStart[k];
         }
         replicaEntry = new int[entryToken.length];
-        int[] fill = Arrays.copyOf(replicaStart, clusteredTokens);
+        int[] fill = Arrays.copyOf(replicaStart, keys);
         for (int e = 0; e < entryToken.length; e++) {
-            replicaEntry[fill[entryToken[e]]++] = e;
+            replicaEntry[fill[entryKey(e)]++] = e;
         }
+    }
+
+    /** Head groups: every cluster shard-major, each shard holding shard 0's tokens in its order. */
+    private void validateShards() {
+        if (shards < 1 || shards > 0xFFFF || segShard.length != segDevice.length
+                || (long) clusteredTokens * shards > Integer.MAX_VALUE - 8) {
+            throw new IllegalArgumentException("cluster layout of " + shards + " head groups over " + clusteredTokens
+                    + " tokens has " + segShard.length + " segment shards for " + segDevice.length + " segments");
+        }
+        for (int c = 0; c < medoid.length; c++) {
+            int from = segFirst[clusterSeg[c]];
+            int n = segFirst[clusterSeg[c + 1]] - from;
+            if (n % shards != 0) {
+                throw new IllegalArgumentException("cluster " + c + " stores " + n + " entries, not a multiple of its "
+                        + shards + " head groups");
+            }
+            int size = n / shards;
+            for (int g = clusterSeg[c]; g < clusterSeg[c + 1]; g++) {
+                for (int e = segFirst[g]; e < segFirst[g + 1]; e++) {
+                    int shard = (e - from) / size;
+                    if (segShard[g] != shard || entryToken[e] != entryToken[from + (e - from) % size]) {
+                        throw new IllegalArgumentException("cluster " + c + " entry " + (e - from) + " is not head group "
+                                + shard + " of its token " + entryToken[from + (e - from) % size]
+                                + " (shards must be shard-major and hold the same tokens)");
+                    }
+                }
+            }
+        }
+    }
+
+    /** The key of stored entry {@code e}: its token × head groups + its head group. */
+    public int entryKey(int e) {
+        return entryToken[e] * shards + segShard[entrySeg[e]];
+    }
+
+    /** Head groups per token (1: token-striped, each stored entry a whole entry). */
+    public int shards() {
+        return shards;
+    }
+
+    /** Bytes of one stored entry: the whole entry, or one head group's shard of it. */
+    public int storedEntryBytes() {
+        return entryBytes;
+    }
+
+    /** The head group stored entry {@code e} holds. */
+    public int entryShard(int e) {
+        return segShard[entrySeg[e]];
+    }
+
+    /** How this layout's stored entries are checksummed: whole entries, or head-group shards. */
+    public EntryChecksum.Kind checksumKind() {
+        return shards == 1 ? EntryChecksum.Kind.ENTRY : EntryChecksum.Kind.SHARD;
     }
 
     private void validateShape() {
@@ -141,18 +219,19 @@ public final class ClusterLayout extends SegmentedLayout implements BucketSchedu
      * each cluster starts.
      */
     public int[] allMembers() {
-        int[] out = new int[entryToken.length];
+        int[] out = new int[entryToken.length / shards];
         for (int c = 0; c < medoid.length; c++) {
             int from = segFirst[clusterSeg[c]];
-            int to = segFirst[clusterSeg[c + 1]];
-            int k = from;
+            int to = from + size(c);
+            int k = memberStart(c);
+            int end = k + size(c);
             out[k++] = medoid[c];
             for (int e = from; e < to; e++) {
                 if (entryToken[e] != medoid[c]) {
                     out[k++] = entryToken[e];
                 }
             }
-            if (k != to) {
+            if (k != end) {
                 throw new IllegalStateException("cluster " + c + " does not hold its medoid " + medoid[c] + " once");
             }
         }
@@ -162,9 +241,14 @@ public final class ClusterLayout extends SegmentedLayout implements BucketSchedu
     public int[] memberOffsets() {
         int[] o = new int[medoid.length + 1];
         for (int c = 0; c < medoid.length; c++) {
-            o[c + 1] = segFirst[clusterSeg[c + 1]];
+            o[c + 1] = o[c] + size(c);
         }
         return o;
+    }
+
+    /** Where cluster {@code c}'s members start in {@link #allMembers()}. */
+    private int memberStart(int c) {
+        return segFirst[clusterSeg[c]] / shards;
     }
 
     public int[] medoids() {
@@ -179,21 +263,26 @@ public final class ClusterLayout extends SegmentedLayout implements BucketSchedu
         return medoid[cluster];
     }
 
-    /** Number of stored entries (replicas included). */
+    /** Number of stored entries (replicas and head groups included). */
     public int storedEntries() {
         return entryToken.length;
     }
 
+    /** Tokens of the cluster (a token's head groups count once). */
     public int size(int cluster) {
-        return segFirst[clusterSeg[cluster + 1]] - segFirst[clusterSeg[cluster]];
+        return (segFirst[clusterSeg[cluster + 1]] - segFirst[clusterSeg[cluster]]) / shards;
     }
 
     /** The cluster's tokens, segment after segment (the order they are stored in). */
     public int[] members(int cluster) {
-        return Arrays.copyOfRange(entryToken, segFirst[clusterSeg[cluster]], segFirst[clusterSeg[cluster + 1]]);
+        int from = segFirst[clusterSeg[cluster]];
+        return Arrays.copyOfRange(entryToken, from, from + size(cluster));
     }
 
-    /** Stored entries of the cluster: ids {@code [firstEntry(c), firstEntry(c+1))} of this layout. */
+    /**
+     * Stored entries of the cluster start at {@code firstEntry(c)}; the first {@link #size(int)
+     * size(c)} of them hold its tokens once each (head group 0 when sharded).
+     */
     public int firstEntry(int cluster) {
         return segFirst[clusterSeg[cluster]];
     }
@@ -223,16 +312,17 @@ public final class ClusterLayout extends SegmentedLayout implements BucketSchedu
         return clusterSeg[cluster + 1];
     }
 
-    /** Copies of a token, as stored-entry ids. */
+    /** Copies of a token, as stored-entry ids (of its head group 0 when sharded). */
     public int replicaCount(int token) {
-        return replicaStart[token + 1] - replicaStart[token];
+        int k = token * shards;
+        return replicaStart[k + 1] - replicaStart[k];
     }
 
     public int replica(int token, int r) {
-        return replicaEntry[replicaStart[token] + r];
+        return replicaEntry[replicaStart[token * shards] + r];
     }
 
-    // ---- BucketScheduler.Replicas over tokens ----
+    // ---- BucketScheduler.Replicas over keys (token · shards + head group; the token when not sharded) ----
 
     @Override
     public int count(int token) {
@@ -249,15 +339,15 @@ public final class ClusterLayout extends SegmentedLayout implements BucketSchedu
         return entryOffset(replicaEntry[replicaStart[token] + r]);
     }
 
-    /** The stored entry a scheduled read of {@code token} at ({@code device}, {@code offset}) hits. */
-    public int entryAt(int token, int device, long offset) {
-        for (int i = replicaStart[token]; i < replicaStart[token + 1]; i++) {
+    /** The stored entry a scheduled read of key {@code key} at ({@code device}, {@code offset}) hits. */
+    public int entryAt(int key, int device, long offset) {
+        for (int i = replicaStart[key]; i < replicaStart[key + 1]; i++) {
             int e = replicaEntry[i];
             if (entryDevice(e) == device && entryOffset(e) == offset) {
                 return e;
             }
         }
-        throw new IllegalStateException("no copy of token " + token + " at device " + device + " offset " + offset);
+        throw new IllegalStateException("no copy of key " + key + " at device " + device + " offset " + offset);
     }
 
     /** The same layout with device numbers rewritten through {@code map}. */
@@ -271,7 +361,7 @@ public final class ClusterLayout extends SegmentedLayout implements BucketSchedu
             next[c] = map[nextDevice[c]];
         }
         return new ClusterLayout(clusteredTokens, entryBytes, tau, coActivationClusters, medoid, clusterSeg, dev,
-                segOffset, segLength, segFirst, entryToken, entryCrc, next);
+                segOffset, segLength, segFirst, entryToken, entryCrc, next, shards, segShard);
     }
 
     /**
@@ -282,6 +372,15 @@ public final class ClusterLayout extends SegmentedLayout implements BucketSchedu
      */
     ClusterLayout withoutMissingDevices(int[] map, int presentDevices) {
         int clusters = medoid.length;
+        if (shards > 1) {
+            // Each head group of a unit lives on one device: losing one loses those heads of its tokens.
+            for (int d : segDevice) {
+                if (map[d] < 0) {
+                    return null;
+                }
+            }
+            return remapDevices(map);
+        }
         int[] newClusterSeg = new int[clusters + 1];
         int[] dev = new int[segDevice.length];
         long[] off = new long[segDevice.length];
@@ -368,6 +467,10 @@ public final class ClusterLayout extends SegmentedLayout implements BucketSchedu
      */
     ClusterLayout extend(int clusteredTokens, int[] newMedoids, int[] addCluster, int[] addDevice, long[] addOffset,
             int[] addLength, int[] addFirst, int[] addToken, int[] addCrc, int[] nextDevice) {
+        if (shards > 1) {
+            throw new IllegalStateException("a head-sharded cluster layout does not grow online (its shards would"
+                    + " leave the shard-major order); append is for token-striped layouts");
+        }
         if (clusteredTokens < this.clusteredTokens) {
             throw new IllegalArgumentException("clusteredTokens = " + clusteredTokens + " is out of range; allowed: "
                     + this.clusteredTokens + ".." + Integer.MAX_VALUE + " (a layout only grows)");
@@ -459,6 +562,7 @@ public final class ClusterLayout extends SegmentedLayout implements BucketSchedu
     /** DRAM held by this layout's tables, in bytes. */
     public long memoryBytes() {
         return 4L * (medoid.length + nextDevice.length + clusterSeg.length + segDevice.length + segLength.length + segFirst.length
+                + segShard.length
                 + entryToken.length + entryCrc.length + replicaStart.length + replicaEntry.length + entrySeg.length)
                 + 8L * segOffset.length;
     }

@@ -47,6 +47,11 @@ public final class ClusterLayoutWriter {
         int entry = shape.entryBytes();
         int clusters = plan.clusterCount();
         Checks.inRange("clusterCount", clusters, 1, Integer.MAX_VALUE - 8);
+        // Sequences from manifests before identity checksums keep their format: token-striped.
+        int shards = checksum.salted() ? HeadShards.shards(store.config().placement(), shape, devices) : 1;
+        if (shards > 1) {
+            return writeSharded(store, owner, checksum, layer, shape, plan, source, shards);
+        }
         int[] medoid = new int[clusters];
         int[] clusterSeg = new int[clusters + 1];
         List<int[]> segTokens = new ArrayList<>();
@@ -124,6 +129,121 @@ public final class ClusterLayoutWriter {
     }
 
     /**
+     * {@link #write} of a head-sharded layout ({@link HeadShards}): per cluster, its tokens (the
+     * plan's members, device shares concatenated) once per head group, group {@code g} as one
+     * extent on {@link HeadShards#device}; every shard with its own {@link EntryChecksum.Kind#SHARD}
+     * checksum. Clusters are taken in groups of about {@code GROUP_ENTRIES} tokens, each token read once.
+     */
+    private static ClusterLayout writeSharded(Store store, String owner, EntryChecksum checksum, int layer,
+            KvShape shape, ClusterPlan plan, Source source, int shards) {
+        int devices = store.devices().size();
+        int half = shape.halfEntryBytes();
+        int entry = shape.entryBytes();
+        int unit = entry / shards;
+        int clusters = plan.clusterCount();
+        int[] medoid = new int[clusters];
+        int[][] members = new int[clusters][];
+        for (int c = 0; c < clusters; c++) {
+            medoid[c] = plan.medoid(c);
+            int n = 0;
+            for (int d = 0; d < devices; d++) {
+                n += plan.tokensOn(c, d).length;
+            }
+            members[c] = new int[n];
+            int k = 0;
+            for (int d = 0; d < devices; d++) {
+                for (int t : plan.tokensOn(c, d)) {
+                    members[c][k++] = t;
+                }
+            }
+        }
+        int[] rotation = HeadShards.rotations(layer, members, plan.clusteredTokens(), devices);
+        int segs = Math.multiplyExact(clusters, shards);
+        int[] clusterSeg = new int[clusters + 1];
+        int[] segFirst = new int[segs + 1];
+        int[] segShard = new int[segs];
+        int[] dev = new int[segs];
+        for (int c = 0; c < clusters; c++) {
+            clusterSeg[c + 1] = clusterSeg[c] + shards;
+            for (int g = 0; g < shards; g++) {
+                int sg = c * shards + g;
+                segShard[sg] = g;
+                dev[sg] = HeadShards.device(rotation[c], g, shards, devices);
+                segFirst[sg + 1] = Math.addExact(segFirst[sg], members[c].length);
+            }
+        }
+        int[] entryToken = new int[segFirst[segs]];
+        for (int sg = 0; sg < segs; sg++) {
+            System.arraycopy(members[sg / shards], 0, entryToken, segFirst[sg], members[sg / shards].length);
+        }
+        int[] entryCrc = new int[entryToken.length];
+        long[] segOffset = new long[segs];
+        int[] segLength = new int[segs];
+        CRC32C crc = new CRC32C();
+        try (ExtentBatchWriter w = new ExtentBatchWriter(store, owner, BATCH)) {
+            int c = 0;
+            while (c < clusters) {
+                int end = c;
+                int n = 0;
+                while (end < clusters && (n == 0 || n + members[end].length <= GROUP_ENTRIES)) {
+                    n += members[end].length;
+                    end++;
+                }
+                int[] positions = new int[n];
+                int[] rowBase = new int[end - c];
+                for (int k = c, at = 0; k < end; k++) {
+                    rowBase[k - c] = at;
+                    System.arraycopy(members[k], 0, positions, at, members[k].length);
+                    at += members[k].length;
+                }
+                try (Arena arena = Arena.ofConfined()) {
+                    MemorySegment keys = arena.allocate((long) n * half, 64);
+                    MemorySegment values = arena.allocate((long) n * half, 64);
+                    source.read(positions, keys, values);
+                    MemorySegment whole = arena.allocate(entry, 64);
+                    for (int k = c; k < end; k++) {
+                        for (int g = 0; g < shards; g++) {
+                            int sg = k * shards + g;
+                            int count = members[k].length;
+                            long len = Checks.alignUp((long) count * unit, store.devices().get(dev[sg]).alignment());
+                            long packed = w.allocate(dev[sg], len);
+                            dev[sg] = Store.packedDevice(packed); // a full device hands the shard to another one
+                            segOffset[sg] = Store.packedOffset(packed);
+                            segLength[sg] = (int) len;
+                            MemorySegment dst = w.stage(len);
+                            for (int i = 0; i < count; i++) {
+                                long row = rowBase[k - c] + i;
+                                MemorySegment.copy(keys, row * half, whole, 0, half);
+                                MemorySegment.copy(values, row * half, whole, half, half);
+                                HeadShards.extract(whole, 0, entry, g, shards, dst, (long) i * unit);
+                                int e = segFirst[sg] + i;
+                                entryCrc[e] = checksum.compute(crc, EntryChecksum.Kind.SHARD, layer,
+                                        entryToken[e] * shards + g, dst.asSlice((long) i * unit, unit).asByteBuffer());
+                            }
+                            if ((long) count * unit < len) {
+                                dst.asSlice((long) count * unit, len - (long) count * unit).fill((byte) 0);
+                            }
+                            w.write(dev[sg], segOffset[sg], dst.asSlice(0, len), sg);
+                        }
+                    }
+                }
+                w.flush();
+                c = end;
+            }
+            w.finish();
+            int[] next = new int[clusters];
+            for (int k = 0; k < clusters; k++) {
+                next[k] = k % devices; // unused: head-sharded layouts do not grow online
+            }
+            ClusterLayout layout = new ClusterLayout(plan.clusteredTokens(), unit, plan.tau(),
+                    plan.coActivationClusters(), medoid, clusterSeg, dev, segOffset, segLength, segFirst, entryToken,
+                    entryCrc, next, shards, segShard);
+            w.keep();
+            return layout;
+        }
+    }
+
+    /**
      * Online cluster maintenance's write (Swarm §6.2, Eq. 9): appends tokens that left the local
      * window to the clusters they joined, and returns a <em>new</em> layout; {@code old} is not
      * changed. Each appended member goes to its cluster's {@linkplain ClusterLayout#nextDevice next
@@ -166,6 +286,10 @@ public final class ClusterLayoutWriter {
      */
     public static ClusterLayout append(Store store, String owner, EntryChecksum checksum, int layer, KvShape shape,
             ClusterLayout old, int[] tokens, int[] clusterStart, int[] clusterIds, Source source) {
+        if (old != null && old.shards > 1) {
+            throw new IllegalStateException("layer " + layer + "'s layout is head-sharded (" + old.shards + " head"
+                    + " groups); online appends are for token-striped layouts");
+        }
         LayoutArgs.checkAppend(store, owner, checksum, layer, shape, old, old == null ? 0 : old.entryBytes);
         Checks.notNull("tokens", tokens);
         Checks.notNull("clusterStart", clusterStart);

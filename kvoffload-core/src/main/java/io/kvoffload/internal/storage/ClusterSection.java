@@ -13,21 +13,39 @@ import java.nio.ByteBuffer;
  * u32 clusteredTokens, f64 tau, u32 coActivationClusters,
  * u32 nClusters, i32 medoid × nClusters,
  * u32 segments per cluster × nClusters, u16 nextDevice × nClusters (section version 3),
- * then per segment: u16 device, i64 offset, u32 length, u32 entries, then (i32 token, i32 crc32c) × entries
+ * u16 shards (version 4),
+ * then per segment: u16 device, i64 offset, u32 length, u32 entries, u16 shard (version 4),
+ * then (i32 token, i32 crc32c) × entries
  * </pre>
  *
- * Version 3 added each cluster's next device (online maintenance appends there, Swarm Eq. 9) and
- * lets a cluster have more segments than devices; version 2 bodies (manifest version 2) have
- * neither: their next devices are Eq. 7's, recomputed from the cluster sizes.
+ * Version 4 holds head-sharded layouts ({@link io.kvoffload.Placement#HEAD_SHARDED}): the head
+ * groups per token and each segment's group (its entries are shards, checksummed as
+ * {@link EntryChecksum.Kind#SHARD}); a token-striped layout is still written as version 3, so
+ * stores that never shard stay readable by builds before it. Version 3 added each cluster's next
+ * device (online maintenance appends there, Swarm Eq. 9) and lets a cluster have more segments
+ * than devices; version 2 bodies (manifest version 2) have neither: their next devices are Eq. 7's,
+ * recomputed from the cluster sizes.
  */
 final class ClusterSection {
     static final String NAME = "clusters";
-    static final int VERSION = 3;
+    static final int VERSION = 4;
+    /** The newest version without head groups: what a token-striped layout is written as. */
+    static final int STRIPED_VERSION = 3;
     static final int MIN_VERSION = 2;
 
     private ClusterSection() {}
 
+    /** The version {@code c} is written as: 4 when it is head-sharded, else 3. */
+    static int versionFor(ClusterLayout c) {
+        return c.shards > 1 ? VERSION : STRIPED_VERSION;
+    }
+
     static void write(DataOutputStream out, ClusterLayout c, int version) throws IOException {
+        if (c.shards > 1 && version < VERSION) {
+            throw new IllegalStateException("a head-sharded cluster layout needs section version " + VERSION
+                    + "; this manifest format writes " + version + " (a sequence from a manifest before version 6"
+                    + " cannot be laid out head-sharded)");
+        }
         out.writeInt(c.clusteredTokens);
         out.writeDouble(c.tau);
         out.writeInt(c.coActivationClusters);
@@ -44,11 +62,17 @@ final class ClusterSection {
                 out.writeShort(c.nextDevice[k]);
             }
         } // version 2 has no next devices: decoding recomputes Eq. 7's
+        if (version >= 4) {
+            out.writeShort(c.shards);
+        }
         for (int s = 0; s < c.segDevice.length; s++) {
             out.writeShort(c.segDevice[s]);
             out.writeLong(c.segOffset[s]);
             out.writeInt(c.segLength[s]);
             out.writeInt(c.segFirst[s + 1] - c.segFirst[s]);
+            if (version >= 4) {
+                out.writeShort(c.segShard[s]);
+            }
             for (int e = c.segFirst[s]; e < c.segFirst[s + 1]; e++) {
                 out.writeInt(c.entryToken[e]);
                 out.writeInt(c.entryCrc[e]);
@@ -91,6 +115,14 @@ final class ClusterSection {
                 }
             }
         }
+        int shards = 1;
+        if (version >= 4) {
+            shards = buf.getShort() & 0xFFFF;
+            if (shards < 1 || shards > shape.kvHeads() || shape.kvHeads() % shards != 0) {
+                throw new IllegalArgumentException("manifest layer " + layer + " has " + shards + " head groups; allowed:"
+                        + " a divisor of the " + shape.kvHeads() + " KV heads");
+            }
+        }
         int segs = clusterSeg[n];
         if ((long) segs * 18 > buf.remaining()) {
             throw new IllegalArgumentException("manifest layer " + layer + " segment count " + segs
@@ -100,6 +132,7 @@ final class ClusterSection {
         long[] segOffset = new long[segs];
         int[] segLength = new int[segs];
         int[] segFirst = new int[segs + 1];
+        int[] segShard = new int[segs];
         int[] tokens = new int[Math.max(16, segs)];
         int[] crcs = new int[tokens.length];
         int total = 0;
@@ -112,6 +145,9 @@ final class ClusterSection {
             segOffset[s] = buf.getLong();
             segLength[s] = buf.getInt();
             int entries = ManifestCodec.count(buf, "segment entries", 8);
+            if (version >= 4) {
+                segShard[s] = buf.getShort() & 0xFFFF;
+            }
             if (total + entries > tokens.length) {
                 tokens = java.util.Arrays.copyOf(tokens, Math.max(total + entries, tokens.length * 2));
                 crcs = java.util.Arrays.copyOf(crcs, tokens.length);
@@ -129,8 +165,8 @@ final class ClusterSection {
             }
             nextDevice = ClusterLayout.eq7NextDevices(sizes, Math.max(1, nDev));
         }
-        return new ClusterLayout(clusteredTokens, shape.entryBytes(), tau, coActivation, medoid, clusterSeg, segDevice,
-                segOffset, segLength, segFirst, java.util.Arrays.copyOf(tokens, total), java.util.Arrays.copyOf(crcs, total),
-                nextDevice);
+        return new ClusterLayout(clusteredTokens, shape.entryBytes() / shards, tau, coActivation, medoid, clusterSeg,
+                segDevice, segOffset, segLength, segFirst, java.util.Arrays.copyOf(tokens, total),
+                java.util.Arrays.copyOf(crcs, total), nextDevice, shards, segShard);
     }
 }

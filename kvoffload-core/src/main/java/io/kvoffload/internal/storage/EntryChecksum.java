@@ -38,7 +38,12 @@ public final class EntryChecksum {
         /** One cluster entry (one token's K and V). */
         ENTRY(2),
         /** One KVSwap group (its first token, {@code [K of G | V of G]} without padding). */
-        GROUP(3);
+        GROUP(3),
+        /**
+         * One head group's shard of a cluster entry ({@link HeadShards}; its key
+         * {@code token × shards + group} as the position).
+         */
+        SHARD(4);
 
         final int tag;
 

@@ -22,7 +22,7 @@ import java.util.zip.CRC32C;
  * u32 nTokens, i32 token × nTokens
  * per layer: u32 nBlocks, then per block: u16 device (0xFFFF: no extent), i64 offset, u32 length, i32 crc32c
  * (version 6) per layer: u8 nSections, then per section: str name, u16 sectionVersion, u32 nBytes, body
- *   — one section per strategy layout the layer has: {@link ClusterSection} ("clusters", versions 2..3)
+ *   — one section per strategy layout the layer has: {@link ClusterSection} ("clusters", versions 2..4)
  *   or {@link GroupSection} ("groups", version 1); each layout's format evolves on its own version,
  *   and a reader refuses a section it does not know by name and version
  * (versions 2..5) per layer: u8 hasClusters, and if 1: a cluster section body (section version 2 in
@@ -135,8 +135,9 @@ public final class ManifestCodec {
         out.writeByte((c == null ? 0 : 1) + (g == null ? 0 : 1));
         if (c != null) {
             ByteArrayOutputStream body = new ByteArrayOutputStream();
-            ClusterSection.write(new DataOutputStream(body), c, ClusterSection.VERSION);
-            writeSection(out, ClusterSection.NAME, ClusterSection.VERSION, body.toByteArray());
+            int version = ClusterSection.versionFor(c);
+            ClusterSection.write(new DataOutputStream(body), c, version);
+            writeSection(out, ClusterSection.NAME, version, body.toByteArray());
         }
         if (g != null) {
             ByteArrayOutputStream body = new ByteArrayOutputStream();

@@ -27,38 +27,39 @@ public final class ReplicaFailover {
     private final Store store;
     private final EntryVerifier verifier;
     private final String sequenceId;
-    private final int entryBytes;
 
-    public ReplicaFailover(Store store, EntryChecksum checksum, String sequenceId, int entryBytes) {
+    public ReplicaFailover(Store store, EntryChecksum checksum, String sequenceId) {
         this.store = store;
         this.verifier = new EntryVerifier(store, checksum, sequenceId);
         this.sequenceId = sequenceId;
-        this.entryBytes = entryBytes;
     }
 
     /**
-     * Puts a verified copy of {@code token}'s entry of {@code layer} into {@code dst} at {@code dstAt}
-     * after the copy at ({@code badDevice}, {@code badOffset}) failed for {@code why}.
+     * Puts a verified copy of stored entry {@code key} of {@code layer} (a token's entry, or of a
+     * head-sharded layout one head group of token {@code key / shards}) into {@code dst} at
+     * {@code dstAt} after the copy at ({@code badDevice}, {@code badOffset}) failed for {@code why}.
      *
      * @throws KvChecksumException when no other copy exists or none verifies (every copy is named)
      */
-    public void recover(ClusterLayout cl, int layer, int token, int badDevice, long badOffset, String why,
+    public void recover(ClusterLayout cl, int layer, int key, int badDevice, long badOffset, String why,
             MemorySegment dst, long dstAt) {
+        int entryBytes = cl.storedEntryBytes();
+        int token = key / cl.shards();
         List<String> tried = new ArrayList<>();
         tried.add("device " + badDevice + " offset " + badOffset + " (" + why + ")");
-        for (int r = 0; r < cl.count(token); r++) {
-            int dev = cl.device(token, r);
-            long off = cl.offset(token, r);
+        for (int r = 0; r < cl.count(key); r++) {
+            int dev = cl.device(key, r);
+            long off = cl.offset(key, r);
             if (dev == badDevice && off == badOffset) {
                 continue;
             }
-            int e = cl.entryAt(token, dev, off);
+            int e = cl.entryAt(key, dev, off);
             if (store.devices().get(dev).failure() != null) {
                 tried.add("device " + dev + " offset " + off + " (device failed)");
                 continue;
             }
             try {
-                MemorySegment good = readEntry(dev, off, cl, layer, token, e);
+                MemorySegment good = readEntry(dev, off, cl, layer, key, e);
                 if (good == null) {
                     tried.add("device " + dev + " offset " + off + " (checksum mismatch)");
                     continue;
@@ -67,7 +68,7 @@ public final class ReplicaFailover {
                 store.stats().failovers.increment();
                 LOG.warn("sequence {} layer {} token {}: copy on device {} at {} failed ({}); served from device {} at {}",
                         sequenceId, layer, token, badDevice, badOffset, why, dev, off);
-                repair(cl, layer, token, badDevice, badOffset, good);
+                repair(cl, layer, key, badDevice, badOffset, good);
                 return;
             } catch (KvException | IOException ex) {
                 tried.add("device " + dev + " offset " + off + " (" + ex.getMessage() + ")");
@@ -76,7 +77,7 @@ public final class ReplicaFailover {
         // No other copy served: the first one may have suffered a fault in transit, not on the media.
         if (store.devices().get(badDevice).failure() == null) {
             try {
-                MemorySegment again = readEntry(badDevice, badOffset, cl, layer, token, cl.entryAt(token, badDevice,
+                MemorySegment again = readEntry(badDevice, badOffset, cl, layer, key, cl.entryAt(key, badDevice,
                         badOffset));
                 if (again != null) {
                     MemorySegment.copy(again, 0, dst, dstAt, entryBytes);
@@ -90,7 +91,7 @@ public final class ReplicaFailover {
                 tried.add("device " + badDevice + " offset " + badOffset + " again (" + ex.getMessage() + ")");
             }
         }
-        if (fromRemote(cl, layer, token, badDevice, badOffset, dst, dstAt)) {
+        if (fromRemote(cl, layer, key, badDevice, badOffset, dst, dstAt)) {
             return;
         }
         verifier.mismatch(badDevice, layer, token, true);
@@ -104,8 +105,11 @@ public final class ReplicaFailover {
      * No local copy verified: the remote tier's copy of the token's block (if the sequence published
      * it) serves the read when its entry matches the local checksum, and repairs the first bad copy.
      */
-    private boolean fromRemote(ClusterLayout cl, int layer, int token, int badDevice, long badOffset, MemorySegment dst,
+    private boolean fromRemote(ClusterLayout cl, int layer, int key, int badDevice, long badOffset, MemorySegment dst,
             long dstAt) {
+        int entryBytes = cl.storedEntryBytes();
+        int shards = cl.shards();
+        int token = key / shards;
         Manifest m = store.committedManifest(sequenceId);
         if (m == null) {
             return false;
@@ -115,10 +119,15 @@ public final class ReplicaFailover {
         if (block == null) {
             return false;
         }
-        MemorySegment good = MemorySegment.ofArray(new byte[entryBytes]);
-        RemoteCopy.entry(block, bt, entryBytes / 2, token % bt, good, 0);
-        int e = cl.entryAt(token, badDevice, badOffset);
-        if (verifier.compute(EntryChecksum.Kind.ENTRY, layer, token, good.asByteBuffer()) != cl.entryCrc(e)) {
+        MemorySegment whole = MemorySegment.ofArray(new byte[entryBytes * shards]);
+        RemoteCopy.entry(block, bt, entryBytes * shards / 2, token % bt, whole, 0);
+        MemorySegment good = whole;
+        if (shards > 1) {
+            good = MemorySegment.ofArray(new byte[entryBytes]);
+            HeadShards.extract(whole, 0, entryBytes * shards, key % shards, shards, good, 0);
+        }
+        int e = cl.entryAt(key, badDevice, badOffset);
+        if (verifier.compute(cl.checksumKind(), layer, key, good.asByteBuffer()) != cl.entryCrc(e)) {
             LOG.warn("sequence {} layer {} token {}: the remote copy does not match the local checksum; not used",
                     sequenceId, layer, token);
             return false;
@@ -129,18 +138,19 @@ public final class ReplicaFailover {
         store.stats().remoteFailovers.increment();
         LOG.warn("sequence {} layer {} token {}: no local copy verified; served from the remote tier", sequenceId, layer,
                 token);
-        repair(cl, layer, token, badDevice, badOffset, good);
+        repair(cl, layer, key, badDevice, badOffset, good);
         return true;
     }
 
     /** Reads the entry at ({@code dev}, {@code off}); returns its bytes if they verify, else null. */
-    private MemorySegment readEntry(int dev, long off, ClusterLayout cl, int layer, int token, int e) throws IOException {
+    private MemorySegment readEntry(int dev, long off, ClusterLayout cl, int layer, int key, int e) throws IOException {
+        int entryBytes = cl.storedEntryBytes();
         long start = alignedStart(dev, off);
-        DramSlot slot = store.dram().acquire(alignedLength(dev, off));
+        DramSlot slot = store.dram().acquire(alignedLength(dev, off, entryBytes));
         try {
-            MemorySegment range = readRange(dev, off, slot);
+            MemorySegment range = readRange(dev, off, entryBytes, slot);
             MemorySegment entry = range.asSlice(off - start, entryBytes);
-            int actual = verifier.compute(EntryChecksum.Kind.ENTRY, layer, token, entry.asByteBuffer());
+            int actual = verifier.compute(cl.checksumKind(), layer, key, entry.asByteBuffer());
             if (actual != cl.entryCrc(e)) {
                 return null;
             }
@@ -157,13 +167,13 @@ public final class ReplicaFailover {
         return off & -(long) store.devices().get(dev).alignment();
     }
 
-    private long alignedLength(int dev, long off) {
+    private long alignedLength(int dev, long off, int entryBytes) {
         return Checks.alignUp(off + entryBytes, store.devices().get(dev).alignment()) - alignedStart(dev, off);
     }
 
     /** Reads the aligned range holding the entry at ({@code dev}, {@code off}) into {@code slot}. */
-    private MemorySegment readRange(int dev, long off, DramSlot slot) {
-        MemorySegment buf = slot.segment().asSlice(0, alignedLength(dev, off));
+    private MemorySegment readRange(int dev, long off, int entryBytes, DramSlot slot) {
+        MemorySegment buf = slot.segment().asSlice(0, alignedLength(dev, off, entryBytes));
         IoBatch batch = store.backend().newBatch(1);
         batch.addRead(dev, alignedStart(dev, off), buf, 0);
         store.execute(batch);
@@ -171,17 +181,19 @@ public final class ReplicaFailover {
     }
 
     /** Rewrites the bad copy from the good bytes; a failure is logged, the read already succeeded. */
-    private void repair(ClusterLayout cl, int layer, int token, int dev, long off, MemorySegment good) {
+    private void repair(ClusterLayout cl, int layer, int key, int dev, long off, MemorySegment good) {
         if (store.devices().get(dev).failure() != null) {
             return; // nothing is written to a failed device
         }
+        int entryBytes = cl.storedEntryBytes();
+        int token = key / cl.shards();
         long start = alignedStart(dev, off);
-        DramSlot slot = store.dram().acquire(alignedLength(dev, off));
+        DramSlot slot = store.dram().acquire(alignedLength(dev, off, entryBytes));
         try {
             // The neighbours in the same aligned range must be kept as they are; repairs on one device
             // are serialised so that two of them in one range cannot undo each other.
             synchronized (store.devices().get(dev)) {
-                MemorySegment buf = readRange(dev, off, slot);
+                MemorySegment buf = readRange(dev, off, entryBytes, slot);
                 IoBatch batch = store.backend().newBatch(1);
                 MemorySegment.copy(good, 0, buf, off - start, entryBytes);
                 batch.addWrite(dev, start, buf, 0);

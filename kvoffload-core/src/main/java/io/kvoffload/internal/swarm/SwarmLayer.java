@@ -75,7 +75,8 @@ public final class SwarmLayer extends EntryLayer {
                 cache = new HotClusterCache(store.store().dram(), layout, shape.entryBytes(), perLayer,
                         lru, SCORE);
             }
-            if (maintenance != null && sequence.isWritable() && options.localWindow() > 0) {
+            // A head-sharded layout does not grow online: appended tokens stay with the layer's tail.
+            if (maintenance != null && sequence.isWritable() && options.localWindow() > 0 && layout.shards() == 1) {
                 openMaintenance(maintenance, layout.clusteredTokens(), tokens);
             }
         } catch (RuntimeException e) {

@@ -1,0 +1,101 @@
+package io.kvoffload.internal.storage;
+
+import io.kvoffload.KvShape;
+import io.kvoffload.Placement;
+import java.lang.foreign.MemorySegment;
+
+/**
+ * Head sharding's arithmetic (InstInfer, "Scale to CSD array": each device serves {@code n_head / n}
+ * heads): how many head groups a layer is cut into, which device holds a unit's head group, and
+ * how a token-major entry ({@code [K of every head | V of every head]}) maps to head-group
+ * <em>shards</em> ({@code [K of the group's heads | V of the group's heads]}, the heads contiguous
+ * in both). Independent of the strategy: any layout that stores units of tokens can shard them.
+ */
+public final class HeadShards {
+    private HeadShards() {}
+
+    /**
+     * Head groups for {@code placement} over {@code devices} SSDs: 1 for token striping, else the
+     * largest divisor of the KV head count not above the device count (so every group has the same
+     * heads and every shard the same size).
+     */
+    public static int shards(Placement placement, KvShape shape, int devices) {
+        if (placement == Placement.TOKEN_STRIPED || devices <= 1) {
+            return 1;
+        }
+        int heads = shape.kvHeads();
+        for (int s = Math.min(heads, devices); s > 1; s--) {
+            if (heads % s == 0) {
+                return s;
+            }
+        }
+        return 1;
+    }
+
+    /**
+     * The device of head group {@code shard} of a unit whose head group 0 is on device
+     * {@code rotation}: the groups of one unit on distinct devices {@code ⌊N/S⌋} apart, so that with
+     * fewer groups than devices the units (rotated one device further each) still cover every device.
+     */
+    public static int device(int rotation, int shard, int shards, int devices) {
+        return (int) ((rotation + (long) shard * (devices / shards)) % devices);
+    }
+
+    /**
+     * Each unit's rotation (the device of its head group 0): unit {@code u} of {@code layer} starts
+     * at {@code (layer + u) mod N}, unless a token it shares with an earlier unit (Swarm's replicas)
+     * already has a copy at that rotation — then the next rotation free for all its shared tokens,
+     * or the one with fewest collisions. Copies at different rotations hold each head group on
+     * different devices, so one failed device leaves every head group of the token a copy.
+     *
+     * @param members each unit's tokens
+     * @param tokens tokens of the layer (ids below it)
+     */
+    public static int[] rotations(int layer, int[][] members, int tokens, int devices) {
+        int[] rotation = new int[members.length];
+        int[] copies = new int[tokens];
+        for (int[] m : members) {
+            for (int t : m) {
+                copies[t]++;
+            }
+        }
+        // Rotations taken per replicated token (a bit each; beyond 64 devices collisions are not avoided).
+        long[] taken = new long[tokens];
+        for (int u = 0; u < members.length; u++) {
+            int start = (int) (((long) layer + u) % devices);
+            int best = start;
+            int bestCollisions = Integer.MAX_VALUE;
+            for (int i = 0; i < Math.min(devices, 64) && bestCollisions > 0; i++) {
+                int r = (start + i) % devices;
+                int collisions = 0;
+                for (int t : members[u]) {
+                    if (copies[t] > 1 && r < 64 && (taken[t] & (1L << r)) != 0) {
+                        collisions++;
+                    }
+                }
+                if (collisions < bestCollisions) {
+                    best = r;
+                    bestCollisions = collisions;
+                }
+            }
+            rotation[u] = best;
+            for (int t : members[u]) {
+                if (copies[t] > 1 && best < 64) {
+                    taken[t] |= 1L << best;
+                }
+            }
+        }
+        return rotation;
+    }
+
+    /**
+     * Copies shard {@code shard} of {@code shards} of the token-major entry at {@code src[at]} (of
+     * {@code entryBytes}) to {@code dst[dstAt]}: its heads' K, then their V.
+     */
+    public static void extract(MemorySegment src, long at, int entryBytes, int shard, int shards, MemorySegment dst,
+            long dstAt) {
+        long part = entryBytes / 2 / shards; // one shard's K (or V) bytes
+        MemorySegment.copy(src, at + shard * part, dst, dstAt, part);
+        MemorySegment.copy(src, at + entryBytes / 2 + shard * part, dst, dstAt + part, part);
+    }
+}
