@@ -19,10 +19,8 @@ import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
-import java.util.ArrayList;
 import java.util.BitSet;
 import java.util.HashSet;
-import java.util.List;
 import java.util.Set;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -52,16 +50,7 @@ class HeadShardedPlacementTest {
         try (KvSequence s = e.createSequence("s", SHAPE)) {
             TestEngines.append(s, SEED, TOKENS, 64);
             Strategies.named("quest").layOut(s, 0); // the default page layout
-            List<int[]> clusters = new ArrayList<>();
-            for (int t = 0; t < TOKENS; t += 20) {
-                int[] c = new int[20];
-                for (int i = 0; i < 20; i++) {
-                    c[i] = t + i;
-                }
-                clusters.add(c);
-            }
-            clusters.add(SHARED.clone());
-            Swarm.clusterLayer(s, 1, clusters.toArray(int[][]::new), ClusterOptions.defaults());
+            Swarm.clusterLayer(s, 1, ReplicaFailoverTest.clustersOf20(TOKENS, SHARED), ClusterOptions.defaults());
             s.commit();
         }
     }

@@ -48,18 +48,23 @@ class ReplicaFailoverTest {
     static void store(KvEngine e) {
         try (KvSequence s = e.createSequence("s", SHAPE)) {
             TestEngines.append(s, SEED, TOKENS, 64);
-            List<int[]> clusters = new ArrayList<>();
-            for (int t = 0; t < TOKENS; t += 20) {
-                int[] c = new int[20];
-                for (int i = 0; i < 20; i++) {
-                    c[i] = t + i;
-                }
-                clusters.add(c);
-            }
-            clusters.add(SHARED.clone());
-            Swarm.clusterLayer(s, 0, clusters.toArray(int[][]::new), ClusterOptions.defaults());
+            Swarm.clusterLayer(s, 0, clustersOf20(TOKENS, SHARED), ClusterOptions.defaults());
             s.commit();
         }
+    }
+
+    /** Clusters of 20 consecutive tokens of {@code tokens}, plus one holding a second copy of {@code shared}. */
+    static int[][] clustersOf20(int tokens, int[] shared) {
+        List<int[]> clusters = new ArrayList<>();
+        for (int t = 0; t < tokens; t += 20) {
+            int[] c = new int[Math.min(20, tokens - t)];
+            for (int i = 0; i < c.length; i++) {
+                c[i] = t + i;
+            }
+            clusters.add(c);
+        }
+        clusters.add(shared.clone());
+        return clusters.toArray(int[][]::new);
     }
 
     /** Pool file offset and device of copy {@code r} of {@code token} (copies in device order). */

@@ -107,9 +107,11 @@ public final class EntryFetch implements HotClusterCache.TokenSource, StagedRead
         this.layout = layout;
         this.layer = layer;
         reads.clear();
-        shards = layout.shards();
-        unit = layout.storedEntryBytes();
-        scheduler.entryBytes(unit);
+        if (layout != null) { // null: nothing of the layer is laid out, so nothing is read
+            shards = layout.shards();
+            unit = layout.storedEntryBytes();
+            scheduler.entryBytes(unit);
+        }
         if (concatSize > 0 && shards == 1) {
             scheduler.plan(concat, concatSize, layout, residency);
             reads.fill(scheduler);

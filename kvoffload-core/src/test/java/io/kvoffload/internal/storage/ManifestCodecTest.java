@@ -73,6 +73,51 @@ class ManifestCodecTest {
         assertEquals(20480 + 64, m.clusters()[1].entryOffset(3));
     }
 
+    /**
+     * The sample's clustered layer head-sharded: 2 head groups (of 2 KV heads), cluster 0 = {0, 1},
+     * cluster 1 = {2, 0}, each group one extent on its own device, entries of half an entry.
+     */
+    static Manifest sharded() {
+        Manifest m = sample();
+        int unit = m.shape().entryBytes() / 2;
+        ClusterLayout c = new ClusterLayout(3, unit, 0.35, 1, new int[] {0, 2}, new int[] {0, 2, 4},
+                new int[] {0, 1, 1, 0}, new long[] {16384, 16384, 20480, 20480}, new int[] {4096, 4096, 4096, 4096},
+                new int[] {0, 2, 4, 6, 8}, new int[] {0, 1, 0, 1, 2, 0, 2, 0}, new int[] {1, 2, 3, 4, 5, 6, 7, 8},
+                new int[] {0, 0}, 2, new int[] {0, 1, 0, 1});
+        return new Manifest(m.id(), m.shape(), m.blockTokens(), m.deviceUuids(), m.tokenIds(), m.layers(),
+                new ClusterLayout[] {null, c}, m.commitMillis(), m.commitNumber());
+    }
+
+    @Test
+    void aHeadShardedLayoutRoundTripsAsSectionVersionFourAndAStripedOneStaysThree() {
+        assertEquals(3, ClusterSection.versionFor(sample().clusters()[1]), "older builds still read striped layouts");
+        ClusterLayout c = ManifestCodec.decode(ManifestCodec.encode(sharded())).clusters()[1];
+        assertEquals(4, ClusterSection.versionFor(c));
+        assertEquals(2, c.shards());
+        assertEquals(sample().shape().entryBytes() / 2, c.storedEntryBytes());
+        assertEquals(EntryChecksum.Kind.SHARD, c.checksumKind());
+        assertArrayEquals(new int[] {2, 0}, c.members(1));
+        assertEquals(2, c.count(0 * 2 + 1), "token 0's head group 1 is stored in both clusters");
+        assertEquals(0, c.device(2 * 2 + 1, 0), "cluster 1's head group 1 is its segment on device 0");
+        assertEquals(8, c.entryCrc(7));
+        // A plain-checksum manifest format cannot hold it: refused by name, never written half.
+        IllegalStateException e = assertThrows(IllegalStateException.class,
+                () -> ManifestCodec.encode(unsalted(sharded())));
+        assertTrue(e.getMessage().contains("head-sharded"), e.getMessage());
+    }
+
+    @Test
+    void aShardedLayoutWhoseGroupsDisagreeIsRefused() {
+        Manifest m = sample();
+        int unit = m.shape().entryBytes() / 2;
+        // Cluster 0's head group 1 holds token 2 where group 0 holds token 1.
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> new ClusterLayout(3, unit,
+                0.35, 1, new int[] {0, 2}, new int[] {0, 2, 4}, new int[] {0, 1, 1, 0},
+                new long[] {16384, 16384, 20480, 20480}, new int[] {4096, 4096, 4096, 4096}, new int[] {0, 2, 4, 6, 8},
+                new int[] {0, 1, 0, 2, 2, 0, 2, 0}, new int[8], new int[] {0, 0}, 2, new int[] {0, 1, 0, 1}));
+        assertTrue(e.getMessage().contains("head group 1"), e.getMessage());
+    }
+
     /** The sample's clustered layer grown online: token 3 joins cluster 0 and a new cluster 2 of its own. */
     static Manifest extended() {
         Manifest m = sample();
@@ -107,7 +152,7 @@ class ManifestCodecTest {
         IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
                 () -> ManifestCodec.decode(withCrc(renamed)));
         assertEquals("manifest layer 1 has a layout section 'cluxters' version 3 that this build cannot read; allowed:"
-                + " 'clusters' 2..3, 'groups' 1", e.getMessage());
+                + " 'clusters' 2..4, 'groups' 1", e.getMessage());
         byte[] newer = data.clone();
         newer[at + name.length + 1] = 9; // the section's version (u16, low byte)
         e = assertThrows(IllegalArgumentException.class, () -> ManifestCodec.decode(withCrc(newer)));

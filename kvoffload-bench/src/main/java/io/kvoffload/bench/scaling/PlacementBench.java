@@ -1,0 +1,329 @@
+package io.kvoffload.bench.scaling;
+
+import io.kvoffload.DType;
+import io.kvoffload.DecodeOptions;
+import io.kvoffload.DecodeStats;
+import io.kvoffload.DeviceModelSpec;
+import io.kvoffload.KvConfig;
+import io.kvoffload.KvDecoder;
+import io.kvoffload.KvEngine;
+import io.kvoffload.KvSequence;
+import io.kvoffload.KvShape;
+import io.kvoffload.KvView;
+import io.kvoffload.Placement;
+import io.kvoffload.bench.TempDirs;
+import io.kvoffload.bench.report.CsvWriter;
+import io.kvoffload.bench.report.MarkdownTable;
+import io.kvoffload.bench.report.Medians;
+import io.kvoffload.strategy.SelectionStrategy;
+import io.kvoffload.strategy.Strategies;
+import io.kvoffload.strategy.swarm.Swarm;
+import java.io.IOException;
+import java.lang.foreign.MemorySegment;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.LocalDate;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Locale;
+import java.util.SplittableRandom;
+import java.util.concurrent.Callable;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+
+/**
+ * Head-sharded against token-striped placement ({@link Placement}) on the decode path: one
+ * sequence laid out in the default page layout under each placement, then the same fetches
+ * (each step {@code --budget} of the tokens, as whole 16-token pages or as scattered single
+ * tokens) decoded from it, in paired rounds that alternate which placement goes first. Reports
+ * fetches per second, useful MiB/s (view rows × entry size over wall time) and MiB read per fetch
+ * (what the aligned reads of small head-group shards cost), on 1, 2, 4, 8 SSDs behind the device
+ * model (<em>simulated</em>, the high-end profile scaled so that 8 fit this disk) and on real
+ * directories without a model. Every view row is compared with the source KV.
+ */
+@Command(name = "placement", mixinStandardHelpOptions = true,
+        description = "Head-sharded vs token-striped placement: decode fetch throughput at 1/2/4/8 simulated SSDs"
+                + " and on real directories (paired rounds, medians). Writes placement.csv and summary.md to --out.")
+public final class PlacementBench implements Callable<Integer> {
+    @Option(names = "--tokens", defaultValue = "16384", description = "Tokens of the sequence (default: ${DEFAULT-VALUE}).")
+    int tokens;
+
+    @Option(names = "--kv-heads", defaultValue = "8", description = "KV heads (default: ${DEFAULT-VALUE}).")
+    int kvHeads;
+
+    @Option(names = "--head-dim", defaultValue = "128", description = "Head dimension (default: ${DEFAULT-VALUE}).")
+    int headDim;
+
+    @Option(names = "--budget", defaultValue = "0.1", description = "Share of tokens each fetch reads (default: ${DEFAULT-VALUE}).")
+    double budget;
+
+    @Option(names = "--steps", defaultValue = "16", description = "Timed fetches per run (default: ${DEFAULT-VALUE}).")
+    int steps;
+
+    @Option(names = "--rounds", defaultValue = "3", description = "Paired rounds (default: ${DEFAULT-VALUE}).")
+    int rounds;
+
+    @Option(names = "--ssd-counts", split = ",", defaultValue = "1,2,4,8",
+            description = "Simulated SSD counts (default: ${DEFAULT-VALUE}).")
+    int[] ssdCounts;
+
+    @Option(names = "--real-devices", defaultValue = "4",
+            description = "Directories measured without a model; 0 for none (default: ${DEFAULT-VALUE}).")
+    int realDevices;
+
+    @Option(names = "--backend", defaultValue = "auto", description = "I/O backend (default: ${DEFAULT-VALUE}).")
+    String backend;
+
+    @Option(names = "--work", description = "Where the SSD directories go (default: java.io.tmpdir; not tmpfs).")
+    Path work;
+
+    @Option(names = "--out", defaultValue = "kvoffload-bench/target/reports/placement",
+            description = "Output folder (default: ${DEFAULT-VALUE}).")
+    Path out;
+
+    @Option(names = "--seed", defaultValue = "15", description = "Seed of the KV and the fetches (default: ${DEFAULT-VALUE}).")
+    long seed;
+
+    /** Which tokens a fetch asks for. */
+    enum Pattern {
+        /** Whole consecutive pages of 16 tokens (what page selectors such as Quest fetch). */
+        PAGES,
+        /** Single tokens anywhere (what token selectors such as the oracle fetch). */
+        TOKENS
+    }
+
+    /** One run: a placement, a device setting and a pattern, over {@link #steps} fetches. */
+    record Run(String setting, int ssds, boolean simulated, Pattern pattern, Placement placement, int round,
+            double fetchesPerSecond, double usefulMiBs, double readMiBPerFetch, double readsPerFetch,
+            long rowsChecked, long mismatches) {}
+
+    private KvShape shape;
+    private byte[] keys;
+    private byte[] values;
+
+    @Override
+    public Integer call() throws Exception {
+        if (tokens < 64 || !(budget > 0 && budget <= 1) || steps < 1 || rounds < 1 || realDevices < 0) {
+            throw new IllegalArgumentException("--tokens = " + tokens + ", --budget = " + budget + ", --steps = " + steps
+                    + ", --rounds = " + rounds + ", --real-devices = " + realDevices + "; allowed: tokens >= 64,"
+                    + " budget in (0, 1], steps and rounds >= 1, real devices >= 0");
+        }
+        shape = new KvShape(1, kvHeads * 4, kvHeads, headDim, DType.BF16);
+        SplittableRandom rnd = new SplittableRandom(seed);
+        keys = new byte[tokens * shape.halfEntryBytes()];
+        values = new byte[keys.length];
+        rnd.nextBytes(keys);
+        rnd.nextBytes(values);
+        int max = 1;
+        for (int n : ssdCounts) {
+            max = Math.max(max, n);
+        }
+        DeviceModelSpec model = DeviceModelSpec.highEnd().withScaleDevices(max);
+        List<Run> runs = new ArrayList<>();
+        long start = System.nanoTime();
+        for (int n : ssdCounts) {
+            runs.addAll(measure("simulated", n, model));
+        }
+        if (realDevices > 0) {
+            runs.addAll(measure("real", realDevices, null));
+        }
+        report(runs, model.describe(max), (System.nanoTime() - start) / 1e9);
+        long bad = runs.stream().mapToLong(Run::mismatches).sum();
+        return bad == 0 ? 0 : 1;
+    }
+
+    /** Both placements on {@code ssds} directories, paired rounds alternating which goes first. */
+    private List<Run> measure(String setting, int ssds, DeviceModelSpec model) throws IOException {
+        List<Run> out = new ArrayList<>();
+        Path root = TempDirs.createUnder(work, "kvo-placement");
+        try {
+            List<Path> dirs = TempDirs.ssdDirectories(root, ssds);
+            // Both layouts in one store (one sequence each), so both read the same files.
+            try (KvEngine e = open(dirs, model, Placement.TOKEN_STRIPED)) {
+                store(e, Placement.TOKEN_STRIPED);
+            }
+            try (KvEngine e = open(dirs, model, Placement.HEAD_SHARDED)) {
+                store(e, Placement.HEAD_SHARDED);
+            }
+            try (KvEngine e = open(dirs, model, Placement.TOKEN_STRIPED)) {
+                for (int round = 0; round < rounds; round++) {
+                    for (Pattern p : Pattern.values()) {
+                        Placement[] order = round % 2 == 0
+                                ? new Placement[] {Placement.TOKEN_STRIPED, Placement.HEAD_SHARDED}
+                                : new Placement[] {Placement.HEAD_SHARDED, Placement.TOKEN_STRIPED};
+                        for (Placement pl : order) {
+                            out.add(decode(e, setting, ssds, model != null, p, pl, round));
+                        }
+                    }
+                }
+            }
+        } finally {
+            TempDirs.deleteRecursively(root);
+        }
+        return out;
+    }
+
+    private KvEngine open(List<Path> dirs, DeviceModelSpec model, Placement placement) {
+        long layer = (long) tokens * shape.entryBytes();
+        KvConfig.Builder b = KvConfig.builder().ssdDirectories(dirs).ioBackend(backend).placement(placement)
+                .deviceCapacityBytes(((3 * layer) / dirs.size() + (64L << 20)) & -(1L << 20))
+                .dramBudgetBytes(Math.max(1L << 30, 4 * layer));
+        if (model != null) {
+            b.deviceModel(model);
+        }
+        return KvEngine.open(b.build());
+    }
+
+    /** The sequence of {@code placement}, laid out in the default pages and committed. */
+    private void store(KvEngine e, Placement placement) {
+        try (KvSequence s = e.createSequence(placement.name().toLowerCase(Locale.ROOT), shape)) {
+            int[] ids = new int[tokens];
+            for (int t = 0; t < tokens; t++) {
+                ids[t] = t % 32000;
+            }
+            s.appendTokens(ids);
+            s.appendKv(0, MemorySegment.ofArray(keys), MemorySegment.ofArray(values));
+            SelectionStrategy pages = Strategies.named("quest");
+            pages.layOut(s, 0);
+            s.commit();
+        }
+    }
+
+    private Run decode(KvEngine e, String setting, int ssds, boolean simulated, Pattern pattern, Placement placement,
+            int round) {
+        int want = (int) Math.max(1, Math.round(budget * tokens));
+        DecodeOptions o = DecodeOptions.builder().strategy(Swarm.defaults()).cacheBytes(0).sinkTokens(0)
+                .localWindow(0).build();
+        // The same fetches for both placements: seeded by round and pattern only.
+        SplittableRandom rnd = new SplittableRandom(seed * 31 + round * 7L + pattern.ordinal());
+        try (KvSequence s = e.openSequence(placement.name().toLowerCase(Locale.ROOT)); KvDecoder d = s.decoder(o)) {
+            int[] positions = new int[want];
+            fill(positions, pattern, rnd);
+            d.prefetch(0, positions, want).await().close(); // untimed: opens the layer, warms the path
+            DecodeStats before = d.stats();
+            long rows = 0;
+            long bad = 0;
+            long t0 = System.nanoTime();
+            for (int step = 0; step < steps; step++) {
+                fill(positions, pattern, rnd);
+                try (KvView v = d.prefetch(0, positions, want)) {
+                    v.await();
+                    rows += v.tokenCount();
+                    bad += check(v);
+                }
+            }
+            double seconds = (System.nanoTime() - t0) / 1e9;
+            DecodeStats st = d.stats().since(before);
+            return new Run(setting, ssds, simulated, pattern, placement, round, steps / seconds,
+                    rows * (double) shape.entryBytes() / seconds / MIB, st.bytesRead() / (double) steps / MIB,
+                    st.readRequests() / (double) steps, rows, bad);
+        }
+    }
+
+    private static final double MIB = 1024.0 * 1024.0;
+
+    /** {@code positions.length} distinct tokens: whole pages of 16, or single tokens. */
+    private void fill(int[] positions, Pattern pattern, SplittableRandom rnd) {
+        java.util.BitSet taken = new java.util.BitSet(tokens);
+        int n = 0;
+        while (n < positions.length) {
+            if (pattern == Pattern.PAGES) {
+                int page = rnd.nextInt(tokens / 16);
+                if (taken.get(page * 16)) {
+                    continue;
+                }
+                for (int i = 0; i < 16 && n < positions.length; i++) {
+                    taken.set(page * 16 + i);
+                    positions[n++] = page * 16 + i;
+                }
+            } else {
+                int t = rnd.nextInt(tokens);
+                if (!taken.get(t)) {
+                    taken.set(t);
+                    positions[n++] = t;
+                }
+            }
+        }
+    }
+
+    /** Rows whose K or V differ from the source (must be 0). */
+    private long check(KvView v) {
+        int row = shape.headDim() * shape.dtype().bytes();
+        MemorySegment k = MemorySegment.ofArray(keys);
+        MemorySegment val = MemorySegment.ofArray(values);
+        long bad = 0;
+        for (int r = 0; r < v.tokenCount(); r++) {
+            long base = (long) v.position(r) * shape.halfEntryBytes();
+            for (int h = 0; h < shape.kvHeads(); h++) {
+                if (v.keys(h).asSlice((long) r * row, row).mismatch(k.asSlice(base + (long) h * row, row)) != -1
+                        || v.values(h).asSlice((long) r * row, row).mismatch(val.asSlice(base + (long) h * row, row))
+                                != -1) {
+                    bad++;
+                    break;
+                }
+            }
+        }
+        return bad;
+    }
+
+    private void report(List<Run> runs, String modelDescription, double seconds) throws IOException {
+        Files.createDirectories(out);
+        try (CsvWriter csv = new CsvWriter(out.resolve("placement.csv"), "setting", "ssds", "simulated", "pattern",
+                "placement", "round", "fetches_per_s", "useful_mib_s", "read_mib_per_fetch", "reads_per_fetch",
+                "rows_checked", "row_mismatches")) {
+            for (Run r : runs) {
+                csv.row(r.setting(), r.ssds(), r.simulated(), r.pattern(), r.placement(), r.round(),
+                        String.format(Locale.ROOT, "%.2f", r.fetchesPerSecond()),
+                        String.format(Locale.ROOT, "%.1f", r.usefulMiBs()),
+                        String.format(Locale.ROOT, "%.3f", r.readMiBPerFetch()),
+                        String.format(Locale.ROOT, "%.1f", r.readsPerFetch()), r.rowsChecked(), r.mismatches());
+            }
+        }
+        StringBuilder sb = new StringBuilder();
+        sb.append(String.format(Locale.ROOT, "# Head-sharded vs token-striped placement (%s)%n%n", LocalDate.now()));
+        sb.append(String.format(Locale.ROOT, "%d tokens of one layer, %d KV heads × %d, BF16 (%d B entries), default"
+                + " page layout; each fetch %.0f%% of the tokens; %d timed fetches per run, %d paired rounds"
+                + " (medians); total %.0f s. Simulated: %s.%n%n", tokens, kvHeads, headDim, shape.entryBytes(),
+                100 * budget, steps, rounds, seconds, modelDescription));
+        for (Pattern p : Pattern.values()) {
+            sb.append("## Fetches of ").append(p == Pattern.PAGES ? "whole 16-token pages" : "scattered single tokens")
+                    .append("\n\n");
+            MarkdownTable t = new MarkdownTable("SSDs", "striped fetches/s", "sharded fetches/s", "sharded / striped",
+                    "striped MiB/s", "sharded MiB/s", "striped MiB read / fetch", "sharded MiB read / fetch",
+                    "striped reads / fetch", "sharded reads / fetch").alignRight(1, 2, 3, 4, 5, 6, 7, 8, 9);
+            List<String> settings = runs.stream().map(r -> r.setting() + ":" + r.ssds()).distinct().toList();
+            for (String key : settings) {
+                List<Run> striped = runs.stream().filter(r -> (r.setting() + ":" + r.ssds()).equals(key)
+                        && r.pattern() == p && r.placement() == Placement.TOKEN_STRIPED).toList();
+                List<Run> sharded = runs.stream().filter(r -> (r.setting() + ":" + r.ssds()).equals(key)
+                        && r.pattern() == p && r.placement() == Placement.HEAD_SHARDED).toList();
+                List<Double> ratios = new ArrayList<>();
+                for (int i = 0; i < Math.min(striped.size(), sharded.size()); i++) {
+                    ratios.add(sharded.get(i).fetchesPerSecond() / striped.get(i).fetchesPerSecond());
+                }
+                Run first = striped.get(0);
+                t.row((first.simulated() ? "" : "real ") + first.ssds() + (first.simulated() ? " (simulated)" : ""),
+                        f(med(striped, Run::fetchesPerSecond), 1), f(med(sharded, Run::fetchesPerSecond), 1),
+                        f(Medians.of(ratios), 2), f(med(striped, Run::usefulMiBs), 0), f(med(sharded, Run::usefulMiBs), 0),
+                        f(med(striped, Run::readMiBPerFetch), 2), f(med(sharded, Run::readMiBPerFetch), 2),
+                        f(med(striped, Run::readsPerFetch), 0), f(med(sharded, Run::readsPerFetch), 0));
+            }
+            sb.append(t.render()).append('\n');
+        }
+        long checked = runs.stream().mapToLong(Run::rowsChecked).sum();
+        long bad = runs.stream().mapToLong(Run::mismatches).sum();
+        sb.append(String.format(Locale.ROOT, "Bit-exact: %,d view rows compared with the source KV, %d differed.%n",
+                checked, bad));
+        Files.writeString(out.resolve("summary.md"), sb.toString(), StandardCharsets.UTF_8);
+        System.out.print(sb);
+    }
+
+    private static double med(List<Run> runs, java.util.function.ToDoubleFunction<Run> f) {
+        return Medians.of(runs.stream().map(r -> f.applyAsDouble(r)).toList());
+    }
+
+    private static String f(double v, int digits) {
+        return String.format(Locale.ROOT, "%." + digits + "f", v);
+    }
+}
