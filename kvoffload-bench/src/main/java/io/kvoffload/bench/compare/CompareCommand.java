@@ -912,7 +912,13 @@ public final class CompareCommand implements Callable<Integer> {
         FetchShape shape = FetchShape.measure(f.dirs, id, a.first, (long) steps * layers,
                 f.engine.config().queueDepth());
         double fetchMiBs = a.bytes / (a.ioNanos / 1e9) / MIB;
-        FetchFioJob job = FetchFioJob.of(shape, (long) (fetchMiBs * MIB * fioSeconds), s.name().hashCode());
+        FetchFioJob job;
+        try {
+            job = FetchFioJob.of(shape, (long) (fetchMiBs * MIB * fioSeconds), s.name().hashCode());
+        } catch (IllegalArgumentException e) {
+            System.err.println("compare: no fio ratio for " + s.name() + ": " + e.getMessage());
+            return 0;
+        }
         List<String> unlike = job.unlike(shape);
         if (!unlike.isEmpty()) {
             System.err.println("compare: no fio ratio for " + s.name() + ": " + String.join("; ", unlike));

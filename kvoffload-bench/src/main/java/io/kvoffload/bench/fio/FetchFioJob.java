@@ -106,7 +106,11 @@ public record FetchFioJob(List<Path> files, int depth, int[] device, long[] offs
         return new FetchFioJob(fetch.poolFiles(), depth, dev, off, sizes);
     }
 
-    /** An extent at least {@code size} long (the largest when none is picked after 64 tries). */
+    /**
+     * An extent at least {@code size} long (the largest that is, when none is picked after 64 tries).
+     *
+     * @throws IllegalArgumentException when no extent holds {@code size} bytes
+     */
     private static long[] pick(List<long[]> extents, long[] cumulative, int size, SplittableRandom rnd) {
         for (int tries = 0; tries < 64; tries++) {
             long at = rnd.nextLong(cumulative[cumulative.length - 1]);
@@ -116,7 +120,12 @@ public record FetchFioJob(List<Path> files, int depth, int[] device, long[] offs
                 return extents.get(e);
             }
         }
-        return extents.stream().max(java.util.Comparator.comparingLong(x -> x[2])).orElseThrow();
+        long[] largest = extents.stream().max(java.util.Comparator.comparingLong(x -> x[2])).orElseThrow();
+        if (largest[2] < size) {
+            throw new IllegalArgumentException("size = " + size + " bytes is out of range; allowed: up to the largest"
+                    + " extent of the sequence, " + largest[2] + " bytes");
+        }
+        return largest;
     }
 
     /** Reads in the job. */

@@ -21,7 +21,7 @@ import java.util.regex.Pattern;
  * {@link FetchFioJob} is built from it, and {@link FetchFioJob#unlike} checks that it still matches.
  *
  * @param poolFiles each device's pool file, in the manifest's device order
- * @param extents the fetched sequence's extents as {@code {device, offset, length}}
+ * @param extents the fetched sequence's extents as {@code {device, offset, length}} (kept sorted, neighbours merged)
  * @param sizeCount reads per size bucket ({@code [2^b, 2^(b+1))} bytes)
  * @param sizeBytes bytes of those reads, by the same buckets
  * @param readsPerFetch mean reads one fetch submitted
@@ -33,7 +33,7 @@ public record FetchShape(List<Path> poolFiles, List<long[]> extents, long[] size
 
     public FetchShape {
         poolFiles = List.copyOf(poolFiles);
-        extents = extents.stream().map(long[]::clone).toList();
+        extents = coalesce(extents);
         sizeCount = sizeCount.clone();
         sizeBytes = sizeBytes.clone();
         if (sizeCount.length != sizeBytes.length) {
@@ -57,6 +57,25 @@ public record FetchShape(List<Path> poolFiles, List<long[]> extents, long[] size
         if (extents.isEmpty()) {
             throw new IllegalArgumentException("extents is empty; allowed: the fetched sequence's extents");
         }
+    }
+
+    /**
+     * The extents sorted by device and offset, neighbours on a device merged: a fetch's run may span
+     * two extents that the allocator placed back to back (the scheduler merges by file offset).
+     */
+    private static List<long[]> coalesce(List<long[]> extents) {
+        List<long[]> sorted = new ArrayList<>(extents.stream().map(long[]::clone).toList());
+        sorted.sort((a, b) -> a[0] != b[0] ? Long.compare(a[0], b[0]) : Long.compare(a[1], b[1]));
+        List<long[]> out = new ArrayList<>();
+        for (long[] e : sorted) {
+            long[] last = out.isEmpty() ? null : out.get(out.size() - 1);
+            if (last != null && last[0] == e[0] && last[1] + last[2] >= e[1]) {
+                last[2] = Math.max(last[2], e[1] + e[2] - last[1]);
+            } else {
+                out.add(e);
+            }
+        }
+        return List.copyOf(out);
     }
 
     /**

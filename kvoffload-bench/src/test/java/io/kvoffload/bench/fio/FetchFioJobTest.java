@@ -88,6 +88,28 @@ class FetchFioJobTest {
         assertTrue(mix.stream().anyMatch(r -> r.startsWith("mean read")), mix.toString());
     }
 
+    /** A run may span two extents the allocator put back to back: they count as one region. */
+    @Test
+    void adjacentExtentsMergeSoARunSpanningThemFits() {
+        List<long[]> pieces = List.of(new long[] {0, 8192, 8192}, new long[] {0, 0, 8192}, new long[] {1, 0, 65536});
+        long[] count = new long[20];
+        long[] bytes = new long[20];
+        count[13] = 1;
+        bytes[13] = 12288; // 12 KiB: more than either 8 KiB piece of device 0
+        FetchShape fetch = new FetchShape(shape(1, extents()).poolFiles(), pieces, count, bytes, 4, 8);
+        assertEquals(2, fetch.extents().size());
+        assertEquals(16384, fetch.extents().get(0)[2]);
+        FetchFioJob job = FetchFioJob.of(fetch, 1 << 20, 9);
+        assertEquals(List.of(), job.unlike(fetch));
+        count[13] = 0;
+        count[17] = 1;
+        bytes[17] = 131072; // larger than every extent: refused by name
+        FetchShape tooLarge = new FetchShape(fetch.poolFiles(), pieces, count, bytes, 4, 8);
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+                () -> FetchFioJob.of(tooLarge, 1 << 20, 9));
+        assertTrue(e.getMessage().startsWith("size = 131072 bytes is out of range"), e.getMessage());
+    }
+
     @Test
     void badShapesAreRefused() {
         assertThrows(IllegalArgumentException.class, () -> shape(128, List.of()));
