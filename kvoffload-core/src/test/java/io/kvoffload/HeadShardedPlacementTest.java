@@ -99,6 +99,18 @@ class HeadShardedPlacementTest {
     }
 
     @Test
+    void placementIsTokenStripedByDefaultSetByNameInJsonAndABadNameIsRefused() {
+        assertEquals(Placement.TOKEN_STRIPED, KvConfig.builder().ssdDirectories(root).build().placement());
+        assertEquals(Placement.HEAD_SHARDED, KvConfig.fromMap(java.util.Map.of("ssdDirectories",
+                java.util.List.of("a"), "placement", "head-sharded"), root).placement());
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> KvConfig.fromMap(
+                java.util.Map.of("ssdDirectories", java.util.List.of("a"), "placement", "by-head"), root));
+        assertTrue(e.getMessage().contains("placement = 'by-head'") && e.getMessage().contains("HEAD_SHARDED"),
+                e.getMessage());
+        assertThrows(NullPointerException.class, () -> KvConfig.builder().placement(null));
+    }
+
+    @Test
     void readsAndViewsAreBitExactOnOneToFourDirectoriesAndAfterARestart() {
         for (int devices = 1; devices <= 4; devices++) {
             KvConfig cfg = config(devices);
