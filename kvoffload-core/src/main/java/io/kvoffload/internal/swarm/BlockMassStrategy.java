@@ -35,7 +35,7 @@ public final class BlockMassStrategy implements SelectionStrategy {
      * The prune bound of {@code mass-mix}, in nats: the sweep terms a step skips move no block's
      * estimated logit against another's by more than this together. Measured on six workload
      * families (docs/benchmarks.md, "Pruned sweeps"): recall within ±0.003 of the full sweep while
-     * a step sweeps 25–65% fewer terms.
+     * a step sweeps 25–56% fewer terms.
      */
     public static final float PRUNE_LOGIT = 4f;
 
