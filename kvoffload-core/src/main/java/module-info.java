@@ -23,6 +23,7 @@ module io.kvoffload.core {
     exports io.kvoffload.attention;
     exports io.kvoffload.strategy.swarm;
     exports io.kvoffload.strategy.kvswap;
+    exports io.kvoffload.strategy.sparf;
     exports io.kvoffload.workload;
     exports io.kvoffload.internal.dram to io.kvoffload.iouring, io.kvoffload.cuda;
     exports io.kvoffload.internal.util to io.kvoffload.iouring, io.kvoffload.cuda;
@@ -35,4 +36,5 @@ module io.kvoffload.core {
     uses io.kvoffload.strategy.SelectionStrategy;
 
     provides io.kvoffload.spi.IoBackendProvider with io.kvoffload.internal.io.PortableIoBackendProvider;
+    provides io.kvoffload.strategy.SelectionStrategy with io.kvoffload.strategy.sparf.SparF;
 }

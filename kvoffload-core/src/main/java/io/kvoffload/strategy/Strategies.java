@@ -14,7 +14,8 @@ import java.util.ServiceLoader;
 /**
  * The registry of {@link SelectionStrategy}s by name: Swarm ({@code swarm}), KVSwap
  * ({@code kvswap}), the built-in baselines ({@code oracle},
- * {@code quest}, {@code infllm}, {@code pqcache}, {@code clusterkv}, {@code sparq}, {@code sparf}), Swarm's
+ * {@code quest}, {@code infllm}, {@code pqcache}, {@code clusterkv}, {@code sparq}, {@code sparf-memory}: SparF over an in-memory copy of K), InstInfer's SparF from flash
+ * ({@code sparf}, a strategy the service loader finds), Swarm's
  * blocks ranked by estimated per-head attention mass ({@code mass-mix}, the default, and the variants
  * measured against it: {@code mass-bound}, {@code mass-mean}, {@code logit-mean}, {@code mass-reps},
  * {@code mass-reps-bound}, {@code qmass-mix}, {@code qmass-bound}; see docs/swarm-offline.md),

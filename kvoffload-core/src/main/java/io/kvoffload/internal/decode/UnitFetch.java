@@ -150,7 +150,7 @@ final class UnitFetch implements StagedReads.RunSink, AutoCloseable {
         verifier.mismatch(dev, layer, unit, true);
         return new KvChecksumException("checksum mismatch on device " + dev + " ("
                 + store.devices().get(dev).directory() + "), sequence " + sequenceId + ", layer " + layer
-                + ": unit " + unit + " of strategy '" + layout.owner() + "''s unit layout (offset "
+                + ": unit " + unit + " of the unit layout of strategy '" + layout.owner() + "' (offset "
                 + layout.unitOffset(unit) + ", " + layout.unitBytes() + " bytes): expected CRC32C "
                 + Integer.toHexString(layout.unitCrc(unit)) + ", read " + Integer.toHexString(actual)
                 + " twice; the unit has one copy", dev, sequenceId, layer, 0, 0);

@@ -1,0 +1,224 @@
+package io.kvoffload.strategy.sparf;
+
+import io.kvoffload.DType;
+import io.kvoffload.KvShape;
+import io.kvoffload.internal.util.ElementCodec;
+import io.kvoffload.internal.util.Softmax;
+import io.kvoffload.internal.util.TopK;
+import io.kvoffload.strategy.FetchPlan;
+import io.kvoffload.strategy.LayerSelector;
+import io.kvoffload.strategy.UnitReads;
+import java.lang.foreign.MemorySegment;
+
+/**
+ * One layer's SparF selection ({@link SparF}): step 1 asks for the dimension slices of every query
+ * head's top-r dimensions, step 2 scores the laid-out tokens from them and adds the best page groups
+ * whole. Every buffer is sized when the layer opens, so a step allocates nothing.
+ */
+final class SparFLayer implements LayerSelector {
+    private final int queryHeads;
+    private final int kvHeads;
+    private final int headDim;
+    private final int groupSize; // query heads per KV head (GQA)
+    private final DType dtype;
+    private final int elementBytes;
+    private final int laidOut;
+    private final int slice;
+    private final int slices;
+    private final int pageTokens;
+    private final int pages;
+    private final int rank;
+    private final int sinkTokens;
+    private final int localWindow;
+    private final long layoutBytes;
+    /** Per query head, its top-r dimensions (descending |q|), then their magnitudes. */
+    private final int[] dims;
+    private final float[] magnitude;
+    /** Per (KV head, dimension): the step that last wanted its slices. */
+    private final int[] wanted;
+    private int epoch;
+    private final float[] logits;
+    private final float[] scores;
+    private final float[] pageScore;
+    private final float[] scratch;
+
+    SparFLayer(KvShape shape, int laidOut, int slice, int pageTokens, int rank, int sinkTokens, int localWindow,
+            long layoutBytes) {
+        this.queryHeads = shape.queryHeads();
+        this.kvHeads = shape.kvHeads();
+        this.headDim = shape.headDim();
+        this.groupSize = queryHeads / kvHeads;
+        this.dtype = shape.dtype();
+        this.elementBytes = dtype.bytes();
+        this.laidOut = laidOut;
+        this.slice = slice;
+        this.slices = (laidOut + slice - 1) / slice;
+        this.pageTokens = pageTokens;
+        this.pages = (laidOut + pageTokens - 1) / pageTokens;
+        this.rank = rank;
+        this.sinkTokens = sinkTokens;
+        this.localWindow = localWindow;
+        this.layoutBytes = layoutBytes;
+        this.dims = new int[queryHeads * rank];
+        this.magnitude = new float[rank];
+        this.wanted = new int[kvHeads * headDim];
+        this.logits = new float[Math.max(1, laidOut)];
+        this.scores = new float[Math.max(1, laidOut)];
+        this.pageScore = new float[Math.max(1, pages)];
+        this.scratch = new float[Math.max(1, pages)];
+    }
+
+    /** Whether this step's budget covers every laid-out token (dense: no scoring, no step 1). */
+    private boolean dense(FetchPlan plan) {
+        return plan.budget() >= laidOut;
+    }
+
+    @Override
+    public void planUnits(float[] query, FetchPlan plan, UnitReads reads) {
+        if (plan.budget() <= 0 || dense(plan) || laidOut == 0) {
+            return;
+        }
+        if (++epoch == Integer.MAX_VALUE) { // stamps wrap after 2^31 steps: start over
+            java.util.Arrays.fill(wanted, 0);
+            epoch = 1;
+        }
+        for (int h = 0; h < queryHeads; h++) {
+            topDimensions(query, h);
+            int kvh = h / groupSize;
+            for (int j = 0; j < rank; j++) {
+                wanted[kvh * headDim + dims[h * rank + j]] = epoch;
+            }
+        }
+        // Ascending unit order: a (slice, head)'s dimensions are adjacent on its device and merge.
+        for (int s = 0; s < slices; s++) {
+            for (int kvh = 0; kvh < kvHeads; kvh++) {
+                int base = (s * kvHeads + kvh) * headDim;
+                for (int i = 0; i < headDim; i++) {
+                    if (wanted[kvh * headDim + i] == epoch) {
+                        reads.add(base + i);
+                    }
+                }
+            }
+        }
+    }
+
+    @Override
+    public void select(float[] query, FetchPlan plan) {
+        int budget = plan.budget();
+        if (budget <= 0 || laidOut == 0) {
+            return;
+        }
+        plan.ensureCapacity(Math.min(laidOut, budget + pageTokens));
+        if (dense(plan)) {
+            for (int t = 0; t < laidOut; t++) {
+                plan.add(t);
+            }
+            return;
+        }
+        score(query, plan.units());
+        // Resident tokens (sinks, window) are attended anyway: a page ranks by its other tokens.
+        int residentFrom = Math.max(0, plan.tokens() - localWindow);
+        int eligible = 0;
+        for (int p = 0; p < pages; p++) {
+            int from = Math.max(p * pageTokens, sinkTokens), to = Math.min(laidOut, Math.min((p + 1) * pageTokens,
+                    residentFrom));
+            float best = Float.NEGATIVE_INFINITY;
+            for (int t = from; t < to; t++) {
+                best = Math.max(best, scores[t]);
+            }
+            pageScore[p] = best;
+            if (best != Float.NEGATIVE_INFINITY) {
+                scratch[eligible++] = best;
+            }
+        }
+        int k = Math.min(eligible, (budget + pageTokens - 1) / pageTokens);
+        if (k == 0) {
+            return;
+        }
+        float threshold = TopK.kthLargestInPlace(scratch, eligible, k);
+        int above = 0;
+        for (int p = 0; p < pages; p++) {
+            if (pageScore[p] > threshold) {
+                above++;
+            }
+        }
+        int ties = k - above; // ties at the threshold go to the lower page
+        for (int p = 0; p < pages; p++) {
+            float s = pageScore[p];
+            if (s > threshold || (s == threshold && s != Float.NEGATIVE_INFINITY && ties-- > 0)) {
+                for (int t = p * pageTokens, end = Math.min(laidOut, t + pageTokens); t < end; t++) {
+                    plan.add(t); // step 2: the page group whole
+                }
+            }
+        }
+    }
+
+    /** SparQ's approximate scores of the laid-out tokens, averaged over the query heads, from the slices read. */
+    private void score(float[] query, UnitReads reads) {
+        java.util.Arrays.fill(scores, 0, laidOut, 0f);
+        MemorySegment data = reads.data();
+        float inv = 1f / queryHeads;
+        for (int h = 0; h < queryHeads; h++) {
+            int q0 = h * headDim;
+            int kvh = h / groupSize;
+            java.util.Arrays.fill(logits, 0, laidOut, 0f);
+            float l1All = 0, l1Kept = 0;
+            for (int i = 0; i < headDim; i++) {
+                l1All += Math.abs(query[q0 + i]);
+            }
+            for (int j = 0; j < rank; j++) {
+                int i = dims[h * rank + j];
+                float qi = query[q0 + i];
+                l1Kept += Math.abs(qi);
+                for (int s = 0; s < slices; s++) {
+                    long at = reads.offset((s * kvHeads + kvh) * headDim + i);
+                    int from = s * slice, n = Math.min(slice, laidOut - from);
+                    for (int t = 0; t < n; t++) {
+                        logits[from + t] += qi * ElementCodec.read(dtype, data, at + (long) t * elementBytes);
+                    }
+                }
+            }
+            // SparQ's temperature: as if the kept dimensions carried the query's whole L1 mass.
+            float temperature = l1All > 0 && l1Kept > 0
+                    ? (float) (1.0 / Math.sqrt(headDim * (double) l1Kept / l1All)) : 1f;
+            for (int t = 0; t < laidOut; t++) {
+                logits[t] *= temperature;
+            }
+            float norm = Softmax.exponentiate(logits, 0, laidOut) * inv;
+            for (int t = 0; t < laidOut; t++) {
+                scores[t] += logits[t] * norm;
+            }
+        }
+    }
+
+    /** Query head {@code h}'s {@code rank} dimensions of largest {@code |q_i|} into {@link #dims} (ties: lower dimension). */
+    private void topDimensions(float[] query, int h) {
+        int q0 = h * headDim, o = h * rank;
+        int kept = 0;
+        for (int i = 0; i < headDim; i++) {
+            float m = Math.abs(query[q0 + i]);
+            int j;
+            if (kept < rank) {
+                j = kept++;
+            } else if (m > magnitude[kept - 1]) {
+                j = kept - 1;
+            } else {
+                continue;
+            }
+            while (j > 0 && magnitude[j - 1] < m) { // strict: an equal magnitude keeps the lower dimension first
+                dims[o + j] = dims[o + j - 1];
+                magnitude[j] = magnitude[j - 1];
+                j--;
+            }
+            dims[o + j] = i;
+            magnitude[j] = m;
+        }
+    }
+
+    /** The unit layout's tables and this selector's per-step arrays; K itself stays on the SSDs. */
+    @Override
+    public long memoryBytes() {
+        return layoutBytes + 4L * (dims.length + magnitude.length + wanted.length + logits.length + scores.length
+                + pageScore.length + scratch.length);
+    }
+}
