@@ -35,15 +35,20 @@ public final class UnitLayouts {
      * Writes {@code unitCount} units of {@code unitBytes} bytes for {@code layer} of a writable
      * sequence, owned by {@code owner}; a unit layout the layer had is replaced.
      *
+     * @param owner the name of the format's owner, returned by {@link LayerContext#units()}: usually
+     *     the strategy's {@link SelectionStrategy#name()}, or a name its variants share
      * @param version the owner's format version, 0..65535
      * @param params the owner's settings (at most 64 KiB), returned by {@link LayerContext#units()}
      * @throws IllegalArgumentException on a bad argument, naming it
      * @throws IllegalStateException if the sequence is read-only or closed
      */
-    public static StoredUnits write(KvSequence sequence, int layer, SelectionStrategy owner, int version, byte[] params,
+    public static StoredUnits write(KvSequence sequence, int layer, String owner, int version, byte[] params,
             int unitBytes, int unitCount, Source source) {
         Checks.notNull("sequence", sequence);
         Checks.notNull("owner", owner);
+        if (owner.isEmpty() || owner.length() > 256) {
+            throw new IllegalArgumentException("owner = \"" + owner + "\"; allowed: 1..256 characters");
+        }
         Checks.notNull("params", params);
         Checks.notNull("source", source);
         Checks.inRange("version", version, 0, 0xFFFF);
@@ -55,7 +60,7 @@ public final class UnitLayouts {
             Checks.index("layer", layer, sequence.shape().layers());
             hooks.checkNoFetchInFlight("write a unit layout");
             hooks.flushWrites();
-            UnitLayout u = UnitLayoutWriter.write(hooks.store(), sequence.id(), hooks.checksum(), layer, owner.name(),
+            UnitLayout u = UnitLayoutWriter.write(hooks.store(), sequence.id(), hooks.checksum(), layer, owner,
                     version, params, unitBytes, unitCount, new UnitLayoutWriter.Source() {
                         @Override
                         public int device(int unit) {

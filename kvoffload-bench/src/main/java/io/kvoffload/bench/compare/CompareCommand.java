@@ -102,7 +102,7 @@ public final class CompareCommand implements Callable<Integer> {
     int[] batches;
 
     @Option(names = "--strategies", split = ",", defaultValue = IoStrategies.DEFAULTS,
-            description = "Strategies (default: ${DEFAULT-VALUE}; also sparq, sparf).")
+            description = "Strategies (default: ${DEFAULT-VALUE}; also sparq, sparf-memory, sparf, sparf-qh).")
     List<String> strategies;
 
     @Option(names = "--layers", defaultValue = "2", description = "Layers (default: ${DEFAULT-VALUE}).")
@@ -254,6 +254,7 @@ public final class CompareCommand implements Callable<Integer> {
 
     @Override
     public Integer call() throws Exception {
+        IoStrategies.registerVariants();
         PrintWriter pw = spec.commandLine().getOut();
         List<Row> rows = execute(pw);
         pw.println(summaryTable(rows, budget));
@@ -510,8 +511,8 @@ public final class CompareCommand implements Callable<Integer> {
                 Strategies.Params p = new Strategies.Params(heads.queryHeads, window, seed + l, 0, sinks, List.of(), 0.1,
                         ClusteringConfig.defaults());
                 for (Strategy s : chosen) {
-                    if (s.decoderSelects()) {
-                        continue;
+                    if (s.decoderSelects() || s.layout() == Layout.OWN) {
+                        continue; // OWN: the index is measured over the stored layout (store)
                     }
                     if (!Strategies.ALL.contains(s.selector())) {
                         // A library strategy with no in-memory twin: its DRAM index is what its layer selector holds.
@@ -590,7 +591,15 @@ public final class CompareCommand implements Callable<Integer> {
             for (int t = 0; t < n; t++) {
                 ids[t] = t % 32000;
             }
+            for (Strategy own : chosen) {
+                if (own.layout() == Layout.OWN) {
+                    storeOwn(e, own, ids);
+                }
+            }
             for (Layout layout : layouts(chosen)) {
+                if (layout == Layout.OWN) {
+                    continue;
+                }
                 ClusterOptions o = ClusterOptions.defaults().withRadius(tau).withPlacement(
                         layout == Layout.NO_BALANCE ? ClusterOptions.Placement.FIRST_DEVICE
                                 : ClusterOptions.Placement.ROUND_ROBIN);
@@ -613,6 +622,30 @@ public final class CompareCommand implements Callable<Integer> {
             }
         }
 
+        /**
+         * Stores one sequence laid out by {@code s}'s own offline phase, and measures the DRAM its layer
+         * selectors hold over that layout (for SparF: the unit tables and per-step scratch, not K).
+         */
+        private void storeOwn(KvEngine e, Strategy s, int[] ids) {
+            io.kvoffload.strategy.SelectionStrategy strategy = io.kvoffload.strategy.Strategies.named(s.selector());
+            try (KvSequence seq = e.createSequence(s.sequenceId(), shape)) {
+                seq.appendTokens(ids);
+                for (int l = 0; l < layers; l++) {
+                    seq.appendKv(l, keys[l], values[l]);
+                    strategy.layOut(seq, l);
+                }
+                seq.commit();
+                for (int l = 0; l < layers; l++) {
+                    var u = io.kvoffload.internal.sequence.SequenceAccess.of(seq).ledger().layer(l).units();
+                    var stored = u == null ? null : new io.kvoffload.strategy.StoredUnits(u.owner(), u.version(),
+                            u.params(), u.unitCount(), u.unitBytes(), u.memoryBytes());
+                    try (var layer = strategy.openLayer(new KeysContext(shape, l, dense[l], sinks, window, stored))) {
+                        indexBytes.merge(s.name(), layer.memoryBytes(), Long::sum);
+                    }
+                }
+            }
+        }
+
         @Override
         public void close() throws IOException {
             try {
@@ -628,6 +661,11 @@ public final class CompareCommand implements Callable<Integer> {
 
     private static List<Layout> layouts(List<Strategy> chosen) {
         return chosen.stream().map(Strategy::layout).distinct().toList();
+    }
+
+    /** Sequences stored for {@code chosen}: one per layout, one per strategy laying itself out. */
+    private static int sequences(List<Strategy> chosen) {
+        return (int) chosen.stream().map(Strategy::sequenceId).distinct().count();
     }
 
     static int[][] positional(int tokens, int g) {
@@ -660,7 +698,7 @@ public final class CompareCommand implements Callable<Integer> {
             throws IOException {
         long layerBytes = (long) Arrays.stream(sizes).max().orElse(n) * shape.entryBytes();
         // Swarm's replicas (up to 4 copies, about 1.5 measured) and alignment padding: 3× per layout is ample.
-        long total = layerBytes * layers * layouts(chosen).size() * 3;
+        long total = layerBytes * layers * sequences(chosen) * 3;
         long capacity = (total / deviceDirs.size() + (64L << 20)) & -(1L << 20);
         KvConfig.Builder b = KvConfig.builder().ssdDirectories(deviceDirs).ioBackend(backend)
                 .deviceCapacityBytes(capacity).dramBudgetBytes(dramBudget(layerBytes));
@@ -744,7 +782,7 @@ public final class CompareCommand implements Callable<Integer> {
             ob.strategy(s.selector());
         }
         DecodeOptions o = ob.build();
-        String id = s.layout().name().toLowerCase(Locale.ROOT);
+        String id = s.sequenceId();
         Throwable[] failure = new Throwable[1];
         Thread[] threads = new Thread[batch];
         for (int b = 0; b < batch; b++) {

@@ -30,9 +30,10 @@ import java.nio.ByteBuffer;
  *       neighbouring dimensions merge into one read. Written with {@link UnitLayouts#write} (all or
  *       nothing, a checksum per unit) and persisted in the manifest with this strategy's name and
  *       {@link #VERSION}.</li>
- *   <li><b>Step 1</b> ({@link LayerSelector#planUnits}): per query head the {@code r} dimensions of
- *       largest {@code |q_i|} (ties: the lower dimension; {@code r = headDim / 8} by default, the
- *       paper's 1/8 setting); the union per KV head is read from the SSDs through the pipeline.
+ *   <li><b>Step 1</b> ({@link LayerSelector#planUnits}): the {@code r} dimensions of largest
+ *       {@code |q_i|} (ties: the lower dimension; {@code r = headDim / 8} by default, the paper's 1/8
+ *       setting), per KV head over the sum of its query heads' {@code |q|} by default
+ *       ({@link Dimensions}); their slices are read from the SSDs through the pipeline.
  *       The approximate scores are SparQ's, {@code ŝ_h = softmax(q[i]·K[:, i]ᵀ / √(d·‖q[i]‖₁/‖q‖₁))},
  *       averaged over the query heads.</li>
  *   <li><b>Step 2</b>: a page group ranks by the best {@code ŝ} among its tokens (InstInfer drops a
@@ -47,12 +48,30 @@ import java.nio.ByteBuffer;
  *
  * @param rank dimensions kept per query head; {@value #AUTO} for {@code max(1, headDim / 8)}
  * @param pageTokens G, tokens per page group (the token-major layout's unit), 1..4096
+ * @param dimensions how the r dimensions are chosen when several query heads share a KV head (GQA)
  */
-public record SparF(int rank, int pageTokens) implements SelectionStrategy {
+public record SparF(int rank, int pageTokens, Dimensions dimensions) implements SelectionStrategy {
+    /** How step 1 chooses the dimensions it reads. */
+    public enum Dimensions {
+        /**
+         * One set per KV head: the top-r of {@code Σ |q_i|} over the query heads sharing it (SparQ's
+         * handling of grouped-query attention), so step 1 reads {@code r / headDim} of K.
+         */
+        PER_KV_HEAD,
+        /**
+         * One set per query head (Algorithm 1 as written, for multi-head attention): a KV head's
+         * slices are the union of its query heads' sets, up to {@code r × queryHeads / kvHeads}
+         * dimensions.
+         */
+        PER_QUERY_HEAD
+    }
+
     /** {@link #rank()} value for {@code headDim / 8}. */
     public static final int AUTO = 0;
     /** This strategy's unit-layout format. */
     public static final int VERSION = 1;
+    /** The owner name of the dual layout, shared by both {@link Dimensions} variants (the bytes are the same). */
+    public static final String LAYOUT_OWNER = "sparf";
     /** Bytes of one dimension slice: a flash page, and the devices' direct-I/O alignment. */
     static final int SLICE_BYTES = 4096;
     private static final int PARAMS_BYTES = 21;
@@ -62,16 +81,29 @@ public record SparF(int rank, int pageTokens) implements SelectionStrategy {
             Checks.inRange("rank", rank, 1, 1 << 16);
         }
         Checks.inRange("pageTokens", pageTokens, 1, 4096);
+        Checks.notNull("dimensions", dimensions);
     }
 
-    /** The paper's settings: r = headDim / 8, groups of 16 tokens. Also the service-loader provider. */
+    /**
+     * The paper's settings: r = headDim / 8, groups of 16 tokens; dimensions per KV head. Also the
+     * service-loader provider.
+     */
     public SparF() {
-        this(AUTO, 16);
+        this(AUTO, 16, Dimensions.PER_KV_HEAD);
     }
 
+    public SparF withDimensions(Dimensions d) {
+        return new SparF(rank, pageTokens, d);
+    }
+
+    public SparF withRank(int r) {
+        return new SparF(r, pageTokens, dimensions);
+    }
+
+    /** {@code sparf}, or {@code sparf-qh} for {@link Dimensions#PER_QUERY_HEAD}. */
     @Override
     public String name() {
-        return "sparf";
+        return dimensions == Dimensions.PER_KV_HEAD ? "sparf" : "sparf-qh";
     }
 
     @Override
@@ -113,7 +145,7 @@ public record SparF(int rank, int pageTokens) implements SelectionStrategy {
             MemorySegment keys = arena.allocate(slice * half, 64);
             MemorySegment values = arena.allocate(slice * half, 64);
             int[] cached = {-1};
-            UnitLayouts.write(sequence, layer, this, VERSION, p.array(), slice * eb, slices * heads * d,
+            UnitLayouts.write(sequence, layer, LAYOUT_OWNER, VERSION, p.array(), slice * eb, slices * heads * d,
                     new UnitLayouts.Source() {
                         @Override
                         public int device(int unit) {
@@ -146,7 +178,7 @@ public record SparF(int rank, int pageTokens) implements SelectionStrategy {
     @Override
     public LayerSelector openLayer(LayerContext context) {
         StoredUnits u = context.units();
-        if (u == null || !u.owner().equals(name()) || u.version() != VERSION) {
+        if (u == null || !u.owner().equals(LAYOUT_OWNER) || u.version() != VERSION) {
             throw new IllegalStateException("layer " + context.layer() + " has "
                     + (u == null ? "no unit layout" : "the unit layout of '" + u.owner() + "' version " + u.version())
                     + "; allowed: SparF's dual layout version " + VERSION + " (lay the layer out with SparF.layOut"
@@ -164,6 +196,6 @@ public record SparF(int rank, int pageTokens) implements SelectionStrategy {
                     + " not match the sequence's shape " + shape + " and " + context.tokens() + " tokens");
         }
         return new SparFLayer(shape, laidOut, slice, g, rankFor(d), context.sinkTokens(), context.localWindow(),
-                u.memoryBytes());
+                u.memoryBytes(), dimensions == Dimensions.PER_KV_HEAD);
     }
 }

@@ -31,6 +31,9 @@ final class SparFLayer implements LayerSelector {
     private final int sinkTokens;
     private final int localWindow;
     private final long layoutBytes;
+    private final boolean perKvHead;
+    /** |q_i| per dimension of the head (or Σ over the KV head's query heads) being ranked. */
+    private final float[] absQuery;
     /** Per query head, its top-r dimensions (descending |q|), then their magnitudes. */
     private final int[] dims;
     private final float[] magnitude;
@@ -43,7 +46,7 @@ final class SparFLayer implements LayerSelector {
     private final float[] scratch;
 
     SparFLayer(KvShape shape, int laidOut, int slice, int pageTokens, int rank, int sinkTokens, int localWindow,
-            long layoutBytes) {
+            long layoutBytes, boolean perKvHead) {
         this.queryHeads = shape.queryHeads();
         this.kvHeads = shape.kvHeads();
         this.headDim = shape.headDim();
@@ -59,6 +62,8 @@ final class SparFLayer implements LayerSelector {
         this.sinkTokens = sinkTokens;
         this.localWindow = localWindow;
         this.layoutBytes = layoutBytes;
+        this.perKvHead = perKvHead;
+        this.absQuery = new float[headDim];
         this.dims = new int[queryHeads * rank];
         this.magnitude = new float[rank];
         this.wanted = new int[kvHeads * headDim];
@@ -83,8 +88,19 @@ final class SparFLayer implements LayerSelector {
             epoch = 1;
         }
         for (int h = 0; h < queryHeads; h++) {
-            topDimensions(query, h);
             int kvh = h / groupSize;
+            if (perKvHead && h % groupSize != 0) {
+                System.arraycopy(dims, (h - 1) * rank, dims, h * rank, rank); // the KV head's dimensions
+                continue;
+            }
+            java.util.Arrays.fill(absQuery, 0f);
+            for (int m = perKvHead ? groupSize : 1, g = 0; g < m; g++) { // GQA: Σ |q| over the KV head's query heads
+                int q0 = (h + g) * headDim;
+                for (int i = 0; i < headDim; i++) {
+                    absQuery[i] += Math.abs(query[q0 + i]);
+                }
+            }
+            topDimensions(h);
             for (int j = 0; j < rank; j++) {
                 wanted[kvh * headDim + dims[h * rank + j]] = epoch;
             }
@@ -191,12 +207,12 @@ final class SparFLayer implements LayerSelector {
         }
     }
 
-    /** Query head {@code h}'s {@code rank} dimensions of largest {@code |q_i|} into {@link #dims} (ties: lower dimension). */
-    private void topDimensions(float[] query, int h) {
-        int q0 = h * headDim, o = h * rank;
+    /** The {@code rank} dimensions of largest {@link #absQuery} into query head {@code h}'s {@link #dims} (ties: lower dimension). */
+    private void topDimensions(int h) {
+        int o = h * rank;
         int kept = 0;
         for (int i = 0; i < headDim; i++) {
-            float m = Math.abs(query[q0 + i]);
+            float m = absQuery[i];
             int j;
             if (kept < rank) {
                 j = kept++;
@@ -218,7 +234,7 @@ final class SparFLayer implements LayerSelector {
     /** The unit layout's tables and this selector's per-step arrays; K itself stays on the SSDs. */
     @Override
     public long memoryBytes() {
-        return layoutBytes + 4L * (dims.length + magnitude.length + wanted.length + logits.length + scores.length
-                + pageScore.length + scratch.length);
+        return layoutBytes + 4L * (dims.length + magnitude.length + absQuery.length + wanted.length + logits.length
+                + scores.length + pageScore.length + scratch.length);
     }
 }

@@ -35,6 +35,8 @@ import java.util.BitSet;
 import java.util.List;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.EnumSource;
 
 /**
  * InstInfer's SparF from flash through the decoder's pipeline: the dual layout's step-1 reads, the
@@ -81,11 +83,20 @@ class SparFTest {
     }
 
     DecodeOptions options(double sparsity) {
-        return DecodeOptions.builder().strategy(SPARF).sparsity(sparsity).sinkTokens(SINKS).localWindow(WINDOW).build();
+        return options(sparsity, SPARF);
+    }
+
+    DecodeOptions options(double sparsity, SparF strategy) {
+        return DecodeOptions.builder().strategy(strategy).sparsity(sparsity).sinkTokens(SINKS).localWindow(WINDOW)
+                .build();
     }
 
     /** The reference: SparQ scores from the stored keys, page groups by their best token, top ⌈budget/G⌉ whole. */
     BitSet expectedRows(int layer, float[] q, double sparsity) {
+        return expectedRows(layer, q, sparsity, SparF.Dimensions.PER_KV_HEAD);
+    }
+
+    BitSet expectedRows(int layer, float[] q, double sparsity, SparF.Dimensions choice) {
         byte[] kb = expectedBytes(layer)[0];
         MemorySegment k = MemorySegment.ofArray(kb);
         int d = SHAPE.headDim(), heads = SHAPE.kvHeads(), qh = SHAPE.queryHeads(), r = d / 8, g = 16;
@@ -96,7 +107,14 @@ class SparFTest {
                 order[i] = i;
             }
             int q0 = h * d;
-            java.util.Arrays.sort(order, (a, b) -> Float.compare(Math.abs(q[q0 + b]), Math.abs(q[q0 + a])));
+            float[] mag = new float[d];
+            int group = qh / heads, first = choice == SparF.Dimensions.PER_KV_HEAD ? h / group * group : h;
+            for (int m = 0; m < (choice == SparF.Dimensions.PER_KV_HEAD ? group : 1); m++) {
+                for (int i = 0; i < d; i++) {
+                    mag[i] += Math.abs(q[(first + m) * d + i]);
+                }
+            }
+            java.util.Arrays.sort(order, (a, b) -> Float.compare(mag[b], mag[a])); // stable: ties keep the lower dimension
             double l1 = 0, kept = 0;
             for (int i = 0; i < d; i++) {
                 l1 += Math.abs(q[q0 + i]);
@@ -149,13 +167,15 @@ class SparFTest {
         assertEquals("sparf-memory", Strategies.named("sparf-memory").name());
     }
 
-    @Test
-    void readsTopDimensionSlicesFromFlashThenWholePageGroupsBitExact() {
+    @ParameterizedTest
+    @EnumSource(SparF.Dimensions.class)
+    void readsTopDimensionSlicesFromFlashThenWholePageGroupsBitExact(SparF.Dimensions choice) {
         double sparsity = 0.1;
+        SparF sparf = SPARF.withDimensions(choice);
         try (KvEngine e = KvEngine.open(config(3))) {
             store(e, "s");
-            try (KvSequence s = e.openSequence("s"); KvDecoder d = s.decoder(options(sparsity));
-                    KvDecoder again = s.decoder(options(sparsity))) {
+            try (KvSequence s = e.openSequence("s"); KvDecoder d = s.decoder(options(sparsity, sparf));
+                    KvDecoder again = s.decoder(options(sparsity, sparf))) {
                 for (int step = 0; step < 3; step++) {
                     for (int l = 0; l < SHAPE.layers(); l++) {
                         float[] q = w.query(l, step);
@@ -163,7 +183,7 @@ class SparFTest {
                         try (KvView v = d.prefetch(l, q).await()) {
                             got = KvViews.assertBitExact(v, expectedBytes(l));
                         }
-                        assertEquals(expectedRows(l, q, sparsity), got, "layer " + l + " step " + step);
+                        assertEquals(expectedRows(l, q, sparsity, choice), got, "layer " + l + " step " + step);
                         try (KvView v = again.prefetch(l, q).await()) { // deterministic: same query, same rows
                             assertEquals(got, KvViews.assertBitExact(v, expectedBytes(l)));
                         }
