@@ -438,37 +438,33 @@ public final class ManifestCodec {
         }
         for (int l = 0; l < m.groups().length; l++) {
             GroupLayout g = m.groups()[l];
-            if (g == null) {
-                continue;
-            }
-            for (int s = 0; s < g.segmentCount(); s++) {
-                DevicePool d = devices.get(map[g.segmentDevice(s)]);
-                long off = g.segmentOffset(s);
-                int len = g.segmentLength(s);
-                if (len <= 0 || len % d.alignment() != 0 || off < 0 || off % d.alignment() != 0
-                        || off > d.sizeBytes() - len || g.stride() % d.alignment() != 0) {
-                    throw new IllegalArgumentException("sequence " + m.id() + " layer " + l + " group segment " + s
-                            + ": extent [" + off + ", +" + len + ") with group stride " + g.stride()
-                            + " is not an aligned extent of device " + d.index() + " (" + d.sizeBytes()
-                            + " bytes, alignment " + d.alignment() + ")");
-                }
+            if (g != null) {
+                validateSegments(m, devices, map, l, "group", g, g.stride());
             }
         }
         for (int l = 0; l < m.units().length; l++) {
             UnitLayout u = m.units()[l];
-            for (int s = 0; u != null && s < u.segmentCount(); s++) {
-                DevicePool d = devices.get(map[u.segmentDevice(s)]);
-                long off = u.segmentOffset(s);
-                int len = u.segmentLength(s);
-                if (len <= 0 || len % d.alignment() != 0 || off < 0 || off % d.alignment() != 0
-                        || off > d.sizeBytes() - len || u.stride() % d.alignment() != 0) {
-                    throw new IllegalArgumentException("sequence " + m.id() + " layer " + l + " unit segment " + s
-                            + ": extent [" + off + ", +" + len + ") with unit stride " + u.stride()
-                            + " is not an aligned extent of device " + d.index() + " (" + d.sizeBytes()
-                            + " bytes, alignment " + d.alignment() + ")");
-                }
+            if (u != null) {
+                validateSegments(m, devices, map, l, "unit", u, u.stride());
             }
         }
         return map;
+    }
+
+    /** Checks that every segment of {@code layout} (layer {@code l}) is an aligned extent inside its device, and its stride aligned. */
+    private static void validateSegments(Manifest m, List<DevicePool> devices, int[] map, int l, String what,
+            SegmentedLayout layout, int stride) {
+        for (int s = 0; s < layout.segmentCount(); s++) {
+            DevicePool d = devices.get(map[layout.segmentDevice(s)]);
+            long off = layout.segmentOffset(s);
+            int len = layout.segmentLength(s);
+            if (len <= 0 || len % d.alignment() != 0 || off < 0 || off % d.alignment() != 0
+                    || off > d.sizeBytes() - len || stride % d.alignment() != 0) {
+                throw new IllegalArgumentException("sequence " + m.id() + " layer " + l + " " + what + " segment " + s
+                        + ": extent [" + off + ", +" + len + ") with " + what + " stride " + stride
+                        + " is not an aligned extent of device " + d.index() + " (" + d.sizeBytes()
+                        + " bytes, alignment " + d.alignment() + ")");
+            }
+        }
     }
 }

@@ -40,7 +40,10 @@ final class SparFLayer implements LayerSelector {
     /** Per (KV head, dimension): the step that last wanted its slices. */
     private final int[] wanted;
     private int epoch;
+    /** Per query head sharing the current dimensions, its logits over the laid-out tokens. */
     private final float[] logits;
+    /** One decoded slice row: a dimension of a KV head's keys over the laid-out tokens. */
+    private final float[] row;
     private final float[] scores;
     private final float[] pageScore;
     private final float[] scratch;
@@ -67,7 +70,8 @@ final class SparFLayer implements LayerSelector {
         this.dims = new int[queryHeads * rank];
         this.magnitude = new float[rank];
         this.wanted = new int[kvHeads * headDim];
-        this.logits = new float[Math.max(1, laidOut)];
+        this.logits = new float[Math.max(1, (perKvHead ? groupSize : 1) * laidOut)];
+        this.row = new float[Math.max(1, laidOut)];
         this.scores = new float[Math.max(1, laidOut)];
         this.pageScore = new float[Math.max(1, pages)];
         this.scratch = new float[Math.max(1, pages)];
@@ -169,41 +173,64 @@ final class SparFLayer implements LayerSelector {
         }
     }
 
-    /** SparQ's approximate scores of the laid-out tokens, averaged over the query heads, from the slices read. */
+    /**
+     * SparQ's approximate scores of the laid-out tokens, averaged over the query heads, from the
+     * slices read. Query heads that share their dimensions (a KV head's, {@link SparF.Dimensions#PER_KV_HEAD})
+     * share each decoded slice row.
+     */
     private void score(float[] query, UnitReads reads) {
         java.util.Arrays.fill(scores, 0, laidOut, 0f);
-        MemorySegment data = reads.data();
-        float inv = 1f / queryHeads;
-        for (int h = 0; h < queryHeads; h++) {
-            int q0 = h * headDim;
-            int kvh = h / groupSize;
-            java.util.Arrays.fill(logits, 0, laidOut, 0f);
-            float l1All = 0, l1Kept = 0;
-            for (int i = 0; i < headDim; i++) {
-                l1All += Math.abs(query[q0 + i]);
-            }
+        int sharing = perKvHead ? groupSize : 1;
+        for (int h0 = 0; h0 < queryHeads; h0 += sharing) {
+            int kvh = h0 / groupSize;
+            java.util.Arrays.fill(logits, 0, sharing * laidOut, 0f);
             for (int j = 0; j < rank; j++) {
-                int i = dims[h * rank + j];
-                float qi = query[q0 + i];
-                l1Kept += Math.abs(qi);
-                for (int s = 0; s < slices; s++) {
-                    long at = reads.offset((s * kvHeads + kvh) * headDim + i);
-                    int from = s * slice, n = Math.min(slice, laidOut - from);
-                    for (int t = 0; t < n; t++) {
-                        logits[from + t] += qi * ElementCodec.read(dtype, data, at + (long) t * elementBytes);
+                int i = dims[h0 * rank + j];
+                decodeRow(reads, (kvh * headDim + i));
+                for (int g = 0; g < sharing; g++) {
+                    float qi = query[(h0 + g) * headDim + i];
+                    int o = g * laidOut;
+                    for (int t = 0; t < laidOut; t++) {
+                        logits[o + t] += qi * row[t];
                     }
                 }
             }
-            // SparQ's temperature: as if the kept dimensions carried the query's whole L1 mass.
-            float temperature = l1All > 0 && l1Kept > 0
-                    ? (float) (1.0 / Math.sqrt(headDim * (double) l1Kept / l1All)) : 1f;
-            for (int t = 0; t < laidOut; t++) {
-                logits[t] *= temperature;
+            for (int g = 0; g < sharing; g++) {
+                accumulate(query, h0 + g, g * laidOut);
             }
-            float norm = Softmax.exponentiate(logits, 0, laidOut) * inv;
-            for (int t = 0; t < laidOut; t++) {
-                scores[t] += logits[t] * norm;
+        }
+    }
+
+    /** {@code K[:, head, dim]} of the laid-out tokens into {@link #row}, from the slices of {@code headDimIndex = head · headDim + dim}. */
+    private void decodeRow(UnitReads reads, int headDimIndex) {
+        MemorySegment data = reads.data();
+        for (int s = 0; s < slices; s++) {
+            long at = reads.offset(s * kvHeads * headDim + headDimIndex);
+            int from = s * slice, n = Math.min(slice, laidOut - from);
+            for (int t = 0; t < n; t++) {
+                row[from + t] = ElementCodec.read(dtype, data, at + (long) t * elementBytes);
             }
+        }
+    }
+
+    /** Query head {@code h}'s softmax over its logits at {@code o}, with SparQ's temperature, added to the scores. */
+    private void accumulate(float[] query, int h, int o) {
+        int q0 = h * headDim;
+        float l1All = 0, l1Kept = 0;
+        for (int i = 0; i < headDim; i++) {
+            l1All += Math.abs(query[q0 + i]);
+        }
+        for (int j = 0; j < rank; j++) {
+            l1Kept += Math.abs(query[q0 + dims[h * rank + j]]);
+        }
+        // SparQ's temperature: as if the kept dimensions carried the query's whole L1 mass.
+        float temperature = l1All > 0 && l1Kept > 0 ? (float) (1.0 / Math.sqrt(headDim * (double) l1Kept / l1All)) : 1f;
+        for (int t = 0; t < laidOut; t++) {
+            logits[o + t] *= temperature;
+        }
+        float norm = Softmax.exponentiate(logits, o, laidOut) / queryHeads;
+        for (int t = 0; t < laidOut; t++) {
+            scores[t] += logits[o + t] * norm;
         }
     }
 
@@ -234,7 +261,7 @@ final class SparFLayer implements LayerSelector {
     /** The unit layout's tables and this selector's per-step arrays; K itself stays on the SSDs. */
     @Override
     public long memoryBytes() {
-        return layoutBytes + 4L * (dims.length + magnitude.length + absQuery.length + wanted.length + logits.length
+        return layoutBytes + 4L * (dims.length + magnitude.length + absQuery.length + wanted.length + logits.length + row.length
                 + scores.length + pageScore.length + scratch.length);
     }
 }

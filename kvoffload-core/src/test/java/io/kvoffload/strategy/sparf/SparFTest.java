@@ -23,7 +23,6 @@ import io.kvoffload.testing.KvViews;
 import io.kvoffload.testing.TestEngines;
 import io.kvoffload.workload.SyntheticWorkload;
 import io.kvoffload.workload.WorkloadSpec;
-import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.nio.ByteBuffer;
@@ -58,28 +57,14 @@ class SparFTest {
         return TestEngines.config(TestEngines.deviceDirs(root, devices), "portable").build();
     }
 
+    byte[][][] stored;
+
     void store(KvEngine e, String id) {
-        int[] ids = new int[TOKENS];
-        try (KvSequence s = e.createSequence(id, SHAPE); Arena arena = Arena.ofConfined()) {
-            s.appendTokens(ids);
-            MemorySegment k = arena.allocate((long) TOKENS * SHAPE.halfEntryBytes());
-            MemorySegment v = arena.allocate((long) TOKENS * SHAPE.halfEntryBytes());
-            for (int l = 0; l < SHAPE.layers(); l++) {
-                w.writeKv(l, 0, TOKENS, SHAPE.dtype(), k, v);
-                s.appendKv(l, k, v);
-                SPARF.layOut(s, l);
-            }
-            s.commit();
-        }
+        stored = TestEngines.storeLaidOut(e, id, w, TOKENS, SPARF);
     }
 
     byte[][] expectedBytes(int layer) {
-        try (Arena arena = Arena.ofConfined()) {
-            MemorySegment k = arena.allocate((long) TOKENS * SHAPE.halfEntryBytes());
-            MemorySegment v = arena.allocate((long) TOKENS * SHAPE.halfEntryBytes());
-            w.writeKv(layer, 0, TOKENS, SHAPE.dtype(), k, v);
-            return new byte[][] {k.toArray(ValueLayout.JAVA_BYTE), v.toArray(ValueLayout.JAVA_BYTE)};
-        }
+        return stored[layer];
     }
 
     DecodeOptions options(double sparsity) {
@@ -309,18 +294,7 @@ class SparFTest {
     @Test
     void aLayerWithoutTheDualLayoutIsRefusedByName() {
         try (KvEngine e = KvEngine.open(config(1))) {
-            int[] ids = new int[TOKENS];
-            try (KvSequence s = e.createSequence("plain", SHAPE); Arena arena = Arena.ofConfined()) {
-                s.appendTokens(ids);
-                MemorySegment k = arena.allocate((long) TOKENS * SHAPE.halfEntryBytes());
-                MemorySegment v = arena.allocate((long) TOKENS * SHAPE.halfEntryBytes());
-                for (int l = 0; l < SHAPE.layers(); l++) {
-                    w.writeKv(l, 0, TOKENS, SHAPE.dtype(), k, v);
-                    s.appendKv(l, k, v);
-                    Strategies.named("quest").layOut(s, l);
-                }
-                s.commit();
-            }
+            TestEngines.storeLaidOut(e, "plain", w, TOKENS, Strategies.named("quest"));
             try (KvSequence s = e.openSequence("plain"); KvDecoder d = s.decoder(options(0.1))) {
                 IllegalStateException ex = assertThrows(IllegalStateException.class,
                         () -> d.prefetch(0, w.query(0, 0)).await());
