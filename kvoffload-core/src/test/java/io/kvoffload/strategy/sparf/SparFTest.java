@@ -8,6 +8,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import io.kvoffload.DType;
 import io.kvoffload.DecodeOptions;
 import io.kvoffload.DecodeStats;
+import io.kvoffload.KvBatch;
 import io.kvoffload.KvChecksumException;
 import io.kvoffload.KvConfig;
 import io.kvoffload.KvDecoder;
@@ -181,6 +182,27 @@ class SparFTest {
                 long entries = st.tokensFetched() * SHAPE.entryBytes();
                 assertTrue(st.bytesRead() > entries && st.bytesRead() <= entries + stepOneMax + 3L * 2 * 64 * 4096,
                         "both steps are read from the SSDs: " + st);
+            }
+        }
+    }
+
+    @Test
+    void aBatchOfDecodersReadsItsStepOneSlicesPerSequence() {
+        try (KvEngine e = KvEngine.open(config(2))) {
+            store(e, "s");
+            try (KvSequence a = e.openSequence("s"); KvSequence b = e.openSequence("s");
+                    KvDecoder da = a.decoder(options(0.1)); KvDecoder db = b.decoder(options(0.1))) {
+                KvBatch batch = KvBatch.of(da, db);
+                KvView[] views = new KvView[2];
+                for (int l = 0; l < SHAPE.layers(); l++) {
+                    float[][] q = {w.query(l, 1), w.query(l, 2)};
+                    batch.prefetch(l, q, views);
+                    for (int i = 0; i < 2; i++) {
+                        try (KvView v = views[i].await()) {
+                            assertEquals(expectedRows(l, q[i], 0.1), KvViews.assertBitExact(v, expectedBytes(l)));
+                        }
+                    }
+                }
             }
         }
     }
