@@ -24,6 +24,7 @@ import io.kvoffload.testing.KvViews;
 import io.kvoffload.testing.TestEngines;
 import io.kvoffload.workload.SyntheticWorkload;
 import io.kvoffload.workload.WorkloadSpec;
+import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.nio.ByteBuffer;
@@ -311,6 +312,36 @@ class SparFTest {
                 assertTrue(!before.isEmpty());
             }
         }
+    }
+
+    @Test
+    void layingOutAgainOrClosingWithoutACommitLeavesNoSpaceBehind() {
+        try (KvEngine e = KvEngine.open(config(2))) {
+            long free = free(e);
+            try (KvSequence s = e.createSequence("gone", SHAPE); Arena arena = Arena.ofConfined()) {
+                s.appendTokens(new int[TOKENS]);
+                MemorySegment k = arena.allocate((long) TOKENS * SHAPE.halfEntryBytes());
+                MemorySegment v = arena.allocate((long) TOKENS * SHAPE.halfEntryBytes());
+                w.writeKv(0, 0, TOKENS, SHAPE.dtype(), k, v);
+                s.appendKv(0, k, v);
+                SPARF.layOut(s, 0);
+                long once = free(e);
+                SPARF.layOut(s, 0); // the first dual layout (uncommitted) is freed when replaced
+                assertEquals(once, free(e));
+            } // closed without a commit: everything it wrote is freed
+            assertEquals(free, free(e));
+            store(e, "kept");
+            long committed = free(e);
+            try (KvSequence s = e.openSequenceForAppend("kept", SHAPE)) {
+                SPARF.layOut(s, 1); // the committed layout stays until a commit no longer names it
+                s.commit();
+            }
+            assertEquals(committed, free(e), "the superseded dual layout was freed at the commit");
+        }
+    }
+
+    private static long free(KvEngine e) {
+        return e.stats().devices().stream().mapToLong(d -> d.freeBytes()).sum();
     }
 
     @Test
