@@ -9,6 +9,8 @@ import io.kvoffload.strategy.FetchPlan;
 import io.kvoffload.strategy.LayerSelector;
 import io.kvoffload.strategy.UnitReads;
 import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.nio.ByteOrder;
 
 /**
  * One layer's SparF selection ({@link SparF}): step 1 asks for the dimension slices of every query
@@ -16,12 +18,14 @@ import java.lang.foreign.MemorySegment;
  * whole. Every buffer is sized when the layer opens, so a step allocates nothing.
  */
 final class SparFLayer implements LayerSelector {
+    /** The stored element byte order (ElementCodec's). */
+    private static final ValueLayout.OfFloat F32 = ValueLayout.JAVA_FLOAT_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
+    private static final ValueLayout.OfShort U16 = ValueLayout.JAVA_SHORT_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
     private final int queryHeads;
     private final int kvHeads;
     private final int headDim;
     private final int groupSize; // query heads per KV head (GQA)
     private final DType dtype;
-    private final int elementBytes;
     private final int laidOut;
     private final int slice;
     private final int slices;
@@ -55,7 +59,6 @@ final class SparFLayer implements LayerSelector {
         this.headDim = shape.headDim();
         this.groupSize = queryHeads / kvHeads;
         this.dtype = shape.dtype();
-        this.elementBytes = dtype.bytes();
         this.laidOut = laidOut;
         this.slice = slice;
         this.slices = (laidOut + slice - 1) / slice;
@@ -207,8 +210,18 @@ final class SparFLayer implements LayerSelector {
         for (int s = 0; s < slices; s++) {
             long at = reads.offset(s * kvHeads * headDim + headDimIndex);
             int from = s * slice, n = Math.min(slice, laidOut - from);
-            for (int t = 0; t < n; t++) {
-                row[from + t] = ElementCodec.read(dtype, data, at + (long) t * elementBytes);
+            switch (dtype) { // outside the loop: each loop is a plain load-and-convert the JIT unrolls
+                case F32 -> MemorySegment.copy(data, F32, at, row, from, n);
+                case F16 -> {
+                    for (int t = 0; t < n; t++) {
+                        row[from + t] = Float.float16ToFloat(data.get(U16, at + 2L * t));
+                    }
+                }
+                case BF16 -> {
+                    for (int t = 0; t < n; t++) {
+                        row[from + t] = ElementCodec.fromBf16(data.get(U16, at + 2L * t));
+                    }
+                }
             }
         }
     }

@@ -19,6 +19,7 @@ import io.kvoffload.KvView;
 import io.kvoffload.internal.sequence.SequenceAccess;
 import io.kvoffload.internal.storage.DevicePool;
 import io.kvoffload.internal.storage.UnitLayout;
+import io.kvoffload.internal.util.ElementCodec;
 import io.kvoffload.strategy.Strategies;
 import io.kvoffload.testing.KvViews;
 import io.kvoffload.testing.TestEngines;
@@ -26,7 +27,6 @@ import io.kvoffload.workload.SyntheticWorkload;
 import io.kvoffload.workload.WorkloadSpec;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
-import java.lang.foreign.ValueLayout;
 import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;
 import java.nio.file.Path;
@@ -53,7 +53,9 @@ class SparFTest {
 
     @TempDir
     Path root;
-    final SyntheticWorkload w = new SyntheticWorkload(WorkloadSpec.builder(SHAPE, TOKENS).seed(7).build());
+    /** The shape and workload of the test: F16 unless a test switches dtype (before it stores). */
+    KvShape shape = SHAPE;
+    SyntheticWorkload w = new SyntheticWorkload(WorkloadSpec.builder(SHAPE, TOKENS).seed(7).build());
 
     KvConfig config(int devices) {
         return TestEngines.config(TestEngines.deviceDirs(root, devices), "portable").build();
@@ -86,7 +88,8 @@ class SparFTest {
     BitSet expectedRows(int layer, float[] q, double sparsity, SparF.Dimensions choice) {
         byte[] kb = expectedBytes(layer)[0];
         MemorySegment k = MemorySegment.ofArray(kb);
-        int d = SHAPE.headDim(), heads = SHAPE.kvHeads(), qh = SHAPE.queryHeads(), r = d / 8, g = 16;
+        int d = shape.headDim(), heads = shape.kvHeads(), qh = shape.queryHeads(), r = d / 8, g = 16;
+        int eb = shape.dtype().bytes();
         double[] score = new double[TOKENS];
         for (int h = 0; h < qh; h++) {
             Integer[] order = new Integer[d];
@@ -111,8 +114,8 @@ class SparFTest {
                 int i = order[j];
                 kept += Math.abs(q[q0 + i]);
                 for (int t = 0; t < TOKENS; t++) {
-                    short bits = k.get(ValueLayout.JAVA_SHORT_UNALIGNED, (((long) t * heads + h / (qh / heads)) * d + i) * 2);
-                    logit[t] += q[q0 + i] * Float.float16ToFloat(bits);
+                    long at = (((long) t * heads + h / (qh / heads)) * d + i) * eb;
+                    logit[t] += q[q0 + i] * ElementCodec.read(shape.dtype(), k, at);
                 }
             }
             double temp = 1 / Math.sqrt(d * kept / l1), max = Double.NEGATIVE_INFINITY, sum = 0;
@@ -183,6 +186,22 @@ class SparFTest {
                 long entries = st.tokensFetched() * SHAPE.entryBytes();
                 assertTrue(st.bytesRead() > entries && st.bytesRead() <= entries + stepOneMax + 3L * 2 * 64 * 4096,
                         "both steps are read from the SSDs: " + st);
+            }
+        }
+    }
+
+    @ParameterizedTest
+    @EnumSource(value = DType.class, names = {"F32", "BF16"})
+    void scoresTheSlicesOfEveryDtype(DType dtype) {
+        shape = new KvShape(1, 8, 2, 32, dtype);
+        w = new SyntheticWorkload(WorkloadSpec.builder(shape, TOKENS).seed(11).build());
+        try (KvEngine e = KvEngine.open(config(2))) {
+            store(e, "s");
+            try (KvSequence s = e.openSequence("s"); KvDecoder d = s.decoder(options(0.1))) {
+                float[] q = w.query(0, 3);
+                try (KvView v = d.prefetch(0, q).await()) {
+                    assertEquals(expectedRows(0, q, 0.1), KvViews.assertBitExact(v, expectedBytes(0)));
+                }
             }
         }
     }
