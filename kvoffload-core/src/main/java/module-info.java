@@ -33,6 +33,9 @@ module io.kvoffload.core {
     uses io.kvoffload.spi.DeviceTierProvider;
     uses io.kvoffload.spi.RemoteTierProvider;
     uses io.kvoffload.strategy.SelectionStrategy;
+    uses io.kvoffload.strategy.StrategyProvider;
 
     provides io.kvoffload.spi.IoBackendProvider with io.kvoffload.internal.io.PortableIoBackendProvider;
+    provides io.kvoffload.strategy.StrategyProvider with io.kvoffload.internal.swarm.SwarmStrategies,
+            io.kvoffload.internal.kvswap.KvSwapStrategies, io.kvoffload.internal.baseline.BaselineStrategies;
 }

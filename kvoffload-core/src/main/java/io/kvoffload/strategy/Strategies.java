@@ -1,43 +1,54 @@
 package io.kvoffload.strategy;
 
-import io.kvoffload.internal.baseline.BaselineStrategy;
-import io.kvoffload.internal.swarm.BlockMassStrategy;
-import io.kvoffload.strategy.kvswap.KvSwap;
-import io.kvoffload.strategy.swarm.Swarm;
 import io.kvoffload.internal.util.Checks;
 import java.util.ArrayList;
+import java.util.Comparator;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.ServiceLoader;
 
 /**
- * The registry of {@link SelectionStrategy}s by name: Swarm ({@code swarm}), KVSwap
- * ({@code kvswap}), the built-in baselines ({@code oracle},
- * {@code quest}, {@code infllm}, {@code pqcache}, {@code clusterkv}, {@code sparq}, {@code sparf}), Swarm's
- * blocks ranked by estimated per-head attention mass ({@code mass-mix}, the default, and the variants
- * measured against it: {@code mass-bound}, {@code mass-mean}, {@code logit-mean}, {@code mass-reps},
- * {@code mass-reps-bound}, {@code qmass-mix}, {@code qmass-bound}; see docs/swarm-offline.md),
- * every strategy a jar on the class or module path provides through {@link ServiceLoader}, and
- * those registered with {@link #register}. Thread-safe.
+ * The registry of {@link SelectionStrategy}s by name: every strategy a {@link StrategyProvider}
+ * contributes (the built-in ones, Swarm's and KVSwap's and the comparison's baselines, are
+ * registered that way; docs/architecture.md lists them), every {@link SelectionStrategy} a jar on
+ * the class or module path provides through {@link ServiceLoader}, and those registered with
+ * {@link #register}. kvoffload's own providers come first. Thread-safe.
  */
 public final class Strategies {
     private static final Map<String, SelectionStrategy> BY_NAME = new LinkedHashMap<>();
-    private static final SelectionStrategy DEFAULT = BlockMassStrategy.variants().getFirst();
+    private static final SelectionStrategy DEFAULT;
 
     static {
-        BY_NAME.put(Swarm.defaults().name(), Swarm.defaults());
-        BY_NAME.put(KvSwap.defaults().name(), KvSwap.defaults());
-        for (SelectionStrategy s : BaselineStrategy.all()) {
-            BY_NAME.put(s.name(), s);
+        ClassLoader loader = Strategies.class.getClassLoader();
+        List<StrategyProvider> providers = new ArrayList<>();
+        ServiceLoader.load(StrategyProvider.class, loader).forEach(providers::add);
+        // kvoffload's own providers first (stable sort): their names and default win over a third party's
+        providers.sort(Comparator.comparing(p -> !isOwn(p)));
+        SelectionStrategy proposed = null;
+        for (StrategyProvider p : providers) {
+            for (SelectionStrategy s : p.strategies()) {
+                BY_NAME.putIfAbsent(s.name(), s);
+            }
+            Optional<SelectionStrategy> d = p.proposedDefault();
+            if (proposed == null && d.isPresent()) {
+                proposed = d.get();
+            }
         }
-        BY_NAME.put(DEFAULT.name(), DEFAULT);
-        for (SelectionStrategy s : BlockMassStrategy.variants()) {
+        for (SelectionStrategy s : ServiceLoader.load(SelectionStrategy.class, loader)) {
             BY_NAME.putIfAbsent(s.name(), s);
         }
-        for (SelectionStrategy s : ServiceLoader.load(SelectionStrategy.class, Strategies.class.getClassLoader())) {
-            BY_NAME.putIfAbsent(s.name(), s);
+        if (proposed == null) {
+            throw new IllegalStateException("no StrategyProvider proposes a default strategy; kvoffload-core's"
+                    + " META-INF/services/" + StrategyProvider.class.getName() + " (or its module's provides) is"
+                    + " missing from " + loader);
         }
+        DEFAULT = proposed;
+    }
+
+    private static boolean isOwn(StrategyProvider p) {
+        return p.getClass().getName().startsWith("io.kvoffload.");
     }
 
     private Strategies() {}
@@ -79,8 +90,9 @@ public final class Strategies {
 
     /**
      * The strategy a decoder uses when its options name none, and for layers another strategy did not
-     * lay out: {@code mass-mix}, Swarm's blocks (or clusters) ranked by their estimated share of each
-     * head's attention (docs/benchmarks.md, "Selection fidelity", has the measurements that chose it).
+     * lay out: the one the first provider proposes ({@link StrategyProvider#proposedDefault()};
+     * docs/architecture.md names the built-in default and docs/benchmarks.md, "Selection fidelity",
+     * has the measurements that chose it).
      */
     public static SelectionStrategy defaultStrategy() {
         return DEFAULT;

@@ -289,7 +289,7 @@ public final class SequenceReader {
         int align = alignment;
         if (clusterScheduler == null) {
             clusterScheduler = new BucketScheduler(store.devices().size(), entry, Math.max(1, (256 << 10) / entry),
-                    BucketScheduler.Mode.SWARM);
+                    BucketScheduler.Mode.BALANCED);
         }
         BucketScheduler sched = clusterScheduler;
         sched.plan(tokens, u, cl, null);

@@ -25,7 +25,7 @@ import java.util.Arrays;
  */
 public final class SwarmLayer extends EntryLayer {
     /** Cost-effectiveness constants (Eq. 6): a 4 KiB random read's fixed cost vs its transfer, in ns. */
-    private static final CostEffectiveness SCORE = CostEffectiveness.swarm(80_000, 2_000);
+    private static final CostEffectiveness SCORE = CostEffectiveness.savedIoPerEntry(80_000, 2_000);
 
     private final KvShape shape;
     private MedoidIndex index;
