@@ -103,7 +103,7 @@ public final class SelectEvalCommand implements Callable<Integer> {
                     profile.add(workload.query(context.layer(), i * 4));
                 }
                 java.lang.foreign.Arena arena = java.lang.foreign.Arena.ofShared();
-                io.kvoffload.internal.baseline.SwarmSelector sel = io.kvoffload.internal.baseline.SwarmSelector.build(
+                io.kvoffload.internal.swarm.SwarmSelector sel = io.kvoffload.internal.swarm.SwarmSelector.build(
                         context.keys(), heads.queryHeads, profile, budget,
                         io.kvoffload.internal.swarm.ClusteringConfig.defaults()
                                 .withRadius(io.kvoffload.internal.swarm.ClusterRadius.fixed(0.35)),
