@@ -19,21 +19,8 @@ import io.kvoffload.bench.cli.HeadOptions;
 import io.kvoffload.bench.compare.IoStrategies.Layout;
 import io.kvoffload.bench.compare.IoStrategies.Strategy;
 import io.kvoffload.bench.fio.Fio;
-import io.kvoffload.internal.select.TokenSelector;
-import io.kvoffload.internal.swarm.ClusterRadius;
 import io.kvoffload.internal.swarm.Clustering;
-import io.kvoffload.internal.swarm.ClusteringConfig;
-import io.kvoffload.internal.swarm.CoActivationClustering;
-import io.kvoffload.internal.swarm.CoActivationCoverage;
-import io.kvoffload.internal.swarm.CoActivationNormaliser;
-import io.kvoffload.internal.swarm.CoActivationProfile;
-import io.kvoffload.internal.swarm.ExpansionRule;
-import io.kvoffload.internal.util.ElementCodec;
-import io.kvoffload.strategy.DenseLayerKv;
-import io.kvoffload.strategy.kvswap.GroupOptions;
 import io.kvoffload.strategy.kvswap.KvSwap;
-import io.kvoffload.strategy.swarm.ClusterOptions;
-import io.kvoffload.strategy.swarm.ClusterSummary;
 import io.kvoffload.strategy.swarm.Swarm;
 import io.kvoffload.workload.TraceHeader;
 import io.kvoffload.workload.TraceWorkload;
@@ -41,17 +28,11 @@ import io.kvoffload.workload.Workload;
 import io.kvoffload.workload.WorkloadFamily;
 import java.io.IOException;
 import java.io.PrintWriter;
-import java.lang.foreign.Arena;
-import java.lang.foreign.MemorySegment;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Arrays;
-import java.util.BitSet;
-import java.util.EnumMap;
-import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
-import java.util.Map;
 import java.util.concurrent.Callable;
 import me.tongfei.progressbar.ProgressBar;
 import picocli.CommandLine;
@@ -200,8 +181,8 @@ public final class CompareCommand implements Callable<Integer> {
         }
     }
 
-    private PrintWriter console;
-    private KvShape shape;
+    PrintWriter console;
+    KvShape shape;
     private ProgressBar bar;
 
     /**
@@ -313,7 +294,7 @@ public final class CompareCommand implements Callable<Integer> {
     }
 
     /** The trace being run, or null for a synthetic family. */
-    private Workload source;
+    Workload source;
 
     private List<Row> run() throws IOException, InterruptedException {
         List<Strategy> chosen = strategies.stream().map(IoStrategies::byName).toList();
@@ -333,7 +314,7 @@ public final class CompareCommand implements Callable<Integer> {
         bar = noProgress ? null : ProgressBars.ascii("compare", work, 500);
         try {
             for (int i = 0; i < sizes.length; i++) {
-                try (Fixture f = new Fixture(sizes[i], chosen)) {
+                try (CompareFixture f = new CompareFixture(this, sizes[i], chosen)) {
                     rows.addAll(measureSize(f, chosen, fio));
                     if (i == 0 && ssdCounts.length > 0) {
                         rows.addAll(scaling(f, chosen));
@@ -399,7 +380,7 @@ public final class CompareCommand implements Callable<Integer> {
         }
     }
 
-    private void step() {
+    void step() {
         if (bar != null) {
             bar.step();
         }
@@ -407,220 +388,7 @@ public final class CompareCommand implements Callable<Integer> {
 
     // ------------------------------------------------------------------ data and layouts
 
-    /** One prefix length: the KV (stored bytes and the dense reference), selectors, clusterings, an engine. */
-    private final class Fixture implements AutoCloseable {
-        final int n;
-        final Workload workload;
-        /** Whether the queries are a trace's few (profile from the first half, score the second) rather than a generator's. */
-        final boolean finiteQueries;
-        final Map<Layout, Double> coActivationShare = new EnumMap<>(Layout.class);
-        final Arena arena = Arena.ofShared();
-        final MemorySegment[] keys;
-        final MemorySegment[] values;
-        final DenseLayerKv[] dense;
-        final int firstScored;
-        final ExactAttention attention;
-        final ExactAttention.Result[][] exact;
-        final List<Map<String, TokenSelector>> selectors = new ArrayList<>();
-        final Map<String, Long> indexBytes = new LinkedHashMap<>();
-        final Map<Layout, int[][][]> clusters = new EnumMap<>(Layout.class);
-        final Map<Layout, Long> medoidIndexBytes = new EnumMap<>(Layout.class);
-        final Path root;
-        List<Path> dirs;
-        KvEngine engine;
-
-        Fixture(int n, List<Strategy> chosen) throws IOException {
-            this.n = n;
-            this.workload = source != null ? source : WorkloadFamily.byName(family).create(shape, n, seed);
-            this.finiteQueries = workload.queryCount() < profileQueries * 4 + 20_000;
-            this.firstScored = profileQueries * 4; // decoding continues after the profiled steps
-            this.keys = new MemorySegment[layers];
-            this.values = new MemorySegment[layers];
-            this.dense = new DenseLayerKv[layers];
-            this.attention = ExactAttention.of(shape);
-            this.exact = new ExactAttention.Result[layers][steps];
-            for (int l = 0; l < layers; l++) {
-                keys[l] = arena.allocate((long) n * shape.halfEntryBytes(), 64);
-                values[l] = arena.allocate((long) n * shape.halfEntryBytes(), 64);
-                workload.writeKv(l, 0, n, shape.dtype(), keys[l], values[l]);
-                // The reference reads the stored BF16 values, so only selection differs between strategies.
-                dense[l] = decode(keys[l], values[l], n);
-                for (int s = 0; s < steps; s++) {
-                    exact[l][s] = attention.compute(dense[l], query(l, 0, s));
-                }
-            }
-            buildSelectors(chosen);
-            buildClusterings(chosen);
-            step();
-            this.root = TempDirs.createUnder(work, "kvo-compare");
-            this.dirs = TempDirs.ssdDirectories(root, devices);
-            this.engine = open(dirs, null, chosen);
-            store(engine, chosen);
-            step();
-        }
-
-        /** Scored (and warm-up) query {@code offset + s}: after the profiled ones. */
-        float[] query(int layer, int offset, int s) {
-            if (finiteQueries) {
-                int half = workload.queryCount() / 2;
-                return workload.query(layer, half + (offset + s) % (workload.queryCount() - half));
-            }
-            return workload.query(layer, firstScored + offset + s);
-        }
-
-        /** Swarm's profiled queries. */
-        List<float[]> profile(int layer) {
-            List<float[]> profile = new ArrayList<>();
-            if (finiteQueries) {
-                int half = workload.queryCount() / 2;
-                for (int i = 0; i < Math.min(profileQueries, half); i++) {
-                    profile.add(workload.query(layer, (int) ((long) i * half / Math.min(profileQueries, half))));
-                }
-            } else {
-                for (int i = 0; i < profileQueries; i++) {
-                    profile.add(workload.query(layer, i * 4));
-                }
-            }
-            return profile;
-        }
-
-        private DenseLayerKv decode(MemorySegment k, MemorySegment v, int tokens) {
-            float[][] kf = new float[heads.kvHeads][tokens * heads.headDim];
-            float[][] vf = new float[heads.kvHeads][tokens * heads.headDim];
-            int es = shape.dtype().bytes();
-            for (int t = 0; t < tokens; t++) {
-                for (int h = 0; h < heads.kvHeads; h++) {
-                    long off = ((long) t * heads.kvHeads + h) * heads.headDim * es;
-                    ElementCodec.read(shape.dtype(), k, off, kf[h], t * heads.headDim, heads.headDim);
-                    ElementCodec.read(shape.dtype(), v, off, vf[h], t * heads.headDim, heads.headDim);
-                }
-            }
-            return new DenseLayerKv(tokens, heads.headDim, kf, vf);
-        }
-
-        private void buildSelectors(List<Strategy> chosen) {
-            for (int l = 0; l < layers; l++) {
-                Map<String, TokenSelector> m = new LinkedHashMap<>();
-                Strategies.Params p = new Strategies.Params(heads.queryHeads, window, seed + l, 0, sinks, List.of(), 0.1,
-                        ClusteringConfig.defaults());
-                for (Strategy s : chosen) {
-                    if (s.decoderSelects()) {
-                        continue;
-                    }
-                    if (!Strategies.ALL.contains(s.selector())) {
-                        // A library strategy with no in-memory twin: its DRAM index is what its layer selector holds.
-                        try (var layer = io.kvoffload.strategy.Strategies.named(s.selector()).openLayer(
-                                new KeysContext(shape, l, dense[l], sinks, window))) {
-                            indexBytes.merge(s.name(), layer.memoryBytes(), Long::sum);
-                        }
-                        continue;
-                    }
-                    TokenSelector sel = Strategies.build(s.selector(), dense[l], p, arena);
-                    m.put(s.name(), sel);
-                    indexBytes.merge(s.name(), sel.indexBytes(), Long::sum);
-                }
-                selectors.add(m);
-            }
-        }
-
-        /** Adds one layer's co-activation share to the layout's mean over layers. */
-        private void share(Layout layout, Clustering c) {
-            coActivationShare.merge(layout, CoActivationCoverage.share(c) / layers, Double::sum);
-        }
-
-        private void buildClusterings(List<Strategy> chosen) {
-            boolean any = chosen.stream().anyMatch(s -> s.decoderSelects() && s.layout() != Layout.KVSWAP_GROUPS);
-            if (chosen.stream().anyMatch(s -> s.layout() == Layout.POSITIONAL)) {
-                int[][][] pos = new int[layers][][];
-                Arrays.fill(pos, positional(n, group));
-                clusters.put(Layout.POSITIONAL, pos);
-            }
-            if (!any) {
-                return;
-            }
-            int threads = Runtime.getRuntime().availableProcessors();
-            ClusteringConfig base = ClusteringConfig.defaults().withRadius(ClusterRadius.fixed(tau))
-                    .withParallelism(Math.min(256, threads));
-            int[][][] swarm = new int[layers][][];
-            int[][][] medoidOnly = new int[layers][][];
-            int[][][] noReplica = new int[layers][][];
-            for (int l = 0; l < layers; l++) {
-                List<float[]> profile = profile(l);
-                BitSet excluded = new BitSet(n);
-                excluded.set(0, Math.min(n, sinks));
-                excluded.set(Math.max(0, n - window), n);
-                CoActivationProfile prof = CoActivationProfile.fromQueries(dense[l], profile, heads.queryHeads, 0.1, excluded,
-                        CoActivationNormaliser.perQuery(), Math.min(256, threads));
-                Clustering sw = new CoActivationClustering(base).cluster(prof);
-                swarm[l] = arrays(sw);
-                share(Layout.SWARM, sw);
-                share(Layout.NO_BALANCE, sw);
-                if (chosen.stream().anyMatch(s -> s.layout() == Layout.MEDOID_ONLY)) {
-                    Clustering c = new CoActivationClustering(base.withExpansion(ExpansionRule.MEDOID_ONLY)).cluster(prof);
-                    medoidOnly[l] = arrays(c);
-                    share(Layout.MEDOID_ONLY, c);
-                }
-                if (chosen.stream().anyMatch(s -> s.layout() == Layout.NO_REPLICA)) {
-                    Clustering c = new CoActivationClustering(base.withMaxReplicas(1)).cluster(prof);
-                    noReplica[l] = arrays(c);
-                    share(Layout.NO_REPLICA, c);
-                }
-            }
-            double swarmShare = coActivationShare.getOrDefault(Layout.SWARM, Double.NaN);
-            console.printf(Locale.ROOT, "compare: %,d tokens: %.2f%% of tokens are in Swarm's co-activation clusters"
-                    + " (mean of %d layers, τ = %.2f)%s%n", n, 100 * swarmShare, layers, tau,
-                    swarmShare < ClusterSummary.LOW_CO_ACTIVATION_SHARE
-                            ? " — WARNING: near zero, Swarm's index is in effect positional blocks" : "");
-            console.flush();
-            clusters.put(Layout.SWARM, swarm);
-            clusters.put(Layout.NO_BALANCE, swarm);
-            clusters.put(Layout.MEDOID_ONLY, medoidOnly);
-            clusters.put(Layout.NO_REPLICA, noReplica);
-        }
-
-        /** Stores the layouts the chosen strategies read, one sequence each, every layer laid out by cluster. */
-        void store(KvEngine e, List<Strategy> chosen) {
-            int[] ids = new int[n];
-            for (int t = 0; t < n; t++) {
-                ids[t] = t % 32000;
-            }
-            for (Layout layout : layouts(chosen)) {
-                ClusterOptions o = ClusterOptions.defaults().withRadius(tau).withPlacement(
-                        layout == Layout.NO_BALANCE ? ClusterOptions.Placement.FIRST_DEVICE
-                                : ClusterOptions.Placement.ROUND_ROBIN);
-                long index = 0;
-                try (KvSequence s = e.createSequence(layout.name().toLowerCase(Locale.ROOT), shape)) {
-                    s.appendTokens(ids);
-                    for (int l = 0; l < layers; l++) {
-                        s.appendKv(l, keys[l], values[l]);
-                        if (layout == Layout.KVSWAP_GROUPS) {
-                            // The paper's NVMe setting: G = 4, σ = 8; the compressed K cache is its index.
-                            index += KvSwap.groupLayer(s, l, GroupOptions.defaults()).compressedKeyBytes();
-                            continue;
-                        }
-                        ClusterSummary sum = Swarm.clusterLayer(s, l, clusters.get(layout)[l], o);
-                        index += sum.medoidIndexBytes() + sum.layoutBytes();
-                    }
-                    s.commit();
-                }
-                medoidIndexBytes.put(layout, index);
-            }
-        }
-
-        @Override
-        public void close() throws IOException {
-            try {
-                if (engine != null) {
-                    engine.close();
-                }
-            } finally {
-                arena.close();
-                TempDirs.deleteRecursively(root);
-            }
-        }
-    }
-
-    private static List<Layout> layouts(List<Strategy> chosen) {
+    static List<Layout> layouts(List<Strategy> chosen) {
         return chosen.stream().map(Strategy::layout).distinct().toList();
     }
 
@@ -646,7 +414,7 @@ public final class CompareCommand implements Callable<Integer> {
         return out;
     }
 
-    private KvEngine open(List<Path> deviceDirs, DeviceModelSpec model, List<Strategy> chosen) throws IOException {
+    KvEngine open(List<Path> deviceDirs, DeviceModelSpec model, List<Strategy> chosen) throws IOException {
         return open(deviceDirs, model, chosen, sizes[0]);
     }
 
@@ -723,7 +491,7 @@ public final class CompareCommand implements Callable<Integer> {
      * Decodes {@code stepCount} steps of every layer with {@code batch} sequences at once (one
      * thread, handle and decoder each, on the same stored layout, each with its own queries).
      */
-    private Acc decode(Fixture f, KvEngine e, Strategy s, double share, int batch, int stepCount, boolean quality)
+    private Acc decode(CompareFixture f, KvEngine e, Strategy s, double share, int batch, int stepCount, boolean quality)
             throws InterruptedException {
         Acc acc = new Acc();
         int budgetTokens = (int) Math.max(1, Math.min(f.n, Math.round(share * f.n)));
@@ -763,7 +531,7 @@ public final class CompareCommand implements Callable<Integer> {
         return acc;
     }
 
-    private void decodeOne(Fixture f, KvEngine e, Strategy s, String id, DecodeOptions o, int budgetTokens, int member,
+    private void decodeOne(CompareFixture f, KvEngine e, Strategy s, String id, DecodeOptions o, int budgetTokens, int member,
             int stepCount, boolean quality, Acc acc) {
         SparseAttention sparse = new SparseAttention(shape);
         float[] output = new float[heads.queryHeads * heads.headDim];
@@ -834,7 +602,7 @@ public final class CompareCommand implements Callable<Integer> {
     }
 
     /** Rows whose K or V differ from the source KV at their position (must be 0). */
-    private long check(Fixture f, int layer, KvView v) {
+    private long check(CompareFixture f, int layer, KvView v) {
         int row = heads.headDim * shape.dtype().bytes();
         long bad = 0;
         for (int r = 0; r < v.tokenCount(); r++) {
@@ -851,7 +619,7 @@ public final class CompareCommand implements Callable<Integer> {
         return bad;
     }
 
-    private Row row(String section, Fixture f, Strategy s, double share, int batch, int ssds, boolean simulated,
+    private Row row(String section, CompareFixture f, Strategy s, double share, int batch, int ssds, boolean simulated,
             int stepCount, Acc a, double fioMiBs, long index) {
         double stepsDone = (double) stepCount * batch;
         double io = a.ioNanos / 1e9;
@@ -865,12 +633,12 @@ public final class CompareCommand implements Callable<Integer> {
                 f.coActivationShare.getOrDefault(s.layout(), Double.NaN), a.fetchLatency, a.ioLatency);
     }
 
-    private long index(Fixture f, Strategy s) {
+    private long index(CompareFixture f, Strategy s) {
         return s.decoderSelects() ? f.medoidIndexBytes.getOrDefault(s.layout(), 0L)
                 : f.indexBytes.getOrDefault(s.name(), 0L);
     }
 
-    private List<Row> measureSize(Fixture f, List<Strategy> chosen, boolean fio)
+    private List<Row> measureSize(CompareFixture f, List<Strategy> chosen, boolean fio)
             throws IOException, InterruptedException {
         List<Row> rows = new ArrayList<>();
         long[] used = f.engine.stats().devices().stream().mapToLong(d -> d.capacityBytes() - d.freeBytes()).toArray();
@@ -898,7 +666,7 @@ public final class CompareCommand implements Callable<Integer> {
     }
 
     /** Multi-SSD scaling through the device model (simulated high-end SSDs, scaled so 8 fit this disk). */
-    private List<Row> scaling(Fixture f, List<Strategy> chosen) throws IOException, InterruptedException {
+    private List<Row> scaling(CompareFixture f, List<Strategy> chosen) throws IOException, InterruptedException {
         List<Row> rows = new ArrayList<>();
         int max = Arrays.stream(ssdCounts).max().orElse(1);
         DeviceModelSpec model = DeviceModelSpec.highEnd().withScaleDevices(max);

@@ -19,7 +19,7 @@
  *
  * <h2>Hot path</h2>
  * {@code select} allocates nothing once warmed up: scratch buffers are sized at construction, and
- * top-k choices use an expected-linear quickselect ({@link io.kvoffload.internal.baseline.PartialTopK}),
+ * top-k choices use an expected-linear quickselect ({@link io.kvoffload.internal.util.PartialTopK}),
  * never a full sort of the per-token scores. Ties are broken by the lower position everywhere, so
  * every selector is deterministic.
  *

@@ -80,7 +80,7 @@ public final class Layers {
     }
 
     /** Asserts that {@code r} throws an IllegalArgumentException whose message holds every part. */
-    static void assertMessage(Runnable r, String... parts) {
+    public static void assertMessage(Runnable r, String... parts) {
         IllegalArgumentException e = assertThrows(IllegalArgumentException.class, r::run);
         for (String s : parts) {
             assertTrue(e.getMessage().contains(s), "message \"" + e.getMessage() + "\" lacks \"" + s + "\"");

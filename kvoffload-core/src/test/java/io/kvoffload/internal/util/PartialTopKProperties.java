@@ -1,4 +1,6 @@
-package io.kvoffload.internal.baseline;
+package io.kvoffload.internal.util;
+
+import io.kvoffload.internal.baseline.Layers;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
