@@ -8,6 +8,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.ServiceLoader;
+import java.util.function.Predicate;
 
 /**
  * The registry of {@link SelectionStrategy}s by name: every strategy a {@link StrategyProvider}
@@ -24,31 +25,50 @@ public final class Strategies {
         ClassLoader loader = Strategies.class.getClassLoader();
         List<StrategyProvider> providers = new ArrayList<>();
         ServiceLoader.load(StrategyProvider.class, loader).forEach(providers::add);
-        // kvoffload's own providers first (stable sort): their names and default win over a third party's
-        providers.sort(Comparator.comparing(p -> !isOwn(p)));
+        List<SelectionStrategy> single = new ArrayList<>();
+        ServiceLoader.load(SelectionStrategy.class, loader).forEach(single::add);
+        DEFAULT = collect(providers, single, p -> p.getClass().getName().startsWith("io.kvoffload."), BY_NAME,
+                "META-INF/services/" + StrategyProvider.class.getName() + " (or the module's provides) seen by " + loader);
+    }
+
+    /**
+     * Registers what {@code providers} contribute, then the {@code single} strategies, into
+     * {@code byName} (the first strategy of a name wins; {@code own} providers, kvoffload's, go first)
+     * and returns the default: the proposal of the first provider that makes one.
+     *
+     * @throws IllegalArgumentException if a strategy's name is null or empty
+     * @throws IllegalStateException if no provider proposes a default ({@code where} says what was read)
+     */
+    static SelectionStrategy collect(List<StrategyProvider> providers, List<SelectionStrategy> single,
+            Predicate<StrategyProvider> own, Map<String, SelectionStrategy> byName, String where) {
+        List<StrategyProvider> ordered = new ArrayList<>(providers);
+        ordered.sort(Comparator.comparing(p -> !own.test(p))); // stable: ServiceLoader order within each kind
         SelectionStrategy proposed = null;
-        for (StrategyProvider p : providers) {
+        for (StrategyProvider p : ordered) {
             for (SelectionStrategy s : p.strategies()) {
-                BY_NAME.putIfAbsent(s.name(), s);
+                byName.putIfAbsent(checkName(s), s);
             }
             Optional<SelectionStrategy> d = p.proposedDefault();
             if (proposed == null && d.isPresent()) {
                 proposed = d.get();
             }
         }
-        for (SelectionStrategy s : ServiceLoader.load(SelectionStrategy.class, loader)) {
-            BY_NAME.putIfAbsent(s.name(), s);
+        for (SelectionStrategy s : single) {
+            byName.putIfAbsent(checkName(s), s);
         }
         if (proposed == null) {
-            throw new IllegalStateException("no StrategyProvider proposes a default strategy; kvoffload-core's"
-                    + " META-INF/services/" + StrategyProvider.class.getName() + " (or its module's provides) is"
-                    + " missing from " + loader);
+            throw new IllegalStateException("no StrategyProvider proposes a default strategy; read " + where);
         }
-        DEFAULT = proposed;
+        return proposed;
     }
 
-    private static boolean isOwn(StrategyProvider p) {
-        return p.getClass().getName().startsWith("io.kvoffload.");
+    private static String checkName(SelectionStrategy strategy) {
+        String name = strategy.name();
+        if (name == null || name.isEmpty()) {
+            throw new IllegalArgumentException("strategy.name() = " + (name == null ? "null" : "\"\"") + " for "
+                    + strategy.getClass().getName() + "; allowed: a non-empty name");
+        }
+        return name;
     }
 
     private Strategies() {}
@@ -75,11 +95,7 @@ public final class Strategies {
      */
     public static synchronized void register(SelectionStrategy strategy) {
         Checks.notNull("strategy", strategy);
-        String name = strategy.name();
-        if (name == null || name.isEmpty()) {
-            throw new IllegalArgumentException("strategy.name() = " + (name == null ? "null" : "\"\"")
-                    + "; allowed: a non-empty name");
-        }
+        String name = checkName(strategy);
         SelectionStrategy old = BY_NAME.get(name);
         if (old != null && old != strategy) {
             throw new IllegalArgumentException("strategy.name() = " + name + " is taken by " + old

@@ -131,7 +131,8 @@ public final class ClusterSelection {
      * missing tokens as budget) and ranks further, asking for twice as many tokens plus 16 each time,
      * when the caller takes every ranked cluster and still misses tokens: replicas and rows already
      * resident make clusters add fewer new tokens than their size. Both Swarm's decoder layer and the
-     * in-memory {@link SwarmSelector} walk clusters this way. Arguments as {@link #select}'s; the
+     * in-memory {@link SwarmSelector} walk clusters this way ({@code missing} below 1 counts as 1).
+     * Arguments as {@link #select}'s; the
      * arrays are read, not copied, until the walk ends.
      */
     public void begin(float[] scores, int[] sizes, int clusters, long missing) {
@@ -144,22 +145,22 @@ public final class ClusterSelection {
         walkScores = scores;
         walkSizes = sizes;
         walkClusters = clusters;
-        want = Math.max(0, missing);
+        want = Math.max(1, missing); // a caller that walks wants at least one cluster
         rankedCount = 0;
         used = 0;
     }
 
     /** The walk's next cluster in descending score order, or −1 once every cluster was taken. */
     public int next() {
-        if (used == rankedCount) {
+        // Rank further until the prefix grows: a large best cluster may cover a doubled request alone,
+        // and stopping then would leave the caller's budget unfilled. `want` grows past the clusters'
+        // total, where select takes them all, so this ends.
+        while (used == rankedCount) {
             if (rankedCount == walkClusters) {
                 return -1;
             }
             rankedCount = select(walkScores, walkSizes, walkClusters, (int) Math.min(Integer.MAX_VALUE, want), ranked);
-            want = want * 2 + 16;
-            if (used == rankedCount) {
-                return -1;
-            }
+            want = Math.min(Integer.MAX_VALUE, want * 2 + 16);
         }
         return ranked[used++];
     }
