@@ -16,7 +16,9 @@ import io.kvoffload.workload.WorkloadSpec;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
+import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.List;
 import java.util.Arrays;
 import java.util.BitSet;
 import java.util.stream.IntStream;
@@ -161,6 +163,38 @@ class ForkTest {
             }
             assertTrue(e.deleteSequence("g"));
             assertEquals(empty, free(e));
+        }
+    }
+
+    @Test
+    void aLostSourceManifestQuarantinesOnlyWhatTheForkDoesNotHold() throws Exception {
+        long empty;
+        List<Path> dirs;
+        try (KvEngine e = KvEngine.open(cfg())) {
+            empty = free(e);
+            write(e, "src", S, 100);
+            try (KvSequence f = e.fork("src", "f", 48)) {
+                TestEngines.append(f, F, 20, 20);
+                f.commit();
+            }
+            dirs = e.config().ssdDirectories();
+        }
+        for (Path m : StoreSafetyTest.manifestCopies(dirs, "src")) {
+            byte[] bad = Files.readAllBytes(m);
+            bad[bad.length / 2] ^= 0x40;
+            Files.write(m, bad);
+        }
+        try (KvEngine e = KvEngine.open(cfg())) {
+            assertEquals(1, e.stats().quarantine().size(), e.stats().toString());
+            try (KvSequence f = e.openSequence("f")) {
+                assertFork(f, 48, 68);
+            }
+            assertTrue(e.releaseQuarantine() > 0);
+            try (KvSequence f = e.openSequence("f")) {
+                assertFork(f, 48, 68);
+            }
+            assertTrue(e.deleteSequence("f"));
+            assertEquals(empty, free(e), "the fork's shared blocks were its own to free once the source was lost");
         }
     }
 
