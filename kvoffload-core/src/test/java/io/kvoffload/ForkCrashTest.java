@@ -35,14 +35,9 @@ class ForkCrashTest {
     void aHaltDuringForksNeverLosesASourceNorLeaksSpace() throws Exception {
         List<Path> dirs = TestEngines.deviceDirs(root, 2);
         Random rnd = new Random(20261125);
-        String java = ProcessHandle.current().info().command().orElse("java");
         int forksSeen = 0;
         for (int round = 0; round < 4; round++) {
-            List<String> cmd = new ArrayList<>(List.of(java, "--enable-native-access=ALL-UNNAMED",
-                    "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn", "-cp", System.getProperty("java.class.path"),
-                    Child.class.getName(), String.valueOf(round), String.valueOf(200 + rnd.nextInt(900))));
-            dirs.forEach(d -> cmd.add(d.toString()));
-            Process p = new ProcessBuilder(cmd).redirectErrorStream(true).start();
+            Process p = CrashRecoveryTest.startChild(Child.class, round, 200 + rnd.nextInt(900), dirs);
             Set<String> committed = new HashSet<>();
             Map<String, int[]> plans = new HashMap<>(); // fork → {prefix, more}; its source in sources
             Map<String, String> sources = new HashMap<>();
@@ -104,20 +99,8 @@ class ForkCrashTest {
 
         public static void main(String[] args) throws Exception {
             long seed = Long.parseLong(args[0]);
-            long haltAfterMillis = Long.parseLong(args[1]);
-            List<Path> dirs = new ArrayList<>();
-            for (int i = 2; i < args.length; i++) {
-                dirs.add(Path.of(args[i]));
-            }
-            Thread killer = new Thread(() -> {
-                try {
-                    Thread.sleep(haltAfterMillis);
-                } catch (InterruptedException e) {
-                    return;
-                }
-                Runtime.getRuntime().halt(137);
-            });
-            killer.setDaemon(true);
+            List<Path> dirs = CrashChild.dirs(args);
+            Thread killer = CrashChild.killer(args);
             Random rnd = new Random(seed);
             List<String> alive = new ArrayList<>();
             try (KvEngine engine = KvEngine.open(CrashRecoveryTest.config(dirs))) {
