@@ -199,6 +199,34 @@ class ForkTest {
     }
 
     @Test
+    void deletingASourceWhileADeviceIsMissingKeepsTheForkWholeForItsReturn() {
+        List<Path> dirs = TestEngines.deviceDirs(root, 3);
+        KvConfig all = TestEngines.config(dirs, "portable").blockTokens(16).build();
+        KvConfig two = TestEngines.config(dirs.subList(0, 2), "portable").blockTokens(16).build();
+        long empty;
+        try (KvEngine e = KvEngine.open(all)) {
+            empty = free(e);
+            write(e, "src", S, 100); // blocks striped over the three devices
+            try (KvSequence f = e.fork("src", "f", 48)) {
+                TestEngines.append(f, F, 20, 20);
+                f.commit();
+            }
+        }
+        try (KvEngine e = KvEngine.open(two)) {
+            assertEquals(List.of("f", "src"), e.stats().unavailableSequences());
+            assertThrows(KvDeviceUnavailableException.class, () -> e.fork("src", "g", 10));
+            assertTrue(e.deleteSequence("src")); // its reservation goes, the fork's holds stay
+        }
+        try (KvEngine e = KvEngine.open(all)) {
+            try (KvSequence f = e.openSequence("f")) {
+                assertFork(f, 48, 68);
+            }
+            assertTrue(e.deleteSequence("f"));
+            assertEquals(empty, free(e));
+        }
+    }
+
+    @Test
     void aForkClosedWithoutCommitGivesBackItsReferencesAndItsCopies() {
         try (KvEngine e = KvEngine.open(cfg())) {
             write(e, "src", S, 64);
@@ -276,7 +304,11 @@ class ForkTest {
                 s.commit();
                 fresh.commit();
             }
+            long before = written(e);
             try (KvSequence f = e.fork("src", "f", prefix)) {
+                // The source's layouts cover its first tokens (their blocks are gone): those are copied.
+                assertTrue(written(e) - before >= (long) (prefix / 64) * 64 * shape.entryBytes(),
+                        "laid-out tokens are copied into blocks of the fork's own");
                 for (int l = 0; l < shape.layers(); l++) {
                     MemorySegment kk = a.allocate((long) prefix * shape.halfEntryBytes());
                     MemorySegment vv = a.allocate((long) prefix * shape.halfEntryBytes());
