@@ -199,7 +199,7 @@ class ForkTest {
     }
 
     @Test
-    void deletingASourceWhileADeviceIsMissingKeepsTheForkWholeForItsReturn() {
+    void aMissingDeviceMakesSourceAndForkUnavailableAndBothReturnWithIt() {
         List<Path> dirs = TestEngines.deviceDirs(root, 3);
         KvConfig all = TestEngines.config(dirs, "portable").blockTokens(16).build();
         KvConfig two = TestEngines.config(dirs.subList(0, 2), "portable").blockTokens(16).build();
@@ -215,9 +215,11 @@ class ForkTest {
         try (KvEngine e = KvEngine.open(two)) {
             assertEquals(List.of("f", "src"), e.stats().unavailableSequences());
             assertThrows(KvDeviceUnavailableException.class, () -> e.fork("src", "g", 10));
-            assertTrue(e.deleteSequence("src")); // its reservation goes, the fork's holds stay
+            write(e, "other", 3, 100); // written around both reservations
         }
         try (KvEngine e = KvEngine.open(all)) {
+            assertTrue(e.deleteSequence("other"));
+            assertTrue(e.deleteSequence("src"));
             try (KvSequence f = e.openSequence("f")) {
                 assertFork(f, 48, 68);
             }
