@@ -182,7 +182,9 @@ public final class KvEngine implements AutoCloseable {
      * out as any sequence before decoding selectively. A fork shares the source's last commit; a source
      * open for append meanwhile is not disturbed.
      *
-     * @param sourceId a committed sequence (not quarantined, not on an unavailable device)
+     * @param sourceId a committed sequence (not quarantined, not on an unavailable device; with a
+     *     remote tier, one this engine evicted after publishing it whole is pulled back first, as
+     *     {@link #openSequence(String)} does)
      * @param newId the fork's id: 1..128 characters of {@code [A-Za-z0-9._-]}, not used by another sequence
      * @param prefixTokens how many leading tokens to take: 1..the source's committed token count
      * @return the fork's handle, writable and uncommitted
@@ -194,6 +196,7 @@ public final class KvEngine implements AutoCloseable {
         checkOpen();
         Checks.notNull("sourceId", sourceId);
         checkNewId("newId", newId);
+        restoreIfEvicted(sourceId);
         Manifest source;
         KvSequence fork;
         List<long[]> pinned = new ArrayList<>();
@@ -328,9 +331,8 @@ public final class KvEngine implements AutoCloseable {
         return s;
     }
 
-    private KvSequence openCommitted(String id, boolean writable) {
-        checkOpen();
-        Checks.notNull("id", id);
+    /** With a remote tier, pulls back sequence {@code id} if this engine evicted it after publishing it whole. */
+    private void restoreIfEvicted(String id) {
         if (remote != null) {
             boolean absent;
             synchronized (store) {
@@ -340,6 +342,12 @@ public final class KvEngine implements AutoCloseable {
                 remote.restore(id); // evicted after it was published whole: pulled back under its id
             }
         }
+    }
+
+    private KvSequence openCommitted(String id, boolean writable) {
+        checkOpen();
+        Checks.notNull("id", id);
+        restoreIfEvicted(id);
         Manifest m;
         synchronized (store) {
             SequenceCatalog.Entry e = committedEntry("id", id);
