@@ -286,6 +286,38 @@ class RemoteFaultTest {
         }
     }
 
+    /**
+     * A block a fork shares with its source is one extent: repairing it from the cluster through the
+     * fork rewrites it in place, which serves the source too. The fork publishes under the same
+     * content keys as its source (the prefix hash chain), so the cluster's copy is the same blob.
+     */
+    @Test
+    void aRepairOfASharedBlockThroughAForkServesItsSourceToo(LoopbackCluster cluster) throws Exception {
+        RemoteConfig rc = RedisClusterExtension.remote(cluster).build();
+        publish(rc, BT * 2);
+        try (KvEngine ea = KvEngine.open(RedisClusterExtension.config(a, 1, rc))) {
+            try (KvSequence f = ea.fork("p", "f", BT * 2)) {
+                f.commit();
+            }
+            assertTrue(ea.awaitRemotePublished(Duration.ofSeconds(30)));
+            assertEquals(0, ea.stats().remote().publishFailures());
+            assertEquals(2, ea.stats().remote().blocksAlreadyPresent(), "the fork's blocks are the source's keys");
+            assertEquals(0, ea.stats().remote().blocksPublished());
+        }
+        corruptFirstLocalBlock(); // layer 0 block 0 of p, shared by f
+        try (KvEngine ea = KvEngine.open(RedisClusterExtension.config(a, 1, rc)); KvSequence f = ea.openSequence("f")) {
+            assertNull(TestEngines.verify(f, SEED, TestEngines.all(BT * 2)));
+            assertEquals(1, ea.stats().remoteFailovers());
+            assertEquals(1, ea.stats().repairs());
+        }
+        KvConfig local = TestEngines.config(TestEngines.deviceDirs(a, 1), "portable").blockTokens(BT)
+                .deviceCapacityBytes(64L << 20).build();
+        try (KvEngine ea = KvEngine.open(local); KvSequence s = ea.openSequence("p")) {
+            assertNull(TestEngines.verify(s, SEED, TestEngines.all(BT * 2)));
+            assertEquals(0, ea.stats().checksumFailures(), "the source reads the repaired extent");
+        }
+    }
+
     @Test
     void aLocalBlockWhoseRemoteCopyIsCorruptTooFailsTheReadClearly(LoopbackCluster cluster) throws Exception {
         RemoteConfig rc = RedisClusterExtension.remote(cluster).build();
