@@ -337,6 +337,58 @@ class ForkTest {
         }
     }
 
+    /**
+     * Forks (of a laid-out source, so each one reads the source back while copying) race deletions
+     * and rewrites of their source: every fork that succeeds is bit-exact, and once everything is
+     * deleted all the space is free (the source's extents are held while a fork copies from them).
+     */
+    @Test
+    void forksRacingDeletionsOfTheirSourceStayExactAndLeakNothing() throws Exception {
+        SelectionStrategy quest = Strategies.named("quest");
+        try (KvEngine e = KvEngine.open(cfg())) {
+            long empty = free(e);
+            java.util.function.Consumer<String> writeLaidOut = id -> {
+                try (KvSequence s = e.createSequence(id, SHAPE)) {
+                    TestEngines.append(s, S, 96, 32);
+                    quest.layOut(s, 0);
+                    s.commit();
+                }
+            };
+            writeLaidOut.accept("src");
+            java.util.concurrent.atomic.AtomicInteger forked = new java.util.concurrent.atomic.AtomicInteger();
+            Thread deleter = new Thread(() -> {
+                for (int i = 0; i < 12; i++) {
+                    if (e.deleteSequence("src")) {
+                        writeLaidOut.accept("src");
+                    }
+                    try {
+                        Thread.sleep(3); // leaves the source committed some of the time
+                    } catch (InterruptedException x) {
+                        return;
+                    }
+                }
+            });
+            deleter.start();
+            for (int i = 0; deleter.isAlive(); i++) {
+                String id = "f" + i;
+                try (KvSequence f = e.fork("src", id, 50)) {
+                    f.commit();
+                    assertNull(TestEngines.verify(f, S, range(0, 50)), id);
+                    forked.incrementAndGet();
+                } catch (IllegalArgumentException absent) {
+                    assertTrue(absent.getMessage().startsWith("sourceId = 'src' names no committed sequence"),
+                            absent.getMessage()); // between its deletion and its rewrite
+                    continue;
+                }
+                assertTrue(e.deleteSequence(id));
+            }
+            deleter.join();
+            assertTrue(forked.get() > 0, "no fork succeeded");
+            e.deleteSequence("src");
+            assertEquals(empty, free(e));
+        }
+    }
+
     @Test
     void badArgumentsAreNamedWithTheirValueAndWhatIsAllowed() {
         try (KvEngine e = KvEngine.open(cfg())) {
