@@ -29,7 +29,8 @@ import net.jqwik.api.constraints.Size;
  * leak, no double free), and each extent has as many holders as live manifests name it.
  */
 class ForkProperties {
-    // 2 layers of 2 KiB entries in 16-token blocks: 32 KiB extents, 32 per 1 MiB device.
+    // 2 layers of 2 KiB entries in 16-token blocks: 32 KiB extents, 32 in the one 1 MiB device, so
+    // writes evict (a sequence of up to 127 tokens takes up to 16 of them).
     static final KvShape SHAPE = new KvShape(2, 8, 4, 128, DType.BF16);
 
     /** A live sequence as the model knows it: runs {seed, from, to} of tokens written with one seed each. */
@@ -60,32 +61,35 @@ class ForkProperties {
             @ForAll @Size(min = 4, max = 22) List<@IntRange(min = 0, max = 1 << 20) Integer> steps) throws IOException {
         Path root = Files.createTempDirectory("kvo-fork");
         try {
-            KvConfig config = TestEngines.config(TestEngines.deviceDirs(root, 2), "portable").blockTokens(16)
+            KvConfig config = TestEngines.config(TestEngines.deviceDirs(root, 1), "portable").blockTokens(16)
                     .deviceCapacityBytes(1L << 20).build();
             Map<String, Model> live = new LinkedHashMap<>();
             KvEngine e = KvEngine.open(config);
             try {
                 int n = 0;
                 for (int code : steps) {
+                    // Each step's choices come from its code: uniform, and shrinking still works on the codes.
+                    java.util.Random r = new java.util.Random(code);
                     String id = "s" + n++;
                     long seed = 1000 + n;
                     List<String> ids = new ArrayList<>(live.keySet());
-                    String pick = ids.isEmpty() ? null : ids.get((code >>> 8) % ids.size());
-                    int size = 1 + (code >>> 12) % 60;
-                    switch (pick == null ? 0 : code % 6) {
+                    String pick = ids.isEmpty() ? null : ids.get(r.nextInt(ids.size()));
+                    int size = 1 + r.nextInt(100);
+                    int op = r.nextInt(10);
+                    switch (pick == null ? 0 : op < 3 ? 0 : op < 5 ? 1 : op - 3) {
                         case 0 -> {
                             try (KvSequence s = e.createSequence(id, SHAPE)) {
-                                TestEngines.append(s, seed, size, 1 + code % 23);
+                                TestEngines.append(s, seed, size, 1 + r.nextInt(23));
                                 s.commit();
                             }
                             live.put(id, new Model(List.<long[]>of()).plus(seed, size));
                         }
                         case 1 -> {
-                            int prefix = 1 + (code >>> 4) % live.get(pick).tokens();
-                            int more = (code >>> 14) % 3 == 0 ? 0 : size;
+                            int prefix = 1 + r.nextInt(live.get(pick).tokens());
+                            int more = r.nextInt(3) == 0 ? 0 : Math.min(size, 127 - prefix);
                             try (KvSequence f = e.fork(pick, id, prefix)) {
                                 if (more > 0) {
-                                    TestEngines.append(f, seed, more, 1 + code % 17);
+                                    TestEngines.append(f, seed, more, 1 + r.nextInt(17));
                                 }
                                 f.commit();
                             }
@@ -93,7 +97,10 @@ class ForkProperties {
                             live.put(id, more > 0 ? m.plus(seed, more) : m);
                         }
                         case 2 -> {
-                            int more = 1 + size % 20;
+                            int more = Math.min(1 + size % 20, 127 - live.get(pick).tokens());
+                            if (more <= 0) {
+                                continue;
+                            }
                             try (KvSequence s = e.openSequenceForAppend(pick)) {
                                 TestEngines.append(s, seed, more, 3);
                                 s.commit();
@@ -110,7 +117,7 @@ class ForkProperties {
                         }
                         default -> {
                             // A fork closed without commit: nothing of it may stay.
-                            try (KvSequence f = e.fork(pick, id, 1 + (code >>> 4) % live.get(pick).tokens())) {
+                            try (KvSequence f = e.fork(pick, id, 1 + r.nextInt(live.get(pick).tokens()))) {
                                 TestEngines.append(f, seed, size, 5);
                             }
                         }
