@@ -85,14 +85,6 @@ public final class IoStrategies {
     public static final String DEFAULTS = "oracle,infllm,quest,pqcache,clusterkv,kvswap,swarm,mass-mix,medoid-only,"
             + "no-replica,no-balance";
 
-    /** Registers the library strategies the list names that no registry provides by default (SparF's per-query-head variant). */
-    public static synchronized void registerVariants() {
-        if (!io.kvoffload.strategy.Strategies.names().contains("sparf-qh")) {
-            io.kvoffload.strategy.Strategies.register(new io.kvoffload.strategy.sparf.SparF()
-                    .withDimensions(io.kvoffload.strategy.sparf.SparF.Dimensions.PER_QUERY_HEAD));
-        }
-    }
-
     /** The strategy called {@code name}. */
     public static Strategy byName(String name) {
         for (Strategy s : ALL) {

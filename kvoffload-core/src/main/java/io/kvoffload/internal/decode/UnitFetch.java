@@ -77,7 +77,7 @@ final class UnitFetch implements StagedReads.RunSink, AutoCloseable {
     private BucketScheduler scheduler(int stride) {
         if (scheduler == null || schedulerStride != stride) {
             scheduler = new BucketScheduler(store.devices().size(), stride, Math.max(1, (256 << 10) / stride),
-                    BucketScheduler.Mode.SWARM);
+                    BucketScheduler.Mode.BALANCED);
             schedulerStride = stride;
         }
         return scheduler;
@@ -116,7 +116,7 @@ final class UnitFetch implements StagedReads.RunSink, AutoCloseable {
     private void reread() {
         try (StagedReads again = new StagedReads(store, alignment)) {
             BucketScheduler sched = new BucketScheduler(store.devices().size(), layout.stride(), 1,
-                    BucketScheduler.Mode.SWARM);
+                    BucketScheduler.Mode.BALANCED);
             sched.plan(bad, badCount, layout, null);
             again.fill(sched);
             again.submit();

@@ -85,8 +85,7 @@ public record SparF(int rank, int pageTokens, Dimensions dimensions) implements 
     }
 
     /**
-     * The paper's settings: r = headDim / 8, groups of 16 tokens; dimensions per KV head. Also the
-     * service-loader provider.
+     * The paper's settings: r = headDim / 8, groups of 16 tokens; dimensions per KV head.
      */
     public SparF() {
         this(AUTO, 16, Dimensions.PER_KV_HEAD);
