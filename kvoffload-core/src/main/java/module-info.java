@@ -23,6 +23,7 @@ module io.kvoffload.core {
     exports io.kvoffload.attention;
     exports io.kvoffload.strategy.swarm;
     exports io.kvoffload.strategy.kvswap;
+    exports io.kvoffload.strategy.sparf;
     exports io.kvoffload.workload;
     exports io.kvoffload.internal.dram to io.kvoffload.iouring, io.kvoffload.cuda;
     exports io.kvoffload.internal.util to io.kvoffload.iouring, io.kvoffload.cuda;
@@ -33,6 +34,12 @@ module io.kvoffload.core {
     uses io.kvoffload.spi.DeviceTierProvider;
     uses io.kvoffload.spi.RemoteTierProvider;
     uses io.kvoffload.strategy.SelectionStrategy;
+    uses io.kvoffload.strategy.StrategyProvider;
+    uses io.kvoffload.internal.storage.GroupState.Codec;
 
     provides io.kvoffload.spi.IoBackendProvider with io.kvoffload.internal.io.PortableIoBackendProvider;
+    provides io.kvoffload.internal.storage.GroupState.Codec with io.kvoffload.internal.kvswap.AdapterCodec;
+    provides io.kvoffload.strategy.StrategyProvider with io.kvoffload.internal.swarm.SwarmStrategies,
+            io.kvoffload.internal.kvswap.KvSwapStrategies, io.kvoffload.internal.baseline.BaselineStrategies,
+            io.kvoffload.strategy.sparf.SparFStrategies;
 }

@@ -23,7 +23,8 @@ import picocli.CommandLine.Command;
             SwarmOnlineBench.class, SelectionLatencyCommand.class, ScalingCommand.class,
             io.kvoffload.bench.scaling.PlacementBench.class,
             io.kvoffload.bench.compare.SelectEvalCommand.class,
-            io.kvoffload.bench.engine.EngineLoopCommand.class, io.kvoffload.bench.batch.BatchBench.class,
+            io.kvoffload.bench.engine.EngineLoopCommand.class, io.kvoffload.bench.engine.ForkBench.class,
+            io.kvoffload.bench.batch.BatchBench.class,
             io.kvoffload.bench.faults.FaultCampaignCommand.class, io.kvoffload.bench.remote.RemoteBench.class,
             CommandLine.HelpCommand.class})
 public final class KvoMain implements Runnable {

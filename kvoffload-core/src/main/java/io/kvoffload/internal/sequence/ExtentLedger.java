@@ -5,6 +5,7 @@ import io.kvoffload.internal.storage.ClusterLayout;
 import io.kvoffload.internal.storage.GroupLayout;
 import io.kvoffload.internal.storage.Manifest;
 import io.kvoffload.internal.storage.Store;
+import io.kvoffload.internal.storage.UnitLayout;
 import java.util.ArrayList;
 import java.util.List;
 
@@ -12,21 +13,14 @@ import java.util.List;
  * Which extents a sequence handle owns, per layer ({@link LayerState}), and when each one may be
  * freed. An extent no manifest names is freed as soon as it is replaced; one the last commit names
  * is <em>superseded</em>: it stays until the next commit (the store frees it then), since a crash
- * before that commit must still find it.
+ * before that commit must still find it. Freeing goes through the store, which keeps an extent a
+ * fork shares with another sequence until its last holder lets it go ({@link Store#free}).
  */
 public final class ExtentLedger {
     private final Store store;
     private final int blockTokens;
     private final LayerState[] layers;
     private final List<long[]> superseded = new ArrayList<>();
-
-    /**
-     * The ledger of a sequence of {@code layers} layers whose last commit is {@code last}, or of a
-     * new, empty one when {@code last} is null.
-     */
-    public static ExtentLedger of(Store store, int layers, int blockTokens, Manifest last, boolean writable) {
-        return last == null ? new ExtentLedger(store, layers, blockTokens) : new ExtentLedger(store, last, writable);
-    }
 
     /** The ledger of a new, empty sequence. */
     public ExtentLedger(Store store, int layerCount, int blockTokens) {
@@ -48,7 +42,7 @@ public final class ExtentLedger {
         this.layers = new LayerState[m.shape().layers()];
         for (int l = 0; l < layers.length; l++) {
             layers[l] = new LayerState(m.tokenCount(), writable ? m.layers()[l].copy() : m.layers()[l],
-                    m.clusters()[l], m.groups()[l]);
+                    m.clusters()[l], m.groups()[l], m.units()[l]);
         }
     }
 
@@ -96,6 +90,7 @@ public final class ExtentLedger {
         s.clustersCommitted = false;
         s.clustersExtendCommitted = false;
         dropGroups(layer);
+        dropUnits(s);
         retireCoveredBlocks(layer, layout.clusteredTokens());
     }
 
@@ -125,6 +120,7 @@ public final class ExtentLedger {
         LayerState s = layers[layer];
         dropGroups(layer);
         dropClusters(s);
+        dropUnits(s);
         s.groups = layout;
         s.groupsCommitted = false;
         retireCoveredBlocks(layer, layout.groupedTokens());
@@ -148,6 +144,34 @@ public final class ExtentLedger {
         }
         s.groups = grown;
         s.groupsCommitted = false;
+    }
+
+    /**
+     * {@code layout} (freshly written) becomes the layer's auxiliary unit layout, beside its entry
+     * layout; a unit layout it had goes. A new cluster or group layout drops it (its units describe
+     * the entries it was written with).
+     */
+    public void installUnits(int layer, UnitLayout layout) {
+        LayerState s = layers[layer];
+        dropUnits(s);
+        s.units = layout;
+        s.unitsCommitted = false;
+    }
+
+    /** Forgets the layer's unit layout: its extents are freed now, or after the next commit if one names them. */
+    private void dropUnits(LayerState s) {
+        UnitLayout old = s.units;
+        if (old == null) {
+            return;
+        }
+        for (int i = 0; i < old.segmentCount(); i++) {
+            if (s.unitsCommitted) {
+                superseded.add(new long[] {old.segmentDevice(i), old.segmentOffset(i), old.segmentLength(i)});
+            } else {
+                store.free(old.segmentDevice(i), old.segmentOffset(i), old.segmentLength(i));
+            }
+        }
+        s.units = null;
     }
 
     /**
@@ -216,6 +240,9 @@ public final class ExtentLedger {
             }
             if (s.groups != null && !s.groupsCommitted) {
                 freeGroupSegments(s.groups, s.groupsExtendCommitted ? s.committedGroups.segmentCount() : 0);
+            }
+            if (s.units != null && !s.unitsCommitted) {
+                dropUnits(s);
             }
         }
         superseded.clear();

@@ -13,7 +13,7 @@ import java.util.List;
 import java.util.zip.CRC32C;
 
 /**
- * Binary manifest format (big-endian), version 6 (versions 2 to 5 are still read):
+ * Binary manifest format (big-endian), version 7 (versions 2 to 6 are still read):
  *
  * <pre>
  * "KVOM" u32 version
@@ -21,9 +21,13 @@ import java.util.zip.CRC32C;
  * u32 nDevices, str uuid × nDevices
  * u32 nTokens, i32 token × nTokens
  * per layer: u32 nBlocks, then per block: u16 device (0xFFFF: no extent), i64 offset, u32 length, i32 crc32c
+ *   (version 7) then u8 origin: 0 this sequence's own block; 1 shared, written by the sequence whose
+ *   64-bit hash follows as i64 (its checksum seed, {@link EntryChecksum}); 2 shared, written with plain
+ *   CRC32C (a sequence from before version 5)
  * (version 6) per layer: u8 nSections, then per section: str name, u16 sectionVersion, u32 nBytes, body
  *   — one section per strategy layout the layer has: {@link ClusterSection} ("clusters", versions 2..4)
- *   or {@link GroupSection} ("groups", version 1); each layout's format evolves on its own version,
+ *   or {@link GroupSection} ("groups", version 1), and optionally a strategy's auxiliary
+ *   {@link UnitSection} ("units", version 1); each layout's format evolves on its own version,
  *   and a reader refuses a section it does not know by name and version
  * (versions 2..5) per layer: u8 hasClusters, and if 1: a cluster section body (section version 2 in
  *   manifest version 2, else 3); (versions 4..5) per layer: u8 hasGroups, and if 1: a group section body
@@ -31,6 +35,10 @@ import java.util.zip.CRC32C;
  * i32 CRC32C of everything above
  * </pre>
  *
+ * Version 7 records which blocks a {@linkplain io.kvoffload.KvEngine#fork fork} shares with the
+ * sequence it was forked from, and whose identity seeds their checksums; recovery counts the
+ * manifests naming each shared extent. Only a manifest with a shared block is written as version 7,
+ * so a store with no forks stays readable by builds that read up to version 6.
  * Version 6 has the bodies of version 5 wrapped in named, versioned, length-prefixed sections.
  * Version 5 has the bytes of version 4; what changed is the meaning of every block, entry and group
  * checksum: it is seeded with the record's identity (sequence, layer, kind, token position; see
@@ -48,7 +56,13 @@ import java.util.zip.CRC32C;
 public final class ManifestCodec {
     private static final int MAGIC = 0x4B564F4D; // "KVOM"
     private static final int NO_EXTENT = 0xFFFF;
-    public static final int VERSION = 6;
+    public static final int VERSION = 7;
+    /** The first version that records shared blocks ({@link BlockTable#shared}). */
+    public static final int SHARED_BLOCKS_VERSION = 7;
+    /** Origin tags of a block (version 7). */
+    private static final int OWN = 0;
+    private static final int SHARED_SALTED = 1;
+    private static final int SHARED_PLAIN = 2;
     /** The first version whose checksums are identity-seeded ({@link EntryChecksum}). */
     public static final int IDENTITY_CHECKSUMS_VERSION = 5;
     /** The newest version with plain CRC32Cs: what a sequence first committed before version 5 is written as. */
@@ -58,9 +72,22 @@ public final class ManifestCodec {
 
     private ManifestCodec() {}
 
-    /** Encodes in {@link #VERSION}, or in {@link #UNSALTED_VERSION} for a manifest with plain checksums. */
+    /**
+     * Encodes in {@link #VERSION} when a block is shared, else in version 6, or in {@link
+     * #UNSALTED_VERSION} for a manifest with plain checksums.
+     */
     public static byte[] encode(Manifest m) {
-        return encode(m, m.identityChecksums() ? VERSION : UNSALTED_VERSION);
+        return encode(m, !m.identityChecksums() ? UNSALTED_VERSION
+                : hasShared(m) ? SHARED_BLOCKS_VERSION : SHARED_BLOCKS_VERSION - 1);
+    }
+
+    private static boolean hasShared(Manifest m) {
+        for (BlockTable t : m.layers()) {
+            if (t.anyShared()) {
+                return true;
+            }
+        }
+        return false;
     }
 
     /**
@@ -78,6 +105,10 @@ public final class ManifestCodec {
                     + (m.identityChecksums() ? "identity-seeded" : "plain") + " checksums; allowed: "
                     + (m.identityChecksums() ? IDENTITY_CHECKSUMS_VERSION + ".." + VERSION
                             : MIN_VERSION + ".." + UNSALTED_VERSION));
+        }
+        if (version < SHARED_BLOCKS_VERSION && hasShared(m)) {
+            throw new IllegalArgumentException("version = " + version + " cannot record shared (forked) blocks;"
+                    + " allowed: " + SHARED_BLOCKS_VERSION + ".." + VERSION);
         }
         try {
             ByteArrayOutputStream bytes = new ByteArrayOutputStream(
@@ -108,11 +139,14 @@ public final class ManifestCodec {
                     out.writeLong(t.offset(b));
                     out.writeInt(t.length(b));
                     out.writeInt(t.crc(b));
+                    if (version >= SHARED_BLOCKS_VERSION) {
+                        writeOrigin(out, t, b);
+                    }
                 }
             }
             if (version >= 6) {
                 for (int l = 0; l < s.layers(); l++) {
-                    writeSections(out, m.clusters()[l], m.groups()[l]);
+                    writeSections(out, m.clusters()[l], m.groups()[l], m.units()[l]);
                 }
             } else {
                 writeFlagged(out, m, version);
@@ -130,9 +164,36 @@ public final class ManifestCodec {
         }
     }
 
+    private static void writeOrigin(DataOutputStream out, BlockTable t, int b) throws IOException {
+        if (!t.shared(b)) {
+            out.writeByte(OWN);
+            return;
+        }
+        EntryChecksum c = t.checksum(b, null);
+        if (c.salted()) {
+            out.writeByte(SHARED_SALTED);
+            out.writeLong(c.hash());
+        } else {
+            out.writeByte(SHARED_PLAIN);
+        }
+    }
+
+    /** Version 7: a block's origin tag (and writer hash); null for the sequence's own block. */
+    private static EntryChecksum readOrigin(ByteBuffer buf, int l, int b) {
+        int tag = buf.get() & 0xFF;
+        return switch (tag) {
+            case OWN -> null;
+            case SHARED_SALTED -> EntryChecksum.ofHash(buf.getLong());
+            case SHARED_PLAIN -> EntryChecksum.UNSALTED;
+            default -> throw new IllegalArgumentException("manifest layer " + l + " block " + b + " has origin " + tag
+                    + "; allowed: " + OWN + ", " + SHARED_SALTED + " or " + SHARED_PLAIN);
+        };
+    }
+
     /** Version 6: each layout of the layer as a named, versioned, length-prefixed section. */
-    private static void writeSections(DataOutputStream out, ClusterLayout c, GroupLayout g) throws IOException {
-        out.writeByte((c == null ? 0 : 1) + (g == null ? 0 : 1));
+    private static void writeSections(DataOutputStream out, ClusterLayout c, GroupLayout g, UnitLayout u)
+            throws IOException {
+        out.writeByte((c == null ? 0 : 1) + (g == null ? 0 : 1) + (u == null ? 0 : 1));
         if (c != null) {
             ByteArrayOutputStream body = new ByteArrayOutputStream();
             int version = ClusterSection.versionFor(c);
@@ -143,6 +204,11 @@ public final class ManifestCodec {
             ByteArrayOutputStream body = new ByteArrayOutputStream();
             GroupSection.write(new DataOutputStream(body), g);
             writeSection(out, GroupSection.NAME, GroupSection.VERSION, body.toByteArray());
+        }
+        if (u != null) {
+            ByteArrayOutputStream body = new ByteArrayOutputStream();
+            UnitSection.write(new DataOutputStream(body), u);
+            writeSection(out, UnitSection.NAME, UnitSection.VERSION, body.toByteArray());
         }
     }
 
@@ -155,6 +221,12 @@ public final class ManifestCodec {
 
     /** Versions 2..5: a cluster flag and body per layer, then (4..5) a group flag and body per layer. */
     private static void writeFlagged(DataOutputStream out, Manifest m, int version) throws IOException {
+        for (UnitLayout u : m.units()) {
+            if (u != null) {
+                throw new IllegalArgumentException("manifest version " + version + " cannot hold unit layouts ("
+                        + u.owner() + "); allowed: version 6 on");
+            }
+        }
         for (ClusterLayout c : m.clusters()) {
             out.writeByte(c == null ? 0 : 1);
             if (c != null) {
@@ -250,7 +322,12 @@ public final class ManifestCodec {
                     long off = buf.getLong();
                     int len = buf.getInt();
                     int c = buf.getInt();
+                    EntryChecksum origin = version >= SHARED_BLOCKS_VERSION ? readOrigin(buf, l, b) : null;
                     if (dev == NO_EXTENT) {
+                        if (origin != null) {
+                            throw new IllegalArgumentException("manifest layer " + l + " block " + b
+                                    + " has no extent but is marked shared");
+                        }
                         t.ensureBlocks(b + 1);
                         continue;
                     }
@@ -258,15 +335,20 @@ public final class ManifestCodec {
                         throw new IllegalArgumentException("manifest layer " + l + " block " + b + " names device "
                                 + dev + "; the manifest lists " + nDev);
                     }
-                    t.set(b, dev, off, len, c, true);
+                    if (origin != null) {
+                        t.setShared(b, dev, off, len, c, true, origin);
+                    } else {
+                        t.set(b, dev, off, len, c, true);
+                    }
                 }
                 tables[l] = t;
             }
             ClusterLayout[] clusters = new ClusterLayout[layers];
             GroupLayout[] groups = new GroupLayout[layers];
+            UnitLayout[] units = new UnitLayout[layers];
             if (version >= 6) {
                 for (int l = 0; l < layers; l++) {
-                    readSections(buf, l, shape, nTok, nDev, clusters, groups);
+                    readSections(buf, l, shape, nTok, nDev, clusters, groups, units);
                 }
             }
             for (int l = 0; l < layers && version < 6; l++) {
@@ -297,8 +379,8 @@ public final class ManifestCodec {
             if (buf.hasRemaining()) {
                 throw new IllegalArgumentException("manifest has " + buf.remaining() + " trailing bytes");
             }
-            return new Manifest(id, shape, blockTokens, List.copyOf(uuids), tokens, tables, clusters, groups, millis,
-                    number, version >= IDENTITY_CHECKSUMS_VERSION);
+            return new Manifest(id, shape, blockTokens, List.copyOf(uuids), tokens, tables, clusters, groups, units,
+                    millis, number, version >= IDENTITY_CHECKSUMS_VERSION);
         } catch (BufferUnderflowException e) {
             throw new IllegalArgumentException("manifest is truncated");
         }
@@ -306,14 +388,15 @@ public final class ManifestCodec {
 
     /**
      * Version 6: the layer's sections. A section must be known by name and version and its body
-     * must use exactly its declared bytes; a layer has at most one layout.
+     * must use exactly its declared bytes; a layer has at most one entry layout (clusters or groups)
+     * and at most one unit layout.
      */
     private static void readSections(ByteBuffer buf, int l, KvShape shape, int nTok, int nDev, ClusterLayout[] clusters,
-            GroupLayout[] groups) {
+            GroupLayout[] groups, UnitLayout[] units) {
         int n = buf.get() & 0xFF;
-        if (n > 1) {
+        if (n > 2) {
             throw new IllegalArgumentException("manifest layer " + l + " has " + n + " layout sections; allowed: at most"
-                    + " one (not both a cluster and a group layout)");
+                    + " two (a cluster or a group layout, and a unit layout)");
         }
         for (int i = 0; i < n; i++) {
             String name = readString(buf);
@@ -326,11 +409,17 @@ public final class ManifestCodec {
                 clusters[l] = ClusterSection.read(body, l, shape, nTok, nDev, version);
             } else if (name.equals(GroupSection.NAME) && version == GroupSection.VERSION) {
                 groups[l] = GroupSection.read(body, l, shape, nTok, nDev);
+            } else if (name.equals(UnitSection.NAME) && version == UnitSection.VERSION && units[l] == null) {
+                units[l] = UnitSection.read(body, l, nDev);
             } else {
                 throw new IllegalArgumentException("manifest layer " + l + " has a layout section '" + name
                         + "' version " + version + " that this build cannot read; allowed: '" + ClusterSection.NAME
                         + "' " + ClusterSection.MIN_VERSION + ".." + ClusterSection.VERSION + ", '" + GroupSection.NAME
-                        + "' " + GroupSection.VERSION);
+                        + "' " + GroupSection.VERSION + ", '" + UnitSection.NAME + "' " + UnitSection.VERSION + " (once)");
+            }
+            if (clusters[l] != null && groups[l] != null) {
+                throw new IllegalArgumentException("manifest layer " + l + " has both a cluster and a group layout;"
+                        + " allowed: at most one");
             }
             if (body.hasRemaining()) {
                 throw new IllegalArgumentException("manifest layer " + l + " section '" + name + "' declares " + length
@@ -418,22 +507,33 @@ public final class ManifestCodec {
         }
         for (int l = 0; l < m.groups().length; l++) {
             GroupLayout g = m.groups()[l];
-            if (g == null) {
-                continue;
+            if (g != null) {
+                validateSegments(m, devices, map, l, "group", g, g.stride());
             }
-            for (int s = 0; s < g.segmentCount(); s++) {
-                DevicePool d = devices.get(map[g.segmentDevice(s)]);
-                long off = g.segmentOffset(s);
-                int len = g.segmentLength(s);
-                if (len <= 0 || len % d.alignment() != 0 || off < 0 || off % d.alignment() != 0
-                        || off > d.sizeBytes() - len || g.stride() % d.alignment() != 0) {
-                    throw new IllegalArgumentException("sequence " + m.id() + " layer " + l + " group segment " + s
-                            + ": extent [" + off + ", +" + len + ") with group stride " + g.stride()
-                            + " is not an aligned extent of device " + d.index() + " (" + d.sizeBytes()
-                            + " bytes, alignment " + d.alignment() + ")");
-                }
+        }
+        for (int l = 0; l < m.units().length; l++) {
+            UnitLayout u = m.units()[l];
+            if (u != null) {
+                validateSegments(m, devices, map, l, "unit", u, u.stride());
             }
         }
         return map;
+    }
+
+    /** Checks that every segment of {@code layout} (layer {@code l}) is an aligned extent inside its device, and its stride aligned. */
+    private static void validateSegments(Manifest m, List<DevicePool> devices, int[] map, int l, String what,
+            SegmentedLayout layout, int stride) {
+        for (int s = 0; s < layout.segmentCount(); s++) {
+            DevicePool d = devices.get(map[layout.segmentDevice(s)]);
+            long off = layout.segmentOffset(s);
+            int len = layout.segmentLength(s);
+            if (len <= 0 || len % d.alignment() != 0 || off < 0 || off % d.alignment() != 0
+                    || off > d.sizeBytes() - len || stride % d.alignment() != 0) {
+                throw new IllegalArgumentException("sequence " + m.id() + " layer " + l + " " + what + " segment " + s
+                        + ": extent [" + off + ", +" + len + ") with " + what + " stride " + stride
+                        + " is not an aligned extent of device " + d.index() + " (" + d.sizeBytes()
+                        + " bytes, alignment " + d.alignment() + ")");
+            }
+        }
     }
 }

@@ -30,7 +30,7 @@ class HotClusterCacheProperties {
         ClusterLayout layout = TestLayouts.random(tokens, ENTRY, rnd);
         try (DramPool dram = new DramPool(4L << 20, 1L << 20);
                 HotClusterCache cache = new HotClusterCache(dram, layout, ENTRY, (long) budgetEntries * ENTRY, lru,
-                        CostEffectiveness.swarm(80_000, 2_000))) {
+                        CostEffectiveness.savedIoPerEntry(80_000, 2_000))) {
             // The source writes each token's id into its entry: a slot's content names its token.
             HotClusterCache.TokenSource source = (token, dst, offset) -> {
                 for (int i = 0; i < ENTRY / 4; i++) {
