@@ -207,6 +207,7 @@ public final class CostEffectivenessCache extends AbstractClusterCache {
      * first) until the cached ones fit; they are listed by {@link #evicted} exactly as after a step,
      * and {@link #admitted} is empty. Growing evicts nothing; later steps admit into the room.
      */
+    @Override
     public void resize(long budgetBytes) {
         Checks.inRange("budgetBytes", budgetBytes, 0, Long.MAX_VALUE);
         beginStep();
@@ -225,6 +226,7 @@ public final class CostEffectivenessCache extends AbstractClusterCache {
      *
      * @return false when the cluster was not cached
      */
+    @Override
     public boolean remove(int cluster) {
         if (!cached(cluster)) {
             return false;
@@ -232,6 +234,12 @@ public final class CostEffectivenessCache extends AbstractClusterCache {
         removeAt(heapPos[cluster]);
         used -= sizes.bytes(cluster);
         return true;
+    }
+
+    /** The cluster's Eq. 6 score while cached. */
+    @Override
+    public double retention(int cluster) {
+        return cached(cluster) ? heapScore[heapPos[cluster]] : Double.NEGATIVE_INFINITY;
     }
 
     /** Lowest score among cached clusters (the heap top), or NaN when empty. */

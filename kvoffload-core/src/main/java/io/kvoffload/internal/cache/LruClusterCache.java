@@ -1,5 +1,6 @@
 package io.kvoffload.internal.cache;
 
+import io.kvoffload.internal.util.Checks;
 import java.util.Arrays;
 
 /**
@@ -11,6 +12,8 @@ public final class LruClusterCache extends AbstractClusterCache {
     private int[] prev;
     private int[] next;
     private boolean[] in;
+    private long[] lastStep; // step count when last activated
+    private long steps;
     private int head = -1; // most recent
     private int tail = -1; // least recent
 
@@ -33,17 +36,20 @@ public final class LruClusterCache extends AbstractClusterCache {
         prev = prev == null ? new int[n] : Arrays.copyOf(prev, n);
         next = next == null ? new int[n] : Arrays.copyOf(next, n);
         in = in == null ? new boolean[n] : Arrays.copyOf(in, n);
+        lastStep = lastStep == null ? new long[n] : Arrays.copyOf(lastStep, n);
         growLists(n);
     }
 
     @Override
     public void step(int[] activated, int n) {
         beginStep();
+        steps++;
         for (int i = 0; i < n; i++) {
             int c = firstActivation(activated, i);
             if (c < 0) {
                 continue;
             }
+            lastStep[c] = steps;
             if (in[c]) {
                 hits++;
                 if (c != head) {
@@ -69,6 +75,38 @@ public final class LruClusterCache extends AbstractClusterCache {
             used += bytes;
             recordAdmission(c);
         }
+    }
+
+    /** Shrinking evicts the least recently activated clusters (the list's tail) until the rest fit. */
+    @Override
+    public void resize(long budgetBytes) {
+        Checks.inRange("budgetBytes", budgetBytes, 0, Long.MAX_VALUE);
+        beginStep();
+        budget = budgetBytes;
+        while (used > budget && tail >= 0) {
+            int victim = tail;
+            unlink(victim);
+            in[victim] = false;
+            used -= sizes.bytes(victim);
+            recordEviction(victim);
+        }
+    }
+
+    @Override
+    public boolean remove(int cluster) {
+        if (!cached(cluster)) {
+            return false;
+        }
+        unlink(cluster);
+        in[cluster] = false;
+        used -= sizes.bytes(cluster);
+        return true;
+    }
+
+    /** The step that last activated the cluster: the least recent goes first. */
+    @Override
+    public double retention(int cluster) {
+        return cached(cluster) ? lastStep[cluster] : Double.NEGATIVE_INFINITY;
     }
 
     private void unlink(int c) {

@@ -72,7 +72,7 @@ public final class SwarmLayer extends EntryLayer {
                     : options.cacheBytes();
             long perLayer = total / shape.layers();
             if (perLayer >= shape.entryBytes()) {
-                cache = new HotClusterCache(store.store().dram(), layout, shape.entryBytes(), perLayer,
+                cache = new HotClusterCache(store.store().elastic(), layout, shape.entryBytes(), perLayer,
                         lru, SCORE);
             }
             if (maintenance != null && sequence.isWritable() && options.localWindow() > 0) {
