@@ -74,6 +74,8 @@ public final class KvDecoder implements AutoCloseable {
     private boolean closed;
     /** Set by {@link #close} before it waits for the owner, so the owner's next call fails at once. */
     private volatile boolean closing;
+    /** Per-layer elastic cache budget set by {@link #setCacheBytes}; -1 while the options' sizing applies. */
+    private long cacheBytesPerLayer = -1;
 
     KvDecoder(KvSequence sequence, Store store, DecodeOptions options, int alignment) {
         this.sequence = sequence;
@@ -107,6 +109,14 @@ public final class KvDecoder implements AutoCloseable {
             f = open(strategy, l);
             if (f == null) {
                 f = open(Strategies.defaultStrategy(), l);
+            }
+            if (cacheBytesPerLayer >= 0) {
+                try {
+                    f.resizeCache(cacheBytesPerLayer);
+                } catch (RuntimeException e) {
+                    f.close();
+                    throw e;
+                }
             }
             layers[l] = f;
         }
@@ -347,6 +357,101 @@ public final class KvDecoder implements AutoCloseable {
             }
         }
         return false;
+    }
+
+    /**
+     * Changes the DRAM this decoder's elastic caches may hold, between steps: the hot caches or reuse
+     * buffers of its layers (whatever the strategy keeps in the engine's elastic pool), {@code bytes}
+     * shared equally by the layers as {@link DecodeOptions#cacheBytes()} is, each share rounded down to
+     * whole elastic units. Growing takes units from the engine's elastic pool; shrinking gives units
+     * back, evicting the entries the cache least wants to keep (Swarm's Eq. 6 order, LRU's, or the
+     * reuse buffer's last slots), and the pool frees every chunk that empties, so the memory returns
+     * ({@link KvEngine#stats()}'s {@code dramReservedBytes} falls). No cached entry is copied, and no
+     * view is touched: a view holds its own copy. Layers opened later start at this budget.
+     *
+     * <p>Allowed only while no fetch is in flight; a decoder is used by one thread at a time, so
+     * calling it from another thread while the owner decodes is refused too.
+     *
+     * @param bytes 0 or more
+     * @return the bytes the decoder's open layers hold afterwards
+     * @throws IllegalStateException when a fetch is in flight (await its view first) or another thread uses the decoder
+     * @throws KvDramExhaustedException when growing finds no room in the elastic pool or the DRAM budget;
+     *     the budget then stays as it was
+     */
+    public long setCacheBytes(long bytes) {
+        boolean owned = owner.enter(this);
+        try {
+            checkOpen();
+            Checks.inRange("bytes", bytes, 0, Long.MAX_VALUE);
+            for (int l = 0; l < inFlight.length; l++) {
+                if (inFlight[l]) {
+                    throw new IllegalStateException("layer " + l + " has a fetch in flight; await its view before"
+                            + " resizing the decoder's caches");
+                }
+            }
+            long perLayer = bytes / shape.layers();
+            long[] before = new long[layers.length];
+            for (int l = 0; l < layers.length; l++) {
+                before[l] = layers[l] == null ? 0 : layers[l].cacheHeldBytes();
+            }
+            // Shrinking layers first frees units the growing ones may take.
+            long held = 0;
+            int done = 0;
+            int[] order = resizeOrder(perLayer, before);
+            try {
+                for (; done < order.length; done++) {
+                    LayerFetcher f = layers[order[done]];
+                    held += f.resizeCache(perLayer);
+                }
+            } catch (RuntimeException e) {
+                for (int i = 0; i < done; i++) {
+                    try {
+                        layers[order[i]].resizeCache(before[order[i]]);
+                    } catch (RuntimeException again) {
+                        e.addSuppressed(again);
+                    }
+                }
+                throw e;
+            }
+            cacheBytesPerLayer = perLayer;
+            return held;
+        } finally {
+            if (owned) {
+                owner.exit();
+            }
+        }
+    }
+
+    /** Open layers, those giving units back first. */
+    private int[] resizeOrder(long perLayer, long[] before) {
+        int n = 0;
+        int[] order = new int[layers.length];
+        for (int pass = 0; pass < 2; pass++) {
+            for (int l = 0; l < layers.length; l++) {
+                if (layers[l] != null && (before[l] > perLayer) == (pass == 0)) {
+                    order[n++] = l;
+                }
+            }
+        }
+        return java.util.Arrays.copyOf(order, n);
+    }
+
+    /** Bytes of elastic units the decoder's open layers hold now (see {@link #setCacheBytes}). */
+    public long cacheBytes() {
+        boolean owned = owner.enter(this);
+        try {
+            long held = 0;
+            for (LayerFetcher f : layers) {
+                if (f != null) {
+                    held += f.cacheHeldBytes();
+                }
+            }
+            return held;
+        } finally {
+            if (owned) {
+                owner.exit();
+            }
+        }
     }
 
     /** Counters since the decoder opened. */

@@ -392,11 +392,37 @@ public final class KvEngine implements AutoCloseable {
                 .map(q -> (q.id() != null ? "sequence " + q.id() + ": " : "") + q.reason()).toList();
         return new KvStats(store.backend().name(), List.copyOf(devs), store.stats().checksumsVerified.sum(),
                 store.stats().checksumFailures.sum(), store.stats().evictions.sum(), store.dram().budgetBytes(),
-                store.dram().reservedBytes(), store.dram().inUseBytes(), out, List.copyOf(unavailableIds), quarantine,
+                store.dram().reservedBytes(), store.dram().inUseBytes() + store.elastic().usedBytes(), out, List.copyOf(unavailableIds), quarantine,
                 store.quarantinedBytes(), store.stats().failovers.sum(), store.stats().repairs.sum(),
                 store.stats().rereads.sum(), store.stats().remoteFailovers.sum(),
                 java.util.Collections.unmodifiableMap(store.injectedFaults()),
                 remote == null ? RemoteStatus.none() : remote.status());
+    }
+
+    /**
+     * Caps the DRAM that all decoders' elastic caches (hot caches, reuse buffers: see
+     * {@link KvDecoder#setCacheBytes}) may hold together. They take block-major units from one elastic
+     * pool, whose chunks count against {@link KvConfig#dramBudgetBytes()} like every other DRAM; this
+     * cap, initially that budget, bounds them further so an engine can keep DRAM for windows and views
+     * while moving cache budget between decoders at run time.
+     *
+     * @param bytes 0 or more, and at least what the decoders' caches hold now
+     * @throws IllegalArgumentException when {@code bytes} is below the memory the caches hold now: the
+     *     engine never takes units from a live decoder; shrink decoders first ({@link KvDecoder#setCacheBytes})
+     */
+    public void setElasticDramBytes(long bytes) {
+        checkOpen();
+        store.elastic().setBudget(bytes);
+    }
+
+    /** The cap set by {@link #setElasticDramBytes} (initially {@link KvConfig#dramBudgetBytes()}). */
+    public long elasticDramBytes() {
+        return store.elastic().budgetBytes();
+    }
+
+    /** Bytes of chunks the elastic pool holds now (part of {@link KvStats#dramReservedBytes()}). */
+    public long elasticDramReservedBytes() {
+        return store.elastic().reservedBytes();
     }
 
     /**

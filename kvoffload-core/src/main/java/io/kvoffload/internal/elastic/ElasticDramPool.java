@@ -7,6 +7,8 @@ import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -24,6 +26,11 @@ import org.slf4j.LoggerFactory;
  * {@link DramPool}'s budget ({@link DramPool#reserve}); on top of that the pool has a budget of its
  * own ({@link #setBudget}), the engine-wide cap on elastic DRAM.
  *
+ * <p>One unit serves all consumers whose entry sizes it is a multiple of; the unit widens to the LCM
+ * while no unit is in use. A consumer whose entries do not fit the unit in use gets units of its own
+ * size class ({@code lcm(4096, entryBytes)}), under the same budget, so mixing shapes never fails;
+ * each class is block-major and returns its chunks as they empty.
+ *
  * <p>Consumers copy bytes into units; no I/O targets them, so chunks are not announced to
  * {@link io.kvoffload.spi.DramSlabListener}s (no fixed-buffer churn when budgets move).
  *
@@ -38,12 +45,69 @@ public final class ElasticDramPool implements AutoCloseable {
 
     private final DramPool dram;
     private final long chunkTargetBytes;
-    private final List<Arena> arenas = new ArrayList<>();
-    private final List<MemorySegment> chunks = new ArrayList<>();
-    private BlockMajorAllocator units;
+    /** Unit size classes by unit bytes; usually one. */
+    private final Map<Long, UnitClass> classes = new TreeMap<>();
     private long budgetBytes;
+    private long reservedBytes;
     private long chunksAllocated;
     private long chunksFreed;
+    private boolean closed;
+
+    /** The units of one size: a block-major allocator and its chunks' memory. */
+    private final class UnitClass implements BlockMajorAllocator.Chunks {
+        final BlockMajorAllocator units;
+        final List<Arena> arenas = new ArrayList<>();
+        final List<MemorySegment> chunks = new ArrayList<>();
+
+        UnitClass(MinimumElasticUnit unit) {
+            this.units = new BlockMajorAllocator(unit, unit.unitsPerChunk(chunkTargetBytes), Long.MAX_VALUE, false, this);
+        }
+
+        @Override
+        public void allocate(int slot, long bytes) {
+            if (reservedBytes + bytes > budgetBytes) {
+                throw new KvDramExhaustedException("the elastic DRAM pool's budget of " + budgetBytes + " bytes is"
+                        + " exhausted: " + reservedBytes + " bytes of chunks held, a chunk of " + bytes + " more needed."
+                        + " Raise it (KvEngine.setElasticDramBytes) or shrink other decoders' caches"
+                        + " (KvDecoder.setCacheBytes)");
+            }
+            dram.reserve(bytes); // throws KvDramExhaustedException when the DRAM tier has no room
+            Arena arena = Arena.ofShared();
+            MemorySegment seg;
+            try {
+                seg = arena.allocate(bytes, PAGE);
+            } catch (RuntimeException | OutOfMemoryError e) {
+                arena.close();
+                dram.unreserve(bytes);
+                throw e;
+            }
+            while (arenas.size() <= slot) {
+                arenas.add(null);
+                chunks.add(null);
+            }
+            arenas.set(slot, arena);
+            chunks.set(slot, seg);
+            reservedBytes += bytes;
+            chunksAllocated++;
+            LOG.debug("elastic chunk {} of {} bytes ({}-byte units); {} bytes of chunks", slot, bytes,
+                    units == null ? bytes : units.unitBytes(), reservedBytes);
+        }
+
+        @Override
+        public void free(int slot) {
+            Arena arena = arenas.set(slot, null);
+            MemorySegment seg = chunks.set(slot, null);
+            arena.close(); // the bytes go back to the allocator (and, for large chunks, the OS)
+            dram.unreserve(seg.byteSize());
+            reservedBytes -= seg.byteSize();
+            chunksFreed++;
+            LOG.debug("elastic chunk {} freed ({} bytes)", slot, seg.byteSize());
+        }
+
+        MemorySegment segment(int unit) {
+            return chunks.get(units.chunkSlot(unit)).asSlice(units.offsetInChunk(unit), units.unitBytes());
+        }
+    }
 
     /**
      * @param dram the DRAM tier whose budget the chunks count against
@@ -54,125 +118,76 @@ public final class ElasticDramPool implements AutoCloseable {
         this.dram = Checks.notNull("dram", dram);
         this.budgetBytes = Checks.inRange("budgetBytes", budgetBytes, 0, Long.MAX_VALUE);
         this.chunkTargetBytes = Checks.positive("chunkBytes", chunkBytes);
-        this.units = allocator(MinimumElasticUnit.of(PAGE));
-    }
-
-    private BlockMajorAllocator allocator(MinimumElasticUnit unit) {
-        return new BlockMajorAllocator(unit, unit.unitsPerChunk(chunkTargetBytes), budgetBytes, false,
-                new BlockMajorAllocator.Chunks() {
-                    @Override
-                    public void allocate(int slot, long bytes) {
-                        allocateChunk(slot, bytes);
-                    }
-
-                    @Override
-                    public void free(int slot) {
-                        freeChunk(slot);
-                    }
-                });
-    }
-
-    private void allocateChunk(int slot, long bytes) {
-        dram.reserve(bytes); // throws KvDramExhaustedException when the DRAM tier has no room
-        Arena arena = Arena.ofShared();
-        MemorySegment seg;
-        try {
-            seg = arena.allocate(bytes, PAGE);
-        } catch (RuntimeException | OutOfMemoryError e) {
-            arena.close();
-            dram.unreserve(bytes);
-            throw e;
-        }
-        while (arenas.size() <= slot) {
-            arenas.add(null);
-            chunks.add(null);
-        }
-        arenas.set(slot, arena);
-        chunks.set(slot, seg);
-        chunksAllocated++;
-        LOG.debug("elastic chunk {} of {} bytes; {} bytes of chunks", slot, bytes, units == null ? bytes
-                : units.allocatedBytes() + bytes);
-    }
-
-    private void freeChunk(int slot) {
-        Arena arena = arenas.set(slot, null);
-        MemorySegment seg = chunks.set(slot, null);
-        arena.close();
-        dram.unreserve(seg.byteSize());
-        chunksFreed++;
-        LOG.debug("elastic chunk {} freed ({} bytes)", slot, seg.byteSize());
     }
 
     /**
-     * Makes the unit a multiple of {@code entryBytes} too, when no unit is in use (the unit cannot
-     * change under live units). Returns the unit in effect.
+     * The unit that entries of {@code entryBytes} are stored in: the smallest unit in use that is a
+     * multiple of it; else, while no unit is in use, the unit widened to the LCM of the sizes seen so
+     * far and this one (SwiftCache's shared unit); else a size class of its own,
+     * {@code lcm(4096, entryBytes)}.
      */
     public synchronized MinimumElasticUnit register(long entryBytes) {
+        ensureOpen();
         Checks.positive("entryBytes", entryBytes);
-        MinimumElasticUnit now = units.unit();
-        if (now.unitBytes() % entryBytes == 0) {
-            return now;
+        for (UnitClass c : classes.values()) {
+            if (c.units.unitBytes() % entryBytes == 0) {
+                return c.units.unit();
+            }
         }
-        MinimumElasticUnit wider = now.with(entryBytes);
-        if (units.usedUnits() == 0) {
-            units.close();
-            units = allocator(wider);
-            LOG.debug("elastic unit widened to {} bytes for entries of {} bytes", wider.unitBytes(), entryBytes);
-            return wider;
+        MinimumElasticUnit unit = MinimumElasticUnit.of(PAGE, entryBytes);
+        if (usedUnitsAll() == 0) {
+            for (UnitClass c : classes.values()) {
+                unit = unit.with(c.units.unitBytes());
+                c.units.close();
+            }
+            classes.clear();
         }
-        if (entryBytes > now.unitBytes()) {
-            throw new IllegalStateException("entries of " + entryBytes + " bytes do not fit the elastic unit of "
-                    + now.unitBytes() + " bytes that " + units.usedUnits() + " live units use; allowed: entries of"
-                    + " at most the unit (open decoders of this shape before others, or close the others first)");
-        }
-        LOG.debug("entries of {} bytes do not divide the elastic unit of {} bytes; {} bytes of each unit stay unused",
-                entryBytes, now.unitBytes(), now.unitBytes() % entryBytes);
-        return now;
+        UnitClass c = new UnitClass(unit);
+        classes.put(unit.unitBytes(), c);
+        LOG.debug("elastic unit of {} bytes for entries of {} bytes ({} unit sizes in use)", unit.unitBytes(),
+                entryBytes, classes.size());
+        return unit;
     }
 
-    /** Bytes of one unit. */
-    public synchronized long unitBytes() {
-        return units.unitBytes();
+    private UnitClass classOf(long unitBytes) {
+        UnitClass c = classes.get(unitBytes);
+        if (c == null) {
+            throw new IllegalArgumentException("unitBytes = " + unitBytes + " is not a unit of this pool; allowed: "
+                    + classes.keySet() + " (register the entry size first)");
+        }
+        return c;
     }
 
-    /** Entries of {@code entryBytes} one unit holds (at least 1; see {@link #register}). */
-    public synchronized int entriesPerUnit(long entryBytes) {
-        Checks.positive("entryBytes", entryBytes);
-        long per = units.unitBytes() / entryBytes;
-        if (per < 1) {
-            throw new IllegalStateException("entries of " + entryBytes + " bytes exceed the elastic unit of "
-                    + units.unitBytes() + " bytes; register the size first");
+    private int usedUnitsAll() {
+        int n = 0;
+        for (UnitClass c : classes.values()) {
+            n += c.units.usedUnits();
         }
-        return (int) Math.min(Integer.MAX_VALUE - 8, per);
+        return n;
     }
 
     /**
-     * Takes {@code n} units into {@code ids[0 .. n)} and their segments into {@code segments[0 .. n)},
-     * all or none.
+     * Takes {@code n} units of {@code unitBytes} into {@code ids[0 .. n)} and their segments into
+     * {@code segments[0 .. n)}, all or none.
      *
      * @throws KvDramExhaustedException when the pool's budget or the DRAM tier has no room for them
      *     (nothing is taken)
      */
-    public synchronized void take(int n, int[] ids, MemorySegment[] segments) {
+    public synchronized void take(long unitBytes, int n, int[] ids, MemorySegment[] segments) {
         ensureOpen();
+        UnitClass c = classOf(unitBytes);
         Checks.capacity("ids", ids.length, n);
         Checks.capacity("segments", segments.length, n);
         int got = 0;
         try {
             for (; got < n; got++) {
-                int u = units.allocate();
-                if (u < 0) {
-                    throw new KvDramExhaustedException("the elastic DRAM pool's budget of " + budgetBytes + " bytes is"
-                            + " exhausted: " + units.usedUnits() + " units of " + units.unitBytes() + " bytes in use, "
-                            + n + " more asked for. Raise it (KvEngine.setElasticDramBytes) or shrink other"
-                            + " decoders' caches (KvDecoder.setCacheBytes)");
-                }
+                int u = c.units.allocate(); // unlimited per class: the budget is checked per chunk, over all classes
                 ids[got] = u;
-                segments[got] = chunks.get(units.chunkSlot(u)).asSlice(units.offsetInChunk(u), units.unitBytes());
+                segments[got] = c.segment(u);
             }
         } catch (RuntimeException e) {
             for (int i = 0; i < got; i++) {
-                units.free(ids[i]);
+                c.units.free(ids[i]);
                 segments[i] = null;
             }
             throw e;
@@ -180,36 +195,36 @@ public final class ElasticDramPool implements AutoCloseable {
     }
 
     /** Gives back units taken by {@link #take}; a chunk whose last unit this was is freed. */
-    public synchronized void give(int[] ids, int n) {
-        if (units.isClosed()) {
+    public synchronized void give(long unitBytes, int[] ids, int n) {
+        if (closed) {
             return; // the pool closed first: its chunks are gone already
         }
+        UnitClass c = classOf(unitBytes);
         for (int i = 0; i < n; i++) {
-            units.free(ids[i]);
+            c.units.free(ids[i]);
         }
     }
 
-    /** Whether {@code unit} is in use now (taken and not given back). */
-    public synchronized boolean inUse(int unit) {
-        return units.inUse(unit);
+    /** Whether unit {@code unit} of {@code unitBytes} is in use now (taken and not given back). */
+    public synchronized boolean inUse(long unitBytes, int unit) {
+        UnitClass c = classes.get(unitBytes);
+        return c != null && c.units.inUse(unit);
     }
 
     /**
      * Changes the engine-wide cap on elastic DRAM.
      *
-     * @throws IllegalArgumentException when {@code bytes} is below what decoders hold now: it never
-     *     takes a unit away from a live consumer (shrink the decoders' caches first)
+     * @throws IllegalArgumentException when {@code bytes} is below the chunks decoders hold now: it
+     *     never takes a unit away from a live consumer (shrink the decoders' caches first)
      */
     public synchronized void setBudget(long bytes) {
         Checks.inRange("bytes", bytes, 0, Long.MAX_VALUE);
-        long held = units.allocatedBytes();
-        if (bytes < held) {
-            throw new IllegalArgumentException("elastic DRAM budget = " + bytes + " is below the " + held
-                    + " bytes of chunks decoders' caches hold now; allowed: at least " + held
+        if (bytes < reservedBytes) {
+            throw new IllegalArgumentException("elastic DRAM budget = " + bytes + " is below the " + reservedBytes
+                    + " bytes of chunks decoders' caches hold now; allowed: at least " + reservedBytes
                     + " (shrink decoders first with KvDecoder.setCacheBytes)");
         }
         budgetBytes = bytes;
-        units.setBudget(bytes);
     }
 
     public synchronized long budgetBytes() {
@@ -218,20 +233,28 @@ public final class ElasticDramPool implements AutoCloseable {
 
     /** Bytes of chunks allocated now: the memory the pool holds. */
     public synchronized long reservedBytes() {
-        return units.allocatedBytes();
+        return reservedBytes;
     }
 
     /** Bytes of units in use. */
     public synchronized long usedBytes() {
-        return (long) units.usedUnits() * units.unitBytes();
+        long n = 0;
+        for (UnitClass c : classes.values()) {
+            n += (long) c.units.usedUnits() * c.units.unitBytes();
+        }
+        return n;
     }
 
     public synchronized int usedUnits() {
-        return units.usedUnits();
+        return usedUnitsAll();
     }
 
     public synchronized int chunkCount() {
-        return units.chunkCount();
+        int n = 0;
+        for (UnitClass c : classes.values()) {
+            n += c.units.chunkCount();
+        }
+        return n;
     }
 
     /** Chunks allocated and freed since creation. */
@@ -244,7 +267,7 @@ public final class ElasticDramPool implements AutoCloseable {
     }
 
     private void ensureOpen() {
-        if (units.isClosed()) {
+        if (closed) {
             throw new IllegalStateException("the elastic DRAM pool is closed");
         }
     }
@@ -252,11 +275,19 @@ public final class ElasticDramPool implements AutoCloseable {
     /** Frees every chunk; consumers must not touch their units any more. */
     @Override
     public synchronized void close() {
-        units.close();
+        if (closed) {
+            return;
+        }
+        closed = true;
+        for (UnitClass c : classes.values()) {
+            c.units.close();
+        }
+        classes.clear();
     }
 
     @Override
     public synchronized String toString() {
-        return "ElasticDramPool{" + units + "}";
+        return "ElasticDramPool{budget=" + budgetBytes + ", reserved=" + reservedBytes + ", classes="
+                + classes.values().stream().map(c -> c.units.toString()).toList() + "}";
     }
 }

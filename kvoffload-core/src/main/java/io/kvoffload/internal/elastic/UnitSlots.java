@@ -17,6 +17,7 @@ import java.util.Arrays;
 public final class UnitSlots implements AutoCloseable {
     private final ElasticDramPool pool;
     private final long entryBytes;
+    private final long unitBytes;
     private final int perUnit;
     private int[] ids = new int[0]; // local unit → pool unit id, or -1 (a hole)
     private MemorySegment[] segments = new MemorySegment[0];
@@ -28,8 +29,9 @@ public final class UnitSlots implements AutoCloseable {
     public UnitSlots(ElasticDramPool pool, long entryBytes) {
         this.pool = Checks.notNull("pool", pool);
         this.entryBytes = Checks.positive("entryBytes", entryBytes);
-        pool.register(entryBytes);
-        this.perUnit = pool.entriesPerUnit(entryBytes);
+        MinimumElasticUnit unit = pool.register(entryBytes);
+        this.unitBytes = unit.unitBytes();
+        this.perUnit = unit.entriesPerUnit(entryBytes);
     }
 
     /** Entry slots per unit (the consumer's minimum elastic unit, in entries). */
@@ -42,7 +44,7 @@ public final class UnitSlots implements AutoCloseable {
     }
 
     public long unitBytes() {
-        return pool.unitBytes();
+        return unitBytes;
     }
 
     /** Units held now. */
@@ -52,7 +54,7 @@ public final class UnitSlots implements AutoCloseable {
 
     /** Bytes of the units held. */
     public long heldBytes() {
-        return (long) held * pool.unitBytes();
+        return held * unitBytes;
     }
 
     /** Local unit indexes in use or holes: slot numbers are below {@code capacityUnits() × perUnit()}. */
@@ -99,7 +101,7 @@ public final class UnitSlots implements AutoCloseable {
             scratchIds = new int[n];
             scratchSegments = new MemorySegment[n];
         }
-        pool.take(n, scratchIds, scratchSegments);
+        pool.take(unitBytes, n, scratchIds, scratchSegments);
         int holes = ids.length - held;
         if (n > holes) {
             int old = ids.length;
@@ -136,7 +138,7 @@ public final class UnitSlots implements AutoCloseable {
             ids[local] = -1;
             segments[local] = null;
         }
-        pool.give(scratchIds, n);
+        pool.give(unitBytes, scratchIds, n);
         held -= n;
         // Trailing holes shrink the slot range, so arrays sized by it stop growing.
         int end = ids.length;
@@ -159,7 +161,7 @@ public final class UnitSlots implements AutoCloseable {
                 all[n++] = ids[local];
             }
         }
-        pool.give(all, n);
+        pool.give(unitBytes, all, n);
         Arrays.fill(ids, -1);
         Arrays.fill(segments, null);
         held = 0;

@@ -117,7 +117,7 @@ class HotClusterCacheProperties {
                     for (int u = 0; u < x.units().capacityUnits(); u++) {
                         if (x.units().held(u)) {
                             int id = x.units().poolId(u);
-                            assertTrue(pool.inUse(id), "held unit " + id + " is in use in the pool");
+                            assertTrue(pool.inUse(x.units().unitBytes(), id), "held unit " + id + " is in use in the pool");
                             assertTrue(units.add(id), "unit " + id + " is held twice");
                         }
                     }
