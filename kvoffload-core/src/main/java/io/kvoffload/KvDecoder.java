@@ -1,5 +1,6 @@
 package io.kvoffload;
 
+import io.kvoffload.internal.decode.CacheBudgets;
 import io.kvoffload.internal.decode.DecodeCounters;
 import io.kvoffload.internal.decode.EntryFetch;
 import io.kvoffload.internal.decode.FetchObserver;
@@ -360,23 +361,18 @@ public final class KvDecoder implements AutoCloseable {
     }
 
     /**
-     * Changes the DRAM this decoder's elastic caches may hold, between steps: the hot caches or reuse
-     * buffers of its layers (whatever the strategy keeps in the engine's elastic pool), {@code bytes}
-     * shared equally by the layers as {@link DecodeOptions#cacheBytes()} is, each share rounded down to
-     * whole elastic units. Growing takes units from the engine's elastic pool; shrinking gives units
-     * back, evicting the entries the cache least wants to keep (Swarm's Eq. 6 order, LRU's, or the
-     * reuse buffer's last slots), and the pool frees every chunk that empties, so the memory returns
-     * ({@link KvEngine#stats()}'s {@code dramReservedBytes} falls). No cached entry is copied, and no
-     * view is touched: a view holds its own copy. Layers opened later start at this budget.
-     *
-     * <p>Allowed only while no fetch is in flight; a decoder is used by one thread at a time, so
-     * calling it from another thread while the owner decodes is refused too.
+     * Changes the DRAM this decoder's elastic caches (its layers' hot caches or reuse buffers, units
+     * of the engine's elastic pool) may hold, between steps: {@code bytes} shared equally by the
+     * layers, as {@link DecodeOptions#cacheBytes()} is, each share rounded down to whole units.
+     * Growing takes units; shrinking evicts what the cache least wants to keep and gives units back,
+     * and the pool frees each chunk that empties. No cached entry is copied and no view is touched
+     * (a view holds its own copy). Layers opened later start at this budget. See docs/configuration.md.
      *
      * @param bytes 0 or more
-     * @return the bytes the decoder's open layers hold afterwards
-     * @throws IllegalStateException when a fetch is in flight (await its view first) or another thread uses the decoder
-     * @throws KvDramExhaustedException when growing finds no room in the elastic pool or the DRAM budget;
-     *     the budget then stays as it was
+     * @return bytes the open layers hold afterwards
+     * @throws IllegalStateException while a fetch is in flight (await its view first), or when another
+     *     thread is using the decoder
+     * @throws KvDramExhaustedException when growing finds no room; the budget then stays as it was
      */
     public long setCacheBytes(long bytes) {
         boolean owned = owner.enter(this);
@@ -389,31 +385,8 @@ public final class KvDecoder implements AutoCloseable {
                             + " resizing the decoder's caches");
                 }
             }
-            long perLayer = bytes / shape.layers();
-            long[] before = new long[layers.length];
-            for (int l = 0; l < layers.length; l++) {
-                before[l] = layers[l] == null ? 0 : layers[l].cacheHeldBytes();
-            }
-            // Shrinking layers first frees units the growing ones may take.
-            long held = 0;
-            int done = 0;
-            int[] order = resizeOrder(perLayer, before);
-            try {
-                for (; done < order.length; done++) {
-                    LayerFetcher f = layers[order[done]];
-                    held += f.resizeCache(perLayer);
-                }
-            } catch (RuntimeException e) {
-                for (int i = 0; i < done; i++) {
-                    try {
-                        layers[order[i]].resizeCache(before[order[i]]);
-                    } catch (RuntimeException again) {
-                        e.addSuppressed(again);
-                    }
-                }
-                throw e;
-            }
-            cacheBytesPerLayer = perLayer;
+            long held = CacheBudgets.resize(layers, bytes / shape.layers());
+            cacheBytesPerLayer = bytes / shape.layers();
             return held;
         } finally {
             if (owned) {
@@ -422,31 +395,11 @@ public final class KvDecoder implements AutoCloseable {
         }
     }
 
-    /** Open layers, those giving units back first. */
-    private int[] resizeOrder(long perLayer, long[] before) {
-        int n = 0;
-        int[] order = new int[layers.length];
-        for (int pass = 0; pass < 2; pass++) {
-            for (int l = 0; l < layers.length; l++) {
-                if (layers[l] != null && (before[l] > perLayer) == (pass == 0)) {
-                    order[n++] = l;
-                }
-            }
-        }
-        return java.util.Arrays.copyOf(order, n);
-    }
-
     /** Bytes of elastic units the decoder's open layers hold now (see {@link #setCacheBytes}). */
     public long cacheBytes() {
         boolean owned = owner.enter(this);
         try {
-            long held = 0;
-            for (LayerFetcher f : layers) {
-                if (f != null) {
-                    held += f.cacheHeldBytes();
-                }
-            }
-            return held;
+            return CacheBudgets.held(layers);
         } finally {
             if (owned) {
                 owner.exit();

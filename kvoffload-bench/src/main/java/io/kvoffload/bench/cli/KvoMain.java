@@ -24,6 +24,7 @@ import picocli.CommandLine.Command;
             io.kvoffload.bench.compare.SelectEvalCommand.class,
             io.kvoffload.bench.engine.EngineLoopCommand.class, io.kvoffload.bench.batch.BatchBench.class,
             io.kvoffload.bench.faults.FaultCampaignCommand.class, io.kvoffload.bench.remote.RemoteBench.class,
+            io.kvoffload.bench.elastic.ElasticBench.class,
             CommandLine.HelpCommand.class})
 public final class KvoMain implements Runnable {
     @CommandLine.Spec
