@@ -123,7 +123,12 @@ public final class ElasticBench implements Callable<Integer> {
                     + " %s; token budget %.0f%%; %d steps (all layers) per decoder and run; budgets per decoder cycled"
                     + " %s MiB.%n%n", decoders, decoders, layers, tokens, shape.entryBytes(), devices,
                     engine.stats().ioBackend(), sparsity * 100, steps, java.util.Arrays.toString(budgetsMib));
-            int kinds = 2 + every.length;
+            long mean = 0;
+            for (long b : budgets) {
+                mean += b / budgets.length;
+            }
+            mean &= -(1L << 20); // whole MiB at or below the mean
+            int kinds = 3 + every.length;
             List<List<Double>> sps = new ArrayList<>();
             List<List<Double>> ratioMax = new ArrayList<>();
             for (int k = 0; k < kinds; k++) {
@@ -135,8 +140,8 @@ public final class ElasticBench implements Callable<Integer> {
                 double[] r = new double[kinds];
                 for (int j = 0; j < kinds; j++) {
                     int k = round % 2 == 0 ? j : kinds - 1 - j; // alternate the order between rounds
-                    long fixed = k == 0 ? max : k == 1 ? min : -1;
-                    int n = k >= 2 ? every[k - 2] : 0;
+                    long fixed = k == 0 ? max : k == 1 ? min : k == 2 ? mean : -1;
+                    int n = k >= 3 ? every[k - 3] : 0;
                     r[k] = run(engine, pool, fixed, n, round > 0 ? resizeMicros : null);
                 }
                 if (round > 0) {
@@ -148,17 +153,22 @@ public final class ElasticBench implements Callable<Integer> {
             }
             out.printf("Medians of %d paired rounds after one unreported warm-up round (the order of the runs alternates"
                     + " between rounds). steps/s counts one step of one decoder (every layer); the ratio is taken per"
-                    + " round against the fixed largest budget of the same round.%n%n", rounds);
-            out.println("| budgets | steps/s (all decoders) | vs fixed largest (median of rounds) | per round |");
-            out.println("|---|---:|---:|---|");
+                    + " round against the fixed runs of the same round.%n%n", rounds);
+            out.println("| budgets | steps/s (all decoders) | vs fixed largest | vs fixed mean | per round vs fixed mean |");
+            out.println("|---|---:|---:|---:|---|");
             for (int k = 0; k < kinds; k++) {
                 String name = k == 0 ? "fixed " + budgetsMib[argMax()] + " MiB" : k == 1 ? "fixed "
-                        + budgetsMib[argMin()] + " MiB" : "cycled every " + every[k - 2] + " steps";
+                        + budgetsMib[argMin()] + " MiB" : k == 2 ? "fixed " + (mean >> 20) + " MiB (mean of the cycle)"
+                        : "cycled every " + every[k - 3] + " steps";
+                List<Double> vsMean = new ArrayList<>();
                 StringBuilder per = new StringBuilder();
-                for (double x : ratioMax.get(k)) {
+                for (int i = 0; i < sps.get(k).size(); i++) {
+                    double x = sps.get(k).get(i) / sps.get(2).get(i);
+                    vsMean.add(x);
                     per.append(String.format("%.2f ", x));
                 }
-                out.printf("| %s | %.0f | %.2f | %s|%n", name, Medians.of(sps.get(k)), Medians.of(ratioMax.get(k)), per);
+                out.printf("| %s | %.0f | %.2f | %.2f | %s|%n", name, Medians.of(sps.get(k)),
+                        Medians.of(ratioMax.get(k)), Medians.of(vsMean), per);
             }
             out.println();
             out.printf("One resize (KvDecoder.setCacheBytes, all layers, growing or shrinking): median %.0f µs over %d"

@@ -2,6 +2,7 @@ package io.kvoffload.internal.elastic;
 
 import io.kvoffload.KvDramExhaustedException;
 import io.kvoffload.internal.dram.DramPool;
+import io.kvoffload.internal.ffi.Libc;
 import io.kvoffload.internal.util.Checks;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -200,8 +201,12 @@ public final class ElasticDramPool implements AutoCloseable {
             return; // the pool closed first: its chunks are gone already
         }
         UnitClass c = classOf(unitBytes);
+        long freedBefore = chunksFreed;
         for (int i = 0; i < n; i++) {
             c.units.free(ids[i]);
+        }
+        if (chunksFreed != freedBefore) {
+            Libc.mallocTrim(); // the freed chunks' pages leave the process, not just the pool
         }
     }
 
