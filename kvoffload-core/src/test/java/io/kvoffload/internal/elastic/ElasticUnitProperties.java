@@ -2,7 +2,6 @@ package io.kvoffload.internal.elastic;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
-import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.util.ArrayList;
@@ -14,7 +13,6 @@ import net.jqwik.api.ForAll;
 import net.jqwik.api.Property;
 import net.jqwik.api.constraints.IntRange;
 import net.jqwik.api.constraints.Size;
-import org.junit.jupiter.api.Test;
 
 /**
  * SwiftCache's unit arithmetic and the block-major allocator: the unit is the least common multiple
@@ -37,19 +35,6 @@ class ElasticUnitProperties {
             long mm = m;
             assertFalse(java.util.Arrays.stream(s).allMatch(e -> mm % e == 0), m + " is a smaller common multiple");
         }
-    }
-
-    @Test
-    void badSizesAreRefusedByName() {
-        var e = assertThrows(IllegalArgumentException.class, () -> MinimumElasticUnit.of(64, 0));
-        assertTrue(e.getMessage().contains("entryBytes[1] = 0"), e.getMessage());
-        e = assertThrows(IllegalArgumentException.class,
-                () -> MinimumElasticUnit.of(MinimumElasticUnit.MAX_UNIT_BYTES - 1, MinimumElasticUnit.MAX_UNIT_BYTES - 3));
-        assertTrue(e.getMessage().contains("exceeds"), e.getMessage());
-        e = assertThrows(IllegalArgumentException.class, () -> MinimumElasticUnit.of(4096).entriesPerUnit(3000));
-        assertTrue(e.getMessage().contains("entryBytes = 3000"), e.getMessage());
-        assertEquals(12288, MinimumElasticUnit.of(4096, 24).unitBytes());
-        assertEquals(3, MinimumElasticUnit.of(4096).unitsFor(513, 16), "256 entries a unit");
     }
 
     @Property(tries = 200)
