@@ -54,20 +54,38 @@ public record DecodeStats(long steps, long selectNanos, long ioNanos, long bytes
      * Benchmarks use it to leave warm-up steps out.
      */
     public DecodeStats since(DecodeStats earlier) {
+        return combine(earlier, -1, fetchLatency.since(earlier.fetchLatency),
+                selectLatency.since(earlier.selectLatency), ioLatency.since(earlier.ioLatency));
+    }
+
+    /**
+     * The counters of two decoders together (a batch's sequences, say): every counter, gauge and
+     * latency distribution summed; {@code unclusteredLayers} is the larger of the two.
+     */
+    public DecodeStats plus(DecodeStats other) {
+        return combine(other, +1, fetchLatency.plus(other.fetchLatency), selectLatency.plus(other.selectLatency),
+                ioLatency.plus(other.ioLatency));
+    }
+
+    /** {@code this + sign × other}, counter by counter; gauges are this snapshot's when subtracting. */
+    private DecodeStats combine(DecodeStats o, int sign, LatencyHistogram fetch, LatencyHistogram select,
+            LatencyHistogram io) {
         long[] count = readSizeCount.clone();
         long[] bytes = readSizeBytes.clone();
-        for (int i = 0; i < count.length && i < earlier.readSizeCount.length; i++) {
-            count[i] -= earlier.readSizeCount[i];
-            bytes[i] -= earlier.readSizeBytes[i];
+        for (int i = 0; i < count.length && i < o.readSizeCount.length; i++) {
+            count[i] += sign * o.readSizeCount[i];
+            bytes[i] += sign * o.readSizeBytes[i];
         }
-        return new DecodeStats(steps - earlier.steps, selectNanos - earlier.selectNanos, ioNanos - earlier.ioNanos,
-                bytesRead - earlier.bytesRead, readRequests - earlier.readRequests, tokensFetched - earlier.tokensFetched,
-                tokensCached - earlier.tokensCached, tokensWindow - earlier.tokensWindow,
-                clustersSelected - earlier.clustersSelected, cacheHits - earlier.cacheHits,
-                cacheMisses - earlier.cacheMisses, cacheBytes, windowBytes, count, bytes, reuseHits - earlier.reuseHits,
-                reuseMisses - earlier.reuseMisses, reuseBytes, waitNanos - earlier.waitNanos,
-                fetchLatency.since(earlier.fetchLatency), selectLatency.since(earlier.selectLatency),
-                ioLatency.since(earlier.ioLatency), unclusteredLayers);
+        boolean sum = sign > 0;
+        return new DecodeStats(steps + sign * o.steps, selectNanos + sign * o.selectNanos, ioNanos + sign * o.ioNanos,
+                bytesRead + sign * o.bytesRead, readRequests + sign * o.readRequests,
+                tokensFetched + sign * o.tokensFetched, tokensCached + sign * o.tokensCached,
+                tokensWindow + sign * o.tokensWindow, clustersSelected + sign * o.clustersSelected,
+                cacheHits + sign * o.cacheHits, cacheMisses + sign * o.cacheMisses,
+                sum ? cacheBytes + o.cacheBytes : cacheBytes, sum ? windowBytes + o.windowBytes : windowBytes, count,
+                bytes, reuseHits + sign * o.reuseHits, reuseMisses + sign * o.reuseMisses,
+                sum ? reuseBytes + o.reuseBytes : reuseBytes, waitNanos + sign * o.waitNanos, fetch, select, io,
+                sum ? Math.max(unclusteredLayers, o.unclusteredLayers) : unclusteredLayers);
     }
 
     /** KVSwap's reuse rate: share of requested groups found in the reuse buffer (0 before any request). */

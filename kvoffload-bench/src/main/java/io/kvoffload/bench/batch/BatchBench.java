@@ -265,7 +265,7 @@ public final class BatchBench implements Callable<Integer> {
             DecodeStats total = null;
             for (int i = 0; i < b; i++) {
                 DecodeStats st = decs.get(i).stats().since(warm[i]);
-                total = total == null ? st : plus(total, st);
+                total = total == null ? st : total.plus(st);
             }
             return new Result(total, total.bytesRead() / seconds / (1 << 20), (double) fetches / layers / seconds);
         } finally {
@@ -276,11 +276,6 @@ public final class BatchBench implements Callable<Integer> {
                 s.close();
             }
         }
-    }
-
-    /** {@code a + b}, counter by counter: {@code b.since(b)} is zero, {@code zero.since(b)} is {@code -b}. */
-    private static DecodeStats plus(DecodeStats a, DecodeStats b) {
-        return a.since(b.since(b).since(b));
     }
 
     /** Queries of this many steps are made up front and cycled through. */

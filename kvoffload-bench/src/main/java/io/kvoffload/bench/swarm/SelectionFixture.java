@@ -99,7 +99,7 @@ public final class SelectionFixture implements AutoCloseable {
 
     /** Bytes of keys one step reads. */
     public long scoredBytes() {
-        return index.medoidKeys().byteSize();
+        return index.keyBytes();
     }
 
     @Override

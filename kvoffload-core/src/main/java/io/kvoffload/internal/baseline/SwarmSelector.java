@@ -60,7 +60,7 @@ public final class SwarmSelector implements BaselineSelector {
                     + (index.clusterCount() - index.clustering().clusterCount()) + " of them appended; allowed: only the "
                     + "offline clustering's " + index.clustering().clusterCount() + " (this selector routes through it)");
         }
-        this.medoidKeyBytes = index.medoidKeys().byteSize();
+        this.medoidKeyBytes = index.keyBytes();
         this.tokens = clustering.entries();
         this.kvHeads = index.kvHeads();
         this.headDim = index.headDim();

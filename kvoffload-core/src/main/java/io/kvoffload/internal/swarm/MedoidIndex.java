@@ -13,20 +13,21 @@ import java.util.Arrays;
  * in one contiguous off-heap segment, and a route table from cluster id to its members. An incoming
  * query is scored against the medoids to decide which clusters to fetch.
  *
- * <p>Layout of the segment: cluster after cluster, each {@code kvHeads × headDim} float32 (native
- * order), head after head, the same token-major order as an entry's K. Scoring is GQA-aware: the
- * query heads sharing a KV head are summed first, so the score of a cluster is the sum over all query
- * heads of the logit {@code q_h·k_medoid/√headDim}, at the cost of one dot product per KV head.
+ * <p>Layout of the segment: dimension-major. Row {@code d} ({@code d = head × headDim + i}, all KV
+ * heads) holds element {@code d} of every cluster's medoid key, float32 (native order), cluster after
+ * cluster: element {@code (c, d)} is at float index {@code d × capacity() + c}. Scoring is GQA-aware:
+ * the query heads sharing a KV head are summed first, so the score of a cluster is the sum over all
+ * query heads of the logit {@code q_h·k_medoid/√headDim}, at the cost of one dot product per KV head.
  *
  * <p><b>Scoring speed.</b> {@link #score(float[], float[], float[])} is the decode hot path: it
  * allocates nothing and reads every medoid key once, so from a few thousand clusters on it is bound
- * by memory bandwidth (Llama-3-8B layer: 4 KiB of keys per cluster). Each dot product runs eight
- * independent accumulators over the row: C2 does not vectorise a float reduction (Java's
- * left-to-right addition order forbids reassociation), so one accumulator would serialise on the
- * add latency; eight keep the loads and multiplies in flight and measured twice as fast as one, as
- * fast as the same loop over an on-heap copy. The keys therefore stay off-heap only (no second
- * copy). The summation order differs from a left-to-right sum, so scores equal the definition above
- * up to float rounding (about 1e-6 relative), not bit for bit.
+ * by memory bandwidth (Llama-3-8B layer: 4 KiB of keys per cluster). The layout makes the scores of
+ * a chunk of clusters, for each dimension {@code d}, the update {@code acc[c] += q[d] · K[d][c]} over
+ * the chunk — a loop without a reduction, which C2 compiles to SIMD instructions, while the chunk's
+ * accumulators stay in the L1 cache. (A token-major layout needs one dot product per cluster: a float
+ * reduction, which Java's left-to-right addition order keeps C2 from vectorising.) Each cluster's
+ * products are added in dimension order, so a score is exactly the left-to-right sum of the
+ * definition above.
  *
  * <p><b>Appending and memory ownership.</b> Online maintenance (Eq. 9) founds new clusters while
  * decoding; {@link #appendClusters} adds their medoids in place, with ids after the existing ones.
@@ -56,7 +57,10 @@ public final class MedoidIndex implements AutoCloseable {
     private final int queryHeads;
     private final int row; // floats per cluster: kvHeads × headDim
     private final float scale;
-    private MemorySegment keys;      // capacity × row floats; the first clusters × row are in use
+    /** Clusters per scoring chunk: their accumulators (4 KiB) stay in the L1 cache across a sweep. */
+    private static final int CHUNK = 1024;
+
+    private MemorySegment keys;      // row × capacity floats, dimension-major; the first clusters of each row are in use
     private int capacity;            // clusters the segment has room for
     private int clusters;            // offline + appended
     private int[] appendedMedoids = new int[0];
@@ -97,11 +101,14 @@ public final class MedoidIndex implements AutoCloseable {
         long row = (long) kv * d;
         MemorySegment seg = arena.allocate(Math.max(4, 4L * row * clustering.clusterCount()), 64);
         float[] buf = new float[d];
-        for (int c = 0; c < clustering.clusterCount(); c++) {
+        long n = clustering.clusterCount();
+        for (int c = 0; c < n; c++) {
             int m = clustering.medoid(c);
             for (int h = 0; h < kv; h++) {
                 keys.keys(h, m, 1, buf, 0);
-                MemorySegment.copy(buf, 0, seg, F32, 4L * (c * row + (long) h * d), d);
+                for (int i = 0; i < d; i++) {
+                    seg.setAtIndex(F32, ((long) h * d + i) * n + c, buf[i]);
+                }
             }
         }
         return new MedoidIndex(clustering, seg, kv, d, queryHeads);
@@ -117,10 +124,37 @@ public final class MedoidIndex implements AutoCloseable {
     public int headDim() { return headDim; }
     public int queryHeads() { return queryHeads; }
 
-    /** The medoid keys of all {@link #clusterCount()} clusters, read-only, in the layout above. */
-    public MemorySegment medoidKeys() {
+    /**
+     * The medoid key of {@code cluster}: {@code kvHeads × headDim} floats, head after head (a copy,
+     * allocated; for tools and tests, not the hot path).
+     */
+    public float[] medoidKey(int cluster) {
+        float[] k = new float[row];
+        medoidKey(cluster, k);
+        return k;
+    }
+
+    /**
+     * {@link #medoidKey(int)} into {@code dst[0 .. kvHeads × headDim)}, allocating nothing.
+     *
+     * @throws IllegalArgumentException if {@code cluster} is out of range or {@code dst} is too short
+     */
+    public void medoidKey(int cluster, float[] dst) {
+        Checks.index("cluster", cluster, clusters);
+        Checks.notNull("dst", dst);
+        if (dst.length < row) {
+            throw new IllegalArgumentException("dst.length = " + dst.length + " is too small; allowed: at least "
+                    + "kvHeads × headDim = " + row);
+        }
         checkOpen();
-        return keys.asSlice(0, 4L * row * clusters).asReadOnly();
+        for (int d = 0; d < row; d++) {
+            dst[d] = keys.getAtIndex(F32, (long) d * capacity + cluster);
+        }
+    }
+
+    /** Bytes of medoid keys that one scoring pass reads: {@code 4 × kvHeads × headDim × clusterCount()}. */
+    public long keyBytes() {
+        return 4L * row * clusters;
     }
 
     /** Route table: the entry the cluster's medoid is. */
@@ -201,8 +235,20 @@ public final class MedoidIndex implements AutoCloseable {
         checkOpen();
         aggregate(query, scratch);
         MemorySegment k = keys;
-        for (int c = 0; c < clusters; c++) {
-            scores[c] = scale * dot(scratch, k, (long) c * row, row);
+        long cap = capacity;
+        for (int c0 = 0; c0 < clusters; c0 += CHUNK) {
+            int n = Math.min(CHUNK, clusters - c0);
+            Arrays.fill(scores, c0, c0 + n, 0f);
+            for (int d = 0; d < row; d++) {
+                float q = scratch[d];
+                long base = d * cap + c0;
+                for (int c = 0; c < n; c++) {
+                    scores[c0 + c] += q * k.getAtIndex(F32, base + c);
+                }
+            }
+            for (int c = c0; c < c0 + n; c++) {
+                scores[c] *= scale;
+            }
         }
     }
 
@@ -216,30 +262,6 @@ public final class MedoidIndex implements AutoCloseable {
                 dst[to + i] += query[from + i];
             }
         }
-    }
-
-    /**
-     * {@code Σ q[i]·k[base + i]} over {@code i < n} with eight accumulators (see the class comment:
-     * they hide the add latency C2 cannot vectorise away), combined pairwise.
-     */
-    static float dot(float[] q, MemorySegment k, long base, int n) {
-        float s0 = 0, s1 = 0, s2 = 0, s3 = 0, s4 = 0, s5 = 0, s6 = 0, s7 = 0;
-        int i = 0;
-        for (; i + 8 <= n; i += 8) {
-            long b = base + i;
-            s0 += q[i] * k.getAtIndex(F32, b);
-            s1 += q[i + 1] * k.getAtIndex(F32, b + 1);
-            s2 += q[i + 2] * k.getAtIndex(F32, b + 2);
-            s3 += q[i + 3] * k.getAtIndex(F32, b + 3);
-            s4 += q[i + 4] * k.getAtIndex(F32, b + 4);
-            s5 += q[i + 5] * k.getAtIndex(F32, b + 5);
-            s6 += q[i + 6] * k.getAtIndex(F32, b + 6);
-            s7 += q[i + 7] * k.getAtIndex(F32, b + 7);
-        }
-        for (; i < n; i++) { // head dims that are not a multiple of 8
-            s0 += q[i] * k.getAtIndex(F32, base + i);
-        }
-        return ((s0 + s1) + (s2 + s3)) + ((s4 + s5) + (s6 + s7));
     }
 
     /** The {@code count} best-scoring clusters, best first (ties: lower id). Allocates; not for the hot path. */
@@ -287,7 +309,11 @@ public final class MedoidIndex implements AutoCloseable {
             return first;
         }
         ensureCapacity(clusters + n);
-        MemorySegment.copy(keys, 0, this.keys, F32, 4L * row * clusters, keys.length);
+        for (int i = 0; i < n; i++) {
+            for (int d = 0; d < row; d++) {
+                this.keys.setAtIndex(F32, (long) d * capacity + clusters + i, keys[i * row + d]);
+            }
+        }
         int offline = clustering.clusterCount();
         int appended = clusters - offline;
         if (appendedMedoids.length < appended + n) {
@@ -320,7 +346,9 @@ public final class MedoidIndex implements AutoCloseable {
             next.close();
             throw e;
         }
-        MemorySegment.copy(keys, 0, seg, 0, 4L * row * clusters);
+        for (int d = 0; d < row; d++) { // each dimension's row moves to its new stride
+            MemorySegment.copy(keys, 4L * d * capacity, seg, 4L * d * target, 4L * clusters);
+        }
         Arena previous = owned;
         keys = seg;
         owned = next;
@@ -336,7 +364,7 @@ public final class MedoidIndex implements AutoCloseable {
 
     /**
      * Frees the key storage the index owns (after an append moved it there); afterwards scoring,
-     * appending and {@link #medoidKeys()} throw. Idempotent.
+     * appending and {@link #medoidKey} throw. Idempotent.
      */
     @Override
     public void close() {

@@ -141,8 +141,7 @@ public final class SwarmLayer extends EntryLayer {
         tokenKey(token, a);
         int c = medoidToken < clusterOfMedoid.length ? clusterOfMedoid[medoidToken] : -1;
         if (c >= 0) {
-            MemorySegment keys = index.medoidKeys();
-            MemorySegment.copy(keys, java.lang.foreign.ValueLayout.JAVA_FLOAT, (long) c * b.length * 4, b, 0, b.length);
+            index.medoidKey(c, b);
         } else if (window.contains(medoidToken)) {
             tokenKey(medoidToken, b);
         } else {

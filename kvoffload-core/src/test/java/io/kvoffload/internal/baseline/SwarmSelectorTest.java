@@ -67,7 +67,7 @@ class SwarmSelectorTest {
             assertTrue(sel.length >= budget && sel.length <= s.maxSelected(budget));
             assertArrayEquals(new int[] {0, 1, 2, 3}, Arrays.copyOf(sel, 4));
             assertEquals(index.memoryBytes(), s.indexBytes());
-            assertEquals(index.medoidKeys().byteSize(), s.lastScoredBytes());
+            assertEquals(index.keyBytes(), s.lastScoredBytes());
 
             int[] pinnedOnly = Layers.select(s, q, 10); // the pinned tokens exceed the budget
             assertEquals(68, pinnedOnly.length);

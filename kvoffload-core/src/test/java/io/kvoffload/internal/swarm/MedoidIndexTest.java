@@ -41,15 +41,15 @@ class MedoidIndexTest {
         try (Arena arena = Arena.ofConfined()) {
             MedoidIndex index = MedoidIndex.build(cl, kv, SHAPE.queryHeads(), arena);
             int row = SHAPE.kvHeads() * SHAPE.headDim();
-            assertEquals(4L * row * cl.clusterCount(), index.medoidKeys().byteSize());
+            assertEquals(4L * row * cl.clusterCount(), index.keyBytes());
             assertEquals(4L * row * cl.clusterCount() + 4L * cl.memberships() + 8L * cl.clusterCount() + 4,
                     index.memoryBytes());
             float[] k = new float[SHAPE.headDim()];
             for (int c = 0; c < cl.clusterCount(); c += 7) {
                 for (int h = 0; h < SHAPE.kvHeads(); h++) {
                     kv.keys(h, cl.medoid(c), 1, k, 0);
-                    float[] stored = index.medoidKeys().asSlice(4L * (c * row + h * SHAPE.headDim()), 4L * SHAPE.headDim())
-                            .toArray(ValueLayout.JAVA_FLOAT);
+                    float[] stored = java.util.Arrays.copyOfRange(index.medoidKey(c), h * SHAPE.headDim(),
+                            (h + 1) * SHAPE.headDim());
                     assertArrayEquals(k, stored);
                 }
                 assertArrayEquals(cl.members(c), index.members(c));
@@ -68,6 +68,19 @@ class MedoidIndexTest {
                 }
                 expected /= Math.sqrt(SHAPE.headDim());
                 assertEquals(expected, scores[c], 1e-3 * Math.max(1, Math.abs(expected)));
+                // Exactly the left-to-right float sum over the GQA-aggregated query, dimension order.
+                float[] medoid = index.medoidKey(c);
+                float[] aggregated = new float[row];
+                for (int h = 0; h < SHAPE.queryHeads(); h++) {
+                    for (int i = 0; i < SHAPE.headDim(); i++) {
+                        aggregated[(h / group) * SHAPE.headDim() + i] += query[h * SHAPE.headDim() + i];
+                    }
+                }
+                float exact = 0;
+                for (int i = 0; i < row; i++) {
+                    exact += aggregated[i] * medoid[i];
+                }
+                assertEquals(exact * (float) (1.0 / Math.sqrt(SHAPE.headDim())), scores[c], 0f);
             }
             int[] top = index.top(query, 5);
             for (int i = 1; i < top.length; i++) {
@@ -166,7 +179,7 @@ class MedoidIndexTest {
             assertEquals(all, index.clusterCount());
             assertEquals(offline, index.offlineClusters());
             assertTrue(index.capacity() >= all);
-            assertEquals(4L * row * all, index.medoidKeys().byteSize());
+            assertEquals(4L * row * all, index.keyBytes());
             float[] scores = new float[all];
             index.score(query, new float[row], scores);
             for (int c = 0; c < offline; c++) {
@@ -180,8 +193,7 @@ class MedoidIndexTest {
                 assertEquals(tokens + i, index.medoid(c));
                 assertArrayEquals(new int[] {tokens + i}, index.members(c));
                 assertEquals(1, index.size(c));
-                assertArrayEquals(added.get(i), index.medoidKeys().asSlice(4L * c * row, 4L * row)
-                        .toArray(ValueLayout.JAVA_FLOAT));
+                assertArrayEquals(added.get(i), index.medoidKey(c));
             }
             assertEquals(all, index.appendClusters(new int[0], new float[0]), "an empty append adds nothing");
 
@@ -227,7 +239,7 @@ class MedoidIndexTest {
             index.close(); // idempotent
             assertThrows(IllegalStateException.class, () -> index.score(query, scratch, s2));
             assertThrows(IllegalStateException.class, () -> index.appendClusters(tok, one));
-            assertThrows(IllegalStateException.class, index::medoidKeys);
+            assertThrows(IllegalStateException.class, () -> index.medoidKey(0));
         }
     }
 
@@ -237,9 +249,11 @@ class MedoidIndexTest {
         DenseLayerKv kv = denseRandom(r, 64, 2, 8);
         try (Arena arena = Arena.ofConfined()) {
             MedoidIndex index = MedoidIndex.build(blocks(64, 16), kv, 4, arena);
-            var keys = index.medoidKeys();
+            assertEquals(kv.keyArray(0)[0], index.medoidKey(0)[0], 0f);
             index.close();
-            assertEquals(kv.keyArray(0)[0], keys.getAtIndex(ValueLayout.JAVA_FLOAT, 0), 0f, "still readable");
+            assertThrows(IllegalStateException.class, () -> index.medoidKey(0), "a closed index refuses reads");
+            // The caller's segment is the caller's: still allocated, freed once by the arena's close.
+            assertTrue(arena.allocate(8).byteSize() == 8);
         }
     }
 
