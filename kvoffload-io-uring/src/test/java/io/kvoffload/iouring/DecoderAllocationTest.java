@@ -54,12 +54,7 @@ class DecoderAllocationTest {
         KvConfig cfg = TestEngines.config(TestEngines.deviceDirs(dir, 2), "io_uring").build();
         try (KvEngine e = KvEngine.open(cfg)) {
             TestEngines.storeClustered(e, "a", w, TOKENS, 100, 32);
-            float[][][] queries = new float[16][SHAPE.layers()][];
-            for (int q = 0; q < queries.length; q++) {
-                for (int l = 0; l < SHAPE.layers(); l++) {
-                    queries[q][l] = w.query(l, q);
-                }
-            }
+            float[][][] queries = queries(w);
             try (KvSequence s = e.openSequence("a");
                     KvDecoder d = s.decoder(DecodeOptions.builder().strategy(Swarm.defaults()).build())) {
                 assertNoAllocation("swarm", d, queries, 600);
@@ -81,12 +76,7 @@ class DecoderAllocationTest {
         KvConfig cfg = TestEngines.config(TestEngines.deviceDirs(dir, 2), "io_uring").build();
         try (KvEngine e = KvEngine.open(cfg)) {
             TestEngines.storeClustered(e, "a", w, TOKENS, 100, 32);
-            float[][][] queries = new float[16][SHAPE.layers()][];
-            for (int q = 0; q < queries.length; q++) {
-                for (int l = 0; l < SHAPE.layers(); l++) {
-                    queries[q][l] = w.query(l, q);
-                }
-            }
+            float[][][] queries = queries(w);
             try (KvSequence s = e.openSequence("a");
                     KvDecoder d = s.decoder(DecodeOptions.builder().strategy(Swarm.defaults()).cacheBytes(1L << 20)
                             .build())) {
@@ -231,6 +221,17 @@ class DecoderAllocationTest {
         long zero = windows.stream().filter(b -> b == 0).count();
         assertTrue(zero >= 3, what + ": bytes allocated per window of " + rounds + " decode steps: " + windows);
         assertTrue(windows.stream().allMatch(b -> b < 16L * rounds), what + ": bytes per window: " + windows);
+    }
+
+    /** 16 steps' queries, per layer. */
+    private static float[][][] queries(SyntheticWorkload w) {
+        float[][][] queries = new float[16][SHAPE.layers()][];
+        for (int q = 0; q < queries.length; q++) {
+            for (int l = 0; l < SHAPE.layers(); l++) {
+                queries[q][l] = w.query(l, q);
+            }
+        }
+        return queries;
     }
 
     private static void step(KvDecoder d, float[][] q) {

@@ -8,15 +8,13 @@ import io.kvoffload.KvEngine;
 import io.kvoffload.KvSequence;
 import io.kvoffload.KvShape;
 import io.kvoffload.KvView;
-import io.kvoffload.bench.TempDirs;
+import io.kvoffload.bench.ClusteredSequences;
+import io.kvoffload.bench.cli.DeviceOptions;
 import io.kvoffload.bench.report.Medians;
-import io.kvoffload.strategy.swarm.ClusterOptions;
 import io.kvoffload.strategy.swarm.Swarm;
 import io.kvoffload.workload.SyntheticWorkload;
 import io.kvoffload.workload.WorkloadSpec;
 import java.io.PrintWriter;
-import java.lang.foreign.Arena;
-import java.lang.foreign.MemorySegment;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -49,8 +47,8 @@ public final class ElasticBench implements Callable<Integer> {
     @Option(names = "--decoders", defaultValue = "2", description = "Decoders, one thread each (default: ${DEFAULT-VALUE}).")
     int decoders;
 
-    @Option(names = "--devices", defaultValue = "2", description = "SSD directories (default: ${DEFAULT-VALUE}).")
-    int devices;
+    @CommandLine.Mixin
+    DeviceOptions store = new DeviceOptions(2);
 
     @Option(names = "--every", split = ",", defaultValue = "4,32", description = "Resize every N steps (default: ${DEFAULT-VALUE}).")
     int[] every;
@@ -67,12 +65,6 @@ public final class ElasticBench implements Callable<Integer> {
 
     @Option(names = "--sparsity", defaultValue = "0.1", description = "Token budget (default: ${DEFAULT-VALUE}).")
     double sparsity;
-
-    @Option(names = "--backend", defaultValue = "auto", description = "I/O backend (default: ${DEFAULT-VALUE}).")
-    String backend;
-
-    @Option(names = "--dir", description = "Directory for the SSD directories (default: the temp directory).")
-    Path dir;
 
     @CommandLine.Spec
     CommandLine.Model.CommandSpec spec;
@@ -104,24 +96,23 @@ public final class ElasticBench implements Callable<Integer> {
             min = Math.min(min, budgets[i]);
         }
         shape = new KvShape(layers, 32, 8, 128, DType.BF16);
-        Path root = TempDirs.createUnder(dir, "kvo-elastic");
-        List<Path> dirs = TempDirs.ssdDirectories(root, devices);
+        Path root = store.root("kvo-elastic");
+        List<Path> dirs = store.ssdDirectories(root);
         long seqBytes = (long) tokens * shape.entryBytes() * layers;
-        long capacity = (seqBytes * decoders * 3 / devices + (64L << 20)) & -(1L << 20);
-        KvConfig cfg = KvConfig.builder().ssdDirectories(dirs).ioBackend(backend).deviceCapacityBytes(capacity)
-                .dramBudgetBytes(2L << 30).build();
+        long capacity = (seqBytes * decoders * 3 / store.devices + (64L << 20)) & -(1L << 20);
+        KvConfig cfg = store.config(dirs).deviceCapacityBytes(capacity).dramBudgetBytes(2L << 30).build();
         ExecutorService pool = Executors.newFixedThreadPool(decoders);
         try (KvEngine engine = KvEngine.open(cfg)) {
             workloads = new SyntheticWorkload[decoders];
             for (int i = 0; i < decoders; i++) {
                 workloads[i] = new SyntheticWorkload(WorkloadSpec.builder(shape, tokens).seed(300 + i).build());
-                store(engine, i);
+                ClusteredSequences.store(engine, "s" + i, workloads[i], tokens);
             }
             out.printf("# Elastic DRAM pool: decode throughput while cache budgets change%n%n%d decoders on %d threads,"
                     + " each over its own sequence of %d layers × %,d tokens (32 query heads, 8 KV heads × 128, BF16,"
                     + " %d B entries), Swarm's hot-cluster cache in the engine's elastic pool; %d directories, backend"
                     + " %s; token budget %.0f%%; %d steps (all layers) per decoder and run; budgets per decoder cycled"
-                    + " %s MiB.%n%n", decoders, decoders, layers, tokens, shape.entryBytes(), devices,
+                    + " %s MiB.%n%n", decoders, decoders, layers, tokens, shape.entryBytes(), store.devices,
                     engine.stats().ioBackend(), sparsity * 100, steps, java.util.Arrays.toString(budgetsMib));
             long mean = 0;
             for (long b : budgets) {
@@ -176,7 +167,7 @@ public final class ElasticBench implements Callable<Integer> {
             memory(engine, out, max);
         } finally {
             pool.shutdownNow();
-            TempDirs.deleteRecursively(root);
+            store.release(root);
         }
         out.flush();
         return 0;
@@ -318,24 +309,6 @@ public final class ElasticBench implements Callable<Integer> {
                 next = d.prefetch(l + 1, w.query(l + 1, q));
             }
             v.close();
-        }
-    }
-
-    private void store(KvEngine engine, int i) {
-        try (KvSequence s = engine.createSequence("s" + i, shape); Arena a = Arena.ofConfined()) {
-            s.appendTokens(new int[tokens]);
-            MemorySegment k = a.allocate((long) tokens * shape.halfEntryBytes());
-            MemorySegment v = a.allocate((long) tokens * shape.halfEntryBytes());
-            for (int l = 0; l < layers; l++) {
-                workloads[i].writeKv(l, 0, tokens, shape.dtype(), k, v);
-                s.appendKv(l, k, v);
-                List<float[]> profile = new ArrayList<>();
-                for (int q = 0; q < 16; q++) {
-                    profile.add(workloads[i].query(l, 10_000 + q));
-                }
-                Swarm.clusterLayerFromQueries(s, l, profile, ClusterOptions.defaults());
-            }
-            s.commit();
         }
     }
 }

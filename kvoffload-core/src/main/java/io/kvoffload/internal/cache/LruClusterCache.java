@@ -1,6 +1,5 @@
 package io.kvoffload.internal.cache;
 
-import io.kvoffload.internal.util.Checks;
 import java.util.Arrays;
 
 /**
@@ -77,30 +76,21 @@ public final class LruClusterCache extends AbstractClusterCache {
         }
     }
 
-    /** Shrinking evicts the least recently activated clusters (the list's tail) until the rest fit. */
+    /** Shrinking (see {@link ClusterCache#resize}) evicts the least recently activated clusters: the list's tail. */
     @Override
-    public void resize(long budgetBytes) {
-        Checks.inRange("budgetBytes", budgetBytes, 0, Long.MAX_VALUE);
-        beginStep();
-        budget = budgetBytes;
-        while (used > budget && tail >= 0) {
-            int victim = tail;
-            unlink(victim);
-            in[victim] = false;
-            used -= sizes.bytes(victim);
-            recordEviction(victim);
+    protected int detachLeastWorth() {
+        if (tail < 0) {
+            return -1;
         }
+        int victim = tail;
+        detach(victim);
+        return victim;
     }
 
     @Override
-    public boolean remove(int cluster) {
-        if (!cached(cluster)) {
-            return false;
-        }
+    protected void detach(int cluster) {
         unlink(cluster);
         in[cluster] = false;
-        used -= sizes.bytes(cluster);
-        return true;
     }
 
     /** The step that last activated the cluster: the least recent goes first. */
