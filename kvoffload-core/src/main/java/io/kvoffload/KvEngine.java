@@ -400,15 +400,16 @@ public final class KvEngine implements AutoCloseable {
     }
 
     /**
-     * Caps the DRAM that all decoders' elastic caches (hot caches, reuse buffers: see
-     * {@link KvDecoder#setCacheBytes}) may hold together. They take block-major units from one elastic
+     * Caps the elastic pool that decoders' caches (hot caches, reuse buffers: see
+     * {@link KvDecoder#setCacheBytes}) grow into. Caches and windows take block-major units from that
      * pool, whose chunks count against {@link KvConfig#dramBudgetBytes()} like every other DRAM; this
-     * cap, initially that budget, bounds them further so an engine can keep DRAM for windows and views
-     * while moving cache budget between decoders at run time.
+     * cap, initially that budget, bounds the chunks a cache may add, so an engine keeps DRAM for
+     * views and staging while it moves cache budget between decoders. Windows are not bounded by it
+     * (they hold what attention always reads).
      *
-     * @param bytes 0 or more, and at least what the decoders' caches hold now
-     * @throws IllegalArgumentException when {@code bytes} is below the memory the caches hold now: the
-     *     engine never takes units from a live decoder; shrink decoders first ({@link KvDecoder#setCacheBytes})
+     * @param bytes 0 or more, and at least the chunks the pool holds now
+     * @throws IllegalArgumentException when {@code bytes} is below the chunks held now: the engine never
+     *     takes units from a live decoder; shrink decoders' caches first ({@link KvDecoder#setCacheBytes})
      */
     public void setElasticDramBytes(long bytes) {
         checkOpen();

@@ -16,7 +16,9 @@ import org.slf4j.LoggerFactory;
 /**
  * The DRAM tier's elastic pool [SwiftCache §3.4]: block-major units, sized by the
  * {@link MinimumElasticUnit} of the entry sizes its consumers store, from which every decoder's
- * elastic consumers (a layer's hot cache, a layer's reuse buffer) take the DRAM they hold. A
+ * consumers (a layer's hot cache, its reuse buffer, its window) take the DRAM they hold. The caches
+ * are bounded by the pool's cap; a window takes the units its tokens need (only the DRAM budget
+ * bounds it), out of the same chunks, so budget a cache gives back serves a growing window too. A
  * consumer's budget is just the units it holds, so moving budget between consumers (or decoders)
  * is one consumer giving units back and another taking them: no live byte is copied, and since all
  * units have one size, any free unit serves any consumer (no fragmentation).
@@ -53,12 +55,16 @@ public final class ElasticDramPool implements AutoCloseable {
     private long chunksAllocated;
     private long chunksFreed;
     private boolean closed;
+    /** Set while a take that the cap does not bound (a window's tokens) allocates chunks. */
+    private boolean uncapped;
 
     /** The units of one size: a block-major allocator and its chunks' memory. */
     private final class UnitClass implements BlockMajorAllocator.Chunks {
         final BlockMajorAllocator units;
         final List<Arena> arenas = new ArrayList<>();
         final List<MemorySegment> chunks = new ArrayList<>();
+        /** Per chunk, its units' slices, made once so taking a unit allocates nothing. */
+        final List<MemorySegment[]> unitSegments = new ArrayList<>();
 
         UnitClass(MinimumElasticUnit unit) {
             this.units = new BlockMajorAllocator(unit, unit.unitsPerChunk(chunkTargetBytes), Long.MAX_VALUE, false, this);
@@ -66,7 +72,7 @@ public final class ElasticDramPool implements AutoCloseable {
 
         @Override
         public void allocate(int slot, long bytes) {
-            if (reservedBytes + bytes > budgetBytes) {
+            if (!uncapped && reservedBytes + bytes > budgetBytes) {
                 throw new KvDramExhaustedException("the elastic DRAM pool's budget of " + budgetBytes + " bytes is"
                         + " exhausted: " + reservedBytes + " bytes of chunks held, a chunk of " + bytes + " more needed."
                         + " Raise it (KvEngine.setElasticDramBytes) or shrink other decoders' caches"
@@ -85,9 +91,16 @@ public final class ElasticDramPool implements AutoCloseable {
             while (arenas.size() <= slot) {
                 arenas.add(null);
                 chunks.add(null);
+                unitSegments.add(null);
+            }
+            long unit = bytes / units.unitsPerChunk();
+            MemorySegment[] slices = new MemorySegment[units.unitsPerChunk()];
+            for (int i = 0; i < slices.length; i++) {
+                slices[i] = seg.asSlice(i * unit, unit);
             }
             arenas.set(slot, arena);
             chunks.set(slot, seg);
+            unitSegments.set(slot, slices);
             reservedBytes += bytes;
             chunksAllocated++;
             LOG.debug("elastic chunk {} of {} bytes ({}-byte units); {} bytes of chunks", slot, bytes,
@@ -98,6 +111,7 @@ public final class ElasticDramPool implements AutoCloseable {
         public void free(int slot) {
             Arena arena = arenas.set(slot, null);
             MemorySegment seg = chunks.set(slot, null);
+            unitSegments.set(slot, null);
             arena.close(); // the bytes go back to the allocator (and, for large chunks, the OS)
             dram.unreserve(seg.byteSize());
             reservedBytes -= seg.byteSize();
@@ -106,7 +120,7 @@ public final class ElasticDramPool implements AutoCloseable {
         }
 
         MemorySegment segment(int unit) {
-            return chunks.get(units.chunkSlot(unit)).asSlice(units.offsetInChunk(unit), units.unitBytes());
+            return unitSegments.get(units.chunkSlot(unit))[unit % units.unitsPerChunk()];
         }
     }
 
@@ -175,7 +189,24 @@ public final class ElasticDramPool implements AutoCloseable {
      *     (nothing is taken)
      */
     public synchronized void take(long unitBytes, int n, int[] ids, MemorySegment[] segments) {
+        take(unitBytes, n, ids, segments, true);
+    }
+
+    /**
+     * As {@link #take(long, int, int[], MemorySegment[])}; with {@code capped} false the pool's own
+     * budget does not apply (memory that must be held, a window's tokens), only the DRAM tier's.
+     */
+    public synchronized void take(long unitBytes, int n, int[] ids, MemorySegment[] segments, boolean capped) {
         ensureOpen();
+        uncapped = !capped;
+        try {
+            takeUnits(unitBytes, n, ids, segments);
+        } finally {
+            uncapped = false;
+        }
+    }
+
+    private void takeUnits(long unitBytes, int n, int[] ids, MemorySegment[] segments) {
         UnitClass c = classOf(unitBytes);
         Checks.capacity("ids", ids.length, n);
         Checks.capacity("segments", segments.length, n);
@@ -226,8 +257,8 @@ public final class ElasticDramPool implements AutoCloseable {
         Checks.inRange("bytes", bytes, 0, Long.MAX_VALUE);
         if (bytes < reservedBytes) {
             throw new IllegalArgumentException("elastic DRAM budget = " + bytes + " is below the " + reservedBytes
-                    + " bytes of chunks decoders' caches hold now; allowed: at least " + reservedBytes
-                    + " (shrink decoders first with KvDecoder.setCacheBytes)");
+                    + " bytes of chunks decoders' caches and windows hold now; allowed: at least " + reservedBytes
+                    + " (shrink decoders' caches first with KvDecoder.setCacheBytes)");
         }
         budgetBytes = bytes;
     }

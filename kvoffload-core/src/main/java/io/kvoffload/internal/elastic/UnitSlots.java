@@ -19,14 +19,25 @@ public final class UnitSlots implements AutoCloseable {
     private final long entryBytes;
     private final long unitBytes;
     private final int perUnit;
+    /** Whether the pool's elastic cap applies (caches); memory that must be held (a window) is bounded by the DRAM budget only. */
+    private final boolean capped;
     private int[] ids = new int[0]; // local unit → pool unit id, or -1 (a hole)
     private MemorySegment[] segments = new MemorySegment[0];
     private int held;
     private int[] scratchIds = new int[0];
     private MemorySegment[] scratchSegments = new MemorySegment[0];
 
-    /** A consumer storing entries of {@code entryBytes} (registered with the pool). */
+    /** A cache storing entries of {@code entryBytes} (registered with the pool), under the pool's cap. */
     public UnitSlots(ElasticDramPool pool, long entryBytes) {
+        this(pool, entryBytes, true);
+    }
+
+    /**
+     * A consumer storing entries of {@code entryBytes}; {@code capped} false for memory that must be
+     * held whatever the caches' cap (a window's tokens), bounded by the DRAM budget only.
+     */
+    public UnitSlots(ElasticDramPool pool, long entryBytes, boolean capped) {
+        this.capped = capped;
         this.pool = Checks.notNull("pool", pool);
         this.entryBytes = Checks.positive("entryBytes", entryBytes);
         MinimumElasticUnit unit = pool.register(entryBytes);
@@ -101,7 +112,7 @@ public final class UnitSlots implements AutoCloseable {
             scratchIds = new int[n];
             scratchSegments = new MemorySegment[n];
         }
-        pool.take(unitBytes, n, scratchIds, scratchSegments);
+        pool.take(unitBytes, n, scratchIds, scratchSegments, capped);
         int holes = ids.length - held;
         if (n > holes) {
             int old = ids.length;
@@ -119,6 +130,50 @@ public final class UnitSlots implements AutoCloseable {
             }
         }
         held += n;
+    }
+
+    /**
+     * Takes one unit (into the lowest hole, else appended) and returns its local index. Allocates
+     * nothing on the heap unless the index range grows or the pool allocates a chunk.
+     */
+    public int takeOne() {
+        if (scratchIds.length < 1) {
+            scratchIds = new int[1];
+            scratchSegments = new MemorySegment[1];
+        }
+        pool.take(unitBytes, 1, scratchIds, scratchSegments, capped);
+        int local = 0;
+        while (local < ids.length && ids[local] >= 0) {
+            local++;
+        }
+        if (local == ids.length) {
+            ids = Arrays.copyOf(ids, Math.max(4, ids.length * 2));
+            segments = Arrays.copyOf(segments, ids.length);
+            Arrays.fill(ids, local, ids.length, -1);
+        }
+        ids[local] = scratchIds[0];
+        segments[local] = scratchSegments[0];
+        scratchSegments[0] = null;
+        held++;
+        return local;
+    }
+
+    /** Gives back local unit {@code local} (held; its slots must be empty now). */
+    public void dropOne(int local) {
+        if (!held(local)) {
+            throw new IllegalArgumentException("local = " + local + " is not a held unit; allowed: local units that"
+                    + " hold memory");
+        }
+        scratchIds[0] = ids[local];
+        ids[local] = -1;
+        segments[local] = null;
+        pool.give(unitBytes, scratchIds, 1);
+        held--;
+    }
+
+    /** The segment of local unit {@code local} (null for a hole). */
+    public MemorySegment unitSegment(int local) {
+        return segments[local];
     }
 
     /** Gives back local units {@code locals[0 .. n)} (each held; their slots must be empty now). */

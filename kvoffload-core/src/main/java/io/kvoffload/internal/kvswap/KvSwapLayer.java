@@ -127,7 +127,8 @@ public final class KvSwapLayer implements LayerFetcher {
         // Sinks, then the window: the newest localWindow tokens and every token past the last stored group.
         int sinkEnd = Math.min(options.sinkTokens(), tokens);
         int start = Math.max(sinkEnd, Math.min(grouped, tokens - options.localWindow()));
-        this.window = new DramWindow(store.dram(), half, sinkEnd, start, tokens - start + Math.max(options.localWindow(), g));
+        this.window = new DramWindow(store.elastic(), store.dram(), half, sinkEnd, start,
+                tokens - start + Math.max(options.localWindow(), g));
         try {
             window.load(sequence, layer, tokens);
             // Full groups past the stored ones (a committed rolling buffer) are predicted as soon as the layer opens.
