@@ -19,7 +19,9 @@ import org.slf4j.LoggerFactory;
  * the target of an O_DIRECT transfer, and are announced to {@link DramSlabListener}s (io_uring
  * fixed-buffer registration, CUDA page-locking) when allocated and before they are freed. Each
  * slot size (a multiple of 4096) has its own slabs; a slab is allocated when its class runs out
- * and the budget allows, and kept until the pool closes, so registered memory never moves.
+ * and the budget allows, and kept until the pool closes, so registered memory never moves. The
+ * elastic pool's chunks (decoders' caches and windows, {@code internal.elastic}) count against the
+ * same budget through {@link #reserve}/{@link #unreserve}; they are freed as they empty.
  */
 public final class DramPool implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(DramPool.class);

@@ -18,7 +18,9 @@ import org.slf4j.LoggerFactory;
  * {@link MinimumElasticUnit} of the entry sizes its consumers store, from which every decoder's
  * consumers (a layer's hot cache, its reuse buffer, its window) take the DRAM they hold. The caches
  * are bounded by the pool's cap; a window takes the units its tokens need (only the DRAM budget
- * bounds it), out of the same chunks, so budget a cache gives back serves a growing window too. A
+ * bounds it), from chunks of their own (a window's few long-lived units would otherwise pin chunks a
+ * shrinking cache hands back), under the same DRAM budget, so budget a cache gives back serves a
+ * growing window too. A
  * consumer's budget is just the units it holds, so moving budget between consumers (or decoders)
  * is one consumer giving units back and another taking them: no live byte is copied, and since all
  * units have one size, any free unit serves any consumer (no fragmentation).
@@ -29,10 +31,11 @@ import org.slf4j.LoggerFactory;
  * {@link DramPool}'s budget ({@link DramPool#reserve}); on top of that the pool has a budget of its
  * own ({@link #setBudget}), the engine-wide cap on elastic DRAM.
  *
- * <p>One unit serves all consumers whose entry sizes it is a multiple of; the unit widens to the LCM
- * while no unit is in use. A consumer whose entries do not fit the unit in use gets units of its own
- * size class ({@code lcm(4096, entryBytes)}), under the same budget, so mixing shapes never fails;
- * each class is block-major and returns its chunks as they empty.
+ * <p>One unit serves all consumers whose entry sizes it is a multiple of; while no unit is in use a
+ * new consumer's size widens the unit to the LCM (for consumers from then on). A consumer whose
+ * entries do not fit the units in use gets a size class of its own ({@code lcm(4096, entryBytes)}),
+ * under the same budget, so mixing shapes never fails; each class is block-major and returns its
+ * chunks as they empty.
  *
  * <p>Consumers copy bytes into units; no I/O targets them, so chunks are not announced to
  * {@link io.kvoffload.spi.DramSlabListener}s (no fixed-buffer churn when budgets move).
@@ -48,7 +51,11 @@ public final class ElasticDramPool implements AutoCloseable {
 
     private final DramPool dram;
     private final long chunkTargetBytes;
-    /** Unit size classes by unit bytes; usually one. */
+    /**
+     * Unit size classes: the caches' by unit bytes, the windows' (uncapped) by minus unit bytes.
+     * Windows live long and hold few units, caches grow and shrink: separate chunks keep a window's
+     * unit from pinning a chunk a shrinking cache would otherwise hand back.
+     */
     private final Map<Long, UnitClass> classes = new TreeMap<>();
     private long budgetBytes;
     private long reservedBytes;
@@ -137,9 +144,11 @@ public final class ElasticDramPool implements AutoCloseable {
 
     /**
      * The unit that entries of {@code entryBytes} are stored in: the smallest unit in use that is a
-     * multiple of it; else, while no unit is in use, the unit widened to the LCM of the sizes seen so
-     * far and this one (SwiftCache's shared unit); else a size class of its own,
-     * {@code lcm(4096, entryBytes)}.
+     * multiple of it; else, while no unit is in use, a new unit that is the LCM of every unit so far
+     * and this size (SwiftCache's shared unit: consumers registered from now on share it); else a
+     * size class of its own, {@code lcm(4096, entryBytes)}. A unit once handed out stays valid (a
+     * consumer holding none may take some later), so older classes are kept; they hold no chunk
+     * while empty.
      */
     public synchronized MinimumElasticUnit register(long entryBytes) {
         ensureOpen();
@@ -151,24 +160,36 @@ public final class ElasticDramPool implements AutoCloseable {
         }
         MinimumElasticUnit unit = MinimumElasticUnit.of(PAGE, entryBytes);
         if (usedUnitsAll() == 0) {
-            for (UnitClass c : classes.values()) {
-                unit = unit.with(c.units.unitBytes());
-                c.units.close();
+            try {
+                MinimumElasticUnit shared = unit;
+                for (UnitClass c : classes.values()) {
+                    shared = shared.with(c.units.unitBytes());
+                }
+                unit = shared;
+            } catch (IllegalArgumentException tooLarge) {
+                LOG.debug("entries of {} bytes get a unit of their own: {}", entryBytes, tooLarge.getMessage());
             }
-            classes.clear();
         }
-        UnitClass c = new UnitClass(unit);
-        classes.put(unit.unitBytes(), c);
-        LOG.debug("elastic unit of {} bytes for entries of {} bytes ({} unit sizes in use)", unit.unitBytes(),
-                entryBytes, classes.size());
+        UnitClass c = classes.get(unit.unitBytes());
+        if (c == null) {
+            c = new UnitClass(unit);
+            classes.put(unit.unitBytes(), c);
+        }
+        LOG.debug("elastic unit of {} bytes for entries of {} bytes ({} unit classes)", unit.unitBytes(), entryBytes,
+                classes.size());
         return unit;
     }
 
-    private UnitClass classOf(long unitBytes) {
-        UnitClass c = classes.get(unitBytes);
+    private UnitClass classOf(long unitBytes, boolean capped) {
+        UnitClass c = classes.get(capped ? unitBytes : -unitBytes);
         if (c == null) {
-            throw new IllegalArgumentException("unitBytes = " + unitBytes + " is not a unit of this pool; allowed: "
-                    + classes.keySet() + " (register the entry size first)");
+            UnitClass registered = classes.get(unitBytes);
+            if (registered == null) {
+                throw new IllegalArgumentException("unitBytes = " + unitBytes + " is not a unit of this pool; allowed: "
+                        + classes.keySet() + " (register the entry size first)");
+            }
+            c = new UnitClass(registered.units.unit());
+            classes.put(-unitBytes, c);
         }
         return c;
     }
@@ -200,14 +221,13 @@ public final class ElasticDramPool implements AutoCloseable {
         ensureOpen();
         uncapped = !capped;
         try {
-            takeUnits(unitBytes, n, ids, segments);
+            takeUnits(classOf(unitBytes, capped), n, ids, segments);
         } finally {
             uncapped = false;
         }
     }
 
-    private void takeUnits(long unitBytes, int n, int[] ids, MemorySegment[] segments) {
-        UnitClass c = classOf(unitBytes);
+    private void takeUnits(UnitClass c, int n, int[] ids, MemorySegment[] segments) {
         Checks.capacity("ids", ids.length, n);
         Checks.capacity("segments", segments.length, n);
         int got = 0;
@@ -226,12 +246,17 @@ public final class ElasticDramPool implements AutoCloseable {
         }
     }
 
-    /** Gives back units taken by {@link #take}; a chunk whose last unit this was is freed. */
+    /** Gives back cache units taken by {@link #take}; a chunk whose last unit this was is freed. */
     public synchronized void give(long unitBytes, int[] ids, int n) {
+        give(unitBytes, ids, n, true);
+    }
+
+    /** Gives back units taken with the same {@code capped}; a chunk whose last unit this was is freed. */
+    public synchronized void give(long unitBytes, int[] ids, int n, boolean capped) {
         if (closed) {
             return; // the pool closed first: its chunks are gone already
         }
-        UnitClass c = classOf(unitBytes);
+        UnitClass c = classOf(unitBytes, capped);
         long freedBefore = chunksFreed;
         for (int i = 0; i < n; i++) {
             c.units.free(ids[i]);

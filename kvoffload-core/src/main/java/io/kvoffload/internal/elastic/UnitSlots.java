@@ -167,7 +167,7 @@ public final class UnitSlots implements AutoCloseable {
         scratchIds[0] = ids[local];
         ids[local] = -1;
         segments[local] = null;
-        pool.give(unitBytes, scratchIds, 1);
+        pool.give(unitBytes, scratchIds, 1, capped);
         held--;
     }
 
@@ -193,7 +193,7 @@ public final class UnitSlots implements AutoCloseable {
             ids[local] = -1;
             segments[local] = null;
         }
-        pool.give(unitBytes, scratchIds, n);
+        pool.give(unitBytes, scratchIds, n, capped);
         held -= n;
         // Trailing holes shrink the slot range, so arrays sized by it stop growing.
         int end = ids.length;
@@ -216,7 +216,7 @@ public final class UnitSlots implements AutoCloseable {
                 all[n++] = ids[local];
             }
         }
-        pool.give(unitBytes, all, n);
+        pool.give(unitBytes, all, n, capped);
         Arrays.fill(ids, -1);
         Arrays.fill(segments, null);
         held = 0;

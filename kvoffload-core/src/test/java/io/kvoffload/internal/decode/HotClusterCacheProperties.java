@@ -144,4 +144,51 @@ class HotClusterCacheProperties {
             }
         }
     }
+
+    /**
+     * Shrinking gives back cold units first: with one entry a unit (4 KiB entries), every cluster the
+     * shrink evicts ranked (Eq. 6's score, or LRU's recency) at or below every cluster it kept.
+     */
+    @Property(tries = 40)
+    void shrinkingEvictsTheLeastValuableFirst(@ForAll @IntRange(min = 8, max = 200) int tokens, @ForAll boolean lru,
+            @ForAll @IntRange(min = 0, max = 1 << 20) int seed) {
+        int entry = 4096;
+        SplittableRandom rnd = new SplittableRandom(seed);
+        ClusterLayout layout = TestLayouts.random(tokens, entry, rnd);
+        try (DramPool dram = new DramPool(8L << 20, 1L << 20);
+                ElasticDramPool pool = new ElasticDramPool(dram, 8L << 20, 64L << 10);
+                HotClusterCache cache = new HotClusterCache(pool, layout, entry, 4L << 20, lru,
+                        CostEffectiveness.swarm(80_000, 2_000))) {
+            int[] activated = new int[8];
+            int clusters = layout.clusterCount();
+            for (int step = 0; step < 30; step++) {
+                int n = 1 + rnd.nextInt(activated.length);
+                for (int i = 0; i < n; i++) {
+                    activated[i] = rnd.nextInt(Math.min(clusters, 12));
+                }
+                cache.step(activated, n, (token, dst, offset) -> dst.set(ValueLayout.JAVA_INT_UNALIGNED, offset, token));
+            }
+            double[] before = new double[clusters];
+            for (int c = 0; c < clusters; c++) {
+                before[c] = cache.policy().retention(c);
+            }
+            long used = cache.policy().usedBytes();
+            cache.resize(used / 2 / 4096 * 4096);
+            double keptMin = Double.POSITIVE_INFINITY;
+            double evictedMax = Double.NEGATIVE_INFINITY;
+            for (int c = 0; c < clusters; c++) {
+                if (before[c] == Double.NEGATIVE_INFINITY) {
+                    continue; // was not cached
+                }
+                if (cache.policy().cached(c)) {
+                    keptMin = Math.min(keptMin, before[c]);
+                } else {
+                    evictedMax = Math.max(evictedMax, before[c]);
+                }
+            }
+            assertTrue(evictedMax <= keptMin, "evicted a cluster ranked " + evictedMax + " while keeping one ranked "
+                    + keptMin);
+            assertTrue(cache.policy().usedBytes() <= cache.heldBytes());
+        }
+    }
 }
