@@ -29,7 +29,11 @@ import io.kvoffload.strategy.LayerKv;
  * is, per dimension, one {@code acc[b] += q_j × f16(x[b])} sweep that the JIT vectorises (no
  * reduction), over blocks in chunks that stay in the L1 cache; with {@link Scoring#BOUND} the sign of
  * {@code q_j} picks the one array of {@code M} or {@code m} that sweep reads, so a step reads
- * {@code kvHeads × headDim × 2} bytes per block. {@link #score} allocates nothing.
+ * {@code kvHeads × headDim × 2} bytes per block. With a prune bound (the library's {@code mass-mix}
+ * uses {@link BlockMassStrategy#PRUNE_LOGIT}), each step first drops the terms {@code c × row_j} whose
+ * reach {@code |c| × (max − min of row_j)} is smallest, as long as the dropped reaches sum to at most
+ * the bound: no block's estimate moves against another's by more than that, and a step reads only
+ * the rows it kept. {@link #score} allocates nothing.
  *
  * <p>Float16 keeps ±65504 and about three decimal digits; summaries are clamped to that range (keys
  * larger than that would be unusual even for outlier channels).
@@ -67,6 +71,10 @@ public final class BlockMassIndex {
     private final float[] termCoef;   // one step's queued sweep terms (two per dimension at most)
     private final byte[][] termRow;
     private final int[] termOff;
+    private final float[] termReach;  // |coef| × spread: how far the term can move one block against another
+    private final float pruneLogit;   // terms reaching at most this much together are skipped; 0: none
+    private long termsQueued;         // sweep terms before and after pruning, over all steps
+    private long termsSwept;
 
     /**
      * Summarises tokens {@code [0, tokens)} of {@code kv}.
@@ -77,9 +85,26 @@ public final class BlockMassIndex {
      * @throws IllegalArgumentException on a bad argument or a non-finite key
      */
     public BlockMassIndex(LayerKv kv, int tokens, int queryHeads, int blockTokens, Scoring scoring, Combination combination) {
+        this(kv, tokens, queryHeads, blockTokens, scoring, combination, 0f);
+    }
+
+    /**
+     * As above, skipping in every step the sweep terms (one per head and dimension and summary)
+     * that together cannot move any block's estimated logit against another's, within one head, by
+     * more than {@code pruneLogit} (in nats; 0 sweeps every term). The query decides which terms those are,
+     * step by step: dimensions where the query is small or the blocks barely differ.
+     *
+     * @param pruneLogit a finite bound ≥ 0
+     */
+    public BlockMassIndex(LayerKv kv, int tokens, int queryHeads, int blockTokens, Scoring scoring, Combination combination,
+            float pruneLogit) {
         Checks.notNull("kv", kv);
         this.scoring = Checks.notNull("scoring", scoring);
         this.combination = Checks.notNull("combination", combination);
+        if (!(pruneLogit >= 0) || Float.isInfinite(pruneLogit)) {
+            throw new IllegalArgumentException("pruneLogit = " + pruneLogit + "; allowed: a finite value ≥ 0");
+        }
+        this.pruneLogit = pruneLogit;
         this.tokens = Checks.inRange("tokens", tokens, 1, kv.tokens());
         this.blockTokens = Checks.inRange("blockTokens", blockTokens, 1, 65536);
         this.kvHeads = kv.kvHeads();
@@ -125,6 +150,7 @@ public final class BlockMassIndex {
         this.termCoef = new float[2 * headDim];
         this.termRow = new byte[2 * headDim][];
         this.termOff = new int[2 * headDim];
+        this.termReach = new float[2 * headDim];
     }
 
     private void summarise(LayerKv kv) {
@@ -243,6 +269,14 @@ public final class BlockMassIndex {
         return s;
     }
 
+    /**
+     * The share of sweep terms (head × dimension × summary) that scoring actually swept over all
+     * steps so far, after pruning: the share of the summaries' bytes a step reads (1 before any step).
+     */
+    public double sweptShare() {
+        return termsQueued == 0 ? 1 : (double) termsSwept / termsQueued;
+    }
+
     public int blocks() { return blocks; }
     public int blockTokens() { return blockTokens; }
     public int tokens() { return tokens; }
@@ -319,25 +353,27 @@ public final class BlockMassIndex {
     private void headLogits(int r, int h) {
         int d = headDim, q0 = r * d, out = r * blocks;
         float[] acc = chunk;
+        int terms = 0;
+        if (max != null) {
+            float w = scoring == Scoring.BOUND ? 1f : 0.5f;
+            for (int j = 0; j < d; j++) {
+                float q = headQuery[q0 + j] * w;
+                Int8Rows side = q >= 0 ? max : min;
+                terms = term(terms, q * side.scale(h, j), side.row(h), j * blocks, side.spread(h, j));
+            }
+        }
+        if (mean != null) {
+            float w = scoring == Scoring.MIX ? 0.5f : 1f;
+            for (int j = 0; j < d; j++) {
+                float c = headQuery[q0 + j] * w * mean.scale(h, j);
+                terms = term(terms, c, mean.row(h), j * blocks, mean.spread(h, j));
+            }
+        }
+        terms = prune(terms);
         for (int from = 0; from < blocks; from += CHUNK) {
             int n = Math.min(CHUNK, blocks - from);
             java.util.Arrays.fill(acc, 0, n, 0f);
-            int terms = 0;
-            if (max != null) {
-                float w = scoring == Scoring.BOUND ? 1f : 0.5f;
-                for (int j = 0; j < d; j++) {
-                    float q = headQuery[q0 + j] * w;
-                    Int8Rows side = q >= 0 ? max : min;
-                    terms = term(terms, q * side.scale(h, j), side.row(h), j * blocks + from);
-                }
-            }
-            if (mean != null) {
-                float w = scoring == Scoring.MIX ? 0.5f : 1f;
-                for (int j = 0; j < d; j++) {
-                    terms = term(terms, headQuery[q0 + j] * w * mean.scale(h, j), mean.row(h), j * blocks + from);
-                }
-            }
-            sweep(acc, n, terms);
+            sweep(acc, n, terms, from);
             if (rep0 != null) {
                 float[] a0 = rchunk0, a1 = rchunk1;
                 java.util.Arrays.fill(a0, 0, n, 0f);
@@ -362,29 +398,80 @@ public final class BlockMassIndex {
     }
 
     /** Queues {@code coef × row[off …]} for {@link #sweep}; returns the new count. */
-    private int term(int count, float coef, byte[] row, int off) {
+    private int term(int count, float coef, byte[] row, int off, float spread) {
         termCoef[count] = coef;
         termRow[count] = row;
         termOff[count] = off;
+        termReach[count] = Math.abs(coef) * spread;
         return count + 1;
+    }
+
+    /**
+     * Drops the queued terms that cannot move any block's estimate relative to the others by more
+     * than {@link #pruneLogit} together (the smallest reaches first), keeping the rest in order;
+     * returns the count kept. A dropped term adds a per-block amount within its reach; what is
+     * common to all blocks cancels in the ranking and in each head's softmax.
+     */
+    private int prune(int count) {
+        termsQueued += count;
+        int kept = pruneLogit <= 0 || count == 0 ? count : dropSmallest(count);
+        termsSwept += kept;
+        return kept;
+    }
+
+    private int dropSmallest(int count) {
+        float total = 0, top = 0;
+        for (int t = 0; t < count; t++) {
+            total += termReach[t];
+            top = Math.max(top, termReach[t]);
+        }
+        if (total <= pruneLogit) {
+            return 0;
+        }
+        // The largest threshold whose terms at or below it reach at most pruneLogit together.
+        float lo = 0, hi = top;
+        for (int it = 0; it < 24; it++) {
+            float mid = 0.5f * (lo + hi), below = 0;
+            for (int t = 0; t < count; t++) {
+                if (termReach[t] <= mid) {
+                    below += termReach[t];
+                }
+            }
+            if (below <= pruneLogit) {
+                lo = mid;
+            } else {
+                hi = mid;
+            }
+        }
+        int kept = 0;
+        for (int t = 0; t < count; t++) {
+            if (termReach[t] > lo) {
+                termCoef[kept] = termCoef[t];
+                termRow[kept] = termRow[t];
+                termOff[kept] = termOff[t];
+                termReach[kept] = termReach[t];
+                kept++;
+            }
+        }
+        return kept;
     }
 
     /**
      * {@code acc[i] += Σ coef_t × row_t[off_t + i]} over the queued terms, four at a time: one load and
      * store of the accumulators per four int8 rows keeps the sweep on the rows' bandwidth.
      */
-    private void sweep(float[] acc, int n, int terms) {
+    private void sweep(float[] acc, int n, int terms, int from) {
         int t = 0;
         for (; t + 3 < terms; t += 4) {
             float c0 = termCoef[t], c1 = termCoef[t + 1], c2 = termCoef[t + 2], c3 = termCoef[t + 3];
             byte[] x0 = termRow[t], x1 = termRow[t + 1], x2 = termRow[t + 2], x3 = termRow[t + 3];
-            int o0 = termOff[t], o1 = termOff[t + 1], o2 = termOff[t + 2], o3 = termOff[t + 3];
+            int o0 = termOff[t] + from, o1 = termOff[t + 1] + from, o2 = termOff[t + 2] + from, o3 = termOff[t + 3] + from;
             for (int i = 0; i < n; i++) {
                 acc[i] += c0 * x0[o0 + i] + c1 * x1[o1 + i] + c2 * x2[o2 + i] + c3 * x3[o3 + i];
             }
         }
         for (; t < terms; t++) {
-            axpy(acc, n, termCoef[t], termRow[t], termOff[t]);
+            axpy(acc, n, termCoef[t], termRow[t], termOff[t] + from);
         }
     }
 

@@ -19,6 +19,7 @@ final class Int8Rows {
     private float[][] staged;
     private final byte[][] rows;
     private final float[] scales;
+    private final float[] spreads;
 
     Int8Rows(int heads, int dims, int blocks, Rounding rounding) {
         this.heads = heads;
@@ -28,6 +29,7 @@ final class Int8Rows {
         this.staged = new float[heads][dims * blocks];
         this.rows = new byte[heads][dims * blocks];
         this.scales = new float[heads * dims];
+        this.spreads = new float[heads * dims];
     }
 
     /** Stages element {@code at} ({@code j × blocks + b}) of head {@code h}, before {@link #quantise}. */
@@ -48,6 +50,7 @@ final class Int8Rows {
                 }
                 float scale = big > 0 ? big / 127f : 1f;
                 scales[h * dims + j] = scale;
+                int lo = 127, hi = -127;
                 for (int b = 0; b < blocks; b++) {
                     float x = v[from + b] / scale;
                     double r = switch (rounding) {
@@ -55,8 +58,12 @@ final class Int8Rows {
                         case DOWN -> Math.floor(x);
                         case NEAREST -> Math.rint(x);
                     };
-                    out[from + b] = (byte) Math.max(-127, Math.min(127, r));
+                    byte q = (byte) Math.max(-127, Math.min(127, r));
+                    out[from + b] = q;
+                    lo = Math.min(lo, q);
+                    hi = Math.max(hi, q);
                 }
+                spreads[h * dims + j] = Math.max(0, hi - lo);
             }
         }
         staged = null;
@@ -65,6 +72,15 @@ final class Int8Rows {
     /** Head {@code h}'s int8 elements, dimension-major. */
     byte[] row(int h) {
         return rows[h];
+    }
+
+    /**
+     * How far the int8 elements of head {@code h}, dimension {@code j} spread over the blocks (largest
+     * minus smallest, in int8 steps): a sweep term {@code c × row} moves a block's estimate relative to
+     * the others by at most {@code |c| × spread}.
+     */
+    float spread(int h, int j) {
+        return spreads[h * dims + j];
     }
 
     /** The scale of head {@code h}, dimension {@code j}. */

@@ -115,6 +115,58 @@ class BlockMassStrategyTest {
         }
     }
 
+    @Property(tries = 60)
+    void pruningMovesNoBlockAgainstAnotherByMoreThanTheBound(@ForAll @IntRange(min = 2, max = 400) int tokens,
+            @ForAll @IntRange(min = 1, max = 3) int kvHeads, @ForAll @IntRange(min = 1, max = 3) int group,
+            @ForAll @IntRange(min = 0, max = 3) int scoringIndex, @ForAll @IntRange(min = 0, max = 40) int tenthsOfNats,
+            @ForAll long seed) {
+        int d = 16, qh = kvHeads * group, bt = 8;
+        float bound = tenthsOfNats / 10f;
+        Scoring scoring = new Scoring[] {Scoring.BOUND, Scoring.MEAN, Scoring.MIX, Scoring.MIX}[scoringIndex];
+        DenseLayerKv kv = keys(tokens, kvHeads, d, seed);
+        // Summed logits: the per-block estimates themselves, before any softmax.
+        BlockMassIndex full = new BlockMassIndex(kv, tokens, qh, bt, scoring, Combination.SUM_LOGITS);
+        BlockMassIndex pruned = new BlockMassIndex(kv, tokens, qh, bt, scoring, Combination.SUM_LOGITS, bound);
+        float[] q = query(qh, d, seed + 1);
+        float[] f = new float[full.blocks()], p = new float[full.blocks()];
+        full.score(q, f);
+        pruned.score(q, p);
+        double lo = Double.POSITIVE_INFINITY, hi = Double.NEGATIVE_INFINITY; // range of p − f over blocks
+        for (int b = 0; b < f.length; b++) {
+            lo = Math.min(lo, p[b] - f[b]);
+            hi = Math.max(hi, p[b] - f[b]);
+        }
+        // The bound holds per KV head; the summed logits add kvHeads of them.
+        double allowed = kvHeads * bound;
+        assertTrue(hi - lo <= allowed + 1e-3 * (1 + allowed), "blocks moved against each other by " + (hi - lo) + " > "
+                + allowed);
+        assertTrue(pruned.sweptShare() <= 1 && pruned.sweptShare() >= 0);
+        assertEquals(1.0, full.sweptShare(), 0.0, "no bound, every term swept");
+        if (bound == 0) {
+            assertArrayEquals(f, p);
+        }
+    }
+
+    @Test
+    void pruningSkipsTermsThatCannotMatter() {
+        DenseLayerKv kv = keys(512, 2, 16, 5);
+        BlockMassIndex pruned = new BlockMassIndex(kv, 512, 4, 16, Scoring.MIX, Combination.HEAD_MASS, 1e6f);
+        float[] scores = new float[pruned.blocks()];
+        pruned.score(query(4, 16, 6), scores);
+        assertEquals(0.0, pruned.sweptShare(), 0.0, "a bound above every reach sweeps nothing");
+        double sum = 0;
+        for (float x : scores) {
+            sum += x;
+        }
+        assertEquals(2.0, sum, 1e-4, "each head's shares still sum to 1: blocks weighted by their tokens alone");
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+                () -> new BlockMassIndex(kv, 512, 4, 16, Scoring.MIX, Combination.HEAD_MASS, -1f));
+        assertTrue(e.getMessage().contains("pruneLogit = -1.0"), e.getMessage());
+        e = assertThrows(IllegalArgumentException.class,
+                () -> new BlockMassStrategy("x", Scoring.MIX, Combination.HEAD_MASS, 16, Float.NaN));
+        assertTrue(e.getMessage().contains("pruneLogit = NaN"), e.getMessage());
+    }
+
     @Property(tries = 40)
     void aLargerBudgetSelectsASupersetAndRecallNeverFalls(@ForAll @IntRange(min = 40, max = 600) int tokens,
             @ForAll @IntRange(min = 1, max = 1000) int a, @ForAll @IntRange(min = 1, max = 1000) int b, @ForAll long seed) {
