@@ -34,6 +34,11 @@ module io.kvoffload.core {
     uses io.kvoffload.spi.DeviceTierProvider;
     uses io.kvoffload.spi.RemoteTierProvider;
     uses io.kvoffload.strategy.SelectionStrategy;
+    uses io.kvoffload.strategy.StrategyProvider;
+    uses io.kvoffload.internal.storage.GroupState.Codec;
 
     provides io.kvoffload.spi.IoBackendProvider with io.kvoffload.internal.io.PortableIoBackendProvider;
+    provides io.kvoffload.internal.storage.GroupState.Codec with io.kvoffload.internal.kvswap.AdapterCodec;
+    provides io.kvoffload.strategy.StrategyProvider with io.kvoffload.internal.swarm.SwarmStrategies,
+            io.kvoffload.internal.kvswap.KvSwapStrategies, io.kvoffload.internal.baseline.BaselineStrategies;
 }

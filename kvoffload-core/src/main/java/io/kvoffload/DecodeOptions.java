@@ -61,7 +61,7 @@ public record DecodeOptions(double sparsity, int budgetTokens, int sinkTokens, i
         Checks.notNull("strategy", strategy);
     }
 
-    /** The defaults: 10% sparsity, 4 sinks, a 256-token window, 2 in flight, a cache of an eighth of the DRAM budget, Swarm. */
+    /** The defaults: 10% sparsity, 4 sinks, a 256-token window, 2 in flight, a cache of an eighth of the DRAM budget, {@link Strategies#defaultStrategy()}. */
     public static DecodeOptions defaults() {
         return builder().build();
     }

@@ -17,7 +17,7 @@ public record KvDegradation(Kind kind, String sequenceId, int layer, String mess
         /**
          * A decoder opened a layer no strategy laid out: every token of it stays in DRAM and is
          * attended, so the step costs DRAM and compute in proportion to the context (lay the layer
-         * out, e.g. {@code Swarm.clusterLayer}). Also counted in {@link DecodeStats#unclusteredLayers()}.
+         * out with {@code SelectionStrategy.layOut} or its strategy's offline phase). Also counted in {@link DecodeStats#unclusteredLayers()}.
          */
         UNCLUSTERED_LAYER,
         /** At open, a sequence's newest manifest copies did not verify and an older commit was used. */

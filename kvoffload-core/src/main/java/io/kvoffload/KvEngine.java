@@ -2,6 +2,8 @@ package io.kvoffload;
 
 import io.kvoffload.internal.obs.EngineMXBean;
 import io.kvoffload.internal.remote.RemoteLink;
+import io.kvoffload.internal.sequence.ExtentLedger;
+import io.kvoffload.internal.sequence.SequenceFork;
 import io.kvoffload.internal.storage.DevicePool;
 import io.kvoffload.internal.storage.Manifest;
 import io.kvoffload.internal.storage.ManifestStore;
@@ -132,12 +134,8 @@ public final class KvEngine implements AutoCloseable {
      */
     public KvSequence createSequence(String id, KvShape shape) {
         checkOpen();
-        Checks.notNull("id", id);
+        checkNewId("id", id);
         Checks.notNull("shape", shape);
-        if (!ManifestStore.ID.matcher(id).matches()) {
-            throw new IllegalArgumentException("id = '" + id + "' is not allowed; allowed: 1..128 characters of"
-                    + " letters, digits, '.', '_' and '-'");
-        }
         long extent = (long) store.config().blockTokens() * shape.entryBytes();
         long max = KvSequence.maxExtentBytes(store);
         if (extent > max) {
@@ -155,6 +153,137 @@ public final class KvEngine implements AutoCloseable {
             remote.forget(id); // a new sequence of that id supersedes an evicted one's remote copy
         }
         return register(new KvSequence(this, store, id, shape));
+    }
+
+    private static void checkNewId(String name, String id) {
+        Checks.notNull(name, id);
+        if (!ManifestStore.ID.matcher(id).matches()) {
+            throw new IllegalArgumentException(name + " = '" + id + "' is not allowed; allowed: 1..128 characters of"
+                    + " letters, digits, '.', '_' and '-'");
+        }
+    }
+
+    /**
+     * A new sequence {@code newId} that starts as the first {@code prefixTokens} tokens of committed
+     * sequence {@code sourceId} (its token ids and every layer's KV), without copying them: the
+     * prefix's blocks are shared with the source, reference counted, the way vLLM and SGLang share
+     * a prompt prefix between requests. Typical use: {@link #findLongestPrefix} matched part of a
+     * prompt; fork the match at {@link PrefixMatch#matchedTokens()}, append the rest of the prompt
+     * and decode.
+     *
+     * <p>The fork is an ordinary new sequence: writable, uncommitted (closing it without {@link
+     * KvSequence#commit} discards it), with the source's shape and block size. It reads back exactly
+     * what the source held for those tokens, and whatever is appended after them. A block the fork
+     * appends to (a partial last block) gets an extent of its own first (copy-on-write); the shared
+     * extents stay until the last sequence naming them is deleted or evicted, so deleting the source
+     * leaves the fork intact and the space returns when the fork goes too. Tokens the source keeps only
+     * in a strategy layout (it was laid out with {@code layOut}) have no block to share: they are read
+     * back, verified, and written as the fork's own blocks. The fork has no layout of its own: lay it
+     * out as any sequence before decoding selectively. A fork shares the source's last commit; a source
+     * open for append meanwhile is not disturbed.
+     *
+     * @param sourceId a committed sequence (not quarantined, not on an unavailable device; with a
+     *     remote tier, one this engine evicted after publishing it whole is pulled back first, as
+     *     {@link #openSequence(String)} does)
+     * @param newId the fork's id: 1..128 characters of {@code [A-Za-z0-9._-]}, not used by another sequence
+     * @param prefixTokens how many leading tokens to take: 1..the source's committed token count
+     * @return the fork's handle, writable and uncommitted
+     * @throws IllegalArgumentException naming the argument, its value and what is allowed
+     * @throws KvChecksumException if copying laid-out tokens read back a record that does not verify
+     *     (the fork is then discarded; the source is untouched)
+     */
+    public KvSequence fork(String sourceId, String newId, int prefixTokens) {
+        checkOpen();
+        Checks.notNull("sourceId", sourceId);
+        checkNewId("newId", newId);
+        restoreIfEvicted(sourceId);
+        Manifest source;
+        KvSequence fork;
+        List<long[]> pinned = new ArrayList<>();
+        synchronized (store) {
+            SequenceCatalog.Entry e = committedEntry("sourceId", sourceId);
+            source = e.manifest();
+            if (prefixTokens < 1 || prefixTokens > source.tokenCount()) {
+                throw new IllegalArgumentException("prefixTokens = " + prefixTokens + " is out of range; allowed: 1.."
+                        + source.tokenCount() + " (the tokens sequence '" + sourceId + "' has committed)");
+            }
+            if (store.catalog().contains(newId)) {
+                throw new IllegalArgumentException("newId = '" + newId + "' is already used by another sequence");
+            }
+            ExtentLedger ledger = SequenceFork.ledger(store, source, prefixTokens);
+            if (SequenceFork.needsCopy(ledger)) {
+                // Laid-out tokens are read back off this lock: hold every source extent till then.
+                source.forEachExtent((d, off, len) -> {
+                    store.share(d, off);
+                    pinned.add(new long[] {d, off, len});
+                });
+            }
+            store.catalog().reserve(newId);
+            store.catalog().touch(e);
+            fork = new KvSequence(this, store, newId, source, prefixTokens, ledger);
+        }
+        if (remote != null) {
+            remote.forget(newId); // a new sequence of that id supersedes an evicted one's remote copy
+        }
+        try {
+            register(fork); // closes the fork itself if the engine closed meanwhile
+            if (!pinned.isEmpty()) {
+                try {
+                    fork.copyLaidOut(source);
+                } catch (RuntimeException | Error x) {
+                    fork.close(); // lets its shared and copied extents go
+                    throw x;
+                }
+            }
+        } finally {
+            for (long[] p : pinned) {
+                store.free((int) p[0], p[1], p[2]);
+            }
+        }
+        return fork;
+    }
+
+    /**
+     * {@link #fork(String, String, int)} for a model of {@code expectedShape}: refuses a source stored
+     * by another model, as {@link #openSequence(String, KvShape)} does.
+     */
+    public KvSequence fork(String sourceId, String newId, int prefixTokens, KvShape expectedShape) {
+        Checks.notNull("expectedShape", expectedShape);
+        checkOpen();
+        Checks.notNull("sourceId", sourceId);
+        Manifest m = store.committedManifest(sourceId);
+        if (m != null && !expectedShape.equals(m.shape())) {
+            throw new IllegalArgumentException("expectedShape = " + expectedShape + " does not match sequence '"
+                    + sourceId + "', stored with " + m.shape() + "; allowed: the shape it was stored with");
+        }
+        return expecting(fork(sourceId, newId, prefixTokens), expectedShape);
+    }
+
+    /**
+     * The catalog entry of committed sequence {@code id}, servable now; called under the store's lock.
+     *
+     * @throws KvException if it is quarantined
+     * @throws KvDeviceUnavailableException if it has data on an unavailable device
+     * @throws IllegalArgumentException if there is none (argument {@code name})
+     */
+    private SequenceCatalog.Entry committedEntry(String name, String id) {
+        SequenceCatalog.Entry e = store.catalog().get(id);
+        if (e == null) {
+            for (Quarantine.Reason q : store.quarantined()) {
+                if (id.equals(q.id())) {
+                    throw new KvException("sequence " + id + " is quarantined: no copy of its manifest could be"
+                            + " used (" + q.reason() + "); restore a copy and reopen the engine, or give its space up"
+                            + " with releaseQuarantine()");
+                }
+            }
+            throw new IllegalArgumentException(name + " = '" + id + "' names no committed sequence"
+                    + (store.catalog().contains(id) ? " (it is being written and not yet committed)" : "")
+                    + "; see KvEngine.sequences()");
+        }
+        if (e.unavailable() != null) {
+            throw new KvDeviceUnavailableException(null, e.unavailable());
+        }
+        return e;
     }
 
     /**
@@ -202,9 +331,8 @@ public final class KvEngine implements AutoCloseable {
         return s;
     }
 
-    private KvSequence openCommitted(String id, boolean writable) {
-        checkOpen();
-        Checks.notNull("id", id);
+    /** With a remote tier, pulls back sequence {@code id} if this engine evicted it after publishing it whole. */
+    private void restoreIfEvicted(String id) {
         if (remote != null) {
             boolean absent;
             synchronized (store) {
@@ -214,24 +342,15 @@ public final class KvEngine implements AutoCloseable {
                 remote.restore(id); // evicted after it was published whole: pulled back under its id
             }
         }
+    }
+
+    private KvSequence openCommitted(String id, boolean writable) {
+        checkOpen();
+        Checks.notNull("id", id);
+        restoreIfEvicted(id);
         Manifest m;
         synchronized (store) {
-            SequenceCatalog.Entry e = store.catalog().get(id);
-            if (e == null) {
-                for (Quarantine.Reason q : store.quarantined()) {
-                    if (id.equals(q.id())) {
-                        throw new KvException("sequence " + id + " is quarantined: no copy of its manifest could be"
-                                + " used (" + q.reason() + "); restore a copy and reopen the engine, or give its space up"
-                                + " with releaseQuarantine()");
-                    }
-                }
-                throw new IllegalArgumentException("id = '" + id + "' names no committed sequence"
-                        + (store.catalog().contains(id) ? " (it is being written and not yet committed)" : "")
-                        + "; see KvEngine.sequences()");
-            }
-            if (e.unavailable() != null) {
-                throw new KvDeviceUnavailableException(null, e.unavailable());
-            }
+            SequenceCatalog.Entry e = committedEntry("id", id);
             // Checked and recorded in the entry under the store lock: two openers cannot both pass.
             store.catalog().acquire(e, writable);
             m = e.manifest();

@@ -8,6 +8,7 @@ import io.kvoffload.internal.sequence.ExtentLedger;
 import io.kvoffload.internal.sequence.HandleGuard;
 import io.kvoffload.internal.sequence.SequenceAccess;
 import io.kvoffload.internal.sequence.SequenceHooks;
+import io.kvoffload.internal.sequence.SequenceFork;
 import io.kvoffload.internal.sequence.SequenceReader;
 import io.kvoffload.internal.sequence.TokenIds;
 import io.kvoffload.internal.storage.DevicePool;
@@ -17,6 +18,7 @@ import io.kvoffload.internal.storage.Manifest;
 import io.kvoffload.internal.storage.Store;
 import io.kvoffload.internal.util.Checks;
 import java.lang.foreign.MemorySegment;
+import java.util.Arrays;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.function.Function;
@@ -70,18 +72,30 @@ public final class KvSequence implements AutoCloseable {
 
     /** A new, empty, writable sequence. */
     KvSequence(KvEngine engine, Store store, String id, KvShape shape) {
-        this(engine, store, id, shape, store.config().blockTokens(), true, EntryChecksum.forSequence(id), null);
+        this(engine, store, id, shape, store.config().blockTokens(), true, EntryChecksum.forSequence(id), null,
+                new TokenIds(), new ExtentLedger(store, shape.layers(), store.config().blockTokens()));
     }
 
     /** A handle on a committed sequence. */
     KvSequence(KvEngine engine, Store store, Manifest m, boolean writable) {
-        this(engine, store, m.id(), m.shape(), m.blockTokens(), writable, m.entryChecksum(), m);
+        this(engine, store, m.id(), m.shape(), m.blockTokens(), writable, m.entryChecksum(), m,
+                new TokenIds(m.tokenIds()), new ExtentLedger(store, m, writable));
+    }
+
+    /**
+     * A fork ({@link KvEngine#fork}): a new, writable, uncommitted sequence {@code id} holding the
+     * first {@code prefix} tokens of committed {@code source}, whose blocks {@code ledger} shares.
+     */
+    KvSequence(KvEngine engine, Store store, String id, Manifest source, int prefix, ExtentLedger ledger) {
+        this(engine, store, id, source.shape(), source.blockTokens(), true, EntryChecksum.forSequence(id), null,
+                new TokenIds(Arrays.copyOf(source.tokenIds(), prefix)), ledger);
+        this.dirty = true; // committable as it is: the prefix alone is a sequence
     }
 
     private KvSequence(KvEngine engine, Store store, String id, KvShape shape, int blockTokens, boolean writable,
-            EntryChecksum checksum, Manifest last) {
-        this.tokens = last == null ? new TokenIds() : new TokenIds(last.tokenIds());
-        this.ledger = ExtentLedger.of(store, shape.layers(), blockTokens, last, writable);
+            EntryChecksum checksum, Manifest last, TokenIds tokens, ExtentLedger ledger) {
+        this.tokens = tokens;
+        this.ledger = ledger;
         this.engine = engine;
         this.guard = new HandleGuard(this, "sequence " + id, engine::isClosed, engine::checkOpen);
         this.checksum = checksum;
@@ -256,6 +270,14 @@ public final class KvSequence implements AutoCloseable {
             decoders.add(d);
             return d;
         });
+    }
+
+    /**
+     * A fork's second step, off the store's lock: copies the prefix tokens its source keeps only in
+     * a layout into blocks of its own ({@link SequenceFork#copyLaidOut}); returns the bytes copied.
+     */
+    long copyLaidOut(Manifest source) {
+        return guard.call(() -> SequenceFork.copyLaidOut(store, source, ledger, writer, alignment));
     }
 
     void decoderClosed(KvDecoder d) {

@@ -142,9 +142,9 @@ class CallerClusterLayoutTest {
             assertMessage(() -> Swarm.clusterLayer(s, 0, empty, o), "clusters[1] is empty");
             int[][] repeat = positional(TOKENS, 16);
             repeat[0][1] = 0;
-            assertMessage(() -> Swarm.clusterLayer(s, 0, repeat, o), "clusters[0][1] = 0 repeats a member of cluster 0");
+            assertMessage(() -> Swarm.clusterLayer(s, 0, repeat, o), "clusters[0][1] = 0 repeats a member of unit 0");
             int[][] uncovered = positional(TOKENS - 16, 16);
-            assertMessage(() -> Swarm.clusterLayer(s, 0, uncovered, o), "position 4080 is in no cluster");
+            assertMessage(() -> Swarm.clusterLayer(s, 0, uncovered, o), "position 4080 is in no unit of clusters");
             assertMessage(() -> Swarm.clusterLayer(s, 0, new int[0][], o), "clusters.length = 0 is out of range");
             assertMessage(() -> Swarm.clusterLayer(s, 2, positional(TOKENS, 16), o), "layer");
             assertThrows(NullPointerException.class, () -> Swarm.clusterLayer(s, 0, (int[][]) null, o));

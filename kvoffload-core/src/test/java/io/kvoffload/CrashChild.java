@@ -14,13 +14,18 @@ import java.util.Random;
 public final class CrashChild {
     private CrashChild() {}
 
-    public static void main(String[] args) throws Exception {
-        long seed = Long.parseLong(args[0]);
-        long haltAfterMillis = Long.parseLong(args[1]);
+    /** The device directories a crash child is given: its arguments from the third on. */
+    static List<Path> dirs(String[] args) {
         List<Path> dirs = new ArrayList<>();
         for (int i = 2; i < args.length; i++) {
             dirs.add(Path.of(args[i]));
         }
+        return dirs;
+    }
+
+    /** A daemon thread, not yet started, that halts the JVM (exit 137) after {@code args[1]} milliseconds. */
+    static Thread killer(String[] args) {
+        long haltAfterMillis = Long.parseLong(args[1]);
         Thread killer = new Thread(() -> {
             try {
                 Thread.sleep(haltAfterMillis);
@@ -30,6 +35,13 @@ public final class CrashChild {
             Runtime.getRuntime().halt(137);
         });
         killer.setDaemon(true);
+        return killer;
+    }
+
+    public static void main(String[] args) throws Exception {
+        long seed = Long.parseLong(args[0]);
+        List<Path> dirs = dirs(args);
+        Thread killer = killer(args);
         Random rnd = new Random(seed);
         try (KvEngine engine = KvEngine.open(CrashRecoveryTest.config(dirs))) {
             killer.start();

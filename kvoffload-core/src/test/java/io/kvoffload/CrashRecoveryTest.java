@@ -41,20 +41,28 @@ class CrashRecoveryTest {
         return id.hashCode() * 0x9E3779B97F4A7C15L;
     }
 
+    /**
+     * Starts {@code main} in a child JVM on this test's class path with {@code seed}, the halt delay
+     * and the device directories as arguments ({@link CrashChild#dirs}, {@link CrashChild#killer}).
+     */
+    static Process startChild(Class<?> main, long seed, long haltAfterMillis, List<Path> dirs) throws java.io.IOException {
+        String java = ProcessHandle.current().info().command().orElse("java");
+        List<String> cmd = new ArrayList<>(List.of(java, "--enable-native-access=ALL-UNNAMED",
+                "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn", "-cp", System.getProperty("java.class.path"),
+                main.getName(), String.valueOf(seed), String.valueOf(haltAfterMillis)));
+        dirs.forEach(d -> cmd.add(d.toString()));
+        return new ProcessBuilder(cmd).redirectErrorStream(true).start();
+    }
+
     @Test
     void everyCommitSurvivesAHaltAtARandomPoint() throws Exception {
         List<Path> dirs = TestEngines.deviceDirs(root, 3);
         Map<String, Integer> committed = new HashMap<>();
         Set<String> deleted = new HashSet<>();
         Random rnd = new Random(20261122);
-        String java = ProcessHandle.current().info().command().orElse("java");
         int rounds = 8;
         for (int round = 0; round < rounds; round++) {
-            List<String> cmd = new ArrayList<>(List.of(java, "--enable-native-access=ALL-UNNAMED",
-                    "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn", "-cp", System.getProperty("java.class.path"),
-                    CrashChild.class.getName(), String.valueOf(round), String.valueOf(150 + rnd.nextInt(900))));
-            dirs.forEach(d -> cmd.add(d.toString()));
-            Process p = new ProcessBuilder(cmd).redirectErrorStream(true).start();
+            Process p = startChild(CrashChild.class, round, 150 + rnd.nextInt(900), dirs);
             List<String> output = new ArrayList<>();
             try (BufferedReader r = new BufferedReader(new InputStreamReader(p.getInputStream()))) {
                 for (String line; (line = r.readLine()) != null; ) {

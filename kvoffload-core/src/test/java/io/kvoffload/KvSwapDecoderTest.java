@@ -96,7 +96,7 @@ class KvSwapDecoderTest {
     /** Sinks, rolling buffer (tokens past the last full group) and every token of the predicted groups. */
     BitSet expectedView(KvSequence s, int layer, float[] q, int g, int budget, int sinks) {
         GroupLayout gl = Layouts.groupLayout(s, layer);
-        CompressedKCache c = referenceCache(gl.adapter(), layer, gl.groupedTokens());
+        CompressedKCache c = referenceCache((LowRankAdapter) gl.state(), layer, gl.groupedTokens());
         GroupPredictor p = new GroupPredictor(c, SHAPE.queryHeads(), g);
         int[] groups = new int[p.groupCount()];
         int m = p.selectGroups(q, GroupPredictor.groupsFor(budget, g), groups);
@@ -181,7 +181,7 @@ class KvSwapDecoderTest {
             storeGrouped(e, "s", g);
             try (KvSequence s = e.openSequence("s")) {
                 GroupLayout gl = Layouts.groupLayout(s, 0);
-                LowRankAdapter a = gl.adapter();
+                LowRankAdapter a = (LowRankAdapter) gl.state();
                 CompressedKCache c = referenceCache(a, 0, gl.groupedTokens());
                 for (int step = 0; step < 8; step++) {
                     float[] q = w.query(0, step);

@@ -140,7 +140,7 @@ class KvSwapRollingBufferTest {
         int el = SHAPE.elementsPerToken();
         float[] keys = new float[full * el];
         ElementCodec.read(SHAPE.dtype(), MemorySegment.ofArray(expected[layer][0]), 0, keys, 0, full * el);
-        CompressedKCache c = new CompressedKCache(gl.adapter(), DType.F16, full);
+        CompressedKCache c = new CompressedKCache((io.kvoffload.internal.kvswap.LowRankAdapter) gl.state(), DType.F16, full);
         c.append(keys, 0, full);
         GroupPredictor p = new GroupPredictor(c, SHAPE.queryHeads(), G);
         int[] groups = new int[p.groupCount()];

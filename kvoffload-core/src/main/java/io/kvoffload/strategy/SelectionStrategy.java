@@ -1,8 +1,7 @@
 package io.kvoffload.strategy;
 
-import io.kvoffload.strategy.swarm.ClusterOptions;
 import io.kvoffload.KvSequence;
-import io.kvoffload.strategy.swarm.Swarm;
+import io.kvoffload.internal.sequence.UnitLayouts;
 
 /**
  * A way of choosing, at every decoding step, which KV entries of a layer the attention reads: the
@@ -48,9 +47,11 @@ public interface SelectionStrategy {
     /**
      * The offline phase for {@code layer} of a writable sequence: lays the layer's appended tokens
      * out so the pipeline can fetch single entries. The default writes consecutive pages of
-     * {@link #pageTokens()} tokens through {@link Swarm#clusterLayer(KvSequence, int, int[][], ClusterOptions)}
-     * (each entry with its own checksum, pages round-robin over the SSDs); {@link KvSequence#commit}
+     * {@link #pageTokens()} tokens as the pipeline's unit layout (each entry with its own checksum,
+     * each page spread round robin over the SSDs, written all or nothing); {@link KvSequence#commit}
      * persists it.
+     *
+     * @throws IllegalArgumentException if the layer holds no tokens
      */
     default void layOut(KvSequence sequence, int layer) {
         int tokens = sequence.tokenCount(layer);
@@ -58,8 +59,7 @@ public interface SelectionStrategy {
             throw new IllegalArgumentException("layer " + layer + " of sequence " + sequence.id()
                     + " holds no tokens; append its KV before laying it out");
         }
-        // Pages are a cluster layout whose clusters are consecutive positions (one copy each).
-        Swarm.clusterLayer(sequence, layer, pages(tokens, pageTokens()), ClusterOptions.defaults());
+        UnitLayouts.write(sequence, layer, pages(tokens, pageTokens()));
     }
 
     /**

@@ -1,43 +1,74 @@
 package io.kvoffload.strategy;
 
-import io.kvoffload.internal.baseline.BaselineStrategy;
-import io.kvoffload.internal.swarm.BlockMassStrategy;
-import io.kvoffload.strategy.kvswap.KvSwap;
-import io.kvoffload.strategy.swarm.Swarm;
 import io.kvoffload.internal.util.Checks;
 import java.util.ArrayList;
+import java.util.Comparator;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.ServiceLoader;
+import java.util.function.Predicate;
 
 /**
- * The registry of {@link SelectionStrategy}s by name: Swarm ({@code swarm}), KVSwap
- * ({@code kvswap}), the built-in baselines ({@code oracle},
- * {@code quest}, {@code infllm}, {@code pqcache}, {@code clusterkv}, {@code sparq}, {@code sparf}), Swarm's
- * blocks ranked by estimated per-head attention mass ({@code mass-mix}, the default, and the variants
- * measured against it: {@code mass-bound}, {@code mass-mean}, {@code logit-mean}, {@code mass-reps},
- * {@code mass-reps-bound}, {@code qmass-mix}, {@code qmass-bound}; see docs/swarm-offline.md),
- * every strategy a jar on the class or module path provides through {@link ServiceLoader}, and
- * those registered with {@link #register}. Thread-safe.
+ * The registry of {@link SelectionStrategy}s by name: every strategy a {@link StrategyProvider}
+ * contributes (the built-in ones, Swarm's and KVSwap's and the comparison's baselines, are
+ * registered that way; docs/architecture.md lists them), every {@link SelectionStrategy} a jar on
+ * the class or module path provides through {@link ServiceLoader}, and those registered with
+ * {@link #register}. kvoffload's own providers come first. Thread-safe.
  */
 public final class Strategies {
     private static final Map<String, SelectionStrategy> BY_NAME = new LinkedHashMap<>();
-    private static final SelectionStrategy DEFAULT = BlockMassStrategy.variants().getFirst();
+    private static final SelectionStrategy DEFAULT;
 
     static {
-        BY_NAME.put(Swarm.defaults().name(), Swarm.defaults());
-        BY_NAME.put(KvSwap.defaults().name(), KvSwap.defaults());
-        for (SelectionStrategy s : BaselineStrategy.all()) {
-            BY_NAME.put(s.name(), s);
+        ClassLoader loader = Strategies.class.getClassLoader();
+        List<StrategyProvider> providers = new ArrayList<>();
+        ServiceLoader.load(StrategyProvider.class, loader).forEach(providers::add);
+        List<SelectionStrategy> single = new ArrayList<>();
+        ServiceLoader.load(SelectionStrategy.class, loader).forEach(single::add);
+        DEFAULT = collect(providers, single, p -> p.getClass().getName().startsWith("io.kvoffload."), BY_NAME,
+                "META-INF/services/" + StrategyProvider.class.getName() + " (or the module's provides) seen by " + loader);
+    }
+
+    /**
+     * Registers what {@code providers} contribute, then the {@code single} strategies, into
+     * {@code byName} (the first strategy of a name wins; {@code own} providers, kvoffload's, go first)
+     * and returns the default: the proposal of the first provider that makes one.
+     *
+     * @throws IllegalArgumentException if a strategy's name is null or empty
+     * @throws IllegalStateException if no provider proposes a default ({@code where} says what was read)
+     */
+    static SelectionStrategy collect(List<StrategyProvider> providers, List<SelectionStrategy> single,
+            Predicate<StrategyProvider> own, Map<String, SelectionStrategy> byName, String where) {
+        List<StrategyProvider> ordered = new ArrayList<>(providers);
+        ordered.sort(Comparator.comparing(p -> !own.test(p))); // stable: ServiceLoader order within each kind
+        SelectionStrategy proposed = null;
+        for (StrategyProvider p : ordered) {
+            for (SelectionStrategy s : p.strategies()) {
+                byName.putIfAbsent(checkName(s), s);
+            }
+            Optional<SelectionStrategy> d = p.proposedDefault();
+            if (proposed == null && d.isPresent()) {
+                proposed = d.get();
+            }
         }
-        BY_NAME.put(DEFAULT.name(), DEFAULT);
-        for (SelectionStrategy s : BlockMassStrategy.variants()) {
-            BY_NAME.putIfAbsent(s.name(), s);
+        for (SelectionStrategy s : single) {
+            byName.putIfAbsent(checkName(s), s);
         }
-        for (SelectionStrategy s : ServiceLoader.load(SelectionStrategy.class, Strategies.class.getClassLoader())) {
-            BY_NAME.putIfAbsent(s.name(), s);
+        if (proposed == null) {
+            throw new IllegalStateException("no StrategyProvider proposes a default strategy; read " + where);
         }
+        return proposed;
+    }
+
+    private static String checkName(SelectionStrategy strategy) {
+        String name = strategy.name();
+        if (name == null || name.isEmpty()) {
+            throw new IllegalArgumentException("strategy.name() = " + (name == null ? "null" : "\"\"") + " for "
+                    + strategy.getClass().getName() + "; allowed: a non-empty name");
+        }
+        return name;
     }
 
     private Strategies() {}
@@ -64,11 +95,7 @@ public final class Strategies {
      */
     public static synchronized void register(SelectionStrategy strategy) {
         Checks.notNull("strategy", strategy);
-        String name = strategy.name();
-        if (name == null || name.isEmpty()) {
-            throw new IllegalArgumentException("strategy.name() = " + (name == null ? "null" : "\"\"")
-                    + "; allowed: a non-empty name");
-        }
+        String name = checkName(strategy);
         SelectionStrategy old = BY_NAME.get(name);
         if (old != null && old != strategy) {
             throw new IllegalArgumentException("strategy.name() = " + name + " is taken by " + old
@@ -79,8 +106,9 @@ public final class Strategies {
 
     /**
      * The strategy a decoder uses when its options name none, and for layers another strategy did not
-     * lay out: {@code mass-mix}, Swarm's blocks (or clusters) ranked by their estimated share of each
-     * head's attention (docs/benchmarks.md, "Selection fidelity", has the measurements that chose it).
+     * lay out: the one the first provider proposes ({@link StrategyProvider#proposedDefault()};
+     * docs/architecture.md names the built-in default and docs/benchmarks.md, "Selection fidelity",
+     * has the measurements that chose it).
      */
     public static SelectionStrategy defaultStrategy() {
         return DEFAULT;

@@ -89,7 +89,7 @@ class GpuTierTest {
                 // Head 0's keys through the HBM hot cache.
                 long bytes = lay.headStride();
                 HbmHotCache<DeviceMemory> hot = tier.openHotCache(256, 8, 4, shape.entryBytes(), item -> bytes,
-                        CostEffectiveness.swarm(100, 10));
+                        CostEffectiveness.savedIoPerEntry(100, 10));
                 hot.step(new int[] {0}, 1);
                 assertEquals(1, hot.admittedCount());
                 hot.upload(0, hostView.keys(0), 0);
@@ -160,7 +160,7 @@ class GpuTierTest {
             CudaDeviceTier tier = e.deviceTier().orElseThrow().unwrap(CudaDeviceTier.class);
             tier.resizeHotCache(16 * 256);
             HbmHotCache<DeviceMemory> hot = tier.openHotCache(256, 4, 16, 64, HbmHotCacheTest::itemBytes,
-                    CostEffectiveness.swarm(100, 10));
+                    CostEffectiveness.savedIoPerEntry(100, 10));
             int[] items = {0, 1, 2, 3, 4, 5, 6, 7};
             for (int r = 0; r < 3; r++) {
                 hot.step(items, items.length);

@@ -35,7 +35,7 @@ class HbmHotCacheTest {
 
     private static HbmHotCache<MemorySegment> cache(HostChunks mem, long budget) {
         BlockMajorPool<MemorySegment> pool = new BlockMajorPool<>(BLOCK, 4, budget, mem);
-        return new HbmHotCache<>(pool, mem, 16, ENTRY, HbmHotCacheTest::itemBytes, CostEffectiveness.swarm(100, 10));
+        return new HbmHotCache<>(pool, mem, 16, ENTRY, HbmHotCacheTest::itemBytes, CostEffectiveness.savedIoPerEntry(100, 10));
     }
 
     private static void uploadAdmitted(HbmHotCache<MemorySegment> c, Arena arena) {

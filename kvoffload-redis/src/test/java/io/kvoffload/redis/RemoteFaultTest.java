@@ -272,18 +272,50 @@ class RemoteFaultTest {
         RemoteConfig rc = RedisClusterExtension.remote(cluster).build();
         publish(rc, BT * 2);
         corruptFirstLocalBlock();
-        try (KvEngine ea = KvEngine.open(RedisClusterExtension.config(a, 1, rc)); KvSequence s = ea.openSequence("p")) {
+        assertServedFromTheClusterAndRepaired(rc, "p");
+        assertWholeWithoutTheCluster("p"); // the local copy was rewritten
+    }
+
+    /** Reading {@code id} (its first 2 blocks) with the cluster: one block served from it, and repaired. */
+    void assertServedFromTheClusterAndRepaired(RemoteConfig rc, String id) {
+        try (KvEngine ea = KvEngine.open(RedisClusterExtension.config(a, 1, rc)); KvSequence s = ea.openSequence(id)) {
             assertNull(TestEngines.verify(s, SEED, TestEngines.all(BT * 2)));
             assertEquals(1, ea.stats().remoteFailovers());
             assertEquals(1, ea.stats().repairs());
         }
-        // The local copy was rewritten: it reads whole without the cluster.
+    }
+
+    /** {@code id} reads whole from engine A's store alone, without one checksum failure. */
+    void assertWholeWithoutTheCluster(String id) {
         KvConfig local = TestEngines.config(TestEngines.deviceDirs(a, 1), "portable").blockTokens(BT)
                 .deviceCapacityBytes(64L << 20).build();
-        try (KvEngine ea = KvEngine.open(local); KvSequence s = ea.openSequence("p")) {
+        try (KvEngine ea = KvEngine.open(local); KvSequence s = ea.openSequence(id)) {
             assertNull(TestEngines.verify(s, SEED, TestEngines.all(BT * 2)));
             assertEquals(0, ea.stats().checksumFailures());
         }
+    }
+
+    /**
+     * A block a fork shares with its source is one extent: repairing it from the cluster through the
+     * fork rewrites it in place, which serves the source too. The fork publishes under the same
+     * content keys as its source (the prefix hash chain), so the cluster's copy is the same blob.
+     */
+    @Test
+    void aRepairOfASharedBlockThroughAForkServesItsSourceToo(LoopbackCluster cluster) throws Exception {
+        RemoteConfig rc = RedisClusterExtension.remote(cluster).build();
+        publish(rc, BT * 2);
+        try (KvEngine ea = KvEngine.open(RedisClusterExtension.config(a, 1, rc))) {
+            try (KvSequence f = ea.fork("p", "f", BT * 2)) {
+                f.commit();
+            }
+            assertTrue(ea.awaitRemotePublished(Duration.ofSeconds(30)));
+            assertEquals(0, ea.stats().remote().publishFailures());
+            assertEquals(2, ea.stats().remote().blocksAlreadyPresent(), "the fork's blocks are the source's keys");
+            assertEquals(0, ea.stats().remote().blocksPublished());
+        }
+        corruptFirstLocalBlock(); // layer 0 block 0 of p, shared by f
+        assertServedFromTheClusterAndRepaired(rc, "f");
+        assertWholeWithoutTheCluster("p"); // the source reads the extent repaired through the fork
     }
 
     @Test

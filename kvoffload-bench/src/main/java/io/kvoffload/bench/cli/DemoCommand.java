@@ -36,6 +36,9 @@ import picocli.CommandLine.Option;
         description = "Offload a synthetic KV cache to several SSD directories, restart, look up a prefix, read at"
                 + " random and verify every byte.")
 public final class DemoCommand implements Callable<Integer> {
+    @Mixin
+    WorkloadOptions workload = new WorkloadOptions(32768, 8, 42);
+
     @Option(names = "--dirs", split = ",", paramLabel = "DIR",
             description = "SSD directories (comma-separated). Default: --devices temporary directories.")
     List<Path> dirs = new ArrayList<>();
@@ -43,12 +46,6 @@ public final class DemoCommand implements Callable<Integer> {
     @Option(names = "--devices", defaultValue = "4", description = "Temporary directories to use when --dirs is not"
             + " given (default: ${DEFAULT-VALUE}).")
     int devices;
-
-    @Option(names = "--layers", defaultValue = "8", description = "Layers (default: ${DEFAULT-VALUE}).")
-    int layers;
-
-    @Option(names = "--tokens", defaultValue = "32768", description = "Context length in tokens (default: ${DEFAULT-VALUE}).")
-    int tokens;
 
     @Mixin
     HeadOptions heads = new HeadOptions(32, 8, 128);
@@ -73,9 +70,6 @@ public final class DemoCommand implements Callable<Integer> {
             + " (default: ${DEFAULT-VALUE}).")
     double sparsity;
 
-    @Option(names = "--seed", defaultValue = "42", description = "Seed of the synthetic data (default: ${DEFAULT-VALUE}).")
-    long seed;
-
     @Option(names = "--keep", description = "Keep the temporary directories.")
     boolean keep;
 
@@ -97,9 +91,9 @@ public final class DemoCommand implements Callable<Integer> {
 
     @Override
     public Integer call() throws Exception {
-        KvShape shape = heads.shape(layers, dtype);
-        if (tokens < 1) {
-            throw new IllegalArgumentException("--tokens = " + tokens + " must be positive");
+        KvShape shape = heads.shape(workload.layers, dtype);
+        if (workload.tokens < 1) {
+            throw new IllegalArgumentException("--tokens = " + workload.tokens + " must be positive");
         }
         if (!(sparsity > 0 && sparsity <= 1)) {
             throw new IllegalArgumentException("--sparsity = " + sparsity + " is out of range; allowed: (0, 1]");
@@ -126,7 +120,7 @@ public final class DemoCommand implements Callable<Integer> {
 
     private int run(KvShape shape, List<Path> devs) throws IOException {
         long extent = ((long) blockTokens * shape.entryBytes() + 4095) & -4096L;
-        long blocks = (long) layers * ((tokens + blockTokens - 1) / blockTokens);
+        long blocks = (long) workload.layers * ((workload.tokens + blockTokens - 1) / blockTokens);
         long perDevice = ((blocks * extent / devs.size()) * 5 / 4 + (64L << 20)) & -(1L << 20);
         KvConfig config = KvConfig.builder()
                 .ssdDirectories(devs)
@@ -135,11 +129,11 @@ public final class DemoCommand implements Callable<Integer> {
                 .deviceCapacityBytes(perDevice)
                 .blockTokens(blockTokens)
                 .build();
-        long kvBytes = (long) layers * tokens * shape.entryBytes();
+        long kvBytes = (long) workload.layers * workload.tokens * shape.entryBytes();
         out.printf("kvoffload demo: %d layers x %d tokens, %d KV heads x %d dims, %s: %s of KV on %d devices%n",
-                layers, tokens, heads.kvHeads, heads.headDim, dtype, mib(kvBytes), devs.size());
+                workload.layers, workload.tokens, heads.kvHeads, heads.headDim, dtype, mib(kvBytes), devs.size());
 
-        String id = "demo-" + Long.toHexString(seed);
+        String id = "demo-" + Long.toHexString(workload.seed);
         long[] written = new long[devs.size()];
         // 1. Prefill and commit.
         try (KvEngine engine = KvEngine.open(config)) {
@@ -152,21 +146,21 @@ public final class DemoCommand implements Callable<Integer> {
             engine.deleteSequence(id);
             long t0 = System.nanoTime();
             try (KvSequence seq = engine.createSequence(id, shape); Arena arena = Arena.ofConfined()) {
-                int[] ids = new int[tokens];
-                for (int t = 0; t < tokens; t++) {
-                    ids[t] = DemoData.tokenId(seed, t);
+                int[] ids = new int[workload.tokens];
+                for (int t = 0; t < workload.tokens; t++) {
+                    ids[t] = DemoData.tokenId(workload.seed, t);
                 }
                 seq.appendTokens(ids);
-                int chunk = Math.min(tokens, 2048);
+                int chunk = Math.min(workload.tokens, 2048);
                 int half = shape.halfEntryBytes();
                 MemorySegment k = arena.allocate((long) chunk * half, 64);
                 MemorySegment v = arena.allocate((long) chunk * half, 64);
-                int chunks = (tokens + chunk - 1) / chunk;
-                try (ProgressBar pb = bar("prefill", (long) layers * chunks)) {
-                    for (int l = 0; l < layers; l++) {
-                        for (int from = 0; from < tokens; from += chunk) {
-                            int n = Math.min(chunk, tokens - from);
-                            DemoData.fill(k, v, seed, l, from, n, half);
+                int chunks = (workload.tokens + chunk - 1) / chunk;
+                try (ProgressBar pb = bar("prefill", (long) workload.layers * chunks)) {
+                    for (int l = 0; l < workload.layers; l++) {
+                        for (int from = 0; from < workload.tokens; from += chunk) {
+                            int n = Math.min(chunk, workload.tokens - from);
+                            DemoData.fill(k, v, workload.seed, l, from, n, half);
                             seq.appendKv(l, k.asSlice(0, (long) n * half), v.asSlice(0, (long) n * half));
                             pb.step();
                         }
@@ -189,10 +183,10 @@ public final class DemoCommand implements Callable<Integer> {
             out.printf("restart: %d committed sequence(s) found: %s%n", found.size(),
                     found.stream().map(i -> i.id() + " (" + i.tokenCount() + " tokens, " + mib(i.storedBytes()) + ")")
                             .toList());
-            int shared = tokens * 3 / 4;
+            int shared = workload.tokens * 3 / 4;
             int[] prompt = new int[shared + 64];
             for (int t = 0; t < prompt.length; t++) {
-                prompt[t] = t < shared ? DemoData.tokenId(seed, t) : DemoData.tokenId(seed, t) + 1;
+                prompt[t] = t < shared ? DemoData.tokenId(workload.seed, t) : DemoData.tokenId(workload.seed, t) + 1;
             }
             Optional<PrefixMatch> match = engine.findLongestPrefix(shape, prompt);
             out.printf("prefix lookup: a new %d-token prompt shares %s tokens with %s (expected %d)%n", prompt.length,
@@ -202,11 +196,11 @@ public final class DemoCommand implements Callable<Integer> {
 
             // 3. Random sparse reads, every byte verified.
             KvStats before = engine.stats();
-            int perRound = Math.max(1, (int) Math.round(tokens * sparsity));
+            int perRound = Math.max(1, (int) Math.round(workload.tokens * sparsity));
             long verified = 0;
             long mismatches = 0;
             long nanos = 0;
-            SplittableRandom rnd = new SplittableRandom(seed);
+            SplittableRandom rnd = new SplittableRandom(workload.seed);
             int half = shape.halfEntryBytes();
             try (KvSequence seq = engine.openSequence(id); Arena arena = Arena.ofConfined();
                     ProgressBar pb = bar("random reads", readRounds)) {
@@ -214,15 +208,15 @@ public final class DemoCommand implements Callable<Integer> {
                 MemorySegment v = arena.allocate((long) perRound * half, 64);
                 int[] positions = new int[perRound];
                 for (int r = 0; r < readRounds; r++) {
-                    int layer = rnd.nextInt(layers);
+                    int layer = rnd.nextInt(workload.layers);
                     for (int i = 0; i < perRound; i++) {
-                        positions[i] = rnd.nextInt(tokens);
+                        positions[i] = rnd.nextInt(workload.tokens);
                     }
                     long t0 = System.nanoTime();
                     seq.read(layer, positions, k, v);
                     nanos += System.nanoTime() - t0;
                     for (int i = 0; i < perRound; i++) {
-                        if (DemoData.matches(k, v, i, seed, layer, positions[i], half)) {
+                        if (DemoData.matches(k, v, i, workload.seed, layer, positions[i], half)) {
                             verified++;
                         } else {
                             mismatches++;

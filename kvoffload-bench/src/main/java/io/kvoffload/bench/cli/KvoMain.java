@@ -22,7 +22,8 @@ import picocli.CommandLine.Command;
             CompareQualityCommand.class, KvSwapBench.class, KvSwapIoBench.class, TuneCommand.class,
             SwarmOnlineBench.class, SelectionLatencyCommand.class, ScalingCommand.class,
             io.kvoffload.bench.compare.SelectEvalCommand.class,
-            io.kvoffload.bench.engine.EngineLoopCommand.class, io.kvoffload.bench.batch.BatchBench.class,
+            io.kvoffload.bench.engine.EngineLoopCommand.class, io.kvoffload.bench.engine.ForkBench.class,
+            io.kvoffload.bench.batch.BatchBench.class,
             io.kvoffload.bench.faults.FaultCampaignCommand.class, io.kvoffload.bench.remote.RemoteBench.class,
             io.kvoffload.bench.elastic.ElasticBench.class,
             CommandLine.HelpCommand.class})

@@ -19,24 +19,8 @@ import io.kvoffload.bench.cli.HeadOptions;
 import io.kvoffload.bench.compare.IoStrategies.Layout;
 import io.kvoffload.bench.compare.IoStrategies.Strategy;
 import io.kvoffload.bench.fio.Fio;
-import io.kvoffload.bench.report.CsvWriter;
-import io.kvoffload.bench.report.MarkdownTable;
-import io.kvoffload.bench.report.Plots;
-import io.kvoffload.internal.select.TokenSelector;
-import io.kvoffload.internal.swarm.ClusterRadius;
 import io.kvoffload.internal.swarm.Clustering;
-import io.kvoffload.internal.swarm.ClusteringConfig;
-import io.kvoffload.internal.swarm.CoActivationClustering;
-import io.kvoffload.internal.swarm.CoActivationCoverage;
-import io.kvoffload.internal.swarm.CoActivationNormaliser;
-import io.kvoffload.internal.swarm.CoActivationProfile;
-import io.kvoffload.internal.swarm.ExpansionRule;
-import io.kvoffload.internal.util.ElementCodec;
-import io.kvoffload.strategy.DenseLayerKv;
-import io.kvoffload.strategy.kvswap.GroupOptions;
 import io.kvoffload.strategy.kvswap.KvSwap;
-import io.kvoffload.strategy.swarm.ClusterOptions;
-import io.kvoffload.strategy.swarm.ClusterSummary;
 import io.kvoffload.strategy.swarm.Swarm;
 import io.kvoffload.workload.TraceHeader;
 import io.kvoffload.workload.TraceWorkload;
@@ -44,20 +28,11 @@ import io.kvoffload.workload.Workload;
 import io.kvoffload.workload.WorkloadFamily;
 import java.io.IOException;
 import java.io.PrintWriter;
-import java.lang.foreign.Arena;
-import java.lang.foreign.MemorySegment;
-import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Arrays;
-import java.util.BitSet;
-import java.util.Comparator;
-import java.util.EnumMap;
-import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
-import java.util.Map;
 import java.util.concurrent.Callable;
 import me.tongfei.progressbar.ProgressBar;
 import picocli.CommandLine;
@@ -206,8 +181,8 @@ public final class CompareCommand implements Callable<Integer> {
         }
     }
 
-    private PrintWriter console;
-    private KvShape shape;
+    PrintWriter console;
+    KvShape shape;
     private ProgressBar bar;
 
     /**
@@ -319,7 +294,7 @@ public final class CompareCommand implements Callable<Integer> {
     }
 
     /** The trace being run, or null for a synthetic family. */
-    private Workload source;
+    Workload source;
 
     private List<Row> run() throws IOException, InterruptedException {
         List<Strategy> chosen = strategies.stream().map(IoStrategies::byName).toList();
@@ -339,7 +314,7 @@ public final class CompareCommand implements Callable<Integer> {
         bar = noProgress ? null : ProgressBars.ascii("compare", work, 500);
         try {
             for (int i = 0; i < sizes.length; i++) {
-                try (Fixture f = new Fixture(sizes[i], chosen)) {
+                try (CompareFixture f = new CompareFixture(this, sizes[i], chosen)) {
                     rows.addAll(measureSize(f, chosen, fio));
                     if (i == 0 && ssdCounts.length > 0) {
                         rows.addAll(scaling(f, chosen));
@@ -405,7 +380,7 @@ public final class CompareCommand implements Callable<Integer> {
         }
     }
 
-    private void step() {
+    void step() {
         if (bar != null) {
             bar.step();
         }
@@ -413,220 +388,7 @@ public final class CompareCommand implements Callable<Integer> {
 
     // ------------------------------------------------------------------ data and layouts
 
-    /** One prefix length: the KV (stored bytes and the dense reference), selectors, clusterings, an engine. */
-    private final class Fixture implements AutoCloseable {
-        final int n;
-        final Workload workload;
-        /** Whether the queries are a trace's few (profile from the first half, score the second) rather than a generator's. */
-        final boolean finiteQueries;
-        final Map<Layout, Double> coActivationShare = new EnumMap<>(Layout.class);
-        final Arena arena = Arena.ofShared();
-        final MemorySegment[] keys;
-        final MemorySegment[] values;
-        final DenseLayerKv[] dense;
-        final int firstScored;
-        final ExactAttention attention;
-        final ExactAttention.Result[][] exact;
-        final List<Map<String, TokenSelector>> selectors = new ArrayList<>();
-        final Map<String, Long> indexBytes = new LinkedHashMap<>();
-        final Map<Layout, int[][][]> clusters = new EnumMap<>(Layout.class);
-        final Map<Layout, Long> medoidIndexBytes = new EnumMap<>(Layout.class);
-        final Path root;
-        List<Path> dirs;
-        KvEngine engine;
-
-        Fixture(int n, List<Strategy> chosen) throws IOException {
-            this.n = n;
-            this.workload = source != null ? source : WorkloadFamily.byName(family).create(shape, n, seed);
-            this.finiteQueries = workload.queryCount() < profileQueries * 4 + 20_000;
-            this.firstScored = profileQueries * 4; // decoding continues after the profiled steps
-            this.keys = new MemorySegment[layers];
-            this.values = new MemorySegment[layers];
-            this.dense = new DenseLayerKv[layers];
-            this.attention = ExactAttention.of(shape);
-            this.exact = new ExactAttention.Result[layers][steps];
-            for (int l = 0; l < layers; l++) {
-                keys[l] = arena.allocate((long) n * shape.halfEntryBytes(), 64);
-                values[l] = arena.allocate((long) n * shape.halfEntryBytes(), 64);
-                workload.writeKv(l, 0, n, shape.dtype(), keys[l], values[l]);
-                // The reference reads the stored BF16 values, so only selection differs between strategies.
-                dense[l] = decode(keys[l], values[l], n);
-                for (int s = 0; s < steps; s++) {
-                    exact[l][s] = attention.compute(dense[l], query(l, 0, s));
-                }
-            }
-            buildSelectors(chosen);
-            buildClusterings(chosen);
-            step();
-            this.root = TempDirs.createUnder(work, "kvo-compare");
-            this.dirs = TempDirs.ssdDirectories(root, devices);
-            this.engine = open(dirs, null, chosen);
-            store(engine, chosen);
-            step();
-        }
-
-        /** Scored (and warm-up) query {@code offset + s}: after the profiled ones. */
-        float[] query(int layer, int offset, int s) {
-            if (finiteQueries) {
-                int half = workload.queryCount() / 2;
-                return workload.query(layer, half + (offset + s) % (workload.queryCount() - half));
-            }
-            return workload.query(layer, firstScored + offset + s);
-        }
-
-        /** Swarm's profiled queries. */
-        List<float[]> profile(int layer) {
-            List<float[]> profile = new ArrayList<>();
-            if (finiteQueries) {
-                int half = workload.queryCount() / 2;
-                for (int i = 0; i < Math.min(profileQueries, half); i++) {
-                    profile.add(workload.query(layer, (int) ((long) i * half / Math.min(profileQueries, half))));
-                }
-            } else {
-                for (int i = 0; i < profileQueries; i++) {
-                    profile.add(workload.query(layer, i * 4));
-                }
-            }
-            return profile;
-        }
-
-        private DenseLayerKv decode(MemorySegment k, MemorySegment v, int tokens) {
-            float[][] kf = new float[heads.kvHeads][tokens * heads.headDim];
-            float[][] vf = new float[heads.kvHeads][tokens * heads.headDim];
-            int es = shape.dtype().bytes();
-            for (int t = 0; t < tokens; t++) {
-                for (int h = 0; h < heads.kvHeads; h++) {
-                    long off = ((long) t * heads.kvHeads + h) * heads.headDim * es;
-                    ElementCodec.read(shape.dtype(), k, off, kf[h], t * heads.headDim, heads.headDim);
-                    ElementCodec.read(shape.dtype(), v, off, vf[h], t * heads.headDim, heads.headDim);
-                }
-            }
-            return new DenseLayerKv(tokens, heads.headDim, kf, vf);
-        }
-
-        private void buildSelectors(List<Strategy> chosen) {
-            for (int l = 0; l < layers; l++) {
-                Map<String, TokenSelector> m = new LinkedHashMap<>();
-                Strategies.Params p = new Strategies.Params(heads.queryHeads, window, seed + l, 0, sinks, List.of(), 0.1,
-                        ClusteringConfig.defaults());
-                for (Strategy s : chosen) {
-                    if (s.decoderSelects()) {
-                        continue;
-                    }
-                    if (!Strategies.ALL.contains(s.selector())) {
-                        // A library strategy with no in-memory twin: its DRAM index is what its layer selector holds.
-                        try (var layer = io.kvoffload.strategy.Strategies.named(s.selector()).openLayer(
-                                new KeysContext(shape, l, dense[l], sinks, window))) {
-                            indexBytes.merge(s.name(), layer.memoryBytes(), Long::sum);
-                        }
-                        continue;
-                    }
-                    TokenSelector sel = Strategies.build(s.selector(), dense[l], p, arena);
-                    m.put(s.name(), sel);
-                    indexBytes.merge(s.name(), sel.indexBytes(), Long::sum);
-                }
-                selectors.add(m);
-            }
-        }
-
-        /** Adds one layer's co-activation share to the layout's mean over layers. */
-        private void share(Layout layout, Clustering c) {
-            coActivationShare.merge(layout, CoActivationCoverage.share(c) / layers, Double::sum);
-        }
-
-        private void buildClusterings(List<Strategy> chosen) {
-            boolean any = chosen.stream().anyMatch(s -> s.decoderSelects() && s.layout() != Layout.KVSWAP_GROUPS);
-            if (chosen.stream().anyMatch(s -> s.layout() == Layout.POSITIONAL)) {
-                int[][][] pos = new int[layers][][];
-                Arrays.fill(pos, positional(n, group));
-                clusters.put(Layout.POSITIONAL, pos);
-            }
-            if (!any) {
-                return;
-            }
-            int threads = Runtime.getRuntime().availableProcessors();
-            ClusteringConfig base = ClusteringConfig.defaults().withRadius(ClusterRadius.fixed(tau))
-                    .withParallelism(Math.min(256, threads));
-            int[][][] swarm = new int[layers][][];
-            int[][][] medoidOnly = new int[layers][][];
-            int[][][] noReplica = new int[layers][][];
-            for (int l = 0; l < layers; l++) {
-                List<float[]> profile = profile(l);
-                BitSet excluded = new BitSet(n);
-                excluded.set(0, Math.min(n, sinks));
-                excluded.set(Math.max(0, n - window), n);
-                CoActivationProfile prof = CoActivationProfile.fromQueries(dense[l], profile, heads.queryHeads, 0.1, excluded,
-                        CoActivationNormaliser.perQuery(), Math.min(256, threads));
-                Clustering sw = new CoActivationClustering(base).cluster(prof);
-                swarm[l] = arrays(sw);
-                share(Layout.SWARM, sw);
-                share(Layout.NO_BALANCE, sw);
-                if (chosen.stream().anyMatch(s -> s.layout() == Layout.MEDOID_ONLY)) {
-                    Clustering c = new CoActivationClustering(base.withExpansion(ExpansionRule.MEDOID_ONLY)).cluster(prof);
-                    medoidOnly[l] = arrays(c);
-                    share(Layout.MEDOID_ONLY, c);
-                }
-                if (chosen.stream().anyMatch(s -> s.layout() == Layout.NO_REPLICA)) {
-                    Clustering c = new CoActivationClustering(base.withMaxReplicas(1)).cluster(prof);
-                    noReplica[l] = arrays(c);
-                    share(Layout.NO_REPLICA, c);
-                }
-            }
-            double swarmShare = coActivationShare.getOrDefault(Layout.SWARM, Double.NaN);
-            console.printf(Locale.ROOT, "compare: %,d tokens: %.2f%% of tokens are in Swarm's co-activation clusters"
-                    + " (mean of %d layers, τ = %.2f)%s%n", n, 100 * swarmShare, layers, tau,
-                    swarmShare < ClusterSummary.LOW_CO_ACTIVATION_SHARE
-                            ? " — WARNING: near zero, Swarm's index is in effect positional blocks" : "");
-            console.flush();
-            clusters.put(Layout.SWARM, swarm);
-            clusters.put(Layout.NO_BALANCE, swarm);
-            clusters.put(Layout.MEDOID_ONLY, medoidOnly);
-            clusters.put(Layout.NO_REPLICA, noReplica);
-        }
-
-        /** Stores the layouts the chosen strategies read, one sequence each, every layer laid out by cluster. */
-        void store(KvEngine e, List<Strategy> chosen) {
-            int[] ids = new int[n];
-            for (int t = 0; t < n; t++) {
-                ids[t] = t % 32000;
-            }
-            for (Layout layout : layouts(chosen)) {
-                ClusterOptions o = ClusterOptions.defaults().withRadius(tau).withPlacement(
-                        layout == Layout.NO_BALANCE ? ClusterOptions.Placement.FIRST_DEVICE
-                                : ClusterOptions.Placement.ROUND_ROBIN);
-                long index = 0;
-                try (KvSequence s = e.createSequence(layout.name().toLowerCase(Locale.ROOT), shape)) {
-                    s.appendTokens(ids);
-                    for (int l = 0; l < layers; l++) {
-                        s.appendKv(l, keys[l], values[l]);
-                        if (layout == Layout.KVSWAP_GROUPS) {
-                            // The paper's NVMe setting: G = 4, σ = 8; the compressed K cache is its index.
-                            index += KvSwap.groupLayer(s, l, GroupOptions.defaults()).compressedKeyBytes();
-                            continue;
-                        }
-                        ClusterSummary sum = Swarm.clusterLayer(s, l, clusters.get(layout)[l], o);
-                        index += sum.medoidIndexBytes() + sum.layoutBytes();
-                    }
-                    s.commit();
-                }
-                medoidIndexBytes.put(layout, index);
-            }
-        }
-
-        @Override
-        public void close() throws IOException {
-            try {
-                if (engine != null) {
-                    engine.close();
-                }
-            } finally {
-                arena.close();
-                TempDirs.deleteRecursively(root);
-            }
-        }
-    }
-
-    private static List<Layout> layouts(List<Strategy> chosen) {
+    static List<Layout> layouts(List<Strategy> chosen) {
         return chosen.stream().map(Strategy::layout).distinct().toList();
     }
 
@@ -652,7 +414,7 @@ public final class CompareCommand implements Callable<Integer> {
         return out;
     }
 
-    private KvEngine open(List<Path> deviceDirs, DeviceModelSpec model, List<Strategy> chosen) throws IOException {
+    KvEngine open(List<Path> deviceDirs, DeviceModelSpec model, List<Strategy> chosen) throws IOException {
         return open(deviceDirs, model, chosen, sizes[0]);
     }
 
@@ -729,7 +491,7 @@ public final class CompareCommand implements Callable<Integer> {
      * Decodes {@code stepCount} steps of every layer with {@code batch} sequences at once (one
      * thread, handle and decoder each, on the same stored layout, each with its own queries).
      */
-    private Acc decode(Fixture f, KvEngine e, Strategy s, double share, int batch, int stepCount, boolean quality)
+    private Acc decode(CompareFixture f, KvEngine e, Strategy s, double share, int batch, int stepCount, boolean quality)
             throws InterruptedException {
         Acc acc = new Acc();
         int budgetTokens = (int) Math.max(1, Math.min(f.n, Math.round(share * f.n)));
@@ -769,7 +531,7 @@ public final class CompareCommand implements Callable<Integer> {
         return acc;
     }
 
-    private void decodeOne(Fixture f, KvEngine e, Strategy s, String id, DecodeOptions o, int budgetTokens, int member,
+    private void decodeOne(CompareFixture f, KvEngine e, Strategy s, String id, DecodeOptions o, int budgetTokens, int member,
             int stepCount, boolean quality, Acc acc) {
         SparseAttention sparse = new SparseAttention(shape);
         float[] output = new float[heads.queryHeads * heads.headDim];
@@ -840,7 +602,7 @@ public final class CompareCommand implements Callable<Integer> {
     }
 
     /** Rows whose K or V differ from the source KV at their position (must be 0). */
-    private long check(Fixture f, int layer, KvView v) {
+    private long check(CompareFixture f, int layer, KvView v) {
         int row = heads.headDim * shape.dtype().bytes();
         long bad = 0;
         for (int r = 0; r < v.tokenCount(); r++) {
@@ -857,7 +619,7 @@ public final class CompareCommand implements Callable<Integer> {
         return bad;
     }
 
-    private Row row(String section, Fixture f, Strategy s, double share, int batch, int ssds, boolean simulated,
+    private Row row(String section, CompareFixture f, Strategy s, double share, int batch, int ssds, boolean simulated,
             int stepCount, Acc a, double fioMiBs, long index) {
         double stepsDone = (double) stepCount * batch;
         double io = a.ioNanos / 1e9;
@@ -871,12 +633,12 @@ public final class CompareCommand implements Callable<Integer> {
                 f.coActivationShare.getOrDefault(s.layout(), Double.NaN), a.fetchLatency, a.ioLatency);
     }
 
-    private long index(Fixture f, Strategy s) {
+    private long index(CompareFixture f, Strategy s) {
         return s.decoderSelects() ? f.medoidIndexBytes.getOrDefault(s.layout(), 0L)
                 : f.indexBytes.getOrDefault(s.name(), 0L);
     }
 
-    private List<Row> measureSize(Fixture f, List<Strategy> chosen, boolean fio)
+    private List<Row> measureSize(CompareFixture f, List<Strategy> chosen, boolean fio)
             throws IOException, InterruptedException {
         List<Row> rows = new ArrayList<>();
         long[] used = f.engine.stats().devices().stream().mapToLong(d -> d.capacityBytes() - d.freeBytes()).toArray();
@@ -904,7 +666,7 @@ public final class CompareCommand implements Callable<Integer> {
     }
 
     /** Multi-SSD scaling through the device model (simulated high-end SSDs, scaled so 8 fit this disk). */
-    private List<Row> scaling(Fixture f, List<Strategy> chosen) throws IOException, InterruptedException {
+    private List<Row> scaling(CompareFixture f, List<Strategy> chosen) throws IOException, InterruptedException {
         List<Row> rows = new ArrayList<>();
         int max = Arrays.stream(ssdCounts).max().orElse(1);
         DeviceModelSpec model = DeviceModelSpec.highEnd().withScaleDevices(max);
@@ -927,242 +689,23 @@ public final class CompareCommand implements Callable<Integer> {
 
     // ------------------------------------------------------------------ reports
 
-    private static final double MIB = 1024.0 * 1024.0;
+    static final double MIB = CompareReport.MIB;
 
     private void report(List<Row> rows, List<Strategy> chosen, double seconds, boolean fio) throws IOException {
-        Files.createDirectories(out);
-        try (CsvWriter csv = new CsvWriter(out.resolve("compare.csv"), "section", "tokens", "budget", "batch", "ssds",
-                "simulated", "strategy", "rows_per_fetch", "mass_recall", "topk_recall", "output_rel_error",
-                "select_us_median", "bytes_per_step", "reads_per_step", "io_ms_per_step", "effective_mib_s", "fio_mib_s",
-                "effective_over_fio", "aggregate_mib_s", "steps_per_s", "cache_hit_rate", "dram_bytes", "index_bytes",
-                "rows_checked", "row_mismatches", "co_activation_share", "fetch_p50_us", "fetch_p99_us",
-                "fetch_p999_us", "io_p50_us", "io_p99_us", "io_p999_us")) {
-            for (Row r : rows) {
-                csv.row(r.section(), r.tokens(), r.budget(), r.batch(), r.ssds(), r.simulated(), r.strategy(),
-                        f(r.rowsPerFetch(), 1), f(r.massRecall(), 4), f(r.topKRecall(), 4), f(r.outputError(), 4),
-                        f(r.selectMicros(), 1), f(r.bytesPerStep(), 0), f(r.readsPerStep(), 1),
-                        f(r.ioMillisPerStep(), 3), f(r.effectiveMiBs(), 1), f(r.fioMiBs(), 1), f(r.fioRatio(), 3),
-                        f(r.aggregateMiBs(), 1), f(r.stepsPerSecond(), 2), f(r.cacheHitRate(), 3), r.dramBytes(),
-                        r.indexBytes(), r.rowsChecked(), r.mismatches(), f(r.coActivationShare(), 4),
-                        us(r.fetchLatency().p50Nanos()), us(r.fetchLatency().p99Nanos()),
-                        us(r.fetchLatency().p999Nanos()), us(r.ioLatency().p50Nanos()), us(r.ioLatency().p99Nanos()),
-                        us(r.ioLatency().p999Nanos()));
-            }
-        }
-        Plots.headless();
-        List<String> names = chosen.stream().map(Strategy::name).toList();
-        List<Plots.Series> bw = new ArrayList<>();
-        List<Plots.Series> quality = new ArrayList<>();
-        List<Plots.Series> scale = new ArrayList<>();
-        int largest = Arrays.stream(sizes).max().orElse(sizes[0]);
-        for (String s : names) {
-            List<Row> q = rows.stream().filter(r -> r.section().equals("quality") && r.strategy().equals(s)
-                    && r.budget() == budget).sorted(Comparator.comparingInt(Row::tokens)).toList();
-            bw.add(new Plots.Series(s, q.stream().mapToDouble(Row::tokens).toArray(),
-                    q.stream().mapToDouble(Row::effectiveMiBs).toArray()));
-            List<Row> b = rows.stream().filter(r -> r.section().equals("quality") && r.strategy().equals(s)
-                    && r.tokens() == largest).sorted(Comparator.comparingDouble(Row::budget)).toList();
-            quality.add(new Plots.Series(s, b.stream().mapToDouble(r -> r.budget() * 100).toArray(),
-                    b.stream().mapToDouble(Row::massRecall).toArray()));
-            List<Row> c = rows.stream().filter(r -> r.section().equals("scaling") && r.strategy().equals(s))
-                    .sorted(Comparator.comparingInt(Row::ssds)).toList();
-            if (!c.isEmpty()) {
-                scale.add(new Plots.Series(s + " (simulated)", c.stream().mapToDouble(Row::ssds).toArray(),
-                        c.stream().mapToDouble(Row::aggregateMiBs).toArray(), s.startsWith("no-") || s.equals("medoid-only")));
-            }
-        }
-        Plots.line(out.resolve("bandwidth-vs-prefix.png"), "Effective read bandwidth vs prefix length (budget "
-                + pct(budget) + "%, batch 1, " + devices + " directories on one disk)", "prefix tokens",
-                "MiB/s (bytes read / I/O time)", bw, new Plots.LineOptions(true, false, true));
-        Plots.line(out.resolve("quality-vs-budget.png"), "Attention-mass recall vs budget (" + largest + " tokens)",
-                "budget (% of tokens)", "attention-mass recall", quality, Plots.LineOptions.DEFAULT);
-        if (!scale.isEmpty()) {
-            Plots.line(out.resolve("scaling-vs-ssds.png"), "Read throughput vs SSD count (SIMULATED high-end SSDs,"
-                    + " device model)", "SSDs", "MiB/s read (aggregate)", scale, Plots.LineOptions.DEFAULT);
-        }
-        List<String> cats = new ArrayList<>(names);
-        Map<String, double[]> io = new LinkedHashMap<>();
-        for (int n : sizes) {
-            double[] v = new double[cats.size()];
-            for (int i = 0; i < cats.size(); i++) {
-                String s = cats.get(i);
-                v[i] = rows.stream().filter(r -> r.section().equals("quality") && r.strategy().equals(s)
-                        && r.tokens() == n && r.budget() == budget).mapToDouble(Row::ioMillisPerStep).findFirst()
-                        .orElse(0);
-            }
-            io.put(n + " tokens", v);
-        }
-        Plots.bars(out.resolve("io-time-per-strategy.png"), "I/O time per decoding step (all layers, budget "
-                + pct(budget) + "%, batch 1)", "strategy", "ms per step", cats, io);
-        Files.writeString(out.resolve("summary.md"), summary(rows, chosen, seconds, fio), StandardCharsets.UTF_8);
-    }
-
-    private String summary(List<Row> rows, List<Strategy> chosen, double seconds, boolean fio) {
-        StringBuilder sb = new StringBuilder();
-        sb.append("# Strategy comparison through the I/O path\n\n");
-        sb.append(trace != null ? "Workload: trace `" + trace + "`.\n\n" : "Workload: family `" + family + "` ("
-                + WorkloadFamily.byName(family).description() + "), seed " + seed + ".\n\n");
-        sb.append("Every strategy spends the same budget of rows per step, sinks and window inside (`rows / fetch`;"
-                + " Swarm's whole clusters and KVSwap's whole groups may round it).\n\n");
-        double share = rows.stream().filter(r -> r.strategy().equals("swarm")).mapToDouble(Row::coActivationShare)
-                .filter(v -> !Double.isNaN(v)).average().orElse(Double.NaN);
-        if (!Double.isNaN(share)) {
-            sb.append(String.format(Locale.ROOT, "Swarm: %.2f%% of tokens are in co-activation clusters (mean over"
-                    + " layers and prefixes, τ = %.2f)%s.%n%n", 100 * share, tau,
-                    share < ClusterSummary.LOW_CO_ACTIVATION_SHARE
-                            ? " — **near zero: Swarm's index is in effect positional blocks**" : ""));
-        }
-        sb.append(String.format(Locale.ROOT, "%s: %d layers of %d query heads on %d KV heads × %d, BF16 (%d B entries);"
-                + " %d decoding steps per run; sinks %d, window %d (DRAM); hot-cluster cache %.0f%% of a layer's KV;"
-                + " %d SSD directories on one disk (measured); positional layout in %d-token clusters; total %.0f s."
-                + " fio: %s.%n%n", shape.fingerprint(), layers, heads.queryHeads, heads.kvHeads, heads.headDim, shape.entryBytes(), steps,
-                sinks, window, cacheShare * 100, devices, group, seconds,
-                fio ? "randread, io_uring, O_DIRECT, the decode's bssplit, depth = reads per fetch, " + fioSeconds
-                        + " s, same pool files" : "not run"));
-        sb.append("Strategies:\n\n");
-        for (Strategy s : chosen) {
-            sb.append("- `").append(s.name()).append("`: ").append(s.description()).append('\n');
-        }
-        sb.append('\n');
-        for (int n : sizes) {
-            sb.append(String.format(Locale.ROOT, "## %,d tokens, budget %s%%, batch 1%n%n", n, pct(budget)));
-            sb.append(table(rows.stream().filter(r -> r.section().equals("quality") && r.tokens() == n
-                    && r.budget() == budget).toList(), true)).append('\n');
-        }
-        int largest = Arrays.stream(sizes).max().orElse(sizes[0]);
-        MarkdownTable qb = new MarkdownTable(header("strategy", "mass recall", "output rel. err", "MiB / step"));
-        for (Strategy s : chosen) {
-            List<Object> cells = new ArrayList<>(List.of(s.name()));
-            for (String metric : List.of("mass", "err", "mib")) {
-                for (double b : budgets) {
-                    Row r = find(rows, "quality", largest, b, 1, devices, s.name());
-                    cells.add(r == null ? "" : switch (metric) {
-                        case "mass" -> f(r.massRecall(), 3);
-                        case "err" -> f(r.outputError(), 3);
-                        default -> f(r.bytesPerStep() / MIB, 2);
-                    });
-                }
-            }
-            qb.row(cells.toArray());
-        }
-        sb.append(String.format(Locale.ROOT, "## Quality and reads vs budget (%,d tokens)%n%n", largest))
-                .append(qb.render()).append('\n');
-        for (int n : sizes) {
-            List<String> h = new ArrayList<>(List.of("strategy"));
-            for (int b : batches) {
-                h.add("batch " + b + " MiB/s");
-                h.add("batch " + b + " steps/s");
-            }
-            MarkdownTable bt = new MarkdownTable(h.toArray(String[]::new));
-            for (Strategy s : chosen) {
-                List<Object> cells = new ArrayList<>(List.of(s.name()));
-                for (int b : batches) {
-                    Row r = find(rows, "batch", n, budget, b, devices, s.name());
-                    cells.add(r == null ? "" : f(r.aggregateMiBs(), 0));
-                    cells.add(r == null ? "" : f(r.stepsPerSecond(), 1));
-                }
-                bt.row(cells.toArray());
-            }
-            sb.append(String.format(Locale.ROOT, "## Batch sizes (%,d tokens, budget %s%%; sequences decoded"
-                    + " concurrently, aggregate over all; selection serialised per selector)%n%n", n, pct(budget)))
-                    .append(bt.render()).append('\n');
-        }
-        if (ssdCounts.length > 0) {
-            List<String> h = new ArrayList<>(List.of("strategy"));
-            for (int c : ssdCounts) {
-                h.add(c + " SSD MiB/s");
-            }
-            h.add("steps/s at " + Arrays.stream(ssdCounts).max().orElse(1));
-            MarkdownTable st = new MarkdownTable(h.toArray(String[]::new));
-            for (Strategy s : chosen) {
-                List<Object> cells = new ArrayList<>(List.of(s.name()));
-                Row last = null;
-                for (int c : ssdCounts) {
-                    Row r = find(rows, "scaling", sizes[0], budget, 1, c, s.name());
-                    cells.add(r == null ? "" : f(r.aggregateMiBs(), 0));
-                    last = r == null ? last : r;
-                }
-                cells.add(last == null ? "" : f(last.stepsPerSecond(), 1));
-                st.row(cells.toArray());
-            }
-            sb.append(String.format(Locale.ROOT, "## SSD scaling — SIMULATED (%,d tokens, budget %s%%, batch 1): %s%n%n",
-                    sizes[0], pct(budget), DeviceModelSpec.highEnd().withScaleDevices(
-                            Arrays.stream(ssdCounts).max().orElse(1)).describe(1)))
-                    .append(st.render()).append('\n');
-        }
-        long checked = rows.stream().mapToLong(Row::rowsChecked).sum();
-        long bad = rows.stream().mapToLong(Row::mismatches).sum();
-        sb.append(String.format(Locale.ROOT, "Bit-exact: %,d view rows compared with the source KV, %d differed.%n",
-                checked, bad));
-        return sb.toString();
-    }
-
-    private String[] header(String first, String... metrics) {
-        List<String> h = new ArrayList<>(List.of(first));
-        for (String m : metrics) {
-            for (double b : budgets) {
-                h.add(m + " @" + pct(b) + "%");
-            }
-        }
-        return h.toArray(String[]::new);
-    }
-
-    private static Row find(List<Row> rows, String section, int n, double budget, int batch, int ssds, String s) {
-        return rows.stream().filter(r -> r.section().equals(section) && r.tokens() == n && r.budget() == budget
-                && r.batch() == batch && r.ssds() == ssds && r.strategy().equals(s)).findFirst().orElse(null);
+        new CompareReport(this, shape).write(rows, chosen, seconds, fio);
     }
 
     /** The per-strategy table of quality and I/O per step (what the summary and the demo print). */
     public static String table(List<Row> rows, boolean full) {
-        MarkdownTable t = full
-                ? new MarkdownTable("strategy", "rows / fetch", "mass recall", "top-k recall", "output rel. err",
-                        "select µs (median)", "MiB / step", "reads / step", "I/O ms / step", "eff. MiB/s", "fio MiB/s",
-                        "eff / fio", "cache hit", "DRAM MiB", "index MiB")
-                : new MarkdownTable("strategy", "mass recall", "output rel. err", "select µs", "MiB / step",
-                        "reads / step", "I/O ms / step", "eff / fio", "fetch ms p50/p99/p99.9");
-        t.alignRight(java.util.stream.IntStream.range(1, full ? 15 : 9).toArray());
-        for (Row r : rows) {
-            if (full) {
-                t.row(r.strategy(), f(r.rowsPerFetch(), 0), f(r.massRecall(), 3), f(r.topKRecall(), 3),
-                        f(r.outputError(), 3), f(r.selectMicros(), 0), f(r.bytesPerStep() / MIB, 2),
-                        f(r.readsPerStep(), 0), f(r.ioMillisPerStep(), 2), f(r.effectiveMiBs(), 0),
-                        r.fioMiBs() > 0 ? f(r.fioMiBs(), 0) : "–", r.fioMiBs() > 0 ? f(r.fioRatio(), 2) : "–",
-                        f(r.cacheHitRate(), 2), f(r.dramBytes() / MIB, 1), f(r.indexBytes() / MIB, 2));
-            } else {
-                t.row(r.strategy(), f(r.massRecall(), 3), f(r.outputError(), 3), f(r.selectMicros(), 0),
-                        f(r.bytesPerStep() / MIB, 2), f(r.readsPerStep(), 0), f(r.ioMillisPerStep(), 2),
-                        r.fioMiBs() > 0 ? f(r.fioRatio(), 2) : "–", percentiles(r.fetchLatency()));
-            }
-        }
-        return t.render();
+        return CompareReport.table(rows, full);
     }
 
     /** The batch-1 table at {@code budget}, for the console. */
     public static String summaryTable(List<Row> rows, double budget) {
-        StringBuilder sb = new StringBuilder();
-        rows.stream().filter(r -> r.section().equals("quality") && r.budget() == budget).mapToInt(Row::tokens)
-                .distinct().forEach(n -> sb.append(String.format(Locale.ROOT, "%n%,d tokens, budget %s%%:%n%n", n,
-                        pct(budget))).append(table(rows.stream().filter(r -> r.section().equals("quality")
-                        && r.tokens() == n && r.budget() == budget).toList(), false)));
-        return sb.toString();
-    }
-
-    /** {@code p50/p99/p99.9} in ms. */
-    static String percentiles(LatencyHistogram h) {
-        return h.count() == 0 ? "–" : String.format(Locale.ROOT, "%.2f/%.2f/%.2f", h.p50Nanos() / 1e6,
-                h.p99Nanos() / 1e6, h.p999Nanos() / 1e6);
-    }
-
-    private static String us(long nanos) {
-        return f(nanos / 1e3, 1);
+        return CompareReport.summaryTable(rows, budget);
     }
 
     static String f(double v, int decimals) {
-        return Double.isNaN(v) ? "" : String.format(Locale.ROOT, "%." + decimals + "f", v);
-    }
-
-    static String pct(double share) {
-        double p = share * 100;
-        return p == Math.rint(p) ? String.valueOf((long) p) : String.format(Locale.ROOT, "%.1f", p);
+        return CompareReport.f(v, decimals);
     }
 }

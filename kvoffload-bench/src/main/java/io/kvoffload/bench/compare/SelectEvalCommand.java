@@ -19,6 +19,7 @@ import java.util.Locale;
 import java.util.concurrent.Callable;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Model.CommandSpec;
+import io.kvoffload.bench.cli.WorkloadOptions;
 import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.Spec;
@@ -38,8 +39,8 @@ import picocli.CommandLine.Spec;
         description = "Plug-in selection strategies at equal rows (sinks and window inside the budget): mass recall,"
                 + " output error, bytes a step reads, selection time, each against the oracle's.")
 public final class SelectEvalCommand implements Callable<Integer> {
-    @Option(names = "--tokens", defaultValue = "16384", description = "Prefix tokens (default: ${DEFAULT-VALUE}).")
-    int tokens;
+    @Mixin
+    WorkloadOptions size = new WorkloadOptions(16384, 2, 24301);
 
     @Option(names = "--budget", defaultValue = "0.1", description = "Token budget share (default: ${DEFAULT-VALUE}).")
     double budget;
@@ -47,9 +48,6 @@ public final class SelectEvalCommand implements Callable<Integer> {
     @Option(names = "--strategies", split = ",", defaultValue = "oracle,mass-bound,mass-mean,mass-mix,logit-mean,quest,"
             + "infllm,clusterkv,pqcache", description = "Registered strategies (default: ${DEFAULT-VALUE}).")
     List<String> strategies;
-
-    @Option(names = "--layers", defaultValue = "2", description = "Layers (default: ${DEFAULT-VALUE}).")
-    int layers;
 
     @Mixin
     HeadOptions heads = new HeadOptions(32, 8, 128);
@@ -73,9 +71,6 @@ public final class SelectEvalCommand implements Callable<Integer> {
             description = "Workload family: default, mixed-heads, streaming-heads, retrieval-heads, long-documents, control"
                     + " (default: ${DEFAULT-VALUE}).")
     String family;
-
-    @Option(names = "--seed", defaultValue = "24301", description = "Workload seed (default: ${DEFAULT-VALUE}).")
-    long seed;
 
     @Spec
     CommandSpec spec;
@@ -103,7 +98,7 @@ public final class SelectEvalCommand implements Callable<Integer> {
                     profile.add(workload.query(context.layer(), i * 4));
                 }
                 java.lang.foreign.Arena arena = java.lang.foreign.Arena.ofShared();
-                io.kvoffload.internal.baseline.SwarmSelector sel = io.kvoffload.internal.baseline.SwarmSelector.build(
+                io.kvoffload.internal.swarm.SwarmSelector sel = io.kvoffload.internal.swarm.SwarmSelector.build(
                         context.keys(), heads.queryHeads, profile, budget,
                         io.kvoffload.internal.swarm.ClusteringConfig.defaults()
                                 .withRadius(io.kvoffload.internal.swarm.ClusterRadius.fixed(0.35)),
@@ -129,23 +124,23 @@ public final class SelectEvalCommand implements Callable<Integer> {
         return new SelectionStrategy() {
             @Override public String name() { return BLOCK_ORACLE; }
             @Override public LayerSelector openLayer(LayerContext context) {
-                int blocks = (tokens + block - 1) / block;
+                int blocks = (size.tokens + block - 1) / block;
                 return (query, plan) -> {
                     double[] mass = new double[blocks];
-                    int windowFrom = Math.max(0, tokens - window);
-                    for (int t = 0; t < tokens; t++) {
+                    int windowFrom = Math.max(0, size.tokens - window);
+                    for (int t = 0; t < size.tokens; t++) {
                         mass[t / block] += exactWeights[t];
                     }
                     Integer[] order = new Integer[blocks];
                     for (int b = 0; b < blocks; b++) {
                         order[b] = b;
-                        if (Math.min(tokens, b * block + block) <= sinks || b * block >= windowFrom) {
+                        if (Math.min(size.tokens, b * block + block) <= sinks || b * block >= windowFrom) {
                             mass[b] = -1;
                         }
                     }
                     Arrays.sort(order, (a, b) -> Double.compare(mass[b], mass[a]));
                     for (int i = 0; i < plan.budget() / block && mass[order[i]] >= 0; i++) {
-                        for (int t = order[i] * block; t < Math.min(tokens, order[i] * block + block); t++) {
+                        for (int t = order[i] * block; t < Math.min(size.tokens, order[i] * block + block); t++) {
                             plan.add(t);
                         }
                     }
@@ -154,7 +149,7 @@ public final class SelectEvalCommand implements Callable<Integer> {
         };
     }
 
-    /** One strategy's sums over layers and steps. */
+    /** One strategy's sums over size.layers and steps. */
     private static final class Cell {
         final String name;
         double mass, error, rows, bytes;
@@ -172,29 +167,29 @@ public final class SelectEvalCommand implements Callable<Integer> {
 
     @Override
     public Integer call() {
-        if (tokens < 1 || layers < 1 || steps < 1 || block < 1 || sinks < 0 || window < 0 || !(budget > 0 && budget <= 1)) {
-            throw new IllegalArgumentException("--tokens = " + tokens + ", --layers = " + layers + ", --steps = " + steps
+        if (size.tokens < 1 || size.layers < 1 || steps < 1 || block < 1 || sinks < 0 || window < 0 || !(budget > 0 && budget <= 1)) {
+            throw new IllegalArgumentException("--tokens = " + size.tokens + ", --layers = " + size.layers + ", --steps = " + steps
                     + ", --block = " + block + ", --sinks = " + sinks + ", --window = " + window + ", --budget = " + budget
                     + "; allowed: tokens, layers, steps, block ≥ 1, sinks and window ≥ 0, budget in (0, 1]");
         }
         List<SelectionStrategy> chosen = strategies.stream()
                 .map(n -> n.equals(BLOCK_ORACLE) ? blockOracle() : n.equals(SWARM) ? swarm()
                         : io.kvoffload.strategy.Strategies.named(n)).toList();
-        KvShape shape = heads.shape(layers);
+        KvShape shape = heads.shape(size.layers);
         PrintWriter out = spec.commandLine().getOut();
         out.printf(Locale.ROOT, "select-eval: family %s, %d tokens, %d layers, %d query heads on %d KV heads, head dim %d (entry %d B),"
                         + " budget %.3f, sinks %d, window %d, %d-token blocks, steps %d from %d, seed %d, %s%n",
-                family, tokens, layers, heads.queryHeads, heads.kvHeads, heads.headDim, shape.entryBytes(), budget, sinks,
-                window, block, steps, firstStep, seed, Runtime.version());
+                family, size.tokens, size.layers, heads.queryHeads, heads.kvHeads, heads.headDim, shape.entryBytes(), budget, sinks,
+                window, block, steps, firstStep, size.seed, Runtime.version());
         out.flush();
-        workload = WorkloadFamily.byName(family).create(shape, tokens, seed);
+        workload = WorkloadFamily.byName(family).create(shape, size.tokens, size.seed);
         ExactAttention attention = ExactAttention.of(shape);
         Cell[] cells = new Cell[chosen.size()];
         for (int i = 0; i < cells.length; i++) {
             cells[i] = new Cell(chosen.get(i).name());
         }
-        total = (int) Math.min(tokens, Math.ceil(budget * tokens));
-        for (int layer = 0; layer < layers; layer++) {
+        total = (int) Math.min(size.tokens, Math.ceil(budget * size.tokens));
+        for (int layer = 0; layer < size.layers; layer++) {
             DenseLayerKv kv = DenseLayerKv.materialize(workload.layer(layer), true);
             LayerSelector[] selectors = new LayerSelector[chosen.size()];
             for (int i = 0; i < selectors.length; i++) {
@@ -217,25 +212,25 @@ public final class SelectEvalCommand implements Callable<Integer> {
                 sel.close();
             }
         }
-        print(out, cells, (double) layers * steps);
+        print(out, cells, (double) size.layers * steps);
         return 0;
     }
 
     /** One step as the pipeline runs it: sinks and window first, then the strategy, distinct positions. */
     private int[] select(LayerSelector sel, FetchPlan plan, int layer, float[] q, int total, Cell cell) {
-        int windowFrom = Math.max(Math.min(sinks, tokens), tokens - window);
-        int resident = Math.min(sinks, tokens) + (tokens - windowFrom);
-        plan.begin(layer, tokens, Math.max(0, total - resident));
-        for (int t = 0; t < Math.min(sinks, tokens); t++) {
+        int windowFrom = Math.max(Math.min(sinks, size.tokens), size.tokens - window);
+        int resident = Math.min(sinks, size.tokens) + (size.tokens - windowFrom);
+        plan.begin(layer, size.tokens, Math.max(0, total - resident));
+        for (int t = 0; t < Math.min(sinks, size.tokens); t++) {
             plan.add(t);
         }
-        for (int t = windowFrom; t < tokens; t++) {
+        for (int t = windowFrom; t < size.tokens; t++) {
             plan.add(t);
         }
         long t0 = System.nanoTime();
         sel.select(q, plan);
         cell.nanos.add(System.nanoTime() - t0);
-        boolean[] seen = new boolean[tokens];
+        boolean[] seen = new boolean[size.tokens];
         int[] set = new int[plan.size()];
         int n = 0;
         for (int i = 0; i < plan.size(); i++) {
@@ -255,7 +250,7 @@ public final class SelectEvalCommand implements Callable<Integer> {
     long readBytes(int[] set, long entryBytes) {
         int[] s = set.clone();
         Arrays.sort(s);
-        int windowFrom = Math.max(Math.min(sinks, tokens), tokens - window);
+        int windowFrom = Math.max(Math.min(sinks, size.tokens), size.tokens - window);
         long bytes = 0;
         int i = 0;
         while (i < s.length) {

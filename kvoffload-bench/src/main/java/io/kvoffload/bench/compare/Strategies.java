@@ -8,7 +8,7 @@ import io.kvoffload.internal.baseline.PQCacheSelector;
 import io.kvoffload.internal.baseline.QuestSelector;
 import io.kvoffload.internal.baseline.SparFSelector;
 import io.kvoffload.internal.baseline.SparQSelector;
-import io.kvoffload.internal.baseline.SwarmSelector;
+import io.kvoffload.internal.swarm.SwarmSelector;
 import io.kvoffload.internal.swarm.ClusteringConfig;
 import io.kvoffload.strategy.LayerKv;
 import java.lang.foreign.Arena;

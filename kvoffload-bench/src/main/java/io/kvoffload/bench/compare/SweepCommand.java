@@ -16,6 +16,8 @@ import java.util.Locale;
 import java.util.concurrent.Callable;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
+import io.kvoffload.bench.cli.WorkloadOptions;
+import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
 
 /**
@@ -30,6 +32,9 @@ import picocli.CommandLine.Option;
         description = "compare's quality section over workload families × shapes × head dims: recall, output error and"
                 + " bytes per step, each relative to the oracle; writes sweep.csv, sweep.md and recall-vs-bytes PNGs.")
 public final class SweepCommand implements Callable<Integer> {
+    @Mixin
+    WorkloadOptions workload = new WorkloadOptions(4096, 1, 24301);
+
     @Option(names = "--families", split = ",", completionCandidates = CompareCommand.FamilyNames.class,
             defaultValue = "default,mixed-heads,streaming-heads,retrieval-heads,long-documents,control",
             description = "Families (default: ${DEFAULT-VALUE}; allowed: ${COMPLETION-CANDIDATES}).")
@@ -47,9 +52,6 @@ public final class SweepCommand implements Callable<Integer> {
             description = "Query heads (default: ${DEFAULT-VALUE}; MHA 8:8, GQA 4:1 8:2, GQA 8:1 8:1).")
     int queryHeads;
 
-    @Option(names = "--tokens", defaultValue = "4096", description = "Prefix length (default: ${DEFAULT-VALUE}).")
-    int tokens;
-
     @Option(names = "--budgets", split = ",", defaultValue = "0.05,0.1,0.2",
             description = "Budgets, the points of the recall–bytes curves (default: ${DEFAULT-VALUE}).")
     double[] budgets;
@@ -60,9 +62,6 @@ public final class SweepCommand implements Callable<Integer> {
     @Option(names = "--steps", defaultValue = "3", description = "Decoding steps per run (default: ${DEFAULT-VALUE}).")
     int steps;
 
-    @Option(names = "--layers", defaultValue = "1", description = "Layers (default: ${DEFAULT-VALUE}).")
-    int layers;
-
     @Option(names = "--profile-queries", defaultValue = "32",
             description = "Queries Swarm's offline phase profiles (default: ${DEFAULT-VALUE}).")
     int profileQueries;
@@ -70,9 +69,6 @@ public final class SweepCommand implements Callable<Integer> {
     @Option(names = "--strategies", split = ",", defaultValue = "oracle,infllm,quest,pqcache,clusterkv,kvswap,swarm,mass-mix",
             description = "Strategies; the first must be oracle (default: ${DEFAULT-VALUE}).")
     List<String> strategies;
-
-    @Option(names = "--seed", defaultValue = "24301", description = "Workload seed (default: ${DEFAULT-VALUE}).")
-    long seed;
 
     @Option(names = "--backend", defaultValue = "auto", description = "I/O backend (default: ${DEFAULT-VALUE}).")
     String backend;
@@ -115,10 +111,10 @@ public final class SweepCommand implements Callable<Integer> {
                     String name = family + "-" + shape + "-d" + d;
                     List<String> args = new ArrayList<>(List.of("--family", family, "--shape", shape,
                             "--query-heads", String.valueOf(queryHeads), "--head-dim", String.valueOf(d),
-                            "--sizes", String.valueOf(tokens), "--budgets", join(budgets), "--budget", String.valueOf(budget),
-                            "--steps", String.valueOf(steps), "--layers", String.valueOf(layers),
+                            "--sizes", String.valueOf(workload.tokens), "--budgets", join(budgets), "--budget", String.valueOf(budget),
+                            "--steps", String.valueOf(steps), "--layers", String.valueOf(workload.layers),
                             "--profile-queries", String.valueOf(profileQueries), "--strategies", String.join(",", strategies),
-                            "--seed", String.valueOf(seed), "--fio-seconds", "0", "--backend", backend,
+                            "--seed", String.valueOf(workload.seed), "--fio-seconds", "0", "--backend", backend,
                             "--out", out.resolve(name).toString(), "--no-progress"));
                     if (work != null) {
                         args.addAll(List.of("--work", work.toString()));
@@ -134,7 +130,7 @@ public final class SweepCommand implements Callable<Integer> {
                                 && r.strategy().equals("oracle")).findFirst().orElseThrow();
                         for (CompareCommand.Row r : rows) {
                             if (r.budget() == b && r.section().equals("quality")) {
-                                cells.add(new Cell(family, shape, d, tokens, b, r, oracle));
+                                cells.add(new Cell(family, shape, d, workload.tokens, b, r, oracle));
                             }
                         }
                     }
@@ -167,7 +163,7 @@ public final class SweepCommand implements Callable<Integer> {
                     pts.stream().mapToDouble(c -> c.row().massRecall()).toArray()));
         }
         Plots.line(out.resolve("recall-vs-bytes-" + name + ".png"), "Attention-mass recall vs bytes read (" + name
-                + ", " + tokens + " tokens, budgets " + join(budgets) + ")", "MiB read per step (all layers)",
+                + ", " + workload.tokens + " tokens, budgets " + join(budgets) + ")", "MiB read per step (all layers)",
                 "attention-mass recall", series, Plots.LineOptions.DEFAULT);
     }
 
@@ -178,13 +174,13 @@ public final class SweepCommand implements Callable<Integer> {
                 "error_over_oracle", "bytes_per_step", "bytes_over_oracle", "co_activation_share")) {
             for (Cell c : cells) {
                 CompareCommand.Row r = c.row();
-                csv.row(c.family(), c.shape(), c.headDim(), tokens, c.budget(), r.strategy(), f(r.rowsPerFetch(), 1),
+                csv.row(c.family(), c.shape(), c.headDim(), workload.tokens, c.budget(), r.strategy(), f(r.rowsPerFetch(), 1),
                         f(c.rowsOverBudget(), 3), f(r.massRecall(), 4), f(c.recallRatio(), 4), f(r.outputError(), 4),
                         f(c.errorRatio(), 3), f(r.bytesPerStep(), 0), f(c.bytesRatio(), 3), f(r.coActivationShare(), 4));
             }
         }
         String md = String.format(Locale.ROOT, "# compare-sweep%n%n%d query heads, %d tokens, %d layer(s), %d steps,"
-                + " budgets %s, seed %d; %.0f s.%n%n", queryHeads, tokens, layers, steps, join(budgets), seed, seconds)
+                + " budgets %s, seed %d; %.0f s.%n%n", queryHeads, workload.tokens, workload.layers, steps, join(budgets), workload.seed, seconds)
                 + table(cells, budget);
         Files.writeString(out.resolve("sweep.md"), md, StandardCharsets.UTF_8);
     }

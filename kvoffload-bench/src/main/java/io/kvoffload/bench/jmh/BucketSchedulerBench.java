@@ -52,7 +52,7 @@ public class BucketSchedulerBench extends MicroBenchmark {
         }
         replicas = table;
         residency = e -> (e & 63) == 0;
-        scheduler = new BucketScheduler(devices, 4096, 64, BucketScheduler.Mode.SWARM);
+        scheduler = new BucketScheduler(devices, 4096, 64, BucketScheduler.Mode.BALANCED);
     }
 
     @Benchmark

@@ -33,7 +33,7 @@ public class ClusterCacheBench extends MicroBenchmark {
         ClusterCache.Sizes sizes = c -> entries[c] * 4096L;
         long budget = 2048L * 4096 * 16;
         cache = policy.equals("lru") ? new LruClusterCache(CLUSTERS, budget, sizes)
-                : new CostEffectivenessCache(CLUSTERS, budget, 4096, sizes, CostEffectiveness.swarm(80_000, 3_000), null);
+                : new CostEffectivenessCache(CLUSTERS, budget, 4096, sizes, CostEffectiveness.savedIoPerEntry(80_000, 3_000), null);
         steps = new int[STEPS][64];
         for (int[] s : steps) {
             for (int i = 0; i < s.length; i++) {

@@ -30,6 +30,7 @@ import java.util.Locale;
 import java.util.concurrent.Callable;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
+import io.kvoffload.bench.cli.WorkloadOptions;
 import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
 
@@ -46,11 +47,8 @@ import picocli.CommandLine.Option;
                 + "Prints markdown tables.")
 public final class KvSwapIoBench implements Callable<Integer> {
 
-    @Option(names = "--tokens", defaultValue = "16384", description = "Context length (default: ${DEFAULT-VALUE}).")
-    int tokens;
-
-    @Option(names = "--layers", defaultValue = "2", description = "Layers decoded per step (default: ${DEFAULT-VALUE}).")
-    int layers;
+    @Mixin
+    WorkloadOptions workload = new WorkloadOptions(16384, 2, 24301);
 
     @Mixin
     HeadOptions heads = new HeadOptions(32, 8, 128);
@@ -79,9 +77,6 @@ public final class KvSwapIoBench implements Callable<Integer> {
             description = "Steps whose views are scored against exact attention (default: ${DEFAULT-VALUE}).")
     int qualityQueries;
 
-    @Option(names = "--seed", defaultValue = "24301", description = "Workload seed (default: ${DEFAULT-VALUE}).")
-    long seed;
-
     @CommandLine.Spec
     CommandLine.Model.CommandSpec spec;
 
@@ -98,11 +93,11 @@ public final class KvSwapIoBench implements Callable<Integer> {
     public Integer call() throws IOException {
         out = spec.commandLine().getOut();
         long t0 = System.nanoTime();
-        KvShape shape = heads.shape(layers);
-        SyntheticWorkload w = new SyntheticWorkload(WorkloadSpec.builder(shape, tokens).seed(seed).build());
+        KvShape shape = heads.shape(workload.layers);
+        SyntheticWorkload w = new SyntheticWorkload(WorkloadSpec.builder(shape, workload.tokens).seed(workload.seed).build());
         Path root = store.root("kvo-kvswap-io");
         List<Path> dirs = store.ssdDirectories(root);
-        long kvBytes = (long) tokens * layers * shape.entryBytes();
+        long kvBytes = (long) workload.tokens * workload.layers * shape.entryBytes();
         KvConfig cfg = store.config(dirs)
                 .deviceCapacityBytes(Math.max(256L << 20, 3 * kvBytes / store.devices + (64L << 20)))
                 .dramBudgetBytes(2L << 30).build();
@@ -111,11 +106,11 @@ public final class KvSwapIoBench implements Callable<Integer> {
             out.printf(Locale.ROOT, "Setup: %d tokens × %d layers of %d query heads on %d KV heads × %d, BF16 (%d B per "
                     + "token and layer), %s of KV on %d directories, backend %s, direct I/O %s; consecutive decoding "
                     + "queries of the synthetic workload (seed %d); MG = %d; adapters from %d sampled stored keys, r = "
-                    + "headDim.%n%n", tokens, layers, heads.queryHeads, heads.kvHeads, heads.headDim, shape.entryBytes(), mib(kvBytes),
-                    store.devices, engine.ioBackend(), cfg.directIo(), seed, budget, calibrationRows);
-            float[][][] queries = new float[steps + 20][layers][];
+                    + "headDim.%n%n", workload.tokens, workload.layers, heads.queryHeads, heads.kvHeads, heads.headDim, shape.entryBytes(), mib(kvBytes),
+                    store.devices, engine.ioBackend(), cfg.directIo(), workload.seed, budget, calibrationRows);
+            float[][][] queries = new float[steps + 20][workload.layers][];
             for (int s = 0; s < queries.length; s++) {
-                for (int l = 0; l < layers; l++) {
+                for (int l = 0; l < workload.layers; l++) {
                     queries[s][l] = w.query(l, s);
                 }
             }
@@ -133,13 +128,13 @@ public final class KvSwapIoBench implements Callable<Integer> {
 
     private void store(KvEngine engine, KvShape shape, SyntheticWorkload w) {
         try (KvSequence s = engine.createSequence("kvswap", shape); Arena a = Arena.ofConfined()) {
-            s.appendTokens(new int[tokens]);
+            s.appendTokens(new int[workload.tokens]);
             int chunk = 4096;
             MemorySegment k = a.allocate((long) chunk * shape.halfEntryBytes());
             MemorySegment v = a.allocate((long) chunk * shape.halfEntryBytes());
-            for (int l = 0; l < layers; l++) {
-                for (int from = 0; from < tokens; from += chunk) {
-                    int n = Math.min(chunk, tokens - from);
+            for (int l = 0; l < workload.layers; l++) {
+                for (int from = 0; from < workload.tokens; from += chunk) {
+                    int n = Math.min(chunk, workload.tokens - from);
                     MemorySegment ks = k.asSlice(0, (long) n * shape.halfEntryBytes());
                     MemorySegment vs = v.asSlice(0, (long) n * shape.halfEntryBytes());
                     w.writeKv(l, from, n, shape.dtype(), ks, vs);
@@ -170,9 +165,9 @@ public final class KvSwapIoBench implements Callable<Integer> {
         }
         GroupSummary sum = null;
         try (KvSequence s = engine.openSequenceForAppend("kvswap")) {
-            for (int l = 0; l < layers; l++) {
+            for (int l = 0; l < workload.layers; l++) {
                 sum = KvSwap.groupLayer(s, l, GroupOptions.defaults().withGroupSize(g).withCalibrationRows(calibrationRows)
-                        .withSeed(seed + l));
+                        .withSeed(workload.seed + l));
             }
             s.commit(); // frees the previous layout's extents
         }
@@ -181,7 +176,7 @@ public final class KvSwapIoBench implements Callable<Integer> {
         return sum;
     }
 
-    /** Warm-up of 20 steps (not counted), then {@link #steps} steps; each step fetches all layers, pipelined. */
+    /** Warm-up of 20 steps (not counted), then {@link #steps} steps; each step fetches all workload.layers, pipelined. */
     private Run run(KvEngine engine, DecodeOptions o, float[][][] queries, float[][] weights) {
         try (KvSequence s = engine.openSequence("kvswap"); KvDecoder d = s.decoder(o)) {
             double recall = 0;
@@ -202,9 +197,9 @@ public final class KvSwapIoBench implements Callable<Integer> {
 
     private void step(KvDecoder d, float[][] q, int step, float[][] weights, double[] recall) {
         KvView next = d.prefetch(0, q[0]);
-        for (int l = 0; l < layers; l++) {
+        for (int l = 0; l < workload.layers; l++) {
             KvView view = next.await();
-            if (l + 1 < layers) {
+            if (l + 1 < workload.layers) {
                 next = d.prefetch(l + 1, q[l + 1]); // overlaps layer l's attention
             }
             if (l == 0 && recall != null && step - 20 < weights.length) {
@@ -229,7 +224,7 @@ public final class KvSwapIoBench implements Callable<Integer> {
         GroupSummary sum = regroup(engine, reuseGroup);
         int m = (budget + reuseGroup - 1) / reuseGroup;
         out.printf(Locale.ROOT, "### Reuse buffer through real I/O (G = %d, M = %d, %d steps × %d layers)%n%n",
-                reuseGroup, m, steps, layers);
+                reuseGroup, m, steps, workload.layers);
         out.printf(Locale.ROOT, "Group layout: %d groups per layer, %s per read (aligned), adapter fit %d ms, write %d ms "
                 + "per layer.%n%n", sum.groups(), kib(sum.readBytes()), sum.fitMillis(), sum.writeMillis());
         out.println("| reuse buffer | C (slots/layer) | reuse rate | KiB read / step | reads / step | select µs / layer "
@@ -267,7 +262,7 @@ public final class KvSwapIoBench implements Callable<Integer> {
 
     private void groupSizeTable(KvEngine engine, float[][][] queries, float[][] weights) {
         out.printf(Locale.ROOT, "### Group size through real I/O (Fig. 12; MG = %d, %d steps × %d layers, layer-0 recall "
-                + "over %d steps)%n%n", budget, steps, layers, Math.min(qualityQueries, steps));
+                + "over %d steps)%n%n", budget, steps, workload.layers, Math.min(qualityQueries, steps));
         out.println("| G | M | read size | recall ↑ | reads / step no reuse | KiB / step no reuse | ms / step no reuse "
                 + "| reuse rate | KiB / step reuse | ms / step reuse |");
         out.println("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
@@ -294,9 +289,9 @@ public final class KvSwapIoBench implements Callable<Integer> {
 
     private void memoryTable(KvShape shape) {
         int r = heads.headDim;
-        long compressed = CompressedKCache.bytesFor(tokens, r, DType.F16);
-        long fullK = (long) tokens * shape.elementsPerToken() * 2;
-        out.printf(Locale.ROOT, "### Compressed K cache vs full K (per layer, %d tokens)%n%n", tokens);
+        long compressed = CompressedKCache.bytesFor(workload.tokens, r, DType.F16);
+        long fullK = (long) workload.tokens * shape.elementsPerToken() * 2;
+        out.printf(Locale.ROOT, "### Compressed K cache vs full K (per layer, %d tokens)%n%n", workload.tokens);
         out.println("| r | σ | compressed K (F16) | full K (BF16) | ratio |");
         out.println("|---:|---:|---:|---:|---:|");
         out.printf(Locale.ROOT, "| %d | %d | %s | %s | 1/%.0f |%n%n", r, shape.elementsPerToken() / r, mib(compressed),

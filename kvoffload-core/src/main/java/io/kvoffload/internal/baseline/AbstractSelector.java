@@ -58,25 +58,7 @@ abstract class AbstractSelector implements BaselineSelector {
      * a positive budget and an output array of at least {@link #maxSelected} positions.
      */
     final void checkSelect(float[] query, int budgetTokens, int[] out) {
-        checkSelect(this, queryHeads, headDim, query, budgetTokens, out);
-    }
-
-    /** {@link #checkSelect(float[], int, int[])} for a selector of this package that does not extend this class. */
-    static void checkSelect(BaselineSelector selector, int queryHeads, int headDim, float[] query, int budgetTokens,
-            int[] out) {
-        Checks.notNull("query", query);
-        Checks.notNull("out", out);
-        Checks.queryRows(query, queryHeads, headDim);
-        int need = selector.maxSelected(budgetTokens); // checks the budget
-        if (out.length < need) {
-            throw new IllegalArgumentException("out.length = " + out.length + " is too small; allowed: at least maxSelected("
-                    + budgetTokens + ") = " + need);
-        }
-        for (int i = 0; i < query.length; i++) {
-            if (!Float.isFinite(query[i])) {
-                throw new IllegalArgumentException("query[" + i + "] = " + query[i] + "; allowed: finite values");
-            }
-        }
+        BaselineSelector.checkSelect(this, queryHeads, headDim, query, budgetTokens, out);
     }
 
     static void checkBudget(int budgetTokens) {

@@ -1,6 +1,7 @@
 package io.kvoffload.internal.baseline;
 
 import io.kvoffload.internal.select.TokenSelector;
+import io.kvoffload.internal.util.Checks;
 
 /**
  * A {@link TokenSelector} that also reports the memory traffic of its scoring, so a comparison can
@@ -16,4 +17,25 @@ public interface BaselineSelector extends TokenSelector {
      * dimensions for SparQ/SparF, and so on. 0 before the first call.
      */
     long lastScoredBytes();
+
+    /**
+     * Checks the arguments of {@link #select}: a query of {@code queryHeads × headDim} finite floats,
+     * a positive budget and an output array of at least {@link #maxSelected} positions.
+     */
+    static void checkSelect(BaselineSelector selector, int queryHeads, int headDim, float[] query, int budgetTokens,
+            int[] out) {
+        Checks.notNull("query", query);
+        Checks.notNull("out", out);
+        Checks.queryRows(query, queryHeads, headDim);
+        int need = selector.maxSelected(budgetTokens); // checks the budget
+        if (out.length < need) {
+            throw new IllegalArgumentException("out.length = " + out.length + " is too small; allowed: at least maxSelected("
+                    + budgetTokens + ") = " + need);
+        }
+        for (int i = 0; i < query.length; i++) {
+            if (!Float.isFinite(query[i])) {
+                throw new IllegalArgumentException("query[" + i + "] = " + query[i] + "; allowed: finite values");
+            }
+        }
+    }
 }

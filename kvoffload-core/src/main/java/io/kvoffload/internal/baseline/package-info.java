@@ -1,5 +1,5 @@
 /**
- * The baseline token selectors Swarm is compared against, each a {@link
+ * The baseline token selectors of the comparison, each a {@link
  * io.kvoffload.internal.select.TokenSelector} built from one layer's keys: the exact top-k oracle
  * ({@link io.kvoffload.internal.baseline.OracleSelector}), Quest's page bounds ({@link
  * io.kvoffload.internal.baseline.QuestSelector}), InfLLM's block representatives ({@link
@@ -7,8 +7,7 @@
  * io.kvoffload.internal.baseline.PQCacheSelector}), ClusterKV's key clusters ({@link
  * io.kvoffload.internal.baseline.ClusterKVSelector}), SparQ's top-r query dimensions ({@link
  * io.kvoffload.internal.baseline.SparQSelector}) with InstInfer's flash-page variant SparF ({@link
- * io.kvoffload.internal.baseline.SparFSelector}), and an adapter over Swarm's medoid index ({@link
- * io.kvoffload.internal.baseline.SwarmSelector}).
+ * io.kvoffload.internal.baseline.SparFSelector}).
  *
  * <h2>One token set per layer (GQA)</h2>
  * An entry on disk is one token's K and V for every KV head, so every selector returns one set of
@@ -20,8 +19,7 @@
  *
  * <h2>Hot path</h2>
  * {@code select} allocates nothing once warmed up: scratch buffers are sized at construction, and
- * top-k choices use an expected-linear quickselect ({@link io.kvoffload.internal.baseline.PartialTopK})
- * or a heap popped only as far as the budget needs ({@link io.kvoffload.internal.baseline.ScoreHeap}),
+ * top-k choices use an expected-linear quickselect ({@link io.kvoffload.internal.util.PartialTopK}),
  * never a full sort of the per-token scores. Ties are broken by the lower position everywhere, so
  * every selector is deterministic.
  *

@@ -17,7 +17,7 @@ public interface CostEffectiveness {
      * The default reading, {@code S(C) = (f_C · T_addr + |C| · T_entry) / |C|}: the I/O time saved
      * per cached entry.
      */
-    static CostEffectiveness swarm(double addressNanos, double entryNanos) {
+    static CostEffectiveness savedIoPerEntry(double addressNanos, double entryNanos) {
         return (f, n) -> (f * addressNanos + n * entryNanos) / Math.max(1, n);
     }
 

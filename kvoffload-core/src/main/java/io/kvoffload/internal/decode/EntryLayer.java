@@ -44,7 +44,7 @@ public abstract class EntryLayer implements LayerFetcher, BucketScheduler.Reside
         boolean neverLaidOut = layout == null && tokens > sinkEnd + options.localWindow();
         if (neverLaidOut || (tokens - start > Math.max(options.localWindow(), 1) * 4L && tokens - start > 4096)) {
             String why = (tokens - start) + " tokens are not laid out and stay in DRAM for attention; lay the"
-                    + " layer out (Swarm.clusterLayer, SelectionStrategy.layOut) to fetch them selectively";
+                    + " layer out (SelectionStrategy.layOut, or the strategy's own offline phase) to fetch them selectively";
             LOG.warn("sequence {} layer {}: {}", sequence.id(), layer, why);
             counters.unclusteredLayers++;
             store.store().degradations().report(new KvDegradation(KvDegradation.Kind.UNCLUSTERED_LAYER,

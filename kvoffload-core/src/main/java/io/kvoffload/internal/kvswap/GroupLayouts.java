@@ -164,7 +164,7 @@ public final class GroupLayouts {
                     + " groupLayer first");
         }
         int grouped = gl.groupedTokens();
-        CompressedKCache cache = new CompressedKCache(gl.adapter(), storage, Math.max(grouped, expectedTokens));
+        CompressedKCache cache = new CompressedKCache(adapter(gl), storage, Math.max(grouped, expectedTokens));
         int[] positions = new int[grouped];
         Arrays.setAll(positions, i -> i);
         forEachKeyChunk(layer, positions, (keys, n) -> cache.append(keys, 0, n));
@@ -191,5 +191,10 @@ public final class GroupLayouts {
                 sink.accept(f, n);
             }
         }
+    }
+
+    /** The low-rank K adapter a group layout this package wrote holds as its state. */
+    static LowRankAdapter adapter(GroupLayout layout) {
+        return (LowRankAdapter) layout.state();
     }
 }

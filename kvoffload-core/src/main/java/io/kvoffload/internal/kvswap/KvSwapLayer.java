@@ -148,7 +148,7 @@ public final class KvSwapLayer implements LayerFetcher {
         }
         int groups = layout.groupCount();
         this.scheduler = new BucketScheduler(store.devices().size(), stride, Math.max(1, (256 << 10) / stride),
-                BucketScheduler.Mode.SWARM);
+                BucketScheduler.Mode.BALANCED);
         int cap = Math.max(16, groupsFor(tokens));
         this.selected = new int[cap];
         this.requested = new int[cap];

@@ -1,5 +1,6 @@
 package io.kvoffload.internal.kvswap;
 
+import io.kvoffload.internal.storage.GroupState;
 import io.kvoffload.internal.util.Checks;
 import io.kvoffload.strategy.LayerKv;
 import java.nio.ByteBuffer;
@@ -37,7 +38,7 @@ import org.ejml.interfaces.decomposition.SingularValueDecomposition_F64;
  * <p>Instances are immutable. {@link #encode()} / {@link #decode(byte[])} give the byte form the
  * engine persists (format in {@link #encode()}).
  */
-public final class LowRankAdapter {
+public final class LowRankAdapter implements GroupState {
     /** Default cap on calibration rows (tokens) sampled from one layer. */
     public static final int DEFAULT_MAX_ROWS = 8192;
 
@@ -204,6 +205,16 @@ public final class LowRankAdapter {
     }
 
     /** DRAM the matrix takes: {@code 4 × kvHeads·headDim × r} bytes. */
+    /** The adapter's keys ({@code kvHeads × headDim} elements) must divide an entry's K and V. */
+    @Override
+    public void checkEntryBytes(int entryBytes) {
+        if (entryBytes % (2 * inputDim()) != 0) {
+            throw new IllegalArgumentException("adapter keys of " + inputDim() + " elements do not fit entries of "
+                    + entryBytes + " bytes (K and V of kvHeads × headDim elements)");
+        }
+    }
+
+    @Override
     public long bytes() {
         return 4L * projection.length;
     }
@@ -266,6 +277,7 @@ public final class LowRankAdapter {
      *          4  CRC32C of every byte above
      * </pre>
      */
+    @Override
     public byte[] encode() {
         int size = HEADER_BYTES + 4 * projection.length + 4 * rank + 4;
         ByteBuffer b = ByteBuffer.allocate(size).order(ByteOrder.LITTLE_ENDIAN);

@@ -25,10 +25,10 @@ import java.util.Arrays;
  */
 public final class BucketScheduler {
 
-    /** Scheduling policy: Swarm, or one of the ablations of Fig. 14. */
+    /** Scheduling policy ([Swarm] §6.1, Eq. 8), or one of the ablations of Fig. 14. */
     public enum Mode {
         /** Dedup + rarest-replica-first + least-loaded bucket. */
-        SWARM(true, true),
+        BALANCED(true, true),
         /** First replica, no dedup. */
         STATIC(false, false),
         /** Dedup, but every entry reads its first replica. */
@@ -47,7 +47,7 @@ public final class BucketScheduler {
         /** The mode of a public scheduling option. */
         public static Mode of(io.kvoffload.DecodeOptions.Scheduling s) {
             return switch (s) {
-                case BALANCED -> SWARM;
+                case BALANCED -> BALANCED;
                 case STATIC -> STATIC;
                 case NO_BALANCE -> NO_BALANCE;
                 case NO_DEDUP -> NO_DEDUP;

@@ -146,6 +146,22 @@ public final class BlockWriter {
         }
     }
 
+    /**
+     * Block {@code b} of {@code layer} arrives whole in {@code slot} ({@code tokens} tokens, copied
+     * from another sequence by a fork): a full block is sealed and queued like an appended one (the
+     * slot is released once written); a partial one is the layer's last and becomes its dirty tail,
+     * written by the next commit or extended by the next append.
+     */
+    void adoptBlock(int layer, int b, DramSlot slot, int tokens) {
+        if (tokens == blockTokens) {
+            seal(layer, b, slot, blockTokens, true);
+            flush();
+        } else {
+            tail[layer] = slot;
+            tailDirty[layer] = true;
+        }
+    }
+
     /** Seals every partial last block appended to since the last commit (its slot stays the tail). */
     void sealPartialTails() {
         for (int l = 0; l < tail.length; l++) {

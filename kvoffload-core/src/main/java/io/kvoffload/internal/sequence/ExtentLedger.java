@@ -12,21 +12,14 @@ import java.util.List;
  * Which extents a sequence handle owns, per layer ({@link LayerState}), and when each one may be
  * freed. An extent no manifest names is freed as soon as it is replaced; one the last commit names
  * is <em>superseded</em>: it stays until the next commit (the store frees it then), since a crash
- * before that commit must still find it.
+ * before that commit must still find it. Freeing goes through the store, which keeps an extent a
+ * fork shares with another sequence until its last holder lets it go ({@link Store#free}).
  */
 public final class ExtentLedger {
     private final Store store;
     private final int blockTokens;
     private final LayerState[] layers;
     private final List<long[]> superseded = new ArrayList<>();
-
-    /**
-     * The ledger of a sequence of {@code layers} layers whose last commit is {@code last}, or of a
-     * new, empty one when {@code last} is null.
-     */
-    public static ExtentLedger of(Store store, int layers, int blockTokens, Manifest last, boolean writable) {
-        return last == null ? new ExtentLedger(store, layers, blockTokens) : new ExtentLedger(store, last, writable);
-    }
 
     /** The ledger of a new, empty sequence. */
     public ExtentLedger(Store store, int layerCount, int blockTokens) {

@@ -289,7 +289,7 @@ public final class SequenceReader {
         int align = alignment;
         if (clusterScheduler == null) {
             clusterScheduler = new BucketScheduler(store.devices().size(), entry, Math.max(1, (256 << 10) / entry),
-                    BucketScheduler.Mode.SWARM);
+                    BucketScheduler.Mode.BALANCED);
         }
         BucketScheduler sched = clusterScheduler;
         sched.plan(tokens, u, cl, null);
@@ -502,7 +502,8 @@ public final class SequenceReader {
     }
 
     private int blockChecksum(BlockTable t, int layer, int b, DramSlot slot) {
-        return verifier.compute(EntryChecksum.Kind.BLOCK, layer, b * blockTokens,
+        // A shared (forked) block verifies with its writer's identity, the sequence's own with its own.
+        return verifier.compute(t.checksum(b, checksum), EntryChecksum.Kind.BLOCK, layer, b * blockTokens,
                 slot.segment().asSlice(0, t.length(b)).asByteBuffer());
     }
 

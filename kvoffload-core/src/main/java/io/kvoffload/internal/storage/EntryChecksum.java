@@ -18,10 +18,11 @@ import java.util.zip.CRC32C;
  * <p>The seed is 16 bytes fed before the data: the sequence's 64-bit hash (the first 8 bytes of
  * SHA-256 of its UTF-8 id, computed once per sequence, so it is the same after a restart), then
  * {@code kind << 24 | layer}, then the position, all big-endian. The position is a block's first
- * token, a cluster entry's token, or a group's first token. The sequence id is the right identity
- * because extents are never shared between sequences: prefix reuse hands out the sequence that
- * holds the prefix, which is read with its own id, and no code path copies or renames extents from
- * one sequence to another (one that did would have to re-checksum them).
+ * token, a cluster entry's token, or a group's first token. The identity is the sequence that
+ * <em>wrote</em> the record: a {@linkplain io.kvoffload.KvEngine#fork fork} shares its source's
+ * block extents without rewriting them, so its manifest records, per shared block, the writer's
+ * identity ({@link BlockTable#checksum}), and everything the fork writes itself is seeded with its
+ * own id. No code path renames extents from one sequence to another.
  *
  * <p>{@link #UNSALTED} is the plain CRC32C of the data, what manifests before format version 5
  * recorded; a sequence committed in an old version keeps it for everything it writes later, so its
@@ -74,6 +75,16 @@ public final class EntryChecksum {
         }
     }
 
+    /** The identity whose 64-bit sequence hash is {@code hash} (as a manifest records a shared block's writer). */
+    static EntryChecksum ofHash(long hash) {
+        return new EntryChecksum(hash, true);
+    }
+
+    /** The 64-bit hash of the identity (0 for {@link #UNSALTED}). */
+    long hash() {
+        return sequenceHash;
+    }
+
     /** Whether the identity is part of the checksum (false only for {@link #UNSALTED}). */
     public boolean salted() {
         return salted;
@@ -102,6 +113,16 @@ public final class EntryChecksum {
         crc.update(v >>> 16);
         crc.update(v >>> 8);
         crc.update(v);
+    }
+
+    @Override
+    public boolean equals(Object o) {
+        return o instanceof EntryChecksum c && c.salted == salted && c.sequenceHash == sequenceHash;
+    }
+
+    @Override
+    public int hashCode() {
+        return Long.hashCode(sequenceHash) * 31 + (salted ? 1 : 0);
     }
 
     @Override

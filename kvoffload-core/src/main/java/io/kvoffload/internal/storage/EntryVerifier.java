@@ -33,6 +33,14 @@ public final class EntryVerifier {
         return checksum.compute(crc, kind, layer, position, data);
     }
 
+    /**
+     * {@link #compute} with another sequence's identity: a block a fork shares was checksummed by
+     * the sequence that wrote it ({@link BlockTable#checksum}).
+     */
+    public int compute(EntryChecksum writer, EntryChecksum.Kind kind, int layer, int position, ByteBuffer data) {
+        return writer.compute(crc, kind, layer, position, data);
+    }
+
     /** A record verified. */
     public void verified() {
         store.stats().checksumsVerified.increment();

@@ -1,10 +1,9 @@
 package io.kvoffload.internal.storage;
 
-import io.kvoffload.internal.kvswap.LowRankAdapter;
 import io.kvoffload.internal.sched.BucketScheduler;
 
 /**
- * One layer's tokens laid out in KVSwap groups [KVSwap §3.4, Fig. 7]: group {@code g} holds
+ * One layer's tokens laid out in groups of G [KVSwap §3.4, Fig. 7]: group {@code g} holds
  * tokens {@code [g·G, (g+1)·G)} as one region {@code [K of G tokens | V of G tokens]} (each token's
  * K is {@code kvHeads × headDim} elements, head after head), padded to a multiple of the devices'
  * direct-I/O alignment (the group's <em>stride</em>), so a group is one aligned read. Groups go
@@ -14,9 +13,10 @@ import io.kvoffload.internal.sched.BucketScheduler;
  * {@code G × entryBytes} data bytes).
  *
  * <p>Tokens {@code [0, groupedTokens)} live here, a whole number of groups; later tokens of the
- * layer stay in the block layout (and, while decoding, in DRAM: KVSwap's rolling buffer, whose full
- * groups {@link GroupLayoutWriter#append} later adds in new segments, giving a new layout). The
- * layout also holds the layer's low-rank K adapter, which predicts the groups. Immutable; as a
+ * layer stay in the block layout (and, while decoding, in DRAM: the grouping strategy's rolling
+ * buffer, whose full groups {@link GroupLayoutWriter#append} later adds in new segments, giving a
+ * new layout). The layout also holds the strategy's {@link GroupState} (the predictor that chooses
+ * groups), opaque to the store. Immutable; as a
  * {@link BucketScheduler.Replicas} its unit is a group (one copy, {@link #stride()} bytes).
  */
 public final class GroupLayout extends SegmentedLayout implements BucketScheduler.Replicas {
@@ -27,12 +27,12 @@ public final class GroupLayout extends SegmentedLayout implements BucketSchedule
     /** Segment of each group; a segment's groups sit in ascending group order at consecutive strides. */
     final int[] groupSeg;
     final int[] groupCrc;
-    final LowRankAdapter adapter;
+    final GroupState state;
     // Derived.
     private final long[] groupOffset;
 
     GroupLayout(int groupedTokens, int groupSize, int entryBytes, int stride, int[] segDevice, long[] segOffset,
-            int[] segLength, int[] groupSeg, int[] groupCrc, LowRankAdapter adapter) {
+            int[] segLength, int[] groupSeg, int[] groupCrc, GroupState state) {
         super(segDevice, segOffset, segLength);
         if (groupSize < 1 || groupSize > 4096 || groupedTokens < groupSize || groupedTokens % groupSize != 0) {
             throw new IllegalArgumentException("group layout of " + groupedTokens + " tokens in groups of " + groupSize
@@ -50,20 +50,17 @@ public final class GroupLayout extends SegmentedLayout implements BucketSchedule
             throw new IllegalArgumentException("group layout arrays are inconsistent: " + segs + " segments, "
                     + groups + " groups, " + groupSeg.length + " group segments, " + groupCrc.length + " checksums");
         }
-        if (adapter == null) {
-            throw new IllegalArgumentException("group layout needs its low-rank adapter");
+        if (state == null) {
+            throw new IllegalArgumentException("group layout needs its strategy's state");
         }
-        if (entryBytes % (2 * adapter.inputDim()) != 0) {
-            throw new IllegalArgumentException("adapter keys of " + adapter.inputDim() + " elements do not fit entries of "
-                    + entryBytes + " bytes (K and V of kvHeads × headDim elements)");
-        }
+        state.checkEntryBytes(entryBytes);
         this.groupedTokens = groupedTokens;
         this.groupSize = groupSize;
         this.entryBytes = entryBytes;
         this.stride = stride;
         this.groupSeg = groupSeg;
         this.groupCrc = groupCrc;
-        this.adapter = adapter;
+        this.state = state;
         this.groupOffset = new long[groups];
         int[] used = new int[segs];
         for (int g = 0; g < groups; g++) {
@@ -105,9 +102,9 @@ public final class GroupLayout extends SegmentedLayout implements BucketSchedule
         return stride;
     }
 
-    /** The layer's low-rank K adapter (its predictor's projection). */
-    public LowRankAdapter adapter() {
-        return adapter;
+    /** What the grouping strategy keeps with the layout (its predictor). */
+    public GroupState state() {
+        return state;
     }
 
     public int groupDevice(int group) {
@@ -141,12 +138,12 @@ public final class GroupLayout extends SegmentedLayout implements BucketSchedule
 
     /**
      * Whether this layout only appended groups to {@code older} ({@link GroupLayoutWriter#append}):
-     * same G, stride and adapter, and {@code older}'s segments and groups are a prefix of this one's.
+     * same G, stride and state, and {@code older}'s segments and groups are a prefix of this one's.
      * The segments from {@code older.segmentCount()} on are then the appended ones.
      */
     public boolean extendsLayout(GroupLayout older) {
         if (older.groupSize != groupSize || older.stride != stride || older.entryBytes != entryBytes
-                || older.adapter != adapter || older.groupedTokens > groupedTokens
+                || older.state != state || older.groupedTokens > groupedTokens
                 || older.segDevice.length > segDevice.length) {
             return false;
         }
@@ -171,12 +168,12 @@ public final class GroupLayout extends SegmentedLayout implements BucketSchedule
             dev[s] = map[segDevice[s]];
         }
         return new GroupLayout(groupedTokens, groupSize, entryBytes, stride, dev, segOffset, segLength, groupSeg,
-                groupCrc, adapter);
+                groupCrc, state);
     }
 
-    /** DRAM held by this layout's tables and adapter, in bytes. */
+    /** DRAM held by this layout's tables and state, in bytes. */
     public long memoryBytes() {
         return 4L * (segDevice.length + segLength.length + groupSeg.length + groupCrc.length)
-                + 8L * (segOffset.length + groupOffset.length) + adapter.bytes();
+                + 8L * (segOffset.length + groupOffset.length) + state.bytes();
     }
 }

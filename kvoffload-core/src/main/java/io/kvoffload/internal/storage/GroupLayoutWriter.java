@@ -1,7 +1,6 @@
 package io.kvoffload.internal.storage;
 
 import io.kvoffload.KvShape;
-import io.kvoffload.internal.kvswap.LowRankAdapter;
 import io.kvoffload.internal.util.Checks;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -33,7 +32,7 @@ public final class GroupLayoutWriter {
      * @param layer the layer being laid out (part of every group's checksum)
      */
     public static GroupLayout write(Store store, String owner, EntryChecksum checksum, int layer, KvShape shape,
-            int groupSize, int groupedTokens, LowRankAdapter adapter, ClusterLayoutWriter.Source source) {
+            int groupSize, int groupedTokens, GroupState state, ClusterLayoutWriter.Source source) {
         Checks.notNull("checksum", checksum);
         Checks.index("layer", layer, shape.layers());
         Checks.inRange("groupSize", groupSize, 1, 4096);
@@ -53,7 +52,7 @@ public final class GroupLayoutWriter {
         int groups = groupedTokens / groupSize;
         Segments out = new Segments(0, groups, maxSegments(store, groupSize, stride, groups));
         writeRange(store, owner, checksum, layer, shape, groupSize, stride, 0, groups, source, out);
-        return out.layout(groupedTokens, groupSize, entry, stride, adapter);
+        return out.layout(groupedTokens, groupSize, entry, stride, state);
     }
 
     /**
@@ -120,9 +119,9 @@ public final class GroupLayoutWriter {
             groupCrc = new int[end - first];
         }
 
-        GroupLayout layout(int groupedTokens, int groupSize, int entry, int stride, LowRankAdapter adapter) {
+        GroupLayout layout(int groupedTokens, int groupSize, int entry, int stride, GroupState state) {
             return new GroupLayout(groupedTokens, groupSize, entry, stride, Arrays.copyOf(segDevice, segs),
-                    Arrays.copyOf(segOffset, segs), Arrays.copyOf(segLength, segs), groupSeg, groupCrc, adapter);
+                    Arrays.copyOf(segOffset, segs), Arrays.copyOf(segLength, segs), groupSeg, groupCrc, state);
         }
 
         GroupLayout appendTo(GroupLayout old, int groupedTokens) {
@@ -140,7 +139,7 @@ public final class GroupLayoutWriter {
             }
             System.arraycopy(groupCrc, 0, crc, first, groupCrc.length);
             return new GroupLayout(groupedTokens, old.groupSize, old.entryBytes, old.stride, dev, off, len, seg, crc,
-                    old.adapter);
+                    old.state);
         }
     }
 

@@ -6,14 +6,14 @@ import java.io.IOException;
 import java.nio.ByteBuffer;
 
 /**
- * A layer's group layout in a manifest (KVSwap's groups of G tokens stored {@code [K of G | V of G]}),
+ * A layer's group layout in a manifest (groups of G tokens stored {@code [K of G | V of G]}),
  * section {@value #NAME}, version 1:
  *
  * <pre>
  * u32 groupedTokens, u32 groupSize, u32 stride,
  * u32 nSegments, then per segment: u16 device, i64 offset, u32 length;
  * u32 nGroups (= groupedTokens / groupSize), then per group: u32 segment, i32 crc32c;
- * u32 adapterBytes, the low-rank adapter in its own checksummed form (LowRankAdapter.encode)
+ * u32 stateBytes, the grouping strategy's {@link GroupState} in its own checksummed form
  * </pre>
  */
 final class GroupSection {
@@ -37,7 +37,7 @@ final class GroupSection {
             out.writeInt(g.groupSeg[k]);
             out.writeInt(g.groupCrc[k]);
         }
-        byte[] a = g.adapter.encode();
+        byte[] a = g.state.encode();
         out.writeInt(a.length);
         out.write(a);
     }
@@ -95,19 +95,16 @@ final class GroupSection {
         int adapterBytes = ManifestCodec.count(buf, "adapter bytes", 1);
         byte[] a = new byte[adapterBytes];
         buf.get(a);
-        io.kvoffload.internal.kvswap.LowRankAdapter adapter;
+        GroupState.Codec codec = GroupState.codec();
+        GroupState state;
         try {
-            adapter = io.kvoffload.internal.kvswap.LowRankAdapter.decode(a);
+            state = codec.decode(a, shape);
         } catch (IllegalArgumentException e) {
-            throw new IllegalArgumentException(where + "adapter: " + e.getMessage(), e);
-        }
-        if (adapter.kvHeads() != shape.kvHeads() || adapter.headDim() != shape.headDim()) {
-            throw new IllegalArgumentException(where + "adapter is for kvHeads " + adapter.kvHeads() + " × headDim "
-                    + adapter.headDim() + "; allowed: the shape's " + shape.kvHeads() + " × " + shape.headDim());
+            throw new IllegalArgumentException(where + codec.name() + ": " + e.getMessage(), e);
         }
         try {
             return new GroupLayout(groupedTokens, groupSize, shape.entryBytes(), stride, segDevice, segOffset,
-                    segLength, groupSeg, groupCrc, adapter);
+                    segLength, groupSeg, groupCrc, state);
         } catch (IllegalArgumentException e) {
             throw new IllegalArgumentException(where + e.getMessage(), e);
         }

@@ -14,7 +14,9 @@ import java.util.List;
  * @param deviceUuids the devices the extents refer to, by manifest-local index
  * @param tokenIds the sequence's token ids (every layer holds KV for all of them)
  * @param layers per layer, the block table (device = manifest-local device index); a block whose
- *     tokens all live in the layer's cluster layout has no extent
+ *     tokens all live in the layer's cluster layout has no extent; a block a fork shares with the
+ *     sequence it was forked from is marked shared, with its writer's checksum identity
+ *     ({@link BlockTable#shared}, format version 7)
  * @param clusters per layer, the cluster layout, or null where the layer has none
  * @param groups per layer, the KVSwap group layout (with its adapter), or null where the layer has
  *     none; a layer has at most one of a cluster and a group layout

@@ -13,7 +13,7 @@ import java.util.List;
 import java.util.zip.CRC32C;
 
 /**
- * Binary manifest format (big-endian), version 6 (versions 2 to 5 are still read):
+ * Binary manifest format (big-endian), version 7 (versions 2 to 6 are still read):
  *
  * <pre>
  * "KVOM" u32 version
@@ -21,6 +21,9 @@ import java.util.zip.CRC32C;
  * u32 nDevices, str uuid × nDevices
  * u32 nTokens, i32 token × nTokens
  * per layer: u32 nBlocks, then per block: u16 device (0xFFFF: no extent), i64 offset, u32 length, i32 crc32c
+ *   (version 7) then u8 origin: 0 this sequence's own block; 1 shared, written by the sequence whose
+ *   64-bit hash follows as i64 (its checksum seed, {@link EntryChecksum}); 2 shared, written with plain
+ *   CRC32C (a sequence from before version 5)
  * (version 6) per layer: u8 nSections, then per section: str name, u16 sectionVersion, u32 nBytes, body
  *   — one section per strategy layout the layer has: {@link ClusterSection} ("clusters", versions 2..3)
  *   or {@link GroupSection} ("groups", version 1); each layout's format evolves on its own version,
@@ -31,6 +34,10 @@ import java.util.zip.CRC32C;
  * i32 CRC32C of everything above
  * </pre>
  *
+ * Version 7 records which blocks a {@linkplain io.kvoffload.KvEngine#fork fork} shares with the
+ * sequence it was forked from, and whose identity seeds their checksums; recovery counts the
+ * manifests naming each shared extent. Only a manifest with a shared block is written as version 7,
+ * so a store with no forks stays readable by builds that read up to version 6.
  * Version 6 has the bodies of version 5 wrapped in named, versioned, length-prefixed sections.
  * Version 5 has the bytes of version 4; what changed is the meaning of every block, entry and group
  * checksum: it is seeded with the record's identity (sequence, layer, kind, token position; see
@@ -48,7 +55,13 @@ import java.util.zip.CRC32C;
 public final class ManifestCodec {
     private static final int MAGIC = 0x4B564F4D; // "KVOM"
     private static final int NO_EXTENT = 0xFFFF;
-    public static final int VERSION = 6;
+    public static final int VERSION = 7;
+    /** The first version that records shared blocks ({@link BlockTable#shared}). */
+    public static final int SHARED_BLOCKS_VERSION = 7;
+    /** Origin tags of a block (version 7). */
+    private static final int OWN = 0;
+    private static final int SHARED_SALTED = 1;
+    private static final int SHARED_PLAIN = 2;
     /** The first version whose checksums are identity-seeded ({@link EntryChecksum}). */
     public static final int IDENTITY_CHECKSUMS_VERSION = 5;
     /** The newest version with plain CRC32Cs: what a sequence first committed before version 5 is written as. */
@@ -58,9 +71,22 @@ public final class ManifestCodec {
 
     private ManifestCodec() {}
 
-    /** Encodes in {@link #VERSION}, or in {@link #UNSALTED_VERSION} for a manifest with plain checksums. */
+    /**
+     * Encodes in {@link #VERSION} when a block is shared, else in version 6, or in {@link
+     * #UNSALTED_VERSION} for a manifest with plain checksums.
+     */
     public static byte[] encode(Manifest m) {
-        return encode(m, m.identityChecksums() ? VERSION : UNSALTED_VERSION);
+        return encode(m, !m.identityChecksums() ? UNSALTED_VERSION
+                : hasShared(m) ? SHARED_BLOCKS_VERSION : SHARED_BLOCKS_VERSION - 1);
+    }
+
+    private static boolean hasShared(Manifest m) {
+        for (BlockTable t : m.layers()) {
+            if (t.anyShared()) {
+                return true;
+            }
+        }
+        return false;
     }
 
     /**
@@ -78,6 +104,10 @@ public final class ManifestCodec {
                     + (m.identityChecksums() ? "identity-seeded" : "plain") + " checksums; allowed: "
                     + (m.identityChecksums() ? IDENTITY_CHECKSUMS_VERSION + ".." + VERSION
                             : MIN_VERSION + ".." + UNSALTED_VERSION));
+        }
+        if (version < SHARED_BLOCKS_VERSION && hasShared(m)) {
+            throw new IllegalArgumentException("version = " + version + " cannot record shared (forked) blocks;"
+                    + " allowed: " + SHARED_BLOCKS_VERSION + ".." + VERSION);
         }
         try {
             ByteArrayOutputStream bytes = new ByteArrayOutputStream(
@@ -108,6 +138,9 @@ public final class ManifestCodec {
                     out.writeLong(t.offset(b));
                     out.writeInt(t.length(b));
                     out.writeInt(t.crc(b));
+                    if (version >= SHARED_BLOCKS_VERSION) {
+                        writeOrigin(out, t, b);
+                    }
                 }
             }
             if (version >= 6) {
@@ -128,6 +161,32 @@ public final class ManifestCodec {
         } catch (IOException e) {
             throw new IllegalStateException("in-memory write failed", e);
         }
+    }
+
+    private static void writeOrigin(DataOutputStream out, BlockTable t, int b) throws IOException {
+        if (!t.shared(b)) {
+            out.writeByte(OWN);
+            return;
+        }
+        EntryChecksum c = t.checksum(b, null);
+        if (c.salted()) {
+            out.writeByte(SHARED_SALTED);
+            out.writeLong(c.hash());
+        } else {
+            out.writeByte(SHARED_PLAIN);
+        }
+    }
+
+    /** Version 7: a block's origin tag (and writer hash); null for the sequence's own block. */
+    private static EntryChecksum readOrigin(ByteBuffer buf, int l, int b) {
+        int tag = buf.get() & 0xFF;
+        return switch (tag) {
+            case OWN -> null;
+            case SHARED_SALTED -> EntryChecksum.ofHash(buf.getLong());
+            case SHARED_PLAIN -> EntryChecksum.UNSALTED;
+            default -> throw new IllegalArgumentException("manifest layer " + l + " block " + b + " has origin " + tag
+                    + "; allowed: " + OWN + ", " + SHARED_SALTED + " or " + SHARED_PLAIN);
+        };
     }
 
     /** Version 6: each layout of the layer as a named, versioned, length-prefixed section. */
@@ -249,7 +308,12 @@ public final class ManifestCodec {
                     long off = buf.getLong();
                     int len = buf.getInt();
                     int c = buf.getInt();
+                    EntryChecksum origin = version >= SHARED_BLOCKS_VERSION ? readOrigin(buf, l, b) : null;
                     if (dev == NO_EXTENT) {
+                        if (origin != null) {
+                            throw new IllegalArgumentException("manifest layer " + l + " block " + b
+                                    + " has no extent but is marked shared");
+                        }
                         t.ensureBlocks(b + 1);
                         continue;
                     }
@@ -257,7 +321,11 @@ public final class ManifestCodec {
                         throw new IllegalArgumentException("manifest layer " + l + " block " + b + " names device "
                                 + dev + "; the manifest lists " + nDev);
                     }
-                    t.set(b, dev, off, len, c, true);
+                    if (origin != null) {
+                        t.setShared(b, dev, off, len, c, true, origin);
+                    } else {
+                        t.set(b, dev, off, len, c, true);
+                    }
                 }
                 tables[l] = t;
             }

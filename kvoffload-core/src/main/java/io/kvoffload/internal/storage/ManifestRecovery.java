@@ -4,6 +4,8 @@ import io.kvoffload.KvConfig;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.HashMap;
+import java.util.HashSet;
+import java.util.Set;
 import java.util.List;
 import java.util.Map;
 import org.slf4j.Logger;
@@ -24,11 +26,18 @@ final class ManifestRecovery {
     private final List<String> deviceUuids;
     private final SequenceCatalog catalog;
     private final ManifestStore manifests;
+    private final SharedExtents shared;
+    /**
+     * Extents marked so far, {@code device << 48 | offset} → {length, manifests naming it as their
+     * own}: a second manifest may name an extent only as a shared (forked) block, and no two as their own.
+     */
+    private final Map<Long, long[]> claims = new HashMap<>();
     /** What {@link #load} found that degrades the store without failing the open (reported once it is open). */
     final List<io.kvoffload.KvDegradation> found = new ArrayList<>();
 
     ManifestRecovery(KvConfig config, DeviceSet deviceSet, StoreRecord record, List<DevicePool> devices,
-            List<String> deviceUuids, SequenceCatalog catalog, ManifestStore manifests) {
+            List<String> deviceUuids, SequenceCatalog catalog, ManifestStore manifests, SharedExtents shared) {
+        this.shared = shared;
         this.config = config;
         this.deviceSet = deviceSet;
         this.record = record;
@@ -163,18 +172,29 @@ final class ManifestRecovery {
         } else {
             local = m;
         }
+        Set<Long> sharedHere = new HashSet<>();
+        for (BlockTable t : local.layers()) {
+            for (int b = 0; b < t.size(); b++) {
+                if (t.shared(b)) {
+                    int dev = local == m ? map[t.device(b)] : t.device(b);
+                    if (dev >= 0) {
+                        sharedHere.add(key(dev, t.offset(b)));
+                    }
+                }
+            }
+        }
         List<long[]> marked = new ArrayList<>();
         try {
             local.forEachExtent((d, off, len) -> {
                 int dev = local == m ? map[d] : d;
                 if (dev >= 0) {
-                    devices.get(dev).allocator().markUsed(off, len);
+                    claim(dev, off, len, sharedHere.contains(key(dev, off)));
                     marked.add(new long[] {dev, off, len});
                 }
             });
         } catch (IllegalStateException | IllegalArgumentException e) {
             for (long[] x : marked) {
-                devices.get((int) x[0]).allocator().free(x[1], x[2]);
+                unclaim((int) x[0], x[1], x[2], !sharedHere.contains(key((int) x[0], x[1])));
             }
             return e.getMessage();
         }
@@ -188,6 +208,47 @@ final class ManifestRecovery {
             catalog.put(local, 0, false);
         }
         return null;
+    }
+
+    private static long key(int device, long offset) {
+        return ((long) device << 48) | offset;
+    }
+
+    /**
+     * Marks an extent a manifest names: used, the first time; one more holder when it was marked
+     * before and either naming is a shared block of the same length.
+     *
+     * @throws IllegalStateException if the extent overlaps another, or two manifests name it as their own
+     */
+    private void claim(int dev, long off, long len, boolean sharedBlock) {
+        long k = key(dev, off);
+        long[] c = claims.get(k);
+        if (c == null) {
+            devices.get(dev).allocator().markUsed(off, len);
+            claims.put(k, new long[] {len, sharedBlock ? 0 : 1});
+            return;
+        }
+        if (c[0] != len || (!sharedBlock && c[1] > 0)) {
+            throw new IllegalStateException("extent [" + off + ", " + (off + len) + ") of device " + dev
+                    + " is already in use" + (c[0] == len ? " by another sequence's own block" : ""));
+        }
+        shared.share(dev, off);
+        if (!sharedBlock) {
+            c[1]++;
+        }
+    }
+
+    /** Undoes {@link #claim} (a copy that cannot be used after all). */
+    private void unclaim(int dev, long off, long len, boolean own) {
+        long k = key(dev, off);
+        long[] c = claims.get(k);
+        if (own) {
+            c[1]--;
+        }
+        if (shared.release(dev, off)) {
+            devices.get(dev).allocator().free(off, len);
+            claims.remove(k);
+        }
     }
 
     /**

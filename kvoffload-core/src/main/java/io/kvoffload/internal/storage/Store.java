@@ -56,6 +56,8 @@ public final class Store implements AutoCloseable {
     private final List<String> deviceUuids;
     private final ManifestStore manifests;
     private final SequenceCatalog catalog = new SequenceCatalog();
+    /** Holders of the extents forks share; every free of an extent goes through it. */
+    private final SharedExtents shared = new SharedExtents();
     private Quarantine quarantine;
     private StoreRecord record;
     private IoBackend backend;
@@ -97,7 +99,7 @@ public final class Store implements AutoCloseable {
             this.manifests = new ManifestStore(readDirs, manifestWriteDirs(), modes);
             manifests.removeLeftovers();
             ManifestRecovery recovery = new ManifestRecovery(config, deviceSet, record, devices, deviceUuids, catalog,
-                    manifests);
+                    manifests, shared);
             this.quarantine = recovery.load();
             for (DeviceSet.Unavailable u : deviceSet.unavailable()) {
                 degradations.report(new KvDegradation(KvDegradation.Kind.DEVICE_UNAVAILABLE, null, -1,
@@ -414,8 +416,24 @@ public final class Store implements AutoCloseable {
         return ((long) device << 48) | offset;
     }
 
+    /**
+     * One holder lets the extent go: its space returns to the allocator when that was the last one
+     * (an extent a fork shares stays until every sequence naming it has let it go).
+     */
     public synchronized void free(int device, long offset, long length) {
-        devices.get(device).allocator().free(offset, length);
+        if (shared.release(device, offset)) {
+            devices.get(device).allocator().free(offset, length);
+        }
+    }
+
+    /** One more holder of the extent at {@code offset} of {@code device} (a fork sharing its source's block). */
+    public synchronized void share(int device, long offset) {
+        shared.share(device, offset);
+    }
+
+    /** How many sequences (committed, or forks being written) hold the extent; 1 for one not shared. */
+    public synchronized int extentHolders(int device, long offset) {
+        return shared.holders(device, offset);
     }
 
     private void evict(SequenceCatalog.Entry victim) {
@@ -519,11 +537,11 @@ public final class Store implements AutoCloseable {
     private void freeAll(SequenceCatalog.Entry e) {
         if (e.unavailable() != null) {
             for (long[] x : e.reserved()) {
-                devices.get((int) x[0]).allocator().free(x[1], x[2]);
+                free((int) x[0], x[1], x[2]);
             }
             return;
         }
-        e.manifest().forEachExtent((d, off, len) -> devices.get(d).allocator().free(off, len));
+        e.manifest().forEachExtent(this::free);
     }
 
     /**
@@ -554,7 +572,7 @@ public final class Store implements AutoCloseable {
             SequenceCatalog.Entry e = catalog.get(m.id());
             catalog.put(m, e != null ? e.refs() : 1, e == null || e.heldByWriter());
             for (long[] x : superseded) {
-                devices.get((int) x[0]).allocator().free(x[1], x[2]);
+                free((int) x[0], x[1], x[2]);
             }
         }
     }

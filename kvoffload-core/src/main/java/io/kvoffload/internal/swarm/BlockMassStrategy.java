@@ -1,6 +1,6 @@
 package io.kvoffload.internal.swarm;
 
-import io.kvoffload.internal.baseline.PartialTopK;
+import io.kvoffload.internal.util.PartialTopK;
 import io.kvoffload.internal.swarm.BlockMassIndex.Combination;
 import io.kvoffload.internal.swarm.BlockMassIndex.Scoring;
 import io.kvoffload.internal.util.Checks;

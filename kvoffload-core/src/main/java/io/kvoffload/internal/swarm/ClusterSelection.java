@@ -29,6 +29,14 @@ public final class ClusterSelection {
     private float[] work = new float[0]; // quickselect reorders a copy of the scores
     private long[] keys = new long[0];   // candidates: descending score, then ascending id, as one long
     private long selectedTokens;
+    // the walk (begin/next): the ranked prefix so far and where the caller is in it
+    private int[] ranked = new int[0];
+    private float[] walkScores;
+    private int[] walkSizes;
+    private int walkClusters;
+    private int rankedCount;
+    private int used;
+    private long want;
 
     /**
      * @param initialClusters clusters the working arrays are sized for, 0..2^31−9; larger calls grow them
@@ -115,6 +123,46 @@ public final class ClusterSelection {
             }
             k = Math.min(clusters, 2 * k); // the best clusters were small: widen the prefix
         }
+    }
+
+    /**
+     * Starts a step's walk over the clusters best first ({@link #next}), for a caller that still
+     * misses {@code missing} distinct tokens. The walk ranks only a prefix ({@link #select} with the
+     * missing tokens as budget) and ranks further, asking for twice as many tokens plus 16 each time,
+     * when the caller takes every ranked cluster and still misses tokens: replicas and rows already
+     * resident make clusters add fewer new tokens than their size. Both Swarm's decoder layer and the
+     * in-memory {@link SwarmSelector} walk clusters this way ({@code missing} below 1 counts as 1).
+     * Arguments as {@link #select}'s; the
+     * arrays are read, not copied, until the walk ends.
+     */
+    public void begin(float[] scores, int[] sizes, int clusters, long missing) {
+        Checks.notNull("scores", scores);
+        Checks.notNull("sizes", sizes);
+        Checks.inRange("clusters", clusters, 0, Math.min(scores.length, sizes.length));
+        if (ranked.length < clusters) {
+            ranked = new int[clusters];
+        }
+        walkScores = scores;
+        walkSizes = sizes;
+        walkClusters = clusters;
+        want = Math.max(1, missing); // a caller that walks wants at least one cluster
+        rankedCount = 0;
+        used = 0;
+    }
+
+    /** The walk's next cluster in descending score order, or −1 once every cluster was taken. */
+    public int next() {
+        // Rank further until the prefix grows: a large best cluster may cover a doubled request alone,
+        // and stopping then would leave the caller's budget unfilled. `want` grows past the clusters'
+        // total, where select takes them all, so this ends.
+        while (used == rankedCount) {
+            if (rankedCount == walkClusters) {
+                return -1;
+            }
+            rankedCount = select(walkScores, walkSizes, walkClusters, (int) Math.min(Integer.MAX_VALUE, want), ranked);
+            want = Math.min(Integer.MAX_VALUE, want * 2 + 16);
+        }
+        return ranked[used++];
     }
 
     /**

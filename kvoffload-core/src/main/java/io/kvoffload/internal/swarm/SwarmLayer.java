@@ -25,7 +25,7 @@ import java.util.Arrays;
  */
 public final class SwarmLayer extends EntryLayer {
     /** Cost-effectiveness constants (Eq. 6): a 4 KiB random read's fixed cost vs its transfer, in ns. */
-    private static final CostEffectiveness SCORE = CostEffectiveness.swarm(80_000, 2_000);
+    private static final CostEffectiveness SCORE = CostEffectiveness.savedIoPerEntry(80_000, 2_000);
 
     private final KvShape shape;
     private final boolean lru;
@@ -44,7 +44,6 @@ public final class SwarmLayer extends EntryLayer {
 
     // The step in flight (one per layer).
     private int[] activated = new int[256];
-    private int[] ranked = new int[256];
     private int activatedSize;
     /** Score of the last cluster selected: window tokens scoring at least this count as activated (Eq. 9). */
     private float lastScore;
@@ -207,26 +206,13 @@ public final class SwarmLayer extends EntryLayer {
         int clusters = clusterSize.length;
         if (activated.length < clusters) {
             activated = new int[clusters];
-            ranked = new int[clusters];
         }
-        // Ranked clusters by score until the budget of distinct tokens is filled: ask for what is
-        // missing, and for more when replicas and the window make clusters add fewer new tokens.
-        long want = budget - rows;
-        int rankedCount = 0;
-        int used = 0;
+        selection.begin(scores, clusterSize, clusters, budget - rows);
         while (rows < budget) {
-            if (used == rankedCount) {
-                if (rankedCount == clusters) {
-                    break;
-                }
-                rankedCount = selection.select(scores, clusterSize, clusters, (int) Math.min(Integer.MAX_VALUE, want),
-                        ranked);
-                want = want * 2 + 16;
-                if (used == rankedCount) {
-                    break;
-                }
+            int c = selection.next();
+            if (c < 0) {
+                break;
             }
-            int c = ranked[used++];
             activated[activatedSize++] = c;
             lastScore = scores[c];
             int from = cl.firstEntry(c);

@@ -4,8 +4,8 @@ import io.kvoffload.KvSequence;
 import io.kvoffload.KvShape;
 import io.kvoffload.internal.sequence.SequenceHooks;
 import io.kvoffload.internal.sequence.SequenceLayerKv;
+import io.kvoffload.internal.sequence.UnitLayouts;
 import io.kvoffload.internal.storage.ClusterLayout;
-import io.kvoffload.internal.storage.ClusterLayoutWriter;
 import io.kvoffload.internal.storage.ClusterPlan;
 import io.kvoffload.internal.util.Checks;
 import io.kvoffload.strategy.swarm.ClusterOptions;
@@ -104,23 +104,11 @@ public final class SwarmLayouts implements AutoCloseable {
     }
 
     /**
-     * Lays tokens {@code [0, plan.clusteredTokens())} of {@code layer} out by cluster [Swarm §5.2]:
-     * each cluster's share of each device becomes one extent, replicas are physical copies, every
-     * entry gets a checksum. The layer's block extents the clusters now cover are released after
-     * the next commit (until then the previous commit still names them).
+     * Lays tokens {@code [0, plan.clusteredTokens())} of {@code layer} out by cluster [Swarm §5.2]
+     * through the generic unit layout ({@link UnitLayouts#install}).
      */
     public void apply(int layer, ClusterPlan plan) {
-        hooks.exclusive(() -> {
-            hooks.checkWritable();
-            Checks.index("layer", layer, shape.layers());
-            Checks.inRange("plan.clusteredTokens()", plan.clusteredTokens(), 1, hooks.ledger().layer(layer).tokens());
-            hooks.flushWrites();
-            ClusterLayout layout = ClusterLayoutWriter.write(hooks.store(), sequence.id(), hooks.checksum(), layer,
-                    shape, plan, (positions, k, v) -> sequence.read(layer, positions, k, v));
-            hooks.ledger().installClusters(layer, layout);
-            hooks.changed();
-            return null;
-        });
+        UnitLayouts.install(hooks, layer, plan);
     }
 
     /**

@@ -5,6 +5,7 @@ import io.kvoffload.internal.storage.ClusterLayout;
 import io.kvoffload.internal.storage.ClusterPlan;
 import io.kvoffload.internal.storage.ReplicaSpread;
 import io.kvoffload.internal.sequence.SequenceLayerKv;
+import io.kvoffload.internal.sequence.UnitLayouts;
 import java.util.BitSet;
 import java.util.List;
 
@@ -96,54 +97,15 @@ final class SwarmOfflinePhase {
      * argument; τ is reported as {@code options.radius()}.
      */
     static Clustering fromClusters(int tokens, int[][] clusters, ClusterOptions options) {
-        if (tokens < 1) {
-            throw new IllegalStateException("the layer holds no tokens; append its KV before clustering it");
-        }
-        if (clusters.length < 1 || clusters.length > (1 << 30)) {
-            throw new IllegalArgumentException("clusters.length = " + clusters.length + " is out of range; allowed: 1.."
-                    + (1 << 30));
-        }
-        long total = 0;
-        for (int c = 0; c < clusters.length; c++) {
-            if (clusters[c] == null || clusters[c].length == 0) {
-                throw new IllegalArgumentException("clusters[" + c + "] is " + (clusters[c] == null ? "null" : "empty")
-                        + "; allowed: at least one position");
-            }
-            total += clusters[c].length;
-        }
-        if (total > Integer.MAX_VALUE - 8) {
-            throw new IllegalArgumentException("clusters hold " + total + " members; allowed: at most "
-                    + (Integer.MAX_VALUE - 8));
-        }
+        int[] members = new int[UnitLayouts.checkUnits("clusters", tokens, clusters)];
         int[] offsets = new int[clusters.length + 1];
-        int[] members = new int[(int) total];
         int[] medoids = new int[clusters.length];
-        BitSet covered = new BitSet(tokens);
-        int[] lastCluster = new int[tokens];
-        java.util.Arrays.fill(lastCluster, -1);
         int k = 0;
         for (int c = 0; c < clusters.length; c++) {
-            for (int j = 0; j < clusters[c].length; j++) {
-                int p = clusters[c][j];
-                if (p < 0 || p >= tokens) {
-                    throw new IllegalArgumentException("clusters[" + c + "][" + j + "] = " + p + " is out of range;"
-                            + " allowed: 0.." + (tokens - 1) + " (the layer holds " + tokens + " tokens)");
-                }
-                if (lastCluster[p] == c) {
-                    throw new IllegalArgumentException("clusters[" + c + "][" + j + "] = " + p + " repeats a member of"
-                            + " cluster " + c + "; allowed: distinct positions within a cluster");
-                }
-                lastCluster[p] = c;
-                covered.set(p);
-                members[k++] = p;
-            }
+            System.arraycopy(clusters[c], 0, members, k, clusters[c].length);
+            k += clusters[c].length;
             medoids[c] = clusters[c][0];
             offsets[c + 1] = k;
-        }
-        int missing = covered.nextClearBit(0);
-        if (missing < tokens) {
-            throw new IllegalArgumentException("position " + missing + " is in no cluster; allowed: clusters that"
-                    + " together cover every position 0.." + (tokens - 1));
         }
         return Clustering.restore(tokens, offsets, members, medoids, clusters.length, options.radius());
     }

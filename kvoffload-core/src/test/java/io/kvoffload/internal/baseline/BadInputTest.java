@@ -1,5 +1,6 @@
 package io.kvoffload.internal.baseline;
 
+import io.kvoffload.internal.swarm.SwarmSelector;
 import static io.kvoffload.internal.baseline.Layers.assertMessage;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 

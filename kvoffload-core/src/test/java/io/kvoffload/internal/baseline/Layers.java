@@ -1,5 +1,6 @@
 package io.kvoffload.internal.baseline;
 
+import io.kvoffload.internal.swarm.SwarmSelector;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -12,7 +13,7 @@ import java.util.List;
 import java.util.SplittableRandom;
 
 /** Test layers and every selector built the same way on one of them. */
-final class Layers {
+public final class Layers {
     private Layers() {}
 
     /**
@@ -79,7 +80,7 @@ final class Layers {
     }
 
     /** Asserts that {@code r} throws an IllegalArgumentException whose message holds every part. */
-    static void assertMessage(Runnable r, String... parts) {
+    public static void assertMessage(Runnable r, String... parts) {
         IllegalArgumentException e = assertThrows(IllegalArgumentException.class, r::run);
         for (String s : parts) {
             assertTrue(e.getMessage().contains(s), "message \"" + e.getMessage() + "\" lacks \"" + s + "\"");
@@ -87,7 +88,7 @@ final class Layers {
     }
 
     /** Selects into a fresh array sized by maxSelected and returns the positions. */
-    static int[] select(BaselineSelector s, float[] q, int budget) {
+    public static int[] select(BaselineSelector s, float[] q, int budget) {
         int[] out = new int[s.maxSelected(budget)];
         int n = s.select(q, budget, out);
         return java.util.Arrays.copyOf(out, n);

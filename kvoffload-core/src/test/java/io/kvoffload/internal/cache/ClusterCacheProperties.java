@@ -29,7 +29,7 @@ class ClusterCacheProperties {
         long budget = (long) ENTRY * rnd.nextInt(300);
         ClusterCache cache = lru ? new LruClusterCache(clusters, budget, sizes(entries))
                 : new CostEffectivenessCache(clusters, budget, ENTRY, sizes(entries),
-                        CostEffectiveness.swarm(80_000, 3_000), null);
+                        CostEffectiveness.savedIoPerEntry(80_000, 3_000), null);
         Set<Integer> model = new HashSet<>();
         int[] act = new int[64];
         for (int step = 0; step < 300; step++) {
@@ -58,7 +58,7 @@ class ClusterCacheProperties {
     void frequenciesRiseWhenActivatedAndFallWhenCachedButIdle() {
         int[] entries = {1, 1, 1};
         CostEffectivenessCache c = new CostEffectivenessCache(3, 10L * ENTRY, ENTRY, sizes(entries),
-                CostEffectiveness.swarm(80_000, 3_000), new int[] {5, 0, 0});
+                CostEffectiveness.savedIoPerEntry(80_000, 3_000), new int[] {5, 0, 0});
         c.step(new int[] {0, 0, 1}, 3); // duplicates count once
         assertEquals(6, c.frequency(0));
         assertEquals(1, c.frequency(1));
@@ -80,7 +80,7 @@ class ClusterCacheProperties {
         }
         long budget = 100L * ENTRY;
         ClusterCache ce = new CostEffectivenessCache(entries.length, budget, ENTRY, sizes(entries),
-                CostEffectiveness.swarm(80_000, 3_000), null);
+                CostEffectiveness.savedIoPerEntry(80_000, 3_000), null);
         ClusterCache lru = new LruClusterCache(entries.length, budget, sizes(entries));
         int[] act = new int[hot + 1];
         for (int s = 0; s < steps; s++) {

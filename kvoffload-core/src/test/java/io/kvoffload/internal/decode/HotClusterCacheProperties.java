@@ -32,7 +32,7 @@ class HotClusterCacheProperties {
         try (DramPool dram = new DramPool(4L << 20, 1L << 20);
                 ElasticDramPool pool = new ElasticDramPool(dram, 4L << 20, 64L << 10);
                 HotClusterCache cache = new HotClusterCache(pool, layout, ENTRY, (long) budgetEntries * ENTRY, lru,
-                        CostEffectiveness.swarm(80_000, 2_000))) {
+                        CostEffectiveness.savedIoPerEntry(80_000, 2_000))) {
             // The source writes each token's id into its entry: a slot's content names its token.
             HotClusterCache.TokenSource source = (token, dst, offset) -> {
                 for (int i = 0; i < ENTRY / 4; i++) {
@@ -86,7 +86,7 @@ class HotClusterCacheProperties {
             HotClusterCache[] caches = new HotClusterCache[2];
             for (int k = 0; k < 2; k++) {
                 caches[k] = new HotClusterCache(pool, layouts[k], ENTRY, rnd.nextInt(0, 64) * 4096L, lru,
-                        CostEffectiveness.swarm(80_000, 2_000));
+                        CostEffectiveness.savedIoPerEntry(80_000, 2_000));
             }
             int[] activated = new int[8];
             for (int step = 0; step < 40; step++) {
@@ -158,7 +158,7 @@ class HotClusterCacheProperties {
         try (DramPool dram = new DramPool(8L << 20, 1L << 20);
                 ElasticDramPool pool = new ElasticDramPool(dram, 8L << 20, 64L << 10);
                 HotClusterCache cache = new HotClusterCache(pool, layout, entry, 4L << 20, lru,
-                        CostEffectiveness.swarm(80_000, 2_000))) {
+                        CostEffectiveness.savedIoPerEntry(80_000, 2_000))) {
             int[] activated = new int[8];
             int clusters = layout.clusterCount();
             for (int step = 0; step < 30; step++) {

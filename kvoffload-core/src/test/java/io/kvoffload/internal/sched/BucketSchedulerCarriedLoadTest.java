@@ -28,7 +28,7 @@ class BucketSchedulerCarriedLoadTest {
 
     @Test
     void carriedLoadSteersEntriesToTheLessLoadedDevice() {
-        BucketScheduler s = new BucketScheduler(2, 4096, 1, BucketScheduler.Mode.SWARM);
+        BucketScheduler s = new BucketScheduler(2, 4096, 1, BucketScheduler.Mode.BALANCED);
         int[] entries = {0, 1, 2, 3};
         s.plan(entries, 4, TWO_COPIES, null);
         assertEquals(2, s.bucketSize(0));
@@ -46,7 +46,7 @@ class BucketSchedulerCarriedLoadTest {
 
     @Test
     void carriedLoadNeedsOneCountPerDevice() {
-        BucketScheduler s = new BucketScheduler(2, 4096, 1, BucketScheduler.Mode.SWARM);
+        BucketScheduler s = new BucketScheduler(2, 4096, 1, BucketScheduler.Mode.BALANCED);
         IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> s.carryLoad(new int[3]));
         assertTrue(e.getMessage().contains("load.length = 3"), e.getMessage());
     }

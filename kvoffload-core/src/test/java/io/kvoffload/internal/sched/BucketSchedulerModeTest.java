@@ -10,7 +10,7 @@ class BucketSchedulerModeTest {
     @Test
     void everySchedulingOptionMapsToItsMode() {
         for (DecodeOptions.Scheduling s : DecodeOptions.Scheduling.values()) {
-            assertEquals(s == DecodeOptions.Scheduling.BALANCED ? "SWARM" : s.name(), BucketScheduler.Mode.of(s).name());
+            assertEquals(s.name(), BucketScheduler.Mode.of(s).name());
         }
         assertEquals(DecodeOptions.Scheduling.values().length, BucketScheduler.Mode.values().length);
         BucketScheduler.Mode m = BucketScheduler.Mode.of(DecodeOptions.Scheduling.NO_DEDUP);

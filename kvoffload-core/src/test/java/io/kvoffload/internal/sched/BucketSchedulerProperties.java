@@ -64,7 +64,7 @@ class BucketSchedulerProperties {
         int entries = 1 + rnd.nextInt(2000);
         Layout layout = new Layout(rnd, entries, devices, maxCopies, 0.2);
         int[] selected = clusters(rnd, entries, n);
-        BucketScheduler s = new BucketScheduler(devices, ENTRY, 1 + rnd.nextInt(64), BucketScheduler.Mode.SWARM);
+        BucketScheduler s = new BucketScheduler(devices, ENTRY, 1 + rnd.nextInt(64), BucketScheduler.Mode.BALANCED);
         for (int repeat = 0; repeat < 2; repeat++) { // reuse must not leak state between plans
             s.plan(selected, n, layout, layout);
             Set<Integer> expected = new HashSet<>();
@@ -110,7 +110,7 @@ class BucketSchedulerProperties {
                 layout.offset[e][d] = (long) e * ENTRY;
             }
         }
-        BucketScheduler s = new BucketScheduler(devices, ENTRY, 8, BucketScheduler.Mode.SWARM);
+        BucketScheduler s = new BucketScheduler(devices, ENTRY, 8, BucketScheduler.Mode.BALANCED);
         s.plan(clusters(rnd, entries, n), n, layout, layout);
         int min = Integer.MAX_VALUE;
         int max = 0;
@@ -127,7 +127,7 @@ class BucketSchedulerProperties {
         Random rnd = new Random(seed);
         Layout layout = new Layout(rnd, 1000, devices, 3, 0);
         int[] sel = clusters(rnd, 1000, 600);
-        BucketScheduler s = new BucketScheduler(devices, ENTRY, 4, BucketScheduler.Mode.SWARM);
+        BucketScheduler s = new BucketScheduler(devices, ENTRY, 4, BucketScheduler.Mode.BALANCED);
         s.plan(sel, sel.length, layout, layout);
         int nonEmpty = 0;
         for (int d = 0; d < devices; d++) {
@@ -159,7 +159,7 @@ class BucketSchedulerProperties {
         }
         // Swarm: entry 2 (one copy) first, to device 0; entry 0 to the emptier device 1; entry 1 finds
         // both buckets at 1 and takes the lower device, 0. Entry 0's second mention is merged away.
-        assertEquals(List.of(2, 1, 3), buckets.get(BucketScheduler.Mode.SWARM));
+        assertEquals(List.of(2, 1, 3), buckets.get(BucketScheduler.Mode.BALANCED));
         assertEquals(List.of(3, 0, 3), buckets.get(BucketScheduler.Mode.NO_BALANCE));
         assertEquals(List.of(4, 0, 4), buckets.get(BucketScheduler.Mode.STATIC));
         assertEquals(List.of(2, 2, 4), buckets.get(BucketScheduler.Mode.NO_DEDUP));

@@ -52,7 +52,7 @@ class ManifestCodecTest {
         }
         IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
                 () -> ManifestCodec.encode(sample(), 4));
-        assertEquals("version = 4 cannot record identity-seeded checksums; allowed: 5..6", e.getMessage());
+        assertEquals("version = 4 cannot record identity-seeded checksums; allowed: 5..7", e.getMessage());
         e = assertThrows(IllegalArgumentException.class, () -> ManifestCodec.encode(unsalted(sample()), 5));
         assertEquals("version = 5 cannot record plain checksums; allowed: 2..4", e.getMessage());
     }
@@ -93,6 +93,38 @@ class ManifestCodecTest {
             assertArrayEquals(ManifestCodec.encode(v5, 6), ManifestCodec.encode(v6, 6));
             assertArrayEquals(ManifestCodec.encode(m, 6), ManifestCodec.encode(v6, 6));
         }
+    }
+
+    /**
+     * Version 7 records a fork's shared blocks with their writer's checksum identity; only a
+     * manifest with a shared block is written as 7 (one without stays 6, readable by older builds),
+     * and no older version can hold one.
+     */
+    @Test
+    void sharedBlocksRoundTripInVersionSevenWithTheirWritersIdentity() {
+        Manifest m = sample();
+        EntryChecksum writer = EntryChecksum.forSequence("the-source");
+        m.layers()[0].setShared(0, 0, 0, 4096, 11, true, writer);
+        m.layers()[1].setShared(0, 1, 0, 4096, 13, true, EntryChecksum.UNSALTED);
+        byte[] data = ManifestCodec.encode(m);
+        assertEquals(7, java.nio.ByteBuffer.wrap(data).getInt(4));
+        Manifest d = ManifestCodec.decode(data);
+        EntryChecksum own = d.entryChecksum();
+        assertTrue(d.layers()[0].shared(0));
+        assertEquals(writer, d.layers()[0].checksum(0, own));
+        assertFalse(d.layers()[0].shared(1));
+        assertEquals(own, d.layers()[0].checksum(1, own));
+        assertEquals(EntryChecksum.UNSALTED, d.layers()[1].checksum(0, own));
+        assertArrayEquals(data, ManifestCodec.encode(d), "decode and encode agree");
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> ManifestCodec.encode(m, 6));
+        assertEquals("version = 6 cannot record shared (forked) blocks; allowed: 7..7", e.getMessage());
+        // An unknown origin tag is refused by name.
+        byte[] bad = data.clone();
+        int at = 4 + 4 + 2 + "seq-1".length() + 4 * 4 + 1 + 4 + 4 + 2 * (2 + 2) + 4 + 5 * 4 + 4 + 18;
+        assertEquals(1, bad[at], "layer 0 block 0's origin tag");
+        bad[at] = 9;
+        e = assertThrows(IllegalArgumentException.class, () -> ManifestCodec.decode(withCrc(bad)));
+        assertEquals("manifest layer 0 block 0 has origin 9; allowed: 0, 1 or 2", e.getMessage());
     }
 
     /** Version 6 names and versions each layout section; a reader refuses one it does not know. */

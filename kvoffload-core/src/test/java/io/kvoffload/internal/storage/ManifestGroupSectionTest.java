@@ -54,7 +54,7 @@ class ManifestGroupSectionTest {
         assertEquals(8192 + 1024, g.groupOffset(2), "a segment's groups sit at consecutive strides");
         assertEquals(1, g.groupDevice(3));
         assertEquals(34, g.groupCrc(3));
-        assertArrayEquals(in.groups()[1].adapter().projection(), g.adapter().projection());
+        assertArrayEquals(((LowRankAdapter) in.groups()[1].state()).projection(), ((LowRankAdapter) g.state()).projection());
         assertEquals(8, m.relaidTokens(1));
         long[] sum = {0};
         m.forEachExtent((d, off, len) -> sum[0] += len);

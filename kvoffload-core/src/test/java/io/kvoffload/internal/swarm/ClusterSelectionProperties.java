@@ -41,6 +41,34 @@ class ClusterSelectionProperties {
         return out;
     }
 
+    /**
+     * The walk (begin/next) yields every cluster exactly once in the full order, whatever the caller
+     * first said it misses: asking for more tokens only widens the ranked prefix.
+     */
+    @Property(tries = 300)
+    void walkYieldsTheFullOrderOnce(@ForAll @IntRange(min = 0, max = 2000) int clusters, @ForAll long seed,
+            @ForAll @IntRange(min = 0, max = 5000) int missing) {
+        SplittableRandom r = new SplittableRandom(seed);
+        float[] scores = new float[clusters];
+        int[] sizes = new int[clusters];
+        long total = 0;
+        for (int c = 0; c < clusters; c++) {
+            scores[c] = r.nextInt(8) == 0 ? 0.5f : (float) r.nextGaussian(); // some ties
+            sizes[c] = r.nextInt(1, 40);
+            total += sizes[c];
+        }
+        int[] expected = reference(scores, sizes, clusters, (int) Math.min(Integer.MAX_VALUE, total + 1));
+        shared.begin(scores, sizes, clusters, missing);
+        int[] walked = new int[clusters];
+        int n = 0;
+        for (int c = shared.next(); c >= 0; c = shared.next()) {
+            walked[n++] = c;
+        }
+        assertEquals(clusters, n, "every cluster once");
+        assertArrayEquals(expected, walked);
+        assertEquals(-1, shared.next(), "the walk stays finished");
+    }
+
     @Property(tries = 1000)
     void equalsFullSortThenTake(@ForAll @IntRange(min = 0, max = 3000) int clusters, @ForAll long seed,
             @ForAll @IntRange(min = 0, max = 3) int scoreKind, @ForAll @IntRange(min = 0, max = 2) int sizeKind,

@@ -1,11 +1,6 @@
-package io.kvoffload.internal.baseline;
+package io.kvoffload.internal.swarm;
 
-import io.kvoffload.internal.swarm.Clustering;
-import io.kvoffload.internal.swarm.ClusteringConfig;
-import io.kvoffload.internal.swarm.CoActivationClustering;
-import io.kvoffload.internal.swarm.CoActivationNormaliser;
-import io.kvoffload.internal.swarm.CoActivationProfile;
-import io.kvoffload.internal.swarm.MedoidIndex;
+import io.kvoffload.internal.baseline.BaselineSelector;
 import io.kvoffload.internal.util.Checks;
 import io.kvoffload.strategy.LayerKv;
 import java.lang.foreign.Arena;
@@ -20,7 +15,9 @@ import java.util.List;
  * (a replica) is selected once.
  *
  * <p>Scores come from {@link MedoidIndex#score(float[], float[], float[])}, the index's allocation-free
- * scoring. The clusters are ranked with a heap popped only as far as the budget needs.
+ * scoring; the clusters are walked with {@link ClusterSelection#begin}/{@link ClusterSelection#next},
+ * the same selection code the decoder's {@link SwarmLayer} runs, so the in-memory comparison and
+ * the I/O path choose alike.
  *
  * <p>Index: {@link MedoidIndex#memoryBytes()} (medoid keys and route table); each step reads the
  * medoid keys.
@@ -39,7 +36,8 @@ public final class SwarmSelector implements BaselineSelector {
     private final int maxClusterSize;
     private final float[] summed;
     private final float[] scores;
-    private final ScoreHeap heap;
+    private final int[] sizes;
+    private final ClusterSelection selection;
     private final int[] seen;      // per token: the step that last selected it
     private int epoch;
     private long lastScoredBytes;
@@ -75,7 +73,11 @@ public final class SwarmSelector implements BaselineSelector {
         this.maxClusterSize = most;
         this.summed = new float[kvHeads * headDim];
         this.scores = new float[clustering.clusterCount()];
-        this.heap = new ScoreHeap(clustering.clusterCount());
+        this.sizes = new int[clustering.clusterCount()];
+        for (int c = 0; c < sizes.length; c++) {
+            sizes[c] = clustering.size(c);
+        }
+        this.selection = new ClusterSelection(clustering.clusterCount());
         this.seen = new int[tokens];
     }
 
@@ -126,7 +128,7 @@ public final class SwarmSelector implements BaselineSelector {
 
     @Override
     public int select(float[] query, int budgetTokens, int[] out) {
-        AbstractSelector.checkSelect(this, queryHeads, headDim, query, budgetTokens, out);
+        BaselineSelector.checkSelect(this, queryHeads, headDim, query, budgetTokens, out);
         if (++epoch == Integer.MAX_VALUE) { // stamps wrap after 2^31 steps: start over
             java.util.Arrays.fill(seen, 0);
             epoch = 1;
@@ -146,10 +148,13 @@ public final class SwarmSelector implements BaselineSelector {
         }
         score(query, scores);
         lastScoredBytes = medoidKeyBytes;
-        heap.reset(scores, scores.length);
-        while (n < budgetTokens && !heap.isEmpty()) {
-            int c = heap.poll();
-            int size = clustering.size(c);
+        selection.begin(scores, sizes, scores.length, budgetTokens - n);
+        while (n < budgetTokens) {
+            int c = selection.next();
+            if (c < 0) {
+                break;
+            }
+            int size = sizes[c];
             for (int i = 0; i < size; i++) {
                 int t = clustering.member(c, i);
                 if (seen[t] != epoch) {

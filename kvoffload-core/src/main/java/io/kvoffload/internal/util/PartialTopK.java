@@ -1,12 +1,10 @@
-package io.kvoffload.internal.baseline;
-
-import io.kvoffload.internal.util.Checks;
+package io.kvoffload.internal.util;
 
 /**
  * Exact top-k over a range of a score array without a sort and without allocating: quickselect on a
  * preallocated copy finds the k-th largest score (expected linear time), one pass counts the scores
  * above it and a second writes the winners. Ties at the threshold go to the lower index, like
- * {@link io.kvoffload.internal.util.TopK}. NaN scores rank below everything.
+ * {@link TopK}. NaN scores rank below everything.
  */
 public final class PartialTopK {
     private final float[] scratch;
@@ -28,7 +26,10 @@ public final class PartialTopK {
             return 0;
         }
         if (k >= len) {
-            return AbstractSelector.range(out, outOffset, from, to) - outOffset;
+            for (int t = from; t < to; t++) {
+                out[outOffset + t - from] = t;
+            }
+            return len;
         }
         float threshold = kthLargest(scores, from, to, k);
         int above = 0;
@@ -49,7 +50,7 @@ public final class PartialTopK {
     }
 
     /** The {@code k}-th largest of {@code scores[from, to)} (1-based; NaN counts as −∞). */
-    float kthLargest(float[] scores, int from, int to, int k) {
+    public float kthLargest(float[] scores, int from, int to, int k) {
         int len = to - from;
         if (k < 1 || k > len || len > scratch.length) {
             throw new IllegalArgumentException("k = " + k + " over a range of " + len + " (capacity " + scratch.length
@@ -60,6 +61,6 @@ public final class PartialTopK {
             float s = scores[from + i];
             a[i] = s != s ? Float.NEGATIVE_INFINITY : s;
         }
-        return io.kvoffload.internal.util.TopK.kthLargestInPlace(a, len, k);
+        return TopK.kthLargestInPlace(a, len, k);
     }
 }

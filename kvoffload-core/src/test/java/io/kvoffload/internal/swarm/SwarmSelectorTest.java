@@ -1,15 +1,12 @@
-package io.kvoffload.internal.baseline;
+package io.kvoffload.internal.swarm;
 
+import io.kvoffload.internal.baseline.Layers;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.kvoffload.DType;
 import io.kvoffload.KvShape;
-import io.kvoffload.internal.swarm.ClusterRadius;
-import io.kvoffload.internal.swarm.Clustering;
-import io.kvoffload.internal.swarm.ClusteringConfig;
-import io.kvoffload.internal.swarm.MedoidIndex;
 import io.kvoffload.strategy.DenseLayerKv;
 import io.kvoffload.workload.SyntheticWorkload;
 import io.kvoffload.internal.util.TopK;

@@ -1,4 +1,6 @@
-package io.kvoffload.internal.baseline;
+package io.kvoffload.internal.util;
+
+import io.kvoffload.internal.baseline.Layers;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -41,31 +43,12 @@ class PartialTopKProperties {
         assertArrayEquals(expected, Arrays.copyOfRange(out, 3, 3 + n));
     }
 
-    /** Popping the heap yields the full sort order. */
-    @Property(tries = 300)
-    void heapPollsInSortedOrder(@ForAll @Size(min = 0, max = 300) float[] raw) {
-        float[] s = coarse(raw);
-        ScoreHeap heap = new ScoreHeap(s.length);
-        heap.reset(s, s.length);
-        int[] polled = new int[s.length];
-        for (int i = 0; i < s.length; i++) {
-            polled[i] = heap.poll();
-        }
-        assertEquals(true, heap.isEmpty());
-        assertArrayEquals(ranked(s, 0, s.length), polled);
-    }
-
     @Example
     void nanRanksLowest() {
         float[] s = {Float.NaN, 1f, Float.NaN, -5f};
         int[] out = new int[4];
         assertEquals(2, new PartialTopK(4).top(s, 0, 4, 2, out, 0));
         assertArrayEquals(new int[] {1, 3}, Arrays.copyOf(out, 2));
-        ScoreHeap heap = new ScoreHeap(4);
-        heap.reset(s, 4);
-        assertEquals(1, heap.poll());
-        assertEquals(3, heap.poll());
-        assertEquals(0, heap.poll());
         Layers.assertMessage(() -> new PartialTopK(2).kthLargest(s, 0, 4, 1), "k = 1", "capacity 2");
     }
 }

@@ -1,0 +1,182 @@
+package io.kvoffload.internal.sequence;
+
+import io.kvoffload.KvSequence;
+import io.kvoffload.internal.storage.ClusterLayout;
+import io.kvoffload.internal.storage.ClusterLayoutWriter;
+import io.kvoffload.internal.storage.ClusterPlan;
+import io.kvoffload.internal.util.Checks;
+import java.util.BitSet;
+
+/**
+ * The unit layout every strategy's offline phase writes through: a layer's positions in units
+ * (pages of consecutive positions, clusters, any groups a strategy chooses), each unit's share of
+ * each SSD one extent, every entry with its own checksum, written all or nothing
+ * ({@link ClusterLayoutWriter}, which frees what it allocated on failure). A unit's first position
+ * is its representative. Strategies that choose units themselves ({@link #write}) get the running
+ * round-robin placement: unit {@code u} starts on the device after the one where unit {@code u-1}
+ * ended, so every unit is spread over all SSDs; strategies with their own placement build a
+ * {@link ClusterPlan} and {@link #install} it.
+ */
+public final class UnitLayouts {
+    /** The most units one layer may have. */
+    public static final int MAX_UNITS = 1 << 30;
+
+    private UnitLayouts() {}
+
+    /**
+     * Lays {@code layer} of a writable sequence out as {@code units} with round-robin placement.
+     *
+     * @param units 1..{@value #MAX_UNITS} non-empty units of distinct positions in
+     *     {@code 0..tokenCount(layer)-1}, together covering every one of them
+     * @throws IllegalArgumentException if the layer holds no tokens or {@code units} is not as allowed
+     */
+    public static void write(KvSequence sequence, int layer, int[][] units) {
+        SequenceHooks hooks = SequenceAccess.of(sequence);
+        hooks.checkOpen();
+        hooks.exclusive(() -> {
+            hooks.checkWritable();
+            Checks.index("layer", layer, sequence.shape().layers());
+            Checks.notNull("units", units);
+            int tokens = hooks.ledger().layer(layer).tokens();
+            if (tokens == 0) {
+                throw new IllegalArgumentException("layer " + layer + " of sequence " + sequence.id()
+                        + " holds no tokens; append its KV before laying it out");
+            }
+            checkUnits("units", tokens, units);
+            install(hooks, layer, roundRobin(units, hooks.store().devices().size()));
+            return null;
+        });
+    }
+
+    /**
+     * Checks that {@code units} are 1..{@value #MAX_UNITS} non-empty units of distinct positions in
+     * {@code 0..tokens-1} that together cover every position (a position may be in several units: a
+     * replica, stored once per unit); messages name the argument as {@code name}.
+     *
+     * @return the members of all units together
+     */
+    public static int checkUnits(String name, int tokens, int[][] units) {
+        if (tokens < 1) {
+            throw new IllegalStateException("the layer holds no tokens; append its KV before laying it out");
+        }
+        if (units.length < 1 || units.length > MAX_UNITS) {
+            throw new IllegalArgumentException(name + ".length = " + units.length + " is out of range; allowed: 1.."
+                    + MAX_UNITS);
+        }
+        long total = 0;
+        for (int c = 0; c < units.length; c++) {
+            if (units[c] == null || units[c].length == 0) {
+                throw new IllegalArgumentException(name + "[" + c + "] is " + (units[c] == null ? "null" : "empty")
+                        + "; allowed: at least one position");
+            }
+            total += units[c].length;
+        }
+        if (total > Integer.MAX_VALUE - 8) {
+            throw new IllegalArgumentException(name + " hold " + total + " members; allowed: at most "
+                    + (Integer.MAX_VALUE - 8));
+        }
+        BitSet covered = new BitSet(tokens);
+        int[] lastUnit = new int[tokens];
+        java.util.Arrays.fill(lastUnit, -1);
+        for (int c = 0; c < units.length; c++) {
+            for (int j = 0; j < units[c].length; j++) {
+                int p = units[c][j];
+                if (p < 0 || p >= tokens) {
+                    throw new IllegalArgumentException(name + "[" + c + "][" + j + "] = " + p + " is out of range;"
+                            + " allowed: 0.." + (tokens - 1) + " (the layer holds " + tokens + " tokens)");
+                }
+                if (lastUnit[p] == c) {
+                    throw new IllegalArgumentException(name + "[" + c + "][" + j + "] = " + p + " repeats a member of"
+                            + " unit " + c + "; allowed: distinct positions within a unit");
+                }
+                lastUnit[p] = c;
+                covered.set(p);
+            }
+        }
+        int missing = covered.nextClearBit(0);
+        if (missing < tokens) {
+            throw new IllegalArgumentException("position " + missing + " is in no unit of " + name
+                    + "; allowed: units that together cover every position 0.." + (tokens - 1));
+        }
+        return (int) total;
+    }
+
+    /**
+     * Writes tokens {@code [0, plan.clusteredTokens())} of {@code layer} as the plan's units: each
+     * unit's share of each device becomes one extent, replicas are physical copies, every entry gets
+     * a checksum. The layer's block extents the units now cover are released after the next commit
+     * (until then the previous commit still names them).
+     */
+    public static void install(SequenceHooks hooks, int layer, ClusterPlan plan) {
+        hooks.exclusive(() -> {
+            hooks.checkWritable();
+            KvSequence sequence = hooks.sequence();
+            Checks.index("layer", layer, sequence.shape().layers());
+            Checks.inRange("plan.clusteredTokens()", plan.clusteredTokens(), 1, hooks.ledger().layer(layer).tokens());
+            hooks.flushWrites();
+            ClusterLayout layout = ClusterLayoutWriter.write(hooks.store(), sequence.id(), hooks.checksum(), layer,
+                    sequence.shape(), plan, (positions, k, v) -> sequence.read(layer, positions, k, v));
+            hooks.ledger().installClusters(layer, layout);
+            hooks.changed();
+            return null;
+        });
+    }
+
+    /**
+     * Checked units placed round robin: a running pointer {@code p} starts at 0; unit {@code u}
+     * starts on device {@code p mod devices}, member {@code i} goes to {@code (start + i) mod devices},
+     * then {@code p += |u|}. Nothing is joined online to such units (radius 0).
+     */
+    static ClusterPlan roundRobin(int[][] units, int devices) {
+        Checks.inRange("devices", devices, 1, 4096);
+        int[] start = new int[units.length];
+        int tokens = 0;
+        long p = 0;
+        for (int u = 0; u < units.length; u++) {
+            start[u] = (int) (p % devices);
+            p += units[u].length;
+            for (int t : units[u]) {
+                tokens = Math.max(tokens, t + 1);
+            }
+        }
+        int covered = tokens;
+        return new ClusterPlan() {
+            @Override
+            public int clusteredTokens() {
+                return covered;
+            }
+
+            @Override
+            public int clusterCount() {
+                return units.length;
+            }
+
+            @Override
+            public double tau() {
+                return 0;
+            }
+
+            @Override
+            public int coActivationClusters() {
+                return 0;
+            }
+
+            @Override
+            public int medoid(int unit) {
+                return units[unit][0];
+            }
+
+            @Override
+            public int[] tokensOn(int unit, int device) {
+                int[] members = units[unit];
+                int first = Math.floorMod(device - start[unit], devices); // first member index on this device
+                int n = members.length <= first ? 0 : (members.length - first + devices - 1) / devices;
+                int[] out = new int[n];
+                for (int j = 0; j < n; j++) {
+                    out[j] = members[first + j * devices];
+                }
+                return out;
+            }
+        };
+    }
+}

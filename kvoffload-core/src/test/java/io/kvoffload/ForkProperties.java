@@ -1,0 +1,174 @@
+package io.kvoffload;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNull;
+
+import io.kvoffload.internal.sequence.SequenceAccess;
+import io.kvoffload.internal.storage.DevicePool;
+import io.kvoffload.internal.storage.Manifest;
+import io.kvoffload.internal.storage.Store;
+import io.kvoffload.testing.TestEngines;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.stream.IntStream;
+import net.jqwik.api.ForAll;
+import net.jqwik.api.Property;
+import net.jqwik.api.constraints.IntRange;
+import net.jqwik.api.constraints.Size;
+
+/**
+ * Reference counting of shared extents as a property: random runs of create, extend, fork,
+ * delete, eviction (a small pool) and restart. After every step each live sequence reads back
+ * bit-exact, every device's allocated space is exactly the union of the live manifests' extents (no
+ * leak, no double free), and each extent has as many holders as live manifests name it.
+ */
+class ForkProperties {
+    // 2 layers of 2 KiB entries in 16-token blocks: 32 KiB extents, 32 in the one 1 MiB device, so
+    // writes evict (a sequence of up to 127 tokens takes up to 16 of them).
+    static final KvShape SHAPE = new KvShape(2, 8, 4, 128, DType.BF16);
+
+    /** A live sequence as the model knows it: runs {seed, from, to} of tokens written with one seed each. */
+    record Model(List<long[]> runs) {
+        int tokens() {
+            return runs.isEmpty() ? 0 : (int) runs.get(runs.size() - 1)[2];
+        }
+
+        Model prefix(int n) {
+            List<long[]> out = new ArrayList<>();
+            for (long[] r : runs) {
+                if (r[1] < n) {
+                    out.add(new long[] {r[0], r[1], Math.min(r[2], n)});
+                }
+            }
+            return new Model(out);
+        }
+
+        Model plus(long seed, int n) {
+            List<long[]> out = new ArrayList<>(runs);
+            out.add(new long[] {seed, tokens(), tokens() + n});
+            return new Model(out);
+        }
+    }
+
+    @Property(tries = 12)
+    void liveSequencesReadBackAndSpaceIsExactlyTheirExtents(
+            @ForAll @Size(min = 4, max = 22) List<@IntRange(min = 0, max = 1 << 20) Integer> steps) throws IOException {
+        Path root = Files.createTempDirectory("kvo-fork");
+        try {
+            KvConfig config = TestEngines.config(TestEngines.deviceDirs(root, 1), "portable").blockTokens(16)
+                    .deviceCapacityBytes(1L << 20).build();
+            Map<String, Model> live = new LinkedHashMap<>();
+            KvEngine e = KvEngine.open(config);
+            try {
+                int n = 0;
+                for (int code : steps) {
+                    // Each step's choices come from its code: uniform, and shrinking still works on the codes.
+                    java.util.Random r = new java.util.Random(code);
+                    String id = "s" + n++;
+                    long seed = 1000 + n;
+                    List<String> ids = new ArrayList<>(live.keySet());
+                    String pick = ids.isEmpty() ? null : ids.get(r.nextInt(ids.size()));
+                    int size = 1 + r.nextInt(100);
+                    int op = r.nextInt(10);
+                    switch (pick == null ? 0 : op < 3 ? 0 : op < 5 ? 1 : op - 3) {
+                        case 0 -> {
+                            try (KvSequence s = e.createSequence(id, SHAPE)) {
+                                TestEngines.append(s, seed, size, 1 + r.nextInt(23));
+                                s.commit();
+                            }
+                            live.put(id, new Model(List.<long[]>of()).plus(seed, size));
+                        }
+                        case 1 -> {
+                            int prefix = 1 + r.nextInt(live.get(pick).tokens());
+                            int more = r.nextInt(3) == 0 ? 0 : Math.min(size, 127 - prefix);
+                            try (KvSequence f = e.fork(pick, id, prefix)) {
+                                if (more > 0) {
+                                    TestEngines.append(f, seed, more, 1 + r.nextInt(17));
+                                }
+                                f.commit();
+                            }
+                            Model m = live.get(pick).prefix(prefix);
+                            live.put(id, more > 0 ? m.plus(seed, more) : m);
+                        }
+                        case 2 -> {
+                            int more = Math.min(1 + size % 20, 127 - live.get(pick).tokens());
+                            if (more <= 0) {
+                                continue;
+                            }
+                            try (KvSequence s = e.openSequenceForAppend(pick)) {
+                                TestEngines.append(s, seed, more, 3);
+                                s.commit();
+                            }
+                            live.put(pick, live.get(pick).plus(seed, more));
+                        }
+                        case 3 -> {
+                            e.deleteSequence(pick);
+                            live.remove(pick);
+                        }
+                        case 4 -> {
+                            e.close();
+                            e = KvEngine.open(config);
+                        }
+                        default -> {
+                            // A fork closed without commit: nothing of it may stay.
+                            try (KvSequence f = e.fork(pick, id, 1 + r.nextInt(live.get(pick).tokens()))) {
+                                TestEngines.append(f, seed, size, 5);
+                            }
+                        }
+                    }
+                    // Writes make room by evicting least-recently-used sequences: follow the engine.
+                    List<String> listed = e.sequences().stream().map(SequenceInfo::id).toList();
+                    live.keySet().retainAll(listed);
+                    assertEquals(live.keySet().stream().sorted().toList(), listed.stream().sorted().toList());
+                    check(e, live);
+                }
+            } finally {
+                e.close();
+            }
+        } finally {
+            TestEngines.deleteRecursively(root);
+        }
+    }
+
+    /** Every live sequence bit-exact; allocated space = union of live extents; holders = manifests naming each. */
+    static void check(KvEngine e, Map<String, Model> live) {
+        for (Map.Entry<String, Model> x : live.entrySet()) {
+            try (KvSequence s = e.openSequence(x.getKey())) {
+                assertEquals(x.getValue().tokens(), s.tokenCount(), x.getKey());
+                for (long[] r : x.getValue().runs()) {
+                    assertNull(TestEngines.verify(s, r[0], IntStream.range((int) r[1], (int) r[2]).toArray()),
+                            x.getKey() + " tokens " + r[1] + ".." + r[2]);
+                }
+            }
+        }
+        Store store;
+        try (KvSequence probe = e.createSequence("probe", SHAPE)) {
+            store = SequenceAccess.of(probe).store();
+        }
+        Map<Long, Integer> named = new HashMap<>();
+        long[] used = new long[store.devices().size()];
+        for (String id : live.keySet()) {
+            Manifest m = store.committedManifest(id);
+            m.forEachExtent((d, off, len) -> {
+                if (named.merge(((long) d << 48) | off, 1, Integer::sum) == 1) {
+                    used[d] += len;
+                }
+            });
+        }
+        for (DevicePool d : store.devices()) {
+            assertEquals(d.allocator().capacity() - used[d.index()], d.allocator().freeBytes(),
+                    "device " + d.index() + ": free space is the pool less the live extents' union");
+        }
+        for (Map.Entry<Long, Integer> x : named.entrySet()) {
+            int d = (int) (x.getKey() >>> 48);
+            long off = x.getKey() & ((1L << 48) - 1);
+            assertEquals(x.getValue().intValue(), store.extentHolders(d, off), "holders of " + d + ":" + off);
+        }
+    }
+}

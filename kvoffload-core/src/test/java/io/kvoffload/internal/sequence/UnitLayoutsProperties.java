@@ -1,0 +1,84 @@
+package io.kvoffload.internal.sequence;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.kvoffload.internal.storage.ClusterPlan;
+import io.kvoffload.internal.swarm.ClusterPlacement;
+import io.kvoffload.internal.swarm.Clustering;
+import java.util.ArrayList;
+import java.util.List;
+import net.jqwik.api.Example;
+import net.jqwik.api.ForAll;
+import net.jqwik.api.Property;
+import net.jqwik.api.constraints.IntRange;
+
+/** The generic unit layout's placement and argument checks. */
+class UnitLayoutsProperties {
+
+    /**
+     * Units placed round robin land where Eq. 7 puts clusters of the same sizes, so the default page
+     * layout is byte-for-byte the one it was when pages went through Swarm's cluster writer.
+     */
+    @Property(tries = 200)
+    void roundRobinPlacesUnitsAsEq7PlacesClusters(@ForAll @IntRange(min = 1, max = 300) int tokens,
+            @ForAll @IntRange(min = 1, max = 40) int unitTokens, @ForAll @IntRange(min = 1, max = 9) int devices) {
+        List<int[]> list = new ArrayList<>();
+        for (int from = 0; from < tokens; from += unitTokens) {
+            int[] u = new int[Math.min(unitTokens, tokens - from)];
+            for (int i = 0; i < u.length; i++) {
+                u[i] = from + i;
+            }
+            list.add(u);
+        }
+        int[][] units = list.toArray(int[][]::new);
+        assertEquals(tokens, UnitLayouts.checkUnits("units", tokens, units));
+        ClusterPlan plan = UnitLayouts.roundRobin(units, devices);
+        int[] offsets = new int[units.length + 1];
+        int[] medoids = new int[units.length];
+        for (int u = 0; u < units.length; u++) {
+            offsets[u + 1] = offsets[u] + units[u].length;
+            medoids[u] = units[u][0];
+        }
+        int[] members = new int[tokens];
+        for (int t = 0; t < tokens; t++) {
+            members[t] = t;
+        }
+        ClusterPlacement eq7 = ClusterPlacement.of(Clustering.restore(tokens, offsets, members, medoids, units.length,
+                0.35), devices);
+        assertEquals(tokens, plan.clusteredTokens());
+        assertEquals(units.length, plan.clusterCount());
+        int placed = 0;
+        for (int u = 0; u < units.length; u++) {
+            assertEquals(units[u][0], plan.medoid(u));
+            for (int d = 0; d < devices; d++) {
+                assertArrayEquals(eq7.entriesOn(u, d), plan.tokensOn(u, d), "unit " + u + " on device " + d);
+                placed += plan.tokensOn(u, d).length;
+            }
+        }
+        assertEquals(tokens, placed, "every member placed once");
+    }
+
+    @Example
+    void badUnitsAreRejectedNamingTheArgument() {
+        assertMessage(() -> UnitLayouts.checkUnits("units", 4, new int[0][]), "units.length = 0", "1..");
+        assertMessage(() -> UnitLayouts.checkUnits("units", 4, new int[][] {{0, 1}, {}}), "units[1] is empty");
+        assertMessage(() -> UnitLayouts.checkUnits("units", 4, new int[][] {{0, 1}, null}), "units[1] is null");
+        assertMessage(() -> UnitLayouts.checkUnits("units", 4, new int[][] {{0, 1}, {2, 4}}), "units[1][1] = 4",
+                "allowed: 0..3");
+        assertMessage(() -> UnitLayouts.checkUnits("units", 4, new int[][] {{0, 1}, {2, 2, 3}}),
+                "units[1][1] = 2 repeats a member of unit 1");
+        assertMessage(() -> UnitLayouts.checkUnits("units", 4, new int[][] {{0, 1}, {3}}), "position 2 is in no unit");
+        // a replica (a position in two units) is allowed
+        assertEquals(5, UnitLayouts.checkUnits("units", 4, new int[][] {{0, 1}, {1, 2, 3}}));
+    }
+
+    private static void assertMessage(Runnable r, String... parts) {
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class, r::run);
+        for (String p : parts) {
+            assertTrue(e.getMessage().contains(p), () -> "message '" + e.getMessage() + "' lacks '" + p + "'");
+        }
+    }
+}
