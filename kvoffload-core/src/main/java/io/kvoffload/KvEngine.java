@@ -511,7 +511,8 @@ public final class KvEngine implements AutoCloseable {
                 .map(q -> (q.id() != null ? "sequence " + q.id() + ": " : "") + q.reason()).toList();
         return new KvStats(store.backend().name(), List.copyOf(devs), store.stats().checksumsVerified.sum(),
                 store.stats().checksumFailures.sum(), store.stats().evictions.sum(), store.dram().budgetBytes(),
-                store.dram().reservedBytes(), store.dram().inUseBytes() + store.elastic().usedBytes(), out, List.copyOf(unavailableIds), quarantine,
+                store.dram().reservedBytes(), store.dram().inUseBytes() + store.elastic().usedBytes(), out,
+                List.copyOf(unavailableIds), quarantine,
                 store.quarantinedBytes(), store.stats().failovers.sum(), store.stats().repairs.sum(),
                 store.stats().rereads.sum(), store.stats().remoteFailovers.sum(),
                 java.util.Collections.unmodifiableMap(store.injectedFaults()),
