@@ -23,6 +23,7 @@ module io.kvoffload.core {
     exports io.kvoffload.attention;
     exports io.kvoffload.strategy.swarm;
     exports io.kvoffload.strategy.kvswap;
+    exports io.kvoffload.strategy.sparf;
     exports io.kvoffload.workload;
     exports io.kvoffload.internal.dram to io.kvoffload.iouring, io.kvoffload.cuda;
     exports io.kvoffload.internal.util to io.kvoffload.iouring, io.kvoffload.cuda;
@@ -40,5 +41,6 @@ module io.kvoffload.core {
     provides io.kvoffload.spi.IoBackendProvider with io.kvoffload.internal.io.PortableIoBackendProvider;
     provides io.kvoffload.internal.storage.GroupState.Codec with io.kvoffload.internal.kvswap.AdapterCodec;
     provides io.kvoffload.strategy.StrategyProvider with io.kvoffload.internal.swarm.SwarmStrategies,
-            io.kvoffload.internal.kvswap.KvSwapStrategies, io.kvoffload.internal.baseline.BaselineStrategies;
+            io.kvoffload.internal.kvswap.KvSwapStrategies, io.kvoffload.internal.baseline.BaselineStrategies,
+            io.kvoffload.strategy.sparf.SparFStrategies;
 }

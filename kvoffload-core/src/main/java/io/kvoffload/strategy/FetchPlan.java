@@ -17,6 +17,7 @@ public final class FetchPlan {
     private int budget;
     private int tokens;
     private int layer;
+    private final UnitReads units = new UnitReads();
 
     /** Starts a step; called by the pipeline. */
     public void begin(int layer, int tokens, int budget) {
@@ -24,6 +25,14 @@ public final class FetchPlan {
         this.tokens = tokens;
         this.budget = budget;
         this.size = 0;
+    }
+
+    /**
+     * The step's auxiliary reads: what {@link LayerSelector#planUnits} asked for, landed and verified
+     * by the time {@link LayerSelector#select} runs.
+     */
+    public UnitReads units() {
+        return units;
     }
 
     /** The layer this step reads. */

@@ -31,4 +31,9 @@ public interface LayerContext {
      * keep it past {@link SelectionStrategy#openLayer}.
      */
     LayerKv keys();
+
+    /** The layer's auxiliary unit layout ({@link UnitLayouts#write}), or null when it has none. */
+    default StoredUnits units() {
+        return null;
+    }
 }

@@ -19,6 +19,17 @@ public interface LayerSelector extends AutoCloseable {
      */
     void select(float[] query, FetchPlan plan);
 
+    /**
+     * Step 1 of a two-step strategy (InstInfer's SparF): asks for units of the layer's unit layout
+     * ({@link UnitLayouts#write}) to read before {@link #select}, which then finds them in
+     * {@code plan.units()}. Called before every {@link #select} of a layer that has a unit layout;
+     * {@code plan} is begun (its budget and token count are set) and {@code reads} is empty. The
+     * pipeline reads the units from the SSDs (scheduled, one batched submission, each verified as
+     * it lands) and waits for them inside {@code prefetch}, so their latency is not hidden behind
+     * another layer's compute. The default asks for nothing.
+     */
+    default void planUnits(float[] query, FetchPlan plan, UnitReads reads) {}
+
     /** The step {@code plan} described has landed in its view (bit-exact and verified). */
     default void afterStep(FetchPlan plan) {}
 

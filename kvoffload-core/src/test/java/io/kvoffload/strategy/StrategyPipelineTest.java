@@ -141,7 +141,7 @@ class StrategyPipelineTest {
     }
 
     @ParameterizedTest
-    @ValueSource(strings = {"oracle", "quest", "infllm", "pqcache", "clusterkv", "sparq", "sparf", "mass-mix", "mass-bound",
+    @ValueSource(strings = {"oracle", "quest", "infllm", "pqcache", "clusterkv", "sparq", "sparf-memory", "mass-mix", "mass-bound",
         "mass-mean", "logit-mean", "mass-reps", "mass-reps-bound", "qmass-mix", "qmass-bound"})
     void everyBaselineRunsThroughThePipeline(String name) throws Exception {
         SelectionStrategy strategy = Strategies.named(name);

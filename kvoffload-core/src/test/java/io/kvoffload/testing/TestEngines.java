@@ -31,6 +31,28 @@ public final class TestEngines {
      */
     public static byte[][][] storeClustered(KvEngine e, String id, SyntheticWorkload w, int tokens, int firstStep,
             int profiled) {
+        return store(e, id, w, tokens, (s, l) -> {
+            List<float[]> profile = new ArrayList<>();
+            for (int q = 0; q < profiled; q++) {
+                profile.add(w.query(l, firstStep + q));
+            }
+            Swarm.clusterLayerFromQueries(s, l, profile, ClusterOptions.defaults());
+        });
+    }
+
+    /**
+     * Creates sequence {@code id} with {@code tokens} tokens of {@code w} in every layer, each layer
+     * laid out by {@code strategy}'s offline phase, and commits it.
+     *
+     * @return per layer the K bytes and V bytes as stored, token-major, for {@link KvViews#assertBitExact}
+     */
+    public static byte[][][] storeLaidOut(KvEngine e, String id, SyntheticWorkload w, int tokens,
+            io.kvoffload.strategy.SelectionStrategy strategy) {
+        return store(e, id, w, tokens, strategy::layOut);
+    }
+
+    private static byte[][][] store(KvEngine e, String id, SyntheticWorkload w, int tokens,
+            java.util.function.ObjIntConsumer<KvSequence> layOut) {
         KvShape shape = w.spec().shape();
         byte[][][] expected = new byte[shape.layers()][2][];
         try (KvSequence s = e.createSequence(id, shape); Arena a = Arena.ofConfined()) {
@@ -42,11 +64,7 @@ public final class TestEngines {
                 expected[l][0] = k.toArray(ValueLayout.JAVA_BYTE);
                 expected[l][1] = v.toArray(ValueLayout.JAVA_BYTE);
                 s.appendKv(l, k, v);
-                List<float[]> profile = new ArrayList<>();
-                for (int q = 0; q < profiled; q++) {
-                    profile.add(w.query(l, firstStep + q));
-                }
-                Swarm.clusterLayerFromQueries(s, l, profile, ClusterOptions.defaults());
+                layOut.accept(s, l);
             }
             s.commit();
         }

@@ -164,6 +164,12 @@ class DecoderAllocationTest {
                 .strategy("kvswap").budgetTokens(256).build());
     }
 
+    /** InstInfer's SparF from flash: step 1's dimension slices (an auxiliary read), scoring, then page groups. */
+    @Test
+    void sparfFromFlashDecodesWithoutAllocating() throws Exception {
+        assertStrategyAllocatesNothing(Strategies.named("sparf"), DecodeOptions.builder().strategy("sparf").build());
+    }
+
     private void assertStrategyAllocatesNothing(SelectionStrategy strategy, DecodeOptions o) throws Exception {
         SyntheticWorkload w = new SyntheticWorkload(WorkloadSpec.builder(SHAPE, TOKENS).seed(5).build());
         KvConfig cfg = TestEngines.config(TestEngines.deviceDirs(dir, 2), "io_uring").build();

@@ -77,7 +77,7 @@ public final class CompareCommand implements Callable<Integer> {
     int[] batches;
 
     @Option(names = "--strategies", split = ",", defaultValue = IoStrategies.DEFAULTS,
-            description = "Strategies (default: ${DEFAULT-VALUE}; also sparq, sparf).")
+            description = "Strategies (default: ${DEFAULT-VALUE}; also sparq, sparf-memory, sparf, sparf-qh).")
     List<String> strategies;
 
     @Option(names = "--layers", defaultValue = "2", description = "Layers (default: ${DEFAULT-VALUE}).")
@@ -392,6 +392,11 @@ public final class CompareCommand implements Callable<Integer> {
         return chosen.stream().map(Strategy::layout).distinct().toList();
     }
 
+    /** Sequences stored for {@code chosen}: one per layout, one per strategy laying itself out. */
+    private static int sequences(List<Strategy> chosen) {
+        return (int) chosen.stream().map(Strategy::sequenceId).distinct().count();
+    }
+
     static int[][] positional(int tokens, int g) {
         return io.kvoffload.strategy.SelectionStrategy.pages(tokens, g);
     }
@@ -422,7 +427,7 @@ public final class CompareCommand implements Callable<Integer> {
             throws IOException {
         long layerBytes = (long) Arrays.stream(sizes).max().orElse(n) * shape.entryBytes();
         // Swarm's replicas (up to 4 copies, about 1.5 measured) and alignment padding: 3× per layout is ample.
-        long total = layerBytes * layers * layouts(chosen).size() * 3;
+        long total = layerBytes * layers * sequences(chosen) * 3;
         long capacity = (total / deviceDirs.size() + (64L << 20)) & -(1L << 20);
         KvConfig.Builder b = KvConfig.builder().ssdDirectories(deviceDirs).ioBackend(backend)
                 .deviceCapacityBytes(capacity).dramBudgetBytes(dramBudget(layerBytes));
@@ -506,7 +511,7 @@ public final class CompareCommand implements Callable<Integer> {
             ob.strategy(s.selector());
         }
         DecodeOptions o = ob.build();
-        String id = s.layout().name().toLowerCase(Locale.ROOT);
+        String id = s.sequenceId();
         Throwable[] failure = new Throwable[1];
         Thread[] threads = new Thread[batch];
         for (int b = 0; b < batch; b++) {

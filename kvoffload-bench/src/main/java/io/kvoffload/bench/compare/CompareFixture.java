@@ -140,8 +140,8 @@ final class CompareFixture implements AutoCloseable {
             Strategies.Params p = new Strategies.Params(cmd.heads.queryHeads, cmd.window, cmd.seed + l, 0, cmd.sinks, List.of(), 0.1,
                     ClusteringConfig.defaults());
             for (Strategy s : chosen) {
-                if (s.decoderSelects()) {
-                    continue;
+                if (s.decoderSelects() || s.layout() == Layout.OWN) {
+                    continue; // OWN: the index is measured over the stored layout (storeOwn)
                 }
                 if (!Strategies.ALL.contains(s.selector())) {
                     // A library strategy with no in-memory twin: its DRAM index is what its layer selector holds.
@@ -220,7 +220,15 @@ final class CompareFixture implements AutoCloseable {
         for (int t = 0; t < n; t++) {
             ids[t] = t % 32000;
         }
+        for (Strategy own : chosen) {
+            if (own.layout() == Layout.OWN) {
+                storeOwn(e, own, ids);
+            }
+        }
         for (Layout layout : CompareCommand.layouts(chosen)) {
+            if (layout == Layout.OWN) {
+                continue;
+            }
             ClusterOptions o = ClusterOptions.defaults().withRadius(cmd.tau).withPlacement(
                     layout == Layout.NO_BALANCE ? ClusterOptions.Placement.FIRST_DEVICE
                             : ClusterOptions.Placement.ROUND_ROBIN);
@@ -240,6 +248,31 @@ final class CompareFixture implements AutoCloseable {
                 s.commit();
             }
             medoidIndexBytes.put(layout, index);
+        }
+    }
+
+    /**
+     * Stores one sequence laid out by {@code s}'s own offline phase, and measures the DRAM its layer
+     * selectors hold over that layout (for SparF: the unit tables and per-step scratch, not K).
+     */
+    private void storeOwn(KvEngine e, Strategy s, int[] ids) {
+        io.kvoffload.strategy.SelectionStrategy strategy = io.kvoffload.strategy.Strategies.named(s.selector());
+        try (KvSequence seq = e.createSequence(s.sequenceId(), cmd.shape)) {
+            seq.appendTokens(ids);
+            for (int l = 0; l < cmd.layers; l++) {
+                seq.appendKv(l, keys[l], values[l]);
+                strategy.layOut(seq, l);
+            }
+            seq.commit();
+            for (int l = 0; l < cmd.layers; l++) {
+                var u = io.kvoffload.internal.sequence.SequenceAccess.of(seq).ledger().layer(l).units();
+                var stored = u == null ? null : new io.kvoffload.strategy.StoredUnits(u.owner(), u.version(),
+                        u.params(), u.unitCount(), u.unitBytes(), u.memoryBytes());
+                try (var layer = strategy.openLayer(new KeysContext(cmd.shape, l, dense[l], cmd.sinks, cmd.window,
+                        stored))) {
+                    indexBytes.merge(s.name(), layer.memoryBytes(), Long::sum);
+                }
+            }
         }
     }
 

@@ -26,7 +26,12 @@ public final class IoStrategies {
         /** Swarm's clusters, every cluster starting on SSD 0 (placement without Eq. 7's pointer). */
         NO_BALANCE,
         /** KVSwap: groups of G tokens stored [K of G | V of G], round robin ({@code KvSwap.groupLayer}). */
-        KVSWAP_GROUPS
+        KVSWAP_GROUPS,
+        /**
+         * The strategy's own offline phase ({@code SelectionStrategy.layOut}), one sequence per such
+         * strategy: SparF's page groups plus its dimension-major copy of K.
+         */
+        OWN
     }
 
     /**
@@ -44,6 +49,11 @@ public final class IoStrategies {
         public boolean decoderSelects() {
             return selector == null;
         }
+
+        /** The stored sequence its reads go to: one per layout, one per strategy with its {@link Layout#OWN} layout. */
+        public String sequenceId() {
+            return layout == Layout.OWN ? "own-" + name : layout.name().toLowerCase(java.util.Locale.ROOT);
+        }
     }
 
     /** Every strategy, in report order. */
@@ -57,7 +67,12 @@ public final class IoStrategies {
             new Strategy("kvswap", Layout.KVSWAP_GROUPS, null,
                     "KVSwap: low-rank K cache predicts the top groups of G=4 tokens, group-major layout, reuse buffer"),
             new Strategy("sparq", Layout.POSITIONAL, "sparq", "SparQ: top-r query dimensions approximate scores"),
-            new Strategy("sparf", Layout.POSITIONAL, "sparf", "SparF: SparQ in page-sized token groups"),
+            new Strategy("sparf-memory", Layout.POSITIONAL, "sparf-memory",
+                    "SparF over a whole float32 copy of K in DRAM (top-k tokens filtered inside page groups)"),
+            new Strategy("sparf", Layout.OWN, "sparf", "InstInfer's SparF from flash: top-r dimension slices of a"
+                    + " dimension-major K copy read first, then the best 16-token page groups whole"),
+            new Strategy("sparf-qh", Layout.OWN, "sparf-qh", "SparF from flash, top-r dimensions per query head"
+                    + " (Algorithm 1 as written; under GQA a KV head's slices are its query heads' union)"),
             new Strategy("swarm", Layout.SWARM, null, "Swarm: co-activation clusters, medoid index, replicas, Eq. 7"),
             new Strategy("mass-mix", Layout.POSITIONAL, "mass-mix", "The library's default: 16-token blocks ranked by"
                     + " per-head attention shares of int8 min/max/mean key summaries"),

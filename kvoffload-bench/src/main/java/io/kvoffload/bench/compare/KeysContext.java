@@ -3,12 +3,20 @@ package io.kvoffload.bench.compare;
 import io.kvoffload.KvShape;
 import io.kvoffload.strategy.LayerContext;
 import io.kvoffload.strategy.LayerKv;
+import io.kvoffload.strategy.StoredUnits;
 
 /**
  * A {@link LayerContext} over keys held outside a store, every token laid out: how the benchmarks
- * open a strategy's layer without a sequence ({@code select-eval}, {@code BlockMassSelectionBench}).
+ * open a strategy's layer without a sequence ({@code select-eval}, {@code BlockMassSelectionBench}),
+ * or with the unit layout a stored sequence holds ({@code compare}'s DRAM index of SparF).
  */
-public record KeysContext(KvShape shape, int layer, LayerKv keys, int sinkTokens, int localWindow) implements LayerContext {
+public record KeysContext(KvShape shape, int layer, LayerKv keys, int sinkTokens, int localWindow, StoredUnits units)
+        implements LayerContext {
+    /** Keys only: no unit layout. */
+    public KeysContext(KvShape shape, int layer, LayerKv keys, int sinkTokens, int localWindow) {
+        this(shape, layer, keys, sinkTokens, localWindow, null);
+    }
+
     @Override
     public int tokens() {
         return keys.tokens();

@@ -41,7 +41,7 @@ public final class BaselineStrategy implements SelectionStrategy {
                 new BaselineStrategy("pqcache", (kv, qh, w, s) -> new PQCacheSelector(kv, qh, w, SEED)),
                 new BaselineStrategy("clusterkv", (kv, qh, w, s) -> new ClusterKVSelector(kv, qh, SEED)),
                 new BaselineStrategy("sparq", (kv, qh, w, s) -> new SparQSelector(kv, qh, w)),
-                new BaselineStrategy("sparf", (kv, qh, w, s) -> new SparFSelector(kv, qh, w)));
+                new BaselineStrategy("sparf-memory", (kv, qh, w, s) -> new SparFSelector(kv, qh, w)));
     }
 
     @Override

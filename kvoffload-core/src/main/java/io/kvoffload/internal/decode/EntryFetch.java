@@ -46,6 +46,8 @@ public final class EntryFetch implements HotClusterCache.TokenSource, StagedRead
     private int concatSize;
     private long startNanos;
     private ReplicaFailover failover; // created on the first failed read
+    private final int alignment;
+    private UnitFetch unitFetch; // created on a strategy's first auxiliary read
     /** A batched fetch's resident rows, copied at {@link #gather} (see {@link #copyResident}). */
     private DramWindow deferredWindow;
     private HotClusterCache deferredCache;
@@ -66,6 +68,21 @@ public final class EntryFetch implements HotClusterCache.TokenSource, StagedRead
         this.scheduler = new BucketScheduler(store.devices().size(), entryBytes, Math.max(1, (256 << 10) / entryBytes),
                 mode);
         this.reads = new StagedReads(store, alignment);
+        this.alignment = alignment;
+    }
+
+    /**
+     * Reads the units the strategy asked for in {@code plan.units()} from {@code layout} (step 1 of
+     * a two-step strategy), verified, and waits for them; counted as this step's reads.
+     */
+    public void readUnits(io.kvoffload.internal.storage.UnitLayout layout, int layer) {
+        if (plan.units().size() == 0) {
+            return;
+        }
+        if (unitFetch == null) {
+            unitFetch = new UnitFetch(store, checksum, sequenceId, alignment, counters);
+        }
+        unitFetch.read(layout, layer, plan.units());
     }
 
     /** Starts a step's rows over a layer of {@code tokens} tokens. */
@@ -229,6 +246,12 @@ public final class EntryFetch implements HotClusterCache.TokenSource, StagedRead
 
     @Override
     public void close() {
-        reads.close();
+        try {
+            reads.close();
+        } finally {
+            if (unitFetch != null) {
+                unitFetch.close();
+            }
+        }
     }
 }

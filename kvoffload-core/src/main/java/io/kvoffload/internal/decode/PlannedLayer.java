@@ -10,6 +10,8 @@ import io.kvoffload.strategy.LayerContext;
 import io.kvoffload.strategy.LayerSelector;
 import io.kvoffload.strategy.SelectionStrategy;
 import io.kvoffload.strategy.LayerKv;
+import io.kvoffload.strategy.StoredUnits;
+import io.kvoffload.internal.storage.UnitLayout;
 import java.lang.foreign.MemorySegment;
 
 /**
@@ -19,6 +21,8 @@ import java.lang.foreign.MemorySegment;
  */
 public final class PlannedLayer extends EntryLayer {
     private final LayerSelector selector;
+    /** The layer's auxiliary unit layout (a strategy's second copy, read before its selection), or null. */
+    private final UnitLayout units;
 
     public PlannedLayer(SelectionStrategy strategy, SequenceHooks store, DecodeOptions options, int layer,
             DecodeCounters counters) {
@@ -27,10 +31,13 @@ public final class PlannedLayer extends EntryLayer {
             int tokens = sequence.tokenCount(layer);
             int laidOut = layout == null ? 0 : layout.clusteredTokens();
             KvShape shape = sequence.shape();
+            this.units = store.ledger().layer(layer).units();
+            StoredUnits stored = units == null ? null : new StoredUnits(units.owner(), units.version(), units.params(),
+                    units.unitCount(), units.unitBytes(), units.memoryBytes());
             LayerSelector s;
             // The layer's keys, read once into memory when they fit, for the strategy's index.
             try (SequenceLayerKv kv = new SequenceLayerKv(sequence, layer, tokens).keysInMemory(1L << 30)) {
-                s = strategy.openLayer(new Context(shape, layer, tokens, laidOut, options, kv));
+                s = strategy.openLayer(new Context(shape, layer, tokens, laidOut, options, kv, stored));
             }
             if (s == null) {
                 throw new IllegalStateException("strategy " + strategy.name() + " returned no selector for layer "
@@ -43,8 +50,8 @@ public final class PlannedLayer extends EntryLayer {
         }
     }
 
-    private record Context(KvShape shape, int layer, int tokens, int laidOutTokens, DecodeOptions options, LayerKv keys)
-            implements LayerContext {
+    private record Context(KvShape shape, int layer, int tokens, int laidOutTokens, DecodeOptions options, LayerKv keys,
+            StoredUnits units) implements LayerContext {
         @Override
         public int sinkTokens() {
             return options.sinkTokens();
@@ -71,6 +78,16 @@ public final class PlannedLayer extends EntryLayer {
         FetchPlan plan = f.plan;
         f.planned = true;
         plan.begin(layer, tokens, (int) Math.min(budget, tokens));
+        if (units != null) {
+            // Step 1 of a two-step strategy: its auxiliary units, read and verified before it selects.
+            plan.units().begin(units.unitCount(), units.unitBytes());
+            selector.planUnits(query, plan, plan.units());
+            long u0 = System.nanoTime();
+            f.readUnits(units, layer);
+            t0 += System.nanoTime() - u0; // the read counts as I/O time, not selection time
+        } else {
+            plan.units().begin(0, 0);
+        }
         selector.select(query, plan);
         int n = plan.size();
         counters.unitsSelected += n;

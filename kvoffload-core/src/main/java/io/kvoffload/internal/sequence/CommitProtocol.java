@@ -8,6 +8,7 @@ import io.kvoffload.internal.storage.BlockTable;
 import io.kvoffload.internal.storage.ClusterLayout;
 import io.kvoffload.internal.storage.EntryChecksum;
 import io.kvoffload.internal.storage.GroupLayout;
+import io.kvoffload.internal.storage.UnitLayout;
 import io.kvoffload.internal.storage.Manifest;
 import io.kvoffload.internal.storage.Store;
 import java.io.IOException;
@@ -101,14 +102,16 @@ public final class CommitProtocol {
         BlockTable[] snapshot = new BlockTable[layers];
         ClusterLayout[] clusters = new ClusterLayout[layers];
         GroupLayout[] groups = new GroupLayout[layers];
+        UnitLayout[] units = new UnitLayout[layers];
         for (int l = 0; l < layers; l++) {
             LayerState s = ledger.layer(l);
             snapshot[l] = s.blocks.copy();
             snapshot[l].markAllCommitted();
             clusters[l] = s.clusters;
             groups[l] = s.groups;
+            units[l] = s.units;
         }
         return new Manifest(id, shape, blockTokens, store.deviceUuids(), Arrays.copyOf(tokenIds, tokenCount), snapshot,
-                clusters, groups, System.currentTimeMillis(), number, checksum.salted());
+                clusters, groups, units, System.currentTimeMillis(), number, checksum.salted());
     }
 }

@@ -5,6 +5,7 @@ import io.kvoffload.internal.storage.ClusterLayout;
 import io.kvoffload.internal.storage.GroupLayout;
 import io.kvoffload.internal.storage.Manifest;
 import io.kvoffload.internal.storage.Store;
+import io.kvoffload.internal.storage.UnitLayout;
 import java.util.ArrayList;
 import java.util.List;
 
@@ -41,7 +42,7 @@ public final class ExtentLedger {
         this.layers = new LayerState[m.shape().layers()];
         for (int l = 0; l < layers.length; l++) {
             layers[l] = new LayerState(m.tokenCount(), writable ? m.layers()[l].copy() : m.layers()[l],
-                    m.clusters()[l], m.groups()[l]);
+                    m.clusters()[l], m.groups()[l], m.units()[l]);
         }
     }
 
@@ -89,6 +90,7 @@ public final class ExtentLedger {
         s.clustersCommitted = false;
         s.clustersExtendCommitted = false;
         dropGroups(layer);
+        dropUnits(s);
         retireCoveredBlocks(layer, layout.clusteredTokens());
     }
 
@@ -118,6 +120,7 @@ public final class ExtentLedger {
         LayerState s = layers[layer];
         dropGroups(layer);
         dropClusters(s);
+        dropUnits(s);
         s.groups = layout;
         s.groupsCommitted = false;
         retireCoveredBlocks(layer, layout.groupedTokens());
@@ -141,6 +144,34 @@ public final class ExtentLedger {
         }
         s.groups = grown;
         s.groupsCommitted = false;
+    }
+
+    /**
+     * {@code layout} (freshly written) becomes the layer's auxiliary unit layout, beside its entry
+     * layout; a unit layout it had goes. A new cluster or group layout drops it (its units describe
+     * the entries it was written with).
+     */
+    public void installUnits(int layer, UnitLayout layout) {
+        LayerState s = layers[layer];
+        dropUnits(s);
+        s.units = layout;
+        s.unitsCommitted = false;
+    }
+
+    /** Forgets the layer's unit layout: its extents are freed now, or after the next commit if one names them. */
+    private void dropUnits(LayerState s) {
+        UnitLayout old = s.units;
+        if (old == null) {
+            return;
+        }
+        for (int i = 0; i < old.segmentCount(); i++) {
+            if (s.unitsCommitted) {
+                superseded.add(new long[] {old.segmentDevice(i), old.segmentOffset(i), old.segmentLength(i)});
+            } else {
+                store.free(old.segmentDevice(i), old.segmentOffset(i), old.segmentLength(i));
+            }
+        }
+        s.units = null;
     }
 
     /**
@@ -209,6 +240,9 @@ public final class ExtentLedger {
             }
             if (s.groups != null && !s.groupsCommitted) {
                 freeGroupSegments(s.groups, s.groupsExtendCommitted ? s.committedGroups.segmentCount() : 0);
+            }
+            if (s.units != null && !s.unitsCommitted) {
+                dropUnits(s);
             }
         }
         superseded.clear();

@@ -3,6 +3,7 @@ package io.kvoffload.internal.sequence;
 import io.kvoffload.internal.storage.BlockTable;
 import io.kvoffload.internal.storage.ClusterLayout;
 import io.kvoffload.internal.storage.GroupLayout;
+import io.kvoffload.internal.storage.UnitLayout;
 
 /**
  * One layer of a sequence handle: how many tokens' KV it holds, its block table, and its cluster
@@ -29,13 +30,17 @@ public final class LayerState {
     /** Whether the uncommitted group layout only appended to {@link #committedGroups}. */
     boolean groupsExtendCommitted;
 
+    /** A strategy's auxiliary unit layout beside the entries (InstInfer's dimension-major K), or null. */
+    UnitLayout units;
+    boolean unitsCommitted;
+
     /** An empty layer. */
     LayerState(BlockTable blocks) {
         this.blocks = blocks;
     }
 
     /** A layer as a manifest names it: everything committed. */
-    LayerState(int tokens, BlockTable blocks, ClusterLayout clusters, GroupLayout groups) {
+    LayerState(int tokens, BlockTable blocks, ClusterLayout clusters, GroupLayout groups, UnitLayout units) {
         this.tokens = tokens;
         this.blocks = blocks;
         this.clusters = clusters;
@@ -44,6 +49,8 @@ public final class LayerState {
         this.groups = groups;
         this.groupsCommitted = true;
         this.committedGroups = groups;
+        this.units = units;
+        this.unitsCommitted = true;
     }
 
     public int tokens() {
@@ -62,6 +69,11 @@ public final class LayerState {
     /** The group layout, or null. */
     public GroupLayout groups() {
         return groups;
+    }
+
+    /** The auxiliary unit layout, or null. */
+    public UnitLayout units() {
+        return units;
     }
 
     /** Clusters of the cluster layout (0 without one). */
@@ -88,5 +100,6 @@ public final class LayerState {
         groupsCommitted = true;
         committedGroups = groups;
         groupsExtendCommitted = false;
+        unitsCommitted = true;
     }
 }

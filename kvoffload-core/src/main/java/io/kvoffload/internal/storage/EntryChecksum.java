@@ -39,7 +39,9 @@ public final class EntryChecksum {
         /** One cluster entry (one token's K and V). */
         ENTRY(2),
         /** One KVSwap group (its first token, {@code [K of G | V of G]} without padding). */
-        GROUP(3);
+        GROUP(3),
+        /** One unit of a strategy's auxiliary layout ({@link UnitLayout}: its unit index, its data bytes without padding). */
+        UNIT(4);
 
         final int tag;
 

@@ -20,6 +20,8 @@ import java.util.List;
  * @param clusters per layer, the cluster layout, or null where the layer has none
  * @param groups per layer, the KVSwap group layout (with its adapter), or null where the layer has
  *     none; a layer has at most one of a cluster and a group layout
+ * @param units per layer, a strategy's auxiliary unit layout (InstInfer's dimension-major K copy, for
+ *     one), or null where the layer has none; it sits beside the layer's cluster or group layout
  * @param commitMillis when it was committed
  * @param commitNumber how many times this sequence has been committed
  * @param identityChecksums whether the recorded checksums are seeded with each record's identity
@@ -27,8 +29,16 @@ import java.util.List;
  *     in an older version, whose checksums are plain CRC32C ({@link EntryChecksum#UNSALTED})
  */
 public record Manifest(String id, KvShape shape, int blockTokens, List<String> deviceUuids, int[] tokenIds,
-        BlockTable[] layers, ClusterLayout[] clusters, GroupLayout[] groups, long commitMillis, long commitNumber,
-        boolean identityChecksums) {
+        BlockTable[] layers, ClusterLayout[] clusters, GroupLayout[] groups, UnitLayout[] units, long commitMillis,
+        long commitNumber, boolean identityChecksums) {
+
+    /** A manifest with no unit layouts. */
+    public Manifest(String id, KvShape shape, int blockTokens, List<String> deviceUuids, int[] tokenIds,
+            BlockTable[] layers, ClusterLayout[] clusters, GroupLayout[] groups, long commitMillis, long commitNumber,
+            boolean identityChecksums) {
+        this(id, shape, blockTokens, deviceUuids, tokenIds, layers, clusters, groups, new UnitLayout[layers.length],
+                commitMillis, commitNumber, identityChecksums);
+    }
 
     /** A manifest with identity-seeded checksums (what this version writes). */
     public Manifest(String id, KvShape shape, int blockTokens, List<String> deviceUuids, int[] tokenIds,
@@ -70,7 +80,7 @@ public record Manifest(String id, KvShape shape, int blockTokens, List<String> d
         return sum[0];
     }
 
-    /** Visits every extent (blocks, cluster segments and group segments) as (device, offset, length). */
+    /** Visits every extent (blocks, cluster, group and unit segments) as (device, offset, length). */
     public void forEachExtent(ExtentVisitor v) {
         for (BlockTable t : layers) {
             for (int b = 0; b < t.size(); b++) {
@@ -90,6 +100,13 @@ public record Manifest(String id, KvShape shape, int blockTokens, List<String> d
             if (g != null) {
                 for (int s = 0; s < g.segmentCount(); s++) {
                     v.visit(g.segmentDevice(s), g.segmentOffset(s), g.segmentLength(s));
+                }
+            }
+        }
+        for (UnitLayout u : units) {
+            if (u != null) {
+                for (int s = 0; s < u.segmentCount(); s++) {
+                    v.visit(u.segmentDevice(s), u.segmentOffset(s), u.segmentLength(s));
                 }
             }
         }

@@ -26,7 +26,8 @@ import java.util.zip.CRC32C;
  *   CRC32C (a sequence from before version 5)
  * (version 6) per layer: u8 nSections, then per section: str name, u16 sectionVersion, u32 nBytes, body
  *   — one section per strategy layout the layer has: {@link ClusterSection} ("clusters", versions 2..3)
- *   or {@link GroupSection} ("groups", version 1); each layout's format evolves on its own version,
+ *   or {@link GroupSection} ("groups", version 1), and optionally a strategy's auxiliary
+ *   {@link UnitSection} ("units", version 1); each layout's format evolves on its own version,
  *   and a reader refuses a section it does not know by name and version
  * (versions 2..5) per layer: u8 hasClusters, and if 1: a cluster section body (section version 2 in
  *   manifest version 2, else 3); (versions 4..5) per layer: u8 hasGroups, and if 1: a group section body
@@ -145,7 +146,7 @@ public final class ManifestCodec {
             }
             if (version >= 6) {
                 for (int l = 0; l < s.layers(); l++) {
-                    writeSections(out, m.clusters()[l], m.groups()[l]);
+                    writeSections(out, m.clusters()[l], m.groups()[l], m.units()[l]);
                 }
             } else {
                 writeFlagged(out, m, version);
@@ -190,8 +191,9 @@ public final class ManifestCodec {
     }
 
     /** Version 6: each layout of the layer as a named, versioned, length-prefixed section. */
-    private static void writeSections(DataOutputStream out, ClusterLayout c, GroupLayout g) throws IOException {
-        out.writeByte((c == null ? 0 : 1) + (g == null ? 0 : 1));
+    private static void writeSections(DataOutputStream out, ClusterLayout c, GroupLayout g, UnitLayout u)
+            throws IOException {
+        out.writeByte((c == null ? 0 : 1) + (g == null ? 0 : 1) + (u == null ? 0 : 1));
         if (c != null) {
             ByteArrayOutputStream body = new ByteArrayOutputStream();
             ClusterSection.write(new DataOutputStream(body), c, ClusterSection.VERSION);
@@ -201,6 +203,11 @@ public final class ManifestCodec {
             ByteArrayOutputStream body = new ByteArrayOutputStream();
             GroupSection.write(new DataOutputStream(body), g);
             writeSection(out, GroupSection.NAME, GroupSection.VERSION, body.toByteArray());
+        }
+        if (u != null) {
+            ByteArrayOutputStream body = new ByteArrayOutputStream();
+            UnitSection.write(new DataOutputStream(body), u);
+            writeSection(out, UnitSection.NAME, UnitSection.VERSION, body.toByteArray());
         }
     }
 
@@ -213,6 +220,12 @@ public final class ManifestCodec {
 
     /** Versions 2..5: a cluster flag and body per layer, then (4..5) a group flag and body per layer. */
     private static void writeFlagged(DataOutputStream out, Manifest m, int version) throws IOException {
+        for (UnitLayout u : m.units()) {
+            if (u != null) {
+                throw new IllegalArgumentException("manifest version " + version + " cannot hold unit layouts ("
+                        + u.owner() + "); allowed: version 6 on");
+            }
+        }
         for (ClusterLayout c : m.clusters()) {
             out.writeByte(c == null ? 0 : 1);
             if (c != null) {
@@ -331,9 +344,10 @@ public final class ManifestCodec {
             }
             ClusterLayout[] clusters = new ClusterLayout[layers];
             GroupLayout[] groups = new GroupLayout[layers];
+            UnitLayout[] units = new UnitLayout[layers];
             if (version >= 6) {
                 for (int l = 0; l < layers; l++) {
-                    readSections(buf, l, shape, nTok, nDev, clusters, groups);
+                    readSections(buf, l, shape, nTok, nDev, clusters, groups, units);
                 }
             }
             for (int l = 0; l < layers && version < 6; l++) {
@@ -364,8 +378,8 @@ public final class ManifestCodec {
             if (buf.hasRemaining()) {
                 throw new IllegalArgumentException("manifest has " + buf.remaining() + " trailing bytes");
             }
-            return new Manifest(id, shape, blockTokens, List.copyOf(uuids), tokens, tables, clusters, groups, millis,
-                    number, version >= IDENTITY_CHECKSUMS_VERSION);
+            return new Manifest(id, shape, blockTokens, List.copyOf(uuids), tokens, tables, clusters, groups, units,
+                    millis, number, version >= IDENTITY_CHECKSUMS_VERSION);
         } catch (BufferUnderflowException e) {
             throw new IllegalArgumentException("manifest is truncated");
         }
@@ -373,14 +387,15 @@ public final class ManifestCodec {
 
     /**
      * Version 6: the layer's sections. A section must be known by name and version and its body
-     * must use exactly its declared bytes; a layer has at most one layout.
+     * must use exactly its declared bytes; a layer has at most one entry layout (clusters or groups)
+     * and at most one unit layout.
      */
     private static void readSections(ByteBuffer buf, int l, KvShape shape, int nTok, int nDev, ClusterLayout[] clusters,
-            GroupLayout[] groups) {
+            GroupLayout[] groups, UnitLayout[] units) {
         int n = buf.get() & 0xFF;
-        if (n > 1) {
+        if (n > 2) {
             throw new IllegalArgumentException("manifest layer " + l + " has " + n + " layout sections; allowed: at most"
-                    + " one (not both a cluster and a group layout)");
+                    + " two (a cluster or a group layout, and a unit layout)");
         }
         for (int i = 0; i < n; i++) {
             String name = readString(buf);
@@ -393,11 +408,17 @@ public final class ManifestCodec {
                 clusters[l] = ClusterSection.read(body, l, shape, nTok, nDev, version);
             } else if (name.equals(GroupSection.NAME) && version == GroupSection.VERSION) {
                 groups[l] = GroupSection.read(body, l, shape, nTok, nDev);
+            } else if (name.equals(UnitSection.NAME) && version == UnitSection.VERSION && units[l] == null) {
+                units[l] = UnitSection.read(body, l, nDev);
             } else {
                 throw new IllegalArgumentException("manifest layer " + l + " has a layout section '" + name
                         + "' version " + version + " that this build cannot read; allowed: '" + ClusterSection.NAME
                         + "' " + ClusterSection.MIN_VERSION + ".." + ClusterSection.VERSION + ", '" + GroupSection.NAME
-                        + "' " + GroupSection.VERSION);
+                        + "' " + GroupSection.VERSION + ", '" + UnitSection.NAME + "' " + UnitSection.VERSION + " (once)");
+            }
+            if (clusters[l] != null && groups[l] != null) {
+                throw new IllegalArgumentException("manifest layer " + l + " has both a cluster and a group layout;"
+                        + " allowed: at most one");
             }
             if (body.hasRemaining()) {
                 throw new IllegalArgumentException("manifest layer " + l + " section '" + name + "' declares " + length
@@ -485,22 +506,33 @@ public final class ManifestCodec {
         }
         for (int l = 0; l < m.groups().length; l++) {
             GroupLayout g = m.groups()[l];
-            if (g == null) {
-                continue;
+            if (g != null) {
+                validateSegments(m, devices, map, l, "group", g, g.stride());
             }
-            for (int s = 0; s < g.segmentCount(); s++) {
-                DevicePool d = devices.get(map[g.segmentDevice(s)]);
-                long off = g.segmentOffset(s);
-                int len = g.segmentLength(s);
-                if (len <= 0 || len % d.alignment() != 0 || off < 0 || off % d.alignment() != 0
-                        || off > d.sizeBytes() - len || g.stride() % d.alignment() != 0) {
-                    throw new IllegalArgumentException("sequence " + m.id() + " layer " + l + " group segment " + s
-                            + ": extent [" + off + ", +" + len + ") with group stride " + g.stride()
-                            + " is not an aligned extent of device " + d.index() + " (" + d.sizeBytes()
-                            + " bytes, alignment " + d.alignment() + ")");
-                }
+        }
+        for (int l = 0; l < m.units().length; l++) {
+            UnitLayout u = m.units()[l];
+            if (u != null) {
+                validateSegments(m, devices, map, l, "unit", u, u.stride());
             }
         }
         return map;
+    }
+
+    /** Checks that every segment of {@code layout} (layer {@code l}) is an aligned extent inside its device, and its stride aligned. */
+    private static void validateSegments(Manifest m, List<DevicePool> devices, int[] map, int l, String what,
+            SegmentedLayout layout, int stride) {
+        for (int s = 0; s < layout.segmentCount(); s++) {
+            DevicePool d = devices.get(map[layout.segmentDevice(s)]);
+            long off = layout.segmentOffset(s);
+            int len = layout.segmentLength(s);
+            if (len <= 0 || len % d.alignment() != 0 || off < 0 || off % d.alignment() != 0
+                    || off > d.sizeBytes() - len || stride % d.alignment() != 0) {
+                throw new IllegalArgumentException("sequence " + m.id() + " layer " + l + " " + what + " segment " + s
+                        + ": extent [" + off + ", +" + len + ") with " + what + " stride " + stride
+                        + " is not an aligned extent of device " + d.index() + " (" + d.sizeBytes()
+                        + " bytes, alignment " + d.alignment() + ")");
+            }
+        }
     }
 }

@@ -271,6 +271,13 @@ final class ManifestRecovery {
                 }
             }
         }
+        for (UnitLayout u : m.units()) {
+            for (int s = 0; u != null && s < u.segmentCount(); s++) {
+                if (map[u.segmentDevice(s)] < 0) {
+                    return null;
+                }
+            }
+        }
         ClusterLayout[] clusters = new ClusterLayout[m.clusters().length];
         for (int l = 0; l < clusters.length; l++) {
             if (m.clusters()[l] != null) {
@@ -303,8 +310,12 @@ final class ManifestRecovery {
         for (int l = 0; l < groups.length; l++) {
             groups[l] = m.groups()[l] == null ? null : m.groups()[l].remapDevices(map);
         }
+        UnitLayout[] units = new UnitLayout[m.units().length];
+        for (int l = 0; l < units.length; l++) {
+            units[l] = m.units()[l] == null ? null : m.units()[l].remapDevices(map);
+        }
         return new Manifest(m.id(), m.shape(), m.blockTokens(), deviceUuids, m.tokenIds(), layers, clusters, groups,
-                m.commitMillis(), m.commitNumber(), m.identityChecksums());
+                units, m.commitMillis(), m.commitNumber(), m.identityChecksums());
     }
 
     private static boolean missingUuid(DeviceSet.Unavailable u, Manifest m) {

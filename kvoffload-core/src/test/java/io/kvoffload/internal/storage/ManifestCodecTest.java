@@ -34,7 +34,7 @@ class ManifestCodecTest {
     /** {@code m} as a sequence first committed before version 5 has it: plain CRC32C checksums. */
     static Manifest unsalted(Manifest m) {
         return new Manifest(m.id(), m.shape(), m.blockTokens(), m.deviceUuids(), m.tokenIds(), m.layers(),
-                m.clusters(), m.groups(), m.commitMillis(), m.commitNumber(), false);
+                m.clusters(), m.groups(), m.units(), m.commitMillis(), m.commitNumber(), false);
     }
 
     @Test
@@ -139,7 +139,7 @@ class ManifestCodecTest {
         IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
                 () -> ManifestCodec.decode(withCrc(renamed)));
         assertEquals("manifest layer 1 has a layout section 'cluxters' version 3 that this build cannot read; allowed:"
-                + " 'clusters' 2..3, 'groups' 1", e.getMessage());
+                + " 'clusters' 2..3, 'groups' 1, 'units' 1 (once)", e.getMessage());
         byte[] newer = data.clone();
         newer[at + name.length + 1] = 9; // the section's version (u16, low byte)
         e = assertThrows(IllegalArgumentException.class, () -> ManifestCodec.decode(withCrc(newer)));

@@ -1,0 +1,91 @@
+package io.kvoffload.internal.storage;
+
+import java.io.DataOutputStream;
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
+
+/**
+ * A layer's auxiliary unit layout in a manifest ({@link UnitLayout}: a strategy's own units beside
+ * the token-major entries), section {@value #NAME}, version 1:
+ *
+ * <pre>
+ * str owner (u16 length, UTF-8), u16 ownerVersion, u32 nParams, params bytes,
+ * u32 unitBytes, u32 stride,
+ * u32 nSegments, then per segment: u16 device, i64 offset, u32 length;
+ * u32 nUnits, then per unit: u32 segment, i32 crc32c
+ * </pre>
+ *
+ * The owner's format evolves on {@code ownerVersion}, which the owning strategy checks when it opens
+ * the layer; this section's own version covers only the framing above.
+ */
+final class UnitSection {
+    static final String NAME = "units";
+    static final int VERSION = 1;
+
+    private UnitSection() {}
+
+    static void write(DataOutputStream out, UnitLayout u) throws IOException {
+        byte[] owner = u.owner.getBytes(StandardCharsets.UTF_8);
+        out.writeShort(owner.length);
+        out.write(owner);
+        out.writeShort(u.version);
+        out.writeInt(u.params.length);
+        out.write(u.params);
+        out.writeInt(u.unitBytes);
+        out.writeInt(u.stride);
+        out.writeInt(u.segDevice.length);
+        for (int s = 0; s < u.segDevice.length; s++) {
+            out.writeShort(u.segDevice[s]);
+            out.writeLong(u.segOffset[s]);
+            out.writeInt(u.segLength[s]);
+        }
+        out.writeInt(u.unitSeg.length);
+        for (int k = 0; k < u.unitSeg.length; k++) {
+            out.writeInt(u.unitSeg[k]);
+            out.writeInt(u.unitCrc[k]);
+        }
+    }
+
+    /** Reads one layer's unit section; every count is checked against the bytes left first. */
+    static UnitLayout read(ByteBuffer buf, int layer, int nDev) {
+        String where = "manifest layer " + layer + " unit layout: ";
+        int ownerLength = buf.getShort() & 0xFFFF;
+        if (ownerLength > buf.remaining()) {
+            throw new IllegalArgumentException(where + "owner of " + ownerLength + " bytes exceeds the data");
+        }
+        byte[] owner = new byte[ownerLength];
+        buf.get(owner);
+        int version = buf.getShort() & 0xFFFF;
+        byte[] params = new byte[ManifestCodec.count(buf, "unit params bytes", 1)];
+        buf.get(params);
+        int unitBytes = buf.getInt();
+        int stride = buf.getInt();
+        int segs = ManifestCodec.count(buf, "unit segments", 14);
+        int[] segDevice = new int[segs];
+        long[] segOffset = new long[segs];
+        int[] segLength = new int[segs];
+        for (int s = 0; s < segs; s++) {
+            segDevice[s] = buf.getShort() & 0xFFFF;
+            if (segDevice[s] >= nDev) {
+                throw new IllegalArgumentException(where + "segment " + s + " names device " + segDevice[s]
+                        + "; allowed: 0.." + (nDev - 1));
+            }
+            segOffset[s] = buf.getLong();
+            segLength[s] = buf.getInt();
+        }
+        int units = ManifestCodec.count(buf, "units", 8);
+        int[] unitSeg = new int[units];
+        int[] unitCrc = new int[units];
+        for (int k = 0; k < units; k++) {
+            unitSeg[k] = buf.getInt();
+            unitCrc[k] = buf.getInt();
+        }
+        try {
+            return new UnitLayout(new String(owner, StandardCharsets.UTF_8), version, params, unitBytes, stride,
+                    segDevice, segOffset, segLength, unitSeg, unitCrc);
+        } catch (IllegalArgumentException e) {
+            throw new IllegalArgumentException(where + e.getMessage(), e);
+        }
+    }
+}

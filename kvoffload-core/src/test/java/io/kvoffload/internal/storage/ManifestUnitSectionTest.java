@@ -1,0 +1,54 @@
+package io.kvoffload.internal.storage;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import org.junit.jupiter.api.Test;
+
+/** The manifest's unit section (a strategy's auxiliary layout beside the entry layout): round trip and refusals. */
+class ManifestUnitSectionTest {
+    /** Layer 1 of the group sample gets 3 units of 100 bytes on 2 devices, 4 KiB stride. */
+    static Manifest sample() {
+        Manifest g = ManifestGroupSectionTest.sample();
+        UnitLayout u = new UnitLayout("dual", 7, new byte[] {1, 2, 3}, 100, 4096, new int[] {1, 0},
+                new long[] {65536, 131072}, new int[] {8192, 4096}, new int[] {0, 1, 0}, new int[] {41, 42, 43});
+        return new Manifest(g.id(), g.shape(), g.blockTokens(), g.deviceUuids(), g.tokenIds(), g.layers(), g.clusters(),
+                g.groups(), new UnitLayout[] {null, u}, g.commitMillis(), g.commitNumber(), true);
+    }
+
+    @Test
+    void roundTripsBesideTheGroupLayout() {
+        Manifest m = ManifestCodec.decode(ManifestCodec.encode(sample()));
+        assertNull(m.units()[0]);
+        UnitLayout u = m.units()[1];
+        assertEquals("dual", u.owner());
+        assertEquals(7, u.version());
+        assertArrayEquals(new byte[] {1, 2, 3}, u.params());
+        assertEquals(3, u.unitCount());
+        assertEquals(100, u.unitBytes());
+        assertEquals(65536, u.unitOffset(0));
+        assertEquals(65536 + 4096, u.unitOffset(2), "a segment's units sit at consecutive strides");
+        assertEquals(0, u.unitDevice(1));
+        assertEquals(43, u.unitCrc(2));
+        assertEquals(4, m.groups()[1].groupCount(), "the entry layout stays");
+        long[] sum = {0};
+        m.forEachExtent((d, off, len) -> sum[0] += len);
+        assertEquals(2 * 4096 + 2 * 2048 + 8192 + 4096, sum[0], "unit segments are extents of the sequence");
+    }
+
+    @Test
+    void olderVersionsAndMalformedLayoutsAreRefusedWithAReason() {
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+                () -> ManifestCodec.encode(ManifestCodecTest.unsalted(sample()), 4));
+        assertTrue(e.getMessage().contains("cannot hold unit layouts") && e.getMessage().contains("dual"), e.getMessage());
+        e = assertThrows(IllegalArgumentException.class, () -> new UnitLayout("dual", 1, new byte[0], 100, 4096,
+                new int[] {0}, new long[] {0}, new int[] {4096}, new int[] {0, 0}, new int[] {1, 2}));
+        assertTrue(e.getMessage().contains("cannot hold unit 1"), e.getMessage());
+        e = assertThrows(IllegalArgumentException.class, () -> new UnitLayout("", 1, new byte[0], 100, 4096,
+                new int[] {0}, new long[] {0}, new int[] {4096}, new int[] {0}, new int[] {1}));
+        assertTrue(e.getMessage().contains("owner"), e.getMessage());
+    }
+}
