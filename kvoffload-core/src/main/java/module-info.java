@@ -28,6 +28,7 @@ module io.kvoffload.core {
     exports io.kvoffload.internal.dram to io.kvoffload.iouring, io.kvoffload.cuda;
     exports io.kvoffload.internal.util to io.kvoffload.iouring, io.kvoffload.cuda;
     exports io.kvoffload.internal.cache to io.kvoffload.cuda;
+    exports io.kvoffload.internal.elastic to io.kvoffload.cuda;
 
     uses io.kvoffload.spi.IoBackendProvider;
     uses io.kvoffload.spi.DramSlabListener;

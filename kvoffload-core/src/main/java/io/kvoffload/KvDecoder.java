@@ -1,5 +1,6 @@
 package io.kvoffload;
 
+import io.kvoffload.internal.decode.CacheBudgets;
 import io.kvoffload.internal.decode.DecodeCounters;
 import io.kvoffload.internal.decode.EntryFetch;
 import io.kvoffload.internal.decode.FetchObserver;
@@ -74,6 +75,8 @@ public final class KvDecoder implements AutoCloseable {
     private boolean closed;
     /** Set by {@link #close} before it waits for the owner, so the owner's next call fails at once. */
     private volatile boolean closing;
+    /** Per-layer elastic cache budget set by {@link #setCacheBytes}; -1 while the options' sizing applies. */
+    private long cacheBytesPerLayer = -1;
 
     KvDecoder(KvSequence sequence, Store store, DecodeOptions options, int alignment) {
         this.sequence = sequence;
@@ -107,6 +110,14 @@ public final class KvDecoder implements AutoCloseable {
             f = open(strategy, l);
             if (f == null) {
                 f = open(Strategies.defaultStrategy(), l);
+            }
+            if (cacheBytesPerLayer >= 0) {
+                try {
+                    f.resizeCache(cacheBytesPerLayer);
+                } catch (RuntimeException e) {
+                    f.close();
+                    throw e;
+                }
             }
             layers[l] = f;
         }
@@ -347,6 +358,53 @@ public final class KvDecoder implements AutoCloseable {
             }
         }
         return false;
+    }
+
+    /**
+     * Changes the DRAM this decoder's elastic caches (its layers' hot caches or reuse buffers, units
+     * of the engine's elastic pool) may hold, between steps: {@code bytes} shared equally by the
+     * layers, as {@link DecodeOptions#cacheBytes()} is, each share rounded down to whole units.
+     * Growing takes units; shrinking evicts what the cache least wants to keep and gives units back,
+     * and the pool frees each chunk that empties. No cached entry is copied and no view is touched
+     * (a view holds its own copy). Layers opened later start at this budget. See docs/configuration.md.
+     *
+     * @param bytes 0 or more
+     * @return bytes the open layers hold afterwards
+     * @throws IllegalStateException while a fetch is in flight (await its view first), or when another
+     *     thread is using the decoder
+     * @throws KvDramExhaustedException when growing finds no room; the budget then stays as it was
+     */
+    public long setCacheBytes(long bytes) {
+        boolean owned = owner.enter(this);
+        try {
+            checkOpen();
+            Checks.inRange("bytes", bytes, 0, Long.MAX_VALUE);
+            for (int l = 0; l < inFlight.length; l++) {
+                if (inFlight[l]) {
+                    throw new IllegalStateException("layer " + l + " has a fetch in flight; await its view before"
+                            + " resizing the decoder's caches");
+                }
+            }
+            long held = CacheBudgets.resize(layers, bytes / shape.layers());
+            cacheBytesPerLayer = bytes / shape.layers();
+            return held;
+        } finally {
+            if (owned) {
+                owner.exit();
+            }
+        }
+    }
+
+    /** Bytes of elastic units the decoder's open layers hold now (see {@link #setCacheBytes}). */
+    public long cacheBytes() {
+        boolean owned = owner.enter(this);
+        try {
+            return CacheBudgets.held(layers);
+        } finally {
+            if (owned) {
+                owner.exit();
+            }
+        }
     }
 
     /** Counters since the decoder opened. */

@@ -511,11 +511,39 @@ public final class KvEngine implements AutoCloseable {
                 .map(q -> (q.id() != null ? "sequence " + q.id() + ": " : "") + q.reason()).toList();
         return new KvStats(store.backend().name(), List.copyOf(devs), store.stats().checksumsVerified.sum(),
                 store.stats().checksumFailures.sum(), store.stats().evictions.sum(), store.dram().budgetBytes(),
-                store.dram().reservedBytes(), store.dram().inUseBytes(), out, List.copyOf(unavailableIds), quarantine,
+                store.dram().reservedBytes(), store.dram().inUseBytes() + store.elastic().usedBytes(), out,
+                List.copyOf(unavailableIds), quarantine,
                 store.quarantinedBytes(), store.stats().failovers.sum(), store.stats().repairs.sum(),
                 store.stats().rereads.sum(), store.stats().remoteFailovers.sum(),
                 java.util.Collections.unmodifiableMap(store.injectedFaults()),
                 remote == null ? RemoteStatus.none() : remote.status());
+    }
+
+    /**
+     * Caps the elastic pool that decoders' caches (hot caches, reuse buffers: see
+     * {@link KvDecoder#setCacheBytes}) grow into. Caches and windows take block-major units from that
+     * pool, whose chunks count against {@link KvConfig#dramBudgetBytes()} like every other DRAM; this
+     * cap, initially that budget, bounds the chunks a cache may add, so an engine keeps DRAM for
+     * views and staging while it moves cache budget between decoders. Windows are not bounded by it
+     * (they hold what attention always reads).
+     *
+     * @param bytes 0 or more, and at least the chunks the pool holds now
+     * @throws IllegalArgumentException when {@code bytes} is below the chunks held now: the engine never
+     *     takes units from a live decoder; shrink decoders' caches first ({@link KvDecoder#setCacheBytes})
+     */
+    public void setElasticDramBytes(long bytes) {
+        checkOpen();
+        store.elastic().setBudget(bytes);
+    }
+
+    /** The cap set by {@link #setElasticDramBytes} (initially {@link KvConfig#dramBudgetBytes()}). */
+    public long elasticDramBytes() {
+        return store.elastic().budgetBytes();
+    }
+
+    /** Bytes of chunks the elastic pool holds now (part of {@link KvStats#dramReservedBytes()}). */
+    public long elasticDramReservedBytes() {
+        return store.elastic().reservedBytes();
     }
 
     /**

@@ -13,7 +13,7 @@ import java.util.List;
  * @param evictions committed sequences evicted to make room
  * @param dramBudgetBytes the DRAM tier's hard budget
  * @param dramReservedBytes slab memory allocated so far
- * @param dramInUseBytes slot memory handed out now
+ * @param dramInUseBytes slot memory handed out now, plus elastic units decoders' caches hold
  * @param unavailableDevices devices of the store that are missing from the configuration or have
  *     failed, with the reason; sequences with data there raise {@link KvDeviceUnavailableException}
  * @param unavailableSequences ids of committed sequences that cannot be served until those devices return

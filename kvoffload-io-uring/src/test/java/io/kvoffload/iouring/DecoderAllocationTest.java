@@ -53,12 +53,7 @@ class DecoderAllocationTest {
         KvConfig cfg = TestEngines.config(TestEngines.deviceDirs(dir, 2), "io_uring").build();
         try (KvEngine e = KvEngine.open(cfg)) {
             TestEngines.storeClustered(e, "a", w, TOKENS, 100, 32);
-            float[][][] queries = new float[16][SHAPE.layers()][];
-            for (int q = 0; q < queries.length; q++) {
-                for (int l = 0; l < SHAPE.layers(); l++) {
-                    queries[q][l] = w.query(l, q);
-                }
-            }
+            float[][][] queries = queries(w);
             try (KvSequence s = e.openSequence("a");
                     KvDecoder d = s.decoder(DecodeOptions.builder().strategy(Swarm.defaults()).build())) {
                 assertNoAllocation("swarm", d, queries, 600);
@@ -66,6 +61,38 @@ class DecoderAllocationTest {
             // The default strategy (mass-mix) over the same co-activation cluster layout.
             try (KvSequence s = e.openSequence("a"); KvDecoder d = s.decoder(DecodeOptions.defaults())) {
                 assertNoAllocation(Strategies.defaultStrategy().name() + " over Swarm's clusters", d, queries, 3000);
+            }
+        }
+    }
+
+    /**
+     * The elastic pool: after the hot-cluster caches shrink and grow again between steps (units given
+     * back, chunks freed, units taken anew), decoding is allocation-free again once warm.
+     */
+    @Test
+    void resizingTheCacheThenDecodingAllocatesNothing() throws Exception {
+        SyntheticWorkload w = new SyntheticWorkload(WorkloadSpec.builder(SHAPE, TOKENS).seed(5).build());
+        KvConfig cfg = TestEngines.config(TestEngines.deviceDirs(dir, 2), "io_uring").build();
+        try (KvEngine e = KvEngine.open(cfg)) {
+            TestEngines.storeClustered(e, "a", w, TOKENS, 100, 32);
+            float[][][] queries = queries(w);
+            try (KvSequence s = e.openSequence("a");
+                    KvDecoder d = s.decoder(DecodeOptions.builder().strategy(Swarm.defaults()).cacheBytes(1L << 20)
+                            .build())) {
+                for (int i = 0; i < 200; i++) {
+                    step(d, queries[i % queries.length]);
+                }
+                long before = e.elasticDramReservedBytes();
+                d.setCacheBytes(0);
+                assertTrue(e.elasticDramReservedBytes() < before, "shrinking returned chunks: "
+                        + e.elasticDramReservedBytes() + " of " + before + " (the windows keep theirs)");
+                d.setCacheBytes(64L << 10);
+                // Back to a budget that holds the layers, as decodeStepsAllocateNothing's: a cache under
+                // pressure varies the reads per step, and the io_uring ring's per-slot request arrays
+                // (InflightBatch) then keep growing for a while, which is not the pool's doing.
+                d.setCacheBytes(8L << 20);
+                assertNoAllocation("swarm after resizes", d, queries, 600);
+                assertTrue(d.stats().tokensCached() > 0, "the resized cache serves entries: " + d.stats());
             }
         }
     }
@@ -200,6 +227,17 @@ class DecoderAllocationTest {
         long zero = windows.stream().filter(b -> b == 0).count();
         assertTrue(zero >= 3, what + ": bytes allocated per window of " + rounds + " decode steps: " + windows);
         assertTrue(windows.stream().allMatch(b -> b < 16L * rounds), what + ": bytes per window: " + windows);
+    }
+
+    /** 16 steps' queries, per layer. */
+    private static float[][][] queries(SyntheticWorkload w) {
+        float[][][] queries = new float[16][SHAPE.layers()][];
+        for (int q = 0; q < queries.length; q++) {
+            for (int l = 0; l < SHAPE.layers(); l++) {
+                queries[q][l] = w.query(l, q);
+            }
+        }
+        return queries;
     }
 
     private static void step(KvDecoder d, float[][] q) {

@@ -10,15 +10,13 @@ import io.kvoffload.KvEngine;
 import io.kvoffload.KvSequence;
 import io.kvoffload.KvShape;
 import io.kvoffload.KvView;
+import io.kvoffload.bench.ClusteredSequences;
 import io.kvoffload.bench.TempDirs;
 import io.kvoffload.bench.fio.Fio;
-import io.kvoffload.strategy.swarm.ClusterOptions;
 import io.kvoffload.strategy.swarm.Swarm;
 import io.kvoffload.workload.SyntheticWorkload;
 import io.kvoffload.workload.WorkloadSpec;
 import java.io.PrintWriter;
-import java.lang.foreign.Arena;
-import java.lang.foreign.MemorySegment;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -111,7 +109,7 @@ public final class BatchBench implements Callable<Integer> {
             workloads = new SyntheticWorkload[maxBatch];
             for (int i = 0; i < maxBatch; i++) {
                 workloads[i] = new SyntheticWorkload(WorkloadSpec.builder(shape, tokens).seed(100 + i).build());
-                store(engine, i);
+                ClusteredSequences.store(engine, "s" + i, workloads[i], tokens);
             }
             double load = loadAverage();
             out.printf("# Batched decoding through real I/O%n%n%d sequences of %d layers × %,d tokens (Llama-3-8B-shaped:"
@@ -207,24 +205,6 @@ public final class BatchBench implements Callable<Integer> {
             return Double.parseDouble(Files.readString(Path.of("/proc/loadavg")).split(" ")[0]);
         } catch (Exception e) {
             return Double.NaN;
-        }
-    }
-
-    private void store(KvEngine engine, int i) {
-        try (KvSequence s = engine.createSequence("s" + i, shape); Arena a = Arena.ofConfined()) {
-            s.appendTokens(new int[tokens]);
-            MemorySegment k = a.allocate((long) tokens * shape.halfEntryBytes());
-            MemorySegment v = a.allocate((long) tokens * shape.halfEntryBytes());
-            for (int l = 0; l < layers; l++) {
-                workloads[i].writeKv(l, 0, tokens, shape.dtype(), k, v);
-                s.appendKv(l, k, v);
-                List<float[]> profile = new ArrayList<>();
-                for (int q = 0; q < 16; q++) {
-                    profile.add(workloads[i].query(l, 10_000 + q));
-                }
-                Swarm.clusterLayerFromQueries(s, l, profile, ClusterOptions.defaults());
-            }
-            s.commit();
         }
     }
 

@@ -26,6 +26,7 @@ import picocli.CommandLine.Command;
             io.kvoffload.bench.engine.EngineLoopCommand.class, io.kvoffload.bench.engine.ForkBench.class,
             io.kvoffload.bench.batch.BatchBench.class,
             io.kvoffload.bench.faults.FaultCampaignCommand.class, io.kvoffload.bench.remote.RemoteBench.class,
+            io.kvoffload.bench.elastic.ElasticBench.class,
             CommandLine.HelpCommand.class})
 public final class KvoMain implements Runnable {
     @CommandLine.Spec

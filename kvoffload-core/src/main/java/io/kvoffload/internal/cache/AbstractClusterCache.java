@@ -84,6 +84,40 @@ abstract class AbstractClusterCache implements ClusterCache {
         seenStamp[cluster] = stamp - 1;
     }
 
+    /**
+     * Takes the cached cluster the policy least wants to keep out of its structure (its bytes still
+     * counted in {@link #used}); returns it, or -1 when none is cached.
+     */
+    protected abstract int detachLeastWorth();
+
+    /** Takes a cached cluster out of the policy's structure (its bytes still counted in {@link #used}). */
+    protected abstract void detach(int cluster);
+
+    @Override
+    public void resize(long budgetBytes) {
+        Checks.inRange("budgetBytes", budgetBytes, 0, Long.MAX_VALUE);
+        beginStep();
+        budget = budgetBytes;
+        while (used > budget) {
+            int victim = detachLeastWorth();
+            if (victim < 0) {
+                break;
+            }
+            used -= sizes.bytes(victim);
+            recordEviction(victim);
+        }
+    }
+
+    @Override
+    public boolean remove(int cluster) {
+        if (!cached(cluster)) {
+            return false;
+        }
+        detach(cluster);
+        used -= sizes.bytes(cluster);
+        return true;
+    }
+
     protected void recordAdmission(int cluster) {
         admitted[admittedCount++] = cluster;
     }

@@ -42,6 +42,28 @@ public interface ClusterCache {
 
     int evicted(int i);
 
+    /**
+     * Changes the byte budget at run time. Shrinking evicts clusters in the policy's own order (the
+     * least worth keeping first) until the cached ones fit; they are listed by {@link #evicted}
+     * exactly as after a step, and {@link #admitted} is empty. Growing evicts nothing.
+     */
+    void resize(long budgetBytes);
+
+    /**
+     * Drops a cached cluster outside a step, because its holder cannot keep it (its memory is being
+     * given back). Not listed by {@link #evicted}.
+     *
+     * @return false when the cluster was not cached
+     */
+    boolean remove(int cluster);
+
+    /**
+     * How much the policy wants to keep a cached cluster: higher stays longer, so the holder gives
+     * back memory of the lowest first (Eq. 6's score; for LRU, the step it was last activated).
+     * Negative infinity when not cached.
+     */
+    double retention(int cluster);
+
     default double hitRate() {
         long total = hits() + misses();
         return total == 0 ? 0 : (double) hits() / total;

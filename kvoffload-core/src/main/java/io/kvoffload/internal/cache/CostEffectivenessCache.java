@@ -202,36 +202,26 @@ public final class CostEffectivenessCache extends AbstractClusterCache {
         return cluster < frequency.length ? frequency[cluster] : 0;
     }
 
-    /**
-     * Changes the byte budget at run time. Shrinking evicts the lowest-scoring clusters (heap top
-     * first) until the cached ones fit; they are listed by {@link #evicted} exactly as after a step,
-     * and {@link #admitted} is empty. Growing evicts nothing; later steps admit into the room.
-     */
-    public void resize(long budgetBytes) {
-        Checks.inRange("budgetBytes", budgetBytes, 0, Long.MAX_VALUE);
-        beginStep();
-        budget = budgetBytes;
-        while (used > budget && heapSize > 0) {
-            int victim = heap[0];
-            removeAt(0);
-            used -= sizes.bytes(victim);
-            recordEviction(victim);
+    /** Shrinking (see {@link ClusterCache#resize}) evicts the lowest-scoring clusters, heap top first. */
+    @Override
+    protected int detachLeastWorth() {
+        if (heapSize == 0) {
+            return -1;
         }
+        int victim = heap[0];
+        removeAt(0);
+        return victim;
     }
 
-    /**
-     * Drops a cached cluster outside a step, because its holder could not keep it (the HBM tier
-     * evicts clusters that pin memory beyond a shrunk budget). Not listed by {@link #evicted}.
-     *
-     * @return false when the cluster was not cached
-     */
-    public boolean remove(int cluster) {
-        if (!cached(cluster)) {
-            return false;
-        }
+    @Override
+    protected void detach(int cluster) {
         removeAt(heapPos[cluster]);
-        used -= sizes.bytes(cluster);
-        return true;
+    }
+
+    /** The cluster's Eq. 6 score while cached. */
+    @Override
+    public double retention(int cluster) {
+        return cached(cluster) ? heapScore[heapPos[cluster]] : Double.NEGATIVE_INFINITY;
     }
 
     /** Lowest score among cached clusters (the heap top), or NaN when empty. */

@@ -11,6 +11,8 @@ public final class LruClusterCache extends AbstractClusterCache {
     private int[] prev;
     private int[] next;
     private boolean[] in;
+    private long[] lastStep; // step count when last activated
+    private long steps;
     private int head = -1; // most recent
     private int tail = -1; // least recent
 
@@ -33,17 +35,20 @@ public final class LruClusterCache extends AbstractClusterCache {
         prev = prev == null ? new int[n] : Arrays.copyOf(prev, n);
         next = next == null ? new int[n] : Arrays.copyOf(next, n);
         in = in == null ? new boolean[n] : Arrays.copyOf(in, n);
+        lastStep = lastStep == null ? new long[n] : Arrays.copyOf(lastStep, n);
         growLists(n);
     }
 
     @Override
     public void step(int[] activated, int n) {
         beginStep();
+        steps++;
         for (int i = 0; i < n; i++) {
             int c = firstActivation(activated, i);
             if (c < 0) {
                 continue;
             }
+            lastStep[c] = steps;
             if (in[c]) {
                 hits++;
                 if (c != head) {
@@ -69,6 +74,29 @@ public final class LruClusterCache extends AbstractClusterCache {
             used += bytes;
             recordAdmission(c);
         }
+    }
+
+    /** Shrinking (see {@link ClusterCache#resize}) evicts the least recently activated clusters: the list's tail. */
+    @Override
+    protected int detachLeastWorth() {
+        if (tail < 0) {
+            return -1;
+        }
+        int victim = tail;
+        detach(victim);
+        return victim;
+    }
+
+    @Override
+    protected void detach(int cluster) {
+        unlink(cluster);
+        in[cluster] = false;
+    }
+
+    /** The step that last activated the cluster: the least recent goes first. */
+    @Override
+    public double retention(int cluster) {
+        return cached(cluster) ? lastStep[cluster] : Double.NEGATIVE_INFINITY;
     }
 
     private void unlink(int c) {

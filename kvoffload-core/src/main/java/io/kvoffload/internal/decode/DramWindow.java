@@ -2,6 +2,8 @@ package io.kvoffload.internal.decode;
 
 import io.kvoffload.internal.dram.DramPool;
 import io.kvoffload.internal.dram.DramSlot;
+import io.kvoffload.internal.elastic.ElasticDramPool;
+import io.kvoffload.internal.elastic.UnitSlots;
 import java.lang.foreign.MemorySegment;
 
 /**
@@ -10,19 +12,25 @@ import java.lang.foreign.MemorySegment;
  * KVSwap's rolling buffer plays the same part). Both are always attended, so they are never read
  * from the SSDs during a step.
  *
- * <p>Keys and values are kept apart, each token-major ({@code kvHeads × headDim} elements per
- * token); the window is a ring whose capacity is a power of two, so token t sits in row
- * {@code t & (capacity - 1)} and sliding the window moves no data.
+ * <p>The window is block-major in units of the engine's {@link ElasticDramPool} (SwiftCache §3.4):
+ * block {@code b} (tokens {@code [b·T, (b+1)·T)}, T tokens a unit) holds its tokens' keys, then their
+ * values, token-major ({@code kvHeads × headDim} elements per token). Appending takes a unit when a
+ * block starts; sliding gives back every unit whose tokens all left, so the window holds what it
+ * needs and no data ever moves. Its units are not bounded by the pool's cap on caches (the window
+ * must hold its tokens), only by the DRAM budget. The sinks keep one slot of the {@link DramPool}.
  */
 public final class DramWindow implements AutoCloseable {
     private final DramPool dram;
     private final int half;
     private final int sinkEnd;
     private DramSlot sinkSlot;
-    private DramSlot ringSlot;
-    private MemorySegment ringK;
-    private MemorySegment ringV;
-    private int capacity;
+    private final UnitSlots units;
+    /** Tokens per unit (T). */
+    private final int tpu;
+    /** Block {@code b}'s local unit and segment at {@code b & mask}; a power-of-two ring over the held blocks. */
+    private int[] blockLocal;
+    private MemorySegment[] blockSegment;
+    private int mask;
     private int start;
     private int end;
 
@@ -30,38 +38,51 @@ public final class DramWindow implements AutoCloseable {
      * @param half bytes of one token's K (and of its V)
      * @param sinkEnd sink tokens kept
      * @param start first window token
+     * @param minCapacity tokens the window is expected to hold (sizes its block table)
      */
-    public DramWindow(DramPool dram, int half, int sinkEnd, int start, int minCapacity) {
+    public DramWindow(ElasticDramPool pool, DramPool dram, int half, int sinkEnd, int start, int minCapacity) {
         this.dram = dram;
         this.half = half;
         this.sinkEnd = sinkEnd;
         this.start = start;
         this.end = start;
+        this.units = new UnitSlots(pool, 2L * half, false);
+        this.tpu = units.perUnit();
+        int blocks = Integer.highestOneBit(Math.max(4, Math.max(minCapacity, 16) / tpu + 2) - 1) << 1;
+        this.blockLocal = new int[blocks];
+        this.blockSegment = new MemorySegment[blocks];
+        this.mask = blocks - 1;
         if (sinkEnd > 0) {
             sinkSlot = dram.acquire(2L * sinkEnd * half);
         }
-        grow(Math.max(16, minCapacity));
     }
 
-    private void grow(int need) {
-        int cap = Integer.highestOneBit(Math.max(need, 1) - 1) << 1;
-        if (cap < need) {
-            cap = need;
+    /** A unit for block {@code b} (the window's newest); the block table doubles when full (no data moves). */
+    private void addBlock(int b) {
+        int first = start == end ? b : start / tpu;
+        if (b - first + 1 > blockLocal.length) {
+            int n = blockLocal.length * 2;
+            int[] local = new int[n];
+            MemorySegment[] seg = new MemorySegment[n];
+            for (int x = first; x < b; x++) {
+                local[x & (n - 1)] = blockLocal[x & mask];
+                seg[x & (n - 1)] = blockSegment[x & mask];
+            }
+            blockLocal = local;
+            blockSegment = seg;
+            mask = n - 1;
         }
-        DramSlot slot = dram.acquire(2L * cap * half);
-        MemorySegment k = slot.segment().asSlice(0, (long) cap * half);
-        MemorySegment v = slot.segment().asSlice((long) cap * half, (long) cap * half);
-        for (int t = start; t < end; t++) {
-            MemorySegment.copy(ringK, (long) (t & (capacity - 1)) * half, k, (long) (t & (cap - 1)) * half, half);
-            MemorySegment.copy(ringV, (long) (t & (capacity - 1)) * half, v, (long) (t & (cap - 1)) * half, half);
+        int l = units.takeOne();
+        blockLocal[b & mask] = l;
+        blockSegment[b & mask] = units.unitSegment(l);
+    }
+
+    /** Gives back the units of blocks {@code [from, to]}. */
+    private void dropBlocks(int from, int to) {
+        for (int b = from; b <= to; b++) {
+            units.dropOne(blockLocal[b & mask]);
+            blockSegment[b & mask] = null;
         }
-        if (ringSlot != null) {
-            dram.release(ringSlot);
-        }
-        ringSlot = slot;
-        ringK = k;
-        ringV = v;
-        capacity = cap;
     }
 
     /** Reads the sinks and tokens {@code [start, end)} of {@code layer} from the sequence into the window. */
@@ -111,12 +132,14 @@ public final class DramWindow implements AutoCloseable {
 
     /** Appends the next token ({@link #end()}) to the window. */
     public void append(MemorySegment k, long kOffset, MemorySegment v, long vOffset) {
-        if (end - start == capacity) {
-            grow(capacity * 2);
+        int b = end / tpu;
+        if (end == start || end % tpu == 0) {
+            addBlock(b); // the first token of a block, or of an empty window: no unit holds it yet
         }
-        long row = (long) (end & (capacity - 1)) * half;
-        MemorySegment.copy(k, kOffset, ringK, row, half);
-        MemorySegment.copy(v, vOffset, ringV, row, half);
+        MemorySegment unit = blockSegment[b & mask];
+        int i = end % tpu;
+        MemorySegment.copy(k, kOffset, unit, (long) i * half, half);
+        MemorySegment.copy(v, vOffset, unit, (long) (tpu + i) * half, half);
         end++;
     }
 
@@ -126,29 +149,34 @@ public final class DramWindow implements AutoCloseable {
             throw new IllegalArgumentException("newStart = " + newStart + " is outside the window [" + start + ", "
                     + end + "]");
         }
+        if (start < end && newStart > start) {
+            int first = start / tpu;
+            int last = newStart == end ? (end - 1) / tpu : newStart / tpu - 1;
+            dropBlocks(first, last); // every block no token of [newStart, end) is in
+        }
         start = newStart;
     }
 
     /** Segment holding token {@code t}'s K ({@link #keyOffset} says where). */
     public MemorySegment keySegment(int t) {
-        return t < sinkEnd ? sinkSlot.segment() : ringK;
+        return t < sinkEnd ? sinkSlot.segment() : blockSegment[(t / tpu) & mask];
     }
 
     public long keyOffset(int t) {
-        return t < sinkEnd ? (long) t * half : (long) (t & (capacity - 1)) * half;
+        return t < sinkEnd ? (long) t * half : (long) (t % tpu) * half;
     }
 
     public MemorySegment valueSegment(int t) {
-        return t < sinkEnd ? sinkSlot.segment() : ringV;
+        return t < sinkEnd ? sinkSlot.segment() : blockSegment[(t / tpu) & mask];
     }
 
     public long valueOffset(int t) {
-        return t < sinkEnd ? (long) (sinkEnd + t) * half : (long) (t & (capacity - 1)) * half;
+        return t < sinkEnd ? (long) (sinkEnd + t) * half : (long) (tpu + t % tpu) * half;
     }
 
-    /** DRAM held. */
+    /** DRAM held: the sinks' slot and the window's units. */
     public long memoryBytes() {
-        return 2L * (sinkEnd + capacity) * half;
+        return 2L * sinkEnd * half + units.heldBytes();
     }
 
     @Override
@@ -157,9 +185,6 @@ public final class DramWindow implements AutoCloseable {
             dram.release(sinkSlot);
             sinkSlot = null;
         }
-        if (ringSlot != null) {
-            dram.release(ringSlot);
-            ringSlot = null;
-        }
+        units.close();
     }
 }

@@ -178,7 +178,7 @@ public final class EntryFetch implements HotClusterCache.TokenSource, StagedRead
             } else if (cache != null) {
                 int slot = cache.slotOf(t);
                 if (slot >= 0) {
-                    view.putEntry(r, t, cache.region(), cache.slotOffset(slot));
+                    view.putEntry(r, t, cache.slotSegment(slot), cache.slotOffset(slot));
                     counters.tokensCached++;
                 }
             }

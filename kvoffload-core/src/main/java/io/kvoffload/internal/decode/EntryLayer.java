@@ -50,8 +50,8 @@ public abstract class EntryLayer implements LayerFetcher, BucketScheduler.Reside
             store.store().degradations().report(new KvDegradation(KvDegradation.Kind.UNCLUSTERED_LAYER,
                     sequence.id(), layer, why));
         }
-        this.window = new DramWindow(store.store().dram(), sequence.shape().halfEntryBytes(), sinkEnd, start,
-                tokens - start + options.localWindow());
+        this.window = new DramWindow(store.store().elastic(), store.store().dram(), sequence.shape().halfEntryBytes(),
+                sinkEnd, start, tokens - start + options.localWindow());
         try {
             window.load(sequence, layer, tokens);
         } catch (RuntimeException e) {

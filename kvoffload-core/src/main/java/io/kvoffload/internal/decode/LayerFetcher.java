@@ -29,6 +29,21 @@ public interface LayerFetcher extends AutoCloseable {
     /** Tokens {@code [before, before + n)} were appended to the sequence; {@code keys}/{@code values} hold them. */
     void appended(MemorySegment keys, MemorySegment values, int before, int n);
 
+    /**
+     * Sets the DRAM this layer's elastic cache (its share of the engine's elastic pool) may hold,
+     * between steps; returns the bytes it holds afterwards (whole units). Layers without one hold 0.
+     *
+     * @throws io.kvoffload.KvDramExhaustedException when growing finds no room (nothing changes)
+     */
+    default long resizeCache(long bytes) {
+        return 0;
+    }
+
+    /** Bytes of elastic units this layer's cache holds now. */
+    default long cacheHeldBytes() {
+        return 0;
+    }
+
     /** Adds the layer's gauges (DRAM held, cache hits). */
     void addGauges(DecodeCounters.Gauges gauges);
 

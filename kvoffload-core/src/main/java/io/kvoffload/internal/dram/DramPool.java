@@ -19,7 +19,9 @@ import org.slf4j.LoggerFactory;
  * the target of an O_DIRECT transfer, and are announced to {@link DramSlabListener}s (io_uring
  * fixed-buffer registration, CUDA page-locking) when allocated and before they are freed. Each
  * slot size (a multiple of 4096) has its own slabs; a slab is allocated when its class runs out
- * and the budget allows, and kept until the pool closes, so registered memory never moves.
+ * and the budget allows, and kept until the pool closes, so registered memory never moves. The
+ * elastic pool's chunks (decoders' caches and windows, {@code internal.elastic}) count against the
+ * same budget through {@link #reserve}/{@link #unreserve}; they are freed as they empty.
  */
 public final class DramPool implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(DramPool.class);
@@ -71,7 +73,7 @@ public final class DramPool implements AutoCloseable {
         return budgetBytes;
     }
 
-    /** Bytes of slabs allocated so far (never above the budget). */
+    /** Bytes of slabs allocated so far, plus bytes {@link #reserve reserved} by the elastic pool (never above the budget). */
     public synchronized long reservedBytes() {
         return reservedBytes;
     }
@@ -128,6 +130,32 @@ public final class DramPool implements AutoCloseable {
         if (!closed) {
             slot.sizeClass.free.addFirst(slot);
         }
+    }
+
+    /**
+     * Counts {@code bytes} of memory that another allocator of the DRAM tier (the elastic pool's
+     * chunks) takes, against the same budget as the slabs.
+     *
+     * @throws KvDramExhaustedException when the budget has no room for them
+     */
+    public synchronized void reserve(long bytes) {
+        ensureOpen();
+        Checks.positive("bytes", bytes);
+        if (reservedBytes + bytes > budgetBytes) {
+            throw new KvDramExhaustedException("DRAM budget exhausted: " + budgetBytes + " bytes, " + reservedBytes
+                    + " reserved (" + slabs.size() + " slabs and the elastic pool's chunks); " + bytes
+                    + " more bytes do not fit. Raise dramBudgetBytes, or shrink decoders' caches");
+        }
+        reservedBytes += bytes;
+    }
+
+    /** Gives back bytes counted by {@link #reserve} (their memory has been freed). */
+    public synchronized void unreserve(long bytes) {
+        if (closed) {
+            return; // close() has zeroed the accounting
+        }
+        Checks.inRange("bytes", bytes, 0, reservedBytes);
+        reservedBytes -= bytes;
     }
 
     private SizeClass classFor(long slotBytes) {

@@ -21,12 +21,15 @@ public final class Libc {
     private static final MethodHandle OPEN;
     private static final MethodHandle CLOSE;
     private static final MethodHandle POSIX_FALLOCATE;
+    /** glibc's malloc_trim, or null (another libc). */
+    private static final MethodHandle MALLOC_TRIM;
     private static final Throwable UNAVAILABLE;
 
     static {
         MethodHandle open = null;
         MethodHandle close = null;
         MethodHandle fallocate = null;
+        MethodHandle trim = null;
         Throwable failure = null;
         try {
             Linker linker = Linker.nativeLinker();
@@ -40,12 +43,15 @@ public final class Libc {
             fallocate = linker.downcallHandle(libc.findOrThrow("posix_fallocate"),
                     FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.JAVA_INT, ValueLayout.JAVA_LONG,
                             ValueLayout.JAVA_LONG));
+            trim = libc.find("malloc_trim").map(a -> linker.downcallHandle(a,
+                    FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.JAVA_LONG))).orElse(null);
         } catch (Throwable t) {
             failure = t;
         }
         OPEN = open;
         CLOSE = close;
         POSIX_FALLOCATE = fallocate;
+        MALLOC_TRIM = trim;
         UNAVAILABLE = failure;
     }
 
@@ -54,6 +60,23 @@ public final class Libc {
     /** Why native calls are unavailable (no native access granted, not Linux), or null. */
     public static Throwable unavailableReason() {
         return UNAVAILABLE;
+    }
+
+    /**
+     * Asks glibc to hand free heap pages back to the OS ({@code malloc_trim(0)}): freed off-heap
+     * memory of a size glibc keeps in its heaps (once a freed block has raised its mmap threshold)
+     * otherwise stays resident. Returns whether memory was released; false where the call is
+     * unavailable (no native access, another libc).
+     */
+    public static boolean mallocTrim() {
+        if (MALLOC_TRIM == null) {
+            return false;
+        }
+        try {
+            return (int) MALLOC_TRIM.invokeExact(0L) == 1;
+        } catch (Throwable t) {
+            return false;
+        }
     }
 
     /**

@@ -13,7 +13,7 @@ import io.kvoffload.internal.sequence.SequenceHooks;
 import io.kvoffload.internal.decode.StagedReads;
 import io.kvoffload.internal.decode.ViewBuffer;
 import io.kvoffload.internal.decode.ViewRows;
-import io.kvoffload.internal.dram.DramSlot;
+import io.kvoffload.internal.elastic.UnitSlots;
 import io.kvoffload.internal.sched.BucketScheduler;
 import io.kvoffload.internal.storage.EntryChecksum;
 import io.kvoffload.internal.storage.EntryVerifier;
@@ -72,9 +72,11 @@ public final class KvSwapLayer implements LayerFetcher {
     private final CompressedKCache cache;
     private final GroupPredictor predictor;
     private final float[] keyScratch;
-    private final ReuseBuffer reuse;
-    private final ReusePlan plan;
-    private DramSlot reuseSlots;
+    private ReuseBuffer reuse;
+    private ReusePlan plan;
+    /** The reuse buffer's memory: elastic units, one slot a group ({@code stride} bytes); null without a buffer. */
+    private UnitSlots reuseUnits;
+    private final boolean fifo;
     private final BucketScheduler scheduler;
     /** Flush full groups once this many tokens (a multiple of G) have left the local window; 0: never. */
     private final int rollTokens;
@@ -108,6 +110,7 @@ public final class KvSwapLayer implements LayerFetcher {
         this.options = options;
         this.layer = layer;
         this.layout = layout;
+        this.fifo = fifo;
         this.g = layout.groupSize();
         this.half = shape.halfEntryBytes();
         this.stride = layout.stride();
@@ -124,7 +127,8 @@ public final class KvSwapLayer implements LayerFetcher {
         // Sinks, then the window: the newest localWindow tokens and every token past the last stored group.
         int sinkEnd = Math.min(options.sinkTokens(), tokens);
         int start = Math.max(sinkEnd, Math.min(grouped, tokens - options.localWindow()));
-        this.window = new DramWindow(store.dram(), half, sinkEnd, start, tokens - start + Math.max(options.localWindow(), g));
+        this.window = new DramWindow(store.elastic(), store.dram(), half, sinkEnd, start,
+                tokens - start + Math.max(options.localWindow(), g));
         try {
             window.load(sequence, layer, tokens);
             // Full groups past the stored ones (a committed rolling buffer) are predicted as soon as the layer opens.
@@ -132,15 +136,14 @@ public final class KvSwapLayer implements LayerFetcher {
             int m = groupsFor(tokens);
             int slots = reuseGroups < 0 ? m : reuseGroups == 0 ? 0 : Math.max(reuseGroups, m);
             if (slots > 0) {
-                reuse = new ReuseBuffer(1, slots, fifo ? ReuseBuffer.Policy.FIFO : ReuseBuffer.Policy.REPLACE_UNREQUESTED);
-                plan = reuse.newPlan();
-                reuseSlots = store.dram().acquire((long) slots * stride);
-            } else {
-                reuse = null;
-                plan = null;
+                reuseUnits = new UnitSlots(store.elastic(), stride);
+                resizeReuse((int) ((slots + (long) reuseUnits.perUnit() - 1) / reuseUnits.perUnit()));
             }
         } catch (RuntimeException e) {
             window.close();
+            if (reuseUnits != null) {
+                reuseUnits.close();
+            }
             throw e;
         }
         int groups = layout.groupCount();
@@ -266,10 +269,10 @@ public final class KvSwapLayer implements LayerFetcher {
             }
         }
         if (reuse != null) {
-            MemorySegment mem = reuseSlots.segment();
             for (int i = 0; i < inBuffer; i++) {
                 if (plan.hit(i)) {
-                    counters.tokensCached += putGroup(view, requested[i], mem, (long) plan.slot(i) * stride);
+                    int s = plan.slot(i);
+                    counters.tokensCached += putGroup(view, requested[i], reuseUnits.segment(s), reuseUnits.offset(s));
                 }
             }
         }
@@ -325,7 +328,8 @@ public final class KvSwapLayer implements LayerFetcher {
             }
             counters.tokensFetched += putGroup(landingView, grp, mem, at);
             if (missStamp[grp] == gen && missSlot[grp] >= 0) {
-                MemorySegment.copy(mem, at, reuseSlots.segment(), (long) missSlot[grp] * stride, groupBytes);
+                int s = missSlot[grp];
+                MemorySegment.copy(mem, at, reuseUnits.segment(s), reuseUnits.offset(s), groupBytes);
             }
         }
     }
@@ -434,22 +438,67 @@ public final class KvSwapLayer implements LayerFetcher {
         }
     }
 
+    /**
+     * The reuse buffer's share of the decoder's elastic budget: {@code bytes} rounded down to whole
+     * units. Growing takes units (new slots, empty); shrinking gives back the last units, SwiftCache's
+     * contraction, and forgets the groups they held (read again on their next miss). Held groups in
+     * the other slots stay where they are. A layer opened without a reuse buffer has none to resize.
+     */
+    @Override
+    public long resizeCache(long bytes) {
+        if (reuseUnits == null) {
+            return 0;
+        }
+        resizeReuse((int) Math.min(Integer.MAX_VALUE / Math.max(1, reuseUnits.perUnit()) - 8,
+                bytes / reuseUnits.unitBytes()));
+        return reuseUnits.heldBytes();
+    }
+
+    @Override
+    public long cacheHeldBytes() {
+        return reuseUnits == null ? 0 : reuseUnits.heldBytes();
+    }
+
+    private void resizeReuse(int units) {
+        int held = reuseUnits.heldUnits();
+        if (units > held) {
+            reuseUnits.grow(units - held);
+        } else if (units < held) {
+            int[] last = new int[held - units];
+            for (int i = 0; i < last.length; i++) {
+                last[i] = held - 1 - i; // reuse units are never holes: slots stay 0 .. units × perUnit - 1
+            }
+            reuseUnits.drop(last, last.length);
+        }
+        int slots = units * reuseUnits.perUnit();
+        if (slots == 0) {
+            reuse = null;
+            plan = null;
+        } else if (reuse == null) {
+            reuse = new ReuseBuffer(1, slots, fifo ? ReuseBuffer.Policy.FIFO : ReuseBuffer.Policy.REPLACE_UNREQUESTED);
+            plan = reuse.newPlan();
+        } else if (reuse.slots() != slots) {
+            reuse.resize(slots);
+            plan = reuse.newPlan();
+        }
+    }
+
     // ------------------------------------------------------------------ stats and lifecycle
 
     /** DRAM this layer holds: its window, and beyond it the reuse slots and the compressed K cache. */
     @Override
     public void addGauges(DecodeCounters.Gauges g) {
         g.windowBytes += window.memoryBytes();
-        g.reuseBytes += (reuseSlots == null ? 0 : reuseSlots.byteSize()) + cache.reservedBytes();
+        g.reuseBytes += (reuseUnits == null ? 0 : reuseUnits.heldBytes()) + cache.reservedBytes();
     }
 
     @Override
     public void close() {
         window.close();
         reads.close();
-        if (reuseSlots != null) {
-            store.dram().release(reuseSlots);
-            reuseSlots = null;
+        if (reuseUnits != null) {
+            reuseUnits.close();
+            reuseUnits = null;
         }
     }
 }

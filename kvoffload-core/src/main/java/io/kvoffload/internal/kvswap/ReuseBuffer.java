@@ -36,15 +36,16 @@ public final class ReuseBuffer {
     }
 
     private final int layers;
-    private final int slots;
     private final Policy policy;
-    private final int[][] table; // [layer][slot] → group id or −1
-    private final GroupSlotMap[] index; // [layer] group → slot
-    private final int[][] fifo; // [layer] slots, oldest fill first
-    private final long[][] stamp; // [layer][slot] → step that requested it
-    private final GroupSlotMap pending;
-    private final int[] victims;
-    private final int[] fifoScratch;
+    // Not final: resize() swaps them for arrays of the new slot count.
+    private int slots;
+    private int[][] table; // [layer][slot] → group id or −1
+    private GroupSlotMap[] index; // [layer] group → slot
+    private int[][] fifo; // [layer] slots, oldest fill first
+    private long[][] stamp; // [layer][slot] → step that requested it
+    private GroupSlotMap pending;
+    private int[] victims;
+    private int[] fifoScratch;
     private long step;
     private long requestedTotal;
     private long hitTotal;
@@ -58,8 +59,13 @@ public final class ReuseBuffer {
      */
     public ReuseBuffer(int layers, int slots, Policy policy) {
         this.layers = Checks.inRange("layers", layers, 1, 4096);
-        this.slots = Checks.inRange("slots", slots, 1, 1 << 20);
         this.policy = Checks.notNull("policy", policy);
+        allocate(Checks.inRange("slots", slots, 1, 1 << 20));
+        clear();
+    }
+
+    private void allocate(int slots) {
+        this.slots = slots;
         this.table = new int[layers][slots];
         this.index = new GroupSlotMap[layers];
         this.fifo = new int[layers][slots];
@@ -70,7 +76,47 @@ public final class ReuseBuffer {
         this.pending = new GroupSlotMap(slots);
         this.victims = new int[slots];
         this.fifoScratch = new int[slots];
-        clear();
+    }
+
+    /**
+     * Changes the slot count between steps (the elastic pool moved this buffer's budget). Slots below
+     * the new count keep their groups and their place in the replacement queue; groups in slots at or
+     * above it are dropped (their memory is given back, SwiftCache's contraction by the last blocks);
+     * new slots are empty and are filled first. Plans from {@link #newPlan()} must be taken again.
+     *
+     * @param newSlots 1..2^20
+     */
+    public void resize(int newSlots) {
+        Checks.inRange("newSlots", newSlots, 1, 1 << 20);
+        if (newSlots == slots) {
+            return;
+        }
+        int old = slots;
+        int[][] oldTable = table;
+        int[][] oldFifo = fifo;
+        long[][] oldStamp = stamp;
+        allocate(newSlots);
+        int keep = Math.min(old, newSlots);
+        for (int l = 0; l < layers; l++) {
+            Arrays.fill(table[l], -1);
+            for (int s = 0; s < keep; s++) {
+                table[l][s] = oldTable[l][s];
+                stamp[l][s] = oldStamp[l][s];
+                if (oldTable[l][s] >= 0) {
+                    index[l].put(oldTable[l][s], s);
+                }
+            }
+            // Queue: new (empty) slots first, then the kept slots in their old order.
+            int q = 0;
+            for (int s = old; s < newSlots; s++) {
+                fifo[l][q++] = s;
+            }
+            for (int i = 0; i < old; i++) {
+                if (oldFifo[l][i] < newSlots) {
+                    fifo[l][q++] = oldFifo[l][i];
+                }
+            }
+        }
     }
 
     public int layers() { return layers; }

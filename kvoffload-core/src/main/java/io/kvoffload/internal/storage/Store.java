@@ -8,6 +8,7 @@ import io.kvoffload.KvException;
 import io.kvoffload.SequenceInfo;
 import io.kvoffload.internal.dram.DramPool;
 import io.kvoffload.internal.dram.DramSlot;
+import io.kvoffload.internal.elastic.ElasticDramPool;
 import io.kvoffload.internal.io.DeviceModel;
 import io.kvoffload.internal.io.FaultInjectingBackend;
 import io.kvoffload.internal.obs.Degradations;
@@ -61,6 +62,8 @@ public final class Store implements AutoCloseable {
     private StoreRecord record;
     private IoBackend backend;
     private DramPool dram;
+    /** The elastic units of decoders' hot caches and reuse buffers, inside the DRAM budget. */
+    private ElasticDramPool elastic;
     private final IoStats stats;
     private DeviceTier deviceTier;
     private FaultInjectingBackend faults;
@@ -124,6 +127,7 @@ public final class Store implements AutoCloseable {
     private void openTiers() throws IOException {
         int maxAlign = devices.stream().mapToInt(DevicePool::alignment).max().orElse(4096);
         this.dram = new DramPool(config.dramBudgetBytes(), Math.max(config.dramSlabBytes(), maxAlign));
+        this.elastic = new ElasticDramPool(dram, config.dramBudgetBytes(), config.dramSlabBytes());
         IoBackend real = openBackend(config, devices);
         // A device model makes each directory behave like an SSD of its own (docs/configuration.md).
         try {
@@ -329,6 +333,11 @@ public final class Store implements AutoCloseable {
 
     public DramPool dram() {
         return dram;
+    }
+
+    /** The elastic pool decoders' hot caches and reuse buffers take units from. */
+    public ElasticDramPool elastic() {
+        return elastic;
     }
 
     /** The GPU tier, or null when the engine runs without one. */
@@ -660,6 +669,7 @@ public final class Store implements AutoCloseable {
             backend.close();
         } finally {
             try {
+                elastic.close();
                 dram.close();
             } finally {
                 try {

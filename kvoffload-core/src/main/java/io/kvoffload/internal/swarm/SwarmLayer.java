@@ -28,6 +28,7 @@ public final class SwarmLayer extends EntryLayer {
     private static final CostEffectiveness SCORE = CostEffectiveness.savedIoPerEntry(80_000, 2_000);
 
     private final KvShape shape;
+    private final boolean lru;
     private MedoidIndex index;
     private int[] clusterSize;
     private float[] scores;
@@ -58,6 +59,7 @@ public final class SwarmLayer extends EntryLayer {
             MaintenancePolicy maintenance) {
         super(store, options, layer, counters);
         this.shape = sequence.shape();
+        this.lru = lru;
         this.aggregated = new float[shape.kvHeads() * shape.headDim()];
         this.key = new float[shape.kvHeads() * shape.headDim()];
         if (layout == null) {
@@ -71,7 +73,7 @@ public final class SwarmLayer extends EntryLayer {
                     : options.cacheBytes();
             long perLayer = total / shape.layers();
             if (perLayer >= shape.entryBytes()) {
-                cache = new HotClusterCache(store.store().dram(), layout, shape.entryBytes(), perLayer,
+                cache = new HotClusterCache(store.store().elastic(), layout, shape.entryBytes(), perLayer,
                         lru, SCORE);
             }
             // A head-sharded layout does not grow online: appended tokens stay with the layer's tail.
@@ -82,6 +84,31 @@ public final class SwarmLayer extends EntryLayer {
             close();
             throw e;
         }
+    }
+
+    /**
+     * Resizes the hot-cluster cache between steps (opening one when the layer had none): shrinking
+     * gives back the units of the clusters Eq. 6 (or LRU) least wants to keep.
+     */
+    @Override
+    public long resizeCache(long bytes) {
+        if (layout == null) {
+            return 0;
+        }
+        if (cache == null) {
+            if (bytes < shape.entryBytes()) {
+                return 0;
+            }
+            cache = new HotClusterCache(store.store().elastic(), layout, shape.entryBytes(), bytes, lru, SCORE);
+            return cache.heldBytes();
+        }
+        cache.resize(bytes);
+        return cache.heldBytes();
+    }
+
+    @Override
+    public long cacheHeldBytes() {
+        return cache == null ? 0 : cache.heldBytes();
     }
 
     /** Eq. 9 state for the layer; tokens past the clustered prefix enter its window in order. */

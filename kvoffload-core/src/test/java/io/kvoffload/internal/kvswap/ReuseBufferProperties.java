@@ -17,7 +17,8 @@ import net.jqwik.api.constraints.IntRange;
 
 /**
  * The reuse buffer against a plain reference model (maps and lists): hit and miss accounting, a
- * consistent slot table, the FIFO order, and that no policy evicts a group the same step requested.
+ * consistent slot table, the FIFO order, and that no policy evicts a group the same step requested;
+ * resized between steps, the kept slots keep their groups and queue order.
  */
 class ReuseBufferProperties {
 
@@ -33,6 +34,27 @@ class ReuseBufferProperties {
             for (int s = 0; s < slots; s++) {
                 queue.add(s);
             }
+        }
+
+        /** The elastic pool moved the budget: slots below {@code ns} keep their groups and queue order. */
+        Model resized(int ns) {
+            Model r = new Model(ns);
+            r.queue.clear();
+            for (int s = 0; s < Math.min(ns, table.length); s++) {
+                r.table[s] = table[s];
+                if (table[s] >= 0) {
+                    r.slotOf.put(table[s], s);
+                }
+            }
+            for (int s = table.length; s < ns; s++) {
+                r.queue.add(s);
+            }
+            for (int s : queue) {
+                if (s < ns) {
+                    r.queue.add(s);
+                }
+            }
+            return r;
         }
     }
 
@@ -50,9 +72,18 @@ class ReuseBufferProperties {
         int universe = slots + 1 + rnd.nextInt(3 * slots); // small enough for overlap between steps
         long requested = 0, hits = 0, evictions = 0;
         for (int step = 0; step < 60; step++) {
+            if (rnd.nextInt(8) == 0) { // resized between steps
+                slots = 1 + rnd.nextInt(40);
+                rb.resize(slots);
+                plan = rb.newPlan();
+                for (int l = 0; l < layers; l++) {
+                    models[l] = models[l].resized(slots);
+                }
+                assertEquals(slots, rb.slots());
+            }
             int layer = rnd.nextInt(layers);
             Model m = models[layer];
-            int count = rnd.nextInt(slots + 1);
+            int count = rnd.nextInt(Math.min(slots, universe) + 1);
             List<Integer> pool = new ArrayList<>();
             for (int g = 0; g < universe; g++) {
                 pool.add(g);
