@@ -124,6 +124,11 @@ final class RemotePublisher implements AutoCloseable {
     }
 
     private void publish(String id) {
+        if (restorables.contains(id)) {
+            // Already published whole as it is now (a commit or delete forgets it): a second offer of the
+            // same state, e.g. the writer's close after its commit, sends nothing and counts nothing.
+            return;
+        }
         long readAt = restorables.now();
         KvSequence s;
         try {
