@@ -148,6 +148,11 @@ public final class CompareCommand implements Callable<Integer> {
             description = "Seconds per fio run; 0 for no fio (default: ${DEFAULT-VALUE}).")
     int fioSeconds;
 
+    @Option(names = "--fio-min-io-ms", defaultValue = "500",
+            description = "Least I/O time of a strategy's timed fetches for an eff / fio ratio: a shorter decode "
+                    + "is not set against a steady fio run (default: ${DEFAULT-VALUE}).")
+    int fioMinIoMillis;
+
     @Option(names = "--backend", defaultValue = "auto", description = "I/O backend (default: ${DEFAULT-VALUE}).")
     String backend;
 
@@ -207,11 +212,14 @@ public final class CompareCommand implements Callable<Integer> {
         }
     }
 
-    /** A short configuration for the demo: one small prefix, one budget, batch 1, no scaling. */
+    /**
+     * A short configuration for the demo: one small prefix, one budget, batch 1, no scaling, no fio
+     * (a few steps read for milliseconds, too short for a bandwidth ratio).
+     */
     public static CompareCommand quick(int tokens, int steps) {
         CompareCommand c = new CompareCommand();
         new CommandLine(c).parseArgs("--sizes", String.valueOf(tokens), "--budgets", "0.1", "--batches", "1",
-                "--layers", "1", "--steps", String.valueOf(steps), "--fio-seconds", "1",
+                "--layers", "1", "--steps", String.valueOf(steps), "--fio-seconds", "0",
                 "--profile-queries", "32", "--no-progress");
         c.ssdCounts = new int[0]; // no scaling runs
         return c;
@@ -368,6 +376,7 @@ public final class CompareCommand implements Callable<Integer> {
         range("--window", window, 0, 1 << 20);
         range("--sinks", sinks, 0, 1 << 20);
         range("--fio-seconds", fioSeconds, 0, 600);
+        range("--fio-min-io-ms", fioMinIoMillis, 0, 3_600_000);
     }
 
     private static void share(String name, double v) {
@@ -675,6 +684,12 @@ public final class CompareCommand implements Callable<Integer> {
      * ratio reported) when the job cannot match the fetch, with the reason on stderr.
      */
     private double fioLikeFetch(CompareFixture f, Strategy s, Acc a) throws IOException, InterruptedException {
+        if (a.ioNanos < fioMinIoMillis * 1_000_000L) {
+            System.err.printf(java.util.Locale.ROOT, "compare: no fio ratio for %s: its timed fetches read for %.0f ms,"
+                    + " under --fio-min-io-ms %d (a burst that short is not comparable with a steady fio run; use more"
+                    + " --steps)%n", s.name(), a.ioNanos / 1e6, fioMinIoMillis);
+            return 0;
+        }
         String id = s.sequenceId();
         FetchShape shape = FetchShape.measure(f.dirs, id, a.first, (long) steps * layers,
                 f.engine.config().queueDepth());

@@ -72,7 +72,7 @@ class CompareCommandTest {
         Path out = root.resolve("fio-out");
         int code = KvoMain.run("compare", "--sizes", "2048", "--layers", "1", "--steps", "2", "--budgets", "0.1",
                 "--batches", "1", "--ssd-counts", "1", "--scaling-steps", "1", "--fio-seconds", "1",
-                "--window", "16", "--cache-share", "0", "--query-heads", "8", "--kv-heads", "2", "--head-dim", "64", "--profile-queries", "16",
+                "--fio-min-io-ms", "0", "--window", "16", "--cache-share", "0", "--query-heads", "8", "--kv-heads", "2", "--head-dim", "64", "--profile-queries", "16",
                 "--strategies", "quest,kvswap", "--out", out.toString(), "--work", root.toString(), "--backend",
                 "portable", "--no-progress");
         assertEquals(0, code);
