@@ -26,17 +26,7 @@ final class GroupSection {
         out.writeInt(g.groupedTokens);
         out.writeInt(g.groupSize);
         out.writeInt(g.stride);
-        out.writeInt(g.segDevice.length);
-        for (int s = 0; s < g.segDevice.length; s++) {
-            out.writeShort(g.segDevice[s]);
-            out.writeLong(g.segOffset[s]);
-            out.writeInt(g.segLength[s]);
-        }
-        out.writeInt(g.groupSeg.length);
-        for (int k = 0; k < g.groupSeg.length; k++) {
-            out.writeInt(g.groupSeg[k]);
-            out.writeInt(g.groupCrc[k]);
-        }
+        SegmentTables.write(out, g.segDevice, g.segOffset, g.segLength, g.groupSeg, g.groupCrc);
         byte[] a = g.state.encode();
         out.writeInt(a.length);
         out.write(a);

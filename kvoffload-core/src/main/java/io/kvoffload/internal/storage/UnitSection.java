@@ -34,17 +34,7 @@ final class UnitSection {
         out.write(u.params);
         out.writeInt(u.unitBytes);
         out.writeInt(u.stride);
-        out.writeInt(u.segDevice.length);
-        for (int s = 0; s < u.segDevice.length; s++) {
-            out.writeShort(u.segDevice[s]);
-            out.writeLong(u.segOffset[s]);
-            out.writeInt(u.segLength[s]);
-        }
-        out.writeInt(u.unitSeg.length);
-        for (int k = 0; k < u.unitSeg.length; k++) {
-            out.writeInt(u.unitSeg[k]);
-            out.writeInt(u.unitCrc[k]);
-        }
+        SegmentTables.write(out, u.segDevice, u.segOffset, u.segLength, u.unitSeg, u.unitCrc);
     }
 
     /** Reads one layer's unit section; every count is checked against the bytes left first. */
