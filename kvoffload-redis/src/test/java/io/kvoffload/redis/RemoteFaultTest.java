@@ -310,8 +310,12 @@ class RemoteFaultTest {
             }
             assertTrue(ea.awaitRemotePublished(Duration.ofSeconds(30)));
             assertEquals(0, ea.stats().remote().publishFailures());
-            assertEquals(2, ea.stats().remote().blocksAlreadyPresent(), "the fork's blocks are the source's keys");
-            assertEquals(0, ea.stats().remote().blocksPublished());
+            // The fork's blocks are the source's keys: it sends nothing. How often the publisher looked
+            // (the commit and the writer's close each offer it; a look at an unchanged state may be
+            // skipped) is not the contract, so "already present" is at least the fork's 2 blocks.
+            assertEquals(0, ea.stats().remote().blocksPublished(), "the fork publishes nothing new");
+            assertTrue(ea.stats().remote().blocksAlreadyPresent() >= 2, "the fork's blocks are the source's keys: "
+                    + ea.stats().remote().blocksAlreadyPresent());
         }
         corruptFirstLocalBlock(); // layer 0 block 0 of p, shared by f
         assertServedFromTheClusterAndRepaired(rc, "f");
