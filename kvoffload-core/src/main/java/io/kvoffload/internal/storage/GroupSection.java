@@ -50,18 +50,12 @@ final class GroupSection {
             throw new IllegalArgumentException(where + "stride = " + stride + " is out of range; allowed: " + data + ".."
                     + (data + (1 << 20)) + " (groupSize × entryBytes plus alignment padding)");
         }
-        int segs = ManifestCodec.count(buf, "group segments", 14);
-        int[] segDevice = new int[segs];
-        long[] segOffset = new long[segs];
-        int[] segLength = new int[segs];
+        SegmentTables.Segments table = SegmentTables.readSegments(buf, where, "group segments", nDev);
+        int[] segDevice = table.device();
+        long[] segOffset = table.offset();
+        int[] segLength = table.length();
+        int segs = segLength.length;
         for (int s = 0; s < segs; s++) {
-            segDevice[s] = buf.getShort() & 0xFFFF;
-            if (segDevice[s] >= nDev) {
-                throw new IllegalArgumentException(where + "segment " + s + " names device " + segDevice[s]
-                        + "; allowed: 0.." + (nDev - 1));
-            }
-            segOffset[s] = buf.getLong();
-            segLength[s] = buf.getInt();
             if (segLength[s] < stride) {
                 throw new IllegalArgumentException(where + "segment " + s + " length " + segLength[s]
                         + " is out of range; allowed: at least one group stride (" + stride + ")");

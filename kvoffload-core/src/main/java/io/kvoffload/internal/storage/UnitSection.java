@@ -51,19 +51,7 @@ final class UnitSection {
         buf.get(params);
         int unitBytes = buf.getInt();
         int stride = buf.getInt();
-        int segs = ManifestCodec.count(buf, "unit segments", 14);
-        int[] segDevice = new int[segs];
-        long[] segOffset = new long[segs];
-        int[] segLength = new int[segs];
-        for (int s = 0; s < segs; s++) {
-            segDevice[s] = buf.getShort() & 0xFFFF;
-            if (segDevice[s] >= nDev) {
-                throw new IllegalArgumentException(where + "segment " + s + " names device " + segDevice[s]
-                        + "; allowed: 0.." + (nDev - 1));
-            }
-            segOffset[s] = buf.getLong();
-            segLength[s] = buf.getInt();
-        }
+        SegmentTables.Segments seg = SegmentTables.readSegments(buf, where, "unit segments", nDev);
         int units = ManifestCodec.count(buf, "units", 8);
         int[] unitSeg = new int[units];
         int[] unitCrc = new int[units];
@@ -73,7 +61,7 @@ final class UnitSection {
         }
         try {
             return new UnitLayout(new String(owner, StandardCharsets.UTF_8), version, params, unitBytes, stride,
-                    segDevice, segOffset, segLength, unitSeg, unitCrc);
+                    seg.device(), seg.offset(), seg.length(), unitSeg, unitCrc);
         } catch (IllegalArgumentException e) {
             throw new IllegalArgumentException(where + e.getMessage(), e);
         }
