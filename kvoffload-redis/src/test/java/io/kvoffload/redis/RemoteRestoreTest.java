@@ -74,7 +74,10 @@ class RemoteRestoreTest {
             assertTrue(e.deleteSequence("deleted"));
             for (int i = 0; listed(e, "whole") || listed(e, "tail"); i++) {
                 assertTrue(i < 200, "the small pool evicts");
-                commit(e, "filler" + i, 64);
+                // Partial tails: never preferred, so once "whole" is gone the least recent ("tail") goes
+                // next, however far the publisher is behind (whole fillers, once published, would be
+                // preferred over "tail" forever).
+                commit(e, "filler" + i, 60);
             }
             assertTrue(e.stats().evictions() > 0);
             assertTrue(e.awaitRemotePublished(Duration.ofSeconds(30)));
