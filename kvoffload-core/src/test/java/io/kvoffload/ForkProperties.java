@@ -3,16 +3,12 @@ package io.kvoffload;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNull;
 
-import io.kvoffload.internal.sequence.SequenceAccess;
-import io.kvoffload.internal.storage.DevicePool;
-import io.kvoffload.internal.storage.Manifest;
-import io.kvoffload.internal.storage.Store;
+import io.kvoffload.testing.StoreSpace;
 import io.kvoffload.testing.TestEngines;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
-import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -147,28 +143,6 @@ class ForkProperties {
                 }
             }
         }
-        Store store;
-        try (KvSequence probe = e.createSequence("probe", SHAPE)) {
-            store = SequenceAccess.of(probe).store();
-        }
-        Map<Long, Integer> named = new HashMap<>();
-        long[] used = new long[store.devices().size()];
-        for (String id : live.keySet()) {
-            Manifest m = store.committedManifest(id);
-            m.forEachExtent((d, off, len) -> {
-                if (named.merge(((long) d << 48) | off, 1, Integer::sum) == 1) {
-                    used[d] += len;
-                }
-            });
-        }
-        for (DevicePool d : store.devices()) {
-            assertEquals(d.allocator().capacity() - used[d.index()], d.allocator().freeBytes(),
-                    "device " + d.index() + ": free space is the pool less the live extents' union");
-        }
-        for (Map.Entry<Long, Integer> x : named.entrySet()) {
-            int d = (int) (x.getKey() >>> 48);
-            long off = x.getKey() & ((1L << 48) - 1);
-            assertEquals(x.getValue().intValue(), store.extentHolders(d, off), "holders of " + d + ":" + off);
-        }
+        StoreSpace.assertExactlyLiveExtents(e, live.keySet(), SHAPE);
     }
 }
