@@ -32,11 +32,14 @@ public final class CommitProtocol {
     private boolean committed;
     private long commitNumber;
 
-    /** @param last the sequence's last commit, or null if it has none yet */
+    /**
+     * @param last the sequence's last commit, or null if it has none yet (its commits are then
+     *     numbered past any earlier sequence of the same id, {@link Store#numberingBase})
+     */
     public CommitProtocol(Store store, ExtentLedger ledger, BlockWriter writer, String id, KvShape shape,
             int blockTokens, EntryChecksum checksum, Manifest last) {
         this.committed = last != null;
-        this.commitNumber = last == null ? 0 : last.commitNumber();
+        this.commitNumber = last == null ? store.numberingBase(id) : last.commitNumber();
         this.store = store;
         this.ledger = ledger;
         this.writer = writer;

@@ -27,6 +27,7 @@ final class ManifestRecovery {
     private final SequenceCatalog catalog;
     private final ManifestStore manifests;
     private final SharedExtents shared;
+    private final Tombstones tombstones;
     /**
      * Extents marked so far, {@code device << 48 | offset} → {length, manifests naming it as their
      * own}: a second manifest may name an extent only as a shared (forked) block, and no two as their own.
@@ -36,8 +37,10 @@ final class ManifestRecovery {
     final List<io.kvoffload.KvDegradation> found = new ArrayList<>();
 
     ManifestRecovery(KvConfig config, DeviceSet deviceSet, StoreRecord record, List<DevicePool> devices,
-            List<String> deviceUuids, SequenceCatalog catalog, ManifestStore manifests, SharedExtents shared) {
+            List<String> deviceUuids, SequenceCatalog catalog, ManifestStore manifests, SharedExtents shared,
+            Tombstones tombstones) {
         this.shared = shared;
+        this.tombstones = tombstones;
         this.config = config;
         this.deviceSet = deviceSet;
         this.record = record;
@@ -62,6 +65,9 @@ final class ManifestRecovery {
         }
         for (Map.Entry<String, List<ManifestStore.Copy>> e : manifests.loadAll().entrySet()) {
             List<ManifestStore.Copy> copies = new ArrayList<>(e.getValue());
+            if (bury(e.getKey(), copies)) {
+                continue;
+            }
             copies.sort(Comparator.comparingLong((ManifestStore.Copy c) -> c.manifest() == null ? Long.MIN_VALUE
                     : c.manifest().commitNumber()).reversed());
             List<String> reasons = new ArrayList<>();
@@ -126,6 +132,32 @@ final class ManifestRecovery {
         }
         LOG.info("{} committed sequences found in {}", catalog.all().size(), manifests.readDirs());
         return quarantine;
+    }
+
+    /**
+     * Drops from {@code copies} those a deletion tombstone buries (a device that was away when the
+     * sequence was deleted or evicted kept them), logging and reporting them; returns true when
+     * nothing else is left, so that the sequence stays deleted and its space free.
+     */
+    private boolean bury(String id, List<ManifestStore.Copy> copies) {
+        List<java.nio.file.Path> buried = new ArrayList<>();
+        for (ManifestStore.Copy c : copies) {
+            if (c.manifest() != null) {
+                tombstones.noteCopy(id, c.manifest().commitNumber());
+                if (tombstones.buries(c.manifest())) {
+                    buried.add(c.file());
+                }
+            }
+        }
+        if (buried.isEmpty()) {
+            return false;
+        }
+        copies.removeIf(c -> buried.contains(c.file()));
+        String what = "ignoring " + buried.size() + " copies of deleted sequence " + id + " (a device that was"
+                + " unreachable when it was deleted or evicted kept them): " + buried;
+        LOG.warn("{}", what);
+        found.add(new io.kvoffload.KvDegradation(io.kvoffload.KvDegradation.Kind.MANIFEST_IGNORED, id, -1, what));
+        return copies.isEmpty();
     }
 
     /**

@@ -122,6 +122,28 @@ public final class ManifestStore {
         }
     }
 
+    /**
+     * Removes, from every directory that can be reached, each copy of {@code id} that decodes and
+     * is numbered {@code through} or lower (the copies a deletion tombstone buries; a newer sequence
+     * of that id keeps its own); returns how many were removed.
+     */
+    int deleteThrough(String id, long through) throws IOException {
+        int n = 0;
+        for (String suffix : new String[] {PREV_SUFFIX, SUFFIX}) {
+            for (Path d : readDirs) {
+                Path f = d.resolve(id + suffix);
+                if (Files.isRegularFile(f, LinkOption.NOFOLLOW_LINKS)) {
+                    Copy c = load(f, id);
+                    if (c.manifest() != null && c.manifest().commitNumber() <= through) {
+                        AtomicFiles.delete(f);
+                        n++;
+                    }
+                }
+            }
+        }
+        return n;
+    }
+
     private static void deleteIn(Path d, String name, boolean mustReach) throws IOException {
         if (!mustReach && !Files.isDirectory(d)) {
             return;

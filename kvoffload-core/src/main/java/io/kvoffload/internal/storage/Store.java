@@ -58,6 +58,8 @@ public final class Store implements AutoCloseable {
     private final SequenceCatalog catalog = new SequenceCatalog();
     /** Holders of the extents forks share; every free of an extent goes through it. */
     private final SharedExtents shared = new SharedExtents();
+    /** Deletions a device that is away has not seen yet. */
+    private final Tombstones tombstones;
     private Quarantine quarantine;
     private StoreRecord record;
     private IoBackend backend;
@@ -98,9 +100,14 @@ public final class Store implements AutoCloseable {
             }
             this.manifests = new ManifestStore(readDirs, manifestWriteDirs(), modes);
             manifests.removeLeftovers();
+            this.tombstones = new Tombstones(manifests, modes);
+            tombstones.load();
             ManifestRecovery recovery = new ManifestRecovery(config, deviceSet, record, devices, deviceUuids, catalog,
-                    manifests, shared);
+                    manifests, shared, tombstones);
             this.quarantine = recovery.load();
+            if (tombstones.size() > 0 && everyMemberReachable()) {
+                tombstones.collect(); // every device has now seen each deletion: nothing left to outvote
+            }
             for (DeviceSet.Unavailable u : deviceSet.unavailable()) {
                 degradations.report(new KvDegradation(KvDegradation.Kind.DEVICE_UNAVAILABLE, null, -1,
                         "device " + u.uuid() + " (" + u.directory() + ") is unavailable: " + u.reason()));
@@ -439,7 +446,7 @@ public final class Store implements AutoCloseable {
     private void evict(SequenceCatalog.Entry victim) {
         Manifest m = victim.manifest();
         try {
-            manifests.delete(m.id());
+            forget(m);
         } catch (IOException e) {
             throw new KvException("evicting sequence " + m.id() + " failed: could not delete its manifest", e);
         }
@@ -569,6 +576,7 @@ public final class Store implements AutoCloseable {
         }
         manifests.write(m);
         synchronized (this) {
+            tombstones.noteCopy(m.id(), m.commitNumber());
             SequenceCatalog.Entry e = catalog.get(m.id());
             catalog.put(m, e != null ? e.refs() : 1, e == null || e.heldByWriter());
             for (long[] x : superseded) {
@@ -653,10 +661,69 @@ public final class Store implements AutoCloseable {
             throw new IllegalStateException("sequence " + id + " is held by " + e.refs()
                     + " open handle(s); close them before deleting it");
         }
-        manifests.delete(id);
+        forget(e.manifest());
         catalog.remove(id);
         freeAll(e);
         return true;
+    }
+
+    /**
+     * Makes the deletion of {@code m}'s sequence durable, so that its extents may be reused. With
+     * every member device reachable, removing every copy of its manifest does it (a failure throws
+     * and the sequence stays). Otherwise a copy may survive on a device that is away, so a deletion
+     * tombstone is written first and is what makes the deletion durable (a failure throws, nothing
+     * changed); the copies that can be reached are then removed where possible, and the rest are
+     * collected once every device is back ({@link Tombstones}).
+     */
+    private void forget(Manifest m) throws IOException {
+        if (everyMemberReachable()) {
+            manifests.delete(m.id());
+            return;
+        }
+        tombstones.bury(m.id(), m.commitNumber());
+        try {
+            manifests.delete(m.id());
+        } catch (IOException e) {
+            LOG.warn("sequence {} is deleted (its tombstone is durable); a copy of its manifest is left until every"
+                    + " device is back: {}", m.id(), e.toString());
+        }
+    }
+
+    /**
+     * Whether every member device's manifest folder can be reached: none missing, failed or
+     * unidentified, every directory that may hold manifests listable. Only then can a deletion
+     * remove every copy of a manifest, and a tombstone be given up.
+     */
+    private boolean everyMemberReachable() {
+        if (!deviceSet.unavailable().isEmpty() || deviceSet.hasUnidentified()) {
+            return false;
+        }
+        for (StoreRecord.Member x : record.members()) {
+            if (!deviceUuids.contains(x.uuid())) {
+                return false;
+            }
+        }
+        for (DevicePool d : devices) {
+            if (d.failure() != null || !java.nio.file.Files.isDirectory(d.directory())) {
+                return false;
+            }
+        }
+        for (Path d : manifests.readDirs()) {
+            if (java.nio.file.Files.exists(d) && !(java.nio.file.Files.isReadable(d)
+                    && java.nio.file.Files.isExecutable(d))) {
+                return false;
+            }
+        }
+        return true;
+    }
+
+    /**
+     * The commit number a new sequence named {@code id} counts from: past every commit of an earlier
+     * sequence of that id this store has seen or a deletion tombstone records, so that a copy the
+     * earlier one left on a device that was away is never taken for the new one's.
+     */
+    public synchronized long numberingBase(String id) {
+        return tombstones.numberingBase(id);
     }
 
     /**
