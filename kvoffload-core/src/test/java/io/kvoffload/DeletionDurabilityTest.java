@@ -12,6 +12,8 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.TimeUnit;
 import java.util.stream.Stream;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -32,7 +34,11 @@ class DeletionDurabilityTest {
     Path root;
 
     static KvConfig config(List<Path> dirs) {
-        return TestEngines.config(dirs, "portable").deviceCapacityBytes(1L << 20).blockTokens(16).build();
+        return config(dirs, 1L << 20);
+    }
+
+    static KvConfig config(List<Path> dirs, long poolBytes) {
+        return TestEngines.config(dirs, "portable").deviceCapacityBytes(poolBytes).blockTokens(16).build();
     }
 
     /**
@@ -41,9 +47,13 @@ class DeletionDurabilityTest {
      * of a one-layer sequence (block b goes to device b): without it, such a sequence stays
      * available, deletable and evictable.
      */
-    List<Path> storeWithManifestDeviceLast() throws IOException {
+    List<Path> storeWithManifestDeviceLast() {
+        return storeWithManifestDeviceLast(root, 1L << 20);
+    }
+
+    static List<Path> storeWithManifestDeviceLast(Path root, long poolBytes) {
         List<Path> d = TestEngines.deviceDirs(root, 3);
-        try (KvEngine e = KvEngine.open(config(d))) {
+        try (KvEngine e = KvEngine.open(config(d, poolBytes))) {
             commit(e, "probe", 1, 16);
             List<Path> holders = holdersOf(d, "probe");
             assertEquals(2, holders.size(), holders.toString());
@@ -124,6 +134,63 @@ class DeletionDurabilityTest {
         assertCollected(d, "a");
         try (KvEngine e = KvEngine.open(config(d))) { // and once collected, it stays so
             assertOnly(e, List.of("b", "c"));
+        }
+    }
+
+    @Test
+    void theTombstoneOutlivesReopensWithoutTheDeviceAndADamagedCopyOfItIsOutvotedByItsTwin() throws Exception {
+        List<Path> d = storeWithManifestDeviceLast();
+        try (KvEngine e = KvEngine.open(config(d))) {
+            commit(e, "a", 1, 32);
+            commit(e, "b", 2, 16);
+        }
+        try (KvEngine e = KvEngine.open(config(d.subList(0, 2)))) {
+            assertTrue(e.deleteSequence("a"));
+        }
+        List<Path> tombs = new ArrayList<>();
+        for (Path x : d.subList(0, 2)) {
+            Path t = x.resolve("manifests").resolve("a.kvot");
+            if (Files.exists(t)) {
+                tombs.add(t);
+            }
+        }
+        assertEquals(2, tombs.size(), "one tombstone in each reachable manifest folder");
+        try (KvEngine e = KvEngine.open(config(d.subList(0, 2)))) { // still away: nothing is collected
+            assertEquals(List.of("b"), listed(e));
+            commit(e, "c", 3, 32);
+        }
+        assertTrue(Files.exists(tombs.get(0)) && Files.exists(tombs.get(1)));
+        Files.writeString(tombs.get(0), "{\"format\": 1, \"id\": \"a\", \"through\": 0}"); // no checksum
+        try (KvEngine e = KvEngine.open(config(d))) {
+            assertOnly(e, List.of("b", "c"));
+            assertExact(e, "c", 3, 32);
+            LinkedBlockingQueue<KvDegradation> told = new LinkedBlockingQueue<>();
+            e.addDegradationListener(told::add); // it hears what the open found
+            KvDegradation ignored = told.poll(10, TimeUnit.SECONDS);
+            assertTrue(ignored != null && ignored.kind() == KvDegradation.Kind.MANIFEST_IGNORED
+                    && "a".equals(ignored.sequenceId()), String.valueOf(ignored));
+        }
+        assertCollected(d, "a");
+    }
+
+    @Test
+    void aTombstoneThatCannotBeWrittenFailsTheDeletionAndChangesNothing() throws Exception {
+        List<Path> d = storeWithManifestDeviceLast();
+        try (KvEngine e = KvEngine.open(config(d))) {
+            commit(e, "a", 1, 32);
+        }
+        // A directory where the tombstone goes: the rename over it fails, even as root.
+        Path planted = Files.createDirectories(d.get(0).resolve("manifests").resolve("a.kvot").resolve("x"));
+        try (KvEngine e = KvEngine.open(config(d.subList(0, 2)))) {
+            KvIoException ex = assertThrows(KvIoException.class, () -> e.deleteSequence("a"));
+            assertTrue(ex.getMessage().contains("deleting sequence a failed"), ex.getMessage());
+            assertEquals(List.of("a"), listed(e));
+            assertExact(e, "a", 1, 32);
+        }
+        TestEngines.deleteRecursively(planted.getParent());
+        try (KvEngine e = KvEngine.open(config(d))) {
+            assertOnly(e, List.of("a"));
+            assertExact(e, "a", 1, 32);
         }
     }
 
