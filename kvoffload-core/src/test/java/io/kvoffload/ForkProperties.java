@@ -132,16 +132,21 @@ class ForkProperties {
         }
     }
 
+    /** Sequence {@code id} holds exactly the tokens {@code model} says, bit-exact. */
+    static void assertReadsBack(KvEngine e, String id, Model model) {
+        try (KvSequence s = e.openSequence(id)) {
+            assertEquals(model.tokens(), s.tokenCount(), id);
+            for (long[] r : model.runs()) {
+                assertNull(TestEngines.verify(s, r[0], IntStream.range((int) r[1], (int) r[2]).toArray()),
+                        id + " tokens " + r[1] + ".." + r[2]);
+            }
+        }
+    }
+
     /** Every live sequence bit-exact; allocated space = union of live extents; holders = manifests naming each. */
     static void check(KvEngine e, Map<String, Model> live) {
         for (Map.Entry<String, Model> x : live.entrySet()) {
-            try (KvSequence s = e.openSequence(x.getKey())) {
-                assertEquals(x.getValue().tokens(), s.tokenCount(), x.getKey());
-                for (long[] r : x.getValue().runs()) {
-                    assertNull(TestEngines.verify(s, r[0], IntStream.range((int) r[1], (int) r[2]).toArray()),
-                            x.getKey() + " tokens " + r[1] + ".." + r[2]);
-                }
-            }
+            assertReadsBack(e, x.getKey(), x.getValue());
         }
         StoreSpace.assertExactlyLiveExtents(e, live.keySet(), SHAPE);
     }
