@@ -20,7 +20,10 @@ public record KvDegradation(Kind kind, String sequenceId, int layer, String mess
          * out with {@code SelectionStrategy.layOut} or its strategy's offline phase). Also counted in {@link DecodeStats#unclusteredLayers()}.
          */
         UNCLUSTERED_LAYER,
-        /** At open, a sequence's newest manifest copies did not verify and an older commit was used. */
+        /**
+         * At open, a sequence's newest manifest copies did not verify and an older commit was used; or
+         * copies of a deleted sequence that a device away at the deletion kept were ignored.
+         */
         MANIFEST_IGNORED,
         /** At open, no copy of a sequence's manifest could be used: it is quarantined ({@link KvStats#quarantine()}). */
         MANIFEST_QUARANTINED,

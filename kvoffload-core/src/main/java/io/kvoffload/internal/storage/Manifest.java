@@ -23,7 +23,9 @@ import java.util.List;
  * @param units per layer, a strategy's auxiliary unit layout (InstInfer's dimension-major K copy, for
  *     one), or null where the layer has none; it sits beside the layer's cluster or group layout
  * @param commitMillis when it was committed
- * @param commitNumber how many times this sequence has been committed
+ * @param commitNumber one more with each commit of this id; a sequence created again under a deleted
+ *     id starts past the deleted one's numbers ({@link Store#numberingBase}), so copies of the two
+ *     are never confused
  * @param identityChecksums whether the recorded checksums are seeded with each record's identity
  *     ({@link EntryChecksum#forSequence}, format version 5 on); false for a sequence first committed
  *     in an older version, whose checksums are plain CRC32C ({@link EntryChecksum#UNSALTED})
