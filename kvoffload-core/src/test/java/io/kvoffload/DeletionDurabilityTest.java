@@ -195,6 +195,34 @@ class DeletionDurabilityTest {
     }
 
     @Test
+    void aSequenceDeletedWhileADeviceHasFailedAtRunTimeStaysDeleted() throws Exception {
+        List<Path> d = storeWithManifestDeviceLast();
+        try (KvEngine e = KvEngine.open(config(d))) {
+            commit(e, "a", 1, 32);
+            commit(e, "b", 2, 32); // its second block is on device 1
+        }
+        KvConfig faulty = TestEngines.config(d, "portable").deviceCapacityBytes(1L << 20).blockTokens(16)
+                .faultInjection(FaultInjection.builder(7).vanishingDevice(1, 0).build()).build();
+        try (KvEngine e = KvEngine.open(faulty)) {
+            for (int i = 0; i < 12; i++) {
+                try (KvSequence s = e.openSequence("b")) {
+                    assertThrows(KvIoException.class, () -> TestEngines.verify(s, 2, TestEngines.all(32)));
+                }
+            }
+            assertEquals(1, e.stats().unavailableDevices().size(), e.stats().toString());
+            assertTrue(e.deleteSequence("a"));
+            assertTrue(holdersOf(d, "a").isEmpty(), "every copy it could reach is gone");
+            assertTrue(Files.exists(d.get(0).resolve("manifests").resolve("a.kvot")),
+                    "a failed device may not have seen it: a tombstone is kept");
+        }
+        try (KvEngine e = KvEngine.open(config(d))) {
+            assertOnly(e, List.of("b"));
+            assertExact(e, "b", 2, 32);
+        }
+        assertCollected(d, "a");
+    }
+
+    @Test
     void aSequenceDeletedWhileItsDataDeviceIsMissingStaysDeletedAndItsSpaceReturns() throws Exception {
         List<Path> d = storeWithManifestDeviceLast();
         try (KvEngine e = KvEngine.open(config(d))) {

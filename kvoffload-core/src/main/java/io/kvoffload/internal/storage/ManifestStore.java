@@ -24,7 +24,8 @@ import org.slf4j.LoggerFactory;
  *
  * <p>A commit is atomic per copy (write new, fsync, keep the old as {@code .prev}, rename, fsync
  * directory) and acknowledged once every copy is durable; a deletion removes every copy in every
- * directory (a stale copy left anywhere would bring the sequence back over reused space).
+ * directory it can reach (a stale copy left anywhere would bring the sequence back over reused
+ * space; one on a device that is away is outvoted by a deletion tombstone, {@link Tombstones}).
  */
 public final class ManifestStore {
     private static final Logger LOG = LoggerFactory.getLogger(ManifestStore.class);
