@@ -70,17 +70,21 @@ class DeletionDurabilityTest {
     }
 
     static void commit(KvEngine e, String id, long seed, int tokens) {
-        try (KvSequence s = e.createSequence(id, SHAPE)) {
-            TestEngines.append(s, seed, tokens, 16);
-            s.commit();
-        }
+        TestEngines.commit(e, id, SHAPE, seed, tokens);
     }
 
     static void assertExact(KvEngine e, String id, long seed, int tokens) {
-        try (KvSequence s = e.openSequence(id)) {
-            assertEquals(tokens, s.tokenCount(), id);
-            assertNull(TestEngines.verify(s, seed, TestEngines.all(tokens)), id);
+        TestEngines.assertExact(e, id, seed, tokens);
+    }
+
+    /** {@link #storeWithManifestDeviceLast()} holding "a" ({@code aTokens} of seed 1) and "b" (of seed 2). */
+    List<Path> storeWithAAndB(int aTokens, int bTokens) {
+        List<Path> d = storeWithManifestDeviceLast();
+        try (KvEngine e = KvEngine.open(config(d))) {
+            commit(e, "a", 1, aTokens);
+            commit(e, "b", 2, bTokens);
         }
+        return d;
     }
 
     static List<String> listed(KvEngine e) {
@@ -113,12 +117,8 @@ class DeletionDurabilityTest {
 
     @Test
     void aSequenceDeletedWhileAManifestDeviceIsMissingStaysDeletedWhenItReturns() throws Exception {
-        List<Path> d = storeWithManifestDeviceLast();
-        try (KvEngine e = KvEngine.open(config(d))) {
-            commit(e, "a", 1, 32);
-            commit(e, "b", 2, 32);
-            assertTrue(holdersOf(d, "a").contains(d.get(2)));
-        }
+        List<Path> d = storeWithAAndB(32, 32);
+        assertTrue(holdersOf(d, "a").contains(d.get(2)));
         try (KvEngine e = KvEngine.open(config(d.subList(0, 2)))) {
             assertTrue(e.stats().unavailableSequences().isEmpty(), e.stats().toString());
             assertTrue(e.deleteSequence("a"));
@@ -139,11 +139,7 @@ class DeletionDurabilityTest {
 
     @Test
     void theTombstoneOutlivesReopensWithoutTheDeviceAndADamagedCopyOfItIsOutvotedByItsTwin() throws Exception {
-        List<Path> d = storeWithManifestDeviceLast();
-        try (KvEngine e = KvEngine.open(config(d))) {
-            commit(e, "a", 1, 32);
-            commit(e, "b", 2, 16);
-        }
+        List<Path> d = storeWithAAndB(32, 16);
         try (KvEngine e = KvEngine.open(config(d.subList(0, 2)))) {
             assertTrue(e.deleteSequence("a"));
         }
@@ -196,11 +192,7 @@ class DeletionDurabilityTest {
 
     @Test
     void aSequenceDeletedWhileADeviceHasFailedAtRunTimeStaysDeleted() throws Exception {
-        List<Path> d = storeWithManifestDeviceLast();
-        try (KvEngine e = KvEngine.open(config(d))) {
-            commit(e, "a", 1, 32);
-            commit(e, "b", 2, 32); // its second block is on device 1
-        }
+        List<Path> d = storeWithAAndB(32, 32); // b's second block is on device 1
         KvConfig faulty = TestEngines.config(d, "portable").deviceCapacityBytes(1L << 20).blockTokens(16)
                 .faultInjection(FaultInjection.builder(7).vanishingDevice(1, 0).build()).build();
         try (KvEngine e = KvEngine.open(faulty)) {
@@ -224,11 +216,7 @@ class DeletionDurabilityTest {
 
     @Test
     void aSequenceDeletedWhileItsDataDeviceIsMissingStaysDeletedAndItsSpaceReturns() throws Exception {
-        List<Path> d = storeWithManifestDeviceLast();
-        try (KvEngine e = KvEngine.open(config(d))) {
-            commit(e, "a", 1, 48); // its third block is on the device that goes missing
-            commit(e, "b", 2, 16);
-        }
+        List<Path> d = storeWithAAndB(48, 16); // a's third block is on the device that goes missing
         try (KvEngine e = KvEngine.open(config(d.subList(0, 2)))) {
             assertEquals(List.of("a"), e.stats().unavailableSequences());
             assertTrue(e.deleteSequence("a"));
@@ -290,10 +278,8 @@ class DeletionDurabilityTest {
 
     @Test
     void forksKeepTheirSharedExtentsWhenASourceOrAForkIsDeletedWhileADeviceIsMissing() throws Exception {
-        List<Path> d = storeWithManifestDeviceLast();
+        List<Path> d = storeWithAAndB(32, 32);
         try (KvEngine e = KvEngine.open(config(d))) {
-            commit(e, "a", 1, 32);
-            commit(e, "b", 2, 32);
             try (KvSequence f = e.fork("a", "f", 32)) {
                 f.commit();
             }

@@ -43,17 +43,11 @@ class StoreSafetyTest {
     }
 
     static void commit(KvEngine e, String id, long seed, int tokens) {
-        try (KvSequence s = e.createSequence(id, SHAPE)) {
-            TestEngines.append(s, seed, tokens, 16);
-            s.commit();
-        }
+        TestEngines.commit(e, id, SHAPE, seed, tokens);
     }
 
     static void assertExact(KvEngine e, String id, long seed, int tokens) {
-        try (KvSequence s = e.openSequence(id)) {
-            assertEquals(tokens, s.tokenCount());
-            assertNull(TestEngines.verify(s, seed, TestEngines.all(tokens)), id);
-        }
+        TestEngines.assertExact(e, id, seed, tokens);
     }
 
     static List<Path> manifestCopies(List<Path> dirs, String id) throws Exception {

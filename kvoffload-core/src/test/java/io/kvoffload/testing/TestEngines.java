@@ -118,6 +118,22 @@ public final class TestEngines {
         }
     }
 
+    /** Creates sequence {@code id} of {@code shape} with {@code tokens} tokens of {@code seed}'s data and commits it. */
+    public static void commit(KvEngine e, String id, KvShape shape, long seed, int tokens) {
+        try (KvSequence s = e.createSequence(id, shape)) {
+            append(s, seed, tokens, 16);
+            s.commit();
+        }
+    }
+
+    /** Committed sequence {@code id} holds exactly {@code tokens} tokens of {@code seed}'s data. */
+    public static void assertExact(KvEngine e, String id, long seed, int tokens) {
+        try (KvSequence s = e.openSequence(id)) {
+            org.junit.jupiter.api.Assertions.assertEquals(tokens, s.tokenCount(), id);
+            org.junit.jupiter.api.Assertions.assertNull(verify(s, seed, all(tokens)), id);
+        }
+    }
+
     /** Reads {@code positions} of every layer and returns the first mismatch as text, or null. */
     public static String verify(KvSequence seq, long seed, int[] positions) {
         KvShape shape = seq.shape();

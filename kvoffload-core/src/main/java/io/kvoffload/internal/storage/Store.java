@@ -105,7 +105,7 @@ public final class Store implements AutoCloseable {
             ManifestRecovery recovery = new ManifestRecovery(config, deviceSet, record, devices, deviceUuids, catalog,
                     manifests, shared, tombstones);
             this.quarantine = recovery.load();
-            if (tombstones.size() > 0 && everyMemberReachable()) {
+            if (tombstones.pending() && everyMemberReachable()) {
                 tombstones.collect(); // every device has now seen each deletion: nothing left to outvote
             }
             for (DeviceSet.Unavailable u : deviceSet.unavailable()) {

@@ -173,9 +173,9 @@ final class Tombstones {
         damaged.clear();
     }
 
-    /** How many tombstones are kept (the ids deleted while some device was unreachable, not yet collected). */
-    int size() {
-        return through.size();
+    /** Whether any tombstone file (readable or damaged) waits to be collected. */
+    boolean pending() {
+        return !through.isEmpty() || !damaged.isEmpty();
     }
 
     private static void removeQuietly(Path p) {
