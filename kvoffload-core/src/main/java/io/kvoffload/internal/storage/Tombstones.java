@@ -106,22 +106,19 @@ final class Tombstones {
      */
     void bury(String id, long commitNumber) throws IOException {
         long n = Math.max(commitNumber, numberingBase(id));
-        List<Path> written = writeEverywhere(id, n);
+        List<Path> written = writeEverywhere(id, n, through.get(id));
         Long before = through.put(id, n);
         LOG.info("sequence {} deleted through commit {} while a device is unreachable: tombstone kept in {}{}", id, n,
                 written, before == null ? "" : " (replacing one through " + before + ")");
     }
 
     /**
-     * Writes the tombstone {@code (id, n)} to every write directory (all or none: a failure removes
-     * those written and throws) and then to every other reachable directory (best effort).
+     * Writes the tombstone {@code (id, n)} to every write directory (all or none: a failure puts
+     * back what those written held, the {@code previous} tombstone of an earlier sequence of that id
+     * or nothing, and throws) and then to every other reachable directory (best effort).
      */
-    private List<Path> writeEverywhere(String id, long n) throws IOException {
-        Map<String, Object> body = new LinkedHashMap<>();
-        body.put("format", FORMAT);
-        body.put("id", id);
-        body.put("through", n);
-        byte[] bytes = CheckedJson.encode(body);
+    private List<Path> writeEverywhere(String id, long n, Long previous) throws IOException {
+        byte[] bytes = encode(id, n);
         List<Path> written = new ArrayList<>();
         try {
             for (Path d : manifests.writeDirs()) {
@@ -130,7 +127,16 @@ final class Tombstones {
             }
         } catch (IOException | RuntimeException e) {
             for (Path d : written) {
-                removeQuietly(d.resolve(id + SUFFIX));
+                try {
+                    if (previous == null) {
+                        AtomicFiles.delete(d.resolve(id + SUFFIX));
+                    } else {
+                        AtomicFiles.write(d.resolve(id + SUFFIX), encode(id, previous), modes);
+                    }
+                } catch (IOException undo) {
+                    e.addSuppressed(undo);
+                    LOG.warn("could not take back the deletion tombstone of {} in {}: {}", id, d, undo.toString());
+                }
             }
             throw e;
         }
@@ -145,6 +151,14 @@ final class Tombstones {
             }
         }
         return written;
+    }
+
+    private static byte[] encode(String id, long n) throws IOException {
+        Map<String, Object> body = new LinkedHashMap<>();
+        body.put("format", FORMAT);
+        body.put("id", id);
+        body.put("through", n);
+        return CheckedJson.encode(body);
     }
 
     /**
