@@ -570,10 +570,7 @@ public final class Store implements AutoCloseable {
             }
         }
         raiseHighWater(ends);
-        List<Path> dirs = manifestWriteDirs();
-        if (!dirs.equals(manifests.writeDirs())) {
-            manifests.setWriteDirs(dirs); // a device failed: its copies go to the next healthy device
-        }
+        followFailures();
         manifests.write(m);
         synchronized (this) {
             tombstones.noteCopy(m.id(), m.commitNumber());
@@ -582,6 +579,14 @@ public final class Store implements AutoCloseable {
             for (long[] x : superseded) {
                 free((int) x[0], x[1], x[2]);
             }
+        }
+    }
+
+    /** Points manifest (and tombstone) writes away from a device that failed, to the next healthy one. */
+    private void followFailures() throws IOException {
+        List<Path> dirs = manifestWriteDirs();
+        if (!dirs.equals(manifests.writeDirs())) {
+            manifests.setWriteDirs(dirs);
         }
     }
 
@@ -680,6 +685,7 @@ public final class Store implements AutoCloseable {
             manifests.delete(m.id());
             return;
         }
+        followFailures();
         tombstones.bury(m.id(), m.commitNumber());
         try {
             manifests.delete(m.id());
