@@ -65,7 +65,7 @@ final class ManifestRecovery {
         }
         for (Map.Entry<String, List<ManifestStore.Copy>> e : manifests.loadAll().entrySet()) {
             List<ManifestStore.Copy> copies = new ArrayList<>(e.getValue());
-            if (bury(e.getKey(), copies)) {
+            if (dropBuried(e.getKey(), copies)) {
                 continue;
             }
             copies.sort(Comparator.comparingLong((ManifestStore.Copy c) -> c.manifest() == null ? Long.MIN_VALUE
@@ -139,7 +139,7 @@ final class ManifestRecovery {
      * sequence was deleted or evicted kept them), logging and reporting them; returns true when
      * nothing else is left, so that the sequence stays deleted and its space free.
      */
-    private boolean bury(String id, List<ManifestStore.Copy> copies) {
+    private boolean dropBuried(String id, List<ManifestStore.Copy> copies) {
         List<java.nio.file.Path> buried = new ArrayList<>();
         for (ManifestStore.Copy c : copies) {
             if (c.manifest() != null) {
