@@ -170,6 +170,34 @@ class DeletionDurabilityTest {
     }
 
     @Test
+    void onlySequencesThatExistedWhenTheDeviceWentAwayGetATombstone() throws Exception {
+        List<Path> d = storeWithAAndB(32, 16);
+        try (KvEngine e = KvEngine.open(config(d.subList(0, 2)))) {
+            for (int i = 0; i < 20; i++) { // churn while degraded leaves no tombstones behind
+                commit(e, "n" + i, 10 + i, 16);
+                assertTrue(e.deleteSequence("n" + i));
+            }
+            assertTrue(e.deleteSequence("a"));
+            commit(e, "a", 9, 16); // created again: its copies all went where a deletion reaches
+            assertTrue(e.deleteSequence("a"));
+        }
+        List<String> tombs = new ArrayList<>();
+        for (Path x : d) {
+            if (Files.isDirectory(x.resolve("manifests"))) {
+                try (Stream<Path> files = Files.list(x.resolve("manifests"))) {
+                    files.map(p -> p.getFileName().toString()).filter(n -> n.endsWith(".kvot")).forEach(tombs::add);
+                }
+            }
+        }
+        assertEquals(List.of("a.kvot", "a.kvot"), tombs, "one tombstone, kept in both reachable manifest folders");
+        try (KvEngine e = KvEngine.open(config(d))) {
+            assertOnly(e, List.of("b"));
+            assertExact(e, "b", 2, 16);
+        }
+        assertCollected(d, "a");
+    }
+
+    @Test
     void aTombstoneThatCannotBeWrittenFailsTheDeletionAndChangesNothing() throws Exception {
         List<Path> d = storeWithManifestDeviceLast();
         try (KvEngine e = KvEngine.open(config(d))) {

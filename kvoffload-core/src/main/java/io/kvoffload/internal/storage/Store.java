@@ -573,7 +573,6 @@ public final class Store implements AutoCloseable {
         followFailures();
         manifests.write(m);
         synchronized (this) {
-            tombstones.noteCopy(m.id(), m.commitNumber());
             SequenceCatalog.Entry e = catalog.get(m.id());
             catalog.put(m, e != null ? e.refs() : 1, e == null || e.heldByWriter());
             for (long[] x : superseded) {
@@ -674,25 +673,38 @@ public final class Store implements AutoCloseable {
 
     /**
      * Makes the deletion of {@code m}'s sequence durable, so that its extents may be reused. With
-     * every member device reachable, removing every copy of its manifest does it (a failure throws
-     * and the sequence stays). Otherwise a copy may survive on a device that is away, so a deletion
-     * tombstone is written first and is what makes the deletion durable (a failure throws, nothing
+     * every member device reachable, or none unreachable that can hold a copy of its manifest,
+     * removing every copy does it (a failure throws and the sequence stays). Otherwise a copy may
+     * survive on a device that is away, so a deletion tombstone is written first and is what makes the deletion durable (a failure throws, nothing
      * changed); the copies that can be reached are then removed where possible, and the rest are
      * collected once every device is back ({@link Tombstones}).
      */
     private void forget(Manifest m) throws IOException {
-        if (everyMemberReachable()) {
+        if (everyMemberReachable() || !(tombstones.mayBeHeldAway(m.id()) || failedSinceOpen())) {
+            // Nothing unreachable can hold a copy: of a device away since open, only a sequence that
+            // existed then can; a device failed since may hold any. Removing every copy suffices.
             manifests.delete(m.id());
+            tombstones.deleted(m.id());
             return;
         }
         followFailures();
         tombstones.bury(m.id(), m.commitNumber());
+        tombstones.deleted(m.id());
         try {
             manifests.delete(m.id());
         } catch (IOException e) {
             LOG.warn("sequence {} is deleted (its tombstone is durable); a copy of its manifest is left until every"
                     + " device is back: {}", m.id(), e.toString());
         }
+    }
+
+    private boolean failedSinceOpen() {
+        for (DevicePool d : devices) {
+            if (d.failure() != null) {
+                return true;
+            }
+        }
+        return false;
     }
 
     /**
@@ -725,8 +737,8 @@ public final class Store implements AutoCloseable {
 
     /**
      * The commit number a new sequence named {@code id} counts from: past every commit of an earlier
-     * sequence of that id this store has seen or a deletion tombstone records, so that a copy the
-     * earlier one left on a device that was away is never taken for the new one's.
+     * sequence of that id that had a copy when this store opened or a deletion tombstone records, so
+     * that a copy the earlier one left on a device that was away is never taken for the new one's.
      */
     public synchronized long numberingBase(String id) {
         return tombstones.numberingBase(id);

@@ -36,8 +36,12 @@ final class Tombstones {
     private final FileModes modes;
     /** Per deleted id, the newest commit number the deletion buried. */
     private final Map<String, Long> through = new TreeMap<>();
-    /** Per id, the highest commit number of any manifest copy decoded at open (buried or not). */
-    private final Map<String, Long> seen = new HashMap<>();
+    /**
+     * Per id with a manifest copy at open, the highest commit number decoded (buried or not): the
+     * sequences a device away since then may hold a copy of. An id leaves when it is deleted, so
+     * this never outgrows what the store held at open.
+     */
+    private final Map<String, Long> foundAtOpen = new HashMap<>();
     /** Tombstone files that could not be read (collected with the others). */
     private final List<Path> damaged = new ArrayList<>();
 
@@ -80,9 +84,23 @@ final class Tombstones {
         }
     }
 
-    /** Records that a copy of {@code id} numbered {@code commitNumber} exists somewhere. */
+    /** Records, at open, that a copy of {@code id} numbered {@code commitNumber} exists. */
     void noteCopy(String id, long commitNumber) {
-        seen.merge(id, commitNumber, Math::max);
+        foundAtOpen.merge(id, commitNumber, Math::max);
+    }
+
+    /**
+     * Whether a device unreachable since this store opened may hold a copy of {@code id}'s manifest:
+     * only a sequence that had copies at open can (a later one's copies went only where commits
+     * could write), unless deleted since (its tombstone then covers those copies).
+     */
+    boolean mayBeHeldAway(String id) {
+        return foundAtOpen.containsKey(id);
+    }
+
+    /** {@code id} is deleted durably: what it left on unreachable devices is covered (or there is none). */
+    void deleted(String id) {
+        foundAtOpen.remove(id);
     }
 
     /** Whether {@code m} is a commit of a sequence deleted after it (a stale copy to ignore). */
@@ -93,10 +111,10 @@ final class Tombstones {
 
     /**
      * The number a new sequence named {@code id} counts its commits from: past every commit of an
-     * earlier sequence of that id that a tombstone buries or a copy somewhere still holds.
+     * earlier sequence of that id that a tombstone buries or that had a copy when the store opened.
      */
     long numberingBase(String id) {
-        return Math.max(through.getOrDefault(id, 0L), seen.getOrDefault(id, 0L));
+        return Math.max(through.getOrDefault(id, 0L), foundAtOpen.getOrDefault(id, 0L));
     }
 
     /**
