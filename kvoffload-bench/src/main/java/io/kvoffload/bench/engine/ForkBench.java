@@ -6,7 +6,7 @@ import io.kvoffload.KvEngine;
 import io.kvoffload.KvSequence;
 import io.kvoffload.KvShape;
 import io.kvoffload.KvStats;
-import io.kvoffload.bench.TempDirs;
+import io.kvoffload.bench.cli.DeviceOptions;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.nio.file.Path;
@@ -14,6 +14,7 @@ import java.util.Arrays;
 import java.util.List;
 import java.util.concurrent.Callable;
 import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
 
 /**
@@ -35,35 +36,29 @@ public final class ForkBench implements Callable<Integer> {
     @Option(names = "--block-tokens", defaultValue = "64", description = "Tokens per block (default: ${DEFAULT-VALUE}).")
     int blockTokens;
 
-    @Option(names = "--devices", defaultValue = "2", description = "Device directories (default: ${DEFAULT-VALUE}).")
-    int devices;
-
-    @Option(names = "--backend", defaultValue = "auto", description = "I/O backend (default: ${DEFAULT-VALUE}).")
-    String backend;
+    @Mixin
+    DeviceOptions store = new DeviceOptions(2);
 
     @Option(names = "--reps", defaultValue = "5", description = "Timed runs per side; medians (default: ${DEFAULT-VALUE}).")
     int reps;
 
-    @Option(names = "--dir", description = "Where the device directories go (default: a temporary folder).")
-    Path dir;
-
     @Override
     public Integer call() throws Exception {
-        if (prefixTokens < 1 || layers < 1 || blockTokens < 1 || devices < 1 || reps < 1) {
+        if (prefixTokens < 1 || layers < 1 || blockTokens < 1 || store.devices < 1 || reps < 1) {
             throw new IllegalArgumentException("--prefix-tokens, --layers, --block-tokens, --devices and --reps must be"
-                    + " at least 1; got " + prefixTokens + ", " + layers + ", " + blockTokens + ", " + devices + ", " + reps);
+                    + " at least 1; got " + prefixTokens + ", " + layers + ", " + blockTokens + ", " + store.devices + ", " + reps);
         }
         KvShape shape = new KvShape(layers, 32, 8, 128, DType.BF16);
         int sourceTokens = prefixTokens + blockTokens / 2; // the source goes on past the prefix
         long sourceBytes = (long) sourceTokens * shape.entryBytes() * layers;
-        long capacity = Math.max(64L << 20, (3 * sourceBytes / devices + (64L << 20)) & -(1L << 20));
-        Path root = TempDirs.givenOrTemp(dir, "kvo-bench-fork-");
+        long capacity = Math.max(64L << 20, (3 * sourceBytes / store.devices + (64L << 20)) & -(1L << 20));
+        Path root = store.root("kvo-bench-fork-");
         try {
-            KvConfig cfg = KvConfig.builder().ssdDirectories(TempDirs.ssdDirectories(root, devices)).ioBackend(backend)
+            KvConfig cfg = store.config(store.ssdDirectories(root))
                     .deviceCapacityBytes(capacity).blockTokens(blockTokens).dramBudgetBytes(512L << 20).build();
             try (KvEngine e = KvEngine.open(cfg)) {
                 System.out.printf("source: %d tokens × %d layers × %d B entries = %.0f MiB on %d device(s), backend %s%n",
-                        sourceTokens, layers, shape.entryBytes(), sourceBytes / 1048576.0, devices, e.ioBackend());
+                        sourceTokens, layers, shape.entryBytes(), sourceBytes / 1048576.0, store.devices, e.ioBackend());
                 writeSource(e, shape, sourceTokens);
                 long[][] fork = new long[4][reps];
                 long[][] copy = new long[4][reps];
@@ -91,9 +86,7 @@ public final class ForkBench implements Callable<Integer> {
                 System.out.printf("%nfork is %.0f× faster (median of %d runs each)%n", cm / fm, reps);
             }
         } finally {
-            if (dir == null) {
-                TempDirs.deleteRecursively(root);
-            }
+            store.release(root);
         }
         return 0;
     }
