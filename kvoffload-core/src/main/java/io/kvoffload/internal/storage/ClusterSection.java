@@ -171,27 +171,21 @@ final class ClusterSection {
     }
 
     /** This layout's section kind, for {@link LayoutSections}. */
-    static final SectionKind<ClusterLayout> KIND = new SectionKind<>() {
-        @Override public String name() { return NAME; }
-        @Override public String noun() { return "cluster"; }
-        @Override public Slot slot() { return Slot.ENTRIES; }
-        @Override public int minVersion() { return MIN_VERSION; }
-        @Override public int version() { return VERSION; }
-        @Override public int versionFor(ClusterLayout c) { return ClusterSection.versionFor(c); }
-        @Override public int flaggedSince() { return 2; }
+    static final SectionKind<ClusterLayout> KIND = new SectionKind<>(
+            new SectionKind.Info(NAME, "cluster", SectionKind.Slot.ENTRIES, MIN_VERSION, VERSION, 2)) {
+        @Override int versionFor(ClusterLayout c) { return ClusterSection.versionFor(c); }
         /** Manifest version 2 holds section version 2 bodies, versions 3 to 5 version 3's. */
-        @Override public int flaggedVersion(int manifestVersion) { return manifestVersion == 2 ? 2 : STRIPED_VERSION; }
-        @Override public ClusterLayout[] layouts(Manifest m) { return m.clusters(); }
-        @Override public ClusterLayout[] newArray(int layers) { return new ClusterLayout[layers]; }
-        @Override public int relaidTokens(ClusterLayout c) { return c.clusteredTokens(); }
+        @Override int flaggedVersion(int manifestVersion) { return manifestVersion == 2 ? 2 : STRIPED_VERSION; }
+        @Override ClusterLayout[] layouts(Manifest m) { return m.clusters(); }
+        @Override int relaidTokens(ClusterLayout c) { return c.clusteredTokens(); }
 
         @Override
-        public void write(DataOutputStream out, ClusterLayout c, int version) throws IOException {
+        void write(DataOutputStream out, ClusterLayout c, int version) throws IOException {
             ClusterSection.write(out, c, version);
         }
 
         @Override
-        public ClusterLayout read(ByteBuffer body, Context at, int version) {
+        ClusterLayout read(ByteBuffer body, Context at, int version) {
             return ClusterSection.read(body, at.layer(), at.shape(), at.tokens(), at.devices(), version);
         }
     };

@@ -95,26 +95,19 @@ final class GroupSection {
     }
 
     /** This layout's section kind, for {@link LayoutSections}. */
-    static final SectionKind<GroupLayout> KIND = new SectionKind<>() {
-        @Override public String name() { return NAME; }
-        @Override public String noun() { return "group"; }
-        @Override public Slot slot() { return Slot.ENTRIES; }
-        @Override public int minVersion() { return VERSION; }
-        @Override public int version() { return VERSION; }
-        /** Manifest versions 4 and 5 carry group layouts behind a per-layer flag. */
-        @Override public int flaggedSince() { return 4; }
-        @Override public GroupLayout[] layouts(Manifest m) { return m.groups(); }
-        @Override public GroupLayout[] newArray(int layers) { return new GroupLayout[layers]; }
-        @Override public int relaidTokens(GroupLayout g) { return g.groupedTokens(); }
-        @Override public int stride(GroupLayout g) { return g.stride(); }
+    static final SectionKind<GroupLayout> KIND = new SectionKind<>(
+            new SectionKind.Info(NAME, "group", SectionKind.Slot.ENTRIES, VERSION, VERSION, 4)) {
+        @Override GroupLayout[] layouts(Manifest m) { return m.groups(); }
+        @Override int relaidTokens(GroupLayout g) { return g.groupedTokens(); }
+        @Override int stride(GroupLayout g) { return g.stride(); }
 
         @Override
-        public void write(DataOutputStream out, GroupLayout g, int version) throws IOException {
+        void write(DataOutputStream out, GroupLayout g, int version) throws IOException {
             GroupSection.write(out, g);
         }
 
         @Override
-        public GroupLayout read(ByteBuffer body, Context at, int version) {
+        GroupLayout read(ByteBuffer body, Context at, int version) {
             return GroupSection.read(body, at.layer(), at.shape(), at.tokens(), at.devices());
         }
     };

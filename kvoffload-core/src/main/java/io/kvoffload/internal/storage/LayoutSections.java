@@ -1,6 +1,7 @@
 package io.kvoffload.internal.storage;
 
 import io.kvoffload.KvShape;
+import java.util.Arrays;
 import java.util.List;
 
 /**
@@ -17,7 +18,8 @@ final class LayoutSections {
     /** The kind named {@code name} that reads section version {@code version}, or null. */
     static SectionKind<?> find(String name, int version) {
         for (SectionKind<?> k : KINDS) {
-            if (k.name().equals(name) && version >= k.minVersion() && version <= k.version()) {
+            SectionKind.Info i = k.info();
+            if (i.name().equals(name) && version >= i.minVersion() && version <= i.version()) {
                 return k;
             }
         }
@@ -28,8 +30,9 @@ final class LayoutSections {
     static String allowed() {
         StringBuilder sb = new StringBuilder();
         for (SectionKind<?> k : KINDS) {
-            sb.append(sb.isEmpty() ? "" : ", ").append('\'').append(k.name()).append("' ").append(k.minVersion() == k.version()
-                    ? String.valueOf(k.version()) : k.minVersion() + ".." + k.version());
+            SectionKind.Info i = k.info();
+            sb.append(sb.isEmpty() ? "" : ", ").append('\'').append(i.name()).append("' ")
+                    .append(i.minVersion() == i.version() ? String.valueOf(i.version()) : i.minVersion() + ".." + i.version());
         }
         return sb.append(" (once)").toString();
     }
@@ -40,8 +43,8 @@ final class LayoutSections {
         for (SectionKind.Slot s : SectionKind.Slot.values()) {
             StringBuilder one = new StringBuilder();
             for (SectionKind<?> k : KINDS) {
-                if (k.slot() == s) {
-                    one.append(one.isEmpty() ? "a " : " or a ").append(k.noun());
+                if (k.info().slot() == s) {
+                    one.append(one.isEmpty() ? "a " : " or a ").append(k.info().noun());
                 }
             }
             sb.append(sb.isEmpty() ? "" : ", and ").append(one).append(" layout");
@@ -51,8 +54,17 @@ final class LayoutSections {
 
     /** A manifest from decoded parts, {@code layouts} holding one per-layer array per kind of {@link #KINDS}. */
     static Manifest manifest(String id, KvShape shape, int blockTokens, List<String> deviceUuids, int[] tokenIds,
-            BlockTable[] tables, Object[][] layouts, long commitMillis, long commitNumber, boolean identityChecksums) {
-        return new Manifest(id, shape, blockTokens, deviceUuids, tokenIds, tables, (ClusterLayout[]) layouts[0],
-                (GroupLayout[]) layouts[1], (UnitLayout[]) layouts[2], commitMillis, commitNumber, identityChecksums);
+            BlockTable[] tables, SegmentedLayout[][] layouts, long commitMillis, long commitNumber,
+            boolean identityChecksums) {
+        return new Manifest(id, shape, blockTokens, deviceUuids, tokenIds, tables,
+                typed(layouts, ClusterSection.KIND, ClusterLayout[].class), typed(layouts, GroupSection.KIND,
+                        GroupLayout[].class), typed(layouts, UnitSection.KIND, UnitLayout[].class), commitMillis,
+                commitNumber, identityChecksums);
+    }
+
+    private static <L extends SegmentedLayout> L[] typed(SegmentedLayout[][] layouts, SectionKind<L> kind,
+            Class<L[]> type) {
+        SegmentedLayout[] of = layouts[KINDS.indexOf(kind)];
+        return Arrays.copyOf(of, of.length, type);
     }
 }

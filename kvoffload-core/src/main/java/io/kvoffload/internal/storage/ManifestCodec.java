@@ -210,7 +210,7 @@ public final class ManifestCodec {
         ByteArrayOutputStream body = new ByteArrayOutputStream();
         int version = kind.versionFor(layout);
         kind.write(new DataOutputStream(body), layout, version);
-        writeString(out, kind.name());
+        writeString(out, kind.info().name());
         out.writeShort(version);
         out.writeInt(body.size());
         body.writeTo(out);
@@ -235,16 +235,16 @@ public final class ManifestCodec {
 
     /** Whether manifest {@code version}'s flag format (2..5) carries {@code kind}. */
     private static boolean flagged(SectionKind<?> kind, int version) {
-        return kind.flaggedSince() > 0 && kind.flaggedSince() <= version;
+        return kind.info().flaggedSince() > 0 && kind.info().flaggedSince() <= version;
     }
 
     private static <L extends SegmentedLayout> void refuseAny(SectionKind<L> kind, Manifest m, int version) {
         for (L layout : kind.layouts(m)) {
             if (layout != null) {
                 String label = kind.label(layout);
-                throw new IllegalArgumentException("manifest version " + version + " cannot hold " + kind.noun()
+                throw new IllegalArgumentException("manifest version " + version + " cannot hold " + kind.info().noun()
                         + " layouts" + (label.isEmpty() ? "" : " (" + label + ")") + "; allowed: version "
-                        + (kind.flaggedSince() > 0 ? kind.flaggedSince() : 6) + " on");
+                        + (kind.info().flaggedSince() > 0 ? kind.info().flaggedSince() : 6) + " on");
             }
         }
     }
@@ -347,10 +347,7 @@ public final class ManifestCodec {
                 }
                 tables[l] = t;
             }
-            Object[][] layouts = new Object[LayoutSections.KINDS.size()][];
-            for (int k = 0; k < layouts.length; k++) {
-                layouts[k] = LayoutSections.KINDS.get(k).newArray(layers);
-            }
+            SegmentedLayout[][] layouts = new SegmentedLayout[LayoutSections.KINDS.size()][layers];
             if (version >= 6) {
                 for (int l = 0; l < layers; l++) {
                     readSections(buf, new SectionKind.Context(l, shape, nTok, nDev), layouts);
@@ -375,7 +372,7 @@ public final class ManifestCodec {
      * must use exactly its declared bytes; a layer has at most one section per {@link SectionKind.Slot}
      * (one layout of its entries and one auxiliary layout beside it).
      */
-    private static void readSections(ByteBuffer buf, SectionKind.Context at, Object[][] layouts) {
+    private static void readSections(ByteBuffer buf, SectionKind.Context at, SegmentedLayout[][] layouts) {
         int l = at.layer();
         int n = buf.get() & 0xFF;
         if (n > SectionKind.Slot.values().length) {
@@ -407,7 +404,7 @@ public final class ManifestCodec {
      * (0 or 1) and after a 1 the layout's body.
      */
     private static void readFlagged(ByteBuffer buf, int version, KvShape shape, int nTok, int nDev,
-            Object[][] layouts) {
+            SegmentedLayout[][] layouts) {
         for (SectionKind<?> kind : LayoutSections.KINDS) {
             if (!flagged(kind, version)) {
                 continue;
@@ -418,7 +415,7 @@ public final class ManifestCodec {
                     SectionKind.Context at = new SectionKind.Context(l, shape, nTok, nDev);
                     place(layouts, l, kind, kind.read(buf, at, kind.flaggedVersion(version)));
                 } else if (has != 0) {
-                    throw new IllegalArgumentException("manifest layer " + l + " " + kind.noun() + " flag " + has
+                    throw new IllegalArgumentException("manifest layer " + l + " " + kind.info().noun() + " flag " + has
                             + "; allowed: 0 or 1");
                 }
             }
@@ -426,12 +423,12 @@ public final class ManifestCodec {
     }
 
     /** Stores layer {@code l}'s {@code layout} of {@code kind}, refusing a second layout in the same slot. */
-    private static void place(Object[][] layouts, int l, SectionKind<?> kind, Object layout) {
+    private static void place(SegmentedLayout[][] layouts, int l, SectionKind<?> kind, SegmentedLayout layout) {
         for (int k = 0; k < layouts.length; k++) {
             SectionKind<?> other = LayoutSections.KINDS.get(k);
-            if (other.slot() == kind.slot() && layouts[k][l] != null) {
-                throw new IllegalArgumentException("manifest layer " + l + " has both a " + other.noun() + " and a "
-                        + kind.noun() + " layout; allowed: at most one");
+            if (other.info().slot() == kind.info().slot() && layouts[k][l] != null) {
+                throw new IllegalArgumentException("manifest layer " + l + " has both a " + other.info().noun() + " and a "
+                        + kind.info().noun() + " layout; allowed: at most one");
             }
         }
         layouts[LayoutSections.KINDS.indexOf(kind)][l] = layout;
@@ -511,7 +508,7 @@ public final class ManifestCodec {
         L[] layouts = kind.layouts(m);
         for (int l = 0; l < layouts.length; l++) {
             if (layouts[l] != null) {
-                validateSegments(m, devices, map, l, kind.noun(), layouts[l], kind.stride(layouts[l]));
+                validateSegments(m, devices, map, l, kind.info().noun(), layouts[l], kind.stride(layouts[l]));
             }
         }
     }

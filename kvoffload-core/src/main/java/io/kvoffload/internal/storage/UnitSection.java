@@ -68,26 +68,19 @@ final class UnitSection {
     }
 
     /** This layout's section kind, for {@link LayoutSections}. */
-    static final SectionKind<UnitLayout> KIND = new SectionKind<>() {
-        @Override public String name() { return NAME; }
-        @Override public String noun() { return "unit"; }
-        @Override public Slot slot() { return Slot.AUXILIARY; }
-        @Override public int minVersion() { return VERSION; }
-        @Override public int version() { return VERSION; }
-        /** Unit layouts exist only as named sections (manifest version 6 on). */
-        @Override public int flaggedSince() { return 0; }
-        @Override public UnitLayout[] layouts(Manifest m) { return m.units(); }
-        @Override public UnitLayout[] newArray(int layers) { return new UnitLayout[layers]; }
-        @Override public int stride(UnitLayout u) { return u.stride(); }
-        @Override public String label(UnitLayout u) { return u.owner(); }
+    static final SectionKind<UnitLayout> KIND = new SectionKind<>(
+            new SectionKind.Info(NAME, "unit", SectionKind.Slot.AUXILIARY, VERSION, VERSION, 0)) {
+        @Override UnitLayout[] layouts(Manifest m) { return m.units(); }
+        @Override int stride(UnitLayout u) { return u.stride(); }
+        @Override String label(UnitLayout u) { return u.owner(); }
 
         @Override
-        public void write(DataOutputStream out, UnitLayout u, int version) throws IOException {
+        void write(DataOutputStream out, UnitLayout u, int version) throws IOException {
             UnitSection.write(out, u);
         }
 
         @Override
-        public UnitLayout read(ByteBuffer body, Context at, int version) {
+        UnitLayout read(ByteBuffer body, Context at, int version) {
             return UnitSection.read(body, at.layer(), at.devices());
         }
     };

@@ -16,11 +16,11 @@ class LayoutSectionsTest {
     void everyKindHasItsOwnNameAndIsFoundByNameAndVersion() {
         Set<String> names = new HashSet<>();
         for (SectionKind<?> k : LayoutSections.KINDS) {
-            assertTrue(names.add(k.name()), "a second kind named " + k.name());
-            assertSame(k, LayoutSections.find(k.name(), k.minVersion()));
-            assertSame(k, LayoutSections.find(k.name(), k.version()));
-            assertNull(LayoutSections.find(k.name(), k.version() + 1), "a newer version than the build reads");
-            assertNull(LayoutSections.find(k.name(), k.minVersion() - 1), "an older version than the build reads");
+            assertTrue(names.add(k.info().name()), "a second kind named " + k.info().name());
+            assertSame(k, LayoutSections.find(k.info().name(), k.info().minVersion()));
+            assertSame(k, LayoutSections.find(k.info().name(), k.info().version()));
+            assertNull(LayoutSections.find(k.info().name(), k.info().version() + 1), "a newer version than the build reads");
+            assertNull(LayoutSections.find(k.info().name(), k.info().minVersion() - 1), "an older version than the build reads");
         }
         assertNull(LayoutSections.find("cluxters", 3));
     }
@@ -34,12 +34,12 @@ class LayoutSectionsTest {
     /** The flag format of manifest versions 2 to 5 is fixed: clusters from 2 (body 2, then 3), groups from 4, no units. */
     @Test
     void theFlagFormatOfOldManifestsIsDescribedByTheKinds() {
-        assertEquals(2, ClusterSection.KIND.flaggedSince());
+        assertEquals(2, ClusterSection.KIND.info().flaggedSince());
         assertEquals(2, ClusterSection.KIND.flaggedVersion(2));
         for (int v = 3; v <= 5; v++) {
             assertEquals(3, ClusterSection.KIND.flaggedVersion(v));
         }
-        assertEquals(4, GroupSection.KIND.flaggedSince());
-        assertEquals(0, UnitSection.KIND.flaggedSince());
+        assertEquals(4, GroupSection.KIND.info().flaggedSince());
+        assertEquals(0, UnitSection.KIND.info().flaggedSince());
     }
 }
