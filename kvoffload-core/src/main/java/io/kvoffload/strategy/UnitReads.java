@@ -1,5 +1,6 @@
 package io.kvoffload.strategy;
 
+import io.kvoffload.internal.util.StampSet;
 import java.lang.foreign.MemorySegment;
 import java.util.Arrays;
 
@@ -21,8 +22,7 @@ public final class UnitReads {
     private int unitCount;
     private int unitBytes;
     private long[] at = new long[0];
-    private int[] stamp = new int[0];
-    private int epoch;
+    private final StampSet arrived = new StampSet();
     private MemorySegment data = MemorySegment.NULL;
 
     /** Starts a step over a layout of {@code unitCount} units of {@code unitBytes} bytes; called by the pipeline. */
@@ -30,14 +30,8 @@ public final class UnitReads {
         this.unitCount = unitCount;
         this.unitBytes = unitBytes;
         this.size = 0;
-        if (stamp.length < unitCount) {
-            stamp = new int[unitCount];
-            at = new long[unitCount];
-            epoch = 0;
-        }
-        if (++epoch == Integer.MAX_VALUE) { // stamps wrap after 2^31 steps: start over
-            Arrays.fill(stamp, 0);
-            epoch = 1;
+        if (arrived.clear(unitCount)) {
+            at = new long[arrived.capacity()];
         }
     }
 
@@ -87,7 +81,7 @@ public final class UnitReads {
     /** Unit {@code unit} landed verified at {@code offset} of {@code memory}; called by the pipeline. */
     public void landed(int unit, MemorySegment memory, long offset) {
         data = memory;
-        stamp[unit] = epoch;
+        arrived.add(unit);
         at[unit] = offset;
     }
 
@@ -98,7 +92,7 @@ public final class UnitReads {
 
     /** Whether unit {@code unit} landed verified this step. */
     public boolean landed(int unit) {
-        return unit >= 0 && unit < unitCount && stamp[unit] == epoch;
+        return unit >= 0 && unit < unitCount && arrived.contains(unit);
     }
 
     /**

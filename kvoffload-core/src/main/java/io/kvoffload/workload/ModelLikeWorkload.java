@@ -50,13 +50,11 @@ import java.util.concurrent.ConcurrentHashMap;
  * a query at {@code tokens + s} would find its recent window empty; decoding moves the content
  * (the topic mixture), not the position. Immutable apart from caches, safe to share between threads.
  */
-public final class ModelLikeWorkload implements Workload {
+public final class ModelLikeWorkload extends GeneratedWorkload {
     private static final long KIND_RUN = 21, KIND_DIRECTION = 22, KIND_NOISE = 23, KIND_LOCAL = 24, KIND_SALIENCE = 25,
             KIND_HEAVY = 26, KIND_OUTLIER = 27, KIND_VALUE = 28, KIND_VALUE_DIR = 29, KIND_VALUE_OUT = 30,
             KIND_HEAD_TYPE = 31, KIND_HEAD_WEIGHT = 32, KIND_QUERY_NOISE = 33, KIND_QUERY_OUTLIER = 34,
             KIND_CHAIN = 35, KIND_LAYER = 36;
-    /** Steps a decoding query may be asked for; bounds the chain cache. */
-    public static final int MAX_STEP = 1 << 20;
     /** Wavelength (positions) from which a RoPE pair carries semantics: it barely turns over a 16K context. */
     static final double SEMANTIC_WAVELENGTH = 16_384;
     /** A sink key's value in the sink channel (a typical channel's RMS is about 1). */
@@ -67,8 +65,6 @@ public final class ModelLikeWorkload implements Workload {
     static final byte SINK = 0, SEMANTIC = 1, LOCAL = 2, NOISE = 3;
 
     private final ModelLikeSpec spec;
-    private final KvShape shape;
-    private final int headDim;
     private final Rope rope;
     private final byte[] kind;
     private final int sinkChannel;
@@ -83,10 +79,8 @@ public final class ModelLikeWorkload implements Workload {
     private final ConcurrentHashMap<Integer, TopicChain> chains = new ConcurrentHashMap<>();
 
     public ModelLikeWorkload(ModelLikeSpec spec) {
-        Checks.notNull("spec", spec);
+        super(Checks.notNull("spec", spec).shape(), spec.tokens());
         this.spec = spec;
-        this.shape = spec.shape();
-        this.headDim = shape.headDim();
         this.rope = new Rope(headDim, spec.ropeTheta());
         int pairs = rope.pairs();
         this.kind = new byte[headDim];
@@ -146,10 +140,6 @@ public final class ModelLikeWorkload implements Workload {
     }
 
     public ModelLikeSpec spec() { return spec; }
-    @Override public KvShape shape() { return shape; }
-    @Override public int tokens() { return spec.tokens(); }
-    /** Steps {@code 0 .. MAX_STEP}. */
-    @Override public int queryCount() { return MAX_STEP + 1; }
 
     // ---------------------------------------------------------------- ground truth
 

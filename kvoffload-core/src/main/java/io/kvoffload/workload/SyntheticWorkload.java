@@ -44,15 +44,11 @@ import java.util.concurrent.ConcurrentHashMap;
  * <p>Decoding step {@code s} sits at position {@code tokens + s}. Instances are immutable apart
  * from those caches and safe to share between threads.
  */
-public final class SyntheticWorkload implements Workload {
+public final class SyntheticWorkload extends GeneratedWorkload {
     private static final long KIND_GROUP = 1, KIND_BRIDGE = 2, KIND_HEAVY = 3, KIND_DIRECTION = 4, KIND_NOISE = 5,
             KIND_VALUE = 6, KIND_ALPHA = 7, KIND_QUERY_HEAD = 8, KIND_CHAIN = 9, KIND_PERMUTATION = 10;
-    /** Steps a decoding query may be asked for; bounds the chain cache. */
-    public static final int MAX_STEP = 1 << 20;
 
     private final WorkloadSpec spec;
-    private final KvShape shape;
-    private final int headDim;
     private final int positionalPairs;
     private final int biasDim;
     private final int semanticStart;
@@ -68,10 +64,8 @@ public final class SyntheticWorkload implements Workload {
     private final ConcurrentHashMap<Integer, ActiveGroupChain> chains = new ConcurrentHashMap<>();
 
     public SyntheticWorkload(WorkloadSpec spec) {
-        Checks.notNull("spec", spec);
+        super(Checks.notNull("spec", spec).shape(), spec.tokens());
         this.spec = spec;
-        this.shape = spec.shape();
-        this.headDim = shape.headDim();
         this.positionalPairs = spec.positionalPairs();
         this.biasDim = 2 * positionalPairs;
         this.semanticStart = biasDim + 1;
@@ -92,10 +86,6 @@ public final class SyntheticWorkload implements Workload {
     }
 
     public WorkloadSpec spec() { return spec; }
-    @Override public KvShape shape() { return shape; }
-    @Override public int tokens() { return spec.tokens(); }
-    /** Steps {@code 0 .. MAX_STEP}. */
-    @Override public int queryCount() { return MAX_STEP + 1; }
     /** Co-activation groups per layer. */
     public int groups() { return groups; }
 

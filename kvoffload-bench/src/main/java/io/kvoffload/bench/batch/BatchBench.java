@@ -12,6 +12,8 @@ import io.kvoffload.KvShape;
 import io.kvoffload.KvView;
 import io.kvoffload.bench.ClusteredSequences;
 import io.kvoffload.bench.TempDirs;
+import io.kvoffload.bench.cli.FioRoundsOptions;
+import io.kvoffload.bench.cli.WorkloadOptions;
 import io.kvoffload.bench.fio.Fio;
 import io.kvoffload.strategy.swarm.Swarm;
 import io.kvoffload.workload.SyntheticWorkload;
@@ -25,6 +27,7 @@ import java.util.List;
 import java.util.concurrent.Callable;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
 
 /**
@@ -42,11 +45,9 @@ public final class BatchBench implements Callable<Integer> {
             description = "Batch sizes (default: ${DEFAULT-VALUE}).")
     int[] batches;
 
-    @Option(names = "--tokens", defaultValue = "4096", description = "Tokens per layer and sequence (default: ${DEFAULT-VALUE}).")
-    int tokens;
-
-    @Option(names = "--layers", defaultValue = "2", description = "Layers (default: ${DEFAULT-VALUE}).")
-    int layers;
+    /** Sequence {@code i} has seed {@code --seed + i}. */
+    @Mixin
+    WorkloadOptions workload = new WorkloadOptions(4096, 2, 100);
 
     @Option(names = "--devices", defaultValue = "4", description = "SSD directories (default: ${DEFAULT-VALUE}).")
     int devices;
@@ -57,15 +58,8 @@ public final class BatchBench implements Callable<Integer> {
     @Option(names = "--sparsity", defaultValue = "0.25", description = "Token budget (default: ${DEFAULT-VALUE}).")
     double sparsity;
 
-    @Option(names = "--rounds", defaultValue = "3", description = "Paired decode/fio rounds after a warm-up round"
-            + " (default: ${DEFAULT-VALUE}).")
-    int rounds;
-
-    @Option(names = "--fio-seconds", defaultValue = "2", description = "Seconds per fio run (default: ${DEFAULT-VALUE}).")
-    int fioSeconds;
-
-    @Option(names = "--queue-depth", defaultValue = "128", description = "KvConfig queueDepth (default: ${DEFAULT-VALUE}).")
-    int queueDepth;
+    @Mixin
+    FioRoundsOptions paired = new FioRoundsOptions(2);
 
     @Option(names = "--backend", defaultValue = "auto", description = "I/O backend (default: ${DEFAULT-VALUE}).")
     String backend;
@@ -91,32 +85,32 @@ public final class BatchBench implements Callable<Integer> {
                 throw new IllegalArgumentException("--batches has " + b + "; allowed: 1..64");
             }
         }
-        if (layers < IN_FLIGHT) {
-            throw new IllegalArgumentException("--layers = " + layers + "; allowed: at least " + IN_FLIGHT);
+        if (workload.layers < IN_FLIGHT) {
+            throw new IllegalArgumentException("--layers = " + workload.layers + "; allowed: at least " + IN_FLIGHT);
         }
         if (!Fio.available()) {
             throw new IllegalStateException("fio is not installed; the batch bench reports bandwidth as a ratio of fio's");
         }
-        shape = new KvShape(layers, 32, 8, 128, DType.BF16);
+        shape = new KvShape(workload.layers, 32, 8, 128, DType.BF16);
         Path root = TempDirs.createUnder(dir, "kvo-batch");
         List<Path> dirs = TempDirs.ssdDirectories(root, devices);
-        long seqBytes = (long) tokens * shape.entryBytes() * layers;
+        long seqBytes = (long) workload.tokens * shape.entryBytes() * workload.layers;
         long capacity = (seqBytes * maxBatch * 3 / devices + (64L << 20)) & -(1L << 20);
         KvConfig cfg = KvConfig.builder().ssdDirectories(dirs).ioBackend(backend).deviceCapacityBytes(capacity)
-                .dramBudgetBytes(1L << 30).queueDepth(queueDepth).build();
+                .dramBudgetBytes(1L << 30).queueDepth(paired.queueDepth).build();
         try (KvEngine engine = KvEngine.open(cfg)) {
             long t0 = System.nanoTime();
             workloads = new SyntheticWorkload[maxBatch];
             for (int i = 0; i < maxBatch; i++) {
-                workloads[i] = new SyntheticWorkload(WorkloadSpec.builder(shape, tokens).seed(100 + i).build());
-                ClusteredSequences.store(engine, "s" + i, workloads[i], tokens);
+                workloads[i] = new SyntheticWorkload(WorkloadSpec.builder(shape, workload.tokens).seed(workload.seed + i).build());
+                ClusteredSequences.store(engine, "s" + i, workloads[i], workload.tokens);
             }
             double load = loadAverage();
             out.printf("# Batched decoding through real I/O%n%n%d sequences of %d layers × %,d tokens (Llama-3-8B-shaped:"
                     + " 32 query heads, 8 KV heads × 128, BF16, %d B entries) on %d directories, backend %s,"
                     + " queueDepth %d; budget %.0f%% of tokens; %.1f s of decoding per run, %d layer fetches of the batch in"
                     + " flight, no cache; stored and clustered in %.1f s; load average %.1f at the start.%n%n",
-                    maxBatch, layers, tokens, shape.entryBytes(), devices, engine.stats().ioBackend(), queueDepth,
+                    maxBatch, workload.layers, workload.tokens, shape.entryBytes(), devices, engine.stats().ioBackend(), paired.queueDepth,
                     sparsity * 100, seconds, IN_FLIGHT, (System.nanoTime() - t0) / 1e9, load);
             long[] used = engine.stats().devices().stream().mapToLong(d -> d.capacityBytes() - d.freeBytes()).toArray();
             long fileSize = Arrays.stream(used).min().orElse(0) & -(1L << 20);
@@ -127,7 +121,7 @@ public final class BatchBench implements Callable<Integer> {
             List<List<Double>> stepsPerSecond = lists(n);
             String[] mix = new String[n];
             int[] depth = new int[n];
-            for (int round = 0; round <= rounds; round++) {
+            for (int round = 0; round <= paired.rounds; round++) {
                 for (int k = 0; k < n; k++) {
                     int b = batches[k];
                     // Alternating which goes first leaves neither the other's warm-up or page state.
@@ -138,10 +132,10 @@ public final class BatchBench implements Callable<Integer> {
                     }
                     if (mix[k] == null) {
                         mix[k] = Fio.bssplit(r.stats);
-                        depth[k] = (int) Math.max(1, Math.min((long) queueDepth * devices,
+                        depth[k] = (int) Math.max(1, Math.min((long) paired.queueDepth * devices,
                                 Math.round((double) IN_FLIGHT * r.stats.readRequests() / (r.stats.steps() / b))));
                     }
-                    double f = round == 0 ? 0 : Fio.randRead(dirs, fileSize, mix[k], depth[k], fioSeconds);
+                    double f = round == 0 ? 0 : Fio.randRead(dirs, fileSize, mix[k], depth[k], paired.fioSeconds);
                     if (round > 0) {
                         batched.get(k).add(r.mibs);
                         separate.get(k).add(s.mibs);
@@ -155,14 +149,14 @@ public final class BatchBench implements Callable<Integer> {
                     + " bssplit and depth = reads of %d layer fetches of the batch (at most queueDepth × devices), the"
                     + " same pool files (first %d MiB of each), %d s per run, right after the decode runs of its"
                     + " round. A step is one token of every sequence of the batch (all layers).%n%n",
-                    rounds, IN_FLIGHT, fileSize >> 20, fioSeconds);
+                    paired.rounds, IN_FLIGHT, fileSize >> 20, paired.fioSeconds);
             out.println("| batch | KvBatch MiB/s | fio MiB/s | KvBatch / fio (median of rounds) | batch steps/s |"
                     + " tokens/s | one submission per sequence MiB/s | KvBatch / per-sequence | fio depth | bssplit |");
             out.println("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|");
             for (int k = 0; k < n; k++) {
                 List<Double> ratios = new ArrayList<>();
                 List<Double> gain = new ArrayList<>();
-                for (int i = 0; i < rounds; i++) {
+                for (int i = 0; i < paired.rounds; i++) {
                     ratios.add(batched.get(k).get(i) / fio.get(k).get(i));
                     gain.add(batched.get(k).get(i) / separate.get(k).get(i));
                 }
@@ -225,9 +219,9 @@ public final class BatchBench implements Callable<Integer> {
                 decs.add(seqs.get(i).decoder(o));
             }
             KvBatch batch = KvBatch.of(decs);
-            float[][][][] q = new float[QUERY_STEPS][layers][b][];
+            float[][][][] q = new float[QUERY_STEPS][workload.layers][b][];
             for (int step = 0; step < q.length; step++) {
-                for (int l = 0; l < layers; l++) {
+                for (int l = 0; l < workload.layers; l++) {
                     for (int i = 0; i < b; i++) {
                         q[step][l][i] = workloads[i].query(l, step);
                     }
@@ -247,7 +241,7 @@ public final class BatchBench implements Callable<Integer> {
                 DecodeStats st = decs.get(i).stats().since(warm[i]);
                 total = total == null ? st : total.plus(st);
             }
-            return new Result(total, total.bytesRead() / seconds / (1 << 20), (double) fetches / layers / seconds);
+            return new Result(total, total.bytesRead() / seconds / (1 << 20), (double) fetches / workload.layers / seconds);
         } finally {
             for (KvDecoder d : decs) {
                 d.close();
@@ -268,17 +262,17 @@ public final class BatchBench implements Callable<Integer> {
     private int decode(KvBatch batch, float[][][][] q, long nanos, boolean shared) {
         int b = batch.size();
         long end = System.nanoTime() + nanos;
-        int total = nanos == 0 ? 2 * layers : Integer.MAX_VALUE;
+        int total = nanos == 0 ? 2 * workload.layers : Integer.MAX_VALUE;
         KvView[][] ring = new KvView[IN_FLIGHT][b];
         int issued = 0;
         int done = 0;
         for (; done < total; done++) {
-            if (total == Integer.MAX_VALUE && issued % layers == 0 && System.nanoTime() >= end) {
+            if (total == Integer.MAX_VALUE && issued % workload.layers == 0 && System.nanoTime() >= end) {
                 total = issued; // finish the steps begun
             }
             while (issued < total && issued - done < IN_FLIGHT) {
-                int l = issued % layers;
-                float[][] qs = q[(issued / layers) % QUERY_STEPS][l];
+                int l = issued % workload.layers;
+                float[][] qs = q[(issued / workload.layers) % QUERY_STEPS][l];
                 KvView[] views = ring[issued % IN_FLIGHT];
                 if (shared) {
                     batch.prefetch(l, qs, views);

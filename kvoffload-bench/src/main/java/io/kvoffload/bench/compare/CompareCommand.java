@@ -16,6 +16,7 @@ import io.kvoffload.attention.QualityMetrics;
 import io.kvoffload.bench.ProgressBars;
 import io.kvoffload.bench.TempDirs;
 import io.kvoffload.bench.cli.HeadOptions;
+import io.kvoffload.bench.cli.ReportOptions;
 import io.kvoffload.bench.compare.IoStrategies.Layout;
 import io.kvoffload.bench.compare.IoStrategies.Strategy;
 import io.kvoffload.bench.fio.FetchFioJob;
@@ -153,15 +154,8 @@ public final class CompareCommand implements Callable<Integer> {
                     + "is not set against a steady fio run (default: ${DEFAULT-VALUE}).")
     int fioMinIoMillis;
 
-    @Option(names = "--backend", defaultValue = "auto", description = "I/O backend (default: ${DEFAULT-VALUE}).")
-    String backend;
-
-    @Option(names = "--work", description = "Where the SSD directories go (default: java.io.tmpdir; not tmpfs).")
-    Path work;
-
-    @Option(names = "--out", defaultValue = "kvoffload-bench/target/reports/compare",
-            description = "Output folder for compare.csv, the PNG plots and summary.md (default: ${DEFAULT-VALUE}).")
-    Path out;
+    @Mixin
+    ReportOptions report = new ReportOptions("kvoffload-bench/target/reports/compare");
 
     @Option(names = "--seed", defaultValue = "24301", description = "Workload seed (default: ${DEFAULT-VALUE}).")
     long seed;
@@ -227,13 +221,13 @@ public final class CompareCommand implements Callable<Integer> {
 
     /** Sets the output folder (the demo writes to a temporary one). */
     public CompareCommand out(Path folder) {
-        this.out = folder;
+        report.out = folder;
         return this;
     }
 
     /** Sets the folder for the SSD directories. */
     public CompareCommand work(Path folder) {
-        this.work = folder;
+        report.work = folder;
         return this;
     }
 
@@ -339,7 +333,7 @@ public final class CompareCommand implements Callable<Integer> {
         double seconds = (System.nanoTime() - t0) / 1e9;
         report(rows, chosen, seconds, fio);
         console.printf(Locale.ROOT, "compare: %d rows in %.1f s; reports in %s%n", rows.size(), seconds,
-                out.toAbsolutePath());
+                report.out.toAbsolutePath());
         console.flush();
         return rows;
     }
@@ -440,7 +434,7 @@ public final class CompareCommand implements Callable<Integer> {
         // Swarm's replicas (up to 4 copies, about 1.5 measured) and alignment padding: 3× per layout is ample.
         long total = layerBytes * layers * sequences(chosen) * 3;
         long capacity = (total / deviceDirs.size() + (64L << 20)) & -(1L << 20);
-        KvConfig.Builder b = KvConfig.builder().ssdDirectories(deviceDirs).ioBackend(backend)
+        KvConfig.Builder b = report.config(deviceDirs)
                 .deviceCapacityBytes(capacity).dramBudgetBytes(dramBudget(layerBytes));
         if (model != null) {
             b.deviceModel(model);
@@ -715,7 +709,7 @@ public final class CompareCommand implements Callable<Integer> {
         int max = Arrays.stream(ssdCounts).max().orElse(1);
         DeviceModelSpec model = DeviceModelSpec.highEnd().withScaleDevices(max);
         for (int count : ssdCounts) {
-            Path root = TempDirs.createUnder(work, "kvo-compare-scaling");
+            Path root = report.scratch("kvo-compare-scaling");
             try (KvEngine e = open(TempDirs.ssdDirectories(root, count), model, chosen, f.n)) {
                 f.store(e, chosen);
                 step();

@@ -88,7 +88,7 @@ final class CompareFixture implements AutoCloseable {
         buildSelectors(chosen);
         buildClusterings(chosen);
         cmd.step();
-        this.root = TempDirs.createUnder(cmd.work, "kvo-compare");
+        this.root = cmd.report.scratch("kvo-compare");
         this.dirs = TempDirs.ssdDirectories(root, cmd.devices);
         this.engine = cmd.open(dirs, null, chosen);
         store(engine, chosen);

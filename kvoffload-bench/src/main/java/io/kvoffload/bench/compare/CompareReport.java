@@ -39,8 +39,8 @@ final class CompareReport {
 
     /** Writes compare.csv, the plots and summary.md into {@code --out}. */
     void write(List<Row> rows, List<Strategy> chosen, double seconds, boolean fio) throws IOException {
-        Files.createDirectories(cmd.out);
-        try (CsvWriter csv = new CsvWriter(cmd.out.resolve("compare.csv"), "section", "tokens", "budget", "batch", "ssds",
+        Files.createDirectories(cmd.report.out);
+        try (CsvWriter csv = new CsvWriter(cmd.report.out.resolve("compare.csv"), "section", "tokens", "budget", "batch", "ssds",
                 "simulated", "strategy", "rows_per_fetch", "mass_recall", "topk_recall", "output_rel_error",
                 "select_us_median", "bytes_per_step", "reads_per_step", "io_ms_per_step", "effective_mib_s", "fio_mib_s",
                 "effective_over_fio", "aggregate_mib_s", "steps_per_s", "cache_hit_rate", "dram_bytes", "index_bytes",
@@ -80,13 +80,13 @@ final class CompareReport {
                         c.stream().mapToDouble(Row::aggregateMiBs).toArray(), s.startsWith("no-") || s.equals("medoid-only")));
             }
         }
-        Plots.line(cmd.out.resolve("bandwidth-vs-prefix.png"), "Effective read bandwidth vs prefix length (budget "
+        Plots.line(cmd.report.out.resolve("bandwidth-vs-prefix.png"), "Effective read bandwidth vs prefix length (budget "
                 + pct(cmd.budget) + "%, batch 1, " + cmd.devices + " directories on one disk)", "prefix tokens",
                 "MiB/s (bytes read / I/O time)", bw, new Plots.LineOptions(true, false, true));
-        Plots.line(cmd.out.resolve("quality-vs-budget.png"), "Attention-mass recall vs budget (" + largest + " tokens)",
+        Plots.line(cmd.report.out.resolve("quality-vs-budget.png"), "Attention-mass recall vs budget (" + largest + " tokens)",
                 "budget (% of tokens)", "attention-mass recall", quality, Plots.LineOptions.DEFAULT);
         if (!scale.isEmpty()) {
-            Plots.line(cmd.out.resolve("scaling-vs-ssds.png"), "Read throughput vs SSD count (SIMULATED high-end SSDs,"
+            Plots.line(cmd.report.out.resolve("scaling-vs-ssds.png"), "Read throughput vs SSD count (SIMULATED high-end SSDs,"
                     + " device model)", "SSDs", "MiB/s read (aggregate)", scale, Plots.LineOptions.DEFAULT);
         }
         List<String> cats = new ArrayList<>(names);
@@ -101,9 +101,9 @@ final class CompareReport {
             }
             io.put(n + " tokens", v);
         }
-        Plots.bars(cmd.out.resolve("io-time-per-strategy.png"), "I/O time per decoding step (all layers, budget "
+        Plots.bars(cmd.report.out.resolve("io-time-per-strategy.png"), "I/O time per decoding step (all layers, budget "
                 + pct(cmd.budget) + "%, batch 1)", "strategy", "ms per step", cats, io);
-        Files.writeString(cmd.out.resolve("summary.md"), summary(rows, chosen, seconds, fio), StandardCharsets.UTF_8);
+        Files.writeString(cmd.report.out.resolve("summary.md"), summary(rows, chosen, seconds, fio), StandardCharsets.UTF_8);
     }
 
     private String summary(List<Row> rows, List<Strategy> chosen, double seconds, boolean fio) {

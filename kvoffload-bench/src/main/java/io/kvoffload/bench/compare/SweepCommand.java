@@ -16,6 +16,7 @@ import java.util.Locale;
 import java.util.concurrent.Callable;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
+import io.kvoffload.bench.cli.ReportOptions;
 import io.kvoffload.bench.cli.WorkloadOptions;
 import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
@@ -70,15 +71,8 @@ public final class SweepCommand implements Callable<Integer> {
             description = "Strategies; the first must be oracle (default: ${DEFAULT-VALUE}).")
     List<String> strategies;
 
-    @Option(names = "--backend", defaultValue = "auto", description = "I/O backend (default: ${DEFAULT-VALUE}).")
-    String backend;
-
-    @Option(names = "--work", description = "Where the SSD directories go (default: java.io.tmpdir; not tmpfs).")
-    Path work;
-
-    @Option(names = "--out", defaultValue = "kvoffload-bench/target/reports/compare-sweep",
-            description = "Output folder (default: ${DEFAULT-VALUE}).")
-    Path out;
+    @Mixin
+    ReportOptions report = new ReportOptions("kvoffload-bench/target/reports/compare-sweep");
 
     @CommandLine.Spec
     CommandLine.Model.CommandSpec spec;
@@ -114,10 +108,10 @@ public final class SweepCommand implements Callable<Integer> {
                             "--sizes", String.valueOf(workload.tokens), "--budgets", join(budgets), "--budget", String.valueOf(budget),
                             "--steps", String.valueOf(steps), "--layers", String.valueOf(workload.layers),
                             "--profile-queries", String.valueOf(profileQueries), "--strategies", String.join(",", strategies),
-                            "--seed", String.valueOf(workload.seed), "--fio-seconds", "0", "--backend", backend,
-                            "--out", out.resolve(name).toString(), "--no-progress"));
-                    if (work != null) {
-                        args.addAll(List.of("--work", work.toString()));
+                            "--seed", String.valueOf(workload.seed), "--fio-seconds", "0", "--backend", report.backend,
+                            "--out", report.out.resolve(name).toString(), "--no-progress"));
+                    if (report.work != null) {
+                        args.addAll(List.of("--work", report.work.toString()));
                     }
                     CompareCommand c = new CompareCommand();
                     new CommandLine(c).parseArgs(args.toArray(String[]::new));
@@ -143,7 +137,7 @@ public final class SweepCommand implements Callable<Integer> {
         write(cells, seconds);
         pw.println(table(cells, budget));
         pw.printf(Locale.ROOT, "compare-sweep: %d cells in %.0f s; reports in %s%n", families.size() * shapes.size()
-                * headDims.length, seconds, out.toAbsolutePath());
+                * headDims.length, seconds, report.out.toAbsolutePath());
         pw.flush();
         return bad == 0 ? 0 : 1;
     }
@@ -162,14 +156,14 @@ public final class SweepCommand implements Callable<Integer> {
             series.add(new Plots.Series(s, pts.stream().mapToDouble(c -> c.row().bytesPerStep() / MIB).toArray(),
                     pts.stream().mapToDouble(c -> c.row().massRecall()).toArray()));
         }
-        Plots.line(out.resolve("recall-vs-bytes-" + name + ".png"), "Attention-mass recall vs bytes read (" + name
+        Plots.line(report.out.resolve("recall-vs-bytes-" + name + ".png"), "Attention-mass recall vs bytes read (" + name
                 + ", " + workload.tokens + " tokens, budgets " + join(budgets) + ")", "MiB read per step (all layers)",
                 "attention-mass recall", series, Plots.LineOptions.DEFAULT);
     }
 
     private void write(List<Cell> cells, double seconds) throws IOException {
-        Files.createDirectories(out);
-        try (CsvWriter csv = new CsvWriter(out.resolve("sweep.csv"), "family", "shape", "head_dim", "tokens", "budget",
+        Files.createDirectories(report.out);
+        try (CsvWriter csv = new CsvWriter(report.out.resolve("sweep.csv"), "family", "shape", "head_dim", "tokens", "budget",
                 "strategy", "rows_per_fetch", "rows_over_budget", "mass_recall", "recall_over_oracle", "output_rel_error",
                 "error_over_oracle", "bytes_per_step", "bytes_over_oracle", "co_activation_share")) {
             for (Cell c : cells) {
@@ -182,7 +176,7 @@ public final class SweepCommand implements Callable<Integer> {
         String md = String.format(Locale.ROOT, "# compare-sweep%n%n%d query heads, %d tokens, %d layer(s), %d steps,"
                 + " budgets %s, seed %d; %.0f s.%n%n", queryHeads, workload.tokens, workload.layers, steps, join(budgets), workload.seed, seconds)
                 + table(cells, budget);
-        Files.writeString(out.resolve("sweep.md"), md, StandardCharsets.UTF_8);
+        Files.writeString(report.out.resolve("sweep.md"), md, StandardCharsets.UTF_8);
     }
 
     /**

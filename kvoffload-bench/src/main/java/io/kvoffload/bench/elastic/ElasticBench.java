@@ -12,6 +12,8 @@ import io.kvoffload.bench.ClusteredSequences;
 import io.kvoffload.bench.cli.DeviceOptions;
 import io.kvoffload.bench.report.Medians;
 import io.kvoffload.strategy.swarm.Swarm;
+import io.kvoffload.bench.cli.DecodeBudgetOptions;
+import io.kvoffload.bench.cli.WorkloadOptions;
 import io.kvoffload.workload.SyntheticWorkload;
 import io.kvoffload.workload.WorkloadSpec;
 import java.io.PrintWriter;
@@ -38,11 +40,9 @@ import picocli.CommandLine.Option;
 @Command(name = "elastic", mixinStandardHelpOptions = true,
         description = "Decode steps/s while cache budgets change every N steps vs fixed budgets (elastic DRAM pool).")
 public final class ElasticBench implements Callable<Integer> {
-    @Option(names = "--tokens", defaultValue = "8192", description = "Tokens per layer and sequence (default: ${DEFAULT-VALUE}).")
-    int tokens;
-
-    @Option(names = "--layers", defaultValue = "4", description = "Layers (default: ${DEFAULT-VALUE}).")
-    int layers;
+    /** Sequence {@code i} has seed {@code --seed + i}. */
+    @CommandLine.Mixin
+    WorkloadOptions workload = new WorkloadOptions(8192, 4, 300);
 
     @Option(names = "--decoders", defaultValue = "2", description = "Decoders, one thread each (default: ${DEFAULT-VALUE}).")
     int decoders;
@@ -57,14 +57,11 @@ public final class ElasticBench implements Callable<Integer> {
             description = "Cache budgets per decoder in MiB, cycled (default: ${DEFAULT-VALUE}).")
     double[] budgetsMib;
 
-    @Option(names = "--steps", defaultValue = "400", description = "Steps per decoder and run (default: ${DEFAULT-VALUE}).")
-    int steps;
-
     @Option(names = "--rounds", defaultValue = "4", description = "Paired rounds after a warm-up round (default: ${DEFAULT-VALUE}).")
     int rounds;
 
-    @Option(names = "--sparsity", defaultValue = "0.1", description = "Token budget (default: ${DEFAULT-VALUE}).")
-    double sparsity;
+    @CommandLine.Mixin
+    DecodeBudgetOptions decode = new DecodeBudgetOptions(400, 0.1);
 
     @CommandLine.Spec
     CommandLine.Model.CommandSpec spec;
@@ -95,25 +92,25 @@ public final class ElasticBench implements Callable<Integer> {
             max = Math.max(max, budgets[i]);
             min = Math.min(min, budgets[i]);
         }
-        shape = new KvShape(layers, 32, 8, 128, DType.BF16);
+        shape = new KvShape(workload.layers, 32, 8, 128, DType.BF16);
         Path root = store.root("kvo-elastic");
         List<Path> dirs = store.ssdDirectories(root);
-        long seqBytes = (long) tokens * shape.entryBytes() * layers;
+        long seqBytes = (long) workload.tokens * shape.entryBytes() * workload.layers;
         long capacity = (seqBytes * decoders * 3 / store.devices + (64L << 20)) & -(1L << 20);
         KvConfig cfg = store.config(dirs).deviceCapacityBytes(capacity).dramBudgetBytes(2L << 30).build();
         ExecutorService pool = Executors.newFixedThreadPool(decoders);
         try (KvEngine engine = KvEngine.open(cfg)) {
             workloads = new SyntheticWorkload[decoders];
             for (int i = 0; i < decoders; i++) {
-                workloads[i] = new SyntheticWorkload(WorkloadSpec.builder(shape, tokens).seed(300 + i).build());
-                ClusteredSequences.store(engine, "s" + i, workloads[i], tokens);
+                workloads[i] = new SyntheticWorkload(WorkloadSpec.builder(shape, workload.tokens).seed(workload.seed + i).build());
+                ClusteredSequences.store(engine, "s" + i, workloads[i], workload.tokens);
             }
             out.printf("# Elastic DRAM pool: decode throughput while cache budgets change%n%n%d decoders on %d threads,"
                     + " each over its own sequence of %d layers × %,d tokens (32 query heads, 8 KV heads × 128, BF16,"
                     + " %d B entries), Swarm's hot-cluster cache in the engine's elastic pool; %d directories, backend"
                     + " %s; token budget %.0f%%; %d steps (all layers) per decoder and run; budgets per decoder cycled"
-                    + " %s MiB.%n%n", decoders, decoders, layers, tokens, shape.entryBytes(), store.devices,
-                    engine.stats().ioBackend(), sparsity * 100, steps, java.util.Arrays.toString(budgetsMib));
+                    + " %s MiB.%n%n", decoders, decoders, workload.layers, workload.tokens, shape.entryBytes(), store.devices,
+                    engine.stats().ioBackend(), decode.sparsity * 100, decode.steps, java.util.Arrays.toString(budgetsMib));
             long mean = 0;
             for (long b : budgets) {
                 mean += b / budgets.length;
@@ -242,7 +239,7 @@ public final class ElasticBench implements Callable<Integer> {
     }
 
     private DecodeOptions options(long cacheBytes) {
-        return DecodeOptions.builder().strategy(Swarm.defaults()).sparsity(sparsity).cacheBytes(cacheBytes).build();
+        return DecodeOptions.builder().strategy(Swarm.defaults()).sparsity(decode.sparsity).cacheBytes(cacheBytes).build();
     }
 
     /**
@@ -270,7 +267,7 @@ public final class ElasticBench implements Callable<Integer> {
                 int phase = i;
                 fs.add(pool.submit(() -> {
                     List<Double> micros = new ArrayList<>();
-                    for (int s = 0; s < steps; s++) {
+                    for (int s = 0; s < decode.steps; s++) {
                         if (n > 0 && s % n == 0) {
                             long r0 = System.nanoTime();
                             d.setCacheBytes(budgets[(s / n + phase) % budgets.length]);
@@ -288,7 +285,7 @@ public final class ElasticBench implements Callable<Integer> {
                 }
             }
             double secs = (System.nanoTime() - t0) / 1e9;
-            return decoders * (double) steps / secs;
+            return decoders * (double) decode.steps / secs;
         } finally {
             for (KvDecoder d : decs) {
                 d.close();
@@ -303,9 +300,9 @@ public final class ElasticBench implements Callable<Integer> {
     private void step(KvDecoder d, SyntheticWorkload w, int s) {
         int q = s % 64;
         KvView next = d.prefetch(0, w.query(0, q));
-        for (int l = 0; l < layers; l++) {
+        for (int l = 0; l < workload.layers; l++) {
             KvView v = next.await();
-            if (l + 1 < layers) {
+            if (l + 1 < workload.layers) {
                 next = d.prefetch(l + 1, w.query(l + 1, q));
             }
             v.close();

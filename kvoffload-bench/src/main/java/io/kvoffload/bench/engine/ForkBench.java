@@ -6,7 +6,8 @@ import io.kvoffload.KvEngine;
 import io.kvoffload.KvSequence;
 import io.kvoffload.KvShape;
 import io.kvoffload.KvStats;
-import io.kvoffload.bench.TempDirs;
+import io.kvoffload.bench.cli.DeviceOptions;
+import io.kvoffload.bench.cli.PrefixOptions;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.nio.file.Path;
@@ -14,6 +15,7 @@ import java.util.Arrays;
 import java.util.List;
 import java.util.concurrent.Callable;
 import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
 
 /**
@@ -25,49 +27,37 @@ import picocli.CommandLine.Option;
 @Command(name = "fork", mixinStandardHelpOptions = true,
         description = "Prefix reuse: fork (shared blocks) vs read back + append + commit, time and bytes.")
 public final class ForkBench implements Callable<Integer> {
-    @Option(names = "--prefix-tokens", defaultValue = "32768", description = "Prefix reused (default: ${DEFAULT-VALUE}).")
-    int prefixTokens;
+    @Mixin
+    PrefixOptions reuse = new PrefixOptions();
 
     @Option(names = "--layers", defaultValue = "4",
             description = "Layers (8 KV heads × 128, BF16: 4 KiB entries) (default: ${DEFAULT-VALUE}).")
     int layers;
 
-    @Option(names = "--block-tokens", defaultValue = "64", description = "Tokens per block (default: ${DEFAULT-VALUE}).")
-    int blockTokens;
-
-    @Option(names = "--devices", defaultValue = "2", description = "Device directories (default: ${DEFAULT-VALUE}).")
-    int devices;
-
-    @Option(names = "--backend", defaultValue = "auto", description = "I/O backend (default: ${DEFAULT-VALUE}).")
-    String backend;
-
-    @Option(names = "--reps", defaultValue = "5", description = "Timed runs per side; medians (default: ${DEFAULT-VALUE}).")
-    int reps;
-
-    @Option(names = "--dir", description = "Where the device directories go (default: a temporary folder).")
-    Path dir;
+    @Mixin
+    DeviceOptions store = new DeviceOptions(2);
 
     @Override
     public Integer call() throws Exception {
-        if (prefixTokens < 1 || layers < 1 || blockTokens < 1 || devices < 1 || reps < 1) {
+        if (reuse.prefixTokens < 1 || layers < 1 || reuse.blockTokens < 1 || store.devices < 1 || reuse.reps < 1) {
             throw new IllegalArgumentException("--prefix-tokens, --layers, --block-tokens, --devices and --reps must be"
-                    + " at least 1; got " + prefixTokens + ", " + layers + ", " + blockTokens + ", " + devices + ", " + reps);
+                    + " at least 1; got " + reuse.prefixTokens + ", " + layers + ", " + reuse.blockTokens + ", " + store.devices + ", " + reuse.reps);
         }
         KvShape shape = new KvShape(layers, 32, 8, 128, DType.BF16);
-        int sourceTokens = prefixTokens + blockTokens / 2; // the source goes on past the prefix
+        int sourceTokens = reuse.prefixTokens + reuse.blockTokens / 2; // the source goes on past the prefix
         long sourceBytes = (long) sourceTokens * shape.entryBytes() * layers;
-        long capacity = Math.max(64L << 20, (3 * sourceBytes / devices + (64L << 20)) & -(1L << 20));
-        Path root = TempDirs.givenOrTemp(dir, "kvo-bench-fork-");
+        long capacity = Math.max(64L << 20, (3 * sourceBytes / store.devices + (64L << 20)) & -(1L << 20));
+        Path root = store.root("kvo-bench-fork-");
         try {
-            KvConfig cfg = KvConfig.builder().ssdDirectories(TempDirs.ssdDirectories(root, devices)).ioBackend(backend)
-                    .deviceCapacityBytes(capacity).blockTokens(blockTokens).dramBudgetBytes(512L << 20).build();
+            KvConfig cfg = store.config(store.ssdDirectories(root))
+                    .deviceCapacityBytes(capacity).blockTokens(reuse.blockTokens).dramBudgetBytes(512L << 20).build();
             try (KvEngine e = KvEngine.open(cfg)) {
                 System.out.printf("source: %d tokens × %d layers × %d B entries = %.0f MiB on %d device(s), backend %s%n",
-                        sourceTokens, layers, shape.entryBytes(), sourceBytes / 1048576.0, devices, e.ioBackend());
+                        sourceTokens, layers, shape.entryBytes(), sourceBytes / 1048576.0, store.devices, e.ioBackend());
                 writeSource(e, shape, sourceTokens);
-                long[][] fork = new long[4][reps];
-                long[][] copy = new long[4][reps];
-                for (int r = -1; r < reps; r++) { // run -1 warms both paths up and is not counted
+                long[][] fork = new long[4][reuse.reps];
+                long[][] copy = new long[4][reuse.reps];
+                for (int r = -1; r < reuse.reps; r++) { // run -1 warms both paths up and is not counted
                     for (int side = 0; side < 2; side++) {
                         boolean forkFirst = (r & 1) == 0;
                         boolean isFork = (side == 0) == forkFirst;
@@ -83,17 +73,15 @@ public final class ForkBench implements Callable<Integer> {
                 double fm = median(fork[0]) / 1e6;
                 double cm = median(copy[0]) / 1e6;
                 System.out.printf("%n| prefix reuse of %d tokens | median ms | pool bytes written | pool bytes read |%n",
-                        prefixTokens);
+                        reuse.prefixTokens);
                 System.out.println("|---|---|---|---|");
                 System.out.printf("| read back + append + commit | %.1f | %d | %d |%n", cm, median(copy[1]), median(copy[2]));
                 System.out.printf("| fork + commit | %.2f | %d | %d |%n", fm, median(fork[1]), median(fork[2]));
                 System.out.printf("| fork alone (before its commit) | %.2f | 0 | 0 |%n", median(fork[3]) / 1e6);
-                System.out.printf("%nfork is %.0f× faster (median of %d runs each)%n", cm / fm, reps);
+                System.out.printf("%nfork is %.0f× faster (median of %d runs each)%n", cm / fm, reuse.reps);
             }
         } finally {
-            if (dir == null) {
-                TempDirs.deleteRecursively(root);
-            }
+            store.release(root);
         }
         return 0;
     }
@@ -135,7 +123,7 @@ public final class ForkBench implements Callable<Integer> {
         long[] before = io(e);
         long t0 = System.nanoTime();
         long forked;
-        try (KvSequence f = e.fork("source", "reuse", prefixTokens)) {
+        try (KvSequence f = e.fork("source", "reuse", reuse.prefixTokens)) {
             forked = System.nanoTime() - t0;
             f.commit();
         }
@@ -151,13 +139,13 @@ public final class ForkBench implements Callable<Integer> {
         long t0 = System.nanoTime();
         try (KvSequence src = e.openSequence("source"); KvSequence c = e.createSequence("reuse", shape);
                 Arena a = Arena.ofConfined()) {
-            c.appendTokens(Arrays.copyOf(src.tokenIds(), prefixTokens));
+            c.appendTokens(Arrays.copyOf(src.tokenIds(), reuse.prefixTokens));
             int chunk = 4096;
             MemorySegment k = a.allocate((long) chunk * shape.halfEntryBytes());
             MemorySegment v = a.allocate((long) chunk * shape.halfEntryBytes());
             for (int l = 0; l < shape.layers(); l++) {
-                for (int from = 0; from < prefixTokens; from += chunk) {
-                    int n = Math.min(chunk, prefixTokens - from);
+                for (int from = 0; from < reuse.prefixTokens; from += chunk) {
+                    int n = Math.min(chunk, reuse.prefixTokens - from);
                     long bytes = (long) n * shape.halfEntryBytes();
                     src.read(l, from, n, k, v);
                     c.appendKv(l, k.asSlice(0, bytes), v.asSlice(0, bytes));

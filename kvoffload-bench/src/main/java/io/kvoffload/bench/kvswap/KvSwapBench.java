@@ -55,23 +55,8 @@ public final class KvSwapBench implements Callable<Integer> {
             description = "Adapter rank r for the G and reuse tables; 0 = head dim, the paper's default (default: ${DEFAULT-VALUE}).")
     int rank;
 
-    @Option(names = "--budget", defaultValue = "400", description = "MG: tokens selected per step (default: ${DEFAULT-VALUE}).")
-    int budget;
-
-    @Option(names = "--group-sizes", split = ",", defaultValue = "1,2,4,8,16",
-            description = "Group sizes (default: ${DEFAULT-VALUE}).")
-    int[] groupSizes;
-
-    @Option(names = "--reuse-group", defaultValue = "4", description = "G of the reuse table (default: ${DEFAULT-VALUE}).")
-    int reuseGroup;
-
-    @Option(names = "--quality-queries", defaultValue = "32",
-            description = "Decoding queries for the quality columns (default: ${DEFAULT-VALUE}).")
-    int qualityQueries;
-
-    @Option(names = "--steps", defaultValue = "200", description = "Consecutive decoding steps replayed through the "
-            + "reuse buffer (default: ${DEFAULT-VALUE}).")
-    int steps;
+    @Mixin
+    GroupSweepOptions sweep = new GroupSweepOptions(32, 200);
 
     @Option(names = "--reuse-layers", defaultValue = "4", description = "Layers the reuse table covers (default: ${DEFAULT-VALUE}).")
     int reuseLayers;
@@ -114,13 +99,13 @@ public final class KvSwapBench implements Callable<Integer> {
                         + "seed %d; adapter SVD of %d sampled rows × %d columns in %.2f s; MG = %d; I/O priced for "
                         + "Llama-3-8B entries (%d B/token) at batch %d on the measured NVMe model (%.0f IOPS, %.2f GiB/s).%n%n",
                 tokens, heads.queryHeads, heads.kvHeads, heads.headDim, heads.queryHeads / heads.kvHeads, seed, full.calibrationRows(), d, fitSeconds,
-                budget, LLAMA.entryBytes(), batch, NVME.iops(), NVME.bandwidthBytesPerSecond() / (1L << 30));
+                sweep.budget, LLAMA.entryBytes(), batch, NVME.iops(), NVME.bandwidthBytesPerSecond() / (1L << 30));
 
         ExactAttention exact = ExactAttention.of(shape);
-        float[][] weights = new float[qualityQueries][];
-        float[][] outputs = new float[qualityQueries][];
-        float[][] queries = new float[qualityQueries][];
-        for (int s = 0; s < qualityQueries; s++) {
+        float[][] weights = new float[sweep.qualityQueries][];
+        float[][] outputs = new float[sweep.qualityQueries][];
+        float[][] queries = new float[sweep.qualityQueries][];
+        for (int s = 0; s < sweep.qualityQueries; s++) {
             queries[s] = w.query(0, s);
             ExactAttention.Result res = exact.compute(kv, queries[s]);
             weights[s] = res.weights();
@@ -148,29 +133,29 @@ public final class KvSwapBench implements Callable<Integer> {
         out.println();
         out.printf(Locale.ROOT, "r = %d (σ = %.0f), MG = %d, %d queries; reuse over %d consecutive steps with C = M "
                 + "(FIFO). I/O per layer and step for batch %d; tokens/s is the I/O bound, %d layers / max(I/O).%n%n",
-                cache.rank(), cache.adapter().compressionRatio(), budget, queries.length, steps, batch, LLAMA.layers());
-        out.println("| G | M | recall ↑ | top-" + budget + " recall ↑ | output rel. err ↓ | read size | I/O util. "
+                cache.rank(), cache.adapter().compressionRatio(), sweep.budget, queries.length, sweep.steps, batch, LLAMA.layers());
+        out.println("| G | M | recall ↑ | top-" + sweep.budget + " recall ↑ | output rel. err ↓ | read size | I/O util. "
                 + "| reuse | I/O ms no reuse | I/O ms reuse | tok/s no reuse | tok/s reuse |");
         out.println("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
         double oracleRecall = 0, oracleErr = 0, oracleTop = 0;
         for (int s = 0; s < queries.length; s++) {
-            int[] top = TopK.indices(weights[s], Math.min(budget, kv.tokens()));
+            int[] top = TopK.indices(weights[s], Math.min(sweep.budget, kv.tokens()));
             oracleRecall += QualityMetrics.attentionMassRecall(weights[s], top);
-            oracleTop += QualityMetrics.topKRecall(weights[s], top, Math.min(budget, kv.tokens()));
+            oracleTop += QualityMetrics.topKRecall(weights[s], top, Math.min(sweep.budget, kv.tokens()));
             oracleErr += QualityMetrics.relativeError(outputs[s], exact.sparseOutput(kv, queries[s], top));
         }
-        for (int g : groupSizes) {
+        for (int g : sweep.groupSizes) {
             GroupPredictor p = new GroupPredictor(cache, heads.queryHeads, g, kv.tokens());
             RollingBuffer rolling = new RollingBuffer(g, 1);
             rolling.reset(kv.tokens());
-            int m = GroupPredictor.groupsFor(budget, g);
-            int[] positions = new int[p.maxSelected(budget) + rolling.capacity()];
+            int m = GroupPredictor.groupsFor(sweep.budget, g);
+            int[] positions = new int[p.maxSelected(sweep.budget) + rolling.capacity()];
             double recall = 0, topRecall = 0, err = 0;
             for (int s = 0; s < queries.length; s++) {
-                int n = rolling.addTo(positions, p.select(queries[s], budget, positions));
+                int n = rolling.addTo(positions, p.select(queries[s], sweep.budget, positions));
                 int[] sel = Arrays.copyOf(positions, n);
                 recall += QualityMetrics.attentionMassRecall(weights[s], sel);
-                topRecall += QualityMetrics.topKRecall(weights[s], sel, Math.min(budget, kv.tokens()));
+                topRecall += QualityMetrics.topKRecall(weights[s], sel, Math.min(sweep.budget, kv.tokens()));
                 err += QualityMetrics.relativeError(outputs[s], exact.sparseOutput(kv, queries[s], sel));
             }
             double reuse = replay(w, 0, cache, g, m, m, ReuseBuffer.Policy.FIFO);
@@ -185,7 +170,7 @@ public final class KvSwapBench implements Callable<Integer> {
         }
         int q = queries.length;
         out.printf(Locale.ROOT, "| exact top-%d tokens (oracle, full keys) | – | %.3f | %.3f | %.3f | – | – | – | – | – | – | – |%n%n",
-                budget, oracleRecall / q, oracleTop / q, oracleErr / q);
+                sweep.budget, oracleRecall / q, oracleTop / q, oracleErr / q);
     }
 
     /** Replays {@link #steps} consecutive decoding steps of a layer through a reuse buffer; returns its reuse rate. */
@@ -197,9 +182,9 @@ public final class KvSwapBench implements Callable<Integer> {
 
     private int[][] selections(SyntheticWorkload w, int layer, CompressedKCache cache, int g, int m) {
         GroupPredictor p = new GroupPredictor(cache, heads.queryHeads, g, cache.tokens());
-        int[][] picks = new int[steps][];
+        int[][] picks = new int[sweep.steps][];
         float[] q = new float[heads.queryHeads * heads.headDim];
-        for (int s = 0; s < steps; s++) {
+        for (int s = 0; s < sweep.steps; s++) {
             w.query(layer, s, q, 0);
             int[] groups = new int[m];
             int n = p.selectGroups(q, m, groups);
@@ -224,8 +209,8 @@ public final class KvSwapBench implements Callable<Integer> {
 
     private void compressionTable(DenseLayerKv kv, ExactAttention exact, LowRankAdapter full, float[][] weights,
             float[][] queries) {
-        int g = reuseGroup;
-        out.println("### Quality vs compression ratio σ (G = " + g + ", MG = " + budget + ")");
+        int g = sweep.reuseGroup;
+        out.println("### Quality vs compression ratio σ (G = " + g + ", MG = " + sweep.budget + ")");
         out.println();
         out.println("| r | σ | energy kept | recall ↑ | compressed K of this layer | full K (BF16) |");
         out.println("|---:|---:|---:|---:|---:|---:|");
@@ -235,10 +220,10 @@ public final class KvSwapBench implements Callable<Integer> {
             CompressedKCache c = new CompressedKCache(a, DType.F16, kv.tokens());
             c.appendFrom(kv, 0, kv.tokens());
             GroupPredictor p = new GroupPredictor(c, heads.queryHeads, g, kv.tokens());
-            int[] positions = new int[p.maxSelected(budget)];
+            int[] positions = new int[p.maxSelected(sweep.budget)];
             double recall = 0;
             for (int s = 0; s < queries.length; s++) {
-                int n = p.select(queries[s], budget, positions);
+                int n = p.select(queries[s], sweep.budget, positions);
                 recall += QualityMetrics.attentionMassRecall(weights[s], Arrays.copyOf(positions, n));
             }
             out.printf(Locale.ROOT, "| %d | %.0f | %.3f | %.3f | %s | %s |%n", r, a.compressionRatio(), a.retainedEnergy(),
@@ -250,13 +235,13 @@ public final class KvSwapBench implements Callable<Integer> {
     // ---------------------------------------------------------------- reuse (Table 5)
 
     private void reuseTable(SyntheticWorkload w, LowRankAdapter adapter) {
-        int g = reuseGroup;
-        int m = GroupPredictor.groupsFor(budget, g);
+        int g = sweep.reuseGroup;
+        int m = GroupPredictor.groupsFor(sweep.budget, g);
         out.println("### Reuse buffer: hit rate and step I/O (Table 5)");
         out.println();
         out.printf(Locale.ROOT, "G = %d, M = %d, r = %d; %d consecutive decoding steps on each of %d layers (the first "
                 + "step, a cold start, not counted); min / mean / max over layers. Bytes and I/O per layer and step for "
-                + "batch %d with Llama-3-8B entries.%n%n", g, m, adapter.rank(), steps, reuseLayers, batch);
+                + "batch %d with Llama-3-8B entries.%n%n", g, m, adapter.rank(), sweep.steps, reuseLayers, batch);
         int[][][] picks = new int[reuseLayers][][];
         double overlap = 0;
         for (int l = 0; l < reuseLayers; l++) {
@@ -333,20 +318,20 @@ public final class KvSwapBench implements Callable<Integer> {
         for (DType storage : new DType[] {DType.F32, DType.F16, DType.BF16}) {
             CompressedKCache c = new CompressedKCache(adapter, storage, kv.tokens());
             c.appendFrom(kv, 0, kv.tokens());
-            GroupPredictor p = new GroupPredictor(c, heads.queryHeads, reuseGroup, kv.tokens());
-            int[] positions = new int[p.maxSelected(budget)];
+            GroupPredictor p = new GroupPredictor(c, heads.queryHeads, sweep.reuseGroup, kv.tokens());
+            int[] positions = new int[p.maxSelected(sweep.budget)];
             for (int i = 0; i < timingCalls; i++) { // warm-up
                 q[i % q.length] += 1e-3f;
-                p.select(q, budget, positions);
+                p.select(q, sweep.budget, positions);
             }
             long t = System.nanoTime();
             int sink = 0;
             for (int i = 0; i < timingCalls; i++) {
                 q[i % q.length] += 1e-3f;
-                sink += p.select(q, budget, positions);
+                sink += p.select(q, sweep.budget, positions);
             }
             double ms = (System.nanoTime() - t) / 1e6 / timingCalls;
-            out.printf(Locale.ROOT, "| %s | %d | %d | %.3f | %.0f |%s%n", storage, c.rank(), reuseGroup, ms,
+            out.printf(Locale.ROOT, "| %s | %d | %d | %.3f | %.0f |%s%n", storage, c.rank(), sweep.reuseGroup, ms,
                     kv.tokens() / (ms * 1e3), sink < 0 ? " " : "");
         }
     }

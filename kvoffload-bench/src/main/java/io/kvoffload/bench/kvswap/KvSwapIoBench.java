@@ -56,26 +56,12 @@ public final class KvSwapIoBench implements Callable<Integer> {
     @Mixin
     DeviceOptions store = new DeviceOptions(4);
 
-    @Option(names = "--budget", defaultValue = "400", description = "MG: tokens predicted per step (default: ${DEFAULT-VALUE}).")
-    int budget;
-
-    @Option(names = "--group-sizes", split = ",", defaultValue = "1,2,4,8,16",
-            description = "Group sizes of the sweep (default: ${DEFAULT-VALUE}).")
-    int[] groupSizes;
-
-    @Option(names = "--reuse-group", defaultValue = "4", description = "G of the reuse table (default: ${DEFAULT-VALUE}).")
-    int reuseGroup;
-
-    @Option(names = "--steps", defaultValue = "150", description = "Decoding steps measured per run (default: ${DEFAULT-VALUE}).")
-    int steps;
+    @Mixin
+    GroupSweepOptions sweep = new GroupSweepOptions(12, 150);
 
     @Option(names = "--calibration-rows", defaultValue = "2048",
             description = "Keys calibrating each layer's adapter (default: ${DEFAULT-VALUE}).")
     int calibrationRows;
-
-    @Option(names = "--quality-queries", defaultValue = "12",
-            description = "Steps whose views are scored against exact attention (default: ${DEFAULT-VALUE}).")
-    int qualityQueries;
 
     @CommandLine.Spec
     CommandLine.Model.CommandSpec spec;
@@ -107,8 +93,8 @@ public final class KvSwapIoBench implements Callable<Integer> {
                     + "token and layer), %s of KV on %d directories, backend %s, direct I/O %s; consecutive decoding "
                     + "queries of the synthetic workload (seed %d); MG = %d; adapters from %d sampled stored keys, r = "
                     + "headDim.%n%n", workload.tokens, workload.layers, heads.queryHeads, heads.kvHeads, heads.headDim, shape.entryBytes(), mib(kvBytes),
-                    store.devices, engine.ioBackend(), cfg.directIo(), workload.seed, budget, calibrationRows);
-            float[][][] queries = new float[steps + 20][workload.layers][];
+                    store.devices, engine.ioBackend(), cfg.directIo(), workload.seed, sweep.budget, calibrationRows);
+            float[][][] queries = new float[sweep.steps + 20][workload.layers][];
             for (int s = 0; s < queries.length; s++) {
                 for (int l = 0; l < workload.layers; l++) {
                     queries[s][l] = w.query(l, s);
@@ -149,8 +135,8 @@ public final class KvSwapIoBench implements Callable<Integer> {
     private float[][] exactWeights(SyntheticWorkload w, KvShape shape) {
         DenseLayerKv kv = DenseLayerKv.materialize(w.layer(0), false);
         ExactAttention exact = ExactAttention.of(shape);
-        float[][] weights = new float[qualityQueries][];
-        for (int s = 0; s < qualityQueries; s++) {
+        float[][] weights = new float[sweep.qualityQueries][];
+        for (int s = 0; s < sweep.qualityQueries; s++) {
             weights[s] = exact.weights(kv, w.query(0, 20 + s));
         }
         return weights;
@@ -186,11 +172,11 @@ public final class KvSwapIoBench implements Callable<Integer> {
             DecodeStats before = d.stats();
             long t = System.nanoTime();
             double[] r = new double[1];
-            for (int step = 20; step < 20 + steps; step++) {
+            for (int step = 20; step < 20 + sweep.steps; step++) {
                 step(d, queries[step], step, weights, r);
             }
-            double ms = (System.nanoTime() - t) / 1e6 / steps;
-            recall = r[0] / Math.min(qualityQueries, steps);
+            double ms = (System.nanoTime() - t) / 1e6 / sweep.steps;
+            recall = r[0] / Math.min(sweep.qualityQueries, sweep.steps);
             return new Run(d.stats().since(before), ms, recall);
         }
     }
@@ -214,17 +200,17 @@ public final class KvSwapIoBench implements Callable<Integer> {
     }
 
     private DecodeOptions.Builder options() {
-        return DecodeOptions.builder().strategy(KvSwap.defaults()).budgetTokens(budget).sinkTokens(4)
+        return DecodeOptions.builder().strategy(KvSwap.defaults()).budgetTokens(sweep.budget).sinkTokens(4)
                 .localWindow(0);
     }
 
     // ---------------------------------------------------------------- reuse
 
     private void reuseTable(KvEngine engine, float[][][] queries, float[][] weights) {
-        GroupSummary sum = regroup(engine, reuseGroup);
-        int m = (budget + reuseGroup - 1) / reuseGroup;
+        GroupSummary sum = regroup(engine, sweep.reuseGroup);
+        int m = (sweep.budget + sweep.reuseGroup - 1) / sweep.reuseGroup;
         out.printf(Locale.ROOT, "### Reuse buffer through real I/O (G = %d, M = %d, %d steps × %d layers)%n%n",
-                reuseGroup, m, steps, workload.layers);
+                sweep.reuseGroup, m, sweep.steps, workload.layers);
         out.printf(Locale.ROOT, "Group layout: %d groups per layer, %s per read (aligned), adapter fit %d ms, write %d ms "
                 + "per layer.%n%n", sum.groups(), kib(sum.readBytes()), sum.fitMillis(), sum.writeMillis());
         out.println("| reuse buffer | C (slots/layer) | reuse rate | KiB read / step | reads / step | select µs / layer "
@@ -251,7 +237,7 @@ public final class KvSwapIoBench implements Callable<Integer> {
             long layerSteps = Math.max(1, st.steps());
             int slots = (Integer) cases[i][1] == KvSwap.AUTO ? m : (Integer) cases[i][1];
             out.printf(Locale.ROOT, "| %s | %d | %.1f%% | %.0f | %.1f | %.0f | %.0f | %.3f | %.2f× |%n", cases[i][0], slots,
-                    100 * st.reuseHitRate(), st.bytesRead() / 1024.0 / steps, (double) st.readRequests() / steps,
+                    100 * st.reuseHitRate(), st.bytesRead() / 1024.0 / sweep.steps, (double) st.readRequests() / sweep.steps,
                     st.selectNanos() / 1e3 / layerSteps, st.ioNanos() / 1e3 / layerSteps, r.msPerStep(),
                     base / r.msPerStep());
         }
@@ -262,11 +248,11 @@ public final class KvSwapIoBench implements Callable<Integer> {
 
     private void groupSizeTable(KvEngine engine, float[][][] queries, float[][] weights) {
         out.printf(Locale.ROOT, "### Group size through real I/O (Fig. 12; MG = %d, %d steps × %d layers, layer-0 recall "
-                + "over %d steps)%n%n", budget, steps, workload.layers, Math.min(qualityQueries, steps));
+                + "over %d steps)%n%n", sweep.budget, sweep.steps, workload.layers, Math.min(sweep.qualityQueries, sweep.steps));
         out.println("| G | M | read size | recall ↑ | reads / step no reuse | KiB / step no reuse | ms / step no reuse "
                 + "| reuse rate | KiB / step reuse | ms / step reuse |");
         out.println("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
-        for (int g : groupSizes) {
+        for (int g : sweep.groupSizes) {
             GroupSummary sum = regroup(engine, g);
             Run off = null;
             Run on = null;
@@ -277,9 +263,9 @@ public final class KvSwapIoBench implements Callable<Integer> {
                 on = on == null || b.msPerStep() < on.msPerStep() ? b : on;
             }
             out.printf(Locale.ROOT, "| %d | %d | %s | %.3f | %.1f | %.0f | %.3f | %.1f%% | %.0f | %.3f |%n", g,
-                    (budget + g - 1) / g, kib(sum.readBytes()), off.recall(),
-                    (double) off.stats().readRequests() / steps, off.stats().bytesRead() / 1024.0 / steps,
-                    off.msPerStep(), 100 * on.stats().reuseHitRate(), on.stats().bytesRead() / 1024.0 / steps,
+                    (sweep.budget + g - 1) / g, kib(sum.readBytes()), off.recall(),
+                    (double) off.stats().readRequests() / sweep.steps, off.stats().bytesRead() / 1024.0 / sweep.steps,
+                    off.msPerStep(), 100 * on.stats().reuseHitRate(), on.stats().bytesRead() / 1024.0 / sweep.steps,
                     on.msPerStep());
         }
         out.println();

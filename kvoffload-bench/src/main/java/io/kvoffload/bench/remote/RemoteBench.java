@@ -8,6 +8,7 @@ import io.kvoffload.KvShape;
 import io.kvoffload.PrefixMatch;
 import io.kvoffload.RemoteConfig;
 import io.kvoffload.bench.TempDirs;
+import io.kvoffload.bench.cli.PrefixOptions;
 import io.kvoffload.internal.remote.RemoteBlob;
 import io.kvoffload.internal.storage.PrefixIndex;
 import io.kvoffload.redis.LoopbackCluster;
@@ -36,6 +37,7 @@ import java.util.Random;
 import java.util.concurrent.Callable;
 import java.util.concurrent.CompletableFuture;
 import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
 
 /**
@@ -59,19 +61,12 @@ public final class RemoteBench implements Callable<Integer> {
             description = "MiB per batch, i.e. requests in flight at once (default: ${DEFAULT-VALUE}).")
     int batchMib;
 
-    @Option(names = "--reps", defaultValue = "5", description = "Timed runs per size and side; medians (default: ${DEFAULT-VALUE}).")
-    int reps;
-
-    @Option(names = "--prefix-tokens", defaultValue = "32768", description = "Prefix pulled (default: ${DEFAULT-VALUE}).")
-    int prefixTokens;
+    @Mixin
+    PrefixOptions reuse = new PrefixOptions();
 
     @Option(names = "--prefix-layers", defaultValue = "2",
             description = "Layers of the prefix's shape (8 KV heads × 128, BF16: 4 KiB entries) (default: ${DEFAULT-VALUE}).")
     int prefixLayers;
-
-    @Option(names = "--block-tokens", defaultValue = "64",
-            description = "Tokens per block of the engines (64 × 4 KiB = 256 KiB blobs) (default: ${DEFAULT-VALUE}).")
-    int blockTokens;
 
     @Option(names = "--dir", description = "Where the two engines' local directories go (default: a temporary folder).")
     Path dir;
@@ -82,10 +77,10 @@ public final class RemoteBench implements Callable<Integer> {
         if (!a.available()) {
             throw new IllegalStateException("bench remote needs a local Redis: " + a.reason());
         }
-        if (mibPerRun < 1 || batchMib < 1 || reps < 1 || prefixTokens < blockTokens || prefixLayers < 1) {
+        if (mibPerRun < 1 || batchMib < 1 || reuse.reps < 1 || reuse.prefixTokens < reuse.blockTokens || prefixLayers < 1) {
             throw new IllegalArgumentException("--mib-per-run, --batch-mib, --reps and --prefix-layers must be at least 1"
-                    + " and --prefix-tokens at least --block-tokens; got " + mibPerRun + ", " + batchMib + ", " + reps
-                    + ", " + prefixLayers + ", " + prefixTokens);
+                    + " and --prefix-tokens at least --block-tokens; got " + mibPerRun + ", " + batchMib + ", " + reuse.reps
+                    + ", " + prefixLayers + ", " + reuse.prefixTokens);
         }
         Path root = TempDirs.givenOrTemp(dir, "kvo-bench-remote-");
         byte[] secret = new byte[16];
@@ -130,8 +125,8 @@ public final class RemoteBench implements Callable<Integer> {
             for (byte[] p : payloads) {
                 rnd.nextBytes(p);
             }
-            double[][] mbps = new double[4][reps];
-            for (int r = -1; r < reps; r++) { // run -1 warms both paths up and is not counted
+            double[][] mbps = new double[4][reuse.reps];
+            for (int r = -1; r < reuse.reps; r++) { // run -1 warms both paths up and is not counted
                 flush(cluster);
                 // Batches of the two sides alternate (and which goes first alternates), so both meet the
                 // same cluster state and the same machine noise.
@@ -229,15 +224,15 @@ public final class RemoteBench implements Callable<Integer> {
     private void prefix(LoopbackCluster cluster, RemoteConfig rc, Path root,
             RedisAdvancedClusterAsyncCommands<String, byte[]> plain) throws Exception {
         KvShape shape = new KvShape(prefixLayers, 32, 8, 128, DType.BF16);
-        long bytes = (long) prefixTokens / blockTokens * blockTokens * shape.entryBytes() * prefixLayers;
+        long bytes = (long) reuse.prefixTokens / reuse.blockTokens * reuse.blockTokens * shape.entryBytes() * prefixLayers;
         long capacity = Math.max(64L << 20, (bytes / 2 + (64L << 20)) & ~((1L << 20) - 1));
-        int[] tokens = new Random(1).ints(prefixTokens, 0, 128_000).toArray();
-        KvConfig.Builder base = KvConfig.builder().blockTokens(blockTokens).deviceCapacityBytes(capacity).remote(rc);
+        int[] tokens = new Random(1).ints(reuse.prefixTokens, 0, 128_000).toArray();
+        KvConfig.Builder base = KvConfig.builder().blockTokens(reuse.blockTokens).deviceCapacityBytes(capacity).remote(rc);
         long publishNanos;
         long commitNanos;
         try (KvEngine ea = KvEngine.open(base.ssdDirectories(TempDirs.ssdDirectories(root.resolve("a"), 2)).build())) {
             try (KvSequence s = ea.createSequence("prompt", shape)) {
-                fill(s, shape, tokens, prefixTokens);
+                fill(s, shape, tokens, reuse.prefixTokens);
                 long c0 = System.nanoTime();
                 s.commit();
                 commitNanos = System.nanoTime() - c0;
@@ -258,7 +253,7 @@ public final class RemoteBench implements Callable<Integer> {
         }
         // Engine C holds the first half of the prefix already: only the second half is fetched.
         long halfPullNanos;
-        int half = prefixTokens / 2 / blockTokens * blockTokens;
+        int half = reuse.prefixTokens / 2 / reuse.blockTokens * reuse.blockTokens;
         try (KvEngine ec = KvEngine.open(base.ssdDirectories(TempDirs.ssdDirectories(root.resolve("c"), 2)).build())) {
             try (KvSequence s = ec.createSequence("half", shape)) {
                 fill(s, shape, tokens, half);
@@ -271,14 +266,14 @@ public final class RemoteBench implements Callable<Integer> {
             check(m.matchedTokens() == matched, "the pull with half the prefix local reaches as far: " + m);
         }
         // The I/O alone: plain GETs of the same blobs, windows of the same size as the pull's.
-        byte[][] chain = PrefixIndex.chainHashes(shape.fingerprint(), tokens, prefixTokens, blockTokens);
+        byte[][] chain = PrefixIndex.chainHashes(shape.fingerprint(), tokens, reuse.prefixTokens, reuse.blockTokens);
         List<String> keys = new ArrayList<>();
         for (byte[] h : chain) {
             for (int l = 0; l < prefixLayers; l++) {
                 keys.add(rc.keyPrefix() + "blk:" + HexFormat.of().formatHex(h) + ":" + l);
             }
         }
-        int window = Math.max(1, (int) ((64L << 20) / (2L * blockTokens * shape.halfEntryBytes())));
+        int window = Math.max(1, (int) ((64L << 20) / (2L * reuse.blockTokens * shape.halfEntryBytes())));
         long t0 = System.nanoTime();
         long got = 0;
         for (int i = 0; i < keys.size(); i += window) {
@@ -293,7 +288,7 @@ public final class RemoteBench implements Callable<Integer> {
         }
         long rawNanos = System.nanoTime() - t0;
         System.out.printf("%nprefix of %d tokens (%d layers × %d B entries, %d-token blocks, %.0f MiB):%n", matched,
-                prefixLayers, shape.entryBytes(), blockTokens, bytes / 1048576.0);
+                prefixLayers, shape.entryBytes(), reuse.blockTokens, bytes / 1048576.0);
         System.out.printf("| step | ms | MB/s |%n|---|---|---|%n");
         System.out.printf("| local commit of the prefix in engine A (its SSD write, for scale) | %.0f | %.0f |%n",
                 commitNanos / 1e6, bytes / 1e6 / (commitNanos / 1e9));

@@ -12,6 +12,7 @@ import io.kvoffload.KvShape;
 import io.kvoffload.KvView;
 import io.kvoffload.Placement;
 import io.kvoffload.bench.TempDirs;
+import io.kvoffload.bench.cli.ReportOptions;
 import io.kvoffload.bench.report.CsvWriter;
 import io.kvoffload.bench.report.MarkdownTable;
 import io.kvoffload.bench.report.Medians;
@@ -30,6 +31,7 @@ import java.util.Locale;
 import java.util.SplittableRandom;
 import java.util.concurrent.Callable;
 import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
 
 /**
@@ -72,15 +74,8 @@ public final class PlacementBench implements Callable<Integer> {
             description = "Directories measured without a model; 0 for none (default: ${DEFAULT-VALUE}).")
     int realDevices;
 
-    @Option(names = "--backend", defaultValue = "auto", description = "I/O backend (default: ${DEFAULT-VALUE}).")
-    String backend;
-
-    @Option(names = "--work", description = "Where the SSD directories go (default: java.io.tmpdir; not tmpfs).")
-    Path work;
-
-    @Option(names = "--out", defaultValue = "kvoffload-bench/target/reports/placement",
-            description = "Output folder (default: ${DEFAULT-VALUE}).")
-    Path out;
+    @Mixin
+    ReportOptions report = new ReportOptions("kvoffload-bench/target/reports/placement");
 
     @Option(names = "--seed", defaultValue = "15", description = "Seed of the KV and the fetches (default: ${DEFAULT-VALUE}).")
     long seed;
@@ -136,7 +131,7 @@ public final class PlacementBench implements Callable<Integer> {
     /** Both placements on {@code ssds} directories, paired rounds alternating which goes first. */
     private List<Run> measure(String setting, int ssds, DeviceModelSpec model) throws IOException {
         List<Run> out = new ArrayList<>();
-        Path root = TempDirs.createUnder(work, "kvo-placement");
+        Path root = report.scratch("kvo-placement");
         try {
             List<Path> dirs = TempDirs.ssdDirectories(root, ssds);
             // Both layouts in one store (one sequence each), so both read the same files.
@@ -166,7 +161,7 @@ public final class PlacementBench implements Callable<Integer> {
 
     private KvEngine open(List<Path> dirs, DeviceModelSpec model, Placement placement) {
         long layer = (long) tokens * shape.entryBytes();
-        KvConfig.Builder b = KvConfig.builder().ssdDirectories(dirs).ioBackend(backend).placement(placement)
+        KvConfig.Builder b = report.config(dirs).placement(placement)
                 .deviceCapacityBytes(((3 * layer) / dirs.size() + (64L << 20)) & -(1L << 20))
                 .dramBudgetBytes(Math.max(1L << 30, 4 * layer));
         if (model != null) {
@@ -268,8 +263,8 @@ public final class PlacementBench implements Callable<Integer> {
     }
 
     private void report(List<Run> runs, String modelDescription, double seconds) throws IOException {
-        Files.createDirectories(out);
-        try (CsvWriter csv = new CsvWriter(out.resolve("placement.csv"), "setting", "ssds", "simulated", "pattern",
+        Files.createDirectories(report.out);
+        try (CsvWriter csv = new CsvWriter(report.out.resolve("placement.csv"), "setting", "ssds", "simulated", "pattern",
                 "placement", "round", "fetches_per_s", "useful_mib_s", "read_mib_per_fetch", "reads_per_fetch",
                 "rows_checked", "row_mismatches")) {
             for (Run r : runs) {
@@ -315,7 +310,7 @@ public final class PlacementBench implements Callable<Integer> {
         long bad = runs.stream().mapToLong(Run::mismatches).sum();
         sb.append(String.format(Locale.ROOT, "Bit-exact: %,d view rows compared with the source KV, %d differed.%n",
                 checked, bad));
-        Files.writeString(out.resolve("summary.md"), sb.toString(), StandardCharsets.UTF_8);
+        Files.writeString(report.out.resolve("summary.md"), sb.toString(), StandardCharsets.UTF_8);
         System.out.print(sb);
     }
 

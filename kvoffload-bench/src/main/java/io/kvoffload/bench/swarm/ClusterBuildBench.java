@@ -50,20 +50,12 @@ public final class ClusterBuildBench implements Callable<Integer> {
             description = "Compare with k-means only up to this many tokens (default: ${DEFAULT-VALUE}).")
     int qualityMaxTokens;
 
-    @Option(names = "--profile-queries", defaultValue = "64", description = "Profiled queries (default: ${DEFAULT-VALUE}).")
-    int profileQueries;
-
     @Option(names = "--profile-stride", defaultValue = "4",
             description = "Decoding steps between profiled queries (default: ${DEFAULT-VALUE}).")
     int profileStride;
 
-    @Option(names = "--eval-queries", defaultValue = "16",
-            description = "Held-out decoding queries for quality, after the profiled ones (default: ${DEFAULT-VALUE}).")
-    int evalQueries;
-
-    @Option(names = "--sparsity", defaultValue = "0.1",
-            description = "Share of entries a query activates (default: ${DEFAULT-VALUE}).")
-    double sparsity;
+    @Mixin
+    ProfileOptions profiling = new ProfileOptions(16);
 
     @Mixin
     ClusteringOptions clusteringOptions = new ClusteringOptions();
@@ -84,9 +76,6 @@ public final class ClusterBuildBench implements Callable<Integer> {
     @Option(names = "--threads", defaultValue = "0", description = "Threads; 0 = available processors (default: ${DEFAULT-VALUE}).")
     int threads;
 
-    @Option(names = "--seed", defaultValue = "24301", description = "Workload seed (default: ${DEFAULT-VALUE}).")
-    long seed;
-
     private final List<String> buildRows = new ArrayList<>();
     private final List<String> memoryRows = new ArrayList<>();
     private final List<String> qualityRows = new ArrayList<>();
@@ -102,9 +91,9 @@ public final class ClusterBuildBench implements Callable<Integer> {
         ClusteringConfig config = clusteringOptions.config(t);
         System.out.printf(Locale.ROOT, "cluster-build: %s, %d profiled queries (every %d steps), sparsity %.2f, "
                         + "tau %.3f, cap %d, replicas %d, blocks of %d, %d disks, %d threads, seed %d, %s%n%n",
-                shape.fingerprint(), profileQueries, profileStride, sparsity, clusteringOptions.tau,
+                shape.fingerprint(), profiling.queries, profileStride, profiling.sparsity, clusteringOptions.tau,
                 clusteringOptions.maxClusterSize, clusteringOptions.maxReplicas, clusteringOptions.block,
-                disks, t, seed, Runtime.version());
+                disks, t, profiling.seed, Runtime.version());
         for (int n : sizes) {
             measure(shape, n, config, t);
         }
@@ -120,7 +109,7 @@ public final class ClusterBuildBench implements Callable<Integer> {
         System.out.println("|---:|---:|---:|---:|---:|---:|---:|");
         memoryRows.forEach(System.out::println);
         if (!qualityRows.isEmpty()) {
-            System.out.println("\n### Cluster quality on " + evalQueries + " held-out decoding queries\n");
+            System.out.println("\n### Cluster quality on " + profiling.evalQueries + " held-out decoding queries\n");
             System.out.println("| tokens | method | clusters | mean size | replication | build s | member–medoid distance ↓ "
                     + "| co-activation mass captured ↑ | attention recall @ " + Math.round(budget * 100) + "% ↑ | fetched |");
             System.out.println("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|");
@@ -130,7 +119,7 @@ public final class ClusterBuildBench implements Callable<Integer> {
     }
 
     private void measure(KvShape shape, int n, ClusteringConfig config, int t) {
-        WorkloadSpec spec = WorkloadSpec.builder(shape, n).seed(seed).build();
+        WorkloadSpec spec = WorkloadSpec.builder(shape, n).seed(profiling.seed).build();
         SyntheticWorkload w = new SyntheticWorkload(spec);
         long t0 = System.nanoTime();
         DenseLayerKv kv = DenseLayerKv.materialize(w.layer(0), false);
@@ -139,10 +128,10 @@ public final class ClusterBuildBench implements Callable<Integer> {
         pinned.set(0, Math.min(n, spec.sinkTokens()));
         pinned.set(Math.max(0, n - spec.localWindow()), n);
         List<float[]> profiled = new ArrayList<>();
-        for (int i = 0; i < profileQueries; i++) {
+        for (int i = 0; i < profiling.queries; i++) {
             profiled.add(w.query(0, i * profileStride));
         }
-        CoActivationProfile profile = CoActivationProfile.fromQueries(kv, profiled, heads.queryHeads, sparsity, pinned,
+        CoActivationProfile profile = CoActivationProfile.fromQueries(kv, profiled, heads.queryHeads, profiling.sparsity, pinned,
                 CoActivationNormaliser.perQuery(), t);
         long t2 = System.nanoTime();
 
@@ -181,13 +170,13 @@ public final class ClusterBuildBench implements Callable<Integer> {
             Clustering clustering, MedoidIndex index, long swarmNanos, int t) {
         int n = kv.tokens();
         ExactAttention attention = new ExactAttention(heads.queryHeads, heads.kvHeads, heads.headDim);
-        int firstEval = profileQueries * profileStride; // decoding continues after the profiled steps
+        int firstEval = profiling.queries * profileStride; // decoding continues after the profiled steps
         List<float[]> queries = new ArrayList<>();
         List<float[]> weights = new ArrayList<>();
         List<int[]> sets = new ArrayList<>();
         int eligible = n - pinned.cardinality();
-        int k = (int) Math.ceil(sparsity * eligible);
-        for (int i = 0; i < evalQueries; i++) {
+        int k = (int) Math.ceil(profiling.sparsity * eligible);
+        for (int i = 0; i < profiling.evalQueries; i++) {
             float[] q = w.query(0, firstEval + i);
             float[] wt = attention.weights(kv, q);
             float[] masked = wt.clone();
@@ -213,7 +202,7 @@ public final class ClusterBuildBench implements Callable<Integer> {
         float[] scores = new float[clustering.clusterCount()];
         double swarmRecall = 0;
         long swarmFetched = 0;
-        for (int i = 0; i < evalQueries; i++) {
+        for (int i = 0; i < profiling.evalQueries; i++) {
             index.score(queries.get(i), scores);
             ClusterQuality.Selection sel = ClusterQuality.select(swarm, scores, weights.get(i), budgetEntries, pinned);
             swarmRecall += sel.recall();
@@ -221,7 +210,7 @@ public final class ClusterBuildBench implements Callable<Integer> {
         }
         addQuality(n, swarm, clustering.stats().replicationFactor(), sec(swarmNanos),
                 ClusterQuality.meanMedoidDistance(swarm, eval), captured(swarm, cores),
-                swarmRecall / evalQueries, swarmFetched / evalQueries);
+                swarmRecall / profiling.evalQueries, swarmFetched / profiling.evalQueries);
 
         int dim = heads.kvHeads * heads.headDim;
         float[] data = new float[n * dim]; // entry-major: all KV heads of one token together
@@ -231,7 +220,7 @@ public final class ClusterBuildBench implements Callable<Integer> {
             }
         }
         long k0 = System.nanoTime();
-        KMeansClustering km = KMeansClustering.fit(data, n, dim, clustering.clusterCount(), kmeansIterations, seed);
+        KMeansClustering km = KMeansClustering.fit(data, n, dim, clustering.clusterCount(), kmeansIterations, profiling.seed);
         long k1 = System.nanoTime();
         ClusterSet kmeans = ClusterSet.of("k-means on keys", n, km.members, km.medoids);
         double kmRecall = 0;
@@ -239,7 +228,7 @@ public final class ClusterBuildBench implements Callable<Integer> {
         float[] kmScores = new float[km.centroids.length];
         int group = heads.queryHeads / heads.kvHeads;
         float scale = (float) (1 / Math.sqrt(heads.headDim));
-        for (int i = 0; i < evalQueries; i++) {
+        for (int i = 0; i < profiling.evalQueries; i++) {
             float[] q = queries.get(i);
             float[] summed = new float[dim]; // GQA: query heads of one KV head summed, as the medoid index does
             for (int h = 0; h < heads.queryHeads; h++) {
@@ -259,10 +248,10 @@ public final class ClusterBuildBench implements Callable<Integer> {
             kmFetched += sel.fetched();
         }
         addQuality(n, kmeans, 1.0, sec(k1 - k0), ClusterQuality.meanMedoidDistance(kmeans, eval),
-                captured(kmeans, cores), kmRecall / evalQueries, kmFetched / evalQueries);
+                captured(kmeans, cores), kmRecall / profiling.evalQueries, kmFetched / profiling.evalQueries);
 
         double oracle = 0;
-        for (int i = 0; i < evalQueries; i++) {
+        for (int i = 0; i < profiling.evalQueries; i++) {
             BitSet chosen = new BitSet(n);
             for (int e : sets.get(i)) {
                 chosen.set(e);
@@ -271,7 +260,7 @@ public final class ClusterBuildBench implements Callable<Integer> {
             oracle += QualityMetrics.attentionMassRecall(weights.get(i), chosen.stream().toArray());
         }
         qualityRows.add(String.format(Locale.ROOT, "| %,d | exact top-%d%% (oracle, no clusters) | – | – | – | – | – | – | %.3f | %,d |",
-                n, Math.round(sparsity * 100), oracle / evalQueries, k));
+                n, Math.round(profiling.sparsity * 100), oracle / profiling.evalQueries, k));
     }
 
     private static double captured(ClusterSet cs, List<int[]> cores) {

@@ -55,24 +55,14 @@ public final class ClusterDriftBench implements Callable<Integer> {
     @Option(names = "--window", defaultValue = "256", description = "Local window W (default: ${DEFAULT-VALUE}).")
     int window;
 
-    @Option(names = "--profile-queries", defaultValue = "64", description = "Offline profiled queries (default: ${DEFAULT-VALUE}).")
-    int profileQueries;
-
-    @Option(names = "--eval-queries", defaultValue = "32",
-            description = "Held-out queries the distances are measured on (default: ${DEFAULT-VALUE}).")
-    int evalQueries;
-
-    @Option(names = "--sparsity", defaultValue = "0.1", description = "Share of tokens a query activates (default: ${DEFAULT-VALUE}).")
-    double sparsity;
+    @Mixin
+    ProfileOptions profiling = new ProfileOptions(32);
 
     @Mixin
     ClusteringOptions clusteringOptions = new ClusteringOptions();
 
     @Mixin
     HeadOptions heads = new HeadOptions(4, 1, 128);
-
-    @Option(names = "--seed", defaultValue = "24301", description = "Workload seed (default: ${DEFAULT-VALUE}).")
-    long seed;
 
     public static void main(String[] args) {
         System.exit(new CommandLine(new ClusterDriftBench()).execute(args));
@@ -118,7 +108,7 @@ public final class ClusterDriftBench implements Callable<Integer> {
         long t0 = System.nanoTime();
         KvShape shape = heads.shape(1);
         int total = prefix + maxSteps; // every token decoding will generate exists in the workload
-        WorkloadSpec spec = WorkloadSpec.builder(shape, total).seed(seed).build();
+        WorkloadSpec spec = WorkloadSpec.builder(shape, total).seed(profiling.seed).build();
         SyntheticWorkload w = new SyntheticWorkload(spec);
         DenseLayerKv kv = DenseLayerKv.materialize(w.layer(0), false);
         ExactAttention attention = new ExactAttention(heads.queryHeads, heads.kvHeads, heads.headDim);
@@ -127,7 +117,7 @@ public final class ClusterDriftBench implements Callable<Integer> {
 
         // Offline phase: profile the first queries over the clustered prefix, then Algorithm 1.
         List<int[]> profileSets = new ArrayList<>();
-        for (int i = 0; i < profileQueries; i++) {
+        for (int i = 0; i < profiling.queries; i++) {
             profileSets.add(activated(attention, kv, w.query(0, i), sinks, offline));
         }
         CoActivationProfile profile = CoActivationProfile.fromActivationSets(offline, profileSets,
@@ -135,7 +125,7 @@ public final class ClusterDriftBench implements Callable<Integer> {
         ClusteringConfig config = clusteringOptions.config(Runtime.getRuntime().availableProcessors());
         Clustering clustering = new CoActivationClustering(config).cluster(profile);
         int coActivation = clustering.coActivationClusters();
-        int maxActivated = (int) Math.ceil(sparsity * total) + 1; // medoids in one top-k, at most
+        int maxActivated = (int) Math.ceil(profiling.sparsity * total) + 1; // medoids in one top-k, at most
 
         // The key difference Min-Diff uses: L2 over all KV heads.
         float[][] keys = new float[heads.kvHeads][];
@@ -163,9 +153,9 @@ public final class ClusterDriftBench implements Callable<Integer> {
                 window, maxActivated, clusteringOptions.maxReplicas, l2), total, clustering, report.length));
 
         // Held-out evaluation profile over the whole final context.
-        int firstEval = profileQueries + window + maxSteps;
+        int firstEval = profiling.queries + window + maxSteps;
         List<int[]> evalSets = new ArrayList<>();
-        for (int i = 0; i < evalQueries; i++) {
+        for (int i = 0; i < profiling.evalQueries; i++) {
             evalSets.add(activated(attention, kv, w.query(0, firstEval + i), sinks, total));
         }
         CoActivationProfile eval = CoActivationProfile.fromActivationSets(total, evalSets, CoActivationNormaliser.perQuery());
@@ -212,7 +202,7 @@ public final class ClusterDriftBench implements Callable<Integer> {
             if (evicted + 1 >= maxSteps) {
                 break; // the last report needs no further step
             }
-            int[] top = activated(attention, kv, w.query(0, profileQueries + j), sinks, token + 1);
+            int[] top = activated(attention, kv, w.query(0, profiling.queries + j), sinks, token + 1);
             int nw = 0;
             for (int e : top) {
                 if (e > token - window && e >= offline && e <= token) { // admitted, not yet evicted
@@ -236,9 +226,9 @@ public final class ClusterDriftBench implements Callable<Integer> {
 
         System.out.printf(Locale.ROOT, "cluster-drift: %s, P = %,d tokens (%,d clustered offline), W = %d, %d profiled and "
                         + "%d held-out queries, top %.0f%%, tau %.2f, cap %d, replicas %d, blocks of %d, seed %d, %s%n%n",
-                shape.fingerprint(), prefix, offline, window, profileQueries, evalQueries, 100 * sparsity,
+                shape.fingerprint(), prefix, offline, window, profiling.queries, profiling.evalQueries, 100 * profiling.sparsity,
                 clusteringOptions.tau, clusteringOptions.maxClusterSize, clusteringOptions.maxReplicas,
-                clusteringOptions.block, seed, Runtime.version());
+                clusteringOptions.block, profiling.seed, Runtime.version());
         System.out.printf(Locale.ROOT, "offline: %,d clusters (%,d co-activation, %,d positional blocks); member–medoid "
                         + "distance on held-out queries %.4f over all clusters, %.4f over co-activation clusters%n%n",
                 clustering.clusterCount(), coActivation, clustering.clusterCount() - coActivation, d0All, d0Co);
@@ -334,7 +324,7 @@ public final class ClusterDriftBench implements Callable<Integer> {
         for (int e = limit; e < wt.length; e++) {
             wt[e] = Float.NEGATIVE_INFINITY;
         }
-        int k = (int) Math.ceil(sparsity * (limit - sinks));
+        int k = (int) Math.ceil(profiling.sparsity * (limit - sinks));
         return TopK.indices(wt, k);
     }
 }

@@ -1,5 +1,6 @@
 package io.kvoffload.bench.swarm;
 
+import io.kvoffload.internal.baseline.KMeans;
 import io.kvoffload.internal.util.LabelGroups;
 import java.util.Arrays;
 import java.util.SplittableRandom;
@@ -110,54 +111,13 @@ final class KMeansClustering {
         return c;
     }
 
-    /** Nearest centroid (L2) of every point, four centroids per pass over a point. */
+    /** Nearest centroid (L2) of every point: the baselines' {@link KMeans#assign}, on flattened centroids. */
     private static int[] assign(float[] data, int dim, int[] pts, float[][] c) {
-        int k = c.length;
-        float[] norms = new float[k];
-        for (int j = 0; j < k; j++) {
-            double s = 0;
-            for (float v : c[j]) {
-                s += v * v;
-            }
-            norms[j] = (float) s;
+        float[] flat = new float[c.length * dim];
+        for (int j = 0; j < c.length; j++) {
+            System.arraycopy(c[j], 0, flat, j * dim, dim);
         }
-        int[] out = new int[pts.length];
-        IntStream.range(0, pts.length).parallel().forEach(i -> {
-            int base = pts[i] * dim;
-            float best = Float.MAX_VALUE;
-            int arg = 0;
-            int j = 0;
-            for (; j + 3 < k; j += 4) {
-                float[] c0 = c[j], c1 = c[j + 1], c2 = c[j + 2], c3 = c[j + 3];
-                float s0 = 0, s1 = 0, s2 = 0, s3 = 0;
-                for (int d = 0; d < dim; d++) {
-                    float x = data[base + d];
-                    s0 += x * c0[d];
-                    s1 += x * c1[d];
-                    s2 += x * c2[d];
-                    s3 += x * c3[d];
-                }
-                // ‖x − c‖² = ‖x‖² − 2 x·c + ‖c‖²; ‖x‖² is the same for every c
-                float d0 = norms[j] - 2 * s0, d1 = norms[j + 1] - 2 * s1, d2 = norms[j + 2] - 2 * s2, d3 = norms[j + 3] - 2 * s3;
-                if (d0 < best) { best = d0; arg = j; }
-                if (d1 < best) { best = d1; arg = j + 1; }
-                if (d2 < best) { best = d2; arg = j + 2; }
-                if (d3 < best) { best = d3; arg = j + 3; }
-            }
-            for (; j < k; j++) {
-                float s = 0;
-                for (int d = 0; d < dim; d++) {
-                    s += data[base + d] * c[j][d];
-                }
-                float dd = norms[j] - 2 * s;
-                if (dd < best) {
-                    best = dd;
-                    arg = j;
-                }
-            }
-            out[i] = arg;
-        });
-        return out;
+        return KMeans.assign(data, 0, dim, dim, pts, flat, c.length, false);
     }
 
     private static double distance(float[] data, int base, float[] c, int dim) {

@@ -15,6 +15,9 @@ import io.kvoffload.KvStats;
 import io.kvoffload.KvView;
 import io.kvoffload.bench.ProgressBars;
 import io.kvoffload.bench.TempDirs;
+import io.kvoffload.bench.cli.DecodeBudgetOptions;
+import io.kvoffload.bench.cli.FioRoundsOptions;
+import io.kvoffload.bench.cli.WorkloadOptions;
 import io.kvoffload.bench.fio.Fio;
 import io.kvoffload.workload.SyntheticWorkload;
 import io.kvoffload.workload.WorkloadSpec;
@@ -30,6 +33,7 @@ import java.util.concurrent.Callable;
 import me.tongfei.progressbar.ProgressBar;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
 
 /**
@@ -41,20 +45,14 @@ import picocli.CommandLine.Option;
         description = "Swarm online phase through real I/O: scheduling ablations (Fig. 14), cache policies"
                 + " (Fig. 15), decode fetch bandwidth as a ratio of fio's.")
 public final class SwarmOnlineBench implements Callable<Integer> {
-    @Option(names = "--tokens", defaultValue = "65536", description = "Tokens per layer (default: ${DEFAULT-VALUE}).")
-    int tokens;
-
-    @Option(names = "--layers", defaultValue = "2", description = "Layers (default: ${DEFAULT-VALUE}).")
-    int layers;
+    @Mixin
+    WorkloadOptions size = new WorkloadOptions(65536, 2, 17);
 
     @Option(names = "--devices", defaultValue = "4", description = "SSD directories (default: ${DEFAULT-VALUE}).")
     int devices;
 
-    @Option(names = "--steps", defaultValue = "48", description = "Decoding steps per setting (default: ${DEFAULT-VALUE}).")
-    int steps;
-
-    @Option(names = "--sparsity", defaultValue = "0.1", description = "Token budget (default: ${DEFAULT-VALUE}).")
-    double sparsity;
+    @Mixin
+    DecodeBudgetOptions budget = new DecodeBudgetOptions(48, 0.1);
 
     @Option(names = "--cache-budgets", split = ",", defaultValue = "0.02,0.05,0.1,0.2",
             description = "Hot-cluster cache sizes as shares of a layer's KV (default: ${DEFAULT-VALUE}).")
@@ -67,11 +65,8 @@ public final class SwarmOnlineBench implements Callable<Integer> {
             + " support O_DIRECT, so not tmpfs).")
     Path dir;
 
-    @Option(names = "--rounds", defaultValue = "3", description = "Paired decode/fio rounds (default: ${DEFAULT-VALUE}).")
-    int rounds;
-
-    @Option(names = "--fio-seconds", defaultValue = "5", description = "Seconds per fio run (default: ${DEFAULT-VALUE}).")
-    int fioSeconds;
+    @Mixin
+    FioRoundsOptions paired = new FioRoundsOptions(5);
 
     @Option(names = "--device-model", defaultValue = "none", description = "Simulated SSDs for the ablations and"
             + " cache runs (none, high-end, low-end; see docs/configuration.md): each directory gets its own"
@@ -82,10 +77,6 @@ public final class SwarmOnlineBench implements Callable<Integer> {
             + " run: 2 is layer l+1 fetched while layer l computes; more needs queries predicted further ahead"
             + " (default: ${DEFAULT-VALUE}).")
     int inFlight;
-
-    @Option(names = "--queue-depth", defaultValue = "128", description = "KvConfig queueDepth: requests in flight"
-            + " per device (default: ${DEFAULT-VALUE}).")
-    int queueDepth;
 
     /** Parts of the report. */
     enum Section { ABLATIONS, CACHES, BANDWIDTH }
@@ -110,19 +101,19 @@ public final class SwarmOnlineBench implements Callable<Integer> {
     @Override
     public Integer call() throws Exception {
         PrintWriter out = spec.commandLine().getOut();
-        if (inFlight < 1 || inFlight > layers) {
+        if (inFlight < 1 || inFlight > size.layers) {
             throw new IllegalArgumentException("--in-flight = " + inFlight + " is out of range; allowed: 1..--layers ("
-                    + layers + "): a decoder fetches one step of a layer at a time");
+                    + size.layers + "): a decoder fetches one step of a layer at a time");
         }
-        shape = new KvShape(layers, QUERY_HEADS, KV_HEADS, HEAD_DIM, DType.BF16);
-        workload = new SyntheticWorkload(WorkloadSpec.builder(shape, tokens).seed(17).build());
+        shape = new KvShape(size.layers, QUERY_HEADS, KV_HEADS, HEAD_DIM, DType.BF16);
+        workload = new SyntheticWorkload(WorkloadSpec.builder(shape, size.tokens).seed(size.seed).build());
         Path root = TempDirs.createUnder(dir, "kvo-swarm-online");
         List<Path> dirs = TempDirs.ssdDirectories(root, devices);
-        long layerBytes = (long) tokens * shape.entryBytes();
-        long capacity = (layerBytes * layers * 3 / devices + (64L << 20)) & -(1L << 20);
+        long layerBytes = (long) size.tokens * shape.entryBytes();
+        long capacity = (layerBytes * size.layers * 3 / devices + (64L << 20)) & -(1L << 20);
         KvConfig.Builder builder = KvConfig.builder().ssdDirectories(dirs).ioBackend(backend)
-                .deviceCapacityBytes(capacity).dramBudgetBytes(Math.max(1L << 30, layerBytes * layers))
-                .queueDepth(queueDepth);
+                .deviceCapacityBytes(capacity).dramBudgetBytes(Math.max(1L << 30, layerBytes * size.layers))
+                .queueDepth(paired.queueDepth);
         if (!deviceModel.equals("none")) {
             builder.deviceModel(deviceModel);
         }
@@ -130,7 +121,7 @@ public final class SwarmOnlineBench implements Callable<Integer> {
         int modes = DecodeOptions.Scheduling.values().length;
         long work = 2 + (sections.contains(Section.ABLATIONS) ? modes : 0)
                 + (sections.contains(Section.CACHES) ? 2L * cacheBudgets.length : 0)
-                + (deviceModel.equals("none") && sections.contains(Section.BANDWIDTH) ? 2L * (rounds + 1) : 0);
+                + (deviceModel.equals("none") && sections.contains(Section.BANDWIDTH) ? 2L * (paired.rounds + 1) : 0);
         try (KvEngine engine = KvEngine.open(cfg);
                 ProgressBar bar = noProgress ? null : ProgressBars.ascii("swarm-online", work, 500)) {
             store(engine);
@@ -138,8 +129,8 @@ public final class SwarmOnlineBench implements Callable<Integer> {
             out.printf("# Swarm online phase through real I/O%n%n%d layers × %,d tokens of a Llama-3-8B-shaped layer"
                     + " (%d query heads, %d KV heads × %d, BF16, %d B entries) on %d directories, backend %s;"
                     + " budget %.0f%% of tokens (sinks 4 and window 256 included), %d steps per setting;"
-                    + " stored in %.1f s, clustered (64 profiled queries per layer) in %.1f s.%n%n", layers, tokens, QUERY_HEADS, KV_HEADS, HEAD_DIM,
-                    shape.entryBytes(), devices, engine.stats().ioBackend(), sparsity * 100, steps,
+                    + " stored in %.1f s, clustered (64 profiled queries per layer) in %.1f s.%n%n", size.layers, size.tokens, QUERY_HEADS, KV_HEADS, HEAD_DIM,
+                    shape.entryBytes(), devices, engine.stats().ioBackend(), budget.sparsity * 100, budget.steps,
                     storeNanos / 1e9, clusterNanos / 1e9);
             if (sections.contains(Section.ABLATIONS)) {
                 ablations(engine, out, bar);
@@ -172,12 +163,12 @@ public final class SwarmOnlineBench implements Callable<Integer> {
 
     private void store(KvEngine engine) {
         try (KvSequence s = engine.createSequence("bench", shape); Arena a = Arena.ofConfined()) {
-            s.appendTokens(new int[tokens]);
-            MemorySegment k = a.allocate((long) tokens * shape.halfEntryBytes());
-            MemorySegment v = a.allocate((long) tokens * shape.halfEntryBytes());
-            for (int l = 0; l < layers; l++) {
+            s.appendTokens(new int[size.tokens]);
+            MemorySegment k = a.allocate((long) size.tokens * shape.halfEntryBytes());
+            MemorySegment v = a.allocate((long) size.tokens * shape.halfEntryBytes());
+            for (int l = 0; l < size.layers; l++) {
                 long t0 = System.nanoTime();
-                workload.writeKv(l, 0, tokens, shape.dtype(), k, v);
+                workload.writeKv(l, 0, size.tokens, shape.dtype(), k, v);
                 s.appendKv(l, k, v);
                 long t1 = System.nanoTime();
                 storeNanos += t1 - t0;
@@ -201,8 +192,8 @@ public final class SwarmOnlineBench implements Callable<Integer> {
             warmUp(d);
             DecodeStats warm = d.stats();
             before = deviceBytes(engine.stats());
-            for (int step = 0; step < steps; step++) {
-                for (int l = 0; l < layers; l++) {
+            for (int step = 0; step < budget.steps; step++) {
+                for (int l = 0; l < size.layers; l++) {
                     d.prefetch(l, workload.query(l, step)).await().close();
                 }
             }
@@ -219,9 +210,9 @@ public final class SwarmOnlineBench implements Callable<Integer> {
      * index, and the first settings would otherwise also pay for the JIT compiling the fetch path.
      */
     private void warmUp(KvDecoder d) {
-        for (int step = 0; step < Math.max(4, steps / 4); step++) {
-            for (int l = 0; l < layers; l++) {
-                d.prefetch(l, workload.query(l, steps + step)).await().close();
+        for (int step = 0; step < Math.max(4, budget.steps / 4); step++) {
+            for (int l = 0; l < size.layers; l++) {
+                d.prefetch(l, workload.query(l, budget.steps + step)).await().close();
             }
         }
     }
@@ -239,7 +230,7 @@ public final class SwarmOnlineBench implements Callable<Integer> {
         out.println("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
         double swarmMib = 0;
         for (DecodeOptions.Scheduling m : DecodeOptions.Scheduling.values()) {
-            Run r = run(engine, DecodeOptions.builder().strategy(Swarm.defaults()).sparsity(sparsity).cacheBytes(0).scheduling(m).build());
+            Run r = run(engine, DecodeOptions.builder().strategy(Swarm.defaults()).sparsity(budget.sparsity).cacheBytes(0).scheduling(m).build());
             long fetches = r.stats().steps();
             double mib = r.stats().bytesRead() / (double) fetches / (1 << 20);
             if (m == DecodeOptions.Scheduling.BALANCED) {
@@ -267,8 +258,8 @@ public final class SwarmOnlineBench implements Callable<Integer> {
         out.println("|---:|---|---:|---:|---:|---:|---:|---:|");
         for (double b : cacheBudgets) {
             for (Swarm.CachePolicy p : Swarm.CachePolicy.values()) {
-                long bytes = (long) (b * layerBytes) * layers;
-                Run r = run(engine, DecodeOptions.builder().sparsity(sparsity).cacheBytes(bytes).strategy(Swarm.builder().cachePolicy(p).build()).build());
+                long bytes = (long) (b * layerBytes) * size.layers;
+                Run r = run(engine, DecodeOptions.builder().sparsity(budget.sparsity).cacheBytes(bytes).strategy(Swarm.builder().cachePolicy(p).build()).build());
                 DecodeStats s = r.stats();
                 long rows = s.tokensFetched() + s.tokensCached() + s.tokensWindow();
                 out.printf("| %.0f%% | %s | %.1f%% | %.1f%% | %.2f | %.2f | %.2f | %.2f |%n", b * 100, p,
@@ -288,7 +279,7 @@ public final class SwarmOnlineBench implements Callable<Integer> {
      */
     private void bandwidth(KvEngine engine, PrintWriter out, ProgressBar bar, List<Path> dirs)
             throws IOException, InterruptedException {
-        DecodeOptions o = DecodeOptions.builder().strategy(Swarm.defaults()).sparsity(sparsity).cacheBytes(0).pipelineDepth(inFlight + 1).build();
+        DecodeOptions o = DecodeOptions.builder().strategy(Swarm.defaults()).sparsity(budget.sparsity).cacheBytes(0).pipelineDepth(inFlight + 1).build();
         List<Double> decode = new ArrayList<>();
         List<Double> fio = new ArrayList<>();
         List<Double> wallMs = new ArrayList<>();
@@ -301,7 +292,7 @@ public final class SwarmOnlineBench implements Callable<Integer> {
         long fileSize = Arrays.stream(used).min().orElse(0) & -(1L << 20);
         // Round 0 warms both sides up (first touch of the pool files after the other runs, fio's own
         // start-up) and is not reported; rounds 1..rounds are paired.
-        for (int round = 0; round <= rounds; round++) {
+        for (int round = 0; round <= paired.rounds; round++) {
             try (KvSequence s = engine.openSequence("bench"); KvDecoder d = s.decoder(o)) {
                 warmUp(d);
                 DecodeStats warm = d.stats();
@@ -309,13 +300,13 @@ public final class SwarmOnlineBench implements Callable<Integer> {
                 long cpu0 = threads.getCurrentThreadCpuTime();
                 long t = System.nanoTime();
                 // Fetch i is (step i / layers, layer i % layers); two stay in flight while the oldest is consumed.
-                int total = steps * layers;
+                int total = budget.steps * size.layers;
                 java.util.ArrayDeque<KvView> pending = new java.util.ArrayDeque<>();
                 int issued = 0;
                 for (int done = 0; done < total; done++) {
                     while (pending.size() < inFlight && issued < total) {
-                        int l = issued % layers;
-                        pending.add(d.prefetch(l, workload.query(l, issued / layers)));
+                        int l = issued % size.layers;
+                        pending.add(d.prefetch(l, workload.query(l, issued / size.layers)));
                         issued++;
                     }
                     pending.poll().await().close();
@@ -350,8 +341,8 @@ public final class SwarmOnlineBench implements Callable<Integer> {
         out.printf("Decode: %d steps × %d layers, %d layer fetches always in flight, no cache; fio: randread, io_uring,"
                 + " O_DIRECT, registered files and buffers, best of two submit batchings, iodepth %d, bssplit %s (the decode's request-size mix, mean %.1f KiB), the same %d"
                 + " pool files (first %d MiB of each), %d s per run; %d paired rounds after one unreported"
-                + " warm-up round.%n%n", steps, layers, inFlight, depth,
-                bssplit, meanKib, dirs.size(), fileSize >> 20, fioSeconds, rounds);
+                + " warm-up round.%n%n", budget.steps, size.layers, inFlight, depth,
+                bssplit, meanKib, dirs.size(), fileSize >> 20, paired.fioSeconds, paired.rounds);
         out.println("| round | decode MiB/s | fio MiB/s | decode / fio |");
         out.println("|---:|---:|---:|---:|");
         List<Double> ratios = new ArrayList<>();
@@ -372,7 +363,7 @@ public final class SwarmOnlineBench implements Callable<Integer> {
 
     private double runFio(List<Path> dirs, long fileSize, String bssplit, int depth)
             throws IOException, InterruptedException {
-        return Fio.randRead(dirs, fileSize, bssplit, depth, fioSeconds);
+        return Fio.randRead(dirs, fileSize, bssplit, depth, paired.fioSeconds);
     }
 
     private static double median(List<Double> xs) {

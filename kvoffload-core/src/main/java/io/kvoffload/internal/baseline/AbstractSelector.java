@@ -65,6 +65,18 @@ abstract class AbstractSelector implements BaselineSelector {
         Checks.positive("budgetTokens", budgetTokens);
     }
 
+    /** Checks a {@code tokenScores(query, dst)} call: a query of this layer's heads, room for every token. */
+    final void checkTokenScores(float[] query, float[] dst) {
+        Checks.queryRows(query, queryHeads, headDim);
+        Checks.capacity("dst", dst.length, tokens);
+    }
+
+    /** Copies the scored tokens {@code scores[from, to)} into {@code dst} and zeroes every other token. */
+    static void copyScores(float[] scores, float[] dst, int from, int to) {
+        java.util.Arrays.fill(dst, 0f);
+        System.arraycopy(scores, from, dst, from, to - from);
+    }
+
     /** Sums the query heads of each KV head into {@link #groupQuery}. */
     final void sumGroups(float[] query) {
         java.util.Arrays.fill(groupQuery, 0f);

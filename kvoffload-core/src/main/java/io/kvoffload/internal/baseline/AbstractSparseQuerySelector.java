@@ -2,6 +2,7 @@ package io.kvoffload.internal.baseline;
 
 import io.kvoffload.internal.util.PartialTopK;
 import io.kvoffload.internal.util.Softmax;
+import io.kvoffload.internal.util.StampSet;
 import io.kvoffload.internal.util.Checks;
 import io.kvoffload.strategy.LayerKv;
 
@@ -25,8 +26,7 @@ abstract class AbstractSparseQuerySelector extends AbstractSelector {
     private final float[] logits;
     private final int[] dims;
     private final float[] dimMagnitude;
-    private final int[] rowEpoch;       // per (KV head, dimension): the step that last read the row
-    private int epoch;
+    private final StampSet rowsRead;    // the (KV head, dimension) rows this step read
     /** Per token, ŝ averaged over the query heads, for the last scored query. */
     final float[] scores;
     final PartialTopK topK;
@@ -56,7 +56,7 @@ abstract class AbstractSparseQuerySelector extends AbstractSelector {
         this.scores = new float[n];
         this.dims = new int[rank];
         this.dimMagnitude = new float[rank];
-        this.rowEpoch = new int[kvHeads * headDim];
+        this.rowsRead = new StampSet(kvHeads * headDim);
         this.topK = new PartialTopK(n);
     }
 
@@ -93,10 +93,7 @@ abstract class AbstractSparseQuerySelector extends AbstractSelector {
     final void score(float[] query) {
         int n = tokens, d = headDim;
         java.util.Arrays.fill(scores, 0f);
-        if (++epoch == Integer.MAX_VALUE) { // stamps wrap after 2^31 steps: start over
-            java.util.Arrays.fill(rowEpoch, 0);
-            epoch = 1;
-        }
+        rowsRead.clear(0);
         long rows = 0;
         float inv = 1f / queryHeads;
         for (int h = 0; h < queryHeads; h++) {
@@ -124,9 +121,7 @@ abstract class AbstractSparseQuerySelector extends AbstractSelector {
                         logits[t] += qi * kt[row + t];
                     }
                 }
-                int stamp = kvh * d + i;
-                if (rowEpoch[stamp] != epoch) {
-                    rowEpoch[stamp] = epoch;
+                if (rowsRead.add(kvh * d + i)) {
                     rows++;
                 }
             }

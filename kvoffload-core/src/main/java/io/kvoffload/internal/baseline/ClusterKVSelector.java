@@ -124,11 +124,9 @@ public final class ClusterKVSelector extends AbstractSelector {
      * sum over KV heads of its cluster's {@code q̄·centroid/√d}.
      */
     public void tokenScores(float[] query, float[] dst) {
-        Checks.queryRows(query, queryHeads, headDim);
-        Checks.capacity("dst", dst.length, tokens);
+        checkTokenScores(query, dst);
         score(query);
-        java.util.Arrays.fill(dst, 0f);
-        System.arraycopy(scores, sinks, dst, sinks, tokens - sinks);
+        copyScores(scores, dst, sinks, tokens);
     }
 
     /** Fills {@link #scores} for the non-sink tokens; returns the index bytes read. */

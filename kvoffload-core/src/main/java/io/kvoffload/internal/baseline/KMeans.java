@@ -16,7 +16,7 @@ import java.util.stream.IntStream;
  * its share of {@code k}, so the cost per iteration is about {@code 2√k} instead of {@code k} distance
  * evaluations per row (the same shortcut as the bench's k-means of Swarm's comparison).
  */
-final class KMeans {
+public final class KMeans {
     /** Above this many clusters training goes through two levels. */
     static final int FLAT_LIMIT = 64;
     private static final int PARALLEL_ROWS = 4096;
@@ -132,9 +132,9 @@ final class KMeans {
     /**
      * The nearest centroid of every row of {@code points}: by L2 distance, or with {@code cosine} by
      * cosine similarity (the centroids are normalised first; a row's own norm does not change its
-     * argmax).
+     * argmax). The bench's k-means of Swarm's comparison assigns through this too.
      */
-    static int[] assign(float[] rows, int base, int stride, int dim, int[] points, float[] centroids, int k,
+    public static int[] assign(float[] rows, int base, int stride, int dim, int[] points, float[] centroids, int k,
             boolean cosine) {
         float[] c = centroids;
         float[] norms = new float[k];

@@ -151,11 +151,9 @@ public final class PQCacheSelector extends AbstractSelector {
      * q̄_sub·centroid[code]/√d}.
      */
     public void tokenScores(float[] query, float[] dst) {
-        Checks.queryRows(query, queryHeads, headDim);
-        Checks.capacity("dst", dst.length, tokens);
+        checkTokenScores(query, dst);
         score(query);
-        java.util.Arrays.fill(dst, 0f);
-        System.arraycopy(scores, from, dst, from, to - from);
+        copyScores(scores, dst, from, to);
     }
 
     /** Approximate scores of the tokens between the sinks and the window into {@link #scores}. */

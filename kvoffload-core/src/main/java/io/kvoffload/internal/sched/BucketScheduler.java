@@ -1,6 +1,7 @@
 package io.kvoffload.internal.sched;
 
 import io.kvoffload.internal.util.Checks;
+import io.kvoffload.internal.util.StampSet;
 import java.util.Arrays;
 
 /**
@@ -77,9 +78,8 @@ public final class BucketScheduler {
     private final int maxRunEntries;
     private Mode mode;
 
-    // Dedup by generation stamp: stamp[e] == generation means e is already in this step's set.
-    private int[] stamp = new int[0];
-    private int generation;
+    // Dedup: the entries already in this step's set.
+    private final StampSet inSet = new StampSet();
 
     // I/O set after merge, then grouped by replica count.
     private int[] set;
@@ -187,24 +187,15 @@ public final class BucketScheduler {
     }
 
     private void mergeEq8(int[] clusterEntries, int n, Residency residency) {
-        if (++generation == 0) { // wrapped: reset the stamps once every 2^32 steps
-            Arrays.fill(stamp, 0);
-            generation = 1;
-        }
+        inSet.clear(0);
         setSize = 0;
         for (int i = 0; i < n; i++) {
             int e = clusterEntries[i];
             if (e < 0) {
                 throw new IllegalArgumentException("clusterEntries[" + i + "] = " + e + " is not an entry id; allowed: >= 0");
             }
-            if (mode.dedup) {
-                if (e >= stamp.length) {
-                    stamp = Arrays.copyOf(stamp, Math.max(e + 1, stamp.length * 2));
-                }
-                if (stamp[e] == generation) {
-                    continue;
-                }
-                stamp[e] = generation;
+            if (mode.dedup && !inSet.add(e)) {
+                continue;
             }
             if (residency != null && residency.resident(e)) {
                 continue;

@@ -169,4 +169,24 @@ final class ClusterSection {
                 segDevice, segOffset, segLength, segFirst, java.util.Arrays.copyOf(tokens, total),
                 java.util.Arrays.copyOf(crcs, total), nextDevice, shards, segShard);
     }
+
+    /** This layout's section kind, for {@link LayoutSections}. */
+    static final SectionKind<ClusterLayout> KIND = new SectionKind<>(
+            new SectionKind.Info(NAME, "cluster", SectionKind.Slot.ENTRIES, MIN_VERSION, VERSION, 2)) {
+        @Override int versionFor(ClusterLayout c) { return ClusterSection.versionFor(c); }
+        /** Manifest version 2 holds section version 2 bodies, versions 3 to 5 version 3's. */
+        @Override int flaggedVersion(int manifestVersion) { return manifestVersion == 2 ? 2 : STRIPED_VERSION; }
+        @Override ClusterLayout[] layouts(Manifest m) { return m.clusters(); }
+        @Override int relaidTokens(ClusterLayout c) { return c.clusteredTokens(); }
+
+        @Override
+        void write(DataOutputStream out, ClusterLayout c, int version) throws IOException {
+            ClusterSection.write(out, c, version);
+        }
+
+        @Override
+        ClusterLayout read(ByteBuffer body, Context at, int version) {
+            return ClusterSection.read(body, at.layer(), at.shape(), at.tokens(), at.devices(), version);
+        }
+    };
 }

@@ -93,4 +93,22 @@ final class GroupSection {
             throw new IllegalArgumentException(where + e.getMessage(), e);
         }
     }
+
+    /** This layout's section kind, for {@link LayoutSections}. */
+    static final SectionKind<GroupLayout> KIND = new SectionKind<>(
+            new SectionKind.Info(NAME, "group", SectionKind.Slot.ENTRIES, VERSION, VERSION, 4)) {
+        @Override GroupLayout[] layouts(Manifest m) { return m.groups(); }
+        @Override int relaidTokens(GroupLayout g) { return g.groupedTokens(); }
+        @Override int stride(GroupLayout g) { return g.stride(); }
+
+        @Override
+        void write(DataOutputStream out, GroupLayout g, int version) throws IOException {
+            GroupSection.write(out, g);
+        }
+
+        @Override
+        GroupLayout read(ByteBuffer body, Context at, int version) {
+            return GroupSection.read(body, at.layer(), at.shape(), at.tokens(), at.devices());
+        }
+    };
 }

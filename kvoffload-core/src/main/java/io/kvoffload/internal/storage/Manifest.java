@@ -62,9 +62,16 @@ public record Manifest(String id, KvShape shape, int blockTokens, List<String> d
 
     /** Tokens {@code [0, n)} of {@code layer} that live in its cluster or group layout rather than in blocks. */
     public int relaidTokens(int layer) {
-        ClusterLayout c = clusters[layer];
-        GroupLayout g = groups[layer];
-        return Math.max(c == null ? 0 : c.clusteredTokens(), g == null ? 0 : g.groupedTokens());
+        int n = 0;
+        for (SectionKind<?> k : LayoutSections.KINDS) {
+            n = Math.max(n, relaidTokens(k, layer));
+        }
+        return n;
+    }
+
+    private <L extends SegmentedLayout> int relaidTokens(SectionKind<L> kind, int layer) {
+        L layout = kind.layouts(this)[layer];
+        return layout == null ? 0 : kind.relaidTokens(layout);
     }
 
     public int tokenCount() {
@@ -91,24 +98,12 @@ public record Manifest(String id, KvShape shape, int blockTokens, List<String> d
                 }
             }
         }
-        for (ClusterLayout c : clusters) {
-            if (c != null) {
-                for (int s = 0; s < c.segmentCount(); s++) {
-                    v.visit(c.segmentDevice(s), c.segmentOffset(s), c.segmentLength(s));
-                }
-            }
-        }
-        for (GroupLayout g : groups) {
-            if (g != null) {
-                for (int s = 0; s < g.segmentCount(); s++) {
-                    v.visit(g.segmentDevice(s), g.segmentOffset(s), g.segmentLength(s));
-                }
-            }
-        }
-        for (UnitLayout u : units) {
-            if (u != null) {
-                for (int s = 0; s < u.segmentCount(); s++) {
-                    v.visit(u.segmentDevice(s), u.segmentOffset(s), u.segmentLength(s));
+        for (SectionKind<?> k : LayoutSections.KINDS) {
+            for (SegmentedLayout layout : k.layouts(this)) {
+                if (layout != null) {
+                    for (int s = 0; s < layout.segmentCount(); s++) {
+                        v.visit(layout.segmentDevice(s), layout.segmentOffset(s), layout.segmentLength(s));
+                    }
                 }
             }
         }

@@ -25,12 +25,11 @@ import java.util.zip.CRC32C;
  *   64-bit hash follows as i64 (its checksum seed, {@link EntryChecksum}); 2 shared, written with plain
  *   CRC32C (a sequence from before version 5)
  * (version 6) per layer: u8 nSections, then per section: str name, u16 sectionVersion, u32 nBytes, body
- *   — one section per strategy layout the layer has: {@link ClusterSection} ("clusters", versions 2..4)
- *   or {@link GroupSection} ("groups", version 1), and optionally a strategy's auxiliary
- *   {@link UnitSection} ("units", version 1); each layout's format evolves on its own version,
- *   and a reader refuses a section it does not know by name and version
- * (versions 2..5) per layer: u8 hasClusters, and if 1: a cluster section body (section version 2 in
- *   manifest version 2, else 3); (versions 4..5) per layer: u8 hasGroups, and if 1: a group section body
+ *   — one section per strategy layout the layer has, of a {@link SectionKind} registered in
+ *   {@link LayoutSections} (which lists the kinds and their versions); each layout's format evolves on
+ *   its own version, and a reader refuses a section it does not know by name and version
+ * (versions 2..5) per kind the version carries ({@link SectionKind#flaggedSince}), in registry order:
+ *   per layer u8 has, and if 1 a section body of {@link SectionKind#flaggedVersion}
  * i64 commitMillis, i64 commitNumber
  * i32 CRC32C of everything above
  * </pre>
@@ -146,7 +145,7 @@ public final class ManifestCodec {
             }
             if (version >= 6) {
                 for (int l = 0; l < s.layers(); l++) {
-                    writeSections(out, m.clusters()[l], m.groups()[l], m.units()[l]);
+                    writeSections(out, m, l);
                 }
             } else {
                 writeFlagged(out, m, version);
@@ -190,70 +189,75 @@ public final class ManifestCodec {
         };
     }
 
-    /** Version 6: each layout of the layer as a named, versioned, length-prefixed section. */
-    private static void writeSections(DataOutputStream out, ClusterLayout c, GroupLayout g, UnitLayout u)
-            throws IOException {
-        out.writeByte((c == null ? 0 : 1) + (g == null ? 0 : 1) + (u == null ? 0 : 1));
-        if (c != null) {
-            ByteArrayOutputStream body = new ByteArrayOutputStream();
-            int version = ClusterSection.versionFor(c);
-            ClusterSection.write(new DataOutputStream(body), c, version);
-            writeSection(out, ClusterSection.NAME, version, body.toByteArray());
+    /** Version 6: each layout of layer {@code l} as a named, versioned, length-prefixed section. */
+    private static void writeSections(DataOutputStream out, Manifest m, int l) throws IOException {
+        int n = 0;
+        for (SectionKind<?> k : LayoutSections.KINDS) {
+            n += k.layouts(m)[l] == null ? 0 : 1;
         }
-        if (g != null) {
-            ByteArrayOutputStream body = new ByteArrayOutputStream();
-            GroupSection.write(new DataOutputStream(body), g);
-            writeSection(out, GroupSection.NAME, GroupSection.VERSION, body.toByteArray());
-        }
-        if (u != null) {
-            ByteArrayOutputStream body = new ByteArrayOutputStream();
-            UnitSection.write(new DataOutputStream(body), u);
-            writeSection(out, UnitSection.NAME, UnitSection.VERSION, body.toByteArray());
+        out.writeByte(n);
+        for (SectionKind<?> k : LayoutSections.KINDS) {
+            writeSection(out, k, m, l);
         }
     }
 
-    private static void writeSection(DataOutputStream out, String name, int version, byte[] body) throws IOException {
-        writeString(out, name);
+    private static <L extends SegmentedLayout> void writeSection(DataOutputStream out, SectionKind<L> kind, Manifest m,
+            int l) throws IOException {
+        L layout = kind.layouts(m)[l];
+        if (layout == null) {
+            return;
+        }
+        ByteArrayOutputStream body = new ByteArrayOutputStream();
+        int version = kind.versionFor(layout);
+        kind.write(new DataOutputStream(body), layout, version);
+        writeString(out, kind.info().name());
         out.writeShort(version);
-        out.writeInt(body.length);
-        out.write(body);
+        out.writeInt(body.size());
+        body.writeTo(out);
     }
 
-    /** Versions 2..5: a cluster flag and body per layer, then (4..5) a group flag and body per layer. */
+    /**
+     * Versions 2..5: per kind that the version's flag format carries, a flag and body per layer. A layout of a kind it does not carry is refused by name
+     * before anything is written.
+     */
     private static void writeFlagged(DataOutputStream out, Manifest m, int version) throws IOException {
-        for (UnitLayout u : m.units()) {
-            if (u != null) {
-                throw new IllegalArgumentException("manifest version " + version + " cannot hold unit layouts ("
-                        + u.owner() + "); allowed: version 6 on");
+        for (SectionKind<?> k : LayoutSections.KINDS) {
+            if (!flagged(k, version)) {
+                refuseAny(k, m, version);
             }
         }
-        for (ClusterLayout c : m.clusters()) {
-            out.writeByte(c == null ? 0 : 1);
-            if (c != null) {
-                ClusterSection.write(out, c, version == 2 ? 2 : 3);
-            }
-        }
-        {
-            if (version >= 4) {
-                for (GroupLayout g : m.groups()) {
-                    out.writeByte(g == null ? 0 : 1);
-                    if (g != null) {
-                        GroupSection.write(out, g);
-                    }
-                }
-            } else {
-                for (GroupLayout g : m.groups()) {
-                    if (g != null) {
-                        throw new IllegalArgumentException("manifest version " + version + " cannot hold group layouts");
-                    }
-                }
+        for (SectionKind<?> k : LayoutSections.KINDS) {
+            if (flagged(k, version)) {
+                writeFlags(out, k, m, version);
             }
         }
     }
 
+    /** Whether manifest {@code version}'s flag format (2..5) carries {@code kind}. */
+    private static boolean flagged(SectionKind<?> kind, int version) {
+        return kind.info().flaggedSince() > 0 && kind.info().flaggedSince() <= version;
+    }
 
+    private static <L extends SegmentedLayout> void refuseAny(SectionKind<L> kind, Manifest m, int version) {
+        for (L layout : kind.layouts(m)) {
+            if (layout != null) {
+                String label = kind.label(layout);
+                throw new IllegalArgumentException("manifest version " + version + " cannot hold " + kind.info().noun()
+                        + " layouts" + (label.isEmpty() ? "" : " (" + label + ")") + "; allowed: version "
+                        + (kind.info().flaggedSince() > 0 ? kind.info().flaggedSince() : 6) + " on");
+            }
+        }
+    }
 
-
+    private static <L extends SegmentedLayout> void writeFlags(DataOutputStream out, SectionKind<L> kind, Manifest m,
+            int version) throws IOException {
+        for (L layout : kind.layouts(m)) {
+            out.writeByte(layout == null ? 0 : 1);
+            if (layout != null) {
+                kind.write(out, layout, kind.flaggedVersion(version));
+            }
+        }
+    }
 
     private static void writeString(DataOutputStream out, String s) throws IOException {
         byte[] b = s.getBytes(StandardCharsets.UTF_8);
@@ -343,44 +347,21 @@ public final class ManifestCodec {
                 }
                 tables[l] = t;
             }
-            ClusterLayout[] clusters = new ClusterLayout[layers];
-            GroupLayout[] groups = new GroupLayout[layers];
-            UnitLayout[] units = new UnitLayout[layers];
+            SegmentedLayout[][] layouts = new SegmentedLayout[LayoutSections.KINDS.size()][layers];
             if (version >= 6) {
                 for (int l = 0; l < layers; l++) {
-                    readSections(buf, l, shape, nTok, nDev, clusters, groups, units);
+                    readSections(buf, new SectionKind.Context(l, shape, nTok, nDev), layouts);
                 }
-            }
-            for (int l = 0; l < layers && version < 6; l++) {
-                int has = buf.get();
-                if (has == 1) {
-                    clusters[l] = ClusterSection.read(buf, l, shape, nTok, nDev, version == 2 ? 2 : 3);
-                } else if (has != 0) {
-                    throw new IllegalArgumentException("manifest layer " + l + " cluster flag " + has);
-                }
-            }
-            if (version >= 4 && version < 6) {
-                for (int l = 0; l < layers; l++) {
-                    int has = buf.get();
-                    if (has == 1) {
-                        if (clusters[l] != null) {
-                            throw new IllegalArgumentException("manifest layer " + l + " has both a cluster and a"
-                                    + " group layout; allowed: at most one");
-                        }
-                        groups[l] = GroupSection.read(buf, l, shape, nTok, nDev);
-                    } else if (has != 0) {
-                        throw new IllegalArgumentException("manifest layer " + l + " group flag " + has
-                                + "; allowed: 0 or 1");
-                    }
-                }
+            } else {
+                readFlagged(buf, version, shape, nTok, nDev, layouts);
             }
             long millis = buf.getLong();
             long number = buf.getLong();
             if (buf.hasRemaining()) {
                 throw new IllegalArgumentException("manifest has " + buf.remaining() + " trailing bytes");
             }
-            return new Manifest(id, shape, blockTokens, List.copyOf(uuids), tokens, tables, clusters, groups, units,
-                    millis, number, version >= IDENTITY_CHECKSUMS_VERSION);
+            return LayoutSections.manifest(id, shape, blockTokens, List.copyOf(uuids), tokens, tables, layouts, millis,
+                    number, version >= IDENTITY_CHECKSUMS_VERSION);
         } catch (BufferUnderflowException e) {
             throw new IllegalArgumentException("manifest is truncated");
         }
@@ -388,15 +369,15 @@ public final class ManifestCodec {
 
     /**
      * Version 6: the layer's sections. A section must be known by name and version and its body
-     * must use exactly its declared bytes; a layer has at most one entry layout (clusters or groups)
-     * and at most one unit layout.
+     * must use exactly its declared bytes; a layer has at most one section per {@link SectionKind.Slot}
+     * (one layout of its entries and one auxiliary layout beside it).
      */
-    private static void readSections(ByteBuffer buf, int l, KvShape shape, int nTok, int nDev, ClusterLayout[] clusters,
-            GroupLayout[] groups, UnitLayout[] units) {
+    private static void readSections(ByteBuffer buf, SectionKind.Context at, SegmentedLayout[][] layouts) {
+        int l = at.layer();
         int n = buf.get() & 0xFF;
-        if (n > 2) {
-            throw new IllegalArgumentException("manifest layer " + l + " has " + n + " layout sections; allowed: at most"
-                    + " two (a cluster or a group layout, and a unit layout)");
+        if (n > SectionKind.Slot.values().length) {
+            throw new IllegalArgumentException("manifest layer " + l + " has " + n + " layout sections; allowed: at most "
+                    + SectionKind.Slot.values().length + " (" + LayoutSections.slots() + ")");
         }
         for (int i = 0; i < n; i++) {
             String name = readString(buf);
@@ -404,29 +385,53 @@ public final class ManifestCodec {
             int length = count(buf, "section bytes", 1);
             int end = buf.position() + length;
             ByteBuffer body = buf.slice(buf.position(), length);
-            if (name.equals(ClusterSection.NAME) && version >= ClusterSection.MIN_VERSION
-                    && version <= ClusterSection.VERSION) {
-                clusters[l] = ClusterSection.read(body, l, shape, nTok, nDev, version);
-            } else if (name.equals(GroupSection.NAME) && version == GroupSection.VERSION) {
-                groups[l] = GroupSection.read(body, l, shape, nTok, nDev);
-            } else if (name.equals(UnitSection.NAME) && version == UnitSection.VERSION && units[l] == null) {
-                units[l] = UnitSection.read(body, l, nDev);
-            } else {
+            SectionKind<?> kind = LayoutSections.find(name, version);
+            if (kind == null) {
                 throw new IllegalArgumentException("manifest layer " + l + " has a layout section '" + name
-                        + "' version " + version + " that this build cannot read; allowed: '" + ClusterSection.NAME
-                        + "' " + ClusterSection.MIN_VERSION + ".." + ClusterSection.VERSION + ", '" + GroupSection.NAME
-                        + "' " + GroupSection.VERSION + ", '" + UnitSection.NAME + "' " + UnitSection.VERSION + " (once)");
+                        + "' version " + version + " that this build cannot read; allowed: " + LayoutSections.allowed());
             }
-            if (clusters[l] != null && groups[l] != null) {
-                throw new IllegalArgumentException("manifest layer " + l + " has both a cluster and a group layout;"
-                        + " allowed: at most one");
-            }
+            place(layouts, l, kind, kind.read(body, at, version));
             if (body.hasRemaining()) {
                 throw new IllegalArgumentException("manifest layer " + l + " section '" + name + "' declares " + length
                         + " bytes but its layout uses " + body.position());
             }
             buf.position(end);
         }
+    }
+
+    /**
+     * Versions 2..5: per kind the version's flag format carries, in registry order, a flag per layer
+     * (0 or 1) and after a 1 the layout's body.
+     */
+    private static void readFlagged(ByteBuffer buf, int version, KvShape shape, int nTok, int nDev,
+            SegmentedLayout[][] layouts) {
+        for (SectionKind<?> kind : LayoutSections.KINDS) {
+            if (!flagged(kind, version)) {
+                continue;
+            }
+            for (int l = 0; l < layouts[0].length; l++) {
+                int has = buf.get();
+                if (has == 1) {
+                    SectionKind.Context at = new SectionKind.Context(l, shape, nTok, nDev);
+                    place(layouts, l, kind, kind.read(buf, at, kind.flaggedVersion(version)));
+                } else if (has != 0) {
+                    throw new IllegalArgumentException("manifest layer " + l + " " + kind.info().noun() + " flag " + has
+                            + "; allowed: 0 or 1");
+                }
+            }
+        }
+    }
+
+    /** Stores layer {@code l}'s {@code layout} of {@code kind}, refusing a second layout in the same slot. */
+    private static void place(SegmentedLayout[][] layouts, int l, SectionKind<?> kind, SegmentedLayout layout) {
+        for (int k = 0; k < layouts.length; k++) {
+            SectionKind<?> other = LayoutSections.KINDS.get(k);
+            if (other.info().slot() == kind.info().slot() && layouts[k][l] != null) {
+                throw new IllegalArgumentException("manifest layer " + l + " has both a " + other.info().noun() + " and a "
+                        + kind.info().noun() + " layout; allowed: at most one");
+            }
+        }
+        layouts[LayoutSections.KINDS.indexOf(kind)][l] = layout;
     }
 
     static int count(ByteBuffer buf, String what, int bytesEach) {
@@ -488,39 +493,26 @@ public final class ManifestCodec {
                 }
             }
         }
-        for (int l = 0; l < m.clusters().length; l++) {
-            ClusterLayout c = m.clusters()[l];
-            if (c == null) {
-                continue;
-            }
-            for (int s = 0; s < c.segmentCount(); s++) {
-                DevicePool d = devices.get(map[c.segmentDevice(s)]);
-                long off = c.segmentOffset(s);
-                int len = c.segmentLength(s);
-                if (len <= 0 || len % d.alignment() != 0 || off < 0 || off % d.alignment() != 0
-                        || off > d.sizeBytes() - len) {
-                    throw new IllegalArgumentException("sequence " + m.id() + " layer " + l + " cluster segment " + s
-                            + ": extent [" + off + ", +" + len + ") is not an aligned extent of device " + d.index()
-                            + " (" + d.sizeBytes() + " bytes, alignment " + d.alignment() + ")");
-                }
-            }
-        }
-        for (int l = 0; l < m.groups().length; l++) {
-            GroupLayout g = m.groups()[l];
-            if (g != null) {
-                validateSegments(m, devices, map, l, "group", g, g.stride());
-            }
-        }
-        for (int l = 0; l < m.units().length; l++) {
-            UnitLayout u = m.units()[l];
-            if (u != null) {
-                validateSegments(m, devices, map, l, "unit", u, u.stride());
-            }
+        for (SectionKind<?> kind : LayoutSections.KINDS) {
+            validateSegments(m, devices, map, kind);
         }
         return map;
     }
 
-    /** Checks that every segment of {@code layout} (layer {@code l}) is an aligned extent inside its device, and its stride aligned. */
+    /**
+     * Checks that every segment of each layout of {@code kind} is an aligned extent inside its device,
+     * and the stride of its units (where it has one) aligned.
+     */
+    private static <L extends SegmentedLayout> void validateSegments(Manifest m, List<DevicePool> devices, int[] map,
+            SectionKind<L> kind) {
+        L[] layouts = kind.layouts(m);
+        for (int l = 0; l < layouts.length; l++) {
+            if (layouts[l] != null) {
+                validateSegments(m, devices, map, l, kind.info().noun(), layouts[l], kind.stride(layouts[l]));
+            }
+        }
+    }
+
     private static void validateSegments(Manifest m, List<DevicePool> devices, int[] map, int l, String what,
             SegmentedLayout layout, int stride) {
         for (int s = 0; s < layout.segmentCount(); s++) {
@@ -530,7 +522,7 @@ public final class ManifestCodec {
             if (len <= 0 || len % d.alignment() != 0 || off < 0 || off % d.alignment() != 0
                     || off > d.sizeBytes() - len || stride % d.alignment() != 0) {
                 throw new IllegalArgumentException("sequence " + m.id() + " layer " + l + " " + what + " segment " + s
-                        + ": extent [" + off + ", +" + len + ") with " + what + " stride " + stride
+                        + ": extent [" + off + ", +" + len + ")" + (stride > 0 ? " with " + what + " stride " + stride : "")
                         + " is not an aligned extent of device " + d.index() + " (" + d.sizeBytes()
                         + " bytes, alignment " + d.alignment() + ")");
             }

@@ -66,4 +66,22 @@ final class UnitSection {
             throw new IllegalArgumentException(where + e.getMessage(), e);
         }
     }
+
+    /** This layout's section kind, for {@link LayoutSections}. */
+    static final SectionKind<UnitLayout> KIND = new SectionKind<>(
+            new SectionKind.Info(NAME, "unit", SectionKind.Slot.AUXILIARY, VERSION, VERSION, 0)) {
+        @Override UnitLayout[] layouts(Manifest m) { return m.units(); }
+        @Override int stride(UnitLayout u) { return u.stride(); }
+        @Override String label(UnitLayout u) { return u.owner(); }
+
+        @Override
+        void write(DataOutputStream out, UnitLayout u, int version) throws IOException {
+            UnitSection.write(out, u);
+        }
+
+        @Override
+        UnitLayout read(ByteBuffer body, Context at, int version) {
+            return UnitSection.read(body, at.layer(), at.devices());
+        }
+    };
 }

@@ -4,6 +4,7 @@ import io.kvoffload.DType;
 import io.kvoffload.KvShape;
 import io.kvoffload.internal.util.ElementCodec;
 import io.kvoffload.internal.util.Softmax;
+import io.kvoffload.internal.util.StampSet;
 import io.kvoffload.internal.util.TopK;
 import io.kvoffload.strategy.FetchPlan;
 import io.kvoffload.strategy.LayerSelector;
@@ -41,9 +42,8 @@ final class SparFLayer implements LayerSelector {
     /** Per query head, its top-r dimensions (descending |q|), then their magnitudes. */
     private final int[] dims;
     private final float[] magnitude;
-    /** Per (KV head, dimension): the step that last wanted its slices. */
-    private final int[] wanted;
-    private int epoch;
+    /** The (KV head, dimension) pairs whose slices this step wants. */
+    private final StampSet wanted;
     /** Per query head sharing the current dimensions, its logits over the laid-out tokens. */
     private final float[] logits;
     /** One decoded slice row: a dimension of a KV head's keys over the laid-out tokens. */
@@ -72,7 +72,7 @@ final class SparFLayer implements LayerSelector {
         this.absQuery = new float[headDim];
         this.dims = new int[queryHeads * rank];
         this.magnitude = new float[rank];
-        this.wanted = new int[kvHeads * headDim];
+        this.wanted = new StampSet(kvHeads * headDim);
         this.logits = new float[Math.max(1, (perKvHead ? groupSize : 1) * laidOut)];
         this.row = new float[Math.max(1, laidOut)];
         this.scores = new float[Math.max(1, laidOut)];
@@ -90,10 +90,7 @@ final class SparFLayer implements LayerSelector {
         if (plan.budget() <= 0 || dense(plan) || laidOut == 0) {
             return;
         }
-        if (++epoch == Integer.MAX_VALUE) { // stamps wrap after 2^31 steps: start over
-            java.util.Arrays.fill(wanted, 0);
-            epoch = 1;
-        }
+        wanted.clear(0);
         for (int h = 0; h < queryHeads; h++) {
             int kvh = h / groupSize;
             if (perKvHead && h % groupSize != 0) {
@@ -109,7 +106,7 @@ final class SparFLayer implements LayerSelector {
             }
             topDimensions(h);
             for (int j = 0; j < rank; j++) {
-                wanted[kvh * headDim + dims[h * rank + j]] = epoch;
+                wanted.add(kvh * headDim + dims[h * rank + j]);
             }
         }
         // Ascending unit order: a (slice, head)'s dimensions are adjacent on its device and merge.
@@ -117,7 +114,7 @@ final class SparFLayer implements LayerSelector {
             for (int kvh = 0; kvh < kvHeads; kvh++) {
                 int base = (s * kvHeads + kvh) * headDim;
                 for (int i = 0; i < headDim; i++) {
-                    if (wanted[kvh * headDim + i] == epoch) {
+                    if (wanted.contains(kvh * headDim + i)) {
                         reads.add(base + i);
                     }
                 }
@@ -274,7 +271,7 @@ final class SparFLayer implements LayerSelector {
     /** The unit layout's tables and this selector's per-step arrays; K itself stays on the SSDs. */
     @Override
     public long memoryBytes() {
-        return layoutBytes + 4L * (dims.length + magnitude.length + absQuery.length + wanted.length + logits.length + row.length
+        return layoutBytes + 4L * (dims.length + magnitude.length + absQuery.length + wanted.capacity() + logits.length + row.length
                 + scores.length + pageScore.length + scratch.length);
     }
 }

@@ -1,0 +1,83 @@
+package io.kvoffload.internal.storage;
+
+import io.kvoffload.KvShape;
+import java.io.DataOutputStream;
+import java.io.IOException;
+import java.nio.ByteBuffer;
+
+/**
+ * One kind of strategy layout section a manifest layer may hold: its name, the versions this build
+ * reads, its writer and its reader (an abstract class so a kind is one constructor call and its
+ * codec), the way a Lucene codec names and versions each of its formats.
+ * Each layout contributes its kind ({@link ClusterSection#KIND}, {@link GroupSection#KIND},
+ * {@link UnitSection#KIND}) to {@link LayoutSections}; {@link ManifestCodec} frames, orders and
+ * checks sections through these kinds and names no strategy.
+ *
+ * @param <L> the layout this section stores
+ */
+abstract class SectionKind<L extends SegmentedLayout> {
+
+    /**
+     * Which layouts exclude one another on a layer: a layer holds at most one section per slot (one
+     * layout of its entries, clusters or groups, and one auxiliary layout beside it).
+     */
+    enum Slot { ENTRIES, AUXILIARY }
+
+    /** Where a section body is read: the layer and what the manifest says before the sections. */
+    record Context(int layer, KvShape shape, int tokens, int devices) {}
+
+    /**
+     * What names a kind and where it may stand.
+     *
+     * @param name the section's name in a version-6 manifest
+     * @param noun the layout's noun in messages ("cluster", "group", "unit")
+     * @param minVersion the oldest section version this build reads
+     * @param version the newest section version this build reads and writes
+     * @param flaggedSince the first manifest version (2..5) whose per-layer flag format (before named
+     *     sections) carries this kind, or 0 for a kind that only exists as a named section
+     */
+    record Info(String name, String noun, Slot slot, int minVersion, int version, int flaggedSince) {}
+
+    private final Info info;
+
+    SectionKind(Info info) {
+        this.info = info;
+    }
+
+    final Info info() {
+        return info;
+    }
+
+    /** The section version {@code layout} is written in: by default the newest. */
+    int versionFor(L layout) {
+        return info.version();
+    }
+
+    /** The section version of this kind's bodies in the flag format of {@code manifestVersion}. */
+    int flaggedVersion(int manifestVersion) {
+        return info.version();
+    }
+
+    /** The manifest's layouts of this kind, one per layer (null where a layer has none). */
+    abstract L[] layouts(Manifest m);
+
+    abstract void write(DataOutputStream out, L layout, int version) throws IOException;
+
+    /** Reads one body of section version {@code version}; every count is checked against the bytes left. */
+    abstract L read(ByteBuffer body, Context at, int version);
+
+    /** Tokens {@code [0, n)} of the layer that {@code layout} holds instead of its blocks; 0 for none. */
+    int relaidTokens(L layout) {
+        return 0;
+    }
+
+    /** The byte stride of {@code layout}'s units that device alignment applies to; 0 for none. */
+    int stride(L layout) {
+        return 0;
+    }
+
+    /** What names {@code layout} in a refusal (a unit layout's owner, for one); empty for nothing. */
+    String label(L layout) {
+        return "";
+    }
+}
