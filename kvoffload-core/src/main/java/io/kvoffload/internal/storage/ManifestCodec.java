@@ -26,8 +26,8 @@ import java.util.zip.CRC32C;
  *   CRC32C (a sequence from before version 5)
  * (version 6) per layer: u8 nSections, then per section: str name, u16 sectionVersion, u32 nBytes, body
  *   — one section per strategy layout the layer has: {@link ClusterSection} ("clusters", versions 2..4)
- *   or {@link GroupSection} ("groups", version 1), and optionally a strategy's auxiliary
- *   {@link UnitSection} ("units", version 1); each layout's format evolves on its own version,
+ *   or {@link GroupSection} ("groups", versions 1..2), and optionally a strategy's auxiliary
+ *   {@link UnitSection} ("units", versions 1..2); each layout's format evolves on its own version,
  *   and a reader refuses a section it does not know by name and version
  * (versions 2..5) per layer: u8 hasClusters, and if 1: a cluster section body (section version 2 in
  *   manifest version 2, else 3); (versions 4..5) per layer: u8 hasGroups, and if 1: a group section body
@@ -202,13 +202,15 @@ public final class ManifestCodec {
         }
         if (g != null) {
             ByteArrayOutputStream body = new ByteArrayOutputStream();
-            GroupSection.write(new DataOutputStream(body), g);
-            writeSection(out, GroupSection.NAME, GroupSection.VERSION, body.toByteArray());
+            int version = GroupSection.versionFor(g);
+            GroupSection.write(new DataOutputStream(body), g, version);
+            writeSection(out, GroupSection.NAME, version, body.toByteArray());
         }
         if (u != null) {
             ByteArrayOutputStream body = new ByteArrayOutputStream();
-            UnitSection.write(new DataOutputStream(body), u);
-            writeSection(out, UnitSection.NAME, UnitSection.VERSION, body.toByteArray());
+            int version = UnitSection.versionFor(u);
+            UnitSection.write(new DataOutputStream(body), u, version);
+            writeSection(out, UnitSection.NAME, version, body.toByteArray());
         }
     }
 
@@ -238,7 +240,7 @@ public final class ManifestCodec {
                 for (GroupLayout g : m.groups()) {
                     out.writeByte(g == null ? 0 : 1);
                     if (g != null) {
-                        GroupSection.write(out, g);
+                        GroupSection.write(out, g, GroupSection.STRIPED_VERSION);
                     }
                 }
             } else {
@@ -367,7 +369,7 @@ public final class ManifestCodec {
                             throw new IllegalArgumentException("manifest layer " + l + " has both a cluster and a"
                                     + " group layout; allowed: at most one");
                         }
-                        groups[l] = GroupSection.read(buf, l, shape, nTok, nDev);
+                        groups[l] = GroupSection.read(buf, l, shape, nTok, nDev, GroupSection.STRIPED_VERSION);
                     } else if (has != 0) {
                         throw new IllegalArgumentException("manifest layer " + l + " group flag " + has
                                 + "; allowed: 0 or 1");
@@ -407,15 +409,18 @@ public final class ManifestCodec {
             if (name.equals(ClusterSection.NAME) && version >= ClusterSection.MIN_VERSION
                     && version <= ClusterSection.VERSION) {
                 clusters[l] = ClusterSection.read(body, l, shape, nTok, nDev, version);
-            } else if (name.equals(GroupSection.NAME) && version == GroupSection.VERSION) {
-                groups[l] = GroupSection.read(body, l, shape, nTok, nDev);
-            } else if (name.equals(UnitSection.NAME) && version == UnitSection.VERSION && units[l] == null) {
-                units[l] = UnitSection.read(body, l, nDev);
+            } else if (name.equals(GroupSection.NAME) && version >= GroupSection.STRIPED_VERSION
+                    && version <= GroupSection.VERSION) {
+                groups[l] = GroupSection.read(body, l, shape, nTok, nDev, version);
+            } else if (name.equals(UnitSection.NAME) && version >= UnitSection.STRIPED_VERSION
+                    && version <= UnitSection.VERSION && units[l] == null) {
+                units[l] = UnitSection.read(body, l, shape, nDev, version);
             } else {
                 throw new IllegalArgumentException("manifest layer " + l + " has a layout section '" + name
                         + "' version " + version + " that this build cannot read; allowed: '" + ClusterSection.NAME
                         + "' " + ClusterSection.MIN_VERSION + ".." + ClusterSection.VERSION + ", '" + GroupSection.NAME
-                        + "' " + GroupSection.VERSION + ", '" + UnitSection.NAME + "' " + UnitSection.VERSION + " (once)");
+                        + "' " + GroupSection.STRIPED_VERSION + ".." + GroupSection.VERSION + ", '" + UnitSection.NAME
+                        + "' " + UnitSection.STRIPED_VERSION + ".." + UnitSection.VERSION + " (once)");
             }
             if (clusters[l] != null && groups[l] != null) {
                 throw new IllegalArgumentException("manifest layer " + l + " has both a cluster and a group layout;"

@@ -184,7 +184,7 @@ class ManifestCodecTest {
         IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
                 () -> ManifestCodec.decode(withCrc(renamed)));
         assertEquals("manifest layer 1 has a layout section 'cluxters' version 3 that this build cannot read; allowed:"
-                + " 'clusters' 2..4, 'groups' 1, 'units' 1 (once)", e.getMessage());
+                + " 'clusters' 2..4, 'groups' 1..2, 'units' 1..2 (once)", e.getMessage());
         byte[] newer = data.clone();
         newer[at + name.length + 1] = 9; // the section's version (u16, low byte)
         e = assertThrows(IllegalArgumentException.class, () -> ManifestCodec.decode(withCrc(newer)));
