@@ -455,8 +455,8 @@ public final class KvSwapLayer implements LayerFetcher {
     /**
      * The rolling buffer's flush [KVSwap §3.4.1]: once at least {@link #rollTokens} tokens of
      * whole groups past the stored ones have left the local window, writes them group-major (group g
-     * on SSD {@code g mod N}, continuing the round-robin) from the window's DRAM copy, extends the
-     * sequence's layout and slides the window to the new end of the groups. Reuse slots keep their
+     * on SSD {@code g mod N}, continuing the round-robin; head-sharded, its head groups where
+     * {@code HeadShards} puts them) from the window's DRAM copy, extends the sequence's layout and slides the window to the new end of the groups. Reuse slots keep their
      * group ids (old groups keep theirs; new ids were never cached), and the compressed K cache
      * already holds the new groups, so the predictor can pick them at once; they are fetched like any
      * other stored group. Runs between steps (the decoder refuses appends with this layer's fetch in
