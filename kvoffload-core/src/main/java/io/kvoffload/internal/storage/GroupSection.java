@@ -13,7 +13,7 @@ import java.nio.ByteBuffer;
  * u32 groupedTokens, u32 groupSize, u32 stride,
  * (version 2) u16 shards: head groups per group ({@link HeadShards}, 2..kvHeads, dividing kvHeads),
  * u32 nSegments, then per segment: u16 device, i64 offset, u32 length;
- * u32 nKeys (= groupedTokens / groupSize × shards), then per stored key: u32 segment, i32 crc32c;
+ * u32 nGroups (stored keys: groupedTokens / groupSize × shards), then per key: u32 segment, i32 crc32c;
  * u32 stateBytes, the grouping strategy's {@link GroupState} in its own checksummed form
  * </pre>
  *
@@ -87,7 +87,7 @@ final class GroupSection {
         }
         int groups = ManifestCodec.count(buf, "groups", 8);
         if (groups != groupedTokens / groupSize * shards) {
-            throw new IllegalArgumentException(where + "nKeys = " + groups + " is out of range; allowed: exactly "
+            throw new IllegalArgumentException(where + "nGroups = " + groups + " is out of range; allowed: exactly "
                     + groupedTokens / groupSize * shards + " (groupedTokens / groupSize × shards)");
         }
         int[] groupSeg = new int[groups];

@@ -196,7 +196,7 @@ class ManifestCodecTest {
                 e.getMessage());
     }
 
-    private static int indexOf(byte[] data, byte[] what) {
+    static int indexOf(byte[] data, byte[] what) {
         outer:
         for (int i = 0; i + what.length <= data.length; i++) {
             for (int j = 0; j < what.length; j++) {
