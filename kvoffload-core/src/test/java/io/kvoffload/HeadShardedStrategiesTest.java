@@ -24,6 +24,8 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.BitSet;
 import java.util.List;
+import java.util.function.BiConsumer;
+import java.util.function.Consumer;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -150,55 +152,46 @@ class HeadShardedStrategiesTest {
 
     @Test
     void kvSwapGroupsAreHeadShardedAndViewsBitExactOnOneToFourDevicesAndAfterARestart() {
-        List<BitSet> striped;
-        try (KvEngine e = KvEngine.open(config("striped", 2, Placement.TOKEN_STRIPED))) {
-            byte[][][] stored = TestEngines.storeLaidOut(e, "k", w, TOKENS, KVSWAP);
-            try (KvSequence s = e.openSequence("k")) {
-                assertEquals(1, Layouts.groupLayout(s, 0).shards());
-                striped = decode(s, KVSWAP, stored);
-            }
-        }
-        for (int devices = 1; devices <= 4; devices++) {
-            KvConfig cfg = config("sharded" + devices, devices, Placement.HEAD_SHARDED);
-            byte[][][] stored;
-            try (KvEngine e = KvEngine.open(cfg)) {
-                stored = TestEngines.storeLaidOut(e, "k", w, TOKENS, KVSWAP);
-                try (KvSequence s = e.openSequence("k")) {
-                    assertGroupsSharded(s, devices);
-                    assertEquals(striped, decode(s, KVSWAP, stored), devices + " devices: the striped layout's rows");
-                }
-            }
-            try (KvEngine e = KvEngine.open(cfg); KvSequence s = e.openSequence("k")) { // restart: from the manifest
-                assertGroupsSharded(s, devices);
-                assertReadsBack(s, stored);
-                assertEquals(striped, decode(s, KVSWAP, stored), devices + " devices after a restart");
-            }
-        }
+        assertShardedLikeStriped(KVSWAP, "k", s -> assertEquals(1, Layouts.groupLayout(s, 0).shards()),
+                HeadShardedStrategiesTest::assertGroupsSharded);
     }
 
     @Test
     void sparfSlicesAndPagesAreHeadShardedAndViewsBitExactOnOneToFourDevicesAndAfterARestart() {
-        List<BitSet> striped;
+        assertShardedLikeStriped(SPARF, "f",
+                s -> assertEquals(1, SequenceAccess.of(s).ledger().layer(0).units().shards()),
+                HeadShardedStrategiesTest::assertDualSharded);
+    }
+
+    /**
+     * {@code strategy}'s layout under token striping (2 devices) gives the reference rows; under head
+     * sharding on 1..4 devices its layouts are sharded as {@code sharded} checks and every view has the
+     * same rows, bit-exact, before and after a restart, and the whole layer reads back.
+     */
+    void assertShardedLikeStriped(SelectionStrategy strategy, String id, Consumer<KvSequence> striped,
+            BiConsumer<KvSequence, Integer> sharded) {
+        List<BitSet> reference;
         try (KvEngine e = KvEngine.open(config("striped", 2, Placement.TOKEN_STRIPED))) {
-            byte[][][] stored = TestEngines.storeLaidOut(e, "f", w, TOKENS, SPARF);
-            try (KvSequence s = e.openSequence("f")) {
-                assertEquals(1, SequenceAccess.of(s).ledger().layer(0).units().shards());
-                striped = decode(s, SPARF, stored);
+            byte[][][] stored = TestEngines.storeLaidOut(e, id, w, TOKENS, strategy);
+            try (KvSequence s = e.openSequence(id)) {
+                striped.accept(s);
+                reference = decode(s, strategy, stored);
             }
         }
         for (int devices = 1; devices <= 4; devices++) {
             KvConfig cfg = config("sharded" + devices, devices, Placement.HEAD_SHARDED);
             byte[][][] stored;
             try (KvEngine e = KvEngine.open(cfg)) {
-                stored = TestEngines.storeLaidOut(e, "f", w, TOKENS, SPARF);
-                try (KvSequence s = e.openSequence("f")) {
-                    assertDualSharded(s, devices);
-                    assertEquals(striped, decode(s, SPARF, stored), devices + " devices: the striped layout's rows");
+                stored = TestEngines.storeLaidOut(e, id, w, TOKENS, strategy);
+                try (KvSequence s = e.openSequence(id)) {
+                    sharded.accept(s, devices);
+                    assertEquals(reference, decode(s, strategy, stored), devices + " devices: the striped layout's rows");
                 }
             }
-            try (KvEngine e = KvEngine.open(cfg); KvSequence s = e.openSequence("f")) {
-                assertDualSharded(s, devices);
-                assertEquals(striped, decode(s, SPARF, stored), devices + " devices after a restart");
+            try (KvEngine e = KvEngine.open(cfg); KvSequence s = e.openSequence(id)) { // restart: from the manifest
+                sharded.accept(s, devices);
+                assertReadsBack(s, stored);
+                assertEquals(reference, decode(s, strategy, stored), devices + " devices after a restart");
             }
         }
     }

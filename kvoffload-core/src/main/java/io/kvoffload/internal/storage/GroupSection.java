@@ -30,15 +30,11 @@ final class GroupSection {
 
     /** The version {@code g} is written as: 2 when it is head-sharded, else 1. */
     static int versionFor(GroupLayout g) {
-        return g.shards > 1 ? VERSION : STRIPED_VERSION;
+        return ManifestCodec.sectionVersion(g.shards, STRIPED_VERSION, VERSION);
     }
 
     static void write(DataOutputStream out, GroupLayout g, int version) throws IOException {
-        if (g.shards > 1 && version < VERSION) {
-            throw new IllegalStateException("a head-sharded group layout needs section version " + VERSION
-                    + "; this manifest format writes " + version + " (a sequence from a manifest before version 6"
-                    + " is not head-sharded)");
-        }
+        ManifestCodec.checkShardedVersion("group", g.shards, version, VERSION);
         out.writeInt(g.groupedTokens);
         out.writeInt(g.groupSize);
         out.writeInt(g.stride);

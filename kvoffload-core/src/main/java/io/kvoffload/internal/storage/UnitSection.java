@@ -34,14 +34,11 @@ final class UnitSection {
 
     /** The version {@code u} is written as: 2 when it is head-sharded, else 1. */
     static int versionFor(UnitLayout u) {
-        return u.shards > 1 ? VERSION : STRIPED_VERSION;
+        return ManifestCodec.sectionVersion(u.shards, STRIPED_VERSION, VERSION);
     }
 
     static void write(DataOutputStream out, UnitLayout u, int version) throws IOException {
-        if (u.shards > 1 && version < VERSION) {
-            throw new IllegalStateException("a head-sharded unit layout needs section version " + VERSION
-                    + "; this writes " + version);
-        }
+        ManifestCodec.checkShardedVersion("unit", u.shards, version, VERSION);
         byte[] owner = u.owner.getBytes(StandardCharsets.UTF_8);
         out.writeShort(owner.length);
         out.write(owner);
