@@ -10,6 +10,8 @@ import io.kvoffload.internal.storage.GroupLayout;
 import io.kvoffload.internal.storage.HeadShards;
 import io.kvoffload.internal.storage.UnitLayout;
 import io.kvoffload.strategy.SelectionStrategy;
+import io.kvoffload.strategy.Strategies;
+import io.kvoffload.strategy.UnitLayouts;
 import io.kvoffload.strategy.kvswap.KvSwap;
 import io.kvoffload.strategy.sparf.SparF;
 import io.kvoffload.testing.KvViews;
@@ -294,6 +296,76 @@ class HeadShardedStrategiesTest {
                 assertThrows(KvException.class, () -> s.read(0, new int[] {40}, MemorySegment.ofArray(
                         new byte[SHAPE.halfEntryBytes()]), MemorySegment.ofArray(new byte[SHAPE.halfEntryBytes()])),
                         "a read of a token whose head group is on the failed device");
+            }
+        }
+    }
+
+    /**
+     * A head-sharded KVSwap or SparF layout whose writes fail (every write to one device: ENOSPC) is
+     * rolled back whole: the call fails, no byte of the devices stays taken, and the layer still
+     * reads back bit-exact from the layout it had.
+     */
+    @Test
+    void aFailedHeadShardedLayoutWriteFreesEverythingItTook() {
+        KvConfig cfg = config("rollback", 4, Placement.HEAD_SHARDED);
+        byte[][][] stored;
+        try (KvEngine e = KvEngine.open(cfg)) {
+            stored = TestEngines.storeLaidOut(e, "s", w, TOKENS, Strategies.named("quest"));
+        }
+        KvConfig faulty = TestEngines.config(cfg.ssdDirectories(), "portable").blockTokens(16)
+                .placement(Placement.HEAD_SHARDED)
+                .faultInjection(FaultInjection.builder(3).enospc(1.0).onlyOnDevice(3).build()).build();
+        for (SelectionStrategy strategy : new SelectionStrategy[] {KVSWAP, SPARF}) {
+            // A fresh engine each: after an ENOSPC the allocator treats the device as full and places elsewhere.
+            try (KvEngine e = KvEngine.open(faulty); KvSequence s = e.openSequenceForAppend("s", SHAPE)) {
+                long free = e.stats().devices().stream().mapToLong(KvStats.Device::freeBytes).sum();
+                KvException ex = assertThrows(KvException.class, () -> strategy.layOut(s, 0), strategy.name());
+                assertTrue(ex.getMessage().contains("errno 28") || ex instanceof KvCapacityException, ex.toString());
+                assertEquals(free, e.stats().devices().stream().mapToLong(KvStats.Device::freeBytes).sum(),
+                        strategy.name() + ": every extent the failed write took is free again");
+                assertEquals(null, Layouts.groupLayout(s, 0), "no group layout was installed");
+                assertEquals(null, SequenceAccess.of(s).ledger().layer(0).units(), "no unit layout was installed");
+                assertEquals(4, Layouts.clusterLayout(s, 0).shards(), "the head-sharded page layout it had stays");
+                assertReadsBack(s, stored);
+            }
+        }
+    }
+
+    /** A head-sharded unit layout whose source fails midway leaves nothing behind, and none is installed. */
+    @Test
+    void aHeadUnitLayoutWhoseSourceFailsMidwayFreesEverythingItTook() {
+        try (KvEngine e = KvEngine.open(config("units", 4, Placement.HEAD_SHARDED))) {
+            TestEngines.storeLaidOut(e, "s", w, TOKENS, Strategies.named("quest"));
+            try (KvSequence s = e.openSequenceForAppend("s", SHAPE)) {
+                long free = e.stats().devices().stream().mapToLong(KvStats.Device::freeBytes).sum();
+                IllegalStateException ex = assertThrows(IllegalStateException.class, () -> UnitLayouts.write(s, 0,
+                        "test", 1, new byte[0], 4096, 64, new UnitLayouts.Source() {
+                            @Override
+                            public int device(int unit) {
+                                return unit;
+                            }
+
+                            @Override
+                            public int kvHead(int unit) {
+                                return unit % SHAPE.kvHeads();
+                            }
+
+                            @Override
+                            public int row(int unit) {
+                                return unit / SHAPE.kvHeads();
+                            }
+
+                            @Override
+                            public void fill(int unit, MemorySegment dst) {
+                                if (unit == 50) {
+                                    throw new IllegalStateException("source failed at unit 50");
+                                }
+                                dst.fill((byte) unit);
+                            }
+                        }));
+                assertTrue(ex.getMessage().contains("unit 50"), ex.getMessage());
+                assertEquals(free, e.stats().devices().stream().mapToLong(KvStats.Device::freeBytes).sum());
+                assertEquals(null, SequenceAccess.of(s).ledger().layer(0).units());
             }
         }
     }
