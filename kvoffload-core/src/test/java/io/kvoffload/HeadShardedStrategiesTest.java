@@ -382,29 +382,8 @@ class HeadShardedStrategiesTest {
                         q[i][l] = w.query(l, 30 + i);
                     }
                 }
-                for (int i = 0; i < 400; i++) { // warm-up: buffers reach their size, the JIT compiles the path
-                    step(d, q[i % q.length]);
-                }
-                long overhead = -io.kvoffload.testing.Allocations.allocated() + io.kvoffload.testing.Allocations.allocated();
-                long requests = d.stats().readRequests();
-                long before = io.kvoffload.testing.Allocations.allocated();
-                for (int i = 0; i < 200; i++) {
-                    step(d, q[i % q.length]);
-                }
-                long bytes = io.kvoffload.testing.Allocations.allocated() - before - overhead;
-                requests = d.stats().readRequests() - requests;
-                assertTrue(requests > 0);
-                // As KvSwapDecoderTest: the portable backend's task per read (48 bytes); the decoder itself nothing.
-                assertTrue(bytes <= 48 * requests + 2048, bytes + " bytes allocated by 200 steps with " + requests
-                        + " reads");
+                KvSwapDecoderTest.assertTwoLayerStepsAllocateNothing(d, q);
             }
         }
-    }
-
-    private static void step(KvDecoder d, float[][] q) {
-        KvView a = d.prefetch(0, q[0]);
-        KvView b = d.prefetch(1, q[1]);
-        a.await().close();
-        b.await().close();
     }
 }
