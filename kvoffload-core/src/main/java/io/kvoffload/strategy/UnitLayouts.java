@@ -27,6 +27,25 @@ public final class UnitLayouts {
         /** The device unit {@code unit} should go to (taken modulo the device count). */
         int device(int unit);
 
+        /**
+         * The KV head whose data unit {@code unit} holds, or -1 (the default) if it holds several. Under
+         * {@link io.kvoffload.Placement#HEAD_SHARDED} a head's units go to the device that serves its
+         * head group in the unit's {@link #row}, instead of {@link #device}: each device serves whole
+         * heads (InstInfer's head sharding); -1 units stay where {@link #device} puts them.
+         */
+        default int kvHead(int unit) {
+            return -1;
+        }
+
+        /**
+         * The row of unit {@code unit}, at least 0 (default: the unit itself): the units of one row hold
+         * the same tokens' heads, and a head-sharded layout starts each row's head groups one device
+         * further than the last row's, so consecutive rows spread over the SSDs.
+         */
+        default int row(int unit) {
+            return unit;
+        }
+
         /** Writes unit {@code unit}'s bytes into {@code dst} (exactly {@code unitBytes} long). */
         void fill(int unit, MemorySegment dst);
     }
@@ -60,11 +79,21 @@ public final class UnitLayouts {
             Checks.index("layer", layer, sequence.shape().layers());
             hooks.checkNoFetchInFlight("write a unit layout");
             hooks.flushWrites();
-            UnitLayout u = UnitLayoutWriter.write(hooks.store(), sequence.id(), hooks.checksum(), layer, owner,
-                    version, params, unitBytes, unitCount, new UnitLayoutWriter.Source() {
+            UnitLayout u = UnitLayoutWriter.write(hooks.store(), sequence.id(), hooks.checksum(), layer,
+                    sequence.shape(), owner, version, params, unitBytes, unitCount, new UnitLayoutWriter.Source() {
                         @Override
                         public int device(int unit) {
                             return source.device(unit);
+                        }
+
+                        @Override
+                        public int kvHead(int unit) {
+                            return source.kvHead(unit);
+                        }
+
+                        @Override
+                        public int row(int unit) {
+                            return source.row(unit);
                         }
 
                         @Override

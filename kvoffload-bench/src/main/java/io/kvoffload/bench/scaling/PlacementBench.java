@@ -18,6 +18,8 @@ import io.kvoffload.bench.report.MarkdownTable;
 import io.kvoffload.bench.report.Medians;
 import io.kvoffload.strategy.SelectionStrategy;
 import io.kvoffload.strategy.Strategies;
+import io.kvoffload.strategy.kvswap.KvSwap;
+import io.kvoffload.strategy.sparf.SparF;
 import io.kvoffload.strategy.swarm.Swarm;
 import java.io.IOException;
 import java.lang.foreign.MemorySegment;
@@ -35,18 +37,20 @@ import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
 
 /**
- * Head-sharded against token-striped placement ({@link Placement}) on the decode path: one
- * sequence laid out in the default page layout under each placement, then the same fetches
- * (each step {@code --budget} of the tokens, as whole 16-token pages or as scattered single
- * tokens) decoded from it, in paired rounds that alternate which placement goes first. Reports
+ * Head-sharded against token-striped placement ({@link Placement}) on the decode path: under each
+ * placement one sequence laid out in the default page layout, one in KVSwap's groups and one in
+ * SparF's layouts (page groups and the dimension-major K); then the same fetches (each step
+ * {@code --budget} of the tokens: whole 16-token pages or scattered single tokens from the page
+ * layout, KVSwap's predicted groups without a reuse buffer, SparF's two steps) decoded from them,
+ * in paired rounds that alternate which placement goes first. Reports
  * fetches per second, useful MiB/s (view rows × entry size over wall time) and MiB read per fetch
  * (what the aligned reads of small head-group shards cost), on 1, 2, 4, 8 SSDs behind the device
  * model (<em>simulated</em>, the high-end profile scaled so that 8 fit this disk) and on real
  * directories without a model. Every view row is compared with the source KV.
  */
 @Command(name = "placement", mixinStandardHelpOptions = true,
-        description = "Head-sharded vs token-striped placement: decode fetch throughput at 1/2/4/8 simulated SSDs"
-                + " and on real directories (paired rounds, medians). Writes placement.csv and summary.md to --out.")
+        description = "Head-sharded vs token-striped placement: decode fetch throughput (page and token fetches,"
+                + " KVSwap, SparF) at 1/2/4/8 simulated SSDs and on real directories (paired rounds, medians). Writes placement.csv and summary.md to --out.")
 public final class PlacementBench implements Callable<Integer> {
     @Option(names = "--tokens", defaultValue = "16384", description = "Tokens of the sequence (default: ${DEFAULT-VALUE}).")
     int tokens;
@@ -77,15 +81,49 @@ public final class PlacementBench implements Callable<Integer> {
     @Mixin
     ReportOptions report = new ReportOptions("kvoffload-bench/target/reports/placement");
 
+    @Option(names = "--patterns", split = ",", defaultValue = "PAGES,TOKENS,KVSWAP,SPARF",
+            description = "Fetches measured: PAGES, TOKENS (positions from the page layout), KVSWAP, SPARF"
+                    + " (default: ${DEFAULT-VALUE}).")
+    Pattern[] patterns;
+
     @Option(names = "--seed", defaultValue = "15", description = "Seed of the KV and the fetches (default: ${DEFAULT-VALUE}).")
     long seed;
 
-    /** Which tokens a fetch asks for. */
+    /** Which tokens a fetch asks for, from which layout. */
     enum Pattern {
         /** Whole consecutive pages of 16 tokens (what page selectors such as Quest fetch). */
-        PAGES,
+        PAGES("whole 16-token pages"),
         /** Single tokens anywhere (what token selectors such as the oracle fetch). */
-        TOKENS
+        TOKENS("scattered single tokens"),
+        /** KVSwap's predicted groups of 4 from its group layout, no reuse buffer (every group read). */
+        KVSWAP("KVSwap's predicted groups (G = 4, no reuse buffer)"),
+        /** SparF's step 1 (the top-r dimension slices) and step 2 (the best page groups). */
+        SPARF("SparF's two steps (dimension slices, then page groups)");
+
+        final String title;
+
+        Pattern(String title) {
+            this.title = title;
+        }
+
+        /** Whether the strategy chooses the tokens from a query (else the bench names positions). */
+        boolean predicted() {
+            return this == KVSWAP || this == SPARF;
+        }
+
+        /** The sequence of {@code placement} this pattern reads (the positional patterns share the page layout). */
+        String sequence(Placement placement) {
+            String base = placement.name().toLowerCase(Locale.ROOT);
+            return predicted() ? base + "-" + name().toLowerCase(Locale.ROOT) : base;
+        }
+
+        SelectionStrategy strategy() {
+            return switch (this) {
+                case KVSWAP -> KvSwap.defaults().withReuseSlots(0);
+                case SPARF -> new SparF();
+                default -> Swarm.defaults();
+            };
+        }
     }
 
     /** One run: a placement, a device setting and a pattern, over {@link #steps} fetches. */
@@ -108,7 +146,12 @@ public final class PlacementBench implements Callable<Integer> {
         SplittableRandom rnd = new SplittableRandom(seed);
         keys = new byte[tokens * shape.halfEntryBytes()];
         values = new byte[keys.length];
-        rnd.nextBytes(keys);
+        // Keys finite (KVSwap fits its adapter to them): uniform in [-1, 1) as BF16, little-endian.
+        for (int i = 0; i < keys.length; i += 2) {
+            int bits = Float.floatToRawIntBits((float) (rnd.nextDouble() * 2 - 1)) >>> 16;
+            keys[i] = (byte) bits;
+            keys[i + 1] = (byte) (bits >>> 8);
+        }
         rnd.nextBytes(values);
         int max = 1;
         for (int n : ssdCounts) {
@@ -143,7 +186,7 @@ public final class PlacementBench implements Callable<Integer> {
             }
             try (KvEngine e = open(dirs, model, Placement.TOKEN_STRIPED)) {
                 for (int round = 0; round < rounds; round++) {
-                    for (Pattern p : Pattern.values()) {
+                    for (Pattern p : patterns) {
                         Placement[] order = round % 2 == 0
                                 ? new Placement[] {Placement.TOKEN_STRIPED, Placement.HEAD_SHARDED}
                                 : new Placement[] {Placement.HEAD_SHARDED, Placement.TOKEN_STRIPED};
@@ -161,8 +204,9 @@ public final class PlacementBench implements Callable<Integer> {
 
     private KvEngine open(List<Path> dirs, DeviceModelSpec model, Placement placement) {
         long layer = (long) tokens * shape.entryBytes();
+        // Per placement: the page layout, KVSwap's groups, SparF's pages and dual K, and their block extents.
         KvConfig.Builder b = report.config(dirs).placement(placement)
-                .deviceCapacityBytes(((3 * layer) / dirs.size() + (64L << 20)) & -(1L << 20))
+                .deviceCapacityBytes(((16 * layer) / dirs.size() + (64L << 20)) & -(1L << 20))
                 .dramBudgetBytes(Math.max(1L << 30, 4 * layer));
         if (model != null) {
             b.deviceModel(model);
@@ -170,39 +214,45 @@ public final class PlacementBench implements Callable<Integer> {
         return KvEngine.open(b.build());
     }
 
-    /** The sequence of {@code placement}, laid out in the default pages and committed. */
+    /** The sequences of {@code placement}: the default pages, KVSwap's groups and SparF's layouts, each committed. */
     private void store(KvEngine e, Placement placement) {
-        try (KvSequence s = e.createSequence(placement.name().toLowerCase(Locale.ROOT), shape)) {
-            int[] ids = new int[tokens];
-            for (int t = 0; t < tokens; t++) {
-                ids[t] = t % 32000;
+        for (Pattern p : new Pattern[] {Pattern.PAGES, Pattern.KVSWAP, Pattern.SPARF}) {
+            if (java.util.Arrays.stream(patterns).noneMatch(q -> q.sequence(placement).equals(p.sequence(placement)))) {
+                continue; // not measured
             }
-            s.appendTokens(ids);
-            s.appendKv(0, MemorySegment.ofArray(keys), MemorySegment.ofArray(values));
-            SelectionStrategy pages = Strategies.named("quest");
-            pages.layOut(s, 0);
-            s.commit();
+            try (KvSequence s = e.createSequence(p.sequence(placement), shape)) {
+                int[] ids = new int[tokens];
+                for (int t = 0; t < tokens; t++) {
+                    ids[t] = t % 32000;
+                }
+                s.appendTokens(ids);
+                s.appendKv(0, MemorySegment.ofArray(keys), MemorySegment.ofArray(values));
+                (p == Pattern.PAGES ? Strategies.named("quest") : p.strategy()).layOut(s, 0);
+                s.commit();
+            }
         }
     }
 
     private Run decode(KvEngine e, String setting, int ssds, boolean simulated, Pattern pattern, Placement placement,
             int round) {
         int want = (int) Math.max(1, Math.round(budget * tokens));
-        DecodeOptions o = DecodeOptions.builder().strategy(Swarm.defaults()).cacheBytes(0).sinkTokens(0)
-                .localWindow(0).build();
+        DecodeOptions.Builder ob = DecodeOptions.builder().strategy(pattern.strategy()).cacheBytes(0).sinkTokens(0)
+                .localWindow(0);
+        DecodeOptions o = (pattern.predicted() ? ob.budgetTokens(want) : ob).build();
         // The same fetches for both placements: seeded by round and pattern only.
         SplittableRandom rnd = new SplittableRandom(seed * 31 + round * 7L + pattern.ordinal());
-        try (KvSequence s = e.openSequence(placement.name().toLowerCase(Locale.ROOT)); KvDecoder d = s.decoder(o)) {
+        try (KvSequence s = e.openSequence(pattern.sequence(placement)); KvDecoder d = s.decoder(o)) {
             int[] positions = new int[want];
-            fill(positions, pattern, rnd);
-            d.prefetch(0, positions, want).await().close(); // untimed: opens the layer, warms the path
+            float[] query = new float[shape.queryHeads() * shape.headDim()];
+            fill(positions, query, pattern, rnd);
+            fetch(d, pattern, positions, query).await().close(); // untimed: opens the layer, warms the path
             DecodeStats before = d.stats();
             long rows = 0;
             long bad = 0;
             long t0 = System.nanoTime();
             for (int step = 0; step < steps; step++) {
-                fill(positions, pattern, rnd);
-                try (KvView v = d.prefetch(0, positions, want)) {
+                fill(positions, query, pattern, rnd);
+                try (KvView v = fetch(d, pattern, positions, query)) {
                     v.await();
                     rows += v.tokenCount();
                     bad += check(v);
@@ -218,8 +268,22 @@ public final class PlacementBench implements Callable<Integer> {
 
     private static final double MIB = 1024.0 * 1024.0;
 
-    /** {@code positions.length} distinct tokens: whole pages of 16, or single tokens. */
-    private void fill(int[] positions, Pattern pattern, SplittableRandom rnd) {
+    /** One fetch: the named positions, or the strategy's choice for the query. */
+    private static KvView fetch(KvDecoder d, Pattern pattern, int[] positions, float[] query) {
+        return pattern.predicted() ? d.prefetch(0, query) : d.prefetch(0, positions, positions.length);
+    }
+
+    /**
+     * The next fetch: a random query (each element uniform in [-1, 1)) for a predicting strategy,
+     * else {@code positions.length} distinct tokens, whole pages of 16 or single tokens.
+     */
+    private void fill(int[] positions, float[] query, Pattern pattern, SplittableRandom rnd) {
+        if (pattern.predicted()) {
+            for (int i = 0; i < query.length; i++) {
+                query[i] = (float) (rnd.nextDouble() * 2 - 1);
+            }
+            return;
+        }
         java.util.BitSet taken = new java.util.BitSet(tokens);
         int n = 0;
         while (n < positions.length) {
@@ -277,13 +341,13 @@ public final class PlacementBench implements Callable<Integer> {
         }
         StringBuilder sb = new StringBuilder();
         sb.append(String.format(Locale.ROOT, "# Head-sharded vs token-striped placement (%s)%n%n", LocalDate.now()));
-        sb.append(String.format(Locale.ROOT, "%d tokens of one layer, %d KV heads × %d, BF16 (%d B entries), default"
-                + " page layout; each fetch %.0f%% of the tokens; %d timed fetches per run, %d paired rounds"
+        sb.append(String.format(Locale.ROOT, "%d tokens of one layer, %d KV heads × %d, BF16 (%d B entries), in the"
+                + " default page layout, KVSwap's groups and SparF's layouts; each fetch %.0f%% of the tokens; %d timed"
+                + " fetches per run, %d paired rounds"
                 + " (medians); total %.0f s. Simulated: %s.%n%n", tokens, kvHeads, headDim, shape.entryBytes(),
                 100 * budget, steps, rounds, seconds, modelDescription));
-        for (Pattern p : Pattern.values()) {
-            sb.append("## Fetches of ").append(p == Pattern.PAGES ? "whole 16-token pages" : "scattered single tokens")
-                    .append("\n\n");
+        for (Pattern p : patterns) {
+            sb.append("## Fetches of ").append(p.title).append("\n\n");
             MarkdownTable t = new MarkdownTable("SSDs", "striped fetches/s", "sharded fetches/s", "sharded / striped",
                     "striped MiB/s", "sharded MiB/s", "striped MiB read / fetch", "sharded MiB read / fetch",
                     "striped reads / fetch", "sharded reads / fetch").alignRight(1, 2, 3, 4, 5, 6, 7, 8, 9);

@@ -117,14 +117,23 @@ public final class ViewBuffer {
      * row is whole once every group has landed.
      */
     public void putShard(int row, int position, int shard, int shards, MemorySegment src, long offset) {
+        putShard(row, position, shard, shards, src, offset, src, offset + (long) (keys.length / shards) * rowBytes);
+    }
+
+    /**
+     * Writes head group {@code shard} of {@code shards} of row {@code row}: its position, the group's
+     * heads' K at {@code k[kOffset]} and their V at {@code v[vOffset]} (a head-sharded KVSwap group
+     * keeps a token's K and V apart); the row is whole once every group has landed.
+     */
+    public void putShard(int row, int position, int shard, int shards, MemorySegment k, long kOffset, MemorySegment v,
+            long vOffset) {
         positions.setAtIndex(ValueLayout.JAVA_INT, row, position);
         int heads = keys.length / shards;
         long dst = (long) row * rowBytes;
-        long v = offset + (long) heads * rowBytes;
         for (int i = 0; i < heads; i++) {
             int h = shard * heads + i;
-            MemorySegment.copy(src, offset + (long) i * rowBytes, keys[h], dst, rowBytes);
-            MemorySegment.copy(src, v + (long) i * rowBytes, values[h], dst, rowBytes);
+            MemorySegment.copy(k, kOffset + (long) i * rowBytes, keys[h], dst, rowBytes);
+            MemorySegment.copy(v, vOffset + (long) i * rowBytes, values[h], dst, rowBytes);
         }
     }
 

@@ -132,7 +132,7 @@ public final class GroupLayouts {
         long t2 = System.nanoTime();
         ledger.installGroups(layer, layout);
         return new GroupSummary(layer, grouped, layout.groupCount(), g, adapter.rank(), adapter.compressionRatio(),
-                adapter.retainedEnergy(), layout.stride(), CompressedKCache.bytesFor(grouped, adapter.rank(), DType.F16),
+                adapter.retainedEnergy(), layout.stride() * layout.shards(), CompressedKCache.bytesFor(grouped, adapter.rank(), DType.F16),
                 (t1 - t0) / 1_000_000, (t2 - t1) / 1_000_000);
     }
 

@@ -15,7 +15,6 @@ import io.kvoffload.internal.decode.ViewBuffer;
 import io.kvoffload.internal.decode.ViewRows;
 import io.kvoffload.internal.elastic.UnitSlots;
 import io.kvoffload.internal.sched.BucketScheduler;
-import io.kvoffload.internal.storage.EntryChecksum;
 import io.kvoffload.internal.storage.EntryVerifier;
 import io.kvoffload.internal.storage.GroupLayout;
 import io.kvoffload.internal.storage.GroupLayoutWriter;
@@ -36,7 +35,9 @@ import java.util.Arrays;
  *       (one DRAM slot per group), whose hits need no I/O;</li>
  *   <li>the misses go through the {@link BucketScheduler} with the {@link GroupLayout} as its
  *       replica table (unit = one group, one copy), so groups adjacent on a device merge into one
- *       read, and one {@link IoBatch} submission feeds every SSD;</li>
+ *       read, and one {@link IoBatch} submission feeds every SSD; a head-sharded layout's unit is a
+ *       head group of a group, so each missed group is read from S devices at once, each serving
+ *       its heads, and the gather puts every head group in its heads' place of the rows;</li>
  *   <li>on completion every group's checksum is checked before its tokens reach the view or its
  *       reuse slot.</li>
  * </ol>
@@ -65,6 +66,10 @@ public final class KvSwapLayer implements LayerFetcher {
     private final int half;
     private final int stride;
     private final int groupBytes;
+    /** Head groups each group is stored in ({@link GroupLayout#shards()}; 1: token-striped). */
+    private final int shards;
+    /** Bytes of one reuse slot: a whole group, token-striped ({@code [K of G | V of G]}) whatever the layout. */
+    private final int slotBytes;
     private final boolean checksums;
     private final EntryVerifier verifier;
 
@@ -85,6 +90,8 @@ public final class KvSwapLayer implements LayerFetcher {
     private int[] selected;
     private int[] requested;
     private int[] missGroups;
+    /** The misses' stored keys (each group's head groups when sharded), what the scheduler plans. */
+    private int[] missKeys;
     private int[] missSlot; // reuse slot of group g's miss this step (valid where missStamp[g] == generation)
     private int[] missStamp;
     private final ViewRows viewRows = new ViewRows();
@@ -115,6 +122,8 @@ public final class KvSwapLayer implements LayerFetcher {
         this.half = shape.halfEntryBytes();
         this.stride = layout.stride();
         this.groupBytes = layout.groupBytes();
+        this.shards = layout.shards();
+        this.slotBytes = shards == 1 ? stride : groupBytes;
         this.verifier = new EntryVerifier(store, layers.checksum(), sequence.id());
         this.checksums = verifier.enabled();
         this.reads = new StagedReads(store, layers.alignment());
@@ -136,7 +145,7 @@ public final class KvSwapLayer implements LayerFetcher {
             int m = groupsFor(tokens);
             int slots = reuseGroups < 0 ? m : reuseGroups == 0 ? 0 : Math.max(reuseGroups, m);
             if (slots > 0) {
-                reuseUnits = new UnitSlots(store.elastic(), stride);
+                reuseUnits = new UnitSlots(store.elastic(), slotBytes);
                 resizeReuse((int) ((slots + (long) reuseUnits.perUnit() - 1) / reuseUnits.perUnit()));
             }
         } catch (RuntimeException e) {
@@ -153,6 +162,7 @@ public final class KvSwapLayer implements LayerFetcher {
         this.selected = new int[cap];
         this.requested = new int[cap];
         this.missGroups = new int[cap];
+        this.missKeys = new int[cap * shards];
         this.missSlot = new int[groups];
         this.missStamp = new int[groups];
         // As Swarm's maintenance: batches of about a block, written off the fetch path; OFF keeps tokens in DRAM.
@@ -209,6 +219,7 @@ public final class KvSwapLayer implements LayerFetcher {
             selected = new int[want];
             requested = new int[want];
             missGroups = new int[want];
+            missKeys = new int[want * shards];
         }
         int m = predictor.selectGroups(query, want, selected);
         counters.unitsSelected += m;
@@ -285,7 +296,16 @@ public final class KvSwapLayer implements LayerFetcher {
         if (misses == 0) {
             return;
         }
-        scheduler.plan(missGroups, misses, layout, null);
+        if (shards == 1) {
+            scheduler.plan(missGroups, misses, layout, null);
+        } else {
+            for (int i = 0; i < misses; i++) {
+                for (int s = 0; s < shards; s++) {
+                    missKeys[i * shards + s] = missGroups[i] * shards + s; // every device reads its heads of the group
+                }
+            }
+            scheduler.plan(missKeys, misses * shards, layout, null);
+        }
         reads.fill(scheduler);
     }
 
@@ -321,16 +341,54 @@ public final class KvSwapLayer implements LayerFetcher {
         int n = sched.runEntries(r);
         counters.countRead(reads.length(r));
         for (int k = 0; k < n; k++) {
-            int grp = planned[first + k];
+            int key = planned[first + k];
+            int grp = key / shards;
             long at = reads.at(r) + (long) k * stride;
             if (checksums) {
-                verify(grp, dev, at);
+                verify(key, dev, at);
             }
-            counters.tokensFetched += putGroup(landingView, grp, mem, at);
-            if (missStamp[grp] == gen && missSlot[grp] >= 0) {
-                int s = missSlot[grp];
-                MemorySegment.copy(mem, at, reuseUnits.segment(s), reuseUnits.offset(s), groupBytes);
+            boolean toSlot = missStamp[grp] == gen && missSlot[grp] >= 0;
+            if (shards == 1) {
+                counters.tokensFetched += putGroup(landingView, grp, mem, at);
+                if (toSlot) {
+                    int s = missSlot[grp];
+                    MemorySegment.copy(mem, at, reuseUnits.segment(s), reuseUnits.offset(s), groupBytes);
+                }
+            } else {
+                int shard = key % shards;
+                int n0 = putGroupShard(landingView, grp, shard, mem, at);
+                if (shard == 0) {
+                    counters.tokensFetched += n0; // a token counts once, not once per head group
+                }
+                if (toSlot) {
+                    int s = missSlot[grp];
+                    shardToSlot(shard, mem, at, reuseUnits.segment(s), reuseUnits.offset(s));
+                }
             }
+        }
+    }
+
+    /** Head group {@code shard} of the group's tokens that DRAM's window does not hold into their rows; returns how many. */
+    private int putGroupShard(ViewBuffer view, int grp, int shard, MemorySegment src, long at) {
+        int first = grp * g;
+        long part = half / shards;
+        int n = 0;
+        for (int i = 0; i < g; i++) {
+            int t = first + i;
+            if (!window.contains(t)) {
+                view.putShard(viewRows.row(t), t, shard, shards, src, at + i * part, src, at + (g + i) * part);
+                n++;
+            }
+        }
+        return n;
+    }
+
+    /** Head group {@code shard} of a group into its place in a token-striped reuse slot ({@code [K of G | V of G]}). */
+    private void shardToSlot(int shard, MemorySegment src, long at, MemorySegment slot, long slotAt) {
+        long part = half / shards;
+        for (int i = 0; i < g; i++) {
+            MemorySegment.copy(src, at + i * part, slot, slotAt + (long) i * half + shard * part, part);
+            MemorySegment.copy(src, at + (g + i) * part, slot, slotAt + (long) (g + i) * half + shard * part, part);
         }
     }
 
@@ -348,10 +406,13 @@ public final class KvSwapLayer implements LayerFetcher {
         return n;
     }
 
-    private void verify(int grp, int dev, long at) {
-        int actual = reads.checksum(verifier.checksum(), EntryChecksum.Kind.GROUP, layer, grp * g, at, groupBytes);
-        if (actual != layout.groupCrc(grp)) {
-            throw verifier.failure(dev, layer, grp * g, grp * g + g, layout.groupCrc(grp), actual);
+    /** Checks stored key {@code key} (a group, or a head group of one) against its checksum. */
+    private void verify(int key, int dev, long at) {
+        int grp = key / shards;
+        int actual = reads.checksum(verifier.checksum(), layout.checksumKind(), layer, layout.checksumPosition(key), at,
+                layout.storedBytes());
+        if (actual != layout.groupCrc(key)) {
+            throw verifier.failure(dev, layer, grp * g, grp * g + g, layout.groupCrc(key), actual);
         }
         verifier.verified();
     }
@@ -394,8 +455,8 @@ public final class KvSwapLayer implements LayerFetcher {
     /**
      * The rolling buffer's flush [KVSwap §3.4.1]: once at least {@link #rollTokens} tokens of
      * whole groups past the stored ones have left the local window, writes them group-major (group g
-     * on SSD {@code g mod N}, continuing the round-robin) from the window's DRAM copy, extends the
-     * sequence's layout and slides the window to the new end of the groups. Reuse slots keep their
+     * on SSD {@code g mod N}, continuing the round-robin; head-sharded, its head groups where
+     * {@code HeadShards} puts them) from the window's DRAM copy, extends the sequence's layout and slides the window to the new end of the groups. Reuse slots keep their
      * group ids (old groups keep theirs; new ids were never cached), and the compressed K cache
      * already holds the new groups, so the predictor can pick them at once; they are fetched like any
      * other stored group. Runs between steps (the decoder refuses appends with this layer's fetch in
@@ -415,7 +476,7 @@ public final class KvSwapLayer implements LayerFetcher {
         GroupLayouts.of(layers).extend(layer, grown);
         layout = grown;
         int groups = grown.groupCount();
-        if (missSlot.length < groups) {
+        if (missSlot.length < groups) { // indexed by group, not stored key
             int n = Math.max(groups, missSlot.length + (missSlot.length >> 1));
             missSlot = Arrays.copyOf(missSlot, n);
             missStamp = Arrays.copyOf(missStamp, n);

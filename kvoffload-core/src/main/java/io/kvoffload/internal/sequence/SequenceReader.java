@@ -196,9 +196,10 @@ public final class SequenceReader {
     }
 
     /**
-     * Reads grouped tokens: each distinct group once (one aligned read of its stride), up to
-     * {@value #IO_BATCH} groups per submission; each group is checked against its CRC32C, then its
-     * tokens are copied to every output index that asked for them.
+     * Reads grouped tokens: each distinct group once (one aligned read of its stride, or one per head
+     * group of a head-sharded layout), up to {@value #IO_BATCH} reads per submission; each stored key
+     * is checked against its CRC32C, then its tokens (or their heads of its head group) are copied to
+     * every output index that asked for them.
      */
     private void gatherGrouped(int layer, GroupLayout gl, int[] positions, int m, MemorySegment keysOut,
             MemorySegment valuesOut) {
@@ -211,21 +212,28 @@ public final class SequenceReader {
         Arrays.sort(order);
         int g = gl.groupSize();
         int stride = gl.stride();
-        int data = gl.groupBytes();
+        int data = gl.storedBytes();
+        int shards = gl.shards();
+        long part = half / shards; // K (or V) bytes of one token in one stored key
+        int perBatch = Math.max(IO_BATCH, shards);
         IoBatch batch = readBatch();
-        DramSlot staging = store.dram().acquire((long) IO_BATCH * stride);
-        int[] groupAt = new int[IO_BATCH];
-        int[] firstAt = new int[IO_BATCH];
+        DramSlot staging = store.dram().acquire((long) perBatch * stride);
+        int[] groupAt = new int[perBatch];
+        int[] firstAt = new int[perBatch];
         try {
             MemorySegment mem = staging.segment();
             int q = 0;
             while (q < m) {
-                int n = 0;
-                while (q < m && n < IO_BATCH) {
+                int n = 0; // groups in this submission, each read as its `shards` keys
+                while (q < m && (n + 1) * shards <= perBatch) {
                     int grp = (int) (order[q] >>> 32) / g;
                     groupAt[n] = grp;
                     firstAt[n] = q;
-                    batch.addRead(gl.groupDevice(grp), gl.groupOffset(grp), mem, (long) n * stride, stride, grp);
+                    for (int s = 0; s < shards; s++) {
+                        int key = grp * shards + s;
+                        batch.addRead(gl.groupDevice(key), gl.groupOffset(key), mem, (long) (n * shards + s) * stride,
+                                stride, key);
+                    }
                     n++;
                     while (q < m && (int) (order[q] >>> 32) / g == grp) {
                         q++;
@@ -238,23 +246,26 @@ public final class SequenceReader {
                 }
                 for (int i = 0; i < n; i++) {
                     int grp = groupAt[i];
-                    long base = (long) i * stride;
-                    if (verifier.enabled()) {
-                        int actual = verifier.compute(EntryChecksum.Kind.GROUP, layer, grp * g,
-                                mem.asSlice(base, data).asByteBuffer());
-                        if (actual != gl.groupCrc(grp)) {
-                            throw verifier.failure(gl.groupDevice(grp), layer, grp * g, grp * g + g, gl.groupCrc(grp),
-                                    actual);
+                    for (int s = 0; s < shards; s++) {
+                        int key = grp * shards + s;
+                        long base = (long) (i * shards + s) * stride;
+                        if (verifier.enabled()) {
+                            int actual = verifier.compute(gl.checksumKind(), layer, gl.checksumPosition(key),
+                                    mem.asSlice(base, data).asByteBuffer());
+                            if (actual != gl.groupCrc(key)) {
+                                throw verifier.failure(gl.groupDevice(key), layer, grp * g, grp * g + g, gl.groupCrc(key),
+                                        actual);
+                            }
+                            verifier.verified();
                         }
-                        verifier.verified();
-                    }
-                    int end = i + 1 < n ? firstAt[i + 1] : q;
-                    for (int k = firstAt[i]; k < end; k++) {
-                        int idx = (int) order[k];
-                        int inGroup = (int) (order[k] >>> 32) - grp * g;
-                        MemorySegment.copy(mem, base + (long) inGroup * half, keysOut, (long) idx * half, half);
-                        MemorySegment.copy(mem, base + (long) (g + inGroup) * half, valuesOut, (long) idx * half,
-                                half);
+                        int end = i + 1 < n ? firstAt[i + 1] : q;
+                        for (int k = firstAt[i]; k < end; k++) {
+                            int idx = (int) order[k];
+                            int inGroup = (int) (order[k] >>> 32) - grp * g;
+                            long dst = (long) idx * half + s * part; // the key's heads' place in the row
+                            MemorySegment.copy(mem, base + inGroup * part, keysOut, dst, part);
+                            MemorySegment.copy(mem, base + (g + inGroup) * part, valuesOut, dst, part);
+                        }
                     }
                 }
             }

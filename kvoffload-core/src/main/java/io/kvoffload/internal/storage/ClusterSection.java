@@ -37,15 +37,11 @@ final class ClusterSection {
 
     /** The version {@code c} is written as: 4 when it is head-sharded, else 3. */
     static int versionFor(ClusterLayout c) {
-        return c.shards > 1 ? VERSION : STRIPED_VERSION;
+        return ManifestCodec.sectionVersion(c.shards, STRIPED_VERSION, VERSION);
     }
 
     static void write(DataOutputStream out, ClusterLayout c, int version) throws IOException {
-        if (c.shards > 1 && version < VERSION) {
-            throw new IllegalStateException("a head-sharded cluster layout needs section version " + VERSION
-                    + "; this manifest format writes " + version + " (a sequence from a manifest before version 6"
-                    + " cannot be laid out head-sharded)");
-        }
+        ManifestCodec.checkShardedVersion("cluster", c.shards, version, VERSION);
         out.writeInt(c.clusteredTokens);
         out.writeDouble(c.tau);
         out.writeInt(c.coActivationClusters);

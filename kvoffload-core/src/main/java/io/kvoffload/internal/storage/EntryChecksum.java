@@ -46,7 +46,12 @@ public final class EntryChecksum {
          * One head group's shard of a cluster entry ({@link HeadShards}; its key
          * {@code token × shards + group} as the position).
          */
-        SHARD(5);
+        SHARD(5),
+        /**
+         * One head group's shard of a KVSwap group ({@link HeadShards}; its key
+         * {@code group × shards + head group} as the position, its data bytes without padding).
+         */
+        GROUP_SHARD(6);
 
         final int tag;
 

@@ -16,15 +16,27 @@ import io.kvoffload.internal.sched.BucketScheduler;
  * layer stay in the block layout (and, while decoding, in DRAM: the grouping strategy's rolling
  * buffer, whose full groups {@link GroupLayoutWriter#append} later adds in new segments, giving a
  * new layout). The layout also holds the strategy's {@link GroupState} (the predictor that chooses
- * groups), opaque to the store. Immutable; as a
- * {@link BucketScheduler.Replicas} its unit is a group (one copy, {@link #stride()} bytes).
+ * groups), opaque to the store.
+ *
+ * <p>Head-sharded ({@link io.kvoffload.Placement#HEAD_SHARDED}, {@link HeadShards}): each group is
+ * stored as {@code S} <em>keys</em>, key {@code group × S + s} holding head group {@code s} of the
+ * group's tokens ({@code [K of their heads in group s | V of them]}), each on the device
+ * {@link HeadShards#device} gives it, so a group's read is one read on each of {@code S} devices,
+ * each serving whole heads; each key carries its own checksum
+ * ({@link EntryChecksum.Kind#GROUP_SHARD}). Immutable; as a {@link BucketScheduler.Replicas} its
+ * unit is a stored key (a group, or a head group of one; one copy, {@link #stride()} bytes).
  */
 public final class GroupLayout extends SegmentedLayout implements BucketScheduler.Replicas {
     final int groupedTokens;
     final int groupSize;
     final int entryBytes;
     final int stride;
-    /** Segment of each group; a segment's groups sit in ascending group order at consecutive strides. */
+    /** Head groups each group is stored in ({@link HeadShards}): 1 for a token-striped layout. */
+    final int shards;
+    /**
+     * Segment of each stored key (the group, or {@code group × shards + head group} when sharded); a
+     * segment's keys sit in ascending key order at consecutive strides.
+     */
     final int[] groupSeg;
     final int[] groupCrc;
     final GroupState state;
@@ -33,22 +45,39 @@ public final class GroupLayout extends SegmentedLayout implements BucketSchedule
 
     GroupLayout(int groupedTokens, int groupSize, int entryBytes, int stride, int[] segDevice, long[] segOffset,
             int[] segLength, int[] groupSeg, int[] groupCrc, GroupState state) {
+        this(groupedTokens, groupSize, entryBytes, stride, segDevice, segOffset, segLength, groupSeg, groupCrc, state, 1);
+    }
+
+    /**
+     * A layout of {@code shards} head groups per group ({@link HeadShards}): stored key
+     * {@code group × shards + s} holds head group {@code s} of the group's tokens,
+     * {@code [K of their group-s heads | V of them]} ({@code G × entryBytes / shards} bytes), padded to
+     * {@code stride}; {@code groupSeg} and {@code groupCrc} are per stored key.
+     */
+    GroupLayout(int groupedTokens, int groupSize, int entryBytes, int stride, int[] segDevice, long[] segOffset,
+            int[] segLength, int[] groupSeg, int[] groupCrc, GroupState state, int shards) {
         super(segDevice, segOffset, segLength);
         if (groupSize < 1 || groupSize > 4096 || groupedTokens < groupSize || groupedTokens % groupSize != 0) {
             throw new IllegalArgumentException("group layout of " + groupedTokens + " tokens in groups of " + groupSize
                     + ": allowed groupSize 1..4096 and a positive whole number of groups");
         }
-        long data = (long) groupSize * entryBytes;
+        if (shards < 1 || shards > 0xFFFF || entryBytes % (2 * shards) != 0) {
+            throw new IllegalArgumentException("group layout of " + shards + " head groups cannot cut entries of "
+                    + entryBytes + " bytes; allowed: 1..65535 head groups dividing each entry's K and V");
+        }
+        long data = (long) groupSize * entryBytes / shards;
         if (entryBytes < 2 || stride < data || stride > Integer.MAX_VALUE / 2) {
             throw new IllegalArgumentException("group stride " + stride + " cannot hold " + groupSize + " entries of "
-                    + entryBytes + " bytes");
+                    + entryBytes + " bytes" + (shards > 1 ? " in " + shards + " head groups" : ""));
         }
         int groups = groupedTokens / groupSize;
+        int keys = Math.multiplyExact(groups, shards);
         int segs = segDevice.length;
-        if (segOffset.length != segs || segLength.length != segs || groupSeg.length != groups
-                || groupCrc.length != groups) {
+        if (segOffset.length != segs || segLength.length != segs || groupSeg.length != keys
+                || groupCrc.length != keys) {
             throw new IllegalArgumentException("group layout arrays are inconsistent: " + segs + " segments, "
-                    + groups + " groups, " + groupSeg.length + " group segments, " + groupCrc.length + " checksums");
+                    + groups + " groups of " + shards + " head groups, " + groupSeg.length + " group segments, "
+                    + groupCrc.length + " checksums");
         }
         if (state == null) {
             throw new IllegalArgumentException("group layout needs its strategy's state");
@@ -58,12 +87,13 @@ public final class GroupLayout extends SegmentedLayout implements BucketSchedule
         this.groupSize = groupSize;
         this.entryBytes = entryBytes;
         this.stride = stride;
+        this.shards = shards;
         this.groupSeg = groupSeg;
         this.groupCrc = groupCrc;
         this.state = state;
-        this.groupOffset = new long[groups];
+        this.groupOffset = new long[keys];
         int[] used = new int[segs];
-        for (int g = 0; g < groups; g++) {
+        for (int g = 0; g < keys; g++) {
             int s = groupSeg[g];
             if (s < 0 || s >= segs) {
                 throw new IllegalArgumentException("group " + g + " names segment " + s + "; allowed: 0.." + (segs - 1));
@@ -89,6 +119,16 @@ public final class GroupLayout extends SegmentedLayout implements BucketSchedule
     }
 
     public int groupCount() {
+        return groupSeg.length / shards;
+    }
+
+    /** Head groups each group is stored in (1: token-striped, each stored key a whole group). */
+    public int shards() {
+        return shards;
+    }
+
+    /** Stored keys: {@code groupCount() × shards()}; key {@code k} holds head group {@code k mod shards()} of group {@code k / shards()}. */
+    public int keyCount() {
         return groupSeg.length;
     }
 
@@ -97,9 +137,32 @@ public final class GroupLayout extends SegmentedLayout implements BucketSchedule
         return groupSize * entryBytes;
     }
 
-    /** Bytes between consecutive groups of a segment (the data padded to the alignment). */
+    /** Data bytes of one stored key: the whole group, or one head group's shard of it. */
+    public int storedBytes() {
+        return groupSize * entryBytes / shards;
+    }
+
+    /** Bytes between consecutive stored keys of a segment (their data padded to the alignment). */
     public int stride() {
         return stride;
+    }
+
+    /** How this layout's stored keys are checksummed: whole groups, or head-group shards of them. */
+    public EntryChecksum.Kind checksumKind() {
+        return checksumKind(shards);
+    }
+
+    static EntryChecksum.Kind checksumKind(int shards) {
+        return shards == 1 ? EntryChecksum.Kind.GROUP : EntryChecksum.Kind.GROUP_SHARD;
+    }
+
+    /** The position stored key {@code key}'s checksum is seeded with: the group's first token, or the key when sharded. */
+    public int checksumPosition(int key) {
+        return checksumPosition(key, groupSize, shards);
+    }
+
+    static int checksumPosition(int key, int groupSize, int shards) {
+        return shards == 1 ? key * groupSize : key;
     }
 
     /** What the grouping strategy keeps with the layout (its predictor). */
@@ -107,19 +170,20 @@ public final class GroupLayout extends SegmentedLayout implements BucketSchedule
         return state;
     }
 
-    public int groupDevice(int group) {
-        return segDevice[groupSeg[group]];
+    /** The device of stored key {@code key} (the group itself when not sharded). */
+    public int groupDevice(int key) {
+        return segDevice[groupSeg[key]];
     }
 
-    public long groupOffset(int group) {
-        return groupOffset[group];
+    public long groupOffset(int key) {
+        return groupOffset[key];
     }
 
-    public int groupCrc(int group) {
-        return groupCrc[group];
+    public int groupCrc(int key) {
+        return groupCrc[key];
     }
 
-    // ---- BucketScheduler.Replicas over groups: one copy each ----
+    // ---- BucketScheduler.Replicas over stored keys: one copy each ----
 
     @Override
     public int count(int group) {
@@ -143,7 +207,7 @@ public final class GroupLayout extends SegmentedLayout implements BucketSchedule
      */
     public boolean extendsLayout(GroupLayout older) {
         if (older.groupSize != groupSize || older.stride != stride || older.entryBytes != entryBytes
-                || older.state != state || older.groupedTokens > groupedTokens
+                || older.shards != shards || older.state != state || older.groupedTokens > groupedTokens
                 || older.segDevice.length > segDevice.length) {
             return false;
         }
@@ -168,7 +232,7 @@ public final class GroupLayout extends SegmentedLayout implements BucketSchedule
             dev[s] = map[segDevice[s]];
         }
         return new GroupLayout(groupedTokens, groupSize, entryBytes, stride, dev, segOffset, segLength, groupSeg,
-                groupCrc, state);
+                groupCrc, state, shards);
     }
 
     /** DRAM held by this layout's tables and state, in bytes. */

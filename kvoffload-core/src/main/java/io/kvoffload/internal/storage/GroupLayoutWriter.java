@@ -13,6 +13,9 @@ import java.util.zip.CRC32C;
  * current layout, each group is rearranged to {@code [K of G | V of G]} with its {@link EntryChecksum}, and each
  * device's share of the round is written as one extent (a segment of R groups). Group g goes to
  * device {@code g mod devices} (round-robin, so consecutive groups are read from different SSDs).
+ * Under {@link io.kvoffload.Placement#HEAD_SHARDED} each group is written as {@code S} head-group
+ * keys ({@link GroupLayout}), head group {@code s} of group {@code g} on
+ * {@link HeadShards#device}{@code (}{@link HeadShards#rotation rotation(layer, g)}{@code , s)}.
  * Offline work: it may allocate.
  */
 public final class GroupLayoutWriter {
@@ -42,7 +45,9 @@ public final class GroupLayoutWriter {
         }
         int entry = shape.entryBytes();
         int alignment = store.devices().stream().mapToInt(DevicePool::alignment).max().orElse(4096);
-        long data = (long) groupSize * entry;
+        // Sequences from manifests before identity checksums keep their format: token-striped.
+        int shards = checksum.salted() ? HeadShards.shards(store.config().placement(), shape, store.devices().size()) : 1;
+        long data = (long) groupSize * entry / shards;
         long strideLong = Checks.alignUp(data, alignment);
         if (strideLong > MAX_SEGMENT_BYTES) {
             throw new IllegalArgumentException("groupSize = " + groupSize + " makes groups of " + data + " bytes;"
@@ -50,9 +55,9 @@ public final class GroupLayoutWriter {
         }
         int stride = (int) strideLong;
         int groups = groupedTokens / groupSize;
-        Segments out = new Segments(0, groups, maxSegments(store, groupSize, stride, groups));
-        writeRange(store, owner, checksum, layer, shape, groupSize, stride, 0, groups, source, out);
-        return out.layout(groupedTokens, groupSize, entry, stride, state);
+        Segments out = new Segments(0, groups, shards, maxSegments(store, groupSize, stride, shards, groups));
+        writeRange(store, owner, checksum, layer, shape, groupSize, stride, shards, 0, groups, source, out);
+        return out.layout(groupedTokens, groupSize, entry, stride, state, shards);
     }
 
     /**
@@ -83,21 +88,26 @@ public final class GroupLayoutWriter {
         }
         int first = old.groupCount();
         int groups = groupedTokens / g;
-        Segments out = new Segments(first, groups, maxSegments(store, g, old.stride, groups - first));
-        writeRange(store, owner, checksum, layer, shape, g, old.stride, first, groups, source, out);
+        Segments out = new Segments(first, groups, old.shards, maxSegments(store, g, old.stride, old.shards,
+                groups - first));
+        writeRange(store, owner, checksum, layer, shape, g, old.stride, old.shards, first, groups, source, out);
         return out.appendTo(old, groupedTokens);
     }
 
     /** Most segments {@link #writeRange} can create for {@code groups} groups: one per device and round. */
-    private static int maxSegments(Store store, int groupSize, int stride, int groups) {
+    private static int maxSegments(Store store, int groupSize, int stride, int shards, int groups) {
         int devices = store.devices().size();
-        int roundGroups = perDevice(groupSize, stride, devices) * devices;
+        int roundGroups = perDevice(groupSize, stride, shards, devices) * devices;
         return ((groups + roundGroups - 1) / roundGroups + 1) * devices;
     }
 
-    /** R groups per device and round: bounded by the round's tokens and the segment size. */
-    private static int perDevice(int groupSize, int stride, int devices) {
-        return (int) Math.max(1, Math.min(MAX_SEGMENT_BYTES / stride, ROUND_TOKENS / ((long) groupSize * devices)));
+    /**
+     * R groups per device and round: bounded by the round's tokens and the segment size (a device
+     * holds R whole groups' worth of keys a round: R groups, or R × S head groups when sharded).
+     */
+    private static int perDevice(int groupSize, int stride, int shards, int devices) {
+        return (int) Math.max(1, Math.min(MAX_SEGMENT_BYTES / ((long) stride * shards),
+                ROUND_TOKENS / ((long) groupSize * devices)));
     }
 
     /** New segments and the per-group tables of groups {@code [first, end)}, filled by {@link #writeRange}. */
@@ -110,18 +120,18 @@ public final class GroupLayoutWriter {
         final int[] groupSeg; // relative to this batch's first segment
         final int[] groupCrc;
 
-        Segments(int first, int end, int maxSegs) {
-            this.first = first;
+        Segments(int first, int end, int shards, int maxSegs) {
+            this.first = first * shards; // the first stored key
             segDevice = new int[maxSegs];
             segOffset = new long[maxSegs];
             segLength = new int[maxSegs];
-            groupSeg = new int[end - first];
-            groupCrc = new int[end - first];
+            groupSeg = new int[(end - first) * shards];
+            groupCrc = new int[(end - first) * shards];
         }
 
-        GroupLayout layout(int groupedTokens, int groupSize, int entry, int stride, GroupState state) {
+        GroupLayout layout(int groupedTokens, int groupSize, int entry, int stride, GroupState state, int shards) {
             return new GroupLayout(groupedTokens, groupSize, entry, stride, Arrays.copyOf(segDevice, segs),
-                    Arrays.copyOf(segOffset, segs), Arrays.copyOf(segLength, segs), groupSeg, groupCrc, state);
+                    Arrays.copyOf(segOffset, segs), Arrays.copyOf(segLength, segs), groupSeg, groupCrc, state, shards);
         }
 
         GroupLayout appendTo(GroupLayout old, int groupedTokens) {
@@ -139,21 +149,23 @@ public final class GroupLayoutWriter {
             }
             System.arraycopy(groupCrc, 0, crc, first, groupCrc.length);
             return new GroupLayout(groupedTokens, old.groupSize, old.entryBytes, old.stride, dev, off, len, seg, crc,
-                    old.state);
+                    old.state, old.shards);
         }
     }
 
     /**
      * Writes groups {@code [g0, g1)} a round at a time: each round's tokens are gathered once, and
-     * each device's share of the round (its groups {@code g ≡ d mod devices}, ascending) becomes one
-     * segment. Frees the segments it allocated if it fails.
+     * each device's share of the round (its stored keys, ascending: groups {@code g ≡ d mod devices},
+     * or the head groups {@link HeadShards#device} puts there) becomes one segment. Frees the
+     * segments it allocated if it fails.
      */
     private static void writeRange(Store store, String owner, EntryChecksum checksum, int layer, KvShape shape,
-            int groupSize, int stride, int g0, int g1, ClusterLayoutWriter.Source source, Segments out) {
+            int groupSize, int stride, int shards, int g0, int g1, ClusterLayoutWriter.Source source, Segments out) {
         int devices = store.devices().size();
         int half = shape.halfEntryBytes();
-        long data = (long) groupSize * shape.entryBytes();
-        int roundGroups = perDevice(groupSize, stride, devices) * devices;
+        long data = (long) groupSize * shape.entryBytes() / shards;
+        int roundGroups = perDevice(groupSize, stride, shards, devices) * devices;
+        EntryChecksum.Kind kind = GroupLayout.checksumKind(shards);
         CRC32C crc = new CRC32C();
         try (ExtentBatchWriter w = new ExtentBatchWriter(store, owner, Math.max(devices, 1))) {
             for (int r0 = g0; r0 < g1; r0 += roundGroups) {
@@ -164,41 +176,47 @@ public final class GroupLayoutWriter {
                 for (int i = 0; i < n; i++) {
                     positions[i] = t0 + i;
                 }
+                int k0 = r0 * shards;
+                int k1 = r1 * shards;
+                int[] keyDevice = new int[k1 - k0];
+                int[] perDevice = new int[devices];
+                for (int k = k0; k < k1; k++) {
+                    int g = k / shards;
+                    // Unsharded: group g on device g mod devices, wherever the range starts.
+                    keyDevice[k - k0] = shards == 1 ? g % devices
+                            : HeadShards.device(HeadShards.rotation(layer, g, devices), k % shards, shards, devices);
+                    perDevice[keyDevice[k - k0]]++;
+                }
                 try (Arena arena = Arena.ofConfined()) {
                     MemorySegment keys = arena.allocate((long) n * half, 64);
                     MemorySegment values = arena.allocate((long) n * half, 64);
                     source.read(positions, keys, values);
                     for (int d = 0; d < devices; d++) {
-                        // Group g goes to device g mod devices, wherever the range starts.
-                        int firstOfDevice = r0 + Math.floorMod(d - r0, devices);
-                        int count = 0;
-                        for (int g = firstOfDevice; g < r1; g += devices) {
-                            count++;
-                        }
-                        if (count == 0) {
+                        if (perDevice[d] == 0) {
                             continue;
                         }
-                        long len = (long) count * stride;
+                        long len = (long) perDevice[d] * stride;
                         long packed = w.allocate(d, len);
                         int s = out.segs++;
                         out.segDevice[s] = Store.packedDevice(packed); // a full device hands the share to another one
                         out.segOffset[s] = Store.packedOffset(packed);
                         out.segLength[s] = (int) len;
                         MemorySegment dst = w.stage(len);
-                        int k = 0;
-                        for (int g = firstOfDevice; g < r1; g += devices, k++) {
-                            long at = (long) k * stride;
-                            int src = (g - r0) * groupSize;
-                            // [K of G tokens | V of G tokens]: one read serves the whole group.
-                            MemorySegment.copy(keys, (long) src * half, dst, at, (long) groupSize * half);
-                            MemorySegment.copy(values, (long) src * half, dst, at + (long) groupSize * half,
-                                    (long) groupSize * half);
+                        long at = 0;
+                        for (int k = k0; k < k1; k++) {
+                            if (keyDevice[k - k0] != d) {
+                                continue;
+                            }
+                            long src = (long) (k / shards - r0) * groupSize * half;
+                            // [K of G tokens | V of G tokens] (of the key's heads): one read serves the whole key.
+                            HeadShards.extractGroup(keys, src, values, src, half, groupSize, k % shards, shards, dst, at);
                             if (stride > data) {
                                 dst.asSlice(at + data, stride - data).fill((byte) 0);
                             }
-                            out.groupCrc[g - out.first] = checksum.compute(crc, EntryChecksum.Kind.GROUP, layer,
-                                    g * groupSize, dst.asSlice(at, data).asByteBuffer());
-                            out.groupSeg[g - out.first] = s;
+                            out.groupCrc[k - out.first] = checksum.compute(crc, kind, layer,
+                                    GroupLayout.checksumPosition(k, groupSize, shards), dst.asSlice(at, data).asByteBuffer());
+                            out.groupSeg[k - out.first] = s;
+                            at += stride;
                         }
                         w.write(out.segDevice[s], out.segOffset[s], dst.asSlice(0, len), s);
                     }

@@ -7,25 +7,40 @@ import java.nio.ByteBuffer;
 
 /**
  * A layer's group layout in a manifest (groups of G tokens stored {@code [K of G | V of G]}),
- * section {@value #NAME}, version 1:
+ * section {@value #NAME}, versions 1 and 2:
  *
  * <pre>
  * u32 groupedTokens, u32 groupSize, u32 stride,
+ * (version 2) u16 shards: head groups per group ({@link HeadShards}, 2..kvHeads, dividing kvHeads),
  * u32 nSegments, then per segment: u16 device, i64 offset, u32 length;
- * u32 nGroups (= groupedTokens / groupSize), then per group: u32 segment, i32 crc32c;
+ * u32 nGroups (stored keys: groupedTokens / groupSize × shards), then per key: u32 segment, i32 crc32c;
  * u32 stateBytes, the grouping strategy's {@link GroupState} in its own checksummed form
  * </pre>
+ *
+ * A token-striped layout (one key per group) is still written as version 1, which builds before
+ * head sharding read; only a head-sharded one is version 2.
  */
 final class GroupSection {
     static final String NAME = "groups";
-    static final int VERSION = 1;
+    static final int VERSION = 2;
+    /** The newest version without head groups: what a token-striped layout is written as. */
+    static final int STRIPED_VERSION = 1;
 
     private GroupSection() {}
 
-    static void write(DataOutputStream out, GroupLayout g) throws IOException {
+    /** The version {@code g} is written as: 2 when it is head-sharded, else 1. */
+    static int versionFor(GroupLayout g) {
+        return ManifestCodec.sectionVersion(g.shards, STRIPED_VERSION, VERSION);
+    }
+
+    static void write(DataOutputStream out, GroupLayout g, int version) throws IOException {
+        ManifestCodec.checkShardedVersion("group", g.shards, version, VERSION);
         out.writeInt(g.groupedTokens);
         out.writeInt(g.groupSize);
         out.writeInt(g.stride);
+        if (version >= 2) {
+            out.writeShort(g.shards);
+        }
         SegmentTables.write(out, g.segDevice, g.segOffset, g.segLength, g.groupSeg, g.groupCrc);
         byte[] a = g.state.encode();
         out.writeInt(a.length);
@@ -33,7 +48,7 @@ final class GroupSection {
     }
 
     /** Reads one layer's group section; every count is checked against the bytes left and the shape first. */
-    static GroupLayout read(ByteBuffer buf, int layer, KvShape shape, int nTok, int nDev) {
+    static GroupLayout read(ByteBuffer buf, int layer, KvShape shape, int nTok, int nDev, int version) {
         String where = "manifest layer " + layer + " group layout: ";
         int groupedTokens = buf.getInt();
         int groupSize = buf.getInt();
@@ -45,10 +60,15 @@ final class GroupSection {
                     + " a positive multiple of groupSize " + groupSize + " up to the sequence's " + nTok + " tokens");
         }
         int stride = buf.getInt();
-        long data = (long) groupSize * shape.entryBytes();
+        int shards = version >= 2 ? buf.getShort() & 0xFFFF : 1;
+        if (shards < 1 || shards > shape.kvHeads() || shape.kvHeads() % shards != 0) {
+            throw new IllegalArgumentException(where + "shards = " + shards + " is out of range; allowed: a divisor of"
+                    + " the " + shape.kvHeads() + " KV heads");
+        }
+        long data = (long) groupSize * shape.entryBytes() / shards;
         if (stride < data || stride > (data + (1 << 20))) {
             throw new IllegalArgumentException(where + "stride = " + stride + " is out of range; allowed: " + data + ".."
-                    + (data + (1 << 20)) + " (groupSize × entryBytes plus alignment padding)");
+                    + (data + (1 << 20)) + " (groupSize × entryBytes / shards plus alignment padding)");
         }
         SegmentTables.Segments table = SegmentTables.readSegments(buf, where, "group segments", nDev);
         int[] segDevice = table.device();
@@ -62,9 +82,9 @@ final class GroupSection {
             }
         }
         int groups = ManifestCodec.count(buf, "groups", 8);
-        if (groups != groupedTokens / groupSize) {
+        if (groups != groupedTokens / groupSize * shards) {
             throw new IllegalArgumentException(where + "nGroups = " + groups + " is out of range; allowed: exactly "
-                    + groupedTokens / groupSize + " (groupedTokens / groupSize)");
+                    + groupedTokens / groupSize * shards + " (groupedTokens / groupSize × shards)");
         }
         int[] groupSeg = new int[groups];
         int[] groupCrc = new int[groups];
@@ -88,7 +108,7 @@ final class GroupSection {
         }
         try {
             return new GroupLayout(groupedTokens, groupSize, shape.entryBytes(), stride, segDevice, segOffset,
-                    segLength, groupSeg, groupCrc, state);
+                    segLength, groupSeg, groupCrc, state, shards);
         } catch (IllegalArgumentException e) {
             throw new IllegalArgumentException(where + e.getMessage(), e);
         }
@@ -96,19 +116,22 @@ final class GroupSection {
 
     /** This layout's section kind, for {@link LayoutSections}. */
     static final SectionKind<GroupLayout> KIND = new SectionKind<>(
-            new SectionKind.Info(NAME, "group", SectionKind.Slot.ENTRIES, VERSION, VERSION, 4)) {
+            new SectionKind.Info(NAME, "group", SectionKind.Slot.ENTRIES, STRIPED_VERSION, VERSION, 4)) {
+        @Override int versionFor(GroupLayout g) { return GroupSection.versionFor(g); }
+        /** Manifest versions 4 and 5 hold token-striped group bodies. */
+        @Override int flaggedVersion(int manifestVersion) { return STRIPED_VERSION; }
         @Override GroupLayout[] layouts(Manifest m) { return m.groups(); }
         @Override int relaidTokens(GroupLayout g) { return g.groupedTokens(); }
         @Override int stride(GroupLayout g) { return g.stride(); }
 
         @Override
         void write(DataOutputStream out, GroupLayout g, int version) throws IOException {
-            GroupSection.write(out, g);
+            GroupSection.write(out, g, version);
         }
 
         @Override
         GroupLayout read(ByteBuffer body, Context at, int version) {
-            return GroupSection.read(body, at.layer(), at.shape(), at.tokens(), at.devices());
+            return GroupSection.read(body, at.layer(), at.shape(), at.tokens(), at.devices(), version);
         }
     };
 }

@@ -42,6 +42,20 @@ public final class HeadShards {
     }
 
     /**
+     * The rotation (device of head group 0) of unit {@code unit} of {@code layer} when no replica
+     * moves it: {@code (layer + unit) mod N}, so consecutive units (and the first units of
+     * consecutive layers) start one device further.
+     */
+    public static int rotation(int layer, int unit, int devices) {
+        return (int) (((long) layer + unit) % devices);
+    }
+
+    /** The head group KV head {@code head} of {@code kvHeads} is in, with {@code shards} groups. */
+    public static int shardOfHead(int head, int kvHeads, int shards) {
+        return head / (kvHeads / shards);
+    }
+
+    /**
      * Each unit's rotation (the device of its head group 0): unit {@code u} of {@code layer} starts
      * at {@code (layer + u) mod N}, unless a token it shares with an earlier unit (Swarm's replicas)
      * already has a copy at that rotation — then the next rotation free for all its shared tokens,
@@ -62,7 +76,7 @@ public final class HeadShards {
         // Rotations taken per replicated token (a bit each; beyond 64 devices collisions are not avoided).
         long[] taken = new long[tokens];
         for (int u = 0; u < members.length; u++) {
-            int start = (int) (((long) layer + u) % devices);
+            int start = rotation(layer, u, devices);
             int best = start;
             int bestCollisions = Integer.MAX_VALUE;
             for (int i = 0; i < Math.min(devices, 64) && bestCollisions > 0; i++) {
@@ -97,5 +111,21 @@ public final class HeadShards {
         long part = entryBytes / 2 / shards; // one shard's K (or V) bytes
         MemorySegment.copy(src, at + shard * part, dst, dstAt, part);
         MemorySegment.copy(src, at + entryBytes / 2 + shard * part, dst, dstAt + part, part);
+    }
+
+    /**
+     * Copies shard {@code shard} of {@code shards} of {@code tokens} tokens from their K rows at
+     * {@code keys[k0]} and V rows at {@code values[v0]} ({@code half} bytes a token, token after
+     * token) to {@code dst[dstAt]} as {@code [K of the group's heads of every token | their V]}: a
+     * KVSwap group's shard. With one shard it is the group's {@code [K of G | V of G]}.
+     */
+    public static void extractGroup(MemorySegment keys, long k0, MemorySegment values, long v0, int half, int tokens,
+            int shard, int shards, MemorySegment dst, long dstAt) {
+        long part = half / shards;
+        long vAt = dstAt + tokens * part;
+        for (int i = 0; i < tokens; i++) {
+            MemorySegment.copy(keys, k0 + (long) i * half + shard * part, dst, dstAt + i * part, part);
+            MemorySegment.copy(values, v0 + (long) i * half + shard * part, dst, vAt + i * part, part);
+        }
     }
 }

@@ -434,6 +434,24 @@ public final class ManifestCodec {
         layouts[LayoutSections.KINDS.indexOf(kind)][l] = layout;
     }
 
+
+    /**
+     * The section version a layout of {@code shards} head groups is written as: {@code sharded} when
+     * head-sharded, else {@code striped}, which builds from before head sharding still read.
+     */
+    static int sectionVersion(int shards, int striped, int sharded) {
+        return shards > 1 ? sharded : striped;
+    }
+
+    /** Refuses to write a head-sharded {@code what} layout in a section version before {@code sharded}. */
+    static void checkShardedVersion(String what, int shards, int version, int sharded) {
+        if (shards > 1 && version < sharded) {
+            throw new IllegalStateException("a head-sharded " + what + " layout needs section version " + sharded
+                    + "; this manifest format writes " + version + " (a sequence from a manifest before version 6"
+                    + " cannot be laid out head-sharded)");
+        }
+    }
+
     static int count(ByteBuffer buf, String what, int bytesEach) {
         int n = buf.getInt();
         if (n < 0 || (long) n * bytesEach > buf.remaining()) {

@@ -11,8 +11,13 @@ import io.kvoffload.internal.util.Checks;
  * carries its own {@link EntryChecksum} ({@link EntryChecksum.Kind#UNIT}, seeded with its index).
  * What a unit holds is the owning strategy's: the layout records only its {@link #owner()} name,
  * the {@link #version()} of its format and its opaque {@link #params()}, which the strategy reads
- * back when it opens the layer. Immutable; as a {@link BucketScheduler.Replicas} its unit is a unit
- * (one copy, {@link #stride()} bytes).
+ * back when it opens the layer.
+ *
+ * <p>Head-sharded ({@link io.kvoffload.Placement#HEAD_SHARDED}): a unit that holds one KV head's
+ * data (the source says which) belongs to that head's head group ({@link #unitShard}) and sits on
+ * the device {@link HeadShards#device} gives the group in its row, so each device serves whole
+ * heads; {@link #shards()} records the head groups. Immutable; as a {@link BucketScheduler.Replicas}
+ * its unit is a unit (one copy, {@link #stride()} bytes).
  */
 public final class UnitLayout extends SegmentedLayout implements BucketScheduler.Replicas {
     /** Largest {@link #params()}: the strategy's settings, not data. */
@@ -26,11 +31,42 @@ public final class UnitLayout extends SegmentedLayout implements BucketScheduler
     /** Segment of each unit; a segment's units sit in ascending unit order at consecutive strides. */
     final int[] unitSeg;
     final int[] unitCrc;
+    /** Head groups the layout's head units are placed by ({@link HeadShards}); 1: token-striped. */
+    final int shards;
+    /** Per unit, the head group it holds, or {@link #NO_SHARD} (several heads, placed by the source); null when {@code shards == 1}. */
+    final int[] unitShard;
     private final long[] unitOffset;
+
+    /** {@link #unitShard} of a unit that holds no single head group. */
+    public static final int NO_SHARD = -1;
 
     UnitLayout(String owner, int version, byte[] params, int unitBytes, int stride, int[] segDevice, long[] segOffset,
             int[] segLength, int[] unitSeg, int[] unitCrc) {
+        this(owner, version, params, unitBytes, stride, segDevice, segOffset, segLength, unitSeg, unitCrc, 1, null);
+    }
+
+    /**
+     * A layout whose units holding one KV head each were placed by head group: {@code unitShard[u]}
+     * is unit {@code u}'s head group ({@code 0..shards-1}) or {@link #NO_SHARD}; null (or
+     * {@code shards == 1}) for a token-striped layout.
+     */
+    UnitLayout(String owner, int version, byte[] params, int unitBytes, int stride, int[] segDevice, long[] segOffset,
+            int[] segLength, int[] unitSeg, int[] unitCrc, int shards, int[] unitShard) {
         super(segDevice, segOffset, segLength);
+        if (shards < 1 || shards > 0xFFFF || (shards > 1) != (unitShard != null)
+                || (unitShard != null && unitShard.length != unitSeg.length)) {
+            throw new IllegalArgumentException("unit layout of " + shards + " head groups has "
+                    + (unitShard == null ? "no" : unitShard.length) + " unit head groups for " + unitSeg.length
+                    + " units; allowed: 1..65535 head groups, one head group (or none) per unit when above 1");
+        }
+        for (int u = 0; unitShard != null && u < unitShard.length; u++) {
+            if (unitShard[u] < NO_SHARD || unitShard[u] >= shards) {
+                throw new IllegalArgumentException("unit " + u + " is in head group " + unitShard[u] + "; allowed: "
+                        + NO_SHARD + " (none) or 0.." + (shards - 1));
+            }
+        }
+        this.shards = shards;
+        this.unitShard = unitShard;
         Checks.notNull("owner", owner);
         if (owner.isEmpty() || owner.length() > 256) {
             throw new IllegalArgumentException("owner = \"" + owner + "\"; allowed: a strategy name of 1..256 characters");
@@ -114,6 +150,16 @@ public final class UnitLayout extends SegmentedLayout implements BucketScheduler
         return unitCrc[unit];
     }
 
+    /** Head groups the layout's head units were placed by (1: token-striped). */
+    public int shards() {
+        return shards;
+    }
+
+    /** The head group unit {@code unit} holds, or {@link #NO_SHARD} (always, when not head-sharded). */
+    public int unitShard(int unit) {
+        return unitShard == null ? NO_SHARD : unitShard[unit];
+    }
+
     @Override
     public int count(int unit) {
         return 1;
@@ -135,12 +181,14 @@ public final class UnitLayout extends SegmentedLayout implements BucketScheduler
         for (int s = 0; s < dev.length; s++) {
             dev[s] = map[segDevice[s]];
         }
-        return new UnitLayout(owner, version, params, unitBytes, stride, dev, segOffset, segLength, unitSeg, unitCrc);
+        return new UnitLayout(owner, version, params, unitBytes, stride, dev, segOffset, segLength, unitSeg, unitCrc,
+                shards, unitShard);
     }
 
     /** DRAM held by this layout's tables, in bytes. */
     public long memoryBytes() {
-        return 4L * (segDevice.length + segLength.length + unitSeg.length + unitCrc.length)
+        return 4L * (segDevice.length + segLength.length + unitSeg.length + unitCrc.length
+                + (unitShard == null ? 0 : unitShard.length))
                 + 8L * (segOffset.length + unitOffset.length) + params.length;
     }
 }

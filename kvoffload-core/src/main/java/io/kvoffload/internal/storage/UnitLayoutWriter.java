@@ -1,5 +1,6 @@
 package io.kvoffload.internal.storage;
 
+import io.kvoffload.KvShape;
 import io.kvoffload.internal.util.Checks;
 import java.lang.foreign.MemorySegment;
 import java.util.Arrays;
@@ -9,6 +10,9 @@ import java.util.zip.CRC32C;
  * Writes one layer's {@link UnitLayout}: each device's units (the device the source prefers for
  * each unit) in ascending unit order, back to back at the aligned stride, in segments of at most
  * 8 MiB, each unit filled by the source, zero-padded and checksummed ({@link EntryChecksum.Kind#UNIT}).
+ * Under {@link io.kvoffload.Placement#HEAD_SHARDED} a unit the source says holds one KV head goes
+ * instead where {@link HeadShards} puts that head's group in the unit's row:
+ * {@link HeadShards#device}{@code (}{@link HeadShards#rotation rotation(layer, row)}{@code , group)}.
  * All or nothing: if anything fails, every extent it allocated is freed ({@link ExtentBatchWriter}).
  * Offline work: it may allocate.
  */
@@ -23,6 +27,22 @@ public final class UnitLayoutWriter {
         /** The device unit {@code unit} should go to (taken modulo the device count). */
         int device(int unit);
 
+        /**
+         * The KV head whose data unit {@code unit} holds, or -1 if it holds several (or none): a
+         * head-sharded layout places a head's units by its head group, the others by {@link #device}.
+         */
+        default int kvHead(int unit) {
+            return -1;
+        }
+
+        /**
+         * The row of unit {@code unit} (at least 0): units of one row hold the same tokens' heads; a
+         * head-sharded layout rotates each row's head groups one device further than the last's.
+         */
+        default int row(int unit) {
+            return unit;
+        }
+
         /** Writes unit {@code unit}'s {@code dst.byteSize()} data bytes into {@code dst}. */
         void fill(int unit, MemorySegment dst);
     }
@@ -33,10 +53,11 @@ public final class UnitLayoutWriter {
      * @param owner the sequence id (an allocation never evicts its owner)
      * @param checksum how the owner's records are checksummed ({@link Manifest#entryChecksum()})
      * @param layer the layer (part of every unit's checksum)
+     * @param shape the sequence's shape (its KV heads are what a head-sharded layout groups)
      * @param strategy the strategy the layout belongs to, with its format {@code version} and {@code params}
      */
-    public static UnitLayout write(Store store, String owner, EntryChecksum checksum, int layer, String strategy,
-            int version, byte[] params, int unitBytes, int units, Source source) {
+    public static UnitLayout write(Store store, String owner, EntryChecksum checksum, int layer, KvShape shape,
+            String strategy, int version, byte[] params, int unitBytes, int units, Source source) {
         Checks.notNull("store", store);
         Checks.notNull("checksum", checksum);
         Checks.notNull("params", params);
@@ -52,9 +73,29 @@ public final class UnitLayoutWriter {
         int perSegment = (int) (MAX_SEGMENT_BYTES / stride);
         int[] wanted = new int[units];
         int[] perDevice = new int[devices];
+        // Sequences from manifests before identity checksums keep their format: token-striped.
+        int shards = checksum.salted() ? HeadShards.shards(store.config().placement(), shape, devices) : 1;
+        int[] unitShard = shards > 1 ? new int[units] : null;
+        boolean headUnits = false;
         for (int u = 0; u < units; u++) {
-            wanted[u] = Math.floorMod(source.device(u), devices);
+            int head = shards > 1 ? source.kvHead(u) : -1;
+            if (head < 0) {
+                wanted[u] = Math.floorMod(source.device(u), devices);
+                if (unitShard != null) {
+                    unitShard[u] = UnitLayout.NO_SHARD;
+                }
+            } else {
+                Checks.inRange("kvHead(" + u + ")", head, -1, shape.kvHeads() - 1);
+                int row = Checks.inRange("row(" + u + ")", source.row(u), 0, Integer.MAX_VALUE);
+                unitShard[u] = HeadShards.shardOfHead(head, shape.kvHeads(), shards);
+                wanted[u] = HeadShards.device(HeadShards.rotation(layer, row, devices), unitShard[u], shards, devices);
+                headUnits = true;
+            }
             perDevice[wanted[u]]++;
+        }
+        if (!headUnits) { // no unit holds a single head: nothing to shard, the layout is the source's
+            shards = 1;
+            unitShard = null;
         }
         int maxSegs = 0;
         for (int n : perDevice) {
@@ -102,7 +143,7 @@ public final class UnitLayoutWriter {
             w.finish();
             UnitLayout layout = new UnitLayout(strategy, version, params, unitBytes, stride,
                     Arrays.copyOf(segDevice, segs), Arrays.copyOf(segOffset, segs), Arrays.copyOf(segLength, segs),
-                    unitSeg, unitCrc);
+                    unitSeg, unitCrc, shards, unitShard);
             w.keep();
             return layout;
         }

@@ -1,5 +1,6 @@
 package io.kvoffload.internal.storage;
 
+import io.kvoffload.KvShape;
 import java.io.DataOutputStream;
 import java.io.IOException;
 import java.nio.ByteBuffer;
@@ -7,25 +8,37 @@ import java.nio.charset.StandardCharsets;
 
 /**
  * A layer's auxiliary unit layout in a manifest ({@link UnitLayout}: a strategy's own units beside
- * the token-major entries), section {@value #NAME}, version 1:
+ * the token-major entries), section {@value #NAME}, versions 1 and 2:
  *
  * <pre>
  * str owner (u16 length, UTF-8), u16 ownerVersion, u32 nParams, params bytes,
  * u32 unitBytes, u32 stride,
+ * (version 2) u16 shards: head groups ({@link HeadShards}, 2..kvHeads, dividing kvHeads),
  * u32 nSegments, then per segment: u16 device, i64 offset, u32 length;
- * u32 nUnits, then per unit: u32 segment, i32 crc32c
+ * u32 nUnits, then per unit: u32 segment, i32 crc32c;
+ * (version 2) per unit: u16 head group, 0xFFFF for a unit of no single head group
  * </pre>
  *
  * The owner's format evolves on {@code ownerVersion}, which the owning strategy checks when it opens
- * the layer; this section's own version covers only the framing above.
+ * the layer; this section's own version covers only the framing above. A token-striped layout is
+ * still written as version 1, which builds before head sharding read; only a head-sharded one is 2.
  */
 final class UnitSection {
     static final String NAME = "units";
-    static final int VERSION = 1;
+    static final int VERSION = 2;
+    /** The newest version without head groups: what a token-striped layout is written as. */
+    static final int STRIPED_VERSION = 1;
+    private static final int NONE = 0xFFFF;
 
     private UnitSection() {}
 
-    static void write(DataOutputStream out, UnitLayout u) throws IOException {
+    /** The version {@code u} is written as: 2 when it is head-sharded, else 1. */
+    static int versionFor(UnitLayout u) {
+        return ManifestCodec.sectionVersion(u.shards, STRIPED_VERSION, VERSION);
+    }
+
+    static void write(DataOutputStream out, UnitLayout u, int version) throws IOException {
+        ManifestCodec.checkShardedVersion("unit", u.shards, version, VERSION);
         byte[] owner = u.owner.getBytes(StandardCharsets.UTF_8);
         out.writeShort(owner.length);
         out.write(owner);
@@ -34,11 +47,19 @@ final class UnitSection {
         out.write(u.params);
         out.writeInt(u.unitBytes);
         out.writeInt(u.stride);
+        if (version >= 2) {
+            out.writeShort(u.shards);
+        }
         SegmentTables.write(out, u.segDevice, u.segOffset, u.segLength, u.unitSeg, u.unitCrc);
+        if (version >= 2) {
+            for (int k = 0; k < u.unitSeg.length; k++) {
+                out.writeShort(u.unitShard(k) == UnitLayout.NO_SHARD ? NONE : u.unitShard(k));
+            }
+        }
     }
 
     /** Reads one layer's unit section; every count is checked against the bytes left first. */
-    static UnitLayout read(ByteBuffer buf, int layer, int nDev) {
+    static UnitLayout read(ByteBuffer buf, int layer, KvShape shape, int nDev, int version) {
         String where = "manifest layer " + layer + " unit layout: ";
         int ownerLength = buf.getShort() & 0xFFFF;
         if (ownerLength > buf.remaining()) {
@@ -46,11 +67,16 @@ final class UnitSection {
         }
         byte[] owner = new byte[ownerLength];
         buf.get(owner);
-        int version = buf.getShort() & 0xFFFF;
+        int ownerVersion = buf.getShort() & 0xFFFF;
         byte[] params = new byte[ManifestCodec.count(buf, "unit params bytes", 1)];
         buf.get(params);
         int unitBytes = buf.getInt();
         int stride = buf.getInt();
+        int shards = version >= 2 ? buf.getShort() & 0xFFFF : 1;
+        if (shards < 1 || shards > shape.kvHeads() || shape.kvHeads() % shards != 0) {
+            throw new IllegalArgumentException(where + "shards = " + shards + " is out of range; allowed: a divisor of"
+                    + " the " + shape.kvHeads() + " KV heads");
+        }
         SegmentTables.Segments seg = SegmentTables.readSegments(buf, where, "unit segments", nDev);
         int units = ManifestCodec.count(buf, "units", 8);
         int[] unitSeg = new int[units];
@@ -59,9 +85,21 @@ final class UnitSection {
             unitSeg[k] = buf.getInt();
             unitCrc[k] = buf.getInt();
         }
+        int[] unitShard = null;
+        if (version >= 2) {
+            if ((long) units * 2 > buf.remaining()) {
+                throw new IllegalArgumentException(where + units + " unit head groups exceed the " + buf.remaining()
+                        + " bytes that remain");
+            }
+            unitShard = new int[units];
+            for (int k = 0; k < units; k++) {
+                int s = buf.getShort() & 0xFFFF;
+                unitShard[k] = s == NONE ? UnitLayout.NO_SHARD : s;
+            }
+        }
         try {
-            return new UnitLayout(new String(owner, StandardCharsets.UTF_8), version, params, unitBytes, stride,
-                    seg.device(), seg.offset(), seg.length(), unitSeg, unitCrc);
+            return new UnitLayout(new String(owner, StandardCharsets.UTF_8), ownerVersion, params, unitBytes, stride,
+                    seg.device(), seg.offset(), seg.length(), unitSeg, unitCrc, shards, unitShard);
         } catch (IllegalArgumentException e) {
             throw new IllegalArgumentException(where + e.getMessage(), e);
         }
@@ -69,19 +107,20 @@ final class UnitSection {
 
     /** This layout's section kind, for {@link LayoutSections}. */
     static final SectionKind<UnitLayout> KIND = new SectionKind<>(
-            new SectionKind.Info(NAME, "unit", SectionKind.Slot.AUXILIARY, VERSION, VERSION, 0)) {
+            new SectionKind.Info(NAME, "unit", SectionKind.Slot.AUXILIARY, STRIPED_VERSION, VERSION, 0)) {
+        @Override int versionFor(UnitLayout u) { return UnitSection.versionFor(u); }
         @Override UnitLayout[] layouts(Manifest m) { return m.units(); }
         @Override int stride(UnitLayout u) { return u.stride(); }
         @Override String label(UnitLayout u) { return u.owner(); }
 
         @Override
         void write(DataOutputStream out, UnitLayout u, int version) throws IOException {
-            UnitSection.write(out, u);
+            UnitSection.write(out, u, version);
         }
 
         @Override
         UnitLayout read(ByteBuffer body, Context at, int version) {
-            return UnitSection.read(body, at.layer(), at.devices());
+            return UnitSection.read(body, at.layer(), at.shape(), at.devices(), version);
         }
     };
 }

@@ -12,7 +12,8 @@ import io.kvoffload.KvSequence;
  * @param rank r of the low-rank adapter
  * @param compressionRatio σ = kvHeads·headDim / r
  * @param retainedEnergy share of the calibration keys' energy the adapter keeps, 0..1
- * @param readBytes bytes of one group read (its data padded to the direct-I/O alignment)
+ * @param readBytes bytes read for one group (its data padded to the direct-I/O alignment; head-sharded,
+ *     each head group's, summed over the S devices)
  * @param compressedKeyBytes DRAM a decoder's compressed K cache of the grouped tokens takes (F16)
  * @param fitMillis time to read the calibration keys and compute the SVD
  * @param writeMillis time to write the groups

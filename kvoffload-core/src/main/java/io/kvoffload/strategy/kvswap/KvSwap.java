@@ -100,7 +100,8 @@ public record KvSwap(int reuseSlots, ReusePolicy reusePolicy, boolean rollingFlu
      * layer's low-rank K adapter (SVD of up to {@code options.calibrationRows()} of its own stored
      * keys) and lays tokens {@code [0, ⌊tokens / G⌋·G)} out in groups of G: each group one aligned
      * region {@code [K of G tokens | V of G tokens]} with its checksum, groups round-robin over the
-     * SSDs. The last partial group stays in the block layout (a decoder keeps it in DRAM, the rolling
+     * SSDs (under {@link io.kvoffload.Placement#HEAD_SHARDED}: each group cut into head groups, one
+     * per device, each with its checksum, so every SSD serves whole heads). The last partial group stays in the block layout (a decoder keeps it in DRAM, the rolling
      * buffer). {@link KvSequence#commit} persists the layout and the adapter; a decoder with this
      * strategy then predicts and fetches groups. A cluster or group layout the layer had is
      * replaced; the block extents the groups now cover are released after the next commit.

@@ -27,7 +27,10 @@ import java.nio.ByteBuffer;
  *       back — one 4 KiB page (2048 FP16 tokens, as the paper's "each page can store 2K tokens"). A
  *       (slice, head)'s {@code headDim} units sit consecutively on one device (slices and heads
  *       round-robin over the SSDs), so a query's top-r dimensions are r page reads there, and
- *       neighbouring dimensions merge into one read. Written with {@link UnitLayouts#write} (all or
+ *       neighbouring dimensions merge into one read. Under {@link io.kvoffload.Placement#HEAD_SHARDED}
+ *       a head's units go instead to the device serving its head group in the slice's row (InstInfer's
+ *       head sharding: each SSD serves whole heads, in step 1 as in step 2's page groups, which the
+ *       default layout shards the same way). Written with {@link UnitLayouts#write} (all or
  *       nothing, a checksum per unit) and persisted in the manifest with this strategy's name and
  *       {@link #VERSION}.</li>
  *   <li><b>Step 1</b> ({@link LayerSelector#planUnits}): the {@code r} dimensions of largest
@@ -149,6 +152,16 @@ public record SparF(int rank, int pageTokens, Dimensions dimensions) implements 
                         @Override
                         public int device(int unit) {
                             return unit / d; // (slice, head) pairs round-robin; a pair's dimensions together
+                        }
+
+                        @Override
+                        public int kvHead(int unit) {
+                            return unit / d % heads; // head-sharded: a head's slices where its head group is served
+                        }
+
+                        @Override
+                        public int row(int unit) {
+                            return unit / (heads * d); // a slice's heads: one row of head groups
                         }
 
                         @Override

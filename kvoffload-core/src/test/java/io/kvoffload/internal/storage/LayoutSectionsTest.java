@@ -27,7 +27,7 @@ class LayoutSectionsTest {
 
     @Test
     void refusalsListTheRegisteredKindsAndSlots() {
-        assertEquals("'clusters' 2..4, 'groups' 1, 'units' 1 (once)", LayoutSections.allowed());
+        assertEquals("'clusters' 2..4, 'groups' 1..2, 'units' 1..2 (once)", LayoutSections.allowed());
         assertEquals("a cluster or a group layout, and a unit layout", LayoutSections.slots());
     }
 

@@ -184,7 +184,7 @@ class ManifestCodecTest {
         IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
                 () -> ManifestCodec.decode(withCrc(renamed)));
         assertEquals("manifest layer 1 has a layout section 'cluxters' version 3 that this build cannot read; allowed:"
-                + " 'clusters' 2..4, 'groups' 1, 'units' 1 (once)", e.getMessage());
+                + " 'clusters' 2..4, 'groups' 1..2, 'units' 1..2 (once)", e.getMessage());
         byte[] newer = data.clone();
         newer[at + name.length + 1] = 9; // the section's version (u16, low byte)
         e = assertThrows(IllegalArgumentException.class, () -> ManifestCodec.decode(withCrc(newer)));
@@ -196,7 +196,7 @@ class ManifestCodecTest {
                 e.getMessage());
     }
 
-    private static int indexOf(byte[] data, byte[] what) {
+    static int indexOf(byte[] data, byte[] what) {
         outer:
         for (int i = 0; i + what.length <= data.length; i++) {
             for (int j = 0; j < what.length; j++) {

@@ -183,4 +183,52 @@ class ManifestGroupSectionTest {
     private static int segmentOf(GroupLayout g, int k) {
         return g.groupSeg[k];
     }
+
+    /** The sample's layer 1 head-sharded: 2 head groups (of the 2 KV heads) per group, 8 keys of 64 bytes. */
+    static Manifest sharded() {
+        Manifest m = sample();
+        GroupLayout g = m.groups()[1];
+        GroupLayout s = new GroupLayout(MARK_TOKENS, 2, SHAPE.entryBytes(), 1024, new int[] {0, 1},
+                new long[] {8192, 16384}, new int[] {4096, 4096}, new int[] {0, 1, 1, 0, 0, 1, 1, 0},
+                new int[] {41, 42, 43, 44, 45, 46, 47, 48}, g.state(), 2);
+        return new Manifest(m.id(), m.shape(), m.blockTokens(), m.deviceUuids(), m.tokenIds(), m.layers(),
+                m.clusters(), new GroupLayout[] {null, s}, m.commitMillis(), m.commitNumber());
+    }
+
+    /** The u16 version of the layer's section named {@code name} in an encoded manifest. */
+    static int sectionVersion(byte[] data, String name) {
+        int at = ManifestCodecTest.indexOf(data, name.getBytes(java.nio.charset.StandardCharsets.UTF_8));
+        return ByteBuffer.wrap(data).getShort(at + name.length()) & 0xFFFF;
+    }
+
+    @Test
+    void aHeadShardedGroupLayoutRoundTripsAsSectionVersionTwoAndAStripedOneStaysOne() {
+        assertEquals(1, sectionVersion(ManifestCodec.encode(sample()), GroupSection.NAME),
+                "older builds still read striped group layouts");
+        byte[] data = ManifestCodec.encode(sharded());
+        assertEquals(2, sectionVersion(data, GroupSection.NAME));
+        GroupLayout g = ManifestCodec.decode(data).groups()[1];
+        assertEquals(2, g.shards());
+        assertEquals(4, g.groupCount());
+        assertEquals(8, g.keyCount());
+        assertEquals(SHAPE.entryBytes(), g.storedBytes(), "a head group of 2 tokens: 2 × 64 / 2 bytes");
+        assertEquals(EntryChecksum.Kind.GROUP_SHARD, g.checksumKind());
+        assertEquals(5, g.checksumPosition(5), "a head group is seeded with its key");
+        assertEquals(1, g.groupDevice(5));
+        assertEquals(16384 + 2 * 1024, g.groupOffset(5), "segment 1's third key");
+        assertEquals(48, g.groupCrc(7));
+        // A plain-checksum manifest format cannot hold it: refused by name, never written half.
+        IllegalStateException e = assertThrows(IllegalStateException.class,
+                () -> ManifestCodec.encode(ManifestCodecTest.unsalted(sharded())));
+        assertTrue(e.getMessage().contains("head-sharded"), e.getMessage());
+        // Shards that do not divide the KV heads are refused with the value and what is allowed.
+        int s = groupSection(data);
+        byte[] three = data.clone();
+        ByteBuffer.wrap(three).putShort(s + 12, (short) 3);
+        assertRejected(resealed(three), "shards = 3", "divisor of the 2 KV heads");
+        IllegalArgumentException bad = assertThrows(IllegalArgumentException.class, () -> new GroupLayout(MARK_TOKENS,
+                2, SHAPE.entryBytes(), 1024, new int[] {0}, new long[] {0}, new int[] {8192}, new int[4], new int[4],
+                sample().groups()[1].state(), 2));
+        assertTrue(bad.getMessage().contains("inconsistent"), bad.getMessage());
+    }
 }

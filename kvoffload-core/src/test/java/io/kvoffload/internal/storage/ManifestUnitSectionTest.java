@@ -51,4 +51,28 @@ class ManifestUnitSectionTest {
                 new int[] {0}, new long[] {0}, new int[] {4096}, new int[] {0}, new int[] {1}));
         assertTrue(e.getMessage().contains("owner"), e.getMessage());
     }
+
+    @Test
+    void aHeadShardedUnitLayoutRoundTripsAsSectionVersionTwoAndAStripedOneStaysOne() {
+        assertEquals(1, ManifestGroupSectionTest.sectionVersion(ManifestCodec.encode(sample()), UnitSection.NAME));
+        Manifest m = sample();
+        UnitLayout sharded = new UnitLayout("dual", 7, new byte[] {1}, 100, 4096, new int[] {1, 0},
+                new long[] {65536, 131072}, new int[] {8192, 4096}, new int[] {0, 1, 0}, new int[] {41, 42, 43}, 2,
+                new int[] {1, 0, UnitLayout.NO_SHARD});
+        byte[] data = ManifestCodec.encode(new Manifest(m.id(), m.shape(), m.blockTokens(), m.deviceUuids(),
+                m.tokenIds(), m.layers(), m.clusters(), m.groups(), new UnitLayout[] {null, sharded}, m.commitMillis(),
+                m.commitNumber(), true));
+        assertEquals(2, ManifestGroupSectionTest.sectionVersion(data, UnitSection.NAME));
+        UnitLayout u = ManifestCodec.decode(data).units()[1];
+        assertEquals(2, u.shards());
+        assertEquals(1, u.unitShard(0));
+        assertEquals(0, u.unitShard(1));
+        assertEquals(UnitLayout.NO_SHARD, u.unitShard(2), "a unit of several heads stays where its source put it");
+        assertEquals(43, u.unitCrc(2));
+        assertEquals(UnitLayout.NO_SHARD, sample().units()[1].unitShard(0), "a striped layout has no head groups");
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> new UnitLayout("dual", 1,
+                new byte[0], 100, 4096, new int[] {0}, new long[] {0}, new int[] {4096}, new int[] {0}, new int[] {1}, 2,
+                new int[] {2}));
+        assertTrue(e.getMessage().contains("head group 2") && e.getMessage().contains("0..1"), e.getMessage());
+    }
 }
