@@ -218,6 +218,15 @@ public final class MedoidIndex implements AutoCloseable {
      * @throws IllegalStateException if the index is closed
      */
     public void score(float[] query, float[] scratch, float[] scores) {
+        score(query, scratch, scores, null);
+    }
+
+    /**
+     * {@link #score(float[], float[], float[])}, running {@code betweenChunks} (when not null) after
+     * each chunk of {@value #CHUNK} clusters: the decoder lets its I/O queue refill there, since a
+     * large layer's scoring pass takes milliseconds.
+     */
+    public void score(float[] query, float[] scratch, float[] scores, Runnable betweenChunks) {
         Checks.notNull("query", query);
         Checks.notNull("scratch", scratch);
         Checks.notNull("scores", scores);
@@ -248,6 +257,9 @@ public final class MedoidIndex implements AutoCloseable {
             }
             for (int c = c0; c < c0 + n; c++) {
                 scores[c] *= scale;
+            }
+            if (betweenChunks != null) {
+                betweenChunks.run();
             }
         }
     }
