@@ -298,9 +298,24 @@ public final class MedoidIndex implements AutoCloseable {
         for (int c0 = 0; c0 < clusters; c0 += CHUNK) {
             int n = Math.min(CHUNK, clusters - c0);
             Arrays.fill(scores, c0, c0 + n, 0f);
-            // Two loops, not a branch per element: each compiles to SIMD (a BF16 element widens exactly).
+            // Two loops, not a branch per element: each compiles to SIMD (a BF16 element widens
+            // exactly). Four dimensions per sweep: the chunk's scores are loaded and stored a quarter
+            // as often, and each cluster still adds its products in dimension order.
+            int d = 0;
             if (bf16) {
-                for (int d = 0; d < row; d++) {
+                for (; d + 4 <= row; d += 4) {
+                    float q0 = scratch[d], q1 = scratch[d + 1], q2 = scratch[d + 2], q3 = scratch[d + 3];
+                    long b0 = d * cap + c0, b1 = b0 + cap, b2 = b1 + cap, b3 = b2 + cap;
+                    for (int c = 0; c < n; c++) {
+                        float t = scores[c0 + c];
+                        t += q0 * Float.intBitsToFloat(k.getAtIndex(BF16, b0 + c) << 16);
+                        t += q1 * Float.intBitsToFloat(k.getAtIndex(BF16, b1 + c) << 16);
+                        t += q2 * Float.intBitsToFloat(k.getAtIndex(BF16, b2 + c) << 16);
+                        t += q3 * Float.intBitsToFloat(k.getAtIndex(BF16, b3 + c) << 16);
+                        scores[c0 + c] = t;
+                    }
+                }
+                for (; d < row; d++) {
                     float q = scratch[d];
                     long base = d * cap + c0;
                     for (int c = 0; c < n; c++) {
@@ -308,7 +323,19 @@ public final class MedoidIndex implements AutoCloseable {
                     }
                 }
             } else {
-                for (int d = 0; d < row; d++) {
+                for (; d + 4 <= row; d += 4) {
+                    float q0 = scratch[d], q1 = scratch[d + 1], q2 = scratch[d + 2], q3 = scratch[d + 3];
+                    long b0 = d * cap + c0, b1 = b0 + cap, b2 = b1 + cap, b3 = b2 + cap;
+                    for (int c = 0; c < n; c++) {
+                        float t = scores[c0 + c];
+                        t += q0 * k.getAtIndex(F32, b0 + c);
+                        t += q1 * k.getAtIndex(F32, b1 + c);
+                        t += q2 * k.getAtIndex(F32, b2 + c);
+                        t += q3 * k.getAtIndex(F32, b3 + c);
+                        scores[c0 + c] = t;
+                    }
+                }
+                for (; d < row; d++) {
                     float q = scratch[d];
                     long base = d * cap + c0;
                     for (int c = 0; c < n; c++) {

@@ -139,6 +139,9 @@ class MedoidIndexTest {
                     }
                     double expected = reference(query, key, qh, kvh, d);
                     assertEquals(expected, b[c], 1e-4 * Math.max(1, Math.abs(expected)));
+                    // Exactly the float definition: products added in dimension order (head dim 13: a tail).
+                    assertEquals(Float.floatToRawIntBits(floatDefinition(scratch, key, d)),
+                            Float.floatToRawIntBits(b[c]), "cluster " + c);
                 }
                 int group = qh / kvh;
                 for (int i = 0; i < row; i++) { // scratch holds the GQA-aggregated query
