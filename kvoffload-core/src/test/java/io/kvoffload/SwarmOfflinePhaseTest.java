@@ -114,7 +114,9 @@ class SwarmOfflinePhaseTest {
             assertEquals(TOKENS, q.tokens());
             assertTrue(q.clusters() > 0 && a.coActivationClusters() > 0, q + " / " + a);
             assertTrue(a.replicationFactor() >= 1.0 && a.replicationFactor() <= 4.0, a.toString());
-            assertTrue(q.medoidIndexBytes() >= (long) q.clusters() * SHAPE.kvHeads() * SHAPE.headDim() * 4);
+            // The stored keys are BF16 values, so the index holds them as BF16 (2 bytes an element).
+            assertEquals(2, Layouts.medoidIndex(s, 0).elementBytes());
+            assertTrue(q.medoidIndexBytes() >= (long) q.clusters() * SHAPE.kvHeads() * SHAPE.headDim() * 2);
             assertClustersBitExact(s, w, 0); // before commit
             s.commit();
             members0 = new int[Swarm.clusterCount(s, 0)][];

@@ -49,6 +49,16 @@ public interface IoBackend extends AutoCloseable {
         return batch.completedCount();
     }
 
+    /**
+     * Without waiting: takes the completions that are ready and hands the device queues the
+     * requests that were waiting for room (a backend's backlog), so a thread that is busy with CPU
+     * work between its waits (selection, verifying and gathering) does not let the SSDs run dry.
+     * Failures stay with their batches for {@link #await}. Call it from the thread that submitted;
+     * a backend that keeps its queues full by itself needs nothing here, and the default does nothing.
+     */
+    default void poll() {
+    }
+
     /** Submits and waits. */
     default void execute(IoBatch batch) {
         submit(batch);

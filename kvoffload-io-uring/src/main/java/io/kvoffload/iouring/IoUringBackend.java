@@ -210,6 +210,24 @@ public final class IoUringBackend implements IoBackend {
         }
     }
 
+    /**
+     * Reaps what this thread's ring has ready and refills it from its backlog, without waiting; a
+     * ring another thread holds right now is left to that thread (it is reaping already).
+     */
+    @Override
+    public void poll() {
+        Ring mine = threadRing.get();
+        if (mine != null && mine.lock.tryLock()) {
+            try {
+                if (!mine.isClosed()) {
+                    mine.poll();
+                }
+            } finally {
+                mine.lock.unlock();
+            }
+        }
+    }
+
     @Override
     public int awaitProgress(IoBatch batch, int seen) {
         progress(batch, seen);

@@ -499,6 +499,17 @@ final class Ring {
         return true;
     }
 
+    /**
+     * Takes the completions that are ready, queues backlog requests into the room they freed and
+     * submits what is queued; never waits. Costs a system call only when there is something to submit.
+     */
+    void poll() {
+        if (reap() == 0 && backlogSize > 0 && inflight < maxInflight) {
+            pump();
+        }
+        flush();
+    }
+
     /** Fails every request of {@code s} not yet credited and frees the slot. */
     private void abandon(InflightBatch s, String why) {
         LOG.error("ring {}: {} ({} requests)", id, why, s.remaining);

@@ -265,6 +265,40 @@ class IoUringBackendTest {
         }
     }
 
+    /**
+     * poll() alone drives a batch 50× the ring to completion: each call takes what has landed and
+     * hands the kernel backlog requests in its place, never waiting; the data is the file's. (No
+     * await runs until every request has been credited, so nothing else reaps or refills.)
+     */
+    @Test
+    void pollReapsAndRefillsTheRingWithoutWaiting() throws Exception {
+        List<IoDevice> devices = IoUringTestSupport.devices(dir, 2, DEVICE_BYTES, 31);
+        IoUringConfig tiny = IoUringConfig.defaults(OPTIONS, 2).withSqEntries(4, 4);
+        try (IoUringBackend backend = open(devices, tiny); Arena arena = Arena.ofConfined()) {
+            backend.poll(); // this thread has no ring yet: nothing to do
+            int n = 200;
+            IoBatch batch = backend.newBatch(n);
+            MemorySegment buf = IoUringTestSupport.buffer(arena, (long) n * ALIGN);
+            for (int i = 0; i < n; i++) {
+                batch.addRead(i % 2, (long) (i / 2) * ALIGN, buf, (long) i * ALIGN, ALIGN, i);
+            }
+            backend.submit(batch);
+            long polls = 0;
+            while (batch.pending() > 0) {
+                backend.poll();
+                polls++;
+                Thread.onSpinWait();
+            }
+            assertEquals(n, batch.completedCount(), "every request completed through poll alone");
+            assertTrue(polls > 1, "a batch 50× the ring cannot complete in one poll");
+            backend.await(batch); // returns at once: nothing pending, no failure
+            for (int i = 0; i < n; i++) {
+                assertArrayEquals(IoUringTestSupport.readFile(devices.get(i % 2).poolFile(), (long) (i / 2) * ALIGN,
+                        ALIGN), buf.asSlice((long) i * ALIGN, ALIGN).toArray(ValueLayout.JAVA_BYTE), "request " + i);
+            }
+        }
+    }
+
     /** A failed request is not logged as completed; awaitProgress returns, await then reports it. */
     @Test
     void progressSkipsFailedRequestsAndAwaitReportsThem() throws Exception {

@@ -119,6 +119,8 @@ public final class BatchBench implements Callable<Integer> {
             List<List<Double>> separate = lists(n);
             List<List<Double>> fio = lists(n);
             List<List<Double>> stepsPerSecond = lists(n);
+            List<List<Double>> cpuBatched = lists(n);
+            List<List<Double>> cpuSeparate = lists(n);
             String[] mix = new String[n];
             int[] depth = new int[n];
             for (int round = 0; round <= paired.rounds; round++) {
@@ -140,6 +142,8 @@ public final class BatchBench implements Callable<Integer> {
                         batched.get(k).add(r.mibs);
                         separate.get(k).add(s.mibs);
                         stepsPerSecond.get(k).add(r.stepsPerSecond);
+                        cpuBatched.get(k).add(r.cpuMsPerMib);
+                        cpuSeparate.get(k).add(s.cpuMsPerMib);
                         fio.get(k).add(f);
                     }
                 }
@@ -151,8 +155,9 @@ public final class BatchBench implements Callable<Integer> {
                     + " round. A step is one token of every sequence of the batch (all layers).%n%n",
                     paired.rounds, IN_FLIGHT, fileSize >> 20, paired.fioSeconds);
             out.println("| batch | KvBatch MiB/s | fio MiB/s | KvBatch / fio (median of rounds) | batch steps/s |"
-                    + " tokens/s | one submission per sequence MiB/s | KvBatch / per-sequence | fio depth | bssplit |");
-            out.println("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|");
+                    + " tokens/s | one submission per sequence MiB/s | KvBatch / per-sequence | decoding thread CPU ms"
+                    + " per MiB, KvBatch / per-sequence | fio depth | bssplit |");
+            out.println("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|");
             for (int k = 0; k < n; k++) {
                 List<Double> ratios = new ArrayList<>();
                 List<Double> gain = new ArrayList<>();
@@ -161,9 +166,10 @@ public final class BatchBench implements Callable<Integer> {
                     gain.add(batched.get(k).get(i) / separate.get(k).get(i));
                 }
                 double sps = median(stepsPerSecond.get(k));
-                out.printf("| %d | %.0f | %.0f | %.2f | %.1f | %.0f | %.0f | %.2f | %d | %s |%n", batches[k],
+                out.printf("| %d | %.0f | %.0f | %.2f | %.1f | %.0f | %.0f | %.2f | %.3f / %.3f | %d | %s |%n", batches[k],
                         median(batched.get(k)), median(fio.get(k)), median(ratios), sps, sps * batches[k],
-                        median(separate.get(k)), median(gain), depth[k], mix[k]);
+                        median(separate.get(k)), median(gain), median(cpuBatched.get(k)),
+                        median(cpuSeparate.get(k)), depth[k], mix[k]);
             }
             out.println();
             out.printf("Per round, KvBatch / fio: %s; load average %.1f at the end.%n", perRound(batched, fio),
@@ -202,7 +208,8 @@ public final class BatchBench implements Callable<Integer> {
         }
     }
 
-    private record Result(DecodeStats stats, double mibs, double stepsPerSecond) {}
+    /** {@code cpuMsPerMib}: CPU time of the decoding thread per MiB fetched (user + kernel). */
+    private record Result(DecodeStats stats, double mibs, double stepsPerSecond, double cpuMsPerMib) {}
 
     /**
      * Decodes {@link #seconds} of steps of the first {@code b} sequences, every layer, {@link #IN_FLIGHT}
@@ -233,15 +240,19 @@ public final class BatchBench implements Callable<Integer> {
             for (int i = 0; i < b; i++) {
                 warm[i] = decs.get(i).stats();
             }
+            var threads = java.lang.management.ManagementFactory.getThreadMXBean();
+            long cpu0 = threads.getCurrentThreadCpuTime();
             long t = System.nanoTime();
             int fetches = decode(batch, q, (long) (this.seconds * 1e9), shared);
             double seconds = (System.nanoTime() - t) / 1e9;
+            double cpuMs = (threads.getCurrentThreadCpuTime() - cpu0) / 1e6;
             DecodeStats total = null;
             for (int i = 0; i < b; i++) {
                 DecodeStats st = decs.get(i).stats().since(warm[i]);
                 total = total == null ? st : total.plus(st);
             }
-            return new Result(total, total.bytesRead() / seconds / (1 << 20), (double) fetches / workload.layers / seconds);
+            double mib = total.bytesRead() / (double) (1 << 20);
+            return new Result(total, mib / seconds, (double) fetches / workload.layers / seconds, cpuMs / mib);
         } finally {
             for (KvDecoder d : decs) {
                 d.close();

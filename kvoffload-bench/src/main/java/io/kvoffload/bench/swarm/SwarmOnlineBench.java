@@ -285,6 +285,7 @@ public final class SwarmOnlineBench implements Callable<Integer> {
         List<Double> wallMs = new ArrayList<>();
         List<Double> selectMs = new ArrayList<>();
         List<Double> busyShare = new ArrayList<>();
+        List<Double> cpuPerMib = new ArrayList<>();
         String bssplit = null;
         int depth = 0;
         double meanKib = 0;
@@ -319,6 +320,8 @@ public final class SwarmOnlineBench implements Callable<Integer> {
                     wallMs.add(seconds * 1e3 / st.steps());
                     selectMs.add(st.selectNanos() / 1e6 / st.steps());
                     busyShare.add(busy);
+                    // The figure of merit on a shared machine: CPU the decode thread spends per MiB fetched.
+                    cpuPerMib.add(busy * seconds * 1e3 / (st.bytesRead() / (double) (1 << 20)));
                 }
                 if (bssplit == null) {
                     bssplit = bssplit(st);
@@ -353,8 +356,9 @@ public final class SwarmOnlineBench implements Callable<Integer> {
         out.printf("| median | %.0f | %.0f | %.2f |%n%n", dm, fm, dm / fm);
         out.printf("Median of the per-round ratios: %.2f. Per fetch (medians over rounds): %.2f ms of wall time,"
                 + " of which %.2f ms selecting and scheduling on the calling thread; that thread was on a CPU"
-                + " %.0f%% of the time (user + kernel, io_uring work included).%n%n", median(ratios),
-                median(wallMs), median(selectMs), 100 * median(busyShare));
+                + " %.0f%% of the time (user + kernel, io_uring work included), %.3f ms of CPU per MiB fetched"
+                + " (rounds: %s).%n%n", median(ratios),
+                median(wallMs), median(selectMs), 100 * median(busyShare), median(cpuPerMib), fmt(cpuPerMib));
     }
 
     static String bssplit(DecodeStats st) {
@@ -364,6 +368,14 @@ public final class SwarmOnlineBench implements Callable<Integer> {
     private double runFio(List<Path> dirs, long fileSize, String bssplit, int depth)
             throws IOException, InterruptedException {
         return Fio.randRead(dirs, fileSize, bssplit, depth, paired.fioSeconds);
+    }
+
+    private static String fmt(List<Double> xs) {
+        StringBuilder sb = new StringBuilder();
+        for (double x : xs) {
+            sb.append(sb.isEmpty() ? "" : " ").append(String.format("%.3f", x));
+        }
+        return sb.toString();
     }
 
     private static double median(List<Double> xs) {

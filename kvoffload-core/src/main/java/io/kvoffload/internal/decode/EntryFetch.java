@@ -220,11 +220,14 @@ public final class EntryFetch implements HotClusterCache.TokenSource, StagedRead
         int n = sched.runEntries(r);
         counters.countRead(reads.length(r));
         int s = shards;
+        long runAt = reads.at(r);
+        long runOffset = sched.runOffset(r);
+        int e = -2; // the entry verified last: the run's next one is usually e + 1
         for (int k = 0; k < n; k++) {
             int key = planned[first + k];
-            long at = reads.at(r) + (long) k * unit;
+            long at = runAt + (long) k * unit;
             if (checksums) {
-                verify(key, dev, sched.runOffset(r) + (long) k * unit, at);
+                e = verify(key, dev, runOffset + (long) k * unit, at, e + 1);
             }
             put(key, mem, at);
         }
@@ -271,17 +274,19 @@ public final class EntryFetch implements HotClusterCache.TokenSource, StagedRead
                 : shardZeroKeys(sched.plannedEntries(), sched.runFirst(run), sched.runEntries(run));
     }
 
-    private void verify(int key, int dev, long fileOffset, long at) {
-        int e = layout.entryAt(key, dev, fileOffset);
+    /** Verifies stored entry {@code key} read from ({@code dev}, {@code fileOffset}); returns its entry id. */
+    private int verify(int key, int dev, long fileOffset, long at, int hint) {
+        int e = layout.entryAt(key, dev, fileOffset, hint);
         // Seeded with the key wanted, so an entry from elsewhere fails even when its bytes are intact.
         int actual = reads.checksum(checksum, layout.checksumKind(), layer, key, at, unit);
         if (actual != layout.entryCrc(e)) {
             verifier.mismatch(dev, layer, key / shards, false);
             // Another copy, if the key has one, serves the fetch and repairs this one; else this throws.
             failover().recover(layout, layer, key, dev, fileOffset, "checksum mismatch", reads.memory(), at);
-            return;
+            return e;
         }
         verifier.verified();
+        return e;
     }
 
     private ReplicaFailover failover() {

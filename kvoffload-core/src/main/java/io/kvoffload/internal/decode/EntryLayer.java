@@ -87,6 +87,7 @@ public abstract class EntryLayer implements LayerFetcher, BucketScheduler.Reside
         view.begin(layer, rows, store.store().dram());
         f.submit(view, layer, layout, this, t0);
         f.copyResident(window, cache);
+        store.store().backend().poll(); // the copies took a while: refill the queue before the caller computes
     }
 
     @Override

@@ -169,11 +169,17 @@ public final class SharedSubmission {
                 return System.nanoTime();
             }
             try {
+                long sincePoll = 0;
                 while (true) {
                     boolean finished = batch.pending() == 0; // read before the log: then the log is final
                     sort();
                     while (taken[m] < queued[m]) {
-                        sink.landed(queue[m][taken[m]++]);
+                        int r = queue[m][taken[m]++];
+                        sink.landed(r);
+                        if ((sincePoll += batch.length(base[m] + r)) >= StagedReads.REFILL_BYTES) {
+                            sincePoll = 0;
+                            store.backend().poll(); // also refills for fetches queued behind this one (see StagedReads)
+                        }
                     }
                     if (queued[m] == n || finished) {
                         break;

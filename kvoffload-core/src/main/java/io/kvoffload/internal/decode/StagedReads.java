@@ -6,6 +6,7 @@ import io.kvoffload.internal.sched.BucketScheduler;
 import io.kvoffload.internal.storage.EntryChecksum;
 import io.kvoffload.internal.storage.Store;
 import io.kvoffload.internal.util.Checks;
+import io.kvoffload.spi.IoBackend;
 import io.kvoffload.spi.IoBatch;
 import java.lang.foreign.MemorySegment;
 import java.nio.ByteBuffer;
@@ -18,6 +19,13 @@ import java.util.zip.CRC32C;
  * headroom, since growing costs a DRAM slot inside {@code prefetch}); a fetch allocates nothing.
  */
 public final class StagedReads implements AutoCloseable {
+    /**
+     * Bytes of landed runs verified and gathered between two {@link IoBackend#poll}s: gathering
+     * costs about as much CPU per byte as the SSDs take to read it, so without a poll the queue
+     * would drain while a wave of completions is processed.
+     */
+    static final long REFILL_BYTES = 512 << 10;
+
     private final Store store;
     private final long alignment;
     private final CRC32C crc = new CRC32C();
@@ -175,6 +183,7 @@ public final class StagedReads implements AutoCloseable {
         }
         int seen = 0;
         long doneAt;
+        long sincePoll = 0;
         KvIoException failure = null;
         try {
             while (true) {
@@ -185,6 +194,10 @@ public final class StagedReads implements AutoCloseable {
                     int r = batch.completedRequest(seen); // one request per run, added in run order
                     landedRuns[r >>> 6] |= 1L << r;
                     sink.landed(r);
+                    if ((sincePoll += batch.length(r)) >= REFILL_BYTES) {
+                        sincePoll = 0;
+                        store.backend().poll();
+                    }
                 }
                 if (finished) {
                     break;

@@ -64,6 +64,11 @@ public abstract class ForwardingIoBackend implements IoBackend {
     }
 
     @Override
+    public void poll() {
+        inner.poll();
+    }
+
+    @Override
     public void sync(int device) throws IOException {
         inner.sync(device);
     }

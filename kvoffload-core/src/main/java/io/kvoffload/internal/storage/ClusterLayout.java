@@ -339,6 +339,19 @@ public final class ClusterLayout extends SegmentedLayout implements BucketSchedu
         return entryOffset(replicaEntry[replicaStart[token] + r]);
     }
 
+    /**
+     * {@link #entryAt(int, int, long)}, trying entry {@code hint} first: a scheduled run reads
+     * consecutive entries of one segment, so the entry after the run's previous one is usually
+     * the answer, found without the replica table's scattered lookups.
+     */
+    public int entryAt(int key, int device, long offset, int hint) {
+        if (hint >= 0 && hint < entryToken.length && entryKey(hint) == key && entryDevice(hint) == device
+                && entryOffset(hint) == offset) {
+            return hint;
+        }
+        return entryAt(key, device, offset);
+    }
+
     /** The stored entry a scheduled read of key {@code key} at ({@code device}, {@code offset}) hits. */
     public int entryAt(int key, int device, long offset) {
         for (int i = replicaStart[key]; i < replicaStart[key + 1]; i++) {

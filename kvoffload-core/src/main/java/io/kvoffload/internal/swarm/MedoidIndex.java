@@ -14,20 +14,28 @@ import java.util.Arrays;
  * query is scored against the medoids to decide which clusters to fetch.
  *
  * <p>Layout of the segment: dimension-major. Row {@code d} ({@code d = head × headDim + i}, all KV
- * heads) holds element {@code d} of every cluster's medoid key, float32 (native order), cluster after
- * cluster: element {@code (c, d)} is at float index {@code d × capacity() + c}. Scoring is GQA-aware:
+ * heads) holds element {@code d} of every cluster's medoid key (BF16 or float32, native order; see
+ * "Element width"), cluster after cluster: element {@code (c, d)} is at element index
+ * {@code d × capacity() + c}. Scoring is GQA-aware:
  * the query heads sharing a KV head are summed first, so the score of a cluster is the sum over all
  * query heads of the logit {@code q_h·k_medoid/√headDim}, at the cost of one dot product per KV head.
  *
  * <p><b>Scoring speed.</b> {@link #score(float[], float[], float[])} is the decode hot path: it
  * allocates nothing and reads every medoid key once, so from a few thousand clusters on it is bound
- * by memory bandwidth (Llama-3-8B layer: 4 KiB of keys per cluster). The layout makes the scores of
+ * by memory bandwidth (Llama-3-8B layer: 2 KiB of BF16 keys per cluster). The layout makes the scores of
  * a chunk of clusters, for each dimension {@code d}, the update {@code acc[c] += q[d] · K[d][c]} over
  * the chunk — a loop without a reduction, which C2 compiles to SIMD instructions, while the chunk's
  * accumulators stay in the L1 cache. (A token-major layout needs one dot product per cluster: a float
  * reduction, which Java's left-to-right addition order keeps C2 from vectorising.) Each cluster's
  * products are added in dimension order, so a score is exactly the left-to-right sum of the
  * definition above.
+ *
+ * <p><b>Element width.</b> A key element is stored as the upper 16 bits of its float (BF16) when
+ * that is exact for every medoid, as it is for a BF16 layer, whose keys are BF16 values: half the
+ * bytes for scoring to read, and the same floats (a BF16 value widens to exactly the float it came
+ * from), so the scores are bit for bit those of float storage. Otherwise (F16 or F32 layers) the
+ * elements are floats. An append of a key that BF16 cannot hold exactly widens the storage to floats
+ * once, at the cost of one move.
  *
  * <p><b>Appending and memory ownership.</b> Online maintenance (Eq. 9) founds new clusters while
  * decoding; {@link #appendClusters} adds their medoids in place, with ids after the existing ones.
@@ -50,6 +58,7 @@ import java.util.Arrays;
  */
 public final class MedoidIndex implements AutoCloseable {
     private static final ValueLayout.OfFloat F32 = ValueLayout.JAVA_FLOAT;
+    private static final ValueLayout.OfShort BF16 = ValueLayout.JAVA_SHORT;
 
     private final Clustering clustering;
     private final int kvHeads;
@@ -60,16 +69,19 @@ public final class MedoidIndex implements AutoCloseable {
     /** Clusters per scoring chunk: their accumulators (4 KiB) stay in the L1 cache across a sweep. */
     private static final int CHUNK = 1024;
 
-    private MemorySegment keys;      // row × capacity floats, dimension-major; the first clusters of each row are in use
+    private MemorySegment keys;      // row × capacity elements, dimension-major; the first clusters of each row are in use
+    private boolean bf16;            // elements are BF16 (the floats' upper halves, exact), else floats
     private int capacity;            // clusters the segment has room for
     private int clusters;            // offline + appended
     private int[] appendedMedoids = new int[0];
     private Arena owned;             // holds `keys` once an append moved them; null before
     private boolean closed;
 
-    private MedoidIndex(Clustering clustering, MemorySegment keys, int kvHeads, int headDim, int queryHeads) {
+    private MedoidIndex(Clustering clustering, MemorySegment keys, boolean bf16, int kvHeads, int headDim,
+            int queryHeads) {
         this.clustering = clustering;
         this.keys = keys;
+        this.bf16 = bf16;
         this.kvHeads = kvHeads;
         this.headDim = headDim;
         this.queryHeads = queryHeads;
@@ -99,19 +111,57 @@ public final class MedoidIndex implements AutoCloseable {
             throw new IllegalArgumentException("queryHeads = " + queryHeads + " must be a positive multiple of kvHeads = " + kv);
         }
         long row = (long) kv * d;
-        MemorySegment seg = arena.allocate(Math.max(4, 4L * row * clustering.clusterCount()), 64);
-        float[] buf = new float[d];
         long n = clustering.clusterCount();
+        // BF16 until a key element is not exactly a BF16 value; then floats, the elements so far widened.
+        MemorySegment seg = arena.allocate(Math.max(4, 2L * row * n), 64);
+        boolean bf16 = true;
+        float[] buf = new float[d];
         for (int c = 0; c < n; c++) {
             int m = clustering.medoid(c);
             for (int h = 0; h < kv; h++) {
                 keys.keys(h, m, 1, buf, 0);
                 for (int i = 0; i < d; i++) {
-                    seg.setAtIndex(F32, ((long) h * d + i) * n + c, buf[i]);
+                    long at = ((long) h * d + i) * n + c;
+                    if (bf16 && !isBf16(buf[i])) {
+                        MemorySegment wide = arena.allocate(Math.max(4, 4L * row * n), 64);
+                        widen(seg, wide, row * n);
+                        seg = wide;
+                        bf16 = false;
+                    }
+                    put(seg, bf16, at, buf[i]);
                 }
             }
         }
-        return new MedoidIndex(clustering, seg, kv, d, queryHeads);
+        return new MedoidIndex(clustering, seg, bf16, kv, d, queryHeads);
+    }
+
+    /** Whether {@code v} is exactly a BF16 value (the lower half of its bits is zero). */
+    private static boolean isBf16(float v) {
+        return (Float.floatToRawIntBits(v) & 0xFFFF) == 0;
+    }
+
+    private static void put(MemorySegment seg, boolean bf16, long index, float v) {
+        if (bf16) {
+            seg.setAtIndex(BF16, index, (short) (Float.floatToRawIntBits(v) >>> 16));
+        } else {
+            seg.setAtIndex(F32, index, v);
+        }
+    }
+
+    private static float get(MemorySegment seg, boolean bf16, long index) {
+        return bf16 ? Float.intBitsToFloat(seg.getAtIndex(BF16, index) << 16) : seg.getAtIndex(F32, index);
+    }
+
+    /** Elements {@code [0, count)} of BF16 {@code from} as floats into {@code to}. */
+    private static void widen(MemorySegment from, MemorySegment to, long count) {
+        for (long i = 0; i < count; i++) {
+            to.setAtIndex(F32, i, Float.intBitsToFloat(from.getAtIndex(BF16, i) << 16));
+        }
+    }
+
+    /** Bytes per stored key element: 2 (BF16) or 4 (float); see the class comment. */
+    public int elementBytes() {
+        return bf16 ? 2 : 4;
     }
 
     /** All clusters: the offline ones and those appended since. */
@@ -148,13 +198,13 @@ public final class MedoidIndex implements AutoCloseable {
         }
         checkOpen();
         for (int d = 0; d < row; d++) {
-            dst[d] = keys.getAtIndex(F32, (long) d * capacity + cluster);
+            dst[d] = get(keys, bf16, (long) d * capacity + cluster);
         }
     }
 
-    /** Bytes of medoid keys that one scoring pass reads: {@code 4 × kvHeads × headDim × clusterCount()}. */
+    /** Bytes of medoid keys that one scoring pass reads: {@code elementBytes() × kvHeads × headDim × clusterCount()}. */
     public long keyBytes() {
-        return 4L * row * clusters;
+        return (long) elementBytes() * row * clusters;
     }
 
     /** Route table: the entry the cluster's medoid is. */
@@ -191,7 +241,7 @@ public final class MedoidIndex implements AutoCloseable {
      */
     public long memoryBytes() {
         int offline = clustering.clusterCount();
-        return Math.max(4, 4L * row * capacity) + 4L * clustering.memberships() + 4L * (offline + 1) + 4L * offline
+        return Math.max(4, (long) elementBytes() * row * capacity) + 4L * clustering.memberships() + 4L * (offline + 1) + 4L * offline
                 + 4L * appendedMedoids.length;
     }
 
@@ -218,6 +268,15 @@ public final class MedoidIndex implements AutoCloseable {
      * @throws IllegalStateException if the index is closed
      */
     public void score(float[] query, float[] scratch, float[] scores) {
+        score(query, scratch, scores, null);
+    }
+
+    /**
+     * {@link #score(float[], float[], float[])}, running {@code betweenChunks} (when not null) after
+     * each chunk of {@value #CHUNK} clusters: the decoder lets its I/O queue refill there, since a
+     * large layer's scoring pass takes milliseconds.
+     */
+    public void score(float[] query, float[] scratch, float[] scores, Runnable betweenChunks) {
         Checks.notNull("query", query);
         Checks.notNull("scratch", scratch);
         Checks.notNull("scores", scores);
@@ -239,15 +298,56 @@ public final class MedoidIndex implements AutoCloseable {
         for (int c0 = 0; c0 < clusters; c0 += CHUNK) {
             int n = Math.min(CHUNK, clusters - c0);
             Arrays.fill(scores, c0, c0 + n, 0f);
-            for (int d = 0; d < row; d++) {
-                float q = scratch[d];
-                long base = d * cap + c0;
-                for (int c = 0; c < n; c++) {
-                    scores[c0 + c] += q * k.getAtIndex(F32, base + c);
+            // Two loops, not a branch per element: each compiles to SIMD (a BF16 element widens
+            // exactly). Four dimensions per sweep: the chunk's scores are loaded and stored a quarter
+            // as often, and each cluster still adds its products in dimension order.
+            int d = 0;
+            if (bf16) {
+                for (; d + 4 <= row; d += 4) {
+                    float q0 = scratch[d], q1 = scratch[d + 1], q2 = scratch[d + 2], q3 = scratch[d + 3];
+                    long b0 = d * cap + c0, b1 = b0 + cap, b2 = b1 + cap, b3 = b2 + cap;
+                    for (int c = 0; c < n; c++) {
+                        float t = scores[c0 + c];
+                        t += q0 * Float.intBitsToFloat(k.getAtIndex(BF16, b0 + c) << 16);
+                        t += q1 * Float.intBitsToFloat(k.getAtIndex(BF16, b1 + c) << 16);
+                        t += q2 * Float.intBitsToFloat(k.getAtIndex(BF16, b2 + c) << 16);
+                        t += q3 * Float.intBitsToFloat(k.getAtIndex(BF16, b3 + c) << 16);
+                        scores[c0 + c] = t;
+                    }
+                }
+                for (; d < row; d++) {
+                    float q = scratch[d];
+                    long base = d * cap + c0;
+                    for (int c = 0; c < n; c++) {
+                        scores[c0 + c] += q * Float.intBitsToFloat(k.getAtIndex(BF16, base + c) << 16);
+                    }
+                }
+            } else {
+                for (; d + 4 <= row; d += 4) {
+                    float q0 = scratch[d], q1 = scratch[d + 1], q2 = scratch[d + 2], q3 = scratch[d + 3];
+                    long b0 = d * cap + c0, b1 = b0 + cap, b2 = b1 + cap, b3 = b2 + cap;
+                    for (int c = 0; c < n; c++) {
+                        float t = scores[c0 + c];
+                        t += q0 * k.getAtIndex(F32, b0 + c);
+                        t += q1 * k.getAtIndex(F32, b1 + c);
+                        t += q2 * k.getAtIndex(F32, b2 + c);
+                        t += q3 * k.getAtIndex(F32, b3 + c);
+                        scores[c0 + c] = t;
+                    }
+                }
+                for (; d < row; d++) {
+                    float q = scratch[d];
+                    long base = d * cap + c0;
+                    for (int c = 0; c < n; c++) {
+                        scores[c0 + c] += q * k.getAtIndex(F32, base + c);
+                    }
                 }
             }
             for (int c = c0; c < c0 + n; c++) {
                 scores[c] *= scale;
+            }
+            if (betweenChunks != null) {
+                betweenChunks.run();
             }
         }
     }
@@ -309,9 +409,17 @@ public final class MedoidIndex implements AutoCloseable {
             return first;
         }
         ensureCapacity(clusters + n);
+        if (bf16) {
+            for (float v : keys) {
+                if (!isBf16(v)) {
+                    move(capacity, false); // once: later appends find float storage
+                    break;
+                }
+            }
+        }
         for (int i = 0; i < n; i++) {
             for (int d = 0; d < row; d++) {
-                this.keys.setAtIndex(F32, (long) d * capacity + clusters + i, keys[i * row + d]);
+                put(this.keys, bf16, (long) d * capacity + clusters + i, keys[i * row + d]);
             }
         }
         int offline = clustering.clusterCount();
@@ -338,17 +446,30 @@ public final class MedoidIndex implements AutoCloseable {
         }
         // Grow by half at least, so a stream of one-cluster appends costs amortised O(1) copies.
         int target = (int) Math.min(Integer.MAX_VALUE - 8, Math.max(minClusters, capacity + (capacity >> 1) + 16L));
+        move(target, bf16);
+    }
+
+    /** Moves the keys into a segment the index owns, of {@code target} clusters' capacity, BF16 or floats. */
+    private void move(int target, boolean toBf16) {
         Arena next = Arena.ofShared(); // shared: the decoder thread that scores is not the builder's
         MemorySegment seg;
         try {
-            seg = next.allocate(4L * row * target, 64);
+            seg = next.allocate(Math.max(4, (toBf16 ? 2L : 4L) * row * target), 64);
         } catch (RuntimeException | OutOfMemoryError e) {
             next.close();
             throw e;
         }
+        int from = elementBytes();
         for (int d = 0; d < row; d++) { // each dimension's row moves to its new stride
-            MemorySegment.copy(keys, 4L * d * capacity, seg, 4L * d * target, 4L * clusters);
+            if (toBf16 == bf16) {
+                MemorySegment.copy(keys, (long) from * d * capacity, seg, (long) from * d * target, (long) from * clusters);
+            } else { // only ever widened: BF16 to floats
+                for (int c = 0; c < clusters; c++) {
+                    seg.setAtIndex(F32, (long) d * target + c, get(keys, bf16, (long) d * capacity + c));
+                }
+            }
         }
+        bf16 = toBf16;
         Arena previous = owned;
         keys = seg;
         owned = next;

@@ -13,6 +13,7 @@ import io.kvoffload.internal.decode.ViewBuffer;
 import io.kvoffload.internal.storage.ClusterLayout;
 import io.kvoffload.internal.storage.ClusterLayoutWriter;
 import io.kvoffload.internal.util.ElementCodec;
+import io.kvoffload.spi.IoBackend;
 import java.lang.foreign.MemorySegment;
 import java.util.Arrays;
 
@@ -50,6 +51,8 @@ public final class SwarmLayer extends EntryLayer {
     private final float[] aggregated;
     private final float[] key;
     private int[] activatedWindow = new int[256];
+    /** Lets the I/O queue refill between scoring chunks (fetches in flight keep reading meanwhile). */
+    private final Runnable refill;
 
     /**
      * @param lru the hot-cluster cache evicts the least recently activated cluster (else Eq. 6)
@@ -62,6 +65,8 @@ public final class SwarmLayer extends EntryLayer {
         this.lru = lru;
         this.aggregated = new float[shape.kvHeads() * shape.headDim()];
         this.key = new float[shape.kvHeads() * shape.headDim()];
+        IoBackend io = store.store().backend();
+        this.refill = io::poll;
         if (layout == null) {
             return;
         }
@@ -202,7 +207,7 @@ public final class SwarmLayer extends EntryLayer {
     }
 
     private int selectClusters(EntryFetch f, float[] query, int rows, long budget) {
-        index.score(query, aggregated, scores);
+        index.score(query, aggregated, scores, refill);
         ClusterLayout cl = layout;
         int clusters = clusterSize.length;
         if (activated.length < clusters) {

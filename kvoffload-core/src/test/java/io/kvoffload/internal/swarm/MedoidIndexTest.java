@@ -41,6 +41,7 @@ class MedoidIndexTest {
         try (Arena arena = Arena.ofConfined()) {
             MedoidIndex index = MedoidIndex.build(cl, kv, SHAPE.queryHeads(), arena);
             int row = SHAPE.kvHeads() * SHAPE.headDim();
+            assertEquals(4, index.elementBytes(), "the synthetic layer's keys are floats, not BF16 values");
             assertEquals(4L * row * cl.clusterCount(), index.keyBytes());
             assertEquals(4L * row * cl.clusterCount() + 4L * cl.memberships() + 8L * cl.clusterCount() + 4,
                     index.memoryBytes());
@@ -138,6 +139,9 @@ class MedoidIndexTest {
                     }
                     double expected = reference(query, key, qh, kvh, d);
                     assertEquals(expected, b[c], 1e-4 * Math.max(1, Math.abs(expected)));
+                    // Exactly the float definition: products added in dimension order (head dim 13: a tail).
+                    assertEquals(Float.floatToRawIntBits(floatDefinition(scratch, key, d)),
+                            Float.floatToRawIntBits(b[c]), "cluster " + c);
                 }
                 int group = qh / kvh;
                 for (int i = 0; i < row; i++) { // scratch holds the GQA-aggregated query
@@ -179,6 +183,7 @@ class MedoidIndexTest {
             assertEquals(all, index.clusterCount());
             assertEquals(offline, index.offlineClusters());
             assertTrue(index.capacity() >= all);
+            assertEquals(4, index.elementBytes(), "random float keys are not BF16 values");
             assertEquals(4L * row * all, index.keyBytes());
             float[] scores = new float[all];
             index.score(query, new float[row], scores);
@@ -271,6 +276,67 @@ class MedoidIndexTest {
             members[t] = t;
         }
         return Clustering.restore(tokens, offsets, members, medoids, 0, 0.5);
+    }
+
+    /**
+     * BF16 storage scores bit for bit as float storage does (the definition summed left to right in
+     * float, then scaled); an appended key BF16 cannot hold widens the storage once, and every
+     * score, old clusters' and new, is still exactly the float definition.
+     */
+    @Test
+    void bf16StorageScoresExactlyAsFloatsAndAnInexactAppendWidensIt() {
+        int qh = 8, kvh = 2, d = 64, row = kvh * d, tokens = 2500; // > one scoring chunk of clusters
+        SplittableRandom r = new SplittableRandom(11);
+        float[][] keys = new float[kvh][];
+        for (int h = 0; h < kvh; h++) {
+            keys[h] = randomFloats(r, tokens * d);
+            for (int i = 0; i < keys[h].length; i++) { // BF16 values, as a BF16 layer holds
+                keys[h][i] = Float.intBitsToFloat(Float.floatToRawIntBits(keys[h][i]) & 0xFFFF0000);
+            }
+        }
+        DenseLayerKv kv = new DenseLayerKv(tokens, d, keys, new float[][] {new float[tokens * d], new float[tokens * d]});
+        Clustering cl = blocks(tokens, 2);
+        float[] query = randomFloats(r, qh * d);
+        try (Arena arena = Arena.ofConfined(); MedoidIndex index = MedoidIndex.build(cl, kv, qh, arena)) {
+            assertEquals(2, index.elementBytes());
+            assertEquals(2L * row * cl.clusterCount(), index.keyBytes());
+            List<float[]> medoidKeys = new ArrayList<>();
+            for (int c = 0; c < cl.clusterCount(); c++) {
+                float[] key = new float[row];
+                for (int h = 0; h < kvh; h++) {
+                    kv.keys(h, cl.medoid(c), 1, key, h * d);
+                }
+                assertArrayEquals(key, index.medoidKey(c));
+                medoidKeys.add(key);
+            }
+            float[] scratch = new float[row];
+            float[] scores = new float[cl.clusterCount() + 1];
+            index.score(query, scratch, scores);
+            for (int c = 0; c < cl.clusterCount(); c++) {
+                assertEquals(Float.floatToRawIntBits(floatDefinition(scratch, medoidKeys.get(c), d)),
+                        Float.floatToRawIntBits(scores[c]), "cluster " + c);
+            }
+            float[] extra = randomFloats(r, row); // not BF16 values
+            index.appendClusters(new int[] {tokens}, extra);
+            medoidKeys.add(extra);
+            assertEquals(4, index.elementBytes(), "the inexact key widened the storage to floats");
+            assertArrayEquals(extra, index.medoidKey(cl.clusterCount()));
+            float[] after = new float[cl.clusterCount() + 1];
+            index.score(query, scratch, after);
+            for (int c = 0; c <= cl.clusterCount(); c++) {
+                assertEquals(Float.floatToRawIntBits(floatDefinition(scratch, medoidKeys.get(c), d)),
+                        Float.floatToRawIntBits(after[c]), "cluster " + c + " after widening");
+            }
+        }
+    }
+
+    /** The score's definition in float arithmetic: the aggregated query times the key, left to right, then scaled. */
+    private static float floatDefinition(float[] aggregated, float[] key, int headDim) {
+        float s = 0;
+        for (int i = 0; i < key.length; i++) {
+            s += aggregated[i] * key[i];
+        }
+        return s * (float) (1.0 / Math.sqrt(headDim));
     }
 
     private static DenseLayerKv denseRandom(SplittableRandom r, int tokens, int kvHeads, int headDim) {
