@@ -344,9 +344,31 @@ public final class BlockMassIndex {
             }
             float norm = Softmax.exponentiate(logits, base, blocks);
             for (int b = 0; b < blocks; b++) {
-                scores[b] += logits[base + b] * norm;
+                float share = logits[base + b] * norm;
+                logits[base + b] = share; // kept for headShares
+                scores[b] += share;
             }
         }
+    }
+
+    /**
+     * Each head's estimated attention shares of the blocks from the last {@link #score} with a mass
+     * combination, into {@code dst}: row {@code r} (a KV head, or a query head with {@link
+     * Combination#QUERY_HEAD_MASS}) at {@code dst[r × blocks() + b]}; each row sums to 1. What
+     * per-head selection ranks by (select-eval's {@code head-mass-mix}).
+     *
+     * @throws IllegalStateException with {@link Combination#SUM_LOGITS}, which keeps no shares
+     * @throws IllegalArgumentException if {@code dst} is shorter than the rows × {@link #blocks()}
+     */
+    public void headShares(float[] dst) {
+        if (combination == Combination.SUM_LOGITS) {
+            throw new IllegalStateException("combination SUM_LOGITS keeps no per-head shares; allowed: HEAD_MASS, QUERY_HEAD_MASS");
+        }
+        Checks.notNull("dst", dst);
+        if (dst.length < logits.length) {
+            throw new IllegalArgumentException("dst.length = " + dst.length + " is too small; allowed: at least " + logits.length);
+        }
+        System.arraycopy(logits, 0, dst, 0, logits.length);
     }
 
     /** Row {@code r}'s (a KV head's or a query head's) estimated block logits against KV head {@code h}. */
