@@ -46,7 +46,7 @@ public class BlockMassSelectionBench {
         @Param({"131072", "1048576"})
         int tokens;
 
-        @Param({"mass-mix", "mass-mix-full", "mass-bound"})
+        @Param({"mass-mix", "mass-mix-full", "mass-bound", "qmass-mix"})
         String strategy;
 
         LayerSelector selector;
