@@ -155,13 +155,23 @@ public final class DeviceModel extends ForwardingIoBackend {
         }
         inner.submit(batch);
         synchronized (lock) {
-            long deadline = model(batch, System.nanoTime());
+            long deadline = modelLocked(batch, System.nanoTime());
             remember(batch, deadline);
         }
     }
 
-    /** Runs the batch's requests through the device queues; returns the latest completion. */
-    private long model(IoBatch batch, long now) {
+    /**
+     * Runs the batch's requests through the device queues at time {@code now}; returns the latest
+     * completion. Package-private so that the queue arithmetic is tested in virtual time, where a
+     * loaded machine cannot move the figures.
+     */
+    long model(IoBatch batch, long now) {
+        synchronized (lock) {
+            return modelLocked(batch, now);
+        }
+    }
+
+    private long modelLocked(IoBatch batch, long now) {
         long latest = now;
         int n = batch.size();
         for (int i = 0; i < n; i++) {
