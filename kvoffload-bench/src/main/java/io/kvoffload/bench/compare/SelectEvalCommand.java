@@ -215,7 +215,7 @@ public final class SelectEvalCommand implements Callable<Integer> {
                 return topPairs(pairs, blocks, kvHeads, block, take, true);
             };
             case HEAD_MASS_MIX, HEAD_MASS_MIX_POOLED, HEAD_QMASS_MIX, HEAD_QMASS_MIX_POOLED -> {
-                // qmass: each query head's own shares (4× the scoring), summed over its KV head's group
+                // qmass: each query head's own shares (groupSize× the scoring), summed over its KV head's group
                 boolean perQuery = name.startsWith("head-qmass");
                 int rows = perQuery ? shape.queryHeads() : kvHeads;
                 BlockMassIndex[] index = new BlockMassIndex[size.layers];

@@ -197,10 +197,12 @@ class BlockMassStrategyTest {
 
     @Property(tries = 40)
     void aLargerBudgetSelectsASupersetAndRecallNeverFalls(@ForAll @IntRange(min = 40, max = 600) int tokens,
-            @ForAll @IntRange(min = 1, max = 1000) int a, @ForAll @IntRange(min = 1, max = 1000) int b, @ForAll long seed) {
+            @ForAll @IntRange(min = 1, max = 1000) int a, @ForAll @IntRange(min = 1, max = 1000) int b, @ForAll long seed,
+            @ForAll boolean perQueryHead) {
         KvShape shape = new KvShape(1, 4, 2, 16, DType.F32);
         DenseLayerKv kv = keys(tokens, 2, 16, seed);
-        LayerSelector sel = Strategies.named("mass-mix").openLayer(context(shape, kv, tokens));
+        // The default, and its per-query-head variant (each query head's own shares).
+        LayerSelector sel = Strategies.named(perQueryHead ? "qmass-mix" : "mass-mix").openLayer(context(shape, kv, tokens));
         float[] q = query(4, 16, seed ^ 7);
         int small = Math.min(a, b) * tokens / 1000, large = Math.max(a, b) * tokens / 1000;
         int[] s = step(sel, tokens, q, small), l = step(sel, tokens, q, large);
