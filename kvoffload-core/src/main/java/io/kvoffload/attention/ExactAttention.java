@@ -76,12 +76,23 @@ public final class ExactAttention {
 
     /** Per-token attention weights averaged over the query heads; they sum to 1. */
     public float[] weights(LayerKv kv, float[] query) {
-        return run(kv, query, false).weights();
+        return run(kv, query, false, null).weights();
+    }
+
+    /**
+     * Per-query-head attention weights: row {@code h} is query head {@code h}'s softmax over every
+     * token (sums to 1). Their mean over the heads is {@link #weights}.
+     */
+    public float[][] headWeights(LayerKv kv, float[] query) {
+        checkLayer(kv, query);
+        float[][] rows = new float[queryHeads][];
+        run(kv, query, false, rows);
+        return rows;
     }
 
     /** Weights and, when the layer has values, the dense output. */
     public Result compute(LayerKv kv, float[] query) {
-        return run(kv, query, kv.hasValues());
+        return run(kv, query, kv.hasValues(), null);
     }
 
     /**
@@ -91,20 +102,42 @@ public final class ExactAttention {
      * @param selected token ids, each in {@code [0, kv.tokens())}, at least one
      */
     public float[] sparseOutput(LayerKv kv, float[] query, int[] selected) {
+        Checks.notNull("selected", selected);
+        if (selected.length == 0) {
+            throw new IllegalArgumentException("selected is empty; allowed: at least one token");
+        }
+        int[][] perHead = new int[kvHeads][];
+        java.util.Arrays.fill(perHead, selected);
+        return sparseOutput(kv, query, perHead);
+    }
+
+    /**
+     * The attention output when each KV head attends its own token set (per-head selection): the
+     * query heads of KV head {@code h} take the softmax over {@code selected[h]} only. With the same
+     * set for every head it equals {@link #sparseOutput(LayerKv, float[], int[])} bit for bit.
+     *
+     * @param selected one array of token ids per KV head, each id in {@code [0, kv.tokens())},
+     *     each array at least one id; duplicates count once
+     */
+    public float[] sparseOutput(LayerKv kv, float[] query, int[][] selected) {
         checkLayer(kv, query);
         if (!kv.hasValues()) {
             throw new IllegalStateException("the layer holds keys only; an output needs values");
         }
-        int[] ids = distinct(selected, kv.tokens());
-        if (ids.length == 0) {
-            throw new IllegalArgumentException("selected is empty; allowed: at least one token");
+        Checks.notNull("selected", selected);
+        if (selected.length != kvHeads) {
+            throw new IllegalArgumentException("selected.length = " + selected.length + " must be kvHeads = " + kvHeads);
         }
         float[] out = new float[queryHeads * headDim];
         float[] k = new float[headDim];
         float[] v = new float[headDim];
-        float[] logits = new float[ids.length * groupSize];
         float[][] one = new float[groupSize][1];
         for (int kvh = 0; kvh < kvHeads; kvh++) {
+            int[] ids = distinct(selected[kvh], kv.tokens());
+            if (ids.length == 0) {
+                throw new IllegalArgumentException("selected[" + kvh + "] is empty; allowed: at least one token per KV head");
+            }
+            float[] logits = new float[ids.length * groupSize];
             for (int i = 0; i < ids.length; i++) {
                 kv.keys(kvh, ids[i], 1, k, 0);
                 logits(query, kvh * groupSize * headDim, k, 0, 1, one, 0); // the dense path's arithmetic
@@ -131,7 +164,8 @@ public final class ExactAttention {
         return out;
     }
 
-    private Result run(LayerKv kv, float[] query, boolean withOutput) {
+    /** Dense attention; when {@code headRows} is given, each query head's weights are kept there. */
+    private Result run(LayerKv kv, float[] query, boolean withOutput, float[][] headRows) {
         checkLayer(kv, query);
         int n = kv.tokens();
         float[] weights = new float[n];
@@ -162,6 +196,9 @@ public final class ExactAttention {
                 for (int t = 0; t < n; t++) {
                     row[t] *= norm;
                     weights[t] += row[t] * inv;
+                }
+                if (headRows != null) {
+                    headRows[kvh * groupSize + g] = row.clone();
                 }
             }
             if (withOutput) {

@@ -47,6 +47,36 @@ class ExactAttentionTest {
     }
 
     @Test
+    void headWeightsAreEachQueryHeadsSoftmaxAndAverageToTheWeights() {
+        ExactAttention a = new ExactAttention(2, 1, 1);
+        float[] q = {1f, 0f};
+        float[][] rows = a.headWeights(threeTokens(), q);
+        assertArrayEquals(new float[] {1f / 6, 2f / 6, 3f / 6}, rows[0], 1e-6f);
+        assertArrayEquals(new float[] {1f / 3, 1f / 3, 1f / 3}, rows[1], 1e-6f);
+        float[] w = a.weights(threeTokens(), q);
+        for (int t = 0; t < 3; t++) {
+            assertEquals((rows[0][t] + rows[1][t]) / 2, w[t], 1e-7);
+        }
+    }
+
+    @Test
+    void perHeadSetsAttendEachKvHeadsOwnTokens() {
+        // Two KV heads, one query head each, headDim 1: head 0 over {1, 2}, head 1 over {0} only.
+        float[] k = {0f, (float) Math.log(2), (float) Math.log(3)};
+        DenseLayerKv kv = new DenseLayerKv(3, 1, new float[][] {k, k}, new float[][] {{1f, 2f, 3f}, {5f, 6f, 7f}});
+        ExactAttention a = new ExactAttention(2, 2, 1);
+        float[] q = {1f, 1f};
+        float[] out = a.sparseOutput(kv, q, new int[][] {{2, 1}, {0}});
+        assertEquals(13.0 / 5, out[0], 1e-6);
+        assertEquals(5.0, out[1], 1e-6);
+        // The same set for every head is the shared-set output, bit for bit.
+        int[] set = {0, 2};
+        assertArrayEquals(a.sparseOutput(kv, q, set), a.sparseOutput(kv, q, new int[][] {set, set}));
+        assertMessage(() -> a.sparseOutput(kv, q, new int[][] {set}), "selected.length = 1", "kvHeads = 2");
+        assertMessage(() -> a.sparseOutput(kv, q, new int[][] {set, {}}), "selected[1] is empty");
+    }
+
+    @Test
     void theFullSetReproducesDenseAttentionExactly() {
         KvShape shape = new KvShape(1, 6, 2, 16, DType.F32); // group of 3: the 4-head kernel's remainder path
         SyntheticWorkload w = new SyntheticWorkload(WorkloadSpec.builder(shape, 700).build());

@@ -9,6 +9,11 @@ import io.kvoffload.strategy.FetchPlan;
 import io.kvoffload.strategy.LayerContext;
 import io.kvoffload.strategy.LayerSelector;
 import io.kvoffload.strategy.SelectionStrategy;
+import io.kvoffload.internal.swarm.BlockMassIndex;
+import io.kvoffload.internal.swarm.BlockMassStrategy;
+import io.kvoffload.internal.util.PartialTopK;
+import io.kvoffload.workload.HeadType;
+import io.kvoffload.workload.ModelLikeWorkload;
 import io.kvoffload.workload.Workload;
 import io.kvoffload.workload.WorkloadFamily;
 import java.io.PrintWriter;
@@ -149,10 +154,158 @@ public final class SelectEvalCommand implements Callable<Integer> {
         };
     }
 
+    /** Per-KV-head reference selections (the diagnosis of issue #16): one token set per KV head. */
+    static final String HEAD_ORACLE = "head-oracle";
+    static final String HEAD_ORACLE_POOLED = "head-oracle-pooled";
+    static final String HEAD_BLOCK_ORACLE = "head-block-oracle";
+    static final String HEAD_MASS_MIX = "head-mass-mix";
+    static final String HEAD_MASS_MIX_POOLED = "head-mass-mix-pooled";
+    static final String HEAD_QMASS_MIX = "head-qmass-mix";
+    static final String HEAD_QMASS_MIX_POOLED = "head-qmass-mix-pooled";
+    static final List<String> HEAD_SELECTIONS = List.of(HEAD_ORACLE, HEAD_ORACLE_POOLED, HEAD_BLOCK_ORACLE, HEAD_MASS_MIX,
+            HEAD_MASS_MIX_POOLED, HEAD_QMASS_MIX, HEAD_QMASS_MIX_POOLED);
+
+    /**
+     * One step's per-KV-head selection beyond the resident rows (sinks and window): {@code fresh}
+     * rows per KV head on average. An "equal" selection gives every KV head {@code fresh} rows; a
+     * "pooled" one ranks (KV head, token or block) pairs together and takes {@code kvHeads × fresh}
+     * rows, so a sharp head spends few and a diffuse head many (budgets that follow each head's
+     * attention entropy). With head-sharded entries both read the bytes of {@code fresh} shared rows.
+     */
+    interface HeadSelection {
+        int[][] select(int layer, float[] q, int fresh);
+    }
+
+    /** Exact per-query-head weights of the step being scored, for the per-head references. */
+    private float[][] exactHeadWeights;
+
+    private HeadSelection headSelection(String name, KvShape shape, DenseLayerKv[] layerKv) {
+        int kvHeads = shape.kvHeads(), group = shape.groupSize(), n = size.tokens;
+        int blocks = (n + block - 1) / block;
+        int windowFrom = Math.max(Math.min(sinks, n), n - window);
+        return switch (name) {
+            case HEAD_ORACLE, HEAD_ORACLE_POOLED -> (layer, q, fresh) -> {
+                float[] pairs = new float[kvHeads * n];
+                for (int qh = 0; qh < shape.queryHeads(); qh++) {
+                    float[] w = exactHeadWeights[qh];
+                    int base = qh / group * n;
+                    for (int t = 0; t < n; t++) {
+                        pairs[base + t] += w[t] / group;
+                    }
+                }
+                for (int h = 0; h < kvHeads; h++) {
+                    for (int t = 0; t < n; t++) {
+                        if (t < sinks || t >= windowFrom) {
+                            pairs[h * n + t] = Float.NEGATIVE_INFINITY; // resident: never counted twice
+                        }
+                    }
+                }
+                return topPairs(pairs, n, kvHeads, 1, fresh, name.equals(HEAD_ORACLE_POOLED));
+            };
+            case HEAD_BLOCK_ORACLE -> (layer, q, fresh) -> {
+                float[] pairs = new float[kvHeads * blocks];
+                for (int qh = 0; qh < shape.queryHeads(); qh++) {
+                    float[] w = exactHeadWeights[qh];
+                    int base = qh / group * blocks;
+                    for (int t = 0; t < n; t++) {
+                        pairs[base + t / block] += w[t] / group;
+                    }
+                }
+                int take = maskResidentBlocks(pairs, kvHeads, blocks, windowFrom, fresh);
+                return topPairs(pairs, blocks, kvHeads, block, take, true);
+            };
+            case HEAD_MASS_MIX, HEAD_MASS_MIX_POOLED, HEAD_QMASS_MIX, HEAD_QMASS_MIX_POOLED -> {
+                // qmass: each query head's own shares (groupSize× the scoring), summed over its KV head's group
+                boolean perQuery = name.startsWith("head-qmass");
+                int rows = perQuery ? shape.queryHeads() : kvHeads;
+                BlockMassIndex[] index = new BlockMassIndex[size.layers];
+                float[] scores = new float[blocks];
+                float[] shares = new float[rows * blocks];
+                float[] pairs = new float[kvHeads * blocks];
+                yield (layer, q, fresh) -> {
+                    if (index[layer] == null) {
+                        index[layer] = new BlockMassIndex(layerKv[layer], n, shape.queryHeads(), block, BlockMassIndex.Scoring.MIX,
+                                perQuery ? BlockMassIndex.Combination.QUERY_HEAD_MASS : BlockMassIndex.Combination.HEAD_MASS,
+                                BlockMassStrategy.PRUNE_LOGIT);
+                    }
+                    index[layer].score(q, scores);
+                    index[layer].headShares(shares);
+                    Arrays.fill(pairs, 0f);
+                    for (int r = 0; r < rows; r++) {
+                        int h = perQuery ? r / group : r;
+                        for (int b = 0; b < blocks; b++) {
+                            pairs[h * blocks + b] += shares[r * blocks + b];
+                        }
+                    }
+                    int take = maskResidentBlocks(pairs, kvHeads, blocks, windowFrom, fresh);
+                    return topPairs(pairs, blocks, kvHeads, block, take, name.endsWith("-pooled"));
+                };
+            }
+            default -> throw new IllegalArgumentException("per-head selection " + name + " is unknown; allowed: " + HEAD_SELECTIONS);
+        };
+    }
+
+    /**
+     * Masks the blocks wholly in the sinks or the window; returns how many blocks each head may take
+     * for {@code fresh} rows: all candidates when {@code fresh} covers the tokens they add (as {@code
+     * mass-mix} does, so a full budget attends everything), else {@code ⌊fresh / block⌋}.
+     */
+    private int maskResidentBlocks(float[] pairs, int kvHeads, int blocks, int windowFrom, int fresh) {
+        int candidates = 0;
+        long adds = 0;
+        for (int b = 0; b < blocks; b++) {
+            int from = b * block, to = Math.min(size.tokens, from + block);
+            if (to <= sinks || from >= windowFrom) {
+                for (int h = 0; h < kvHeads; h++) {
+                    pairs[h * blocks + b] = Float.NEGATIVE_INFINITY;
+                }
+            } else {
+                candidates++;
+                adds += Math.min(to, windowFrom) - Math.max(from, sinks);
+            }
+        }
+        return fresh >= adds ? candidates : Math.min(candidates, fresh / block);
+    }
+
+    /**
+     * Per KV head, the tokens of the chosen units (tokens or blocks of {@code unitTokens}) of
+     * {@code pairs[h × units + u]}: the top {@code perHead} units of each head, or ({@code pooled})
+     * the top {@code kvHeads × perHead} pairs over all heads. Masked (−∞) units are never chosen.
+     */
+    private int[][] topPairs(float[] pairs, int units, int kvHeads, int unitTokens, int perHead, boolean pooled) {
+        List<List<Integer>> chosen = new ArrayList<>();
+        for (int h = 0; h < kvHeads; h++) {
+            chosen.add(new ArrayList<>());
+        }
+        PartialTopK topK = new PartialTopK(pairs.length);
+        int[] out = new int[Math.max(1, pooled ? kvHeads * perHead : perHead)];
+        for (int h = 0; h < (pooled ? 1 : kvHeads); h++) {
+            int from = pooled ? 0 : h * units, to = pooled ? pairs.length : from + units;
+            int got = topK.top(pairs, from, to, pooled ? kvHeads * perHead : perHead, out, 0);
+            for (int i = 0; i < got; i++) {
+                if (pairs[out[i]] != Float.NEGATIVE_INFINITY) {
+                    chosen.get(out[i] / units).add(out[i] % units);
+                }
+            }
+        }
+        int[][] sets = new int[kvHeads][];
+        for (int h = 0; h < kvHeads; h++) {
+            List<Integer> rows = new ArrayList<>();
+            for (int u : chosen.get(h)) {
+                for (int t = u * unitTokens; t < Math.min(size.tokens, u * unitTokens + unitTokens); t++) {
+                    rows.add(t);
+                }
+            }
+            sets[h] = rows.stream().mapToInt(Integer::intValue).toArray();
+        }
+        return sets;
+    }
+
     /** One strategy's sums over size.layers and steps. */
     private static final class Cell {
         final String name;
         double mass, error, rows, bytes;
+        final double[] typeMass = new double[HeadType.values().length]; // summed per-query-head recall by head type
         final List<Long> nanos = new ArrayList<>();
 
         Cell(String name) {
@@ -172,10 +325,13 @@ public final class SelectEvalCommand implements Callable<Integer> {
                     + ", --block = " + block + ", --sinks = " + sinks + ", --window = " + window + ", --budget = " + budget
                     + "; allowed: tokens, layers, steps, block ≥ 1, sinks and window ≥ 0, budget in (0, 1]");
         }
-        List<SelectionStrategy> chosen = strategies.stream()
+        KvShape shape = heads.shape(size.layers);
+        List<SelectionStrategy> chosen = strategies.stream().filter(n -> !HEAD_SELECTIONS.contains(n))
                 .map(n -> n.equals(BLOCK_ORACLE) ? blockOracle() : n.equals(SWARM) ? swarm()
                         : io.kvoffload.strategy.Strategies.named(n)).toList();
-        KvShape shape = heads.shape(size.layers);
+        DenseLayerKv[] layerKv = new DenseLayerKv[size.layers];
+        List<String> headNames = strategies.stream().filter(HEAD_SELECTIONS::contains).toList();
+        List<HeadSelection> headChosen = headNames.stream().map(n -> headSelection(n, shape, layerKv)).toList();
         PrintWriter out = spec.commandLine().getOut();
         out.printf(Locale.ROOT, "select-eval: family %s, %d tokens, %d layers, %d query heads on %d KV heads, head dim %d (entry %d B),"
                         + " budget %.3f, sinks %d, window %d, %d-token blocks, steps %d from %d, seed %d, %s%n",
@@ -184,13 +340,22 @@ public final class SelectEvalCommand implements Callable<Integer> {
         out.flush();
         workload = WorkloadFamily.byName(family).create(shape, size.tokens, size.seed);
         ExactAttention attention = ExactAttention.of(shape);
-        Cell[] cells = new Cell[chosen.size()];
+        Cell[] cells = new Cell[chosen.size() + headChosen.size()];
         for (int i = 0; i < cells.length; i++) {
-            cells[i] = new Cell(chosen.get(i).name());
+            cells[i] = new Cell(i < chosen.size() ? chosen.get(i).name() : headNames.get(i - chosen.size()));
         }
+        HeadType[][] types = new HeadType[size.layers][];
+        for (int layer = 0; layer < size.layers; layer++) {
+            types[layer] = new HeadType[shape.queryHeads()];
+            for (int qh = 0; qh < shape.queryHeads(); qh++) {
+                types[layer][qh] = workload instanceof ModelLikeWorkload m ? m.headType(layer, qh) : null;
+            }
+        }
+        int[] typeCount = new int[HeadType.values().length];
         total = (int) Math.min(size.tokens, Math.ceil(budget * size.tokens));
         for (int layer = 0; layer < size.layers; layer++) {
             DenseLayerKv kv = DenseLayerKv.materialize(workload.layer(layer), true);
+            layerKv[layer] = kv;
             LayerSelector[] selectors = new LayerSelector[chosen.size()];
             for (int i = 0; i < selectors.length; i++) {
                 selectors[i] = chosen.get(i).openLayer(new KeysContext(shape, layer, kv, sinks, window));
@@ -200,12 +365,46 @@ public final class SelectEvalCommand implements Callable<Integer> {
                 float[] q = workload.query(layer, firstStep + s);
                 ExactAttention.Result exact = attention.compute(kv, q);
                 exactWeights = exact.weights();
+                exactHeadWeights = attention.headWeights(kv, q);
+                for (HeadType type : types[layer]) {
+                    if (type != null) {
+                        typeCount[type.ordinal()]++;
+                    }
+                }
                 for (int i = 0; i < selectors.length; i++) {
                     int[] set = select(selectors[i], plan, layer, q, total, cells[i]);
                     cells[i].mass += QualityMetrics.attentionMassRecall(exact.weights(), set);
                     cells[i].error += QualityMetrics.relativeError(exact.output(), attention.sparseOutput(kv, q, set));
                     cells[i].rows += set.length;
                     cells[i].bytes += readBytes(set, shape.entryBytes());
+                    int[][] perHead = new int[shape.kvHeads()][];
+                    Arrays.fill(perHead, set);
+                    addTypeMass(cells[i], perHead, types[layer], shape.groupSize());
+                }
+                for (int i = 0; i < headChosen.size(); i++) {
+                    Cell cell = cells[selectors.length + i];
+                    int windowFrom = Math.max(Math.min(sinks, size.tokens), size.tokens - window);
+                    int resident = Math.min(sinks, size.tokens) + (size.tokens - windowFrom);
+                    long t0 = System.nanoTime();
+                    int[][] fresh = headChosen.get(i).select(layer, q, Math.max(0, total - resident));
+                    cell.nanos.add(System.nanoTime() - t0);
+                    int[][] sets = new int[shape.kvHeads()][];
+                    for (int h = 0; h < sets.length; h++) {
+                        int[] set = Arrays.copyOf(fresh[h], fresh[h].length + resident);
+                        int at = fresh[h].length;
+                        for (int t = 0; t < Math.min(sinks, size.tokens); t++) {
+                            set[at++] = t;
+                        }
+                        for (int t = windowFrom; t < size.tokens; t++) {
+                            set[at++] = t;
+                        }
+                        sets[h] = set;
+                        cell.rows += (double) set.length / sets.length;
+                        // Head-sharded entries: each KV head's slice of an entry is its own extent.
+                        cell.bytes += readBytes(set, shape.entryBytes() / shape.kvHeads());
+                    }
+                    cell.mass += addTypeMass(cell, sets, types[layer], shape.groupSize()) / shape.queryHeads();
+                    cell.error += QualityMetrics.relativeError(exact.output(), attention.sparseOutput(kv, q, sets));
                 }
             }
             for (LayerSelector sel : selectors) {
@@ -213,7 +412,60 @@ public final class SelectEvalCommand implements Callable<Integer> {
             }
         }
         print(out, cells, (double) size.layers * steps);
+        printTypes(out, cells, typeCount);
         return 0;
+    }
+
+    /**
+     * Adds each query head's recall (its own attention weight inside its KV head's set) to the
+     * cell's sum for the head's type; returns the step's sum over all query heads.
+     */
+    private double addTypeMass(Cell cell, int[][] perKvHead, HeadType[] types, int group) {
+        double all = 0;
+        for (int qh = 0; qh < types.length; qh++) {
+            float[] w = exactHeadWeights[qh];
+            double hit = 0;
+            java.util.BitSet seen = new java.util.BitSet(w.length);
+            for (int t : perKvHead[qh / group]) {
+                if (!seen.get(t)) {
+                    seen.set(t);
+                    hit += w[t];
+                }
+            }
+            all += hit;
+            if (types[qh] != null) {
+                cell.typeMass[types[qh].ordinal()] += hit;
+            }
+        }
+        return all;
+    }
+
+    /** Recall per head type (model-like families only): where each strategy loses. */
+    private static void printTypes(PrintWriter out, Cell[] cells, int[] typeCount) {
+        if (Arrays.stream(typeCount).sum() == 0) {
+            return;
+        }
+        out.println();
+        StringBuilder head = new StringBuilder("| strategy");
+        StringBuilder rule = new StringBuilder("|---");
+        for (HeadType t : HeadType.values()) {
+            if (typeCount[t.ordinal()] > 0) {
+                head.append(" | ").append(t.name().toLowerCase(Locale.ROOT)).append(" heads recall");
+                rule.append("|---");
+            }
+        }
+        out.println(head.append(" |"));
+        out.println(rule.append("|"));
+        for (Cell c : cells) {
+            StringBuilder row = new StringBuilder("| ").append(c.name);
+            for (HeadType t : HeadType.values()) {
+                if (typeCount[t.ordinal()] > 0) {
+                    row.append(String.format(Locale.ROOT, " | %.4f", c.typeMass[t.ordinal()] / typeCount[t.ordinal()]));
+                }
+            }
+            out.println(row.append(" |"));
+        }
+        out.flush();
     }
 
     /** One step as the pipeline runs it: sinks and window first, then the strategy, distinct positions. */

@@ -8,6 +8,8 @@ import io.kvoffload.strategy.FetchPlan;
 import io.kvoffload.strategy.LayerKv;
 import io.kvoffload.strategy.LayerSelector;
 import io.kvoffload.strategy.Strategies;
+import io.kvoffload.workload.Workload;
+import io.kvoffload.workload.WorkloadFamily;
 import java.util.SplittableRandom;
 import java.util.concurrent.TimeUnit;
 import org.openjdk.jmh.annotations.Benchmark;
@@ -46,8 +48,16 @@ public class BlockMassSelectionBench {
         @Param({"131072", "1048576"})
         int tokens;
 
-        @Param({"mass-mix", "mass-mix-full", "mass-bound"})
+        @Param({"mass-mix", "mass-mix-full", "mass-bound", "qmass-mix"})
         String strategy;
+
+        /**
+         * {@code hashed}: keys without structure (every block alike, so pruning keeps few terms);
+         * or a workload family's name (e.g. {@code mixed-heads}): its layer 0's keys and decoding
+         * queries, where blocks differ as in a model and pruning keeps what matters.
+         */
+        @Param({"hashed"})
+        String keys;
 
         LayerSelector selector;
         FetchPlan plan = new FetchPlan();
@@ -58,15 +68,21 @@ public class BlockMassSelectionBench {
         @Setup
         public void setup() {
             KvShape shape = new KvShape(1, QUERY_HEADS, KV_HEADS, HEAD_DIM, DType.BF16);
-            LayerKv keys = new SelectionFixture.HashedKeys(tokens, KV_HEADS, HEAD_DIM, SEED);
-            selector = Strategies.named(strategy).openLayer(new KeysContext(shape, 0, keys, SINKS, WINDOW));
+            Workload workload = keys.equals("hashed") ? null : WorkloadFamily.byName(keys).create(shape, tokens, SEED);
+            LayerKv layer = workload == null ? new SelectionFixture.HashedKeys(tokens, KV_HEADS, HEAD_DIM, SEED) : workload.layer(0);
+            selector = Strategies.named(strategy).openLayer(new KeysContext(shape, 0, layer, SINKS, WINDOW));
             budget = (int) Math.ceil(BUDGET_SHARE * tokens) - SINKS - WINDOW;
             plan.ensureCapacity(budget + 64);
             SplittableRandom r = new SplittableRandom(SEED ^ 0x5DEECE66DL);
-            queries = new float[16][QUERY_HEADS * HEAD_DIM];
-            for (float[] q : queries) {
-                for (int i = 0; i < q.length; i++) {
-                    q[i] = (float) r.nextGaussian();
+            queries = new float[16][];
+            for (int k = 0; k < queries.length; k++) {
+                if (workload != null) {
+                    queries[k] = workload.query(0, 256 + k); // decoding steps, as select-eval scores them
+                    continue;
+                }
+                queries[k] = new float[QUERY_HEADS * HEAD_DIM];
+                for (int i = 0; i < queries[k].length; i++) {
+                    queries[k][i] = (float) r.nextGaussian();
                 }
             }
         }

@@ -31,6 +31,34 @@ class SelectEvalCommandTest {
     }
 
     @Test
+    void perHeadReferencesAndRecallPerHeadType() {
+        StringWriter text = new StringWriter();
+        CommandLine cl = new CommandLine(new SelectEvalCommand());
+        cl.setOut(new PrintWriter(text));
+        String all = "oracle,head-oracle,head-oracle-pooled,block-oracle,head-block-oracle,mass-mix,head-mass-mix,"
+                + "head-mass-mix-pooled,head-qmass-mix,head-qmass-mix-pooled";
+        int code = cl.execute("--tokens", "2048", "--layers", "1", "--steps", "2", "--query-heads", "8", "--kv-heads", "2",
+                "--head-dim", "64", "--window", "64", "--family", "mixed-heads", "--strategies", all);
+        assertEquals(0, code, text.toString());
+        String out = text.toString();
+        assertTrue(out.contains("streaming heads recall") && out.contains("retrieval heads recall"), out);
+        for (String s : all.split(",")) {
+            assertEquals(2, out.split("\\| " + s + " \\|", -1).length - 1, s + ": one row per table: " + out);
+        }
+        // At 100% budget every per-head reference attends every token of every head: recall 1, error 0.
+        StringWriter full = new StringWriter();
+        cl.setOut(new PrintWriter(full));
+        assertEquals(0, cl.execute("--tokens", "512", "--layers", "1", "--steps", "1", "--query-heads", "4", "--kv-heads", "2",
+                "--head-dim", "32", "--window", "64", "--budget", "1", "--family", "mixed-heads", "--strategies",
+                "head-oracle,head-oracle-pooled,head-block-oracle,head-mass-mix,head-qmass-mix-pooled"));
+        for (String line : full.toString().split("\n")) {
+            if (line.startsWith("| head-") && line.split("\\|").length > 5) {
+                assertTrue(line.contains("| 1.0000 | – | 0.0000 |"), line);
+            }
+        }
+    }
+
+    @Test
     void bytesModelReadsAlignedRunsWithinBlocksAndNothingFromDram() {
         SelectEvalCommand c = new SelectEvalCommand();
         new CommandLine(c).parseArgs("--tokens", "1000", "--block", "16", "--sinks", "4", "--window", "100");

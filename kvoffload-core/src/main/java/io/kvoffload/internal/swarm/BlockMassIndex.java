@@ -68,7 +68,9 @@ public final class BlockMassIndex {
     private final float[] logits;         // kvHeads × blocks
     private final float[] chunk;
     private final float[] rchunk0, rchunk1;
-    private final float[] termCoef;   // one step's queued sweep terms (two per dimension at most)
+    private final int rowsPerHead;    // estimate rows per KV head: its query heads with QUERY_HEAD_MASS, else 1
+    private final int[] termCount;    // queued terms of each of a KV head's rows, at [row × 2 × headDim …]
+    private final float[] termCoef;   // one KV head's queued sweep terms (two per dimension and row at most)
     private final byte[][] termRow;
     private final int[] termOff;
     private final float[] termReach;  // |coef| × spread: how far the term can move one block against another
@@ -147,10 +149,13 @@ public final class BlockMassIndex {
         this.chunk = new float[CHUNK];
         this.rchunk0 = new float[CHUNK];
         this.rchunk1 = new float[CHUNK];
-        this.termCoef = new float[2 * headDim];
-        this.termRow = new byte[2 * headDim][];
-        this.termOff = new int[2 * headDim];
-        this.termReach = new float[2 * headDim];
+        this.rowsPerHead = rows / kvHeads;
+        int termSlots = rowsPerHead * 2 * headDim;
+        this.termCoef = new float[termSlots];
+        this.termRow = new byte[termSlots][];
+        this.termOff = new int[termSlots];
+        this.termReach = new float[termSlots];
+        this.termCount = new int[rowsPerHead];
     }
 
     private void summarise(LayerKv kv) {
@@ -323,8 +328,8 @@ public final class BlockMassIndex {
             }
         }
         int rows = perQuery ? queryHeads : kvHeads;
-        for (int h = 0; h < rows; h++) {
-            headLogits(h, perQuery ? h / groupSize : h);
+        for (int h = 0; h < kvHeads; h++) {
+            headLogits(h);
         }
         if (combination == Combination.SUM_LOGITS) {
             java.util.Arrays.fill(scores, 0, blocks, 0f);
@@ -344,56 +349,93 @@ public final class BlockMassIndex {
             }
             float norm = Softmax.exponentiate(logits, base, blocks);
             for (int b = 0; b < blocks; b++) {
-                scores[b] += logits[base + b] * norm;
+                float share = logits[base + b] * norm;
+                logits[base + b] = share; // kept for headShares
+                scores[b] += share;
             }
         }
     }
 
-    /** Row {@code r}'s (a KV head's or a query head's) estimated block logits against KV head {@code h}. */
-    private void headLogits(int r, int h) {
-        int d = headDim, q0 = r * d, out = r * blocks;
+    /**
+     * Each head's estimated attention shares of the blocks from the last {@link #score} with a mass
+     * combination, into {@code dst}: row {@code r} (a KV head, or a query head with {@link
+     * Combination#QUERY_HEAD_MASS}) at {@code dst[r × blocks() + b]}; each row sums to 1. What
+     * per-head selection ranks by (select-eval's {@code head-mass-mix}).
+     *
+     * @throws IllegalStateException with {@link Combination#SUM_LOGITS}, which keeps no shares
+     * @throws IllegalArgumentException if {@code dst} is shorter than the rows × {@link #blocks()}
+     */
+    public void headShares(float[] dst) {
+        if (combination == Combination.SUM_LOGITS) {
+            throw new IllegalStateException("combination SUM_LOGITS keeps no per-head shares; allowed: HEAD_MASS, QUERY_HEAD_MASS");
+        }
+        Checks.notNull("dst", dst);
+        if (dst.length < logits.length) {
+            throw new IllegalArgumentException("dst.length = " + dst.length + " is too small; allowed: at least " + logits.length);
+        }
+        System.arraycopy(logits, 0, dst, 0, logits.length);
+    }
+
+    /**
+     * The estimated block logits of KV head {@code h}'s rows (the head itself, or each of its query
+     * heads with {@link Combination#QUERY_HEAD_MASS}). The rows share the head's summaries, so they
+     * are swept chunk by chunk, all rows per chunk: the chunk's summary rows come from DRAM once and
+     * from the cache for the other query heads.
+     */
+    private void headLogits(int h) {
+        int d = headDim, r0 = h * rowsPerHead;
+        for (int k = 0; k < rowsPerHead; k++) {
+            int q0 = (r0 + k) * d, base = k * 2 * d, terms = base;
+            if (max != null) {
+                float w = scoring == Scoring.BOUND ? 1f : 0.5f;
+                for (int j = 0; j < d; j++) {
+                    float q = headQuery[q0 + j] * w;
+                    Int8Rows side = q >= 0 ? max : min;
+                    terms = term(terms, q * side.scale(h, j), side.row(h), j * blocks, side.spread(h, j));
+                }
+            }
+            if (mean != null) {
+                float w = scoring == Scoring.MIX ? 0.5f : 1f;
+                for (int j = 0; j < d; j++) {
+                    float c = headQuery[q0 + j] * w * mean.scale(h, j);
+                    terms = term(terms, c, mean.row(h), j * blocks, mean.spread(h, j));
+                }
+            }
+            termCount[k] = prune(base, terms - base);
+        }
         float[] acc = chunk;
-        int terms = 0;
-        if (max != null) {
-            float w = scoring == Scoring.BOUND ? 1f : 0.5f;
-            for (int j = 0; j < d; j++) {
-                float q = headQuery[q0 + j] * w;
-                Int8Rows side = q >= 0 ? max : min;
-                terms = term(terms, q * side.scale(h, j), side.row(h), j * blocks, side.spread(h, j));
-            }
-        }
-        if (mean != null) {
-            float w = scoring == Scoring.MIX ? 0.5f : 1f;
-            for (int j = 0; j < d; j++) {
-                float c = headQuery[q0 + j] * w * mean.scale(h, j);
-                terms = term(terms, c, mean.row(h), j * blocks, mean.spread(h, j));
-            }
-        }
-        terms = prune(terms);
         for (int from = 0; from < blocks; from += CHUNK) {
             int n = Math.min(CHUNK, blocks - from);
-            java.util.Arrays.fill(acc, 0, n, 0f);
-            sweep(acc, n, terms, from);
-            if (rep0 != null) {
-                float[] a0 = rchunk0, a1 = rchunk1;
-                java.util.Arrays.fill(a0, 0, n, 0f);
-                java.util.Arrays.fill(a1, 0, n, 0f);
-                byte[] r0 = rep0.row(h), r1 = rep1.row(h);
-                for (int j = 0; j < d; j++) {
-                    float q = headQuery[q0 + j];
-                    axpy(a0, n, q * rep0.scale(h, j), r0, j * blocks + from);
-                    axpy(a1, n, q * rep1.scale(h, j), r1, j * blocks + from);
+            for (int k = 0; k < rowsPerHead; k++) {
+                java.util.Arrays.fill(acc, 0, n, 0f);
+                sweep(acc, n, k * 2 * d, termCount[k], from);
+                if (rep0 != null) {
+                    addRepresentatives(acc, n, (r0 + k) * d, h, from);
                 }
-                float w = scoring == Scoring.REPS ? 1f : 0.5f;
-                float[] lc0 = logCount0[h], lc1 = logCount1[h];
-                for (int i = 0; i < n; i++) {
-                    float x0 = a0[i] + lc0[from + i], x1 = a1[i] + lc1[from + i];
-                    float top = Math.max(x0, x1);
-                    float lse = top + (float) Math.log(Math.exp(x0 - top) + Math.exp(x1 - top)) - logBlockTokens[from + i];
-                    acc[i] += w * lse;
-                }
+                System.arraycopy(acc, 0, logits, (r0 + k) * blocks + from, n);
             }
-            System.arraycopy(acc, 0, logits, out + from, n);
+        }
+    }
+
+    /** Adds the log-sum-exp estimate of the two representatives to {@code acc} (REPS scorings). */
+    private void addRepresentatives(float[] acc, int n, int q0, int h, int from) {
+        int d = headDim;
+        float[] a0 = rchunk0, a1 = rchunk1;
+        java.util.Arrays.fill(a0, 0, n, 0f);
+        java.util.Arrays.fill(a1, 0, n, 0f);
+        byte[] r0 = rep0.row(h), r1 = rep1.row(h);
+        for (int j = 0; j < d; j++) {
+            float q = headQuery[q0 + j];
+            axpy(a0, n, q * rep0.scale(h, j), r0, j * blocks + from);
+            axpy(a1, n, q * rep1.scale(h, j), r1, j * blocks + from);
+        }
+        float w = scoring == Scoring.REPS ? 1f : 0.5f;
+        float[] lc0 = logCount0[h], lc1 = logCount1[h];
+        for (int i = 0; i < n; i++) {
+            float x0 = a0[i] + lc0[from + i], x1 = a1[i] + lc1[from + i];
+            float top = Math.max(x0, x1);
+            float lse = top + (float) Math.log(Math.exp(x0 - top) + Math.exp(x1 - top)) - logBlockTokens[from + i];
+            acc[i] += w * lse;
         }
     }
 
@@ -412,16 +454,18 @@ public final class BlockMassIndex {
      * returns the count kept. A dropped term adds a per-block amount within its reach; what is
      * common to all blocks cancels in the ranking and in each head's softmax.
      */
-    private int prune(int count) {
+    private int prune(int base, int count) {
         termsQueued += count;
-        int kept = pruneLogit <= 0 || count == 0 ? count : dropSmallest(count);
+        int kept = pruneLogit <= 0 || count == 0 ? count : dropSmallest(base, count);
         termsSwept += kept;
         return kept;
     }
 
-    private int dropSmallest(int count) {
+    /** {@link #prune} of the {@code count} terms queued from {@code base}, kept ones moved to the front. */
+    private int dropSmallest(int base, int count) {
+        int end = base + count;
         float total = 0, top = 0;
-        for (int t = 0; t < count; t++) {
+        for (int t = base; t < end; t++) {
             total += termReach[t];
             top = Math.max(top, termReach[t]);
         }
@@ -432,7 +476,7 @@ public final class BlockMassIndex {
         float lo = 0, hi = top;
         for (int it = 0; it < 24; it++) {
             float mid = 0.5f * (lo + hi), below = 0;
-            for (int t = 0; t < count; t++) {
+            for (int t = base; t < end; t++) {
                 if (termReach[t] <= mid) {
                     below += termReach[t];
                 }
@@ -443,8 +487,8 @@ public final class BlockMassIndex {
                 hi = mid;
             }
         }
-        int kept = 0;
-        for (int t = 0; t < count; t++) {
+        int kept = base;
+        for (int t = base; t < end; t++) {
             if (termReach[t] > lo) {
                 termCoef[kept] = termCoef[t];
                 termRow[kept] = termRow[t];
@@ -453,15 +497,15 @@ public final class BlockMassIndex {
                 kept++;
             }
         }
-        return kept;
+        return kept - base;
     }
 
     /**
      * {@code acc[i] += Σ coef_t × row_t[off_t + i]} over the queued terms, four at a time: one load and
      * store of the accumulators per four int8 rows keeps the sweep on the rows' bandwidth.
      */
-    private void sweep(float[] acc, int n, int terms, int from) {
-        int t = 0;
+    private void sweep(float[] acc, int n, int base, int count, int from) {
+        int t = base, terms = base + count;
         for (; t + 3 < terms; t += 4) {
             float c0 = termCoef[t], c1 = termCoef[t + 1], c2 = termCoef[t + 2], c3 = termCoef[t + 3];
             byte[] x0 = termRow[t], x1 = termRow[t + 1], x2 = termRow[t + 2], x3 = termRow[t + 3];

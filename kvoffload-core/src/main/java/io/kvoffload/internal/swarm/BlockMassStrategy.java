@@ -71,7 +71,7 @@ public final class BlockMassStrategy implements SelectionStrategy {
                 new BlockMassStrategy("mass-bound", Scoring.BOUND, Combination.HEAD_MASS, 16),
                 new BlockMassStrategy("mass-mean", Scoring.MEAN, Combination.HEAD_MASS, 16),
                 new BlockMassStrategy("logit-mean", Scoring.MEAN, Combination.SUM_LOGITS, 16),
-                new BlockMassStrategy("qmass-mix", Scoring.MIX, Combination.QUERY_HEAD_MASS, 16),
+                new BlockMassStrategy("qmass-mix", Scoring.MIX, Combination.QUERY_HEAD_MASS, 16, PRUNE_LOGIT),
                 new BlockMassStrategy("qmass-bound", Scoring.BOUND, Combination.QUERY_HEAD_MASS, 16),
                 new BlockMassStrategy("mass-reps", Scoring.REPS, Combination.HEAD_MASS, 16),
                 new BlockMassStrategy("mass-reps-bound", Scoring.REPS_BOUND, Combination.HEAD_MASS, 16));

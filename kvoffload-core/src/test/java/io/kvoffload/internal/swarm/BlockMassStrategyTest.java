@@ -167,12 +167,42 @@ class BlockMassStrategyTest {
         assertTrue(e.getMessage().contains("pruneLogit = NaN"), e.getMessage());
     }
 
+    @Test
+    void headSharesAreEachHeadsSoftmaxAndAddUpToTheScores() {
+        DenseLayerKv kv = keys(300, 2, 16, 11);
+        for (Combination c : new Combination[] {Combination.HEAD_MASS, Combination.QUERY_HEAD_MASS}) {
+            BlockMassIndex index = new BlockMassIndex(kv, 300, 4, 16, Scoring.MIX, c);
+            float[] scores = new float[index.blocks()];
+            index.score(query(4, 16, 12), scores);
+            int rows = c == Combination.HEAD_MASS ? 2 : 4;
+            float[] shares = new float[rows * index.blocks()];
+            index.headShares(shares);
+            float[] summed = new float[index.blocks()];
+            for (int r = 0; r < rows; r++) {
+                double row = 0;
+                for (int b = 0; b < index.blocks(); b++) {
+                    row += shares[r * index.blocks() + b];
+                    summed[b] += shares[r * index.blocks() + b];
+                }
+                assertEquals(1.0, row, 1e-4, c + " row " + r);
+            }
+            assertArrayEquals(scores, summed, 1e-6f, c.toString());
+            IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> index.headShares(new float[3]));
+            assertTrue(e.getMessage().contains("dst.length = 3"), e.getMessage());
+        }
+        BlockMassIndex logits = new BlockMassIndex(kv, 300, 4, 16, Scoring.MIX, Combination.SUM_LOGITS);
+        IllegalStateException e = assertThrows(IllegalStateException.class, () -> logits.headShares(new float[1000]));
+        assertTrue(e.getMessage().contains("SUM_LOGITS"), e.getMessage());
+    }
+
     @Property(tries = 40)
     void aLargerBudgetSelectsASupersetAndRecallNeverFalls(@ForAll @IntRange(min = 40, max = 600) int tokens,
-            @ForAll @IntRange(min = 1, max = 1000) int a, @ForAll @IntRange(min = 1, max = 1000) int b, @ForAll long seed) {
+            @ForAll @IntRange(min = 1, max = 1000) int a, @ForAll @IntRange(min = 1, max = 1000) int b, @ForAll long seed,
+            @ForAll boolean perQueryHead) {
         KvShape shape = new KvShape(1, 4, 2, 16, DType.F32);
         DenseLayerKv kv = keys(tokens, 2, 16, seed);
-        LayerSelector sel = Strategies.named("mass-mix").openLayer(context(shape, kv, tokens));
+        // The default, and its per-query-head variant (each query head's own shares).
+        LayerSelector sel = Strategies.named(perQueryHead ? "qmass-mix" : "mass-mix").openLayer(context(shape, kv, tokens));
         float[] q = query(4, 16, seed ^ 7);
         int small = Math.min(a, b) * tokens / 1000, large = Math.max(a, b) * tokens / 1000;
         int[] s = step(sel, tokens, q, small), l = step(sel, tokens, q, large);
