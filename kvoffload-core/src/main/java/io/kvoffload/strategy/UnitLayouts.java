@@ -80,27 +80,7 @@ public final class UnitLayouts {
             hooks.checkNoFetchInFlight("write a unit layout");
             hooks.flushWrites();
             UnitLayout u = UnitLayoutWriter.write(hooks.store(), sequence.id(), hooks.checksum(), layer,
-                    sequence.shape(), owner, version, params, unitBytes, unitCount, new UnitLayoutWriter.Source() {
-                        @Override
-                        public int device(int unit) {
-                            return source.device(unit);
-                        }
-
-                        @Override
-                        public int kvHead(int unit) {
-                            return source.kvHead(unit);
-                        }
-
-                        @Override
-                        public int row(int unit) {
-                            return source.row(unit);
-                        }
-
-                        @Override
-                        public void fill(int unit, MemorySegment dst) {
-                            source.fill(unit, dst);
-                        }
-                    });
+                    sequence.shape(), owner, version, params, unitBytes, unitCount, source);
             hooks.ledger().installUnits(layer, u);
             hooks.changed();
             return describe(u);

@@ -2,6 +2,7 @@ package io.kvoffload.internal.storage;
 
 import io.kvoffload.KvShape;
 import io.kvoffload.internal.util.Checks;
+import io.kvoffload.strategy.UnitLayouts.Source;
 import java.lang.foreign.MemorySegment;
 import java.util.Arrays;
 import java.util.zip.CRC32C;
@@ -21,31 +22,6 @@ public final class UnitLayoutWriter {
     private static final long MAX_SEGMENT_BYTES = 8L << 20;
 
     private UnitLayoutWriter() {}
-
-    /** What the units hold and where each should go. */
-    public interface Source {
-        /** The device unit {@code unit} should go to (taken modulo the device count). */
-        int device(int unit);
-
-        /**
-         * The KV head whose data unit {@code unit} holds, or -1 if it holds several (or none): a
-         * head-sharded layout places a head's units by its head group, the others by {@link #device}.
-         */
-        default int kvHead(int unit) {
-            return -1;
-        }
-
-        /**
-         * The row of unit {@code unit} (at least 0): units of one row hold the same tokens' heads; a
-         * head-sharded layout rotates each row's head groups one device further than the last's.
-         */
-        default int row(int unit) {
-            return unit;
-        }
-
-        /** Writes unit {@code unit}'s {@code dst.byteSize()} data bytes into {@code dst}. */
-        void fill(int unit, MemorySegment dst);
-    }
 
     /**
      * Writes {@code units} units of {@code unitBytes} bytes and returns the layout.
