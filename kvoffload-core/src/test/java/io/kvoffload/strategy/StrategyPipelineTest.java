@@ -12,6 +12,7 @@ import io.kvoffload.KvEngine;
 import io.kvoffload.KvSequence;
 import io.kvoffload.KvShape;
 import io.kvoffload.KvView;
+import io.kvoffload.testing.TestLayerContext;
 import io.kvoffload.testing.KvViews;
 import io.kvoffload.testing.TestEngines;
 import io.kvoffload.workload.SyntheticWorkload;
@@ -99,35 +100,7 @@ class StrategyPipelineTest {
     /** What the strategy chooses on its own, given the same keys and budget, plus sinks and window. */
     BitSet expectedRows(SelectionStrategy strategy, int layer, float[] query, double sparsity) {
         LayerKv kv = dense(layer);
-        LayerSelector sel = strategy.openLayer(new LayerContext() {
-            public KvShape shape() {
-                return SHAPE;
-            }
-
-            public int layer() {
-                return layer;
-            }
-
-            public int tokens() {
-                return TOKENS;
-            }
-
-            public int laidOutTokens() {
-                return TOKENS;
-            }
-
-            public int sinkTokens() {
-                return SINKS;
-            }
-
-            public int localWindow() {
-                return WINDOW;
-            }
-
-            public LayerKv keys() {
-                return kv;
-            }
-        });
+        LayerSelector sel = strategy.openLayer(new TestLayerContext(SHAPE, layer, kv, SINKS, WINDOW));
         BitSet rows = new BitSet();
         rows.set(0, SINKS);
         rows.set(TOKENS - WINDOW, TOKENS);

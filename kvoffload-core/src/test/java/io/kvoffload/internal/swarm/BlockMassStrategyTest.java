@@ -14,6 +14,7 @@ import io.kvoffload.internal.swarm.BlockMassIndex.Scoring;
 import io.kvoffload.strategy.DenseLayerKv;
 import io.kvoffload.strategy.FetchPlan;
 import io.kvoffload.strategy.LayerContext;
+import io.kvoffload.testing.TestLayerContext;
 import io.kvoffload.strategy.LayerKv;
 import io.kvoffload.strategy.LayerSelector;
 import io.kvoffload.strategy.SelectionStrategy;
@@ -58,15 +59,7 @@ class BlockMassStrategyTest {
     }
 
     static LayerContext context(KvShape shape, LayerKv kv, int laidOut) {
-        return new LayerContext() {
-            @Override public KvShape shape() { return shape; }
-            @Override public int layer() { return 0; }
-            @Override public int tokens() { return kv.tokens(); }
-            @Override public int laidOutTokens() { return laidOut; }
-            @Override public int sinkTokens() { return SINKS; }
-            @Override public int localWindow() { return WINDOW; }
-            @Override public LayerKv keys() { return kv; }
-        };
+        return new TestLayerContext(shape, 0, kv.tokens(), laidOut, SINKS, WINDOW, kv, null);
     }
 
     /** One pipeline step: sinks, window, then the selector with what is left of {@code total}. */

@@ -23,6 +23,7 @@ import io.kvoffload.internal.util.ElementCodec;
 import io.kvoffload.strategy.Strategies;
 import io.kvoffload.testing.KvViews;
 import io.kvoffload.testing.TestEngines;
+import io.kvoffload.testing.TestLayerContext;
 import io.kvoffload.workload.SyntheticWorkload;
 import io.kvoffload.workload.WorkloadSpec;
 import java.lang.foreign.Arena;
@@ -264,40 +265,10 @@ class SparFTest {
                 assertEquals(expectedRows(1, q, 0.1), KvViews.assertBitExact(v, expectedBytes(1)));
             }
             long wholeK = (long) TOKENS * SHAPE.halfEntryBytes() * 2; // as float32, the in-memory baseline's index
-            SparFLayer layer = (SparFLayer) SPARF.openLayer(new io.kvoffload.strategy.LayerContext() {
-                public KvShape shape() {
-                    return SHAPE;
-                }
-
-                public int layer() {
-                    return 1;
-                }
-
-                public int tokens() {
-                    return TOKENS;
-                }
-
-                public int laidOutTokens() {
-                    return TOKENS;
-                }
-
-                public int sinkTokens() {
-                    return SINKS;
-                }
-
-                public int localWindow() {
-                    return WINDOW;
-                }
-
-                public io.kvoffload.strategy.LayerKv keys() {
-                    throw new AssertionError("SparF builds no index from K");
-                }
-
-                public io.kvoffload.strategy.StoredUnits units() {
-                    return new io.kvoffload.strategy.StoredUnits(u.owner(), u.version(), u.params(), u.unitCount(),
-                            u.unitBytes(), u.memoryBytes());
-                }
-            });
+            // No keys: SparF builds its index from the stored units, never from K.
+            SparFLayer layer = (SparFLayer) SPARF.openLayer(new TestLayerContext(SHAPE, 1, TOKENS, TOKENS, SINKS, WINDOW,
+                    null, new io.kvoffload.strategy.StoredUnits(u.owner(), u.version(), u.params(), u.unitCount(),
+                    u.unitBytes(), u.memoryBytes())));
             assertTrue(layer.memoryBytes() * 4 < wholeK, layer.memoryBytes() + " B vs whole K " + wholeK + " B");
         }
     }
