@@ -46,6 +46,7 @@ public final class KvConfig {
     private final Path metadataDirectory;
     private final long dramBudgetBytes;
     private final long dramSlabBytes;
+    private final boolean dramHugePages;
     private final long deviceCapacityBytes;
     private final int blockTokens;
     private final boolean checksums;
@@ -69,6 +70,7 @@ public final class KvConfig {
         this.metadataDirectory = b.metadataDirectory;
         this.dramBudgetBytes = b.dramBudgetBytes;
         this.dramSlabBytes = b.dramSlabBytes;
+        this.dramHugePages = b.dramHugePages;
         this.deviceCapacityBytes = b.deviceCapacityBytes;
         this.blockTokens = b.blockTokens;
         this.checksums = b.checksums;
@@ -137,6 +139,15 @@ public final class KvConfig {
 
     public long dramSlabBytes() {
         return dramSlabBytes;
+    }
+
+    /**
+     * Whether DRAM slabs are fresh anonymous mappings aligned to 2 MiB and advised for transparent
+     * huge pages (the default), so registered I/O buffers reach the device in 2 MiB segments;
+     * false allocates them through the JDK's native allocator (malloc).
+     */
+    public boolean dramHugePages() {
+        return dramHugePages;
     }
 
     /** Size of the pool file on each SSD. */
@@ -225,7 +236,7 @@ public final class KvConfig {
     }
 
     static final Set<String> KEYS = new TreeSet<>(List.of("ssdDirectories", "metadataDirectory", "dramBudget",
-            "dramSlab", "deviceCapacity", "blockTokens", "checksums", "ioBackend", "directIo",
+            "dramSlab", "dramHugePages", "deviceCapacity", "blockTokens", "checksums", "ioBackend", "directIo",
             "directIoAlignment", "queueDepth", "placement", "ioThreadsPerDevice", "gpu", "gpuDevice", "gpuCacheBudget",
             "deviceModel", "metadataCopies", "fileMode", "faultInjection", "remote"));
 
@@ -257,6 +268,7 @@ public final class KvConfig {
                 case "metadataDirectory" -> b.metadataDirectory(base.resolve(String.valueOf(v)));
                 case "dramBudget" -> b.dramBudgetBytes(parseSize(k, v));
                 case "dramSlab" -> b.dramSlabBytes(parseSize(k, v));
+                case "dramHugePages" -> b.dramHugePages(parseBool(k, v));
                 case "deviceCapacity" -> b.deviceCapacityBytes(parseSize(k, v));
                 case "blockTokens" -> b.blockTokens(parseInt(k, v));
                 case "checksums" -> b.checksums(parseBool(k, v));
@@ -465,6 +477,7 @@ public final class KvConfig {
     public String toString() {
         return "KvConfig{ssdDirectories=" + ssdDirectories + ", metadataDirectory=" + metadataDirectory()
                 + ", dramBudgetBytes=" + dramBudgetBytes + ", dramSlabBytes=" + dramSlabBytes
+                + ", dramHugePages=" + dramHugePages
                 + ", deviceCapacityBytes=" + deviceCapacityBytes + ", blockTokens=" + blockTokens
                 + ", checksums=" + checksums + ", ioBackend=" + ioBackend + ", directIo=" + directIo
                 + ", directIoAlignment=" + directIoAlignment + ", queueDepth=" + queueDepth + ", placement=" + placement
@@ -483,6 +496,7 @@ public final class KvConfig {
         private String fileMode = "600";
         private long dramBudgetBytes = 256L << 20;
         private long dramSlabBytes = 4L << 20;
+        private boolean dramHugePages = true;
         private long deviceCapacityBytes = 1L << 30;
         private int blockTokens = 16;
         private boolean checksums = true;
@@ -545,6 +559,12 @@ public final class KvConfig {
 
         public Builder dramSlabBytes(long bytes) {
             this.dramSlabBytes = bytes;
+            return this;
+        }
+
+        /** See {@link KvConfig#dramHugePages()}; default true. */
+        public Builder dramHugePages(boolean on) {
+            this.dramHugePages = on;
             return this;
         }
 

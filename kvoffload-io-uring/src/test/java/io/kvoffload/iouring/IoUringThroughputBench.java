@@ -1,5 +1,6 @@
 package io.kvoffload.iouring;
 
+import io.kvoffload.internal.dram.SlabMemory;
 import io.kvoffload.spi.IoBackend;
 import io.kvoffload.spi.IoBackendProvider;
 import io.kvoffload.spi.IoBatch;
@@ -49,6 +50,11 @@ import java.util.regex.Pattern;
  */
 public final class IoUringThroughputBench {
     private static final int ALIGN = 4096;
+    /**
+     * The read buffers are allocated as the DRAM tier allocates its slabs (huge pages by default,
+     * {@code KvConfig.dramHugePages}); {@code -Dkvo.bench.hugePages=false} takes them from malloc.
+     */
+    private static final boolean HUGE_PAGES = Boolean.parseBoolean(System.getProperty("kvo.bench.hugePages", "true"));
     private static final com.sun.management.OperatingSystemMXBean OS =
             (com.sun.management.OperatingSystemMXBean) ManagementFactory.getOperatingSystemMXBean();
 
@@ -99,7 +105,8 @@ public final class IoUringThroughputBench {
         boolean withPortable = Boolean.parseBoolean(System.getProperty("kvo.bench.portable", "true"));
         System.out.println("Target " + target + ", " + sizeMiB + " MiB, " + rounds + " rounds of " + seconds
                 + " s per engine and point (engine order rotated per round); fio and the io_uring backend both with"
-                + " registered files and buffers; fio: the better of its default and the backend's burst shape (QD/min(QD,8) reads submitted and at least as many reaped at a time). MiB/s and CPU: medians; x/fio: median of the per-round ratios.");
+                + " registered files and buffers, buffers " + (HUGE_PAGES ? "on transparent huge pages (fio: glibc.malloc.hugetlb=1)"
+                : "from malloc") + "; fio: the better of its default and the backend's burst shape (QD/min(QD,8) reads submitted and at least as many reaped at a time). MiB/s and CPU: medians; x/fio: median of the per-round ratios.");
         System.out.println();
         System.out.println("| block | QD | fio IOPS | fio MiB/s (min-max) | io_uring MiB/s | io_uring/fio |"
                 + " portable MiB/s | portable/fio | CPU µs/IO fio / io_uring / portable |");
@@ -325,7 +332,7 @@ public final class IoUringThroughputBench {
     private static long pipelined(IoBackend backend, List<IoDevice> devices, int bs, int perBatch, int k,
             double seconds, long seed) {
         try (Arena arena = Arena.ofShared()) {
-            MemorySegment slab = arena.allocate((long) k * perBatch * bs, ALIGN);
+            MemorySegment slab = slab(arena, (long) k * perBatch * bs);
             if (backend.dramSlabListener() != null) {
                 backend.dramSlabListener().slabAllocated(0, slab);
             }
@@ -372,12 +379,21 @@ public final class IoUringThroughputBench {
         }
     }
 
+    /**
+     * A read buffer of {@code bytes} as the DRAM tier allocates a slab; with huge pages, at least one
+     * whole huge page (a default slab is 4 MiB), so that small points get them as fio's do.
+     */
+    private static MemorySegment slab(Arena arena, long bytes) {
+        long mapped = HUGE_PAGES ? Math.max(bytes, 2L << 20) : bytes;
+        return SlabMemory.allocate(arena, mapped, HUGE_PAGES).asSlice(0, bytes);
+    }
+
     /** Batches over several backends (one per device group), each batch spread round-robin over devices. */
     private static Result loopBatches(List<IoUringBackend> backends, List<List<IoDevice>> deviceGroups, int batchSize,
             int bs, double seconds) {
         int totalDevices = deviceGroups.stream().mapToInt(List::size).sum();
         try (Arena arena = Arena.ofConfined()) {
-            MemorySegment buf = arena.allocate((long) batchSize * bs, ALIGN);
+            MemorySegment buf = slab(arena, (long) batchSize * bs);
             IoBatch[] batches = new IoBatch[backends.size()];
             for (int b = 0; b < backends.size(); b++) {
                 batches[b] = backends.get(b).newBatch(batchSize);
@@ -465,11 +481,20 @@ public final class IoUringThroughputBench {
                 "--direct=1", "--rw=randread", "--bs=" + kib + "k", "--iodepth=" + qd, "--size=" + sizeMiB + "m",
                 "--runtime=" + seconds, "--time_based", "--randrepeat=0", "--norandommap", "--output-format=json",
                 "--fixedbufs", "--registerfiles"));
+        if (HUGE_PAGES) {
+            cmd.add("--iomem_align=2m"); // else most of a small buffer has no aligned huge page
+        }
         if (perBatch > 0) {
             cmd.add("--iodepth_batch_submit=" + perBatch);
             cmd.add("--iodepth_batch_complete_min=" + perBatch);
         }
-        Process p = new ProcessBuilder(cmd).redirectErrorStream(false).start();
+        // fio's buffers come from malloc: this glibc tunable backs them with transparent huge pages,
+        // as SlabMemory backs the backend's slab (see docs/io-uring.md, "Slab memory"): like with like.
+        ProcessBuilder pb = new ProcessBuilder(cmd).redirectErrorStream(false);
+        if (HUGE_PAGES) {
+            pb.environment().put("GLIBC_TUNABLES", "glibc.malloc.hugetlb=1");
+        }
+        Process p = pb.start();
         String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
         if (!p.waitFor(120, TimeUnit.SECONDS) || p.exitValue() != 0) {
             throw new IOException(String.join(" ", cmd) + " failed: " + out);

@@ -19,6 +19,15 @@ import java.util.regex.Pattern;
 public final class Fio {
     private static final Pattern BW = Pattern.compile("\"bw_bytes\" : ([0-9]+)");
 
+    /**
+     * glibc's tunable that advises its heap and mmap'ed chunks {@code MADV_HUGEPAGE} (glibc 2.35+;
+     * ignored by older ones and where transparent huge pages are off).
+     */
+    public static final String HUGE_PAGE_MALLOC = "glibc.malloc.hugetlb=1";
+
+    /** Aligns fio's buffers to the huge-page size, without which most of a small buffer has none. */
+    public static final String HUGE_PAGE_ALIGN = "--iomem_align=2m";
+
     private Fio() {}
 
     /** Whether an {@code fio} binary runs here. */
@@ -130,9 +139,18 @@ public final class Fio {
         }
     }
 
-    /** Runs fio with {@code cmd} (JSON output) and returns its read bandwidth in MiB/s. */
-    private static double run(List<String> cmd, long timeoutSeconds) throws IOException, InterruptedException {
-        Process p = new ProcessBuilder(cmd).redirectErrorStream(false).start();
+    /**
+     * Runs fio with {@code args} (JSON output) and returns its read bandwidth in MiB/s. fio's I/O
+     * buffers come from malloc; {@link #HUGE_PAGE_MALLOC} and {@link #HUGE_PAGE_ALIGN} make them
+     * 2 MiB-aligned transparent huge pages, as the engine's DRAM slabs are by default
+     * ({@code KvConfig.dramHugePages}), so both sides' reads reach the device in the same segments.
+     */
+    private static double run(List<String> args, long timeoutSeconds) throws IOException, InterruptedException {
+        List<String> cmd = new ArrayList<>(args);
+        cmd.add(HUGE_PAGE_ALIGN);
+        ProcessBuilder pb = new ProcessBuilder(cmd).redirectErrorStream(false);
+        pb.environment().put("GLIBC_TUNABLES", HUGE_PAGE_MALLOC);
+        Process p = pb.start();
         String json = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
         if (!p.waitFor(timeoutSeconds, TimeUnit.SECONDS) || p.exitValue() != 0) {
             throw new IOException(String.join(" ", cmd) + " failed: " + json);

@@ -15,7 +15,8 @@ import org.slf4j.LoggerFactory;
 /**
  * The DRAM tier: off-heap slabs carved into fixed-size slots, under a hard byte budget.
  *
- * <p>Slabs come from shared arenas (any thread may use a slot), are 4096-aligned so any slot can be
+ * <p>Slabs come from shared arenas (any thread may use a slot) through {@link SlabMemory} (fresh
+ * mappings, huge pages where the kernel gives them), are 4096-aligned so any slot can be
  * the target of an O_DIRECT transfer, and are announced to {@link DramSlabListener}s (io_uring
  * fixed-buffer registration, CUDA page-locking) when allocated and before they are freed. Each
  * slot size (a multiple of 4096) has its own slabs; a slab is allocated when its class runs out
@@ -29,6 +30,7 @@ public final class DramPool implements AutoCloseable {
 
     private final long budgetBytes;
     private final long slabBytes;
+    private final boolean hugePages;
     private final List<DramSlabListener> listeners = new CopyOnWriteArrayList<>();
     private final List<SizeClass> classes = new ArrayList<>();
     private final List<Slab> slabs = new ArrayList<>();
@@ -53,12 +55,29 @@ public final class DramPool implements AutoCloseable {
      *     their own
      */
     public DramPool(long budgetBytes, long slabBytes) {
+        this(budgetBytes, slabBytes, true);
+    }
+
+    /**
+     * @param budgetBytes hard limit on slab memory
+     * @param slabBytes size of one slab (a multiple of 4096); slots larger than this get a slab of
+     *     their own
+     * @param hugePages slabs (and the elastic pool's chunks) are anonymous mappings advised for
+     *     transparent huge pages ({@link SlabMemory}); false: the JDK's allocator
+     */
+    public DramPool(long budgetBytes, long slabBytes, boolean hugePages) {
+        this.hugePages = hugePages;
         this.budgetBytes = Checks.positive("dramBudgetBytes", budgetBytes);
         Checks.positive("slabBytes", slabBytes);
         if (slabBytes % ALIGNMENT != 0) {
             throw new IllegalArgumentException("slabBytes = " + slabBytes + " must be a multiple of " + ALIGNMENT);
         }
         this.slabBytes = slabBytes;
+    }
+
+    /** Whether slabs and elastic chunks ask for transparent huge pages ({@link SlabMemory}). */
+    public boolean hugePages() {
+        return hugePages;
     }
 
     /** Registers a listener; it is told about every slab already allocated, then about new ones. */
@@ -183,7 +202,7 @@ public final class DramPool implements AutoCloseable {
                     + " bytes. Raise dramBudgetBytes, or read fewer positions or layers at once");
         }
         Arena arena = Arena.ofShared();
-        MemorySegment seg = arena.allocate(bytes, ALIGNMENT);
+        MemorySegment seg = SlabMemory.allocate(arena, bytes, hugePages);
         int id = slabs.size();
         slabs.add(new Slab(id, arena, seg));
         reservedBytes += bytes;

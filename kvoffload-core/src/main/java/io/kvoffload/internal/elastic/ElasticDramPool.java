@@ -2,6 +2,7 @@ package io.kvoffload.internal.elastic;
 
 import io.kvoffload.KvDramExhaustedException;
 import io.kvoffload.internal.dram.DramPool;
+import io.kvoffload.internal.dram.SlabMemory;
 import io.kvoffload.internal.ffi.Libc;
 import io.kvoffload.internal.util.Checks;
 import java.lang.foreign.Arena;
@@ -89,7 +90,7 @@ public final class ElasticDramPool implements AutoCloseable {
             Arena arena = Arena.ofShared();
             MemorySegment seg;
             try {
-                seg = arena.allocate(bytes, PAGE);
+                seg = SlabMemory.allocate(arena, bytes, dram.hugePages());
             } catch (RuntimeException | OutOfMemoryError e) {
                 arena.close();
                 dram.unreserve(bytes);
@@ -262,7 +263,7 @@ public final class ElasticDramPool implements AutoCloseable {
             c.units.free(ids[i]);
         }
         if (chunksFreed != freedBefore) {
-            Libc.mallocTrim(); // the freed chunks' pages leave the process, not just the pool
+            Libc.mallocTrim(); // chunks from malloc: their pages leave the process, not just the pool (mapped ones are unmapped)
         }
     }
 

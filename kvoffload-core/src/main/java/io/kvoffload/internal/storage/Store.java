@@ -133,7 +133,8 @@ public final class Store implements AutoCloseable {
 
     private void openTiers() throws IOException {
         int maxAlign = devices.stream().mapToInt(DevicePool::alignment).max().orElse(4096);
-        this.dram = new DramPool(config.dramBudgetBytes(), Math.max(config.dramSlabBytes(), maxAlign));
+        this.dram = new DramPool(config.dramBudgetBytes(), Math.max(config.dramSlabBytes(), maxAlign),
+                config.dramHugePages());
         this.elastic = new ElasticDramPool(dram, config.dramBudgetBytes(), config.dramSlabBytes());
         IoBackend real = openBackend(config, devices);
         // A device model makes each directory behave like an SSD of its own (docs/configuration.md).
