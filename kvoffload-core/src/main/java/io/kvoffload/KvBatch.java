@@ -1,6 +1,6 @@
 package io.kvoffload;
 
-import io.kvoffload.internal.decode.SharedSubmission;
+import io.kvoffload.internal.decode.SharedPlan;
 import io.kvoffload.internal.util.Checks;
 import io.kvoffload.internal.util.SingleOwner;
 import java.util.Arrays;
@@ -10,8 +10,11 @@ import java.util.List;
  * Batched decoding: the decoders of several sequences of one engine (continuous batching) fetch a
  * layer together. {@link #prefetch} runs each sequence's selection as its own
  * {@link KvDecoder#prefetch(int, float[])} would, but plans all their reads as one load over the
- * SSDs (each sequence's scheduler counts what the others already put on each device) and sends
- * them in one submission, so a batch fills the queue depth that one sequence cannot.
+ * SSDs (each sequence's scheduler counts what the others already put on each device). Each
+ * sequence's reads go out as soon as it is planned, so the SSDs work on the first sequences while
+ * the later ones select, and the copies of DRAM-resident rows (sinks, window, cache) wait for each
+ * view's {@code await}, behind every sequence's reads. (A single submission after all the
+ * selections, measured at batch 8, left the SSDs idle for the selections: docs/benchmarks.md.)
  *
  * <pre>{@code
  * KvBatch batch = KvBatch.of(decoders);           // one decoder per sequence, same engine
@@ -37,7 +40,7 @@ public final class KvBatch {
     private final KvDecoder[] decoders;
     private final int layers;
     private final int queryLength;
-    private SharedSubmission[] submissions = new SharedSubmission[0];
+    private SharedPlan[] plans = new SharedPlan[0];
     private final SingleOwner owner = new SingleOwner();
 
     private KvBatch(KvDecoder[] decoders) {
@@ -71,8 +74,8 @@ public final class KvBatch {
             }
             if (!d[i].sameEngine(d[0])) {
                 throw new IllegalArgumentException("decoders[" + i + "] (" + d[i] + ") belongs to another engine than"
-                        + " decoders[0] (" + d[0] + "); allowed: decoders of one engine, whose SSDs one submission"
-                        + " reaches");
+                        + " decoders[0] (" + d[0] + "); allowed: decoders of one engine, whose SSDs one load"
+                        + " balances");
             }
             if (d[i].layerCount() != d[0].layerCount() || d[i].queryLength() != d[0].queryLength()) {
                 throw new IllegalArgumentException("decoders[" + i + "] has " + d[i].layerCount() + " layers and"
@@ -101,7 +104,7 @@ public final class KvBatch {
 
     /**
      * Starts fetching {@code layer} for every sequence — {@code queries[i]} for decoder {@code i},
-     * as {@link KvDecoder#prefetch(int, float[])} takes it — in one submission, and returns at once
+     * as {@link KvDecoder#prefetch(int, float[])} takes it — as one load over the SSDs, and returns at once
      * with view {@code i} in {@code views[i]}; each is usable after its {@link KvView#await()}. If a
      * sequence cannot start (its decoder closed, the layer already in flight, no free view), the
      * sequences started before it are closed again and the exception names it.
@@ -114,7 +117,7 @@ public final class KvBatch {
         try {
             Checks.index("layer", layer, layers);
             checkArguments(queries, views);
-            SharedSubmission s = freeSubmission();
+            SharedPlan s = freePlan();
             s.begin();
             int started = 0;
             RuntimeException failure = null;
@@ -125,15 +128,7 @@ public final class KvBatch {
             } catch (RuntimeException e) {
                 failure = e;
             }
-            try {
-                s.submit();
-            } catch (RuntimeException e) {
-                if (failure == null) {
-                    failure = e;
-                } else {
-                    failure.addSuppressed(e);
-                }
-            }
+            s.seal();
             if (failure != null) {
                 // The started sequences are closed again (after their reads finished), so their decoders stay usable.
                 for (int i = 0; i < started; i++) {
@@ -150,9 +145,6 @@ public final class KvBatch {
     }
 
     private RuntimeException named(RuntimeException e, int sequence, int layer) {
-        if (sequence == decoders.length) {
-            return e; // the submission itself failed
-        }
         String msg = "sequence " + sequence + " of the batch (" + decoders[sequence] + ") could not start layer "
                 + layer + ": " + e.getMessage();
         if (e instanceof IllegalArgumentException) {
@@ -193,15 +185,15 @@ public final class KvBatch {
         }
     }
 
-    /** A submission none of whose members is still fetching (one per batch in flight, kept for reuse). */
-    private SharedSubmission freeSubmission() {
-        for (SharedSubmission s : submissions) {
+    /** A plan none of whose members is still fetching (one per batch in flight, kept for reuse). */
+    private SharedPlan freePlan() {
+        for (SharedPlan s : plans) {
             if (s.idle()) {
                 return s;
             }
         }
-        submissions = Arrays.copyOf(submissions, submissions.length + 1);
-        return submissions[submissions.length - 1] = decoders[0].newSubmission();
+        plans = Arrays.copyOf(plans, plans.length + 1);
+        return plans[plans.length - 1] = decoders[0].newSharedPlan();
     }
 
     @Override

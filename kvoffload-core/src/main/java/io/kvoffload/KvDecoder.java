@@ -7,7 +7,7 @@ import io.kvoffload.internal.decode.FetchObserver;
 import io.kvoffload.internal.decode.LayerFetcher;
 import io.kvoffload.internal.decode.PipelineStrategy;
 import io.kvoffload.internal.decode.PlannedLayer;
-import io.kvoffload.internal.decode.SharedSubmission;
+import io.kvoffload.internal.decode.SharedPlan;
 import io.kvoffload.internal.sequence.DTypeArrays;
 import io.kvoffload.internal.sequence.FloatKv;
 import io.kvoffload.internal.sequence.SequenceAccess;
@@ -205,7 +205,7 @@ public final class KvDecoder implements AutoCloseable {
      * For {@link KvBatch}: starts {@code layer}'s fetch for {@code query} (validated by the batch)
      * with its reads joining {@code shared}, which submits them with the other sequences' reads.
      */
-    KvView prefetchShared(int layer, float[] query, SharedSubmission shared) {
+    KvView prefetchShared(int layer, float[] query, SharedPlan shared) {
         boolean owned = owner.enter(this);
         try {
             checkOpen();
@@ -232,9 +232,9 @@ public final class KvDecoder implements AutoCloseable {
         return store == other.store;
     }
 
-    /** A submission for batches of this engine's decoders. */
-    SharedSubmission newSubmission() {
-        return new SharedSubmission(store);
+    /** A shared plan for batches of this engine's decoders. */
+    SharedPlan newSharedPlan() {
+        return new SharedPlan(store);
     }
 
     int layerCount() {

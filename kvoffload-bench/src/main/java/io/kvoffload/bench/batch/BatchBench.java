@@ -32,14 +32,15 @@ import picocli.CommandLine.Option;
 
 /**
  * Batched decoding through the real I/O path: B sequences decoded together with {@link KvBatch}
- * (one selection each, one scheduler load and one submission per layer for all), against fio
- * reading the same pool files at the same request-size mix and depth, in paired rounds; and the
- * same B sequences with one submission per sequence (each decoder prefetching on its own), the
- * way an engine batches without {@code KvBatch}.
+ * (one selection each, one scheduler load for all, each sequence's reads sent as it is planned,
+ * resident copies behind all the reads), against fio reading the same pool files at the same
+ * request-size mix and depth, in paired rounds; and the same B sequences with each decoder
+ * prefetching on its own (its own load, its resident copies inside its prefetch), the way an
+ * engine batches without {@code KvBatch}.
  */
 @Command(name = "batch", mixinStandardHelpOptions = true,
         description = "Batched decoding: aggregate fetch MiB/s and steps/s at several batch sizes, as a ratio of fio's"
-                + " at the same request mix and depth, and against one submission per sequence.")
+                + " at the same request mix and depth, and against each decoder prefetching on its own.")
 public final class BatchBench implements Callable<Integer> {
     @Option(names = "--batches", split = ",", defaultValue = "1,4,8,16",
             description = "Batch sizes (default: ${DEFAULT-VALUE}).")
@@ -155,8 +156,8 @@ public final class BatchBench implements Callable<Integer> {
                     + " round. A step is one token of every sequence of the batch (all layers).%n%n",
                     paired.rounds, IN_FLIGHT, fileSize >> 20, paired.fioSeconds);
             out.println("| batch | KvBatch MiB/s | fio MiB/s | KvBatch / fio (median of rounds) | batch steps/s |"
-                    + " tokens/s | one submission per sequence MiB/s | KvBatch / per-sequence | decoding thread CPU ms"
-                    + " per MiB, KvBatch / per-sequence | fio depth | bssplit |");
+                    + " tokens/s | decoders' own prefetch MiB/s | KvBatch / own | decoding thread CPU ms"
+                    + " per MiB, KvBatch / own | fio depth | bssplit |");
             out.println("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|");
             for (int k = 0; k < n; k++) {
                 List<Double> ratios = new ArrayList<>();

@@ -155,9 +155,9 @@ public final class EntryFetch implements HotClusterCache.TokenSource, StagedRead
     }
 
     /**
-     * Copies the rows DRAM holds (sinks, window, cached clusters) into the view; in a batch's shared
-     * submission ({@link SharedSubmission}) at {@link #gather} instead, so the batch's reads go out
-     * before every sequence's copies and the copies overlap them.
+     * Copies the rows DRAM holds (sinks, window, cached clusters) into the view; in a batch
+     * ({@link SharedPlan}) at {@link #gather} instead, so every member's reads go out before any
+     * member's copies and the copies overlap them.
      */
     public void copyResident(DramWindow w, HotClusterCache cache) {
         if (reads.sharing()) {

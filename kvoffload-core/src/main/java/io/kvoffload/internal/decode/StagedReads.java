@@ -36,10 +36,9 @@ public final class StagedReads implements AutoCloseable {
     /** Which runs have been handed to the sink in this fetch (one bit per run). */
     private long[] landedRuns = new long[1];
     private int runs;
-    /** Set while this fetch's reads go out in a batch's shared submission (batched decoding), else null. */
-    private SharedSubmission shared;
+    /** Set while this fetch is a member of a batch's shared plan (batched decoding), else null. */
+    private SharedPlan shared;
     private int sharedMember;
-    private BucketScheduler plan;
 
     public StagedReads(Store store, int alignment) {
         this.store = store;
@@ -66,7 +65,7 @@ public final class StagedReads implements AutoCloseable {
             staging = store.dram().acquire(Long.highestOneBit(need + need / 4 - 1) << 1);
             stagingBytes = staging.segment().asByteBuffer();
         }
-        if (shared == null && (batch == null || batch.capacity() < n)) {
+        if (batch == null || batch.capacity() < n) {
             batch = store.backend().newBatch(Math.max(n + n / 2, 64));
         }
         if (runStaging.length < n) {
@@ -81,49 +80,34 @@ public final class StagedReads implements AutoCloseable {
         for (int r = 0; r < n; r++) {
             long start = sched.runOffset(r) & -alignment;
             long len = alignedLength(sched, r);
-            if (shared == null) {
-                batch.addRead(sched.runDevice(r), start, mem, o, len, r);
-            }
+            batch.addRead(sched.runDevice(r), start, mem, o, len, r);
             runStaging[r] = o + (sched.runOffset(r) - start);
             o += len;
         }
         runs = n;
         if (shared != null) {
-            plan = sched;
-            shared.planned(sharedMember, sched, n);
+            shared.planned(sched);
         }
         return n;
     }
 
-    /** Whether this fetch's reads go out in a batch's shared submission. */
+    /** Whether this fetch is a member of a batch's {@link SharedPlan}. */
     public boolean sharing() {
         return shared != null;
     }
 
-    /** Takes part in {@code s}'s submission as its member {@code member} until {@link #clear}. */
-    void share(SharedSubmission s, int member) {
+    /** Takes part in {@code s}'s plan as its member {@code member} until {@link #clear}. */
+    void share(SharedPlan s, int member) {
         shared = s;
         sharedMember = member;
     }
 
-    /** Leaves the shared submission (after the fetch, or when its start failed); waits for its reads. */
+    /** Leaves the batch's shared plan (after the fetch, or when its start failed). */
     public void leaveShared() {
         if (shared != null) {
-            SharedSubmission s = shared;
+            SharedPlan s = shared;
             shared = null;
-            plan = null;
-            runs = 0;
             s.leave(sharedMember);
-        }
-    }
-
-    /** Adds the planned reads to the shared {@code target}, tagged {@code tagBase + run}. */
-    void enqueue(IoBatch target, long tagBase) {
-        MemorySegment mem = staging.segment();
-        for (int r = 0; r < runs; r++) {
-            long start = plan.runOffset(r) & -alignment;
-            target.addRead(plan.runDevice(r), start, mem, runStaging[r] - (plan.runOffset(r) - start),
-                    alignedLength(plan, r), tagBase + r);
         }
     }
 
@@ -137,7 +121,7 @@ public final class StagedReads implements AutoCloseable {
     }
 
     public void submit() {
-        if (runs > 0 && shared == null) { // a shared submission goes out once all its members planned
+        if (runs > 0) {
             store.backend().submit(batch);
         }
     }
@@ -175,9 +159,6 @@ public final class StagedReads implements AutoCloseable {
      * @return {@link System#nanoTime()} when the last read was seen complete
      */
     public long gatherAsLanded(RunSink sink) {
-        if (shared != null) {
-            return shared.gather(sharedMember, sink);
-        }
         if (runs == 0) {
             return System.nanoTime();
         }
@@ -239,7 +220,7 @@ public final class StagedReads implements AutoCloseable {
 
     /** Bytes run {@code r} transferred (its aligned read). */
     public long length(int r) {
-        return shared != null ? shared.length(sharedMember, r) : batch.length(r);
+        return batch.length(r);
     }
 
     /** Where run {@code r}'s first entry starts in {@link #memory()}. */
@@ -263,7 +244,7 @@ public final class StagedReads implements AutoCloseable {
 
     /** Forgets the plan once no read is in flight (a failed await has finished all of them). */
     public void clear() {
-        // Before the shared submission went out this is the start of the member's own step: it stays.
+        // Before the batch's prefetch ended this is the start of the member's own step: it stays.
         if (shared != null && shared.sealed()) {
             leaveShared();
         }
