@@ -66,6 +66,7 @@ public final class IoUringBackend implements IoBackend {
     private int nextShared;
     private boolean firstRingTaken;
     private volatile boolean closed;
+    private int maxInflight;
 
     private IoUringBackend(List<IoDevice> devices, IoOptions options, IoUringConfig config) throws IOException {
         this.devices = List.copyOf(devices);
@@ -85,17 +86,38 @@ public final class IoUringBackend implements IoBackend {
             for (int d = 0; d < n; d++) {
                 openDevice(this.devices.get(d), options.directIo());
             }
+            maxInflight = inflightLimit(config, this.devices);
             // The first ring now, so a kernel that refuses io_uring fails open() rather than the
             // first batch.
             synchronized (this) {
-                rings = new Ring[] {new Ring(0, this, config, fds, slabs)};
+                rings = new Ring[] {new Ring(0, this, config, maxInflight, fds, slabs)};
             }
         } catch (IOException | RuntimeException e) {
             closeFiles();
             throw e;
         }
         LOG.debug("io_uring backend over {} devices: {} SQ entries, at most {} in flight and {} rings, fixed files"
-                + " {}", n, config.sqEntries(), config.maxInflight(), config.maxRings(), rings[0].fixedFiles());
+                + " {}", n, config.sqEntries(), maxInflight, config.maxRings(), rings[0].fixedFiles());
+    }
+
+    /** The configured depth, within what the block devices under the pool files queue (if asked and known). */
+    private static int inflightLimit(IoUringConfig config, List<IoDevice> devices) {
+        if (!config.deviceQueueLimit()) {
+            return config.maxInflight();
+        }
+        int slots = BlockQueues.requestSlots(devices.stream().map(IoDevice::poolFile).toList());
+        if (slots <= 0 || slots >= config.maxInflight()) {
+            return config.maxInflight();
+        }
+        LOG.info("io_uring: at most {} requests in flight per ring instead of {}: the block devices under the pool"
+                + " files queue {} (nr_requests), and a fuller ring would block the submitting thread in the kernel;"
+                + " the rest wait in the ring's backlog", slots, config.maxInflight(), slots);
+        return slots;
+    }
+
+    /** Most requests one ring has queued or in flight: the configured depth within the devices' queues. */
+    public int maxInflight() {
+        return maxInflight;
     }
 
     /**
@@ -285,7 +307,7 @@ public final class IoUringBackend implements IoBackend {
         }
         if (current.length < config.maxRings()) {
             try {
-                Ring r = new Ring(current.length, this, config, fds, slabs);
+                Ring r = new Ring(current.length, this, config, maxInflight, fds, slabs);
                 Ring[] next = java.util.Arrays.copyOf(current, current.length + 1);
                 next[current.length] = r;
                 rings = next;

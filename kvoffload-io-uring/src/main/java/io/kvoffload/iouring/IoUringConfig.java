@@ -18,10 +18,13 @@ import io.kvoffload.spi.IoOptions;
  *     requests whose buffer lies inside one
  * @param bufferSlots fixed-buffer slots per ring (sparse registration), i.e. most slabs registered
  * @param batchSlots most batches one ring tracks in flight at once
+ * @param deviceQueueLimit also keep a ring's requests in flight within what the block devices under
+ *     the pool files queue (their {@code nr_requests}, summed): beyond it {@code io_uring_enter}
+ *     puts the submitting thread to sleep until a request completes ({@code BlockQueues})
  */
 public record IoUringConfig(
         int sqEntries, int maxInflight, int maxRings, boolean fixedFiles, boolean fixedBuffers, int bufferSlots,
-        int batchSlots) {
+        int batchSlots, boolean deviceQueueLimit) {
 
     /** Upper bound of {@link #batchSlots}: the slot number has 16 bits of user_data ({@code UserData}). */
     public static final int MAX_BATCH_SLOTS = UserData.MAX_SLOT + 1;
@@ -37,8 +40,8 @@ public record IoUringConfig(
 
     /**
      * Rings sized for {@code options.queueDepth()} requests per device across {@code devices}
-     * devices (at most 4096 in flight per ring), one ring per submitting thread up to the number of
-     * processors, fixed files and fixed buffers on.
+     * devices (at most 4096 in flight per ring, and at most what the block devices queue), one ring
+     * per submitting thread up to the number of processors, fixed files and fixed buffers on.
      */
     public static IoUringConfig defaults(IoOptions options, int devices) {
         Checks.positive("devices", devices);
@@ -46,26 +49,31 @@ public record IoUringConfig(
         int inflight = (int) Math.min(4096, want);
         int sq = Math.max(8, Integer.highestOneBit(inflight - 1) << 1);
         int rings = Math.clamp(Runtime.getRuntime().availableProcessors(), 1, 64);
-        return new IoUringConfig(sq, inflight, rings, true, true, 4096, 256);
+        return new IoUringConfig(sq, inflight, rings, true, true, 4096, 256, true);
     }
 
     public IoUringConfig withSqEntries(int entries, int inflight) {
-        return new IoUringConfig(entries, inflight, maxRings, fixedFiles, fixedBuffers, bufferSlots, batchSlots);
+        return new IoUringConfig(entries, inflight, maxRings, fixedFiles, fixedBuffers, bufferSlots, batchSlots, deviceQueueLimit);
     }
 
     public IoUringConfig withMaxRings(int rings) {
-        return new IoUringConfig(sqEntries, maxInflight, rings, fixedFiles, fixedBuffers, bufferSlots, batchSlots);
+        return new IoUringConfig(sqEntries, maxInflight, rings, fixedFiles, fixedBuffers, bufferSlots, batchSlots, deviceQueueLimit);
     }
 
     public IoUringConfig withFixedFiles(boolean on) {
-        return new IoUringConfig(sqEntries, maxInflight, maxRings, on, fixedBuffers, bufferSlots, batchSlots);
+        return new IoUringConfig(sqEntries, maxInflight, maxRings, on, fixedBuffers, bufferSlots, batchSlots, deviceQueueLimit);
     }
 
     public IoUringConfig withFixedBuffers(boolean on) {
-        return new IoUringConfig(sqEntries, maxInflight, maxRings, fixedFiles, on, bufferSlots, batchSlots);
+        return new IoUringConfig(sqEntries, maxInflight, maxRings, fixedFiles, on, bufferSlots, batchSlots, deviceQueueLimit);
+    }
+
+    public IoUringConfig withDeviceQueueLimit(boolean on) {
+        return new IoUringConfig(sqEntries, maxInflight, maxRings, fixedFiles, fixedBuffers, bufferSlots, batchSlots, on);
     }
 
     public IoUringConfig withBatchSlots(int slots) {
-        return new IoUringConfig(sqEntries, maxInflight, maxRings, fixedFiles, fixedBuffers, bufferSlots, slots);
+        return new IoUringConfig(sqEntries, maxInflight, maxRings, fixedFiles, fixedBuffers, bufferSlots, slots,
+                deviceQueueLimit);
     }
 }

@@ -71,11 +71,11 @@ final class Ring {
      *
      * @throws IoUringException when the kernel refuses the ring
      */
-    Ring(int id, IoUringBackend backend, IoUringConfig config, int[] fds, Iterable<IoUringBackend.Slab> slabs)
-            throws IoUringException {
+    Ring(int id, IoUringBackend backend, IoUringConfig config, int maxInflight, int[] fds,
+            Iterable<IoUringBackend.Slab> slabs) throws IoUringException {
         this.id = id;
         this.backend = backend;
-        this.maxInflight = config.maxInflight();
+        this.maxInflight = maxInflight;
         this.slots = new InflightBatch[config.batchSlots()];
         this.backlog = new int[config.batchSlots()];
         for (int i = 0; i < slots.length; i++) {

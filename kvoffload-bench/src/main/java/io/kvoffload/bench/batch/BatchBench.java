@@ -151,7 +151,7 @@ public final class BatchBench implements Callable<Integer> {
             }
             out.printf("Medians of %d paired rounds after one unreported warm-up round; fio: randread, io_uring, O_DIRECT,"
                     + " registered files and buffers, best of two submit batchings, the batch's request-size mix as"
-                    + " bssplit and depth = reads of %d layer fetches of the batch (at most queueDepth × devices), the"
+                    + " bssplit and depth = reads of %d layer fetches of the batch (at most queueDepth × devices; also the devices' request queue, where smaller), the"
                     + " same pool files (first %d MiB of each), %d s per run, right after the decode runs of its"
                     + " round. A step is one token of every sequence of the batch (all layers).%n%n",
                     paired.rounds, IN_FLIGHT, fileSize >> 20, paired.fioSeconds);

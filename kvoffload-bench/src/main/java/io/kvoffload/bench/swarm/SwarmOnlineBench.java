@@ -342,7 +342,8 @@ public final class SwarmOnlineBench implements Callable<Integer> {
         double fm = median(fio);
         out.printf("## Decode fetch bandwidth against fio%n%n");
         out.printf("Decode: %d steps × %d layers, %d layer fetches always in flight, no cache; fio: randread, io_uring,"
-                + " O_DIRECT, registered files and buffers, best of two submit batchings, iodepth %d, bssplit %s (the decode's request-size mix, mean %.1f KiB), the same %d"
+                + " O_DIRECT, registered files and buffers on huge pages, best of two submit batchings, iodepth %d (and the"
+                + " devices' request queue, where smaller), bssplit %s (the decode's request-size mix, mean %.1f KiB), the same %d"
                 + " pool files (first %d MiB of each), %d s per run; %d paired rounds after one unreported"
                 + " warm-up round.%n%n", budget.steps, size.layers, inFlight, depth,
                 bssplit, meanKib, dirs.size(), fileSize >> 20, paired.fioSeconds, paired.rounds);
