@@ -1,12 +1,7 @@
 package io.kvoffload.internal.ffi;
 
 import java.lang.foreign.Arena;
-import java.lang.foreign.FunctionDescriptor;
-import java.lang.foreign.Linker;
 import java.lang.foreign.MemorySegment;
-import java.lang.foreign.SymbolLookup;
-import java.lang.foreign.ValueLayout;
-import java.lang.invoke.MethodHandle;
 
 /**
  * Anonymous memory mappings for DRAM slabs: {@code mmap(MAP_PRIVATE | MAP_ANONYMOUS)} aligned to
@@ -35,37 +30,7 @@ public final class AnonymousMemory {
     private static final int MADV_HUGEPAGE = 14;
     private static final long MAP_FAILED = -1L;
 
-    private static final MethodHandle MMAP;
-    private static final MethodHandle MUNMAP;
-    private static final MethodHandle MADVISE;
-    private static final Throwable UNAVAILABLE;
-
-    static {
-        MethodHandle mmap = null;
-        MethodHandle munmap = null;
-        MethodHandle madvise = null;
-        Throwable failure = Libc.unavailableReason();
-        if (failure == null) {
-            try {
-                Linker linker = Linker.nativeLinker();
-                SymbolLookup libc = linker.defaultLookup();
-                mmap = linker.downcallHandle(libc.findOrThrow("mmap"),
-                        FunctionDescriptor.of(ValueLayout.JAVA_LONG, ValueLayout.JAVA_LONG, ValueLayout.JAVA_LONG,
-                                ValueLayout.JAVA_INT, ValueLayout.JAVA_INT, ValueLayout.JAVA_INT, ValueLayout.JAVA_LONG));
-                munmap = linker.downcallHandle(libc.findOrThrow("munmap"),
-                        FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.JAVA_LONG, ValueLayout.JAVA_LONG));
-                madvise = linker.downcallHandle(libc.findOrThrow("madvise"),
-                        FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.JAVA_LONG, ValueLayout.JAVA_LONG,
-                                ValueLayout.JAVA_INT));
-            } catch (Throwable t) {
-                failure = t;
-            }
-        }
-        MMAP = mmap;
-        MUNMAP = munmap;
-        MADVISE = madvise;
-        UNAVAILABLE = failure;
-    }
+    private static final Throwable UNAVAILABLE = Libc.unavailableReason();
 
     private AnonymousMemory() {}
 
@@ -94,7 +59,7 @@ public final class AnonymousMemory {
         try {
             // Over-map by one huge page, then cut the unaligned head and the tail away.
             long span = huge ? bytes + HUGE_PAGE : bytes;
-            long raw = (long) MMAP.invokeExact(0L, span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0L);
+            long raw = Libc.mmapAnonymous(span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS);
             if (raw == MAP_FAILED) {
                 return null;
             }
@@ -104,7 +69,7 @@ public final class AnonymousMemory {
                 unmap(raw, start - raw);
                 unmap(start + bytes, raw + span - (start + bytes));
                 // Advice only: refused (THP not built in), the mapping works with 4 KiB pages.
-                int ignored = (int) MADVISE.invokeExact(start, bytes, MADV_HUGEPAGE);
+                int ignored = Libc.madvise(start, bytes, MADV_HUGEPAGE);
             }
             long address = start;
             try {
@@ -125,7 +90,7 @@ public final class AnonymousMemory {
             return;
         }
         try {
-            int ignored = (int) MUNMAP.invokeExact(address, length);
+            int ignored = Libc.munmap(address, length);
         } catch (Throwable t) {
             throw new IllegalStateException("munmap(0x" + Long.toHexString(address) + ", " + length + ") failed", t);
         }

@@ -11,7 +11,8 @@ import java.nio.file.Path;
 
 /**
  * The few libc calls core needs, bound through FFM. This package is the only one in core that
- * touches native addresses; everything it takes is a Java value or a path.
+ * touches native addresses; the public methods take Java values or paths, and the mapping calls are
+ * package-private, for {@link AnonymousMemory} to wrap in bounded segments.
  */
 public final class Libc {
     private static final int O_RDWR = 02;
@@ -23,6 +24,9 @@ public final class Libc {
     private static final MethodHandle POSIX_FALLOCATE;
     /** glibc's malloc_trim, or null (another libc). */
     private static final MethodHandle MALLOC_TRIM;
+    private static final MethodHandle MMAP;
+    private static final MethodHandle MUNMAP;
+    private static final MethodHandle MADVISE;
     private static final Throwable UNAVAILABLE;
 
     static {
@@ -30,6 +34,9 @@ public final class Libc {
         MethodHandle close = null;
         MethodHandle fallocate = null;
         MethodHandle trim = null;
+        MethodHandle mmap = null;
+        MethodHandle munmap = null;
+        MethodHandle madvise = null;
         Throwable failure = null;
         try {
             Linker linker = Linker.nativeLinker();
@@ -45,6 +52,15 @@ public final class Libc {
                             ValueLayout.JAVA_LONG));
             trim = libc.find("malloc_trim").map(a -> linker.downcallHandle(a,
                     FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.JAVA_LONG))).orElse(null);
+            // Addresses as JAVA_LONG: AnonymousMemory turns a mapping into a bounded segment itself.
+            mmap = linker.downcallHandle(libc.findOrThrow("mmap"),
+                    FunctionDescriptor.of(ValueLayout.JAVA_LONG, ValueLayout.JAVA_LONG, ValueLayout.JAVA_LONG,
+                            ValueLayout.JAVA_INT, ValueLayout.JAVA_INT, ValueLayout.JAVA_INT, ValueLayout.JAVA_LONG));
+            munmap = linker.downcallHandle(libc.findOrThrow("munmap"),
+                    FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.JAVA_LONG, ValueLayout.JAVA_LONG));
+            madvise = linker.downcallHandle(libc.findOrThrow("madvise"),
+                    FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.JAVA_LONG, ValueLayout.JAVA_LONG,
+                            ValueLayout.JAVA_INT));
         } catch (Throwable t) {
             failure = t;
         }
@@ -52,6 +68,9 @@ public final class Libc {
         CLOSE = close;
         POSIX_FALLOCATE = fallocate;
         MALLOC_TRIM = trim;
+        MMAP = mmap;
+        MUNMAP = munmap;
+        MADVISE = madvise;
         UNAVAILABLE = failure;
     }
 
@@ -60,6 +79,21 @@ public final class Libc {
     /** Why native calls are unavailable (no native access granted, not Linux), or null. */
     public static Throwable unavailableReason() {
         return UNAVAILABLE;
+    }
+
+    /** {@code mmap(0, length, prot, flags, -1, 0)}: the address, or -1 (MAP_FAILED). Callers check availability. */
+    static long mmapAnonymous(long length, int prot, int flags) throws Throwable {
+        return (long) MMAP.invokeExact(0L, length, prot, flags, -1, 0L);
+    }
+
+    /** {@code munmap(address, length)}: 0 or -1. */
+    static int munmap(long address, long length) throws Throwable {
+        return (int) MUNMAP.invokeExact(address, length);
+    }
+
+    /** {@code madvise(address, length, advice)}: 0 or -1. */
+    static int madvise(long address, long length, int advice) throws Throwable {
+        return (int) MADVISE.invokeExact(address, length, advice);
     }
 
     /**
