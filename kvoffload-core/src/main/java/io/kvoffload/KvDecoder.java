@@ -203,7 +203,8 @@ public final class KvDecoder implements AutoCloseable {
 
     /**
      * For {@link KvBatch}: starts {@code layer}'s fetch for {@code query} (validated by the batch)
-     * with its reads joining {@code shared}, which submits them with the other sequences' reads.
+     * as a member of {@code shared}: planned against the batch's device load so far, its reads sent
+     * at once, its resident rows copied when its view is awaited.
      */
     KvView prefetchShared(int layer, float[] query, SharedPlan shared) {
         boolean owned = owner.enter(this);

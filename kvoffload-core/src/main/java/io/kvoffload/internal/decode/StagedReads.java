@@ -102,11 +102,22 @@ public final class StagedReads implements AutoCloseable {
         sharedMember = member;
     }
 
-    /** Leaves the batch's shared plan (after the fetch, or when its start failed). */
+    /**
+     * Leaves the batch's shared plan (after the fetch, or when its start failed); if its start failed
+     * after its reads went out, waits for them first, so the staging slot is never reused under the
+     * kernel.
+     */
     public void leaveShared() {
         if (shared != null) {
             SharedPlan s = shared;
             shared = null;
+            if (runs > 0 && batch.pending() != 0) {
+                try {
+                    await();
+                } catch (RuntimeException e) {
+                    // The start that failed is what the caller reports; these reads are abandoned.
+                }
+            }
             s.leave(sharedMember);
         }
     }
