@@ -13,9 +13,9 @@ import io.kvoffload.KvView;
 import io.kvoffload.SparseAttention;
 import io.kvoffload.attention.ExactAttention;
 import io.kvoffload.attention.QualityMetrics;
-import io.kvoffload.bench.ProgressBars;
 import io.kvoffload.bench.TempDirs;
 import io.kvoffload.bench.cli.HeadOptions;
+import io.kvoffload.bench.cli.ProgressOptions;
 import io.kvoffload.bench.cli.ReportOptions;
 import io.kvoffload.bench.compare.IoStrategies.Layout;
 import io.kvoffload.bench.compare.IoStrategies.Strategy;
@@ -160,8 +160,8 @@ public final class CompareCommand implements Callable<Integer> {
     @Option(names = "--seed", defaultValue = "24301", description = "Workload seed (default: ${DEFAULT-VALUE}).")
     long seed;
 
-    @Option(names = "--no-progress", description = "No progress bar.")
-    boolean noProgress;
+    @Mixin
+    ProgressOptions progress = new ProgressOptions();
 
     @CommandLine.Spec
     CommandLine.Model.CommandSpec spec;
@@ -315,7 +315,7 @@ public final class CompareCommand implements Callable<Integer> {
                 Arrays.toString(sizes), Arrays.toString(budgets), Arrays.toString(batches), steps, devices, group,
                 cacheShare * 100, Runtime.version());
         console.flush();
-        bar = noProgress ? null : ProgressBars.ascii("compare", work, 500);
+        bar = progress.bar("compare", work, 500);
         try {
             for (int i = 0; i < sizes.length; i++) {
                 try (CompareFixture f = new CompareFixture(this, sizes[i], chosen)) {

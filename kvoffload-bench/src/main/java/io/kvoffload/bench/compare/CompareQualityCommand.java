@@ -3,8 +3,8 @@ package io.kvoffload.bench.compare;
 import io.kvoffload.KvShape;
 import io.kvoffload.attention.ExactAttention;
 import io.kvoffload.attention.QualityMetrics;
-import io.kvoffload.bench.ProgressBars;
 import io.kvoffload.bench.cli.HeadOptions;
+import io.kvoffload.bench.cli.ProgressOptions;
 import io.kvoffload.internal.baseline.BaselineSelector;
 import io.kvoffload.internal.swarm.ClusterRadius;
 import io.kvoffload.internal.swarm.ClusteringConfig;
@@ -28,8 +28,8 @@ import java.util.concurrent.Callable;
 import me.tongfei.progressbar.ProgressBar;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
-import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Mixin;
+import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.Spec;
 
@@ -111,8 +111,8 @@ public final class CompareQualityCommand implements Callable<Integer> {
             description = "CSV file to write, one row per (tokens, budget, strategy); empty for none (default: ${DEFAULT-VALUE}).")
     String csv;
 
-    @Option(names = "--no-progress", description = "Do not draw a progress bar on stderr.")
-    boolean noProgress;
+    @Mixin
+    ProgressOptions progress = new ProgressOptions();
 
     @Spec
     CommandSpec spec;
@@ -182,7 +182,7 @@ public final class CompareQualityCommand implements Callable<Integer> {
         List<Cell> all = new ArrayList<>();
         long work = (long) sizes.length * layers * (strategies.size() + steps);
         long start = System.nanoTime();
-        try (ProgressBar bar = noProgress ? null : ProgressBars.ascii("compare-quality", work, 500)) {
+        try (ProgressBar bar = progress.bar("compare-quality", work, 500)) {
             for (int n : sizes) {
                 all.addAll(measure(shape, n, swarmConfig, bar));
             }

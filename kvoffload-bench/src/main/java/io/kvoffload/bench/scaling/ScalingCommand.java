@@ -2,8 +2,8 @@ package io.kvoffload.bench.scaling;
 
 import io.kvoffload.DeviceModelSpec;
 import io.kvoffload.KvConfig;
-import io.kvoffload.bench.ProgressBars;
 import io.kvoffload.bench.TempDirs;
+import io.kvoffload.bench.cli.ProgressOptions;
 import io.kvoffload.bench.report.CsvWriter;
 import io.kvoffload.bench.report.MarkdownTable;
 import io.kvoffload.bench.report.Plots;
@@ -34,6 +34,7 @@ import java.util.concurrent.Callable;
 import me.tongfei.progressbar.ProgressBar;
 import org.HdrHistogram.Histogram;
 import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
 
 /**
@@ -118,8 +119,8 @@ public final class ScalingCommand implements Callable<Integer> {
     @Option(names = "--seed", defaultValue = "18", description = "Random seed (default: ${DEFAULT-VALUE}).")
     long seed;
 
-    @Option(names = "--no-progress", description = "No progress bar.")
-    boolean noProgress;
+    @Mixin
+    ProgressOptions progress = new ProgressOptions();
 
     private PrintStream console = System.out;
     private String writeLabel = "";
@@ -227,7 +228,7 @@ public final class ScalingCommand implements Callable<Integer> {
         String hostSource;
         double writeSeconds;
         List<Point> points = new ArrayList<>();
-        try (ProgressBar bar = noProgress ? null : ProgressBars.ascii("scaling", totalPoints, 250)) {
+        try (ProgressBar bar = progress.bar("scaling", totalPoints, 250)) {
             extra(bar, "writing " + maxDevices + " × " + poolBytes / (1 << 20) + " MiB");
             String firstModel = series.stream().filter(x -> !x.equals("none")).findFirst().orElse(null);
             writeSeconds = writeAll(provider, devices, options, firstModel == null ? null

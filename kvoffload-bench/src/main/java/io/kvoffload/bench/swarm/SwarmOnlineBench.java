@@ -13,10 +13,10 @@ import io.kvoffload.KvSequence;
 import io.kvoffload.KvShape;
 import io.kvoffload.KvStats;
 import io.kvoffload.KvView;
-import io.kvoffload.bench.ProgressBars;
 import io.kvoffload.bench.TempDirs;
 import io.kvoffload.bench.cli.DecodeBudgetOptions;
 import io.kvoffload.bench.cli.FioRoundsOptions;
+import io.kvoffload.bench.cli.ProgressOptions;
 import io.kvoffload.bench.cli.WorkloadOptions;
 import io.kvoffload.bench.fio.Fio;
 import io.kvoffload.workload.SyntheticWorkload;
@@ -85,8 +85,8 @@ public final class SwarmOnlineBench implements Callable<Integer> {
             description = "Parts to run, any of ${COMPLETION-CANDIDATES} (default: ${DEFAULT-VALUE}).")
     java.util.EnumSet<Section> sections;
 
-    @Option(names = "--no-progress", description = "No progress bar.")
-    boolean noProgress;
+    @Mixin
+    ProgressOptions progress = new ProgressOptions();
 
     @CommandLine.Spec
     CommandLine.Model.CommandSpec spec;
@@ -123,7 +123,7 @@ public final class SwarmOnlineBench implements Callable<Integer> {
                 + (sections.contains(Section.CACHES) ? 2L * cacheBudgets.length : 0)
                 + (deviceModel.equals("none") && sections.contains(Section.BANDWIDTH) ? 2L * (paired.rounds + 1) : 0);
         try (KvEngine engine = KvEngine.open(cfg);
-                ProgressBar bar = noProgress ? null : ProgressBars.ascii("swarm-online", work, 500)) {
+                ProgressBar bar = progress.bar("swarm-online", work, 500)) {
             store(engine);
             step(bar);
             out.printf("# Swarm online phase through real I/O%n%n%d layers × %,d tokens of a Llama-3-8B-shaped layer"
