@@ -17,6 +17,7 @@ import io.kvoffload.bench.TempDirs;
 import io.kvoffload.bench.cli.DecodeBudgetOptions;
 import io.kvoffload.bench.cli.FioRoundsOptions;
 import io.kvoffload.bench.cli.ProgressOptions;
+import io.kvoffload.bench.cli.ScratchDeviceOptions;
 import io.kvoffload.bench.cli.WorkloadOptions;
 import io.kvoffload.bench.fio.Fio;
 import io.kvoffload.workload.SyntheticWorkload;
@@ -48,9 +49,6 @@ public final class SwarmOnlineBench implements Callable<Integer> {
     @Mixin
     WorkloadOptions size = new WorkloadOptions(65536, 2, 17);
 
-    @Option(names = "--devices", defaultValue = "4", description = "SSD directories (default: ${DEFAULT-VALUE}).")
-    int devices;
-
     @Mixin
     DecodeBudgetOptions budget = new DecodeBudgetOptions(48, 0.1);
 
@@ -58,12 +56,8 @@ public final class SwarmOnlineBench implements Callable<Integer> {
             description = "Hot-cluster cache sizes as shares of a layer's KV (default: ${DEFAULT-VALUE}).")
     double[] cacheBudgets;
 
-    @Option(names = "--backend", defaultValue = "auto", description = "I/O backend (default: ${DEFAULT-VALUE}).")
-    String backend;
-
-    @Option(names = "--dir", description = "Directory for the SSD directories (default: the temp directory; must"
-            + " support O_DIRECT, so not tmpfs).")
-    Path dir;
+    @Mixin
+    ScratchDeviceOptions store = new ScratchDeviceOptions();
 
     @Mixin
     FioRoundsOptions paired = new FioRoundsOptions(5);
@@ -107,12 +101,10 @@ public final class SwarmOnlineBench implements Callable<Integer> {
         }
         shape = new KvShape(size.layers, QUERY_HEADS, KV_HEADS, HEAD_DIM, DType.BF16);
         workload = new SyntheticWorkload(WorkloadSpec.builder(shape, size.tokens).seed(size.seed).build());
-        Path root = TempDirs.createUnder(dir, "kvo-swarm-online");
-        List<Path> dirs = TempDirs.ssdDirectories(root, devices);
+        Path root = store.scratch("kvo-swarm-online");
+        List<Path> dirs = store.ssdDirectories(root);
         long layerBytes = (long) size.tokens * shape.entryBytes();
-        long capacity = (layerBytes * size.layers * 3 / devices + (64L << 20)) & -(1L << 20);
-        KvConfig.Builder builder = KvConfig.builder().ssdDirectories(dirs).ioBackend(backend)
-                .deviceCapacityBytes(capacity).dramBudgetBytes(Math.max(1L << 30, layerBytes * size.layers))
+        KvConfig.Builder builder = store.config(dirs, layerBytes * size.layers).dramBudgetBytes(Math.max(1L << 30, layerBytes * size.layers))
                 .queueDepth(paired.queueDepth);
         if (!deviceModel.equals("none")) {
             builder.deviceModel(deviceModel);
@@ -130,7 +122,7 @@ public final class SwarmOnlineBench implements Callable<Integer> {
                     + " (%d query heads, %d KV heads × %d, BF16, %d B entries) on %d directories, backend %s;"
                     + " budget %.0f%% of tokens (sinks 4 and window 256 included), %d steps per setting;"
                     + " stored in %.1f s, clustered (64 profiled queries per layer) in %.1f s.%n%n", size.layers, size.tokens, QUERY_HEADS, KV_HEADS, HEAD_DIM,
-                    shape.entryBytes(), devices, engine.stats().ioBackend(), budget.sparsity * 100, budget.steps,
+                    shape.entryBytes(), store.devices, engine.stats().ioBackend(), budget.sparsity * 100, budget.steps,
                     storeNanos / 1e9, clusterNanos / 1e9);
             if (sections.contains(Section.ABLATIONS)) {
                 ablations(engine, out, bar);
@@ -326,7 +318,7 @@ public final class SwarmOnlineBench implements Callable<Integer> {
                 if (bssplit == null) {
                     bssplit = bssplit(st);
                     // inFlight layer fetches, each a batch of this many reads, as deep as the rings allow.
-                    depth = (int) Math.max(1, Math.min(engine.config().queueDepth() * (long) devices,
+                    depth = (int) Math.max(1, Math.min(engine.config().queueDepth() * (long) store.devices,
                             Math.round((double) inFlight * st.readRequests() / st.steps())));
                     meanKib = st.bytesRead() / (double) st.readRequests() / 1024;
                 }
