@@ -67,13 +67,8 @@ public final class CompareCommand implements Callable<Integer> {
                     + " reference keeps each layer's K and V as floats).")
     int[] sizes;
 
-    @Option(names = "--budgets", split = ",", defaultValue = "0.05,0.1,0.2",
-            description = "Token budgets as shares of the prefix (default: ${DEFAULT-VALUE}).")
-    double[] budgets;
-
-    @Option(names = "--budget", defaultValue = "0.1",
-            description = "The budget of the I/O, batch and scaling runs (default: ${DEFAULT-VALUE}).")
-    double budget;
+    @Mixin
+    BudgetOptions spend = new BudgetOptions();
 
     @Option(names = "--batches", split = ",", defaultValue = "1,4,8",
             description = "Batch sizes: sequences decoded concurrently, one thread each (default: ${DEFAULT-VALUE}).")
@@ -235,7 +230,7 @@ public final class CompareCommand implements Callable<Integer> {
     public Integer call() throws Exception {
         PrintWriter pw = spec.commandLine().getOut();
         List<Row> rows = execute(pw);
-        pw.println(summaryTable(rows, budget));
+        pw.println(summaryTable(rows, spend.budget));
         pw.flush();
         long bad = rows.stream().mapToLong(Row::mismatches).sum();
         return bad == 0 ? 0 : 1;
@@ -305,14 +300,14 @@ public final class CompareCommand implements Callable<Integer> {
         boolean fio = fioSeconds > 0 && Fio.available();
         long work = 0;
         for (int n : sizes) {
-            work += 2 + (long) chosen.size() * (budgets.length + batches.length + (fio ? 1 : 0));
+            work += 2 + (long) chosen.size() * (spend.budgets.length + batches.length + (fio ? 1 : 0));
         }
         work += (long) ssdCounts.length * (1 + chosen.size());
         long t0 = System.nanoTime();
         List<Row> rows = new ArrayList<>();
         console.printf(Locale.ROOT, "compare: %s, %d layers, prefixes %s, budgets %s, batches %s, %d steps, %d SSD"
                 + " directories, positional groups of %d, cache %.0f%% of a layer, %s%n", shape.fingerprint(), layers,
-                Arrays.toString(sizes), Arrays.toString(budgets), Arrays.toString(batches), steps, devices, group,
+                Arrays.toString(sizes), Arrays.toString(spend.budgets), Arrays.toString(batches), steps, devices, group,
                 cacheShare * 100, Runtime.version());
         console.flush();
         bar = progress.bar("compare", work, 500);
@@ -339,7 +334,7 @@ public final class CompareCommand implements Callable<Integer> {
     }
 
     private void validate() {
-        if (sizes.length == 0 || budgets.length == 0 || strategies.isEmpty()) {
+        if (sizes.length == 0 || spend.budgets.length == 0 || strategies.isEmpty()) {
             throw new IllegalArgumentException("--sizes, --budgets and --strategies need at least one value");
         }
         for (int n : sizes) {
@@ -348,10 +343,10 @@ public final class CompareCommand implements Callable<Integer> {
                         : "--sizes holds " + n) + "; allowed: 1024.." + (1 << 20));
             }
         }
-        for (double b : budgets) {
+        for (double b : spend.budgets) {
             share("--budgets", b);
         }
-        share("--budget", budget);
+        share("--budget", spend.budget);
         share("--cache-share", cacheShare == 0 ? 1 : cacheShare);
         for (int b : batches) {
             range("--batches", b, 1, 64);
@@ -448,7 +443,7 @@ public final class CompareCommand implements Callable<Integer> {
      */
     private long dramBudget(long layerBytes) {
         int maxBatch = Arrays.stream(batches).max().orElse(1);
-        long perDecoder = 2 * (long) Math.ceil(Arrays.stream(budgets).max().orElse(budget) * layerBytes)
+        long perDecoder = 2 * (long) Math.ceil(Arrays.stream(spend.budgets).max().orElse(spend.budget) * layerBytes)
                 + (long) (cacheShare * layerBytes) * layers + (64L << 20);
         return Math.max(1L << 30, layerBytes * layers + maxBatch * perDecoder + (256L << 20));
     }
@@ -653,10 +648,10 @@ public final class CompareCommand implements Callable<Integer> {
             throws IOException, InterruptedException {
         List<Row> rows = new ArrayList<>();
         for (Strategy s : chosen) {
-            for (double b : budgets) {
+            for (double b : spend.budgets) {
                 Acc a = decode(f, f.engine, s, b, 1, steps, true);
                 double fioMiBs = 0;
-                if (fio && b == budget && a.first.readRequests() > 0) {
+                if (fio && b == spend.budget && a.first.readRequests() > 0) {
                     fioMiBs = fioLikeFetch(f, s, a);
                     step();
                 }
@@ -664,8 +659,8 @@ public final class CompareCommand implements Callable<Integer> {
                 step();
             }
             for (int batch : batches) {
-                Acc a = decode(f, f.engine, s, budget, batch, steps, false);
-                rows.add(row("batch", f, s, budget, batch, devices, false, steps, a, 0, index(f, s)));
+                Acc a = decode(f, f.engine, s, spend.budget, batch, steps, false);
+                rows.add(row("batch", f, s, spend.budget, batch, devices, false, steps, a, 0, index(f, s)));
                 step();
             }
         }
@@ -714,8 +709,8 @@ public final class CompareCommand implements Callable<Integer> {
                 f.store(e, chosen);
                 step();
                 for (Strategy s : chosen) {
-                    Acc a = decode(f, e, s, budget, 1, scalingSteps, false);
-                    rows.add(row("scaling", f, s, budget, 1, count, true, scalingSteps, a, 0, index(f, s)));
+                    Acc a = decode(f, e, s, spend.budget, 1, scalingSteps, false);
+                    rows.add(row("scaling", f, s, spend.budget, 1, count, true, scalingSteps, a, 0, index(f, s)));
                     step();
                 }
             } finally {
