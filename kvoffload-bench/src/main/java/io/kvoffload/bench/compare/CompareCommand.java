@@ -122,23 +122,16 @@ public final class CompareCommand implements Callable<Integer> {
             description = "Tokens per cluster of the positional layout (default: ${DEFAULT-VALUE}).")
     int group;
 
-    @Option(names = "--window", defaultValue = "256", description = "Local window (default: ${DEFAULT-VALUE}).")
-    int window;
-
-    @Option(names = "--sinks", defaultValue = "4", description = "Sink tokens (default: ${DEFAULT-VALUE}).")
-    int sinks;
+    @Mixin
+    LocalTokenOptions local = new LocalTokenOptions();
 
     @Option(names = "--cache-share", defaultValue = "0.05",
             description = "Hot-cluster cache per layer as a share of the layer's KV (Swarm fills it; the positional"
                     + " strategies consult it but do not fill it) (default: ${DEFAULT-VALUE}).")
     double cacheShare;
 
-    @Option(names = "--profile-queries", defaultValue = "64",
-            description = "Queries Swarm's offline phase profiles (default: ${DEFAULT-VALUE}).")
-    int profileQueries;
-
-    @Option(names = "--tau", defaultValue = "0.35", description = "Swarm's cluster radius (default: ${DEFAULT-VALUE}).")
-    double tau;
+    @Mixin
+    SwarmProfileOptions swarm = new SwarmProfileOptions();
 
     @Option(names = "--fio-seconds", defaultValue = "2",
             description = "Seconds per fio run; 0 for no fio (default: ${DEFAULT-VALUE}).")
@@ -361,9 +354,9 @@ public final class CompareCommand implements Callable<Integer> {
         range("--scaling-steps", scalingSteps, 1, 100_000);
         range("--devices", devices, 1, 64);
         range("--group", group, 1, 4096);
-        range("--profile-queries", profileQueries, 1, 4096);
-        range("--window", window, 0, 1 << 20);
-        range("--sinks", sinks, 0, 1 << 20);
+        range("--profile-queries", swarm.profileQueries, 1, 4096);
+        range("--window", local.window, 0, 1 << 20);
+        range("--sinks", local.sinks, 0, 1 << 20);
         range("--fio-seconds", fioSeconds, 0, 600);
         range("--fio-min-io-ms", fioMinIoMillis, 0, 3_600_000);
     }
@@ -502,7 +495,7 @@ public final class CompareCommand implements Callable<Integer> {
         Acc acc = new Acc();
         int budgetTokens = (int) Math.max(1, Math.min(f.n, Math.round(share * f.n)));
         long cache = (long) (cacheShare * f.n * shape.entryBytes()) * layers;
-        DecodeOptions.Builder ob = DecodeOptions.builder().sparsity(share).sinkTokens(sinks).localWindow(window)
+        DecodeOptions.Builder ob = DecodeOptions.builder().sparsity(share).sinkTokens(local.sinks).localWindow(local.window)
                 .cacheBytes(cache).strategy(Swarm.builder().maintenance(Swarm.Maintenance.OFF).build());
         if (s.layout() == Layout.KVSWAP_GROUPS) {
             // The shared budget (sinks and window inside), as every other strategy: no budgetTokens on top.

@@ -82,9 +82,8 @@ public final class CompareQualityCommand implements Callable<Integer> {
             description = "Tokens per storage block for the read accounting (default: ${DEFAULT-VALUE}).")
     int block;
 
-    @Option(names = "--profile-queries", defaultValue = "64",
-            description = "Decoding queries Swarm's offline phase profiles (default: ${DEFAULT-VALUE}).")
-    int profileQueries;
+    @Mixin
+    SwarmProfileOptions swarm = new SwarmProfileOptions();
 
     @Option(names = "--profile-stride", defaultValue = "4",
             description = "Steps between profiled queries; scored steps follow the profiled ones (default: ${DEFAULT-VALUE}).")
@@ -97,9 +96,6 @@ public final class CompareQualityCommand implements Callable<Integer> {
     @Option(names = "--sparq-rank", defaultValue = "0",
             description = "Query dimensions SparQ/SparF keep per head; 0 = head dim / 8, SparQ's 1/8 setting (default: ${DEFAULT-VALUE}).")
     int sparqRank;
-
-    @Option(names = "--tau", defaultValue = "0.35", description = "Swarm's cluster radius (default: ${DEFAULT-VALUE}).")
-    double tau;
 
     @Option(names = "--seed", defaultValue = "24301", description = "Workload and k-means seed (default: ${DEFAULT-VALUE}).")
     long seed;
@@ -170,12 +166,12 @@ public final class CompareQualityCommand implements Callable<Integer> {
         PrintWriter out = spec.commandLine().getOut();
         int t = threads > 0 ? threads : Runtime.getRuntime().availableProcessors();
         KvShape shape = heads.shape(layers);
-        ClusteringConfig swarmConfig = ClusteringConfig.defaults().withRadius(ClusterRadius.fixed(tau))
+        ClusteringConfig swarmConfig = ClusteringConfig.defaults().withRadius(ClusterRadius.fixed(swarm.tau))
                 .withParallelism(Math.min(256, t));
         out.printf(Locale.ROOT, "compare-quality: %s (%d layers, %d query heads on %d KV heads, head dim %d, BF16 entries "
                         + "of %d B), %d scored steps per layer after %d profiled (every %d), window %d, %d-token blocks, "
                         + "SparQ rank %d, seed %d, %d threads, %s%n%n",
-                shape.fingerprint(), layers, heads.queryHeads, heads.kvHeads, heads.headDim, shape.entryBytes(), steps, profileQueries,
+                shape.fingerprint(), layers, heads.queryHeads, heads.kvHeads, heads.headDim, shape.entryBytes(), steps, swarm.profileQueries,
                 profileStride, window, block, sparqRank > 0 ? sparqRank : Math.max(1, heads.headDim / 8), seed, t,
                 Runtime.version());
         out.flush();
@@ -222,7 +218,7 @@ public final class CompareQualityCommand implements Callable<Integer> {
         positive("--layers", layers);
         positive("--steps", steps);
         positive("--block", block);
-        positive("--profile-queries", profileQueries);
+        positive("--profile-queries", swarm.profileQueries);
         positive("--profile-stride", profileStride);
         if (sparqRank < 0 || sparqRank > heads.headDim) {
             throw new IllegalArgumentException("--sparq-rank = " + sparqRank + "; allowed: 0.." + heads.headDim);
@@ -254,11 +250,11 @@ public final class CompareQualityCommand implements Callable<Integer> {
             }
             cells.put(s, row);
         }
-        int firstScored = profileQueries * profileStride; // decoding continues after the profiled steps
+        int firstScored = swarm.profileQueries * profileStride; // decoding continues after the profiled steps
         for (int layer = 0; layer < layers; layer++) {
             DenseLayerKv kv = DenseLayerKv.materialize(workload.layer(layer), true);
             List<float[]> profile = new ArrayList<>();
-            for (int i = 0; i < profileQueries; i++) {
+            for (int i = 0; i < swarm.profileQueries; i++) {
                 profile.add(workload.query(layer, i * profileStride));
             }
             Strategies.Params params = new Strategies.Params(heads.queryHeads, window, seed + layer, sparqRank, spec.sinkTokens(), profile,

@@ -117,7 +117,7 @@ final class CompareReport {
                 .filter(v -> !Double.isNaN(v)).average().orElse(Double.NaN);
         if (!Double.isNaN(share)) {
             sb.append(String.format(Locale.ROOT, "Swarm: %.2f%% of tokens are in co-activation clusters (mean over"
-                    + " layers and prefixes, τ = %.2f)%s.%n%n", 100 * share, cmd.tau,
+                    + " layers and prefixes, τ = %.2f)%s.%n%n", 100 * share, cmd.swarm.tau,
                     share < ClusterSummary.LOW_CO_ACTIVATION_SHARE
                             ? " — **near zero: Swarm's index is in effect positional blocks**" : ""));
         }
@@ -125,7 +125,7 @@ final class CompareReport {
                 + " %d decoding steps per run; sinks %d, window %d (DRAM); hot-cluster cache %.0f%% of a layer's KV;"
                 + " %d SSD directories on one disk (measured); positional layout in %d-token clusters; total %.0f s."
                 + " fio: %s.%n%n", shape.fingerprint(), cmd.layers, cmd.heads.queryHeads, cmd.heads.kvHeads, cmd.heads.headDim, shape.entryBytes(), cmd.steps,
-                cmd.sinks, cmd.window, cmd.cacheShare * 100, cmd.devices, cmd.group, seconds,
+                cmd.local.sinks, cmd.local.window, cmd.cacheShare * 100, cmd.devices, cmd.group, seconds,
                 fio ? "the fetch's reads replayed (io_uring, O_DIRECT): its size mix, random reads inside its"
                         + " sequence's extents, its reads in flight submitted and reaped as one burst, about "
                         + cmd.fioSeconds + " s" : "not run"));
