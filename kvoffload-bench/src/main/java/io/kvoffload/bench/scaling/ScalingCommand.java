@@ -4,6 +4,7 @@ import io.kvoffload.DeviceModelSpec;
 import io.kvoffload.KvConfig;
 import io.kvoffload.bench.TempDirs;
 import io.kvoffload.bench.cli.ProgressOptions;
+import io.kvoffload.bench.cli.ReportOptions;
 import io.kvoffload.bench.report.CsvWriter;
 import io.kvoffload.bench.report.MarkdownTable;
 import io.kvoffload.bench.report.Plots;
@@ -65,9 +66,6 @@ public final class ScalingCommand implements Callable<Integer> {
                     + " temporary directories under --work.")
     List<Path> dirs = new ArrayList<>();
 
-    @Option(names = "--work", description = "Where the temporary device directories go (default: java.io.tmpdir).")
-    Path work;
-
     @Option(names = "--devices", split = ",", defaultValue = "1,2,4,8",
             description = "Device counts to measure (default: ${DEFAULT-VALUE}).")
     List<Integer> deviceCounts;
@@ -108,13 +106,8 @@ public final class ScalingCommand implements Callable<Integer> {
             description = "Time of each host measurement (4 KiB and 64 KiB reads) (default: ${DEFAULT-VALUE}).")
     double calibrateSeconds;
 
-    @Option(names = "--backend", defaultValue = "auto", description = "I/O backend: auto, portable, io_uring"
-            + " (default: ${DEFAULT-VALUE}).")
-    String backend;
-
-    @Option(names = "--out", defaultValue = "kvoffload-bench/target/reports/scaling",
-            description = "Output folder for scaling.csv, scaling.png and summary.md (default: ${DEFAULT-VALUE}).")
-    Path out;
+    @Mixin
+    ReportOptions report = new ReportOptions("kvoffload-bench/target/reports/scaling");
 
     @Option(names = "--seed", defaultValue = "18", description = "Random seed (default: ${DEFAULT-VALUE}).")
     long seed;
@@ -153,7 +146,7 @@ public final class ScalingCommand implements Callable<Integer> {
         Path tempRoot = null;
         List<Path> deviceDirs = new ArrayList<>(dirs);
         if (deviceDirs.isEmpty()) {
-            Path base = work != null ? work : Path.of(System.getProperty("java.io.tmpdir"));
+            Path base = report.work != null ? report.work : Path.of(System.getProperty("java.io.tmpdir"));
             Files.createDirectories(base);
             tempRoot = TempDirs.createUnder(base, "kvo-scaling-");
             deviceDirs.addAll(TempDirs.ssdDirectories(tempRoot, maxDevices));
@@ -208,7 +201,7 @@ public final class ScalingCommand implements Callable<Integer> {
         int distinctDisks = distinctFileStores(deviceDirs);
         List<String> series = resolveProfiles(distinctDisks >= maxDevices && maxDevices > 1);
         boolean anySimulated = series.stream().anyMatch(s -> !s.equals("none"));
-        IoBackendProvider provider = provider(backend);
+        IoBackendProvider provider = provider(report.backend);
         List<IoDevice> devices = new ArrayList<>();
         for (int i = 0; i < maxDevices; i++) {
             Path f = deviceDirs.get(i).resolve("kvo-scaling.pool");
@@ -516,8 +509,8 @@ public final class ScalingCommand implements Callable<Integer> {
     private void report(List<Point> points, List<String> series, boolean anySimulated, String backendName,
             String hostSource, long hostBw, long hostIo, int distinctDisks, long poolBytes, double writeSeconds,
             int maxDevices) throws IOException {
-        Files.createDirectories(out);
-        Path csv = out.resolve("scaling.csv");
+        Files.createDirectories(report.out);
+        Path csv = report.out.resolve("scaling.csv");
         try (CsvWriter w = new CsvWriter(csv, "series", "profile", "simulated", "devices", "device_bandwidth_MBps",
                 "device_iops", "requests", "bytes", "seconds", "bandwidth_GBps", "iops", "batch_p50_ms",
                 "batch_p99_ms", "model_ceiling_GBps", "efficiency", "model_bound_share")) {
@@ -542,7 +535,7 @@ public final class ScalingCommand implements Callable<Integer> {
         }
         String title = anySimulated ? "Multi-SSD scaling (SIMULATED: directories on one disk behind a device model)"
                 : "Multi-SSD scaling (real devices)";
-        Path png = Plots.line(out.resolve("scaling.png"), title, "SSD count", "aggregate read bandwidth (GB/s)", lines,
+        Path png = Plots.line(report.out.resolve("scaling.png"), title, "SSD count", "aggregate read bandwidth (GB/s)", lines,
                 new Plots.LineOptions(false, true, false));
 
         MarkdownTable table = new MarkdownTable("series", "SSDs", "per-device limit", "GB/s", "kIOPS",
@@ -593,9 +586,9 @@ public final class ScalingCommand implements Callable<Integer> {
                 + " means the figure is the model's, lower means the real disk was the bottleneck too.\n\n");
         md.append("![scaling](").append(png.getFileName()).append(")\n\nData: [").append(csv.getFileName())
                 .append("](").append(csv.getFileName()).append(")\n");
-        Files.writeString(out.resolve("summary.md"), md.toString());
+        Files.writeString(report.out.resolve("summary.md"), md.toString());
         console.println(md);
-        console.println("wrote " + csv + ", " + png + ", " + out.resolve("summary.md"));
+        console.println("wrote " + csv + ", " + png + ", " + report.out.resolve("summary.md"));
     }
 
     private String commandLine() {
@@ -607,8 +600,8 @@ public final class ScalingCommand implements Callable<Integer> {
         sb.append(" --profiles ").append(String.join(",", profiles));
         sb.append(" --pool ").append(pool).append(" --seconds ").append(seconds).append(" --batch ").append(batchSize)
                 .append(" --inflight ").append(inflight);
-        if (!backend.equals("auto")) {
-            sb.append(" --backend ").append(backend);
+        if (!report.backend.equals("auto")) {
+            sb.append(" --backend ").append(report.backend);
         }
         return sb.toString();
     }
