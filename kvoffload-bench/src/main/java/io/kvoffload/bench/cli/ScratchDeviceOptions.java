@@ -37,11 +37,10 @@ public final class ScratchDeviceOptions {
 
     /**
      * A configuration builder over {@code dirs} with the {@code --backend} chosen and room on each
-     * device for three times its share of {@code bytes} (extents are not packed, and a run rewrites),
-     * plus 64 MiB, in whole MiB.
+     * device for {@code bytes} spread over the devices ({@link DeviceOptions#capacityFor}).
      */
     public KvConfig.Builder config(List<Path> dirs, long bytes) {
         return KvConfig.builder().ssdDirectories(dirs).ioBackend(backend)
-                .deviceCapacityBytes((bytes * 3 / devices + (64L << 20)) & -(1L << 20));
+                .deviceCapacityBytes(DeviceOptions.capacityFor(bytes, devices));
     }
 }
