@@ -107,8 +107,7 @@ public final class BatchBench implements Callable<Integer> {
                     + " flight, no cache; stored and clustered in %.1f s; load average %.1f at the start.%n%n",
                     maxBatch, workload.layers, workload.tokens, shape.entryBytes(), store.devices, engine.stats().ioBackend(), paired.queueDepth,
                     sparsity * 100, seconds, IN_FLIGHT, (System.nanoTime() - t0) / 1e9, load);
-            long[] used = engine.stats().devices().stream().mapToLong(d -> d.capacityBytes() - d.freeBytes()).toArray();
-            long fileSize = Arrays.stream(used).min().orElse(0) & -(1L << 20);
+            long fileSize = Fio.poolFileSize(engine.stats());
             int n = batches.length;
             List<List<Double>> batched = lists(n);
             List<List<Double>> separate = lists(n);
@@ -129,8 +128,8 @@ public final class BatchBench implements Callable<Integer> {
                     }
                     if (mix[k] == null) {
                         mix[k] = Fio.bssplit(r.stats);
-                        depth[k] = (int) Math.max(1, Math.min((long) paired.queueDepth * store.devices,
-                                Math.round((double) IN_FLIGHT * r.stats.readRequests() / (r.stats.steps() / b))));
+                        depth[k] = Fio.depth((double) IN_FLIGHT * r.stats.readRequests() / (r.stats.steps() / b),
+                                paired.queueDepth, store.devices);
                     }
                     double f = round == 0 ? 0 : Fio.randRead(dirs, fileSize, mix[k], depth[k], paired.fioSeconds);
                     if (round > 0) {

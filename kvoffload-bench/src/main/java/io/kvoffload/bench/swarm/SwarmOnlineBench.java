@@ -281,8 +281,7 @@ public final class SwarmOnlineBench implements Callable<Integer> {
         String bssplit = null;
         int depth = 0;
         double meanKib = 0;
-        long[] used = engine.stats().devices().stream().mapToLong(d -> d.capacityBytes() - d.freeBytes()).toArray();
-        long fileSize = Arrays.stream(used).min().orElse(0) & -(1L << 20);
+        long fileSize = Fio.poolFileSize(engine.stats());
         // Round 0 warms both sides up (first touch of the pool files after the other runs, fio's own
         // start-up) and is not reported; rounds 1..rounds are paired.
         for (int round = 0; round <= paired.rounds; round++) {
@@ -318,8 +317,8 @@ public final class SwarmOnlineBench implements Callable<Integer> {
                 if (bssplit == null) {
                     bssplit = bssplit(st);
                     // inFlight layer fetches, each a batch of this many reads, as deep as the rings allow.
-                    depth = (int) Math.max(1, Math.min(engine.config().queueDepth() * (long) store.devices,
-                            Math.round((double) inFlight * st.readRequests() / st.steps())));
+                    depth = Fio.depth((double) inFlight * st.readRequests() / st.steps(), engine.config().queueDepth(),
+                            store.devices);
                     meanKib = st.bytesRead() / (double) st.readRequests() / 1024;
                 }
             }
