@@ -355,7 +355,7 @@ public final class CompareQualityCommand implements Callable<Integer> {
             int k = c.samples;
             double blocks = c.blocks / k;
             out.printf(Locale.ROOT, "| %s%% (%,d) | %s | %,.0f | %.3f | %.3f | %.3f | %,.0f | %,.0f | %.2f | %.2f | %.2f |%n",
-                    pct(c.share), c.budget, c.strategy, c.selected / k, c.mass / k, c.topK / k, c.error / k, c.medianMicros(),
+                    CompareReport.pct(c.share), c.budget, c.strategy, c.selected / k, c.mass / k, c.topK / k, c.error / k, c.medianMicros(),
                     blocks, blocks * block * shape.entryBytes() / MIB, blocks * block / (c.selected / k),
                     c.scoredBytes / k / MIB);
         }
@@ -375,11 +375,6 @@ public final class CompareQualityCommand implements Callable<Integer> {
     }
 
     private static final double MIB = 1024.0 * 1024.0;
-
-    private static String pct(double share) {
-        double p = share * 100;
-        return p == Math.rint(p) ? String.valueOf((long) p) : String.format(Locale.ROOT, "%.1f", p);
-    }
 
     private void writeCsv(Path path, KvShape shape, List<Cell> cells) {
         StringBuilder sb = new StringBuilder("tokens,budget_share,budget_tokens,strategy,layers,steps,tokens_selected,"
