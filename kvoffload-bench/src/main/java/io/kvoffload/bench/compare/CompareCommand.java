@@ -13,6 +13,7 @@ import io.kvoffload.KvView;
 import io.kvoffload.SparseAttention;
 import io.kvoffload.attention.ExactAttention;
 import io.kvoffload.attention.QualityMetrics;
+import io.kvoffload.bench.ProgressBars;
 import io.kvoffload.bench.TempDirs;
 import io.kvoffload.bench.cli.HeadOptions;
 import io.kvoffload.bench.cli.ProgressOptions;
@@ -374,9 +375,7 @@ public final class CompareCommand implements Callable<Integer> {
     }
 
     void step() {
-        if (bar != null) {
-            bar.step();
-        }
+        ProgressBars.step(bar);
     }
 
     // ------------------------------------------------------------------ data and layouts

@@ -3,6 +3,7 @@ package io.kvoffload.bench.compare;
 import io.kvoffload.KvShape;
 import io.kvoffload.attention.ExactAttention;
 import io.kvoffload.attention.QualityMetrics;
+import io.kvoffload.bench.ProgressBars;
 import io.kvoffload.bench.cli.HeadOptions;
 import io.kvoffload.bench.cli.ProgressOptions;
 import io.kvoffload.internal.baseline.BaselineSelector;
@@ -271,7 +272,7 @@ public final class CompareQualityCommand implements Callable<Integer> {
                         c.indexBytes += sel.indexBytes();
                         c.builds++;
                     }
-                    step(bar);
+                    ProgressBars.step(bar);
                 }
                 int most = 0;
                 for (BaselineSelector sel : selectors.values()) {
@@ -309,7 +310,7 @@ public final class CompareQualityCommand implements Callable<Integer> {
                             c.error += QualityMetrics.relativeError(exact.output(), attention.sparseOutput(kv, q, chosen));
                         }
                     }
-                    step(bar);
+                    ProgressBars.step(bar);
                 }
             }
         }
@@ -320,12 +321,6 @@ public final class CompareQualityCommand implements Callable<Integer> {
             }
         }
         return result;
-    }
-
-    private static void step(ProgressBar bar) {
-        if (bar != null) {
-            bar.step();
-        }
     }
 
     /** Distinct {@code block}-token blocks holding the chosen tokens: the reads of a block-granular store. */

@@ -2,6 +2,7 @@ package io.kvoffload.bench.scaling;
 
 import io.kvoffload.DeviceModelSpec;
 import io.kvoffload.KvConfig;
+import io.kvoffload.bench.ProgressBars;
 import io.kvoffload.bench.TempDirs;
 import io.kvoffload.bench.cli.ProgressOptions;
 import io.kvoffload.bench.cli.ReportOptions;
@@ -228,7 +229,7 @@ public final class ScalingCommand implements Callable<Integer> {
                     : DeviceModelSpec.profile(firstModel).withScaleDevices(maxDevices));
             writeLabel = firstModel == null ? "without a model" : "through the " + firstModel
                     + " model (default host limits, simulated)";
-            step(bar);
+            ProgressBars.step(bar);
             if (hostBandwidth != null && hostIops != null) {
                 hostBw = KvConfig.parseSize("--host-bandwidth", hostBandwidth);
                 hostIo = hostIops;
@@ -245,7 +246,7 @@ public final class ScalingCommand implements Callable<Integer> {
                         + " in flight, %s); the model uses %.0f%% of that", small.requests() / small.seconds(),
                         large.bytes() / large.seconds() / 1e6, batchSize * inflight, provider.name(), HOST_HEADROOM * 100);
             }
-            step(bar);
+            ProgressBars.step(bar);
             for (String s : series) {
                 DeviceModelSpec spec = s.equals("none") ? null
                         : DeviceModelSpec.profile(s).withScaleDevices(maxDevices).withHost(Math.max(hostBw, 1_000_000),
@@ -253,7 +254,7 @@ public final class ScalingCommand implements Callable<Integer> {
                 for (int n : deviceCounts) {
                     extra(bar, label(s, anySimulated) + ", " + n + " device" + (n == 1 ? "" : "s"));
                     points.add(point(provider, devices.subList(0, n), options, s, spec, anySimulated));
-                    step(bar);
+                    ProgressBars.step(bar);
                 }
             }
         }
@@ -618,12 +619,6 @@ public final class ScalingCommand implements Callable<Integer> {
     private static void extra(ProgressBar bar, String message) {
         if (bar != null) {
             bar.setExtraMessage(message);
-        }
-    }
-
-    private static void step(ProgressBar bar) {
-        if (bar != null) {
-            bar.step();
         }
     }
 

@@ -13,6 +13,7 @@ import io.kvoffload.KvSequence;
 import io.kvoffload.KvShape;
 import io.kvoffload.KvStats;
 import io.kvoffload.KvView;
+import io.kvoffload.bench.ProgressBars;
 import io.kvoffload.bench.TempDirs;
 import io.kvoffload.bench.cli.DecodeBudgetOptions;
 import io.kvoffload.bench.cli.FioRoundsOptions;
@@ -117,7 +118,7 @@ public final class SwarmOnlineBench implements Callable<Integer> {
         try (KvEngine engine = KvEngine.open(cfg);
                 ProgressBar bar = progress.bar("swarm-online", work, 500)) {
             store(engine);
-            step(bar);
+            ProgressBars.step(bar);
             out.printf("# Swarm online phase through real I/O%n%n%d layers × %,d tokens of a Llama-3-8B-shaped layer"
                     + " (%d query heads, %d KV heads × %d, BF16, %d B entries) on %d directories, backend %s;"
                     + " budget %.0f%% of tokens (sinks 4 and window 256 included), %d steps per setting;"
@@ -142,12 +143,6 @@ public final class SwarmOnlineBench implements Callable<Integer> {
         }
         out.flush();
         return 0;
-    }
-
-    private static void step(ProgressBar bar) {
-        if (bar != null) {
-            bar.step();
-        }
     }
 
     private long storeNanos;
@@ -237,7 +232,7 @@ public final class SwarmOnlineBench implements Callable<Integer> {
                     fetch.p50Nanos() / 1e6, fetch.p99Nanos() / 1e6, fetch.p999Nanos() / 1e6,
                     r.stats().selectNanos() / 1e6 / fetches, r.stats().selectLatency().p99Nanos() / 1e6,
                     io.p50Nanos() / 1e6, io.p99Nanos() / 1e6, max / mean);
-            step(bar);
+            ProgressBars.step(bar);
         }
         out.printf("%nSwarm reads %.2f MiB per layer fetch.%n%n", swarmMib);
     }
@@ -258,7 +253,7 @@ public final class SwarmOnlineBench implements Callable<Integer> {
                         100 * s.cacheHitRate(), 100.0 * s.tokensCached() / rows,
                         s.bytesRead() / (double) s.steps() / (1 << 20), s.fetchLatency().p50Nanos() / 1e6,
                         s.fetchLatency().p99Nanos() / 1e6, s.fetchLatency().p999Nanos() / 1e6);
-                step(bar);
+                ProgressBars.step(bar);
             }
         }
         out.println();
@@ -322,12 +317,12 @@ public final class SwarmOnlineBench implements Callable<Integer> {
                     meanKib = st.bytesRead() / (double) st.readRequests() / 1024;
                 }
             }
-            step(bar);
+            ProgressBars.step(bar);
             double f = runFio(dirs, fileSize, bssplit, depth);
             if (round > 0) {
                 fio.add(f);
             }
-            step(bar);
+            ProgressBars.step(bar);
         }
         double dm = median(decode);
         double fm = median(fio);
