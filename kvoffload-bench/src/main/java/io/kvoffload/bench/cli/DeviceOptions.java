@@ -58,7 +58,10 @@ public final class DeviceOptions {
         return KvConfig.builder().ssdDirectories(dirs).ioBackend(backend);
     }
 
-    /** As {@link #config(List)}, with room on each device for {@code bytes} spread over the devices ({@link #capacityFor}). */
+    /**
+     * As {@link #config(List)}, with room on each device for {@code bytes} spread over the devices
+     * ({@link #capacityFor}).
+     */
     public KvConfig.Builder config(List<Path> dirs, long bytes) {
         return config(dirs).deviceCapacityBytes(capacityFor(bytes, devices));
     }
