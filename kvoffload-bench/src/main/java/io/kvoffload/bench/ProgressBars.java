@@ -23,4 +23,11 @@ public final class ProgressBars {
                 .setUpdateIntervalMillis(updateMillis).setConsumer(new ConsoleProgressBarConsumer(System.err, 100))
                 .build();
     }
+
+    /** Steps {@code bar}; nothing for a null bar (a command run with {@code --no-progress}). */
+    public static void step(ProgressBar bar) {
+        if (bar != null) {
+            bar.step();
+        }
+    }
 }

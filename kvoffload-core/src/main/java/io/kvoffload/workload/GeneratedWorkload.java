@@ -26,4 +26,17 @@ abstract sealed class GeneratedWorkload implements Workload permits SyntheticWor
     @Override public final int tokens() { return tokens; }
     /** Steps {@code 0 .. MAX_STEP}. */
     @Override public final int queryCount() { return MAX_STEP + 1; }
+
+    /** Checks a layer and a decoding step, as every per-step accessor does. */
+    final void checkStep(int layer, int step) {
+        Checks.index("layer", layer, shape.layers());
+        Checks.inRange("step", step, 0, MAX_STEP);
+    }
+
+    /** Checks the arguments of {@code query(layer, step, dst, offset)}: room for every query head. */
+    final void checkQuery(int layer, int step, float[] dst, int offset) {
+        checkStep(layer, step);
+        Checks.notNull("dst", dst);
+        Checks.slice("dst", offset, (long) shape.queryHeads() * headDim, dst.length);
+    }
 }

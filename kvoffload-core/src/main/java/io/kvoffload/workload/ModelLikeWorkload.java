@@ -175,8 +175,7 @@ public final class ModelLikeWorkload extends GeneratedWorkload {
 
     /** The topics the query of {@code step} mixes in {@code layer} (a copy; empty in the control). */
     public int[] queryTopics(int layer, int step) {
-        Checks.index("layer", layer, shape.layers());
-        Checks.inRange("step", step, 0, MAX_STEP);
+        checkStep(layer, step);
         return spec.structured() ? chain(layer).topics(step).clone() : new int[0];
     }
 
@@ -255,10 +254,7 @@ public final class ModelLikeWorkload extends GeneratedWorkload {
     /** Writes the decoding query of {@code step} (at position {@code tokens}), head after head. */
     @Override
     public void query(int layer, int step, float[] dst, int offset) {
-        Checks.index("layer", layer, shape.layers());
-        Checks.inRange("step", step, 0, MAX_STEP);
-        Checks.notNull("dst", dst);
-        Checks.slice("dst", offset, (long) shape.queryHeads() * headDim, dst.length);
+        checkQuery(layer, step, dst, offset);
         long lk = layerKey(layer);
         int[][] out = outliers(layer);
         HeadType[] types = types(layer);

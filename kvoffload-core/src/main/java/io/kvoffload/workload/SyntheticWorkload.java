@@ -121,8 +121,7 @@ public final class SyntheticWorkload extends GeneratedWorkload {
      * {@code O(s × activeGroups)} the first time.
      */
     public int[] activeGroups(int layer, int step) {
-        Checks.index("layer", layer, shape.layers());
-        Checks.inRange("step", step, 0, MAX_STEP);
+        checkStep(layer, step);
         return chain(layer).at(step).clone();
     }
 
@@ -206,10 +205,7 @@ public final class SyntheticWorkload extends GeneratedWorkload {
      */
     @Override
     public void query(int layer, int step, float[] dst, int offset) {
-        Checks.index("layer", layer, shape.layers());
-        Checks.inRange("step", step, 0, MAX_STEP);
-        Checks.notNull("dst", dst);
-        Checks.slice("dst", offset, (long) shape.queryHeads() * headDim, dst.length);
+        checkQuery(layer, step, dst, offset);
         long lk = layerKey(layer);
         int[] active = chain(layer).at(step);
         double[] alpha = new double[active.length];

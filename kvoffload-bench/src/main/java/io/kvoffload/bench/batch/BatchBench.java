@@ -13,6 +13,7 @@ import io.kvoffload.KvView;
 import io.kvoffload.bench.ClusteredSequences;
 import io.kvoffload.bench.TempDirs;
 import io.kvoffload.bench.cli.FioRoundsOptions;
+import io.kvoffload.bench.cli.ScratchDeviceOptions;
 import io.kvoffload.bench.cli.WorkloadOptions;
 import io.kvoffload.bench.fio.Fio;
 import io.kvoffload.strategy.swarm.Swarm;
@@ -50,9 +51,6 @@ public final class BatchBench implements Callable<Integer> {
     @Mixin
     WorkloadOptions workload = new WorkloadOptions(4096, 2, 100);
 
-    @Option(names = "--devices", defaultValue = "4", description = "SSD directories (default: ${DEFAULT-VALUE}).")
-    int devices;
-
     @Option(names = "--seconds", defaultValue = "1.0", description = "Seconds of decoding per run (default: ${DEFAULT-VALUE}).")
     double seconds;
 
@@ -62,11 +60,8 @@ public final class BatchBench implements Callable<Integer> {
     @Mixin
     FioRoundsOptions paired = new FioRoundsOptions(2);
 
-    @Option(names = "--backend", defaultValue = "auto", description = "I/O backend (default: ${DEFAULT-VALUE}).")
-    String backend;
-
-    @Option(names = "--dir", description = "Directory for the SSD directories (default: the temp directory).")
-    Path dir;
+    @Mixin
+    ScratchDeviceOptions store = new ScratchDeviceOptions();
 
     @CommandLine.Spec
     CommandLine.Model.CommandSpec spec;
@@ -93,11 +88,10 @@ public final class BatchBench implements Callable<Integer> {
             throw new IllegalStateException("fio is not installed; the batch bench reports bandwidth as a ratio of fio's");
         }
         shape = new KvShape(workload.layers, 32, 8, 128, DType.BF16);
-        Path root = TempDirs.createUnder(dir, "kvo-batch");
-        List<Path> dirs = TempDirs.ssdDirectories(root, devices);
+        Path root = store.scratch("kvo-batch");
+        List<Path> dirs = store.ssdDirectories(root);
         long seqBytes = (long) workload.tokens * shape.entryBytes() * workload.layers;
-        long capacity = (seqBytes * maxBatch * 3 / devices + (64L << 20)) & -(1L << 20);
-        KvConfig cfg = KvConfig.builder().ssdDirectories(dirs).ioBackend(backend).deviceCapacityBytes(capacity)
+        KvConfig cfg = store.config(dirs, seqBytes * maxBatch)
                 .dramBudgetBytes(1L << 30).queueDepth(paired.queueDepth).build();
         try (KvEngine engine = KvEngine.open(cfg)) {
             long t0 = System.nanoTime();
@@ -111,10 +105,9 @@ public final class BatchBench implements Callable<Integer> {
                     + " 32 query heads, 8 KV heads × 128, BF16, %d B entries) on %d directories, backend %s,"
                     + " queueDepth %d; budget %.0f%% of tokens; %.1f s of decoding per run, %d layer fetches of the batch in"
                     + " flight, no cache; stored and clustered in %.1f s; load average %.1f at the start.%n%n",
-                    maxBatch, workload.layers, workload.tokens, shape.entryBytes(), devices, engine.stats().ioBackend(), paired.queueDepth,
+                    maxBatch, workload.layers, workload.tokens, shape.entryBytes(), store.devices, engine.stats().ioBackend(), paired.queueDepth,
                     sparsity * 100, seconds, IN_FLIGHT, (System.nanoTime() - t0) / 1e9, load);
-            long[] used = engine.stats().devices().stream().mapToLong(d -> d.capacityBytes() - d.freeBytes()).toArray();
-            long fileSize = Arrays.stream(used).min().orElse(0) & -(1L << 20);
+            long fileSize = Fio.poolFileSize(engine.stats());
             int n = batches.length;
             List<List<Double>> batched = lists(n);
             List<List<Double>> separate = lists(n);
@@ -135,8 +128,8 @@ public final class BatchBench implements Callable<Integer> {
                     }
                     if (mix[k] == null) {
                         mix[k] = Fio.bssplit(r.stats);
-                        depth[k] = (int) Math.max(1, Math.min((long) paired.queueDepth * devices,
-                                Math.round((double) IN_FLIGHT * r.stats.readRequests() / (r.stats.steps() / b))));
+                        depth[k] = Fio.depth((double) IN_FLIGHT * r.stats.readRequests() / (r.stats.steps() / b),
+                                paired.queueDepth, store.devices);
                     }
                     double f = round == 0 ? 0 : Fio.randRead(dirs, fileSize, mix[k], depth[k], paired.fioSeconds);
                     if (round > 0) {

@@ -57,4 +57,20 @@ public final class DeviceOptions {
     public KvConfig.Builder config(List<Path> dirs) {
         return KvConfig.builder().ssdDirectories(dirs).ioBackend(backend);
     }
+
+    /**
+     * As {@link #config(List)}, with room on each device for {@code bytes} spread over the devices
+     * ({@link #capacityFor}).
+     */
+    public KvConfig.Builder config(List<Path> dirs, long bytes) {
+        return config(dirs).deviceCapacityBytes(capacityFor(bytes, devices));
+    }
+
+    /**
+     * The device capacity the benchmarks give a store of {@code bytes} on {@code devices} devices:
+     * three times each device's share, plus 64 MiB, in whole MiB.
+     */
+    static long capacityFor(long bytes, int devices) {
+        return (bytes * 3 / devices + (64L << 20)) & -(1L << 20);
+    }
 }

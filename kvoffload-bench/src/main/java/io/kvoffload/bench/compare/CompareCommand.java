@@ -16,6 +16,7 @@ import io.kvoffload.attention.QualityMetrics;
 import io.kvoffload.bench.ProgressBars;
 import io.kvoffload.bench.TempDirs;
 import io.kvoffload.bench.cli.HeadOptions;
+import io.kvoffload.bench.cli.ProgressOptions;
 import io.kvoffload.bench.cli.ReportOptions;
 import io.kvoffload.bench.compare.IoStrategies.Layout;
 import io.kvoffload.bench.compare.IoStrategies.Strategy;
@@ -67,13 +68,8 @@ public final class CompareCommand implements Callable<Integer> {
                     + " reference keeps each layer's K and V as floats).")
     int[] sizes;
 
-    @Option(names = "--budgets", split = ",", defaultValue = "0.05,0.1,0.2",
-            description = "Token budgets as shares of the prefix (default: ${DEFAULT-VALUE}).")
-    double[] budgets;
-
-    @Option(names = "--budget", defaultValue = "0.1",
-            description = "The budget of the I/O, batch and scaling runs (default: ${DEFAULT-VALUE}).")
-    double budget;
+    @Mixin
+    BudgetOptions spend = new BudgetOptions();
 
     @Option(names = "--batches", split = ",", defaultValue = "1,4,8",
             description = "Batch sizes: sequences decoded concurrently, one thread each (default: ${DEFAULT-VALUE}).")
@@ -127,23 +123,16 @@ public final class CompareCommand implements Callable<Integer> {
             description = "Tokens per cluster of the positional layout (default: ${DEFAULT-VALUE}).")
     int group;
 
-    @Option(names = "--window", defaultValue = "256", description = "Local window (default: ${DEFAULT-VALUE}).")
-    int window;
-
-    @Option(names = "--sinks", defaultValue = "4", description = "Sink tokens (default: ${DEFAULT-VALUE}).")
-    int sinks;
+    @Mixin
+    LocalTokenOptions local = new LocalTokenOptions();
 
     @Option(names = "--cache-share", defaultValue = "0.05",
             description = "Hot-cluster cache per layer as a share of the layer's KV (Swarm fills it; the positional"
                     + " strategies consult it but do not fill it) (default: ${DEFAULT-VALUE}).")
     double cacheShare;
 
-    @Option(names = "--profile-queries", defaultValue = "64",
-            description = "Queries Swarm's offline phase profiles (default: ${DEFAULT-VALUE}).")
-    int profileQueries;
-
-    @Option(names = "--tau", defaultValue = "0.35", description = "Swarm's cluster radius (default: ${DEFAULT-VALUE}).")
-    double tau;
+    @Mixin
+    SwarmProfileOptions swarm = new SwarmProfileOptions();
 
     @Option(names = "--fio-seconds", defaultValue = "2",
             description = "Seconds per fio run; 0 for no fio (default: ${DEFAULT-VALUE}).")
@@ -160,8 +149,8 @@ public final class CompareCommand implements Callable<Integer> {
     @Option(names = "--seed", defaultValue = "24301", description = "Workload seed (default: ${DEFAULT-VALUE}).")
     long seed;
 
-    @Option(names = "--no-progress", description = "No progress bar.")
-    boolean noProgress;
+    @Mixin
+    ProgressOptions progress = new ProgressOptions();
 
     @CommandLine.Spec
     CommandLine.Model.CommandSpec spec;
@@ -235,7 +224,7 @@ public final class CompareCommand implements Callable<Integer> {
     public Integer call() throws Exception {
         PrintWriter pw = spec.commandLine().getOut();
         List<Row> rows = execute(pw);
-        pw.println(summaryTable(rows, budget));
+        pw.println(summaryTable(rows, spend.budget));
         pw.flush();
         long bad = rows.stream().mapToLong(Row::mismatches).sum();
         return bad == 0 ? 0 : 1;
@@ -305,17 +294,17 @@ public final class CompareCommand implements Callable<Integer> {
         boolean fio = fioSeconds > 0 && Fio.available();
         long work = 0;
         for (int n : sizes) {
-            work += 2 + (long) chosen.size() * (budgets.length + batches.length + (fio ? 1 : 0));
+            work += 2 + (long) chosen.size() * (spend.budgets.length + batches.length + (fio ? 1 : 0));
         }
         work += (long) ssdCounts.length * (1 + chosen.size());
         long t0 = System.nanoTime();
         List<Row> rows = new ArrayList<>();
         console.printf(Locale.ROOT, "compare: %s, %d layers, prefixes %s, budgets %s, batches %s, %d steps, %d SSD"
                 + " directories, positional groups of %d, cache %.0f%% of a layer, %s%n", shape.fingerprint(), layers,
-                Arrays.toString(sizes), Arrays.toString(budgets), Arrays.toString(batches), steps, devices, group,
+                Arrays.toString(sizes), Arrays.toString(spend.budgets), Arrays.toString(batches), steps, devices, group,
                 cacheShare * 100, Runtime.version());
         console.flush();
-        bar = noProgress ? null : ProgressBars.ascii("compare", work, 500);
+        bar = progress.bar("compare", work, 500);
         try {
             for (int i = 0; i < sizes.length; i++) {
                 try (CompareFixture f = new CompareFixture(this, sizes[i], chosen)) {
@@ -339,7 +328,7 @@ public final class CompareCommand implements Callable<Integer> {
     }
 
     private void validate() {
-        if (sizes.length == 0 || budgets.length == 0 || strategies.isEmpty()) {
+        if (sizes.length == 0 || spend.budgets.length == 0 || strategies.isEmpty()) {
             throw new IllegalArgumentException("--sizes, --budgets and --strategies need at least one value");
         }
         for (int n : sizes) {
@@ -348,10 +337,10 @@ public final class CompareCommand implements Callable<Integer> {
                         : "--sizes holds " + n) + "; allowed: 1024.." + (1 << 20));
             }
         }
-        for (double b : budgets) {
+        for (double b : spend.budgets) {
             share("--budgets", b);
         }
-        share("--budget", budget);
+        share("--budget", spend.budget);
         share("--cache-share", cacheShare == 0 ? 1 : cacheShare);
         for (int b : batches) {
             range("--batches", b, 1, 64);
@@ -366,9 +355,9 @@ public final class CompareCommand implements Callable<Integer> {
         range("--scaling-steps", scalingSteps, 1, 100_000);
         range("--devices", devices, 1, 64);
         range("--group", group, 1, 4096);
-        range("--profile-queries", profileQueries, 1, 4096);
-        range("--window", window, 0, 1 << 20);
-        range("--sinks", sinks, 0, 1 << 20);
+        range("--profile-queries", swarm.profileQueries, 1, 4096);
+        range("--window", local.window, 0, 1 << 20);
+        range("--sinks", local.sinks, 0, 1 << 20);
         range("--fio-seconds", fioSeconds, 0, 600);
         range("--fio-min-io-ms", fioMinIoMillis, 0, 3_600_000);
     }
@@ -386,9 +375,7 @@ public final class CompareCommand implements Callable<Integer> {
     }
 
     void step() {
-        if (bar != null) {
-            bar.step();
-        }
+        ProgressBars.step(bar);
     }
 
     // ------------------------------------------------------------------ data and layouts
@@ -448,7 +435,7 @@ public final class CompareCommand implements Callable<Integer> {
      */
     private long dramBudget(long layerBytes) {
         int maxBatch = Arrays.stream(batches).max().orElse(1);
-        long perDecoder = 2 * (long) Math.ceil(Arrays.stream(budgets).max().orElse(budget) * layerBytes)
+        long perDecoder = 2 * (long) Math.ceil(Arrays.stream(spend.budgets).max().orElse(spend.budget) * layerBytes)
                 + (long) (cacheShare * layerBytes) * layers + (64L << 20);
         return Math.max(1L << 30, layerBytes * layers + maxBatch * perDecoder + (256L << 20));
     }
@@ -507,7 +494,7 @@ public final class CompareCommand implements Callable<Integer> {
         Acc acc = new Acc();
         int budgetTokens = (int) Math.max(1, Math.min(f.n, Math.round(share * f.n)));
         long cache = (long) (cacheShare * f.n * shape.entryBytes()) * layers;
-        DecodeOptions.Builder ob = DecodeOptions.builder().sparsity(share).sinkTokens(sinks).localWindow(window)
+        DecodeOptions.Builder ob = DecodeOptions.builder().sparsity(share).sinkTokens(local.sinks).localWindow(local.window)
                 .cacheBytes(cache).strategy(Swarm.builder().maintenance(Swarm.Maintenance.OFF).build());
         if (s.layout() == Layout.KVSWAP_GROUPS) {
             // The shared budget (sinks and window inside), as every other strategy: no budgetTokens on top.
@@ -653,10 +640,10 @@ public final class CompareCommand implements Callable<Integer> {
             throws IOException, InterruptedException {
         List<Row> rows = new ArrayList<>();
         for (Strategy s : chosen) {
-            for (double b : budgets) {
+            for (double b : spend.budgets) {
                 Acc a = decode(f, f.engine, s, b, 1, steps, true);
                 double fioMiBs = 0;
-                if (fio && b == budget && a.first.readRequests() > 0) {
+                if (fio && b == spend.budget && a.first.readRequests() > 0) {
                     fioMiBs = fioLikeFetch(f, s, a);
                     step();
                 }
@@ -664,8 +651,8 @@ public final class CompareCommand implements Callable<Integer> {
                 step();
             }
             for (int batch : batches) {
-                Acc a = decode(f, f.engine, s, budget, batch, steps, false);
-                rows.add(row("batch", f, s, budget, batch, devices, false, steps, a, 0, index(f, s)));
+                Acc a = decode(f, f.engine, s, spend.budget, batch, steps, false);
+                rows.add(row("batch", f, s, spend.budget, batch, devices, false, steps, a, 0, index(f, s)));
                 step();
             }
         }
@@ -714,8 +701,8 @@ public final class CompareCommand implements Callable<Integer> {
                 f.store(e, chosen);
                 step();
                 for (Strategy s : chosen) {
-                    Acc a = decode(f, e, s, budget, 1, scalingSteps, false);
-                    rows.add(row("scaling", f, s, budget, 1, count, true, scalingSteps, a, 0, index(f, s)));
+                    Acc a = decode(f, e, s, spend.budget, 1, scalingSteps, false);
+                    rows.add(row("scaling", f, s, spend.budget, 1, count, true, scalingSteps, a, 0, index(f, s)));
                     step();
                 }
             } finally {

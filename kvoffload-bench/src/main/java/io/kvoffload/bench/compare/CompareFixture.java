@@ -68,8 +68,8 @@ final class CompareFixture implements AutoCloseable {
         this.cmd = cmd;
         this.n = n;
         this.workload = cmd.source != null ? cmd.source : WorkloadFamily.byName(cmd.family).create(cmd.shape, n, cmd.seed);
-        this.finiteQueries = workload.queryCount() < cmd.profileQueries * 4 + 20_000;
-        this.firstScored = cmd.profileQueries * 4; // decoding continues after the profiled steps
+        this.finiteQueries = workload.queryCount() < cmd.swarm.profileQueries * 4 + 20_000;
+        this.firstScored = cmd.swarm.profileQueries * 4; // decoding continues after the profiled steps
         this.keys = new MemorySegment[cmd.layers];
         this.values = new MemorySegment[cmd.layers];
         this.dense = new DenseLayerKv[cmd.layers];
@@ -109,11 +109,11 @@ final class CompareFixture implements AutoCloseable {
         List<float[]> profile = new ArrayList<>();
         if (finiteQueries) {
             int half = workload.queryCount() / 2;
-            for (int i = 0; i < Math.min(cmd.profileQueries, half); i++) {
-                profile.add(workload.query(layer, (int) ((long) i * half / Math.min(cmd.profileQueries, half))));
+            for (int i = 0; i < Math.min(cmd.swarm.profileQueries, half); i++) {
+                profile.add(workload.query(layer, (int) ((long) i * half / Math.min(cmd.swarm.profileQueries, half))));
             }
         } else {
-            for (int i = 0; i < cmd.profileQueries; i++) {
+            for (int i = 0; i < cmd.swarm.profileQueries; i++) {
                 profile.add(workload.query(layer, i * 4));
             }
         }
@@ -137,7 +137,7 @@ final class CompareFixture implements AutoCloseable {
     private void buildSelectors(List<Strategy> chosen) {
         for (int l = 0; l < cmd.layers; l++) {
             Map<String, TokenSelector> m = new LinkedHashMap<>();
-            Strategies.Params p = new Strategies.Params(cmd.heads.queryHeads, cmd.window, cmd.seed + l, 0, cmd.sinks, List.of(), 0.1,
+            Strategies.Params p = new Strategies.Params(cmd.heads.queryHeads, cmd.local.window, cmd.seed + l, 0, cmd.local.sinks, List.of(), 0.1,
                     ClusteringConfig.defaults());
             for (Strategy s : chosen) {
                 if (s.decoderSelects() || s.layout() == Layout.OWN) {
@@ -146,7 +146,7 @@ final class CompareFixture implements AutoCloseable {
                 if (!Strategies.ALL.contains(s.selector())) {
                     // A library strategy with no in-memory twin: its DRAM index is what its layer selector holds.
                     try (var layer = io.kvoffload.strategy.Strategies.named(s.selector()).openLayer(
-                            new KeysContext(cmd.shape, l, dense[l], cmd.sinks, cmd.window))) {
+                            new KeysContext(cmd.shape, l, dense[l], cmd.local.sinks, cmd.local.window))) {
                         indexBytes.merge(s.name(), layer.memoryBytes(), Long::sum);
                     }
                     continue;
@@ -175,7 +175,7 @@ final class CompareFixture implements AutoCloseable {
             return;
         }
         int threads = Runtime.getRuntime().availableProcessors();
-        ClusteringConfig base = ClusteringConfig.defaults().withRadius(ClusterRadius.fixed(cmd.tau))
+        ClusteringConfig base = ClusteringConfig.defaults().withRadius(ClusterRadius.fixed(cmd.swarm.tau))
                 .withParallelism(Math.min(256, threads));
         int[][][] swarm = new int[cmd.layers][][];
         int[][][] medoidOnly = new int[cmd.layers][][];
@@ -183,8 +183,8 @@ final class CompareFixture implements AutoCloseable {
         for (int l = 0; l < cmd.layers; l++) {
             List<float[]> profile = profile(l);
             BitSet excluded = new BitSet(n);
-            excluded.set(0, Math.min(n, cmd.sinks));
-            excluded.set(Math.max(0, n - cmd.window), n);
+            excluded.set(0, cmd.local.sinkEnd(n));
+            excluded.set(Math.max(0, n - cmd.local.window), n);
             CoActivationProfile prof = CoActivationProfile.fromQueries(dense[l], profile, cmd.heads.queryHeads, 0.1, excluded,
                     CoActivationNormaliser.perQuery(), Math.min(256, threads));
             Clustering sw = new CoActivationClustering(base).cluster(prof);
@@ -204,7 +204,7 @@ final class CompareFixture implements AutoCloseable {
         }
         double swarmShare = coActivationShare.getOrDefault(Layout.SWARM, Double.NaN);
         cmd.console.printf(Locale.ROOT, "compare: %,d tokens: %.2f%% of tokens are in Swarm's co-activation clusters"
-                + " (mean of %d layers, τ = %.2f)%s%n", n, 100 * swarmShare, cmd.layers, cmd.tau,
+                + " (mean of %d layers, τ = %.2f)%s%n", n, 100 * swarmShare, cmd.layers, cmd.swarm.tau,
                 swarmShare < ClusterSummary.LOW_CO_ACTIVATION_SHARE
                         ? " — WARNING: near zero, Swarm's index is in effect positional blocks" : "");
         cmd.console.flush();
@@ -229,7 +229,7 @@ final class CompareFixture implements AutoCloseable {
             if (layout == Layout.OWN) {
                 continue;
             }
-            ClusterOptions o = ClusterOptions.defaults().withRadius(cmd.tau).withPlacement(
+            ClusterOptions o = ClusterOptions.defaults().withRadius(cmd.swarm.tau).withPlacement(
                     layout == Layout.NO_BALANCE ? ClusterOptions.Placement.FIRST_DEVICE
                             : ClusterOptions.Placement.ROUND_ROBIN);
             long index = 0;
@@ -268,7 +268,7 @@ final class CompareFixture implements AutoCloseable {
                 var u = io.kvoffload.internal.sequence.SequenceAccess.of(seq).ledger().layer(l).units();
                 var stored = u == null ? null : new io.kvoffload.strategy.StoredUnits(u.owner(), u.version(),
                         u.params(), u.unitCount(), u.unitBytes(), u.memoryBytes());
-                try (var layer = strategy.openLayer(new KeysContext(cmd.shape, l, dense[l], cmd.sinks, cmd.window,
+                try (var layer = strategy.openLayer(new KeysContext(cmd.shape, l, dense[l], cmd.local.sinks, cmd.local.window,
                         stored))) {
                     indexBytes.merge(s.name(), layer.memoryBytes(), Long::sum);
                 }

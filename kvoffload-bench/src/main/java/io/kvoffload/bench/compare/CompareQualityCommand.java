@@ -5,6 +5,7 @@ import io.kvoffload.attention.ExactAttention;
 import io.kvoffload.attention.QualityMetrics;
 import io.kvoffload.bench.ProgressBars;
 import io.kvoffload.bench.cli.HeadOptions;
+import io.kvoffload.bench.cli.ProgressOptions;
 import io.kvoffload.internal.baseline.BaselineSelector;
 import io.kvoffload.internal.swarm.ClusterRadius;
 import io.kvoffload.internal.swarm.ClusteringConfig;
@@ -28,8 +29,8 @@ import java.util.concurrent.Callable;
 import me.tongfei.progressbar.ProgressBar;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
-import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Mixin;
+import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.Spec;
 
@@ -82,9 +83,8 @@ public final class CompareQualityCommand implements Callable<Integer> {
             description = "Tokens per storage block for the read accounting (default: ${DEFAULT-VALUE}).")
     int block;
 
-    @Option(names = "--profile-queries", defaultValue = "64",
-            description = "Decoding queries Swarm's offline phase profiles (default: ${DEFAULT-VALUE}).")
-    int profileQueries;
+    @Mixin
+    SwarmProfileOptions swarm = new SwarmProfileOptions();
 
     @Option(names = "--profile-stride", defaultValue = "4",
             description = "Steps between profiled queries; scored steps follow the profiled ones (default: ${DEFAULT-VALUE}).")
@@ -98,9 +98,6 @@ public final class CompareQualityCommand implements Callable<Integer> {
             description = "Query dimensions SparQ/SparF keep per head; 0 = head dim / 8, SparQ's 1/8 setting (default: ${DEFAULT-VALUE}).")
     int sparqRank;
 
-    @Option(names = "--tau", defaultValue = "0.35", description = "Swarm's cluster radius (default: ${DEFAULT-VALUE}).")
-    double tau;
-
     @Option(names = "--seed", defaultValue = "24301", description = "Workload and k-means seed (default: ${DEFAULT-VALUE}).")
     long seed;
 
@@ -111,8 +108,8 @@ public final class CompareQualityCommand implements Callable<Integer> {
             description = "CSV file to write, one row per (tokens, budget, strategy); empty for none (default: ${DEFAULT-VALUE}).")
     String csv;
 
-    @Option(names = "--no-progress", description = "Do not draw a progress bar on stderr.")
-    boolean noProgress;
+    @Mixin
+    ProgressOptions progress = new ProgressOptions();
 
     @Spec
     CommandSpec spec;
@@ -170,19 +167,19 @@ public final class CompareQualityCommand implements Callable<Integer> {
         PrintWriter out = spec.commandLine().getOut();
         int t = threads > 0 ? threads : Runtime.getRuntime().availableProcessors();
         KvShape shape = heads.shape(layers);
-        ClusteringConfig swarmConfig = ClusteringConfig.defaults().withRadius(ClusterRadius.fixed(tau))
+        ClusteringConfig swarmConfig = ClusteringConfig.defaults().withRadius(ClusterRadius.fixed(swarm.tau))
                 .withParallelism(Math.min(256, t));
         out.printf(Locale.ROOT, "compare-quality: %s (%d layers, %d query heads on %d KV heads, head dim %d, BF16 entries "
                         + "of %d B), %d scored steps per layer after %d profiled (every %d), window %d, %d-token blocks, "
                         + "SparQ rank %d, seed %d, %d threads, %s%n%n",
-                shape.fingerprint(), layers, heads.queryHeads, heads.kvHeads, heads.headDim, shape.entryBytes(), steps, profileQueries,
+                shape.fingerprint(), layers, heads.queryHeads, heads.kvHeads, heads.headDim, shape.entryBytes(), steps, swarm.profileQueries,
                 profileStride, window, block, sparqRank > 0 ? sparqRank : Math.max(1, heads.headDim / 8), seed, t,
                 Runtime.version());
         out.flush();
         List<Cell> all = new ArrayList<>();
         long work = (long) sizes.length * layers * (strategies.size() + steps);
         long start = System.nanoTime();
-        try (ProgressBar bar = noProgress ? null : ProgressBars.ascii("compare-quality", work, 500)) {
+        try (ProgressBar bar = progress.bar("compare-quality", work, 500)) {
             for (int n : sizes) {
                 all.addAll(measure(shape, n, swarmConfig, bar));
             }
@@ -222,7 +219,7 @@ public final class CompareQualityCommand implements Callable<Integer> {
         positive("--layers", layers);
         positive("--steps", steps);
         positive("--block", block);
-        positive("--profile-queries", profileQueries);
+        positive("--profile-queries", swarm.profileQueries);
         positive("--profile-stride", profileStride);
         if (sparqRank < 0 || sparqRank > heads.headDim) {
             throw new IllegalArgumentException("--sparq-rank = " + sparqRank + "; allowed: 0.." + heads.headDim);
@@ -254,11 +251,11 @@ public final class CompareQualityCommand implements Callable<Integer> {
             }
             cells.put(s, row);
         }
-        int firstScored = profileQueries * profileStride; // decoding continues after the profiled steps
+        int firstScored = swarm.profileQueries * profileStride; // decoding continues after the profiled steps
         for (int layer = 0; layer < layers; layer++) {
             DenseLayerKv kv = DenseLayerKv.materialize(workload.layer(layer), true);
             List<float[]> profile = new ArrayList<>();
-            for (int i = 0; i < profileQueries; i++) {
+            for (int i = 0; i < swarm.profileQueries; i++) {
                 profile.add(workload.query(layer, i * profileStride));
             }
             Strategies.Params params = new Strategies.Params(heads.queryHeads, window, seed + layer, sparqRank, spec.sinkTokens(), profile,
@@ -275,7 +272,7 @@ public final class CompareQualityCommand implements Callable<Integer> {
                         c.indexBytes += sel.indexBytes();
                         c.builds++;
                     }
-                    step(bar);
+                    ProgressBars.step(bar);
                 }
                 int most = 0;
                 for (BaselineSelector sel : selectors.values()) {
@@ -313,7 +310,7 @@ public final class CompareQualityCommand implements Callable<Integer> {
                             c.error += QualityMetrics.relativeError(exact.output(), attention.sparseOutput(kv, q, chosen));
                         }
                     }
-                    step(bar);
+                    ProgressBars.step(bar);
                 }
             }
         }
@@ -324,12 +321,6 @@ public final class CompareQualityCommand implements Callable<Integer> {
             }
         }
         return result;
-    }
-
-    private static void step(ProgressBar bar) {
-        if (bar != null) {
-            bar.step();
-        }
     }
 
     /** Distinct {@code block}-token blocks holding the chosen tokens: the reads of a block-granular store. */
@@ -359,7 +350,7 @@ public final class CompareQualityCommand implements Callable<Integer> {
             int k = c.samples;
             double blocks = c.blocks / k;
             out.printf(Locale.ROOT, "| %s%% (%,d) | %s | %,.0f | %.3f | %.3f | %.3f | %,.0f | %,.0f | %.2f | %.2f | %.2f |%n",
-                    pct(c.share), c.budget, c.strategy, c.selected / k, c.mass / k, c.topK / k, c.error / k, c.medianMicros(),
+                    CompareReport.pct(c.share), c.budget, c.strategy, c.selected / k, c.mass / k, c.topK / k, c.error / k, c.medianMicros(),
                     blocks, blocks * block * shape.entryBytes() / MIB, blocks * block / (c.selected / k),
                     c.scoredBytes / k / MIB);
         }
@@ -379,11 +370,6 @@ public final class CompareQualityCommand implements Callable<Integer> {
     }
 
     private static final double MIB = 1024.0 * 1024.0;
-
-    private static String pct(double share) {
-        double p = share * 100;
-        return p == Math.rint(p) ? String.valueOf((long) p) : String.format(Locale.ROOT, "%.1f", p);
-    }
 
     private void writeCsv(Path path, KvShape shape, List<Cell> cells) {
         StringBuilder sb = new StringBuilder("tokens,budget_share,budget_tokens,strategy,layers,steps,tokens_selected,"

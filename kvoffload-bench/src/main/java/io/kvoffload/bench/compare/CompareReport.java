@@ -66,7 +66,7 @@ final class CompareReport {
         int largest = Arrays.stream(cmd.sizes).max().orElse(cmd.sizes[0]);
         for (String s : names) {
             List<Row> q = rows.stream().filter(r -> r.section().equals("quality") && r.strategy().equals(s)
-                    && r.budget() == cmd.budget).sorted(Comparator.comparingInt(Row::tokens)).toList();
+                    && r.budget() == cmd.spend.budget).sorted(Comparator.comparingInt(Row::tokens)).toList();
             bw.add(new Plots.Series(s, q.stream().mapToDouble(Row::tokens).toArray(),
                     q.stream().mapToDouble(Row::effectiveMiBs).toArray()));
             List<Row> b = rows.stream().filter(r -> r.section().equals("quality") && r.strategy().equals(s)
@@ -81,7 +81,7 @@ final class CompareReport {
             }
         }
         Plots.line(cmd.report.out.resolve("bandwidth-vs-prefix.png"), "Effective read bandwidth vs prefix length (budget "
-                + pct(cmd.budget) + "%, batch 1, " + cmd.devices + " directories on one disk)", "prefix tokens",
+                + pct(cmd.spend.budget) + "%, batch 1, " + cmd.devices + " directories on one disk)", "prefix tokens",
                 "MiB/s (bytes read / I/O time)", bw, new Plots.LineOptions(true, false, true));
         Plots.line(cmd.report.out.resolve("quality-vs-budget.png"), "Attention-mass recall vs budget (" + largest + " tokens)",
                 "budget (% of tokens)", "attention-mass recall", quality, Plots.LineOptions.DEFAULT);
@@ -96,13 +96,13 @@ final class CompareReport {
             for (int i = 0; i < cats.size(); i++) {
                 String s = cats.get(i);
                 v[i] = rows.stream().filter(r -> r.section().equals("quality") && r.strategy().equals(s)
-                        && r.tokens() == n && r.budget() == cmd.budget).mapToDouble(Row::ioMillisPerStep).findFirst()
+                        && r.tokens() == n && r.budget() == cmd.spend.budget).mapToDouble(Row::ioMillisPerStep).findFirst()
                         .orElse(0);
             }
             io.put(n + " tokens", v);
         }
         Plots.bars(cmd.report.out.resolve("io-time-per-strategy.png"), "I/O time per decoding step (all layers, budget "
-                + pct(cmd.budget) + "%, batch 1)", "strategy", "ms per step", cats, io);
+                + pct(cmd.spend.budget) + "%, batch 1)", "strategy", "ms per step", cats, io);
         Files.writeString(cmd.report.out.resolve("summary.md"), summary(rows, chosen, seconds, fio), StandardCharsets.UTF_8);
     }
 
@@ -117,7 +117,7 @@ final class CompareReport {
                 .filter(v -> !Double.isNaN(v)).average().orElse(Double.NaN);
         if (!Double.isNaN(share)) {
             sb.append(String.format(Locale.ROOT, "Swarm: %.2f%% of tokens are in co-activation clusters (mean over"
-                    + " layers and prefixes, τ = %.2f)%s.%n%n", 100 * share, cmd.tau,
+                    + " layers and prefixes, τ = %.2f)%s.%n%n", 100 * share, cmd.swarm.tau,
                     share < ClusterSummary.LOW_CO_ACTIVATION_SHARE
                             ? " — **near zero: Swarm's index is in effect positional blocks**" : ""));
         }
@@ -125,7 +125,7 @@ final class CompareReport {
                 + " %d decoding steps per run; sinks %d, window %d (DRAM); hot-cluster cache %.0f%% of a layer's KV;"
                 + " %d SSD directories on one disk (measured); positional layout in %d-token clusters; total %.0f s."
                 + " fio: %s.%n%n", shape.fingerprint(), cmd.layers, cmd.heads.queryHeads, cmd.heads.kvHeads, cmd.heads.headDim, shape.entryBytes(), cmd.steps,
-                cmd.sinks, cmd.window, cmd.cacheShare * 100, cmd.devices, cmd.group, seconds,
+                cmd.local.sinks, cmd.local.window, cmd.cacheShare * 100, cmd.devices, cmd.group, seconds,
                 fio ? "the fetch's reads replayed (io_uring, O_DIRECT): its size mix, random reads inside its"
                         + " sequence's extents, its reads in flight submitted and reaped as one burst, about "
                         + cmd.fioSeconds + " s" : "not run"));
@@ -135,16 +135,16 @@ final class CompareReport {
         }
         sb.append('\n');
         for (int n : cmd.sizes) {
-            sb.append(String.format(Locale.ROOT, "## %,d tokens, budget %s%%, batch 1%n%n", n, pct(cmd.budget)));
+            sb.append(String.format(Locale.ROOT, "## %,d tokens, budget %s%%, batch 1%n%n", n, pct(cmd.spend.budget)));
             sb.append(table(rows.stream().filter(r -> r.section().equals("quality") && r.tokens() == n
-                    && r.budget() == cmd.budget).toList(), true)).append('\n');
+                    && r.budget() == cmd.spend.budget).toList(), true)).append('\n');
         }
         int largest = Arrays.stream(cmd.sizes).max().orElse(cmd.sizes[0]);
         MarkdownTable qb = new MarkdownTable(header("strategy", "mass recall", "output rel. err", "MiB / step"));
         for (Strategy s : chosen) {
             List<Object> cells = new ArrayList<>(List.of(s.name()));
             for (String metric : List.of("mass", "err", "mib")) {
-                for (double b : cmd.budgets) {
+                for (double b : cmd.spend.budgets) {
                     Row r = find(rows, "quality", largest, b, 1, cmd.devices, s.name());
                     cells.add(r == null ? "" : switch (metric) {
                         case "mass" -> f(r.massRecall(), 3);
@@ -167,14 +167,14 @@ final class CompareReport {
             for (Strategy s : chosen) {
                 List<Object> cells = new ArrayList<>(List.of(s.name()));
                 for (int b : cmd.batches) {
-                    Row r = find(rows, "batch", n, cmd.budget, b, cmd.devices, s.name());
+                    Row r = find(rows, "batch", n, cmd.spend.budget, b, cmd.devices, s.name());
                     cells.add(r == null ? "" : f(r.aggregateMiBs(), 0));
                     cells.add(r == null ? "" : f(r.stepsPerSecond(), 1));
                 }
                 bt.row(cells.toArray());
             }
             sb.append(String.format(Locale.ROOT, "## Batch sizes (%,d tokens, budget %s%%; sequences decoded"
-                    + " concurrently, aggregate over all; selection serialised per selector)%n%n", n, pct(cmd.budget)))
+                    + " concurrently, aggregate over all; selection serialised per selector)%n%n", n, pct(cmd.spend.budget)))
                     .append(bt.render()).append('\n');
         }
         if (cmd.ssdCounts.length > 0) {
@@ -188,7 +188,7 @@ final class CompareReport {
                 List<Object> cells = new ArrayList<>(List.of(s.name()));
                 Row last = null;
                 for (int c : cmd.ssdCounts) {
-                    Row r = find(rows, "scaling", cmd.sizes[0], cmd.budget, 1, c, s.name());
+                    Row r = find(rows, "scaling", cmd.sizes[0], cmd.spend.budget, 1, c, s.name());
                     cells.add(r == null ? "" : f(r.aggregateMiBs(), 0));
                     last = r == null ? last : r;
                 }
@@ -196,7 +196,7 @@ final class CompareReport {
                 st.row(cells.toArray());
             }
             sb.append(String.format(Locale.ROOT, "## SSD scaling — SIMULATED (%,d tokens, budget %s%%, batch 1): %s%n%n",
-                    cmd.sizes[0], pct(cmd.budget), DeviceModelSpec.highEnd().withScaleDevices(
+                    cmd.sizes[0], pct(cmd.spend.budget), DeviceModelSpec.highEnd().withScaleDevices(
                             Arrays.stream(cmd.ssdCounts).max().orElse(1)).describe(1)))
                     .append(st.render()).append('\n');
         }
@@ -210,7 +210,7 @@ final class CompareReport {
     private String[] header(String first, String... metrics) {
         List<String> h = new ArrayList<>(List.of(first));
         for (String m : metrics) {
-            for (double b : cmd.budgets) {
+            for (double b : cmd.spend.budgets) {
                 h.add(m + " @" + pct(b) + "%");
             }
         }

@@ -63,11 +63,8 @@ public final class SelectEvalCommand implements Callable<Integer> {
     @Option(names = "--first-step", defaultValue = "256", description = "First scored decoding step (default: ${DEFAULT-VALUE}).")
     int firstStep;
 
-    @Option(names = "--window", defaultValue = "256", description = "Local window (default: ${DEFAULT-VALUE}).")
-    int window;
-
-    @Option(names = "--sinks", defaultValue = "4", description = "Sink tokens (default: ${DEFAULT-VALUE}).")
-    int sinks;
+    @Mixin
+    LocalTokenOptions local = new LocalTokenOptions();
 
     @Option(names = "--block", defaultValue = "16", description = "Tokens per stored block (default: ${DEFAULT-VALUE}).")
     int block;
@@ -107,7 +104,7 @@ public final class SelectEvalCommand implements Callable<Integer> {
                         context.keys(), heads.queryHeads, profile, budget,
                         io.kvoffload.internal.swarm.ClusteringConfig.defaults()
                                 .withRadius(io.kvoffload.internal.swarm.ClusterRadius.fixed(0.35)),
-                        sinks, window, arena);
+                        local.sinks, local.window, arena);
                 int[] out = new int[sel.maxSelected(total)];
                 return new LayerSelector() {
                     @Override public void select(float[] query, FetchPlan plan) {
@@ -132,14 +129,14 @@ public final class SelectEvalCommand implements Callable<Integer> {
                 int blocks = (size.tokens + block - 1) / block;
                 return (query, plan) -> {
                     double[] mass = new double[blocks];
-                    int windowFrom = Math.max(0, size.tokens - window);
+                    int windowFrom = Math.max(0, size.tokens - local.window);
                     for (int t = 0; t < size.tokens; t++) {
                         mass[t / block] += exactWeights[t];
                     }
                     Integer[] order = new Integer[blocks];
                     for (int b = 0; b < blocks; b++) {
                         order[b] = b;
-                        if (Math.min(size.tokens, b * block + block) <= sinks || b * block >= windowFrom) {
+                        if (Math.min(size.tokens, b * block + block) <= local.sinks || b * block >= windowFrom) {
                             mass[b] = -1;
                         }
                     }
@@ -182,7 +179,7 @@ public final class SelectEvalCommand implements Callable<Integer> {
     private HeadSelection headSelection(String name, KvShape shape, DenseLayerKv[] layerKv) {
         int kvHeads = shape.kvHeads(), group = shape.groupSize(), n = size.tokens;
         int blocks = (n + block - 1) / block;
-        int windowFrom = Math.max(Math.min(sinks, n), n - window);
+        int windowFrom = local.windowFrom(n);
         return switch (name) {
             case HEAD_ORACLE, HEAD_ORACLE_POOLED -> (layer, q, fresh) -> {
                 float[] pairs = new float[kvHeads * n];
@@ -195,7 +192,7 @@ public final class SelectEvalCommand implements Callable<Integer> {
                 }
                 for (int h = 0; h < kvHeads; h++) {
                     for (int t = 0; t < n; t++) {
-                        if (t < sinks || t >= windowFrom) {
+                        if (t < local.sinks || t >= windowFrom) {
                             pairs[h * n + t] = Float.NEGATIVE_INFINITY; // resident: never counted twice
                         }
                     }
@@ -255,13 +252,13 @@ public final class SelectEvalCommand implements Callable<Integer> {
         long adds = 0;
         for (int b = 0; b < blocks; b++) {
             int from = b * block, to = Math.min(size.tokens, from + block);
-            if (to <= sinks || from >= windowFrom) {
+            if (to <= local.sinks || from >= windowFrom) {
                 for (int h = 0; h < kvHeads; h++) {
                     pairs[h * blocks + b] = Float.NEGATIVE_INFINITY;
                 }
             } else {
                 candidates++;
-                adds += Math.min(to, windowFrom) - Math.max(from, sinks);
+                adds += Math.min(to, windowFrom) - Math.max(from, local.sinks);
             }
         }
         return fresh >= adds ? candidates : Math.min(candidates, fresh / block);
@@ -320,9 +317,9 @@ public final class SelectEvalCommand implements Callable<Integer> {
 
     @Override
     public Integer call() {
-        if (size.tokens < 1 || size.layers < 1 || steps < 1 || block < 1 || sinks < 0 || window < 0 || !(budget > 0 && budget <= 1)) {
+        if (size.tokens < 1 || size.layers < 1 || steps < 1 || block < 1 || local.sinks < 0 || local.window < 0 || !(budget > 0 && budget <= 1)) {
             throw new IllegalArgumentException("--tokens = " + size.tokens + ", --layers = " + size.layers + ", --steps = " + steps
-                    + ", --block = " + block + ", --sinks = " + sinks + ", --window = " + window + ", --budget = " + budget
+                    + ", --block = " + block + ", --sinks = " + local.sinks + ", --window = " + local.window + ", --budget = " + budget
                     + "; allowed: tokens, layers, steps, block ≥ 1, sinks and window ≥ 0, budget in (0, 1]");
         }
         KvShape shape = heads.shape(size.layers);
@@ -335,8 +332,8 @@ public final class SelectEvalCommand implements Callable<Integer> {
         PrintWriter out = spec.commandLine().getOut();
         out.printf(Locale.ROOT, "select-eval: family %s, %d tokens, %d layers, %d query heads on %d KV heads, head dim %d (entry %d B),"
                         + " budget %.3f, sinks %d, window %d, %d-token blocks, steps %d from %d, seed %d, %s%n",
-                family, size.tokens, size.layers, heads.queryHeads, heads.kvHeads, heads.headDim, shape.entryBytes(), budget, sinks,
-                window, block, steps, firstStep, size.seed, Runtime.version());
+                family, size.tokens, size.layers, heads.queryHeads, heads.kvHeads, heads.headDim, shape.entryBytes(), budget, local.sinks,
+                local.window, block, steps, firstStep, size.seed, Runtime.version());
         out.flush();
         workload = WorkloadFamily.byName(family).create(shape, size.tokens, size.seed);
         ExactAttention attention = ExactAttention.of(shape);
@@ -358,7 +355,7 @@ public final class SelectEvalCommand implements Callable<Integer> {
             layerKv[layer] = kv;
             LayerSelector[] selectors = new LayerSelector[chosen.size()];
             for (int i = 0; i < selectors.length; i++) {
-                selectors[i] = chosen.get(i).openLayer(new KeysContext(shape, layer, kv, sinks, window));
+                selectors[i] = chosen.get(i).openLayer(new KeysContext(shape, layer, kv, local.sinks, local.window));
             }
             FetchPlan plan = new FetchPlan();
             for (int s = 0; s < steps; s++) {
@@ -383,8 +380,8 @@ public final class SelectEvalCommand implements Callable<Integer> {
                 }
                 for (int i = 0; i < headChosen.size(); i++) {
                     Cell cell = cells[selectors.length + i];
-                    int windowFrom = Math.max(Math.min(sinks, size.tokens), size.tokens - window);
-                    int resident = Math.min(sinks, size.tokens) + (size.tokens - windowFrom);
+                    int windowFrom = local.windowFrom(size.tokens);
+                    int resident = local.resident(size.tokens);
                     long t0 = System.nanoTime();
                     int[][] fresh = headChosen.get(i).select(layer, q, Math.max(0, total - resident));
                     cell.nanos.add(System.nanoTime() - t0);
@@ -392,7 +389,7 @@ public final class SelectEvalCommand implements Callable<Integer> {
                     for (int h = 0; h < sets.length; h++) {
                         int[] set = Arrays.copyOf(fresh[h], fresh[h].length + resident);
                         int at = fresh[h].length;
-                        for (int t = 0; t < Math.min(sinks, size.tokens); t++) {
+                        for (int t = 0; t < local.sinkEnd(size.tokens); t++) {
                             set[at++] = t;
                         }
                         for (int t = windowFrom; t < size.tokens; t++) {
@@ -470,10 +467,10 @@ public final class SelectEvalCommand implements Callable<Integer> {
 
     /** One step as the pipeline runs it: sinks and window first, then the strategy, distinct positions. */
     private int[] select(LayerSelector sel, FetchPlan plan, int layer, float[] q, int total, Cell cell) {
-        int windowFrom = Math.max(Math.min(sinks, size.tokens), size.tokens - window);
-        int resident = Math.min(sinks, size.tokens) + (size.tokens - windowFrom);
+        int windowFrom = local.windowFrom(size.tokens);
+        int resident = local.resident(size.tokens);
         plan.begin(layer, size.tokens, Math.max(0, total - resident));
-        for (int t = 0; t < Math.min(sinks, size.tokens); t++) {
+        for (int t = 0; t < local.sinkEnd(size.tokens); t++) {
             plan.add(t);
         }
         for (int t = windowFrom; t < size.tokens; t++) {
@@ -502,12 +499,12 @@ public final class SelectEvalCommand implements Callable<Integer> {
     long readBytes(int[] set, long entryBytes) {
         int[] s = set.clone();
         Arrays.sort(s);
-        int windowFrom = Math.max(Math.min(sinks, size.tokens), size.tokens - window);
+        int windowFrom = local.windowFrom(size.tokens);
         long bytes = 0;
         int i = 0;
         while (i < s.length) {
             int p = s[i];
-            if (p < sinks || p >= windowFrom) {
+            if (p < local.sinks || p >= windowFrom) {
                 i++;
                 continue;
             }

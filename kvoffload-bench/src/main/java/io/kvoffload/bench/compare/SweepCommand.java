@@ -53,12 +53,8 @@ public final class SweepCommand implements Callable<Integer> {
             description = "Query heads (default: ${DEFAULT-VALUE}; MHA 8:8, GQA 4:1 8:2, GQA 8:1 8:1).")
     int queryHeads;
 
-    @Option(names = "--budgets", split = ",", defaultValue = "0.05,0.1,0.2",
-            description = "Budgets, the points of the recall–bytes curves (default: ${DEFAULT-VALUE}).")
-    double[] budgets;
-
-    @Option(names = "--budget", defaultValue = "0.1", description = "The budget of the table (default: ${DEFAULT-VALUE}).")
-    double budget;
+    @Mixin
+    BudgetOptions spend = new BudgetOptions();
 
     @Option(names = "--steps", defaultValue = "3", description = "Decoding steps per run (default: ${DEFAULT-VALUE}).")
     int steps;
@@ -105,11 +101,12 @@ public final class SweepCommand implements Callable<Integer> {
                     String name = family + "-" + shape + "-d" + d;
                     List<String> args = new ArrayList<>(List.of("--family", family, "--shape", shape,
                             "--query-heads", String.valueOf(queryHeads), "--head-dim", String.valueOf(d),
-                            "--sizes", String.valueOf(workload.tokens), "--budgets", join(budgets), "--budget", String.valueOf(budget),
+                            "--sizes", String.valueOf(workload.tokens),
                             "--steps", String.valueOf(steps), "--layers", String.valueOf(workload.layers),
                             "--profile-queries", String.valueOf(profileQueries), "--strategies", String.join(",", strategies),
                             "--seed", String.valueOf(workload.seed), "--fio-seconds", "0", "--backend", report.backend,
                             "--out", report.out.resolve(name).toString(), "--no-progress"));
+                    args.addAll(spend.args());
                     if (report.work != null) {
                         args.addAll(List.of("--work", report.work.toString()));
                     }
@@ -119,7 +116,7 @@ public final class SweepCommand implements Callable<Integer> {
                     c.ssdCounts = new int[0];
                     List<CompareCommand.Row> rows = c.execute(pw);
                     bad += rows.stream().mapToLong(CompareCommand.Row::mismatches).sum();
-                    for (double b : budgets) {
+                    for (double b : spend.budgets) {
                         CompareCommand.Row oracle = rows.stream().filter(r -> r.budget() == b
                                 && r.strategy().equals("oracle")).findFirst().orElseThrow();
                         for (CompareCommand.Row r : rows) {
@@ -135,15 +132,11 @@ public final class SweepCommand implements Callable<Integer> {
         }
         double seconds = (System.nanoTime() - t0) / 1e9;
         write(cells, seconds);
-        pw.println(table(cells, budget));
+        pw.println(table(cells, spend.budget));
         pw.printf(Locale.ROOT, "compare-sweep: %d cells in %.0f s; reports in %s%n", families.size() * shapes.size()
                 * headDims.length, seconds, report.out.toAbsolutePath());
         pw.flush();
         return bad == 0 ? 0 : 1;
-    }
-
-    private static String join(double[] v) {
-        return String.join(",", java.util.Arrays.stream(v).mapToObj(String::valueOf).toList());
     }
 
     /** Recall against MiB read per step, one curve per strategy over the budgets. */
@@ -157,7 +150,7 @@ public final class SweepCommand implements Callable<Integer> {
                     pts.stream().mapToDouble(c -> c.row().massRecall()).toArray()));
         }
         Plots.line(report.out.resolve("recall-vs-bytes-" + name + ".png"), "Attention-mass recall vs bytes read (" + name
-                + ", " + workload.tokens + " tokens, budgets " + join(budgets) + ")", "MiB read per step (all layers)",
+                + ", " + workload.tokens + " tokens, budgets " + spend.joined() + ")", "MiB read per step (all layers)",
                 "attention-mass recall", series, Plots.LineOptions.DEFAULT);
     }
 
@@ -174,8 +167,8 @@ public final class SweepCommand implements Callable<Integer> {
             }
         }
         String md = String.format(Locale.ROOT, "# compare-sweep%n%n%d query heads, %d tokens, %d layer(s), %d steps,"
-                + " budgets %s, seed %d; %.0f s.%n%n", queryHeads, workload.tokens, workload.layers, steps, join(budgets), workload.seed, seconds)
-                + table(cells, budget);
+                + " budgets %s, seed %d; %.0f s.%n%n", queryHeads, workload.tokens, workload.layers, steps, spend.joined(), workload.seed, seconds)
+                + table(cells, spend.budget);
         Files.writeString(report.out.resolve("sweep.md"), md, StandardCharsets.UTF_8);
     }
 

@@ -96,8 +96,7 @@ public final class ElasticBench implements Callable<Integer> {
         Path root = store.root("kvo-elastic");
         List<Path> dirs = store.ssdDirectories(root);
         long seqBytes = (long) workload.tokens * shape.entryBytes() * workload.layers;
-        long capacity = (seqBytes * decoders * 3 / store.devices + (64L << 20)) & -(1L << 20);
-        KvConfig cfg = store.config(dirs).deviceCapacityBytes(capacity).dramBudgetBytes(2L << 30).build();
+        KvConfig cfg = store.config(dirs, seqBytes * decoders).dramBudgetBytes(2L << 30).build();
         ExecutorService pool = Executors.newFixedThreadPool(decoders);
         try (KvEngine engine = KvEngine.open(cfg)) {
             workloads = new SyntheticWorkload[decoders];

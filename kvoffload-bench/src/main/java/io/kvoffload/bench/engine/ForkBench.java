@@ -46,11 +46,9 @@ public final class ForkBench implements Callable<Integer> {
         KvShape shape = new KvShape(layers, 32, 8, 128, DType.BF16);
         int sourceTokens = reuse.prefixTokens + reuse.blockTokens / 2; // the source goes on past the prefix
         long sourceBytes = (long) sourceTokens * shape.entryBytes() * layers;
-        long capacity = Math.max(64L << 20, (3 * sourceBytes / store.devices + (64L << 20)) & -(1L << 20));
         Path root = store.root("kvo-bench-fork-");
         try {
-            KvConfig cfg = store.config(store.ssdDirectories(root))
-                    .deviceCapacityBytes(capacity).blockTokens(reuse.blockTokens).dramBudgetBytes(512L << 20).build();
+            KvConfig cfg = store.config(store.ssdDirectories(root), sourceBytes).blockTokens(reuse.blockTokens).dramBudgetBytes(512L << 20).build();
             try (KvEngine e = KvEngine.open(cfg)) {
                 System.out.printf("source: %d tokens × %d layers × %d B entries = %.0f MiB on %d device(s), backend %s%n",
                         sourceTokens, layers, shape.entryBytes(), sourceBytes / 1048576.0, store.devices, e.ioBackend());

@@ -1,6 +1,7 @@
 package io.kvoffload.bench.fio;
 
 import io.kvoffload.DecodeStats;
+import io.kvoffload.KvStats;
 import io.kvoffload.iouring.BlockQueues;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
@@ -40,6 +41,22 @@ public final class Fio {
         } catch (IOException | InterruptedException e) {
             return false;
         }
+    }
+
+    /**
+     * The bytes of each device's pool file fio reads: the least any device has stored (capacity
+     * less free bytes), in whole MiB, so every read lands on data the store wrote.
+     */
+    public static long poolFileSize(KvStats stats) {
+        return stats.devices().stream().mapToLong(d -> d.capacityBytes() - d.freeBytes()).min().orElse(0) & -(1L << 20);
+    }
+
+    /**
+     * fio's iodepth for a decode that keeps {@code readsInFlight} reads in flight: that many, at
+     * least 1 and at most what the engine queues, {@code queueDepth} per device on {@code devices}.
+     */
+    public static int depth(double readsInFlight, int queueDepth, int devices) {
+        return (int) Math.max(1, Math.min((long) queueDepth * devices, Math.round(readsInFlight)));
     }
 
     /** fio's bssplit for the decode's reads: each size bucket's mean size (4 KiB-aligned) with its share of reads. */

@@ -336,7 +336,8 @@ public final class KvSwapBench implements Callable<Integer> {
         }
     }
 
-    private static String mib(long bytes) {
+    /** {@code bytes} in MiB, one decimal (shared with {@link KvSwapIoBench}). */
+    static String mib(long bytes) {
         return String.format(Locale.ROOT, "%.1f MiB", bytes / 1048576.0);
     }
 

@@ -92,7 +92,7 @@ public final class KvSwapIoBench implements Callable<Integer> {
             out.printf(Locale.ROOT, "Setup: %d tokens × %d layers of %d query heads on %d KV heads × %d, BF16 (%d B per "
                     + "token and layer), %s of KV on %d directories, backend %s, direct I/O %s; consecutive decoding "
                     + "queries of the synthetic workload (seed %d); MG = %d; adapters from %d sampled stored keys, r = "
-                    + "headDim.%n%n", workload.tokens, workload.layers, heads.queryHeads, heads.kvHeads, heads.headDim, shape.entryBytes(), mib(kvBytes),
+                    + "headDim.%n%n", workload.tokens, workload.layers, heads.queryHeads, heads.kvHeads, heads.headDim, shape.entryBytes(), KvSwapBench.mib(kvBytes),
                     store.devices, engine.ioBackend(), cfg.directIo(), workload.seed, sweep.budget, calibrationRows);
             float[][][] queries = new float[sweep.steps + 20][workload.layers][];
             for (int s = 0; s < queries.length; s++) {
@@ -280,15 +280,11 @@ public final class KvSwapIoBench implements Callable<Integer> {
         out.printf(Locale.ROOT, "### Compressed K cache vs full K (per layer, %d tokens)%n%n", workload.tokens);
         out.println("| r | σ | compressed K (F16) | full K (BF16) | ratio |");
         out.println("|---:|---:|---:|---:|---:|");
-        out.printf(Locale.ROOT, "| %d | %d | %s | %s | 1/%.0f |%n%n", r, shape.elementsPerToken() / r, mib(compressed),
-                mib(fullK), (double) fullK / compressed);
+        out.printf(Locale.ROOT, "| %d | %d | %s | %s | 1/%.0f |%n%n", r, shape.elementsPerToken() / r, KvSwapBench.mib(compressed),
+                KvSwapBench.mib(fullK), (double) fullK / compressed);
     }
 
     private static String kib(long bytes) {
         return bytes % 1024 == 0 ? bytes / 1024 + " KiB" : String.format(Locale.ROOT, "%.1f KiB", bytes / 1024.0);
-    }
-
-    private static String mib(long bytes) {
-        return String.format(Locale.ROOT, "%.1f MiB", bytes / (double) (1 << 20));
     }
 }

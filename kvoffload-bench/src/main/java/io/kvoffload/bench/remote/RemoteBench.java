@@ -9,6 +9,7 @@ import io.kvoffload.PrefixMatch;
 import io.kvoffload.RemoteConfig;
 import io.kvoffload.bench.TempDirs;
 import io.kvoffload.bench.cli.PrefixOptions;
+import io.kvoffload.bench.report.Medians;
 import io.kvoffload.internal.remote.RemoteBlob;
 import io.kvoffload.internal.storage.PrefixIndex;
 import io.kvoffload.redis.LoopbackCluster;
@@ -30,7 +31,6 @@ import java.nio.file.Path;
 import java.nio.file.attribute.PosixFilePermissions;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.HexFormat;
 import java.util.List;
 import java.util.Random;
@@ -159,10 +159,10 @@ public final class RemoteBench implements Callable<Integer> {
                     }
                 }
             }
-            double ps = median(mbps[0]);
-            double ts = median(mbps[1]);
-            double pg = median(mbps[2]);
-            double tg = median(mbps[3]);
+            double ps = Medians.of(mbps[0]);
+            double ts = Medians.of(mbps[1]);
+            double pg = Medians.of(mbps[2]);
+            double tg = Medians.of(mbps[3]);
             System.out.printf("| %d KiB | %.0f | %.0f | %.2f | %.0f | %.0f | %.2f |%n", kib, ps, ts, ts / ps, pg, tg, tg / pg);
         }
         flush(cluster);
@@ -336,11 +336,5 @@ public final class RemoteBench implements Callable<Integer> {
         if (!ok) {
             throw new IllegalStateException("bench remote: " + what + " failed");
         }
-    }
-
-    private static double median(double[] xs) {
-        double[] s = xs.clone();
-        Arrays.sort(s);
-        return s.length % 2 == 1 ? s[s.length / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
     }
 }

@@ -1,5 +1,6 @@
 package io.kvoffload.bench.report;
 
+import java.util.Arrays;
 import java.util.List;
 
 /** The median the benchmarks report over their paired rounds. */
@@ -8,7 +9,13 @@ public final class Medians {
 
     /** The median of {@code xs} (the mean of the middle two for an even count); NaN when empty. */
     public static double of(List<Double> xs) {
-        double[] a = xs.stream().mapToDouble(Double::doubleValue).sorted().toArray();
+        return of(xs.stream().mapToDouble(Double::doubleValue).toArray());
+    }
+
+    /** The median of {@code xs} (the mean of the middle two for an even count); NaN when empty. */
+    public static double of(double... xs) {
+        double[] a = xs.clone();
+        Arrays.sort(a);
         if (a.length == 0) {
             return Double.NaN;
         }

@@ -4,6 +4,8 @@ import io.kvoffload.DeviceModelSpec;
 import io.kvoffload.KvConfig;
 import io.kvoffload.bench.ProgressBars;
 import io.kvoffload.bench.TempDirs;
+import io.kvoffload.bench.cli.ProgressOptions;
+import io.kvoffload.bench.cli.ReportOptions;
 import io.kvoffload.bench.report.CsvWriter;
 import io.kvoffload.bench.report.MarkdownTable;
 import io.kvoffload.bench.report.Plots;
@@ -34,6 +36,7 @@ import java.util.concurrent.Callable;
 import me.tongfei.progressbar.ProgressBar;
 import org.HdrHistogram.Histogram;
 import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
 
 /**
@@ -63,9 +66,6 @@ public final class ScalingCommand implements Callable<Integer> {
             description = "Device directories (comma-separated), at least the largest --devices count. Default:"
                     + " temporary directories under --work.")
     List<Path> dirs = new ArrayList<>();
-
-    @Option(names = "--work", description = "Where the temporary device directories go (default: java.io.tmpdir).")
-    Path work;
 
     @Option(names = "--devices", split = ",", defaultValue = "1,2,4,8",
             description = "Device counts to measure (default: ${DEFAULT-VALUE}).")
@@ -107,19 +107,14 @@ public final class ScalingCommand implements Callable<Integer> {
             description = "Time of each host measurement (4 KiB and 64 KiB reads) (default: ${DEFAULT-VALUE}).")
     double calibrateSeconds;
 
-    @Option(names = "--backend", defaultValue = "auto", description = "I/O backend: auto, portable, io_uring"
-            + " (default: ${DEFAULT-VALUE}).")
-    String backend;
-
-    @Option(names = "--out", defaultValue = "kvoffload-bench/target/reports/scaling",
-            description = "Output folder for scaling.csv, scaling.png and summary.md (default: ${DEFAULT-VALUE}).")
-    Path out;
+    @Mixin
+    ReportOptions report = new ReportOptions("kvoffload-bench/target/reports/scaling");
 
     @Option(names = "--seed", defaultValue = "18", description = "Random seed (default: ${DEFAULT-VALUE}).")
     long seed;
 
-    @Option(names = "--no-progress", description = "No progress bar.")
-    boolean noProgress;
+    @Mixin
+    ProgressOptions progress = new ProgressOptions();
 
     private PrintStream console = System.out;
     private String writeLabel = "";
@@ -152,7 +147,7 @@ public final class ScalingCommand implements Callable<Integer> {
         Path tempRoot = null;
         List<Path> deviceDirs = new ArrayList<>(dirs);
         if (deviceDirs.isEmpty()) {
-            Path base = work != null ? work : Path.of(System.getProperty("java.io.tmpdir"));
+            Path base = report.work != null ? report.work : Path.of(System.getProperty("java.io.tmpdir"));
             Files.createDirectories(base);
             tempRoot = TempDirs.createUnder(base, "kvo-scaling-");
             deviceDirs.addAll(TempDirs.ssdDirectories(tempRoot, maxDevices));
@@ -207,7 +202,7 @@ public final class ScalingCommand implements Callable<Integer> {
         int distinctDisks = distinctFileStores(deviceDirs);
         List<String> series = resolveProfiles(distinctDisks >= maxDevices && maxDevices > 1);
         boolean anySimulated = series.stream().anyMatch(s -> !s.equals("none"));
-        IoBackendProvider provider = provider(backend);
+        IoBackendProvider provider = provider(report.backend);
         List<IoDevice> devices = new ArrayList<>();
         for (int i = 0; i < maxDevices; i++) {
             Path f = deviceDirs.get(i).resolve("kvo-scaling.pool");
@@ -227,14 +222,14 @@ public final class ScalingCommand implements Callable<Integer> {
         String hostSource;
         double writeSeconds;
         List<Point> points = new ArrayList<>();
-        try (ProgressBar bar = noProgress ? null : ProgressBars.ascii("scaling", totalPoints, 250)) {
+        try (ProgressBar bar = progress.bar("scaling", totalPoints, 250)) {
             extra(bar, "writing " + maxDevices + " × " + poolBytes / (1 << 20) + " MiB");
             String firstModel = series.stream().filter(x -> !x.equals("none")).findFirst().orElse(null);
             writeSeconds = writeAll(provider, devices, options, firstModel == null ? null
                     : DeviceModelSpec.profile(firstModel).withScaleDevices(maxDevices));
             writeLabel = firstModel == null ? "without a model" : "through the " + firstModel
                     + " model (default host limits, simulated)";
-            step(bar);
+            ProgressBars.step(bar);
             if (hostBandwidth != null && hostIops != null) {
                 hostBw = KvConfig.parseSize("--host-bandwidth", hostBandwidth);
                 hostIo = hostIops;
@@ -251,7 +246,7 @@ public final class ScalingCommand implements Callable<Integer> {
                         + " in flight, %s); the model uses %.0f%% of that", small.requests() / small.seconds(),
                         large.bytes() / large.seconds() / 1e6, batchSize * inflight, provider.name(), HOST_HEADROOM * 100);
             }
-            step(bar);
+            ProgressBars.step(bar);
             for (String s : series) {
                 DeviceModelSpec spec = s.equals("none") ? null
                         : DeviceModelSpec.profile(s).withScaleDevices(maxDevices).withHost(Math.max(hostBw, 1_000_000),
@@ -259,7 +254,7 @@ public final class ScalingCommand implements Callable<Integer> {
                 for (int n : deviceCounts) {
                     extra(bar, label(s, anySimulated) + ", " + n + " device" + (n == 1 ? "" : "s"));
                     points.add(point(provider, devices.subList(0, n), options, s, spec, anySimulated));
-                    step(bar);
+                    ProgressBars.step(bar);
                 }
             }
         }
@@ -515,8 +510,8 @@ public final class ScalingCommand implements Callable<Integer> {
     private void report(List<Point> points, List<String> series, boolean anySimulated, String backendName,
             String hostSource, long hostBw, long hostIo, int distinctDisks, long poolBytes, double writeSeconds,
             int maxDevices) throws IOException {
-        Files.createDirectories(out);
-        Path csv = out.resolve("scaling.csv");
+        Files.createDirectories(report.out);
+        Path csv = report.out.resolve("scaling.csv");
         try (CsvWriter w = new CsvWriter(csv, "series", "profile", "simulated", "devices", "device_bandwidth_MBps",
                 "device_iops", "requests", "bytes", "seconds", "bandwidth_GBps", "iops", "batch_p50_ms",
                 "batch_p99_ms", "model_ceiling_GBps", "efficiency", "model_bound_share")) {
@@ -541,7 +536,7 @@ public final class ScalingCommand implements Callable<Integer> {
         }
         String title = anySimulated ? "Multi-SSD scaling (SIMULATED: directories on one disk behind a device model)"
                 : "Multi-SSD scaling (real devices)";
-        Path png = Plots.line(out.resolve("scaling.png"), title, "SSD count", "aggregate read bandwidth (GB/s)", lines,
+        Path png = Plots.line(report.out.resolve("scaling.png"), title, "SSD count", "aggregate read bandwidth (GB/s)", lines,
                 new Plots.LineOptions(false, true, false));
 
         MarkdownTable table = new MarkdownTable("series", "SSDs", "per-device limit", "GB/s", "kIOPS",
@@ -592,9 +587,9 @@ public final class ScalingCommand implements Callable<Integer> {
                 + " means the figure is the model's, lower means the real disk was the bottleneck too.\n\n");
         md.append("![scaling](").append(png.getFileName()).append(")\n\nData: [").append(csv.getFileName())
                 .append("](").append(csv.getFileName()).append(")\n");
-        Files.writeString(out.resolve("summary.md"), md.toString());
+        Files.writeString(report.out.resolve("summary.md"), md.toString());
         console.println(md);
-        console.println("wrote " + csv + ", " + png + ", " + out.resolve("summary.md"));
+        console.println("wrote " + csv + ", " + png + ", " + report.out.resolve("summary.md"));
     }
 
     private String commandLine() {
@@ -606,8 +601,8 @@ public final class ScalingCommand implements Callable<Integer> {
         sb.append(" --profiles ").append(String.join(",", profiles));
         sb.append(" --pool ").append(pool).append(" --seconds ").append(seconds).append(" --batch ").append(batchSize)
                 .append(" --inflight ").append(inflight);
-        if (!backend.equals("auto")) {
-            sb.append(" --backend ").append(backend);
+        if (!report.backend.equals("auto")) {
+            sb.append(" --backend ").append(report.backend);
         }
         return sb.toString();
     }
@@ -624,12 +619,6 @@ public final class ScalingCommand implements Callable<Integer> {
     private static void extra(ProgressBar bar, String message) {
         if (bar != null) {
             bar.setExtraMessage(message);
-        }
-    }
-
-    private static void step(ProgressBar bar) {
-        if (bar != null) {
-            bar.step();
         }
     }
 

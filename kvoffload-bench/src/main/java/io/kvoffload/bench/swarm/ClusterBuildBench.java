@@ -20,11 +20,13 @@ import java.lang.foreign.Arena;
 import java.lang.management.ManagementFactory;
 import java.lang.management.MemoryPoolMXBean;
 import java.lang.management.MemoryType;
+import java.lang.management.MemoryUsage;
 import java.util.ArrayList;
 import java.util.BitSet;
 import java.util.List;
 import java.util.Locale;
 import java.util.concurrent.Callable;
+import java.util.function.Function;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
@@ -279,31 +281,30 @@ public final class ClusterBuildBench implements Callable<Integer> {
     }
 
     private static long heapUsed() {
-        long used = 0;
-        for (MemoryPoolMXBean p : ManagementFactory.getMemoryPoolMXBeans()) {
-            if (p.getType() == MemoryType.HEAP) {
-                used += p.getUsage().getUsed();
-            }
-        }
-        return used;
+        return heapSum(MemoryPoolMXBean::getUsage);
     }
 
     private static void resetPeaks() {
-        for (MemoryPoolMXBean p : ManagementFactory.getMemoryPoolMXBeans()) {
-            if (p.getType() == MemoryType.HEAP) {
-                p.resetPeakUsage();
-            }
+        for (MemoryPoolMXBean p : heapPools()) {
+            p.resetPeakUsage();
         }
     }
 
     private static long heapPeak() {
-        long peak = 0;
-        for (MemoryPoolMXBean p : ManagementFactory.getMemoryPoolMXBeans()) {
-            if (p.getType() == MemoryType.HEAP) {
-                peak += p.getPeakUsage().getUsed();
-            }
+        return heapSum(MemoryPoolMXBean::getPeakUsage);
+    }
+
+    /** Bytes used over the heap's pools, by {@code usage} (now, or the peak since {@link #resetPeaks}). */
+    private static long heapSum(Function<MemoryPoolMXBean, MemoryUsage> usage) {
+        long sum = 0;
+        for (MemoryPoolMXBean p : heapPools()) {
+            sum += usage.apply(p).getUsed();
         }
-        return peak;
+        return sum;
+    }
+
+    private static List<MemoryPoolMXBean> heapPools() {
+        return ManagementFactory.getMemoryPoolMXBeans().stream().filter(p -> p.getType() == MemoryType.HEAP).toList();
     }
 
     private static double sec(long nanos) {

@@ -17,6 +17,8 @@ import io.kvoffload.bench.ProgressBars;
 import io.kvoffload.bench.TempDirs;
 import io.kvoffload.bench.cli.DecodeBudgetOptions;
 import io.kvoffload.bench.cli.FioRoundsOptions;
+import io.kvoffload.bench.cli.ProgressOptions;
+import io.kvoffload.bench.cli.ScratchDeviceOptions;
 import io.kvoffload.bench.cli.WorkloadOptions;
 import io.kvoffload.bench.fio.Fio;
 import io.kvoffload.workload.SyntheticWorkload;
@@ -48,9 +50,6 @@ public final class SwarmOnlineBench implements Callable<Integer> {
     @Mixin
     WorkloadOptions size = new WorkloadOptions(65536, 2, 17);
 
-    @Option(names = "--devices", defaultValue = "4", description = "SSD directories (default: ${DEFAULT-VALUE}).")
-    int devices;
-
     @Mixin
     DecodeBudgetOptions budget = new DecodeBudgetOptions(48, 0.1);
 
@@ -58,12 +57,8 @@ public final class SwarmOnlineBench implements Callable<Integer> {
             description = "Hot-cluster cache sizes as shares of a layer's KV (default: ${DEFAULT-VALUE}).")
     double[] cacheBudgets;
 
-    @Option(names = "--backend", defaultValue = "auto", description = "I/O backend (default: ${DEFAULT-VALUE}).")
-    String backend;
-
-    @Option(names = "--dir", description = "Directory for the SSD directories (default: the temp directory; must"
-            + " support O_DIRECT, so not tmpfs).")
-    Path dir;
+    @Mixin
+    ScratchDeviceOptions store = new ScratchDeviceOptions();
 
     @Mixin
     FioRoundsOptions paired = new FioRoundsOptions(5);
@@ -85,8 +80,8 @@ public final class SwarmOnlineBench implements Callable<Integer> {
             description = "Parts to run, any of ${COMPLETION-CANDIDATES} (default: ${DEFAULT-VALUE}).")
     java.util.EnumSet<Section> sections;
 
-    @Option(names = "--no-progress", description = "No progress bar.")
-    boolean noProgress;
+    @Mixin
+    ProgressOptions progress = new ProgressOptions();
 
     @CommandLine.Spec
     CommandLine.Model.CommandSpec spec;
@@ -107,12 +102,10 @@ public final class SwarmOnlineBench implements Callable<Integer> {
         }
         shape = new KvShape(size.layers, QUERY_HEADS, KV_HEADS, HEAD_DIM, DType.BF16);
         workload = new SyntheticWorkload(WorkloadSpec.builder(shape, size.tokens).seed(size.seed).build());
-        Path root = TempDirs.createUnder(dir, "kvo-swarm-online");
-        List<Path> dirs = TempDirs.ssdDirectories(root, devices);
+        Path root = store.scratch("kvo-swarm-online");
+        List<Path> dirs = store.ssdDirectories(root);
         long layerBytes = (long) size.tokens * shape.entryBytes();
-        long capacity = (layerBytes * size.layers * 3 / devices + (64L << 20)) & -(1L << 20);
-        KvConfig.Builder builder = KvConfig.builder().ssdDirectories(dirs).ioBackend(backend)
-                .deviceCapacityBytes(capacity).dramBudgetBytes(Math.max(1L << 30, layerBytes * size.layers))
+        KvConfig.Builder builder = store.config(dirs, layerBytes * size.layers).dramBudgetBytes(Math.max(1L << 30, layerBytes * size.layers))
                 .queueDepth(paired.queueDepth);
         if (!deviceModel.equals("none")) {
             builder.deviceModel(deviceModel);
@@ -123,14 +116,14 @@ public final class SwarmOnlineBench implements Callable<Integer> {
                 + (sections.contains(Section.CACHES) ? 2L * cacheBudgets.length : 0)
                 + (deviceModel.equals("none") && sections.contains(Section.BANDWIDTH) ? 2L * (paired.rounds + 1) : 0);
         try (KvEngine engine = KvEngine.open(cfg);
-                ProgressBar bar = noProgress ? null : ProgressBars.ascii("swarm-online", work, 500)) {
+                ProgressBar bar = progress.bar("swarm-online", work, 500)) {
             store(engine);
-            step(bar);
+            ProgressBars.step(bar);
             out.printf("# Swarm online phase through real I/O%n%n%d layers × %,d tokens of a Llama-3-8B-shaped layer"
                     + " (%d query heads, %d KV heads × %d, BF16, %d B entries) on %d directories, backend %s;"
                     + " budget %.0f%% of tokens (sinks 4 and window 256 included), %d steps per setting;"
                     + " stored in %.1f s, clustered (64 profiled queries per layer) in %.1f s.%n%n", size.layers, size.tokens, QUERY_HEADS, KV_HEADS, HEAD_DIM,
-                    shape.entryBytes(), devices, engine.stats().ioBackend(), budget.sparsity * 100, budget.steps,
+                    shape.entryBytes(), store.devices, engine.stats().ioBackend(), budget.sparsity * 100, budget.steps,
                     storeNanos / 1e9, clusterNanos / 1e9);
             if (sections.contains(Section.ABLATIONS)) {
                 ablations(engine, out, bar);
@@ -150,12 +143,6 @@ public final class SwarmOnlineBench implements Callable<Integer> {
         }
         out.flush();
         return 0;
-    }
-
-    private static void step(ProgressBar bar) {
-        if (bar != null) {
-            bar.step();
-        }
     }
 
     private long storeNanos;
@@ -245,7 +232,7 @@ public final class SwarmOnlineBench implements Callable<Integer> {
                     fetch.p50Nanos() / 1e6, fetch.p99Nanos() / 1e6, fetch.p999Nanos() / 1e6,
                     r.stats().selectNanos() / 1e6 / fetches, r.stats().selectLatency().p99Nanos() / 1e6,
                     io.p50Nanos() / 1e6, io.p99Nanos() / 1e6, max / mean);
-            step(bar);
+            ProgressBars.step(bar);
         }
         out.printf("%nSwarm reads %.2f MiB per layer fetch.%n%n", swarmMib);
     }
@@ -266,7 +253,7 @@ public final class SwarmOnlineBench implements Callable<Integer> {
                         100 * s.cacheHitRate(), 100.0 * s.tokensCached() / rows,
                         s.bytesRead() / (double) s.steps() / (1 << 20), s.fetchLatency().p50Nanos() / 1e6,
                         s.fetchLatency().p99Nanos() / 1e6, s.fetchLatency().p999Nanos() / 1e6);
-                step(bar);
+                ProgressBars.step(bar);
             }
         }
         out.println();
@@ -289,8 +276,7 @@ public final class SwarmOnlineBench implements Callable<Integer> {
         String bssplit = null;
         int depth = 0;
         double meanKib = 0;
-        long[] used = engine.stats().devices().stream().mapToLong(d -> d.capacityBytes() - d.freeBytes()).toArray();
-        long fileSize = Arrays.stream(used).min().orElse(0) & -(1L << 20);
+        long fileSize = Fio.poolFileSize(engine.stats());
         // Round 0 warms both sides up (first touch of the pool files after the other runs, fio's own
         // start-up) and is not reported; rounds 1..rounds are paired.
         for (int round = 0; round <= paired.rounds; round++) {
@@ -326,17 +312,17 @@ public final class SwarmOnlineBench implements Callable<Integer> {
                 if (bssplit == null) {
                     bssplit = bssplit(st);
                     // inFlight layer fetches, each a batch of this many reads, as deep as the rings allow.
-                    depth = (int) Math.max(1, Math.min(engine.config().queueDepth() * (long) devices,
-                            Math.round((double) inFlight * st.readRequests() / st.steps())));
+                    depth = Fio.depth((double) inFlight * st.readRequests() / st.steps(), engine.config().queueDepth(),
+                            store.devices);
                     meanKib = st.bytesRead() / (double) st.readRequests() / 1024;
                 }
             }
-            step(bar);
+            ProgressBars.step(bar);
             double f = runFio(dirs, fileSize, bssplit, depth);
             if (round > 0) {
                 fio.add(f);
             }
-            step(bar);
+            ProgressBars.step(bar);
         }
         double dm = median(decode);
         double fm = median(fio);

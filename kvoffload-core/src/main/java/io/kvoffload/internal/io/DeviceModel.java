@@ -34,7 +34,7 @@ import org.slf4j.LoggerFactory;
  * nothing: per-device state and the in-flight batch table are arrays allocated up front (the table
  * doubles when more batches than ever before are in flight at once).
  */
-public final class DeviceModel extends ForwardingIoBackend {
+public final class DeviceModel extends WholeBatchBackend {
     private static final Logger LOG = LoggerFactory.getLogger(DeviceModel.class);
     /** Marker in {@link #name()} of every simulated backend. */
     public static final String SIMULATED = "simulated";
@@ -242,18 +242,6 @@ public final class DeviceModel extends ForwardingIoBackend {
             modelWaitNanos.addAndGet(wait);
             sleepUntil(deadline);
         }
-    }
-
-    /** The model delays a batch as a whole, so progress is the whole batch (the SPI's default). */
-    @Override
-    public int awaitProgress(IoBatch batch, int seen) {
-        await(batch);
-        return batch.completedCount();
-    }
-
-    /** Nothing: an early completion would show a batch's data before the model's deadline. */
-    @Override
-    public void poll() {
     }
 
     private static void sleepUntil(long deadline) {

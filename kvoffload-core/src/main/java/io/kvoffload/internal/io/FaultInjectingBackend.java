@@ -29,7 +29,7 @@ import org.slf4j.LoggerFactory;
  * {@link #awaitProgress} waits for the whole batch (as the SPI's default does). A reported failure
  * is thrown, as the SPI asks, only after every request of the batch has finished.
  */
-public final class FaultInjectingBackend extends ForwardingIoBackend {
+public final class FaultInjectingBackend extends WholeBatchBackend {
     private static final Logger LOG = LoggerFactory.getLogger(FaultInjectingBackend.class);
     static final int EIO = 5;
     static final int ENOSPC = 28;
@@ -236,18 +236,6 @@ public final class FaultInjectingBackend extends ForwardingIoBackend {
             LOG.warn("fault injection could not damage device {} at {}: {}", batch.device(i), batch.offset(i),
                     e.toString());
         }
-    }
-
-    /** Faults are applied when the whole batch is awaited, before any of its data is seen. */
-    @Override
-    public int awaitProgress(IoBatch batch, int seen) {
-        await(batch);
-        return batch.completedCount();
-    }
-
-    /** Nothing: a completion credited early would let the caller see data before the faults are applied. */
-    @Override
-    public void poll() {
     }
 
     @Override

@@ -496,47 +496,60 @@ public final class ClusterLayout extends SegmentedLayout implements BucketSchedu
         int[] med = Arrays.copyOf(medoid, clusters);
         System.arraycopy(newMedoids, 0, med, oldClusters, newMedoids.length);
         int[] cSeg = new int[clusters + 1];
-        int[] dev = new int[segs];
-        long[] off = new long[segs];
-        int[] len = new int[segs];
-        int[] first = new int[segs + 1];
-        int[] tok = new int[entries];
-        int[] crc = new int[entries];
-        int s = 0;
-        int e = 0;
+        SegmentCopy out = new SegmentCopy(segs, entries);
         int a = 0;
         for (int c = 0; c < clusters; c++) {
-            cSeg[c] = s;
+            cSeg[c] = out.s;
             if (c < oldClusters) {
                 for (int g = clusterSeg[c]; g < clusterSeg[c + 1]; g++) {
-                    dev[s] = segDevice[g];
-                    off[s] = segOffset[g];
-                    len[s] = segLength[g];
-                    int n = segFirst[g + 1] - segFirst[g];
-                    System.arraycopy(entryToken, segFirst[g], tok, e, n);
-                    System.arraycopy(entryCrc, segFirst[g], crc, e, n);
-                    e += n;
-                    first[++s] = e;
+                    out.add(segDevice[g], segOffset[g], segLength[g], entryToken, entryCrc, segFirst[g], segFirst[g + 1]);
                 }
             }
             for (; a < added && addCluster[a] == c; a++) {
-                dev[s] = addDevice[a];
-                off[s] = addOffset[a];
-                len[s] = addLength[a];
-                int n = addFirst[a + 1] - addFirst[a];
-                System.arraycopy(addToken, addFirst[a], tok, e, n);
-                System.arraycopy(addCrc, addFirst[a], crc, e, n);
-                e += n;
-                first[++s] = e;
+                out.add(addDevice[a], addOffset[a], addLength[a], addToken, addCrc, addFirst[a], addFirst[a + 1]);
             }
         }
-        cSeg[clusters] = s;
-        if (a != added || s != segs || e != entries) {
+        cSeg[clusters] = out.s;
+        if (a != added || out.s != segs || out.e != entries) {
             throw new IllegalArgumentException("added segments name clusters outside 0.." + (clusters - 1)
                     + " or not in non-decreasing order");
         }
-        return new ClusterLayout(clusteredTokens, entryBytes, tau, coActivationClusters, med, cSeg, dev, off, len,
-                first, tok, crc, nextDevice);
+        return new ClusterLayout(clusteredTokens, entryBytes, tau, coActivationClusters, med, cSeg, out.dev, out.off,
+                out.len, out.first, out.tok, out.crc, nextDevice);
+    }
+
+    /** The segment arrays {@link #extend} fills, old and added segments alike, one segment after another. */
+    private static final class SegmentCopy {
+        final int[] dev;
+        final long[] off;
+        final int[] len;
+        final int[] first;
+        final int[] tok;
+        final int[] crc;
+        /** Segments and entries written so far. */
+        int s;
+        int e;
+
+        SegmentCopy(int segs, int entries) {
+            dev = new int[segs];
+            off = new long[segs];
+            len = new int[segs];
+            first = new int[segs + 1];
+            tok = new int[entries];
+            crc = new int[entries];
+        }
+
+        /** Appends one segment whose entries are {@code tokens[from..to)} with their {@code crcs}. */
+        void add(int device, long offset, int length, int[] tokens, int[] crcs, int from, int to) {
+            dev[s] = device;
+            off[s] = offset;
+            len[s] = length;
+            int n = to - from;
+            System.arraycopy(tokens, from, tok, e, n);
+            System.arraycopy(crcs, from, crc, e, n);
+            e += n;
+            first[++s] = e;
+        }
     }
 
     /**

@@ -91,21 +91,7 @@ public final class GroupLayout extends SegmentedLayout implements BucketSchedule
         this.groupSeg = groupSeg;
         this.groupCrc = groupCrc;
         this.state = state;
-        this.groupOffset = new long[keys];
-        int[] used = new int[segs];
-        for (int g = 0; g < keys; g++) {
-            int s = groupSeg[g];
-            if (s < 0 || s >= segs) {
-                throw new IllegalArgumentException("group " + g + " names segment " + s + "; allowed: 0.." + (segs - 1));
-            }
-            long end = (long) (used[s] + 1) * stride;
-            if (end > segLength[s]) {
-                throw new IllegalArgumentException("segment " + s + " of " + segLength[s] + " bytes cannot hold group "
-                        + g + " (its " + (used[s] + 1) + "th group of " + stride + " bytes)");
-            }
-            groupOffset[g] = segOffset[s] + (long) used[s] * stride;
-            used[s]++;
-        }
+        this.groupOffset = stridedOffsets("group", groupSeg, segOffset, segLength, stride);
     }
 
     /** Tokens {@code [0, groupedTokens())} live in this layout. */

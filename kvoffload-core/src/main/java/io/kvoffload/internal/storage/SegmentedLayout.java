@@ -33,4 +33,31 @@ public abstract class SegmentedLayout {
     public final int segmentLength(int s) {
         return segLength[s];
     }
+
+    /**
+     * Where each fixed-stride item (a group's key, a unit) starts on its device: items fill their
+     * segments in order, item {@code i} taking the next {@code stride} bytes of segment
+     * {@code itemSeg[i]}. {@code item} names an item in the messages.
+     *
+     * @throws IllegalArgumentException if an item names a segment that does not exist, or a segment
+     *     is too short for its items
+     */
+    static long[] stridedOffsets(String item, int[] itemSeg, long[] segOffset, int[] segLength, int stride) {
+        int segs = segLength.length;
+        long[] offset = new long[itemSeg.length];
+        int[] used = new int[segs];
+        for (int i = 0; i < itemSeg.length; i++) {
+            int s = itemSeg[i];
+            if (s < 0 || s >= segs) {
+                throw new IllegalArgumentException(item + " " + i + " names segment " + s + "; allowed: 0.." + (segs - 1));
+            }
+            if ((long) (used[s] + 1) * stride > segLength[s]) {
+                throw new IllegalArgumentException("segment " + s + " of " + segLength[s] + " bytes cannot hold " + item
+                        + " " + i + " (its " + (used[s] + 1) + "th " + item + " of " + stride + " bytes)");
+            }
+            offset[i] = segOffset[s] + (long) used[s] * stride;
+            used[s]++;
+        }
+        return offset;
+    }
 }

@@ -93,20 +93,7 @@ public final class UnitLayout extends SegmentedLayout implements BucketScheduler
         this.stride = stride;
         this.unitSeg = unitSeg;
         this.unitCrc = unitCrc;
-        this.unitOffset = new long[units];
-        int[] used = new int[segs];
-        for (int u = 0; u < units; u++) {
-            int s = unitSeg[u];
-            if (s < 0 || s >= segs) {
-                throw new IllegalArgumentException("unit " + u + " names segment " + s + "; allowed: 0.." + (segs - 1));
-            }
-            if ((long) (used[s] + 1) * stride > segLength[s]) {
-                throw new IllegalArgumentException("segment " + s + " of " + segLength[s] + " bytes cannot hold unit "
-                        + u + " (its " + (used[s] + 1) + "th unit of " + stride + " bytes)");
-            }
-            unitOffset[u] = segOffset[s] + (long) used[s] * stride;
-            used[s]++;
-        }
+        this.unitOffset = stridedOffsets("unit", unitSeg, segOffset, segLength, stride);
     }
 
     /** The strategy that wrote this layout ({@link io.kvoffload.strategy.SelectionStrategy#name()}). */
