@@ -197,17 +197,24 @@ class StoreSafetyTest {
         }
         List<Path> copies = manifestCopies(d, "a");
         assertEquals(2, copies.size(), copies.toString());
+        byte[] good = Files.readAllBytes(copies.get(1));
         Files.write(copies.get(0), new byte[] {1, 2, 3});
-        try (KvEngine e = KvEngine.open(config(d).build())) {
-            assertExact(e, "a", 1, 64);
-            assertTrue(e.stats().quarantine().isEmpty());
-        }
-        // The device holding the other copy missing: the damaged one is no longer the only one left.
+        // The device holding the good copy missing: the damaged one is all that is left.
         Path other = copies.get(1).getParent().getParent();
         List<Path> without = d.stream().filter(x -> !x.equals(other)).toList();
         try (KvEngine e = KvEngine.open(config(without).build())) {
             KvStats st = e.stats();
             assertFalse(st.quarantine().isEmpty(), st.toString());
+        }
+        // Every device back: served from the good copy, and the damaged one is written again.
+        try (KvEngine e = KvEngine.open(config(d).build())) {
+            assertExact(e, "a", 1, 64);
+            assertTrue(e.stats().quarantine().isEmpty());
+        }
+        assertTrue(java.util.Arrays.equals(good, Files.readAllBytes(copies.get(0))), "the damaged copy is repaired");
+        try (KvEngine e = KvEngine.open(config(without).build())) { // its blocks there are away, its manifest is not
+            assertTrue(e.sequences().stream().anyMatch(i -> i.id().equals("a")));
+            assertTrue(e.stats().quarantine().isEmpty(), e.stats().toString());
         }
     }
 

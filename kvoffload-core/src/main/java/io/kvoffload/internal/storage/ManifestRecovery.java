@@ -1,6 +1,7 @@
 package io.kvoffload.internal.storage;
 
 import io.kvoffload.KvConfig;
+import java.io.IOException;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.HashMap;
@@ -35,6 +36,13 @@ final class ManifestRecovery {
     private final Map<Long, long[]> claims = new HashMap<>();
     /** What {@link #load} found that degrades the store without failing the open (reported once it is open). */
     final List<io.kvoffload.KvDegradation> found = new ArrayList<>();
+    /**
+     * Sequences loaded from fewer current copies in the write directories than there are write
+     * directories (a crash part-way through a commit's copies leaves that): {@link #reReplicate}
+     * writes them again, so that a device going away later cannot hide the only copy, which would
+     * let the sequence's extents be handed to another.
+     */
+    final List<Manifest> underReplicated = new ArrayList<>();
 
     ManifestRecovery(KvConfig config, DeviceSet deviceSet, StoreRecord record, List<DevicePool> devices,
             List<String> deviceUuids, SequenceCatalog catalog, ManifestStore manifests, SharedExtents shared,
@@ -105,6 +113,9 @@ final class ManifestRecovery {
                                         + "; the newer copies did not verify: " + reasons));
                     }
                     loaded = true;
+                    if (currentCopiesInWriteDirs(copies, c.manifest().commitNumber()) < manifests.writeDirs().size()) {
+                        underReplicated.add(c.manifest());
+                    }
                 } else {
                     reasons.add(c.file() + ": " + why);
                     i = j;
@@ -132,6 +143,37 @@ final class ManifestRecovery {
         }
         LOG.info("{} committed sequences found in {}", catalog.all().size(), manifests.readDirs());
         return quarantine;
+    }
+
+    /** How many write directories hold {@code commit} as their current copy (not a previous generation). */
+    private int currentCopiesInWriteDirs(List<ManifestStore.Copy> copies, long commit) {
+        int n = 0;
+        for (ManifestStore.Copy c : copies) {
+            if (c.manifest() != null && c.manifest().commitNumber() == commit
+                    && c.file().getFileName().toString().endsWith(ManifestStore.SUFFIX)
+                    && manifests.writeDirs().contains(c.file().getParent())) {
+                n++;
+            }
+        }
+        return n;
+    }
+
+    /**
+     * Writes every {@link #underReplicated} sequence's manifest to every write directory again. A
+     * failure is logged and leaves the sequence as it was (still served from the copy it has).
+     */
+    void reReplicate() {
+        for (Manifest m : underReplicated) {
+            try {
+                manifests.write(m);
+                LOG.warn("sequence {}: commit {} had fewer manifest copies than the {} directories commits write to"
+                        + " (a crash part-way through its commit?); written to all of them again", m.id(),
+                        m.commitNumber(), manifests.writeDirs().size());
+            } catch (IOException e) {
+                LOG.warn("sequence {}: could not restore its missing manifest copies: {}", m.id(), e.toString());
+            }
+        }
+        underReplicated.clear();
     }
 
     /**

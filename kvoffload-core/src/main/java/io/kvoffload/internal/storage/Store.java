@@ -105,6 +105,7 @@ public final class Store implements AutoCloseable {
             ManifestRecovery recovery = new ManifestRecovery(config, deviceSet, record, devices, deviceUuids, catalog,
                     manifests, shared, tombstones);
             this.quarantine = recovery.load();
+            recovery.reReplicate();
             if (tombstones.pending() && everyMemberReachable()) {
                 tombstones.collect(); // every device has now seen each deletion: nothing left to outvote
             }
