@@ -66,7 +66,7 @@ public final class IoUringBackend implements IoBackend {
     private int nextShared;
     private boolean firstRingTaken;
     private volatile boolean closed;
-    private int maxInflight;
+    private final int maxInflight;
 
     private IoUringBackend(List<IoDevice> devices, IoOptions options, IoUringConfig config) throws IOException {
         this.devices = List.copyOf(devices);
@@ -78,6 +78,7 @@ public final class IoUringBackend implements IoBackend {
                         + "; device indices must be 0.." + (n - 1) + " in list order");
             }
         }
+        this.maxInflight = inflightLimit(config, this.devices); // reads sysfs only: before any file opens
         fds = new int[n];
         java.util.Arrays.fill(fds, -1);
         direct = new boolean[n];
@@ -86,7 +87,6 @@ public final class IoUringBackend implements IoBackend {
             for (int d = 0; d < n; d++) {
                 openDevice(this.devices.get(d), options.directIo());
             }
-            maxInflight = inflightLimit(config, this.devices);
             // The first ring now, so a kernel that refuses io_uring fails open() rather than the
             // first batch.
             synchronized (this) {

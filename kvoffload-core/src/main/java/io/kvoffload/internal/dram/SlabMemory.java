@@ -21,7 +21,7 @@ public final class SlabMemory {
      * memory that lives until {@code arena} closes.
      */
     public static MemorySegment allocate(Arena arena, long bytes, boolean hugePages) {
-        MemorySegment mapped = hugePages ? AnonymousMemory.map(arena, bytes, true) : null;
+        MemorySegment mapped = hugePages ? AnonymousMemory.map(arena, bytes) : null;
         return mapped != null ? mapped : arena.allocate(bytes, DramPool.ALIGNMENT);
     }
 }

@@ -263,7 +263,7 @@ public final class ElasticDramPool implements AutoCloseable {
             c.units.free(ids[i]);
         }
         if (chunksFreed != freedBefore) {
-            Libc.mallocTrim(); // chunks from malloc: their pages leave the process, not just the pool (mapped ones are unmapped)
+            Libc.mallocTrim(); // malloc'ed chunks' pages leave the process too (mapped ones were unmapped)
         }
     }
 

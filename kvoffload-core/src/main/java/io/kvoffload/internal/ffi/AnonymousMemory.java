@@ -42,20 +42,19 @@ public final class AnonymousMemory {
     /**
      * Maps {@code bytes} of zeroed memory whose lifetime is {@code arena}'s: closing the arena
      * unmaps it. The start is 2 MiB-aligned and the range advised {@code MADV_HUGEPAGE} when
-     * {@code hugePages} is set and {@code bytes} is at least {@link #HUGE_PAGE}; otherwise it is
-     * page-aligned. Returns null when the mapping fails or native access is unavailable, so the
+     * {@code bytes} is at least {@link #HUGE_PAGE}; a smaller mapping is page-aligned. Returns null when the mapping fails or native access is unavailable, so the
      * caller can fall back to {@code arena.allocate}.
      *
      * @param bytes a positive multiple of 4096
      */
-    public static MemorySegment map(Arena arena, long bytes, boolean hugePages) {
+    public static MemorySegment map(Arena arena, long bytes) {
         if (bytes <= 0 || bytes % 4096 != 0) {
             throw new IllegalArgumentException("bytes = " + bytes + "; allowed: a positive multiple of 4096");
         }
         if (UNAVAILABLE != null) {
             return null;
         }
-        boolean huge = hugePages && bytes >= HUGE_PAGE;
+        boolean huge = bytes >= HUGE_PAGE;
         try {
             // Over-map by one huge page, then cut the unaligned head and the tail away.
             long span = huge ? bytes + HUGE_PAGE : bytes;

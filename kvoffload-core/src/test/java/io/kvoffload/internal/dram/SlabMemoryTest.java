@@ -65,7 +65,7 @@ class SlabMemoryTest {
     void badSizesAreRefusedNamingTheArgument() {
         try (Arena arena = Arena.ofConfined()) {
             for (long bytes : new long[] {0, -4096, 4095, 4097}) {
-                var e = assertThrows(IllegalArgumentException.class, () -> AnonymousMemory.map(arena, bytes, true));
+                var e = assertThrows(IllegalArgumentException.class, () -> AnonymousMemory.map(arena, bytes));
                 assertTrue(e.getMessage().contains("bytes = " + bytes) && e.getMessage().contains("multiple of 4096"),
                         e.getMessage());
             }
@@ -77,7 +77,7 @@ class SlabMemoryTest {
         assumeTrue(AnonymousMemory.available(), "native access unavailable");
         Arena arena = Arena.ofShared();
         arena.close();
-        assertThrows(IllegalStateException.class, () -> AnonymousMemory.map(arena, 4 * MIB, true));
+        assertThrows(IllegalStateException.class, () -> AnonymousMemory.map(arena, 4 * MIB));
     }
 
     @Test
