@@ -16,6 +16,9 @@ module io.kvoffload.core {
     requires jdk.jfr;               // flight-recorder events (internal.obs)
     requires transitive java.management; // the engine's MXBean; KvEngine.mxBeanName() returns an ObjectName
     requires HdrHistogram;          // decoders' latency histograms: no Automatic-Module-Name, named from the jar
+    // Optional: with --add-modules jdk.incubator.vector, block scoring's exponentials are vectorised
+    // (internal.util.VectorSoftmax); without it the scalar path runs.
+    requires static jdk.incubator.vector;
 
     exports io.kvoffload;
     exports io.kvoffload.spi;

@@ -37,7 +37,8 @@ import org.openjdk.jmh.annotations.Warmup;
 @OutputTimeUnit(TimeUnit.MILLISECONDS)
 @Warmup(iterations = 3, time = 2)
 @Measurement(iterations = 5, time = 2)
-@Fork(value = 1, jvmArgsAppend = {"--enable-native-access=ALL-UNNAMED", "-XX:MaxDirectMemorySize=8g", "-Xmx8g"})
+@Fork(value = 1, jvmArgsAppend = {"--enable-native-access=ALL-UNNAMED", "--add-modules=jdk.incubator.vector",
+        "-XX:MaxDirectMemorySize=8g", "-Xmx8g"})
 public class BlockMassSelectionBench {
     static final int QUERY_HEADS = 32, KV_HEADS = 8, HEAD_DIM = 128, SINKS = 4, WINDOW = 256;
     static final double BUDGET_SHARE = 0.1;

@@ -9,10 +9,14 @@ import io.kvoffload.strategy.LayerKv;
  * tokens, Swarm's positional clusters): the DRAM index of {@link BlockMassStrategy}.
  *
  * <p><b>Summary.</b> Per block, per KV head and per dimension {@code j}: the largest key element
- * {@code M_j}, the smallest {@code m_j} (Quest's page bounds) and the mean {@code μ_j}, each float16.
+ * {@code M_j}, the smallest {@code m_j} (Quest's page bounds) and the mean {@code μ_j}, each int8 with one scale per head and
+ * dimension ({@link Int8Rows}).
  * {@link Scoring#BOUND} scores a block for a query {@code q} by {@code Σ_j max(q_j M_j, q_j m_j)}, an
  * upper bound of every member's logit; {@link Scoring#MEAN} by {@code q·μ}, the members' mean logit;
- * {@link Scoring#MIX} by their average.
+ * {@link Scoring#MIX} by their average. MIX keeps no separate bound and mean: since
+ * {@code ½ Σ_j max(q_j M_j, q_j m_j) + ½ q·μ = Σ_j q_j × (q_j ≥ 0 ? (M_j + μ_j)/2 : (m_j + μ_j)/2)}, it
+ * stores the two averaged rows and a step reads one of them per dimension: half the bytes of reading
+ * a bound and a mean, the same estimate up to int8 rounding.
  *
  * <p><b>Per-head mass.</b> Attention-mass recall averages each query head's softmax weights, so a
  * block matters in proportion to the share of each head's attention it draws, not to its summed
@@ -26,17 +30,14 @@ import io.kvoffload.strategy.LayerKv;
  * Combination#SUM_LOGITS} adds the logits over heads instead (what Swarm's medoid score and Quest do).
  *
  * <p><b>Cost.</b> The summaries are stored dimension-major ({@code [head][dim][block]}), so scoring
- * is, per dimension, one {@code acc[b] += q_j × f16(x[b])} sweep that the JIT vectorises (no
- * reduction), over blocks in chunks that stay in the L1 cache; with {@link Scoring#BOUND} the sign of
- * {@code q_j} picks the one array of {@code M} or {@code m} that sweep reads, so a step reads
- * {@code kvHeads × headDim × 2} bytes per block. With a prune bound (the library's {@code mass-mix}
+ * is, per dimension, one {@code acc[b] += c_j × x[b]} sweep that the JIT vectorises (no
+ * reduction), over blocks in chunks that stay in the L1 cache; the sign of {@code q_j} picks the one
+ * array of {@code M} or {@code m} (MIX: of the two averaged rows) that sweep reads, so a MIX or BOUND
+ * step reads {@code kvHeads × headDim} bytes per block. With a prune bound (the library's {@code mass-mix}
  * uses {@link BlockMassStrategy#PRUNE_LOGIT}), each step first drops the terms {@code c × row_j} whose
  * reach {@code |c| × (max − min of row_j)} is smallest, as long as the dropped reaches sum to at most
  * the bound: no block's estimate moves against another's by more than that, and a step reads only
  * the rows it kept. {@link #score} allocates nothing.
- *
- * <p>Float16 keeps ±65504 and about three decimal digits; summaries are clamped to that range (keys
- * larger than that would be unusual even for outlier channels).
  */
 public final class BlockMassIndex {
     /** How one head's logit for a block is estimated. */
@@ -60,7 +61,9 @@ public final class BlockMassIndex {
     private final float scale;
     private final Int8Rows max;   // dim-major: element (h, j, b) at [h][j * blocks + b]; null unless a bound is used
     private final Int8Rows min;
-    private final Int8Rows mean;  // null unless MEAN/MIX
+    private final Int8Rows mean;  // null unless MEAN
+    private final Int8Rows mixHi; // (M + μ) / 2 and (m + μ) / 2: MIX's rows, one read per dimension; null unless MIX
+    private final Int8Rows mixLo;
     private final Int8Rows rep0, rep1;        // two representatives (2-means) per block; null unless REPS*
     private final float[][] logCount0, logCount1; // ln(members) of each representative
     private final float[] logBlockTokens; // ln(tokens of block b)
@@ -124,8 +127,9 @@ public final class BlockMassIndex {
                     + " does not fit one array; allowed: up to " + (Integer.MAX_VALUE - 8));
         }
         boolean reps = scoring == Scoring.REPS || scoring == Scoring.REPS_BOUND;
-        boolean bounds = scoring != Scoring.MEAN && scoring != Scoring.REPS;
-        boolean means = scoring == Scoring.MEAN || scoring == Scoring.MIX;
+        boolean mix = scoring == Scoring.MIX;
+        boolean bounds = scoring == Scoring.BOUND || scoring == Scoring.REPS_BOUND;
+        boolean means = scoring == Scoring.MEAN;
         this.rep0 = reps ? new Int8Rows(kvHeads, headDim, blocks, Int8Rows.Rounding.NEAREST) : null;
         this.rep1 = reps ? new Int8Rows(kvHeads, headDim, blocks, Int8Rows.Rounding.NEAREST) : null;
         this.logCount0 = reps ? new float[kvHeads][blocks] : null;
@@ -133,12 +137,14 @@ public final class BlockMassIndex {
         this.max = bounds ? new Int8Rows(kvHeads, headDim, blocks, Int8Rows.Rounding.UP) : null;
         this.min = bounds ? new Int8Rows(kvHeads, headDim, blocks, Int8Rows.Rounding.DOWN) : null;
         this.mean = means ? new Int8Rows(kvHeads, headDim, blocks, Int8Rows.Rounding.NEAREST) : null;
+        this.mixHi = mix ? new Int8Rows(kvHeads, headDim, blocks, Int8Rows.Rounding.NEAREST) : null;
+        this.mixLo = mix ? new Int8Rows(kvHeads, headDim, blocks, Int8Rows.Rounding.NEAREST) : null;
         this.logBlockTokens = new float[blocks];
         for (int b = 0; b < blocks; b++) {
             logBlockTokens[b] = (float) Math.log(Math.min(blockTokens, tokens - b * blockTokens));
         }
         summarise(kv);
-        for (Int8Rows r : new Int8Rows[] {max, min, mean, rep0, rep1}) {
+        for (Int8Rows r : new Int8Rows[] {max, min, mean, mixHi, mixLo, rep0, rep1}) {
             if (r != null) {
                 r.quantise();
             }
@@ -189,6 +195,10 @@ public final class BlockMassIndex {
                     }
                     if (mean != null) {
                         mean.set(h, at, sum[j] / n);
+                    }
+                    if (mixHi != null) {
+                        mixHi.set(h, at, 0.5f * (hi[j] + sum[j] / n));
+                        mixLo.set(h, at, 0.5f * (lo[j] + sum[j] / n));
                     }
                 }
                 if (rep0 != null) {
@@ -288,9 +298,9 @@ public final class BlockMassIndex {
     public Scoring scoring() { return scoring; }
     public Combination combination() { return combination; }
 
-    /** DRAM the summaries hold (float16), plus the per-step working arrays. */
+    /** DRAM the summaries hold (int8 and their scales), plus the per-step working arrays. */
     public long memoryBytes() {
-        long arrays = (max != null ? 2 : 0) + (mean != null ? 1 : 0) + (rep0 != null ? 2 : 0);
+        long arrays = (max != null ? 2 : 0) + (mean != null ? 1 : 0) + (mixHi != null ? 2 : 0) + (rep0 != null ? 2 : 0);
         return arrays * ((long) kvHeads * blocks * headDim + 4L * kvHeads * headDim) + (rep0 != null ? 8L * kvHeads * blocks : 0)
                 + 4L * (blocks + headQuery.length + logits.length + 3 * CHUNK);
     }
@@ -347,7 +357,7 @@ public final class BlockMassIndex {
             for (int b = 0; b < blocks; b++) {
                 logits[base + b] += logBlockTokens[b];
             }
-            float norm = Softmax.exponentiate(logits, base, blocks);
+            float norm = Softmax.exponentiateRanking(logits, base, blocks);
             for (int b = 0; b < blocks; b++) {
                 float share = logits[base + b] * norm;
                 logits[base + b] = share; // kept for headShares
@@ -395,10 +405,16 @@ public final class BlockMassIndex {
                 }
             }
             if (mean != null) {
-                float w = scoring == Scoring.MIX ? 0.5f : 1f;
                 for (int j = 0; j < d; j++) {
-                    float c = headQuery[q0 + j] * w * mean.scale(h, j);
+                    float c = headQuery[q0 + j] * mean.scale(h, j);
                     terms = term(terms, c, mean.row(h), j * blocks, mean.spread(h, j));
+                }
+            }
+            if (mixHi != null) {
+                for (int j = 0; j < d; j++) {
+                    float q = headQuery[q0 + j];
+                    Int8Rows side = q >= 0 ? mixHi : mixLo;
+                    terms = term(terms, q * side.scale(h, j), side.row(h), j * blocks, side.spread(h, j));
                 }
             }
             termCount[k] = prune(base, terms - base);

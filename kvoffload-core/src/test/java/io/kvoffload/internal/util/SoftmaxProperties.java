@@ -34,6 +34,39 @@ class SoftmaxProperties {
         }
     }
 
+    /**
+     * The ranking exponentials (vectorised when the tests run with jdk.incubator.vector, as the build
+     * runs them) agree with the scalar ones element by element and in their normaliser, and touch only
+     * their range; rows long enough for the vector path and odd tails included.
+     */
+    @Property(tries = 200)
+    void rankingExponentialsMatchTheScalarOnes(@ForAll @IntRange(min = 1, max = 3000) int n,
+            @ForAll @IntRange(min = 0, max = 17) int pad, @ForAll @FloatRange(min = 0.1f, max = 60) float spread,
+            @ForAll long seed) {
+        java.util.SplittableRandom r = new java.util.SplittableRandom(seed);
+        float[] x = new float[n + 2 * pad];
+        java.util.Arrays.fill(x, 7f);
+        for (int i = 0; i < n; i++) {
+            x[pad + i] = (float) ((r.nextDouble() - 0.5) * spread);
+        }
+        float[] y = x.clone();
+        float scalar = Softmax.exponentiate(x, pad, n);
+        float ranking = Softmax.exponentiateRanking(y, pad, n);
+        assertEquals(scalar, ranking, 1e-5 * scalar);
+        for (int i = 0; i < x.length; i++) {
+            assertEquals(x[i], y[i], 1e-6f * Math.max(1f, Math.abs(x[i])), "element " + i);
+        }
+    }
+
+    @org.junit.jupiter.api.Test
+    void theBuildTestsTheVectorPath() {
+        // The surefire argLine adds jdk.incubator.vector: on x86-64 with AVX2 the vector path must be on,
+        // or the property above would test the scalar path twice.
+        org.junit.jupiter.api.Assumptions.assumeTrue(System.getProperty("os.arch").equals("amd64"), "x86-64 only");
+        assertTrue(ModuleLayer.boot().findModule("jdk.incubator.vector").isPresent(), "tests run with jdk.incubator.vector");
+        assertEquals(VectorSoftmax.lanes() >= 8, Softmax.VECTORISED);
+    }
+
     /** The four-way dot product agrees with a plain double-precision sum. */
     @Property(tries = 200)
     void dotMatchesPlainSum(@ForAll @Size(min = 0, max = 40) List<@FloatRange(min = -4, max = 4) Float> a) {

@@ -1,0 +1,54 @@
+package io.kvoffload.internal.util;
+
+import jdk.incubator.vector.FloatVector;
+import jdk.incubator.vector.VectorOperators;
+import jdk.incubator.vector.VectorSpecies;
+
+/**
+ * {@link Softmax#exponentiateRanking} through the Vector API, whose {@code EXP} the JIT compiles to a
+ * vector math routine (0.7 ns an element against about 5 ns for {@code Math.exp} on this project's
+ * machines). Loaded only when {@link Softmax} found {@code jdk.incubator.vector} in the boot layer, so
+ * the library runs without it.
+ */
+final class VectorSoftmax {
+    private static final VectorSpecies<Float> S = FloatVector.SPECIES_PREFERRED;
+    /** Vectors summed in float before the partial sum moves to the double total (bounds the rounding). */
+    private static final int FLUSH = 64;
+
+    private VectorSoftmax() {}
+
+    static int lanes() {
+        return S.length();
+    }
+
+    static float exponentiate(float[] x, int off, int n) {
+        int end = off + n, lanes = S.length(), bound = off + S.loopBound(n);
+        FloatVector top = FloatVector.broadcast(S, Float.NEGATIVE_INFINITY);
+        int i = off;
+        for (; i < bound; i += lanes) {
+            top = top.max(FloatVector.fromArray(S, x, i));
+        }
+        float max = top.reduceLanes(VectorOperators.MAX);
+        for (; i < end; i++) {
+            max = Math.max(max, x[i]);
+        }
+        double total = 0;
+        i = off;
+        while (i < bound) {
+            FloatVector sum = FloatVector.zero(S);
+            int stop = Math.min(bound, i + FLUSH * lanes);
+            for (; i < stop; i += lanes) {
+                FloatVector e = FloatVector.fromArray(S, x, i).sub(max).lanewise(VectorOperators.EXP);
+                e.intoArray(x, i);
+                sum = sum.add(e);
+            }
+            total += sum.reduceLanes(VectorOperators.ADD);
+        }
+        for (; i < end; i++) {
+            float e = (float) Math.exp(x[i] - max);
+            x[i] = e;
+            total += e;
+        }
+        return (float) (1.0 / total);
+    }
+}
