@@ -20,6 +20,15 @@ public final class ClusteredSequences {
      * each layer from 16 profiling queries (steps 10,000 on, apart from the decode steps) and commits it.
      */
     public static void store(KvEngine engine, String id, SyntheticWorkload w, int tokens) {
+        store(engine, id, w, tokens, 16, 10_000);
+    }
+
+    /**
+     * As {@link #store(KvEngine, String, SyntheticWorkload, int)}, clustering each layer from
+     * {@code profileQueries} queries from step {@code firstProfileStep} on.
+     */
+    public static void store(KvEngine engine, String id, SyntheticWorkload w, int tokens, int profileQueries,
+            int firstProfileStep) {
         KvShape shape = w.spec().shape();
         try (KvSequence s = engine.createSequence(id, shape); Arena a = Arena.ofConfined()) {
             s.appendTokens(new int[tokens]);
@@ -29,8 +38,8 @@ public final class ClusteredSequences {
                 w.writeKv(l, 0, tokens, shape.dtype(), k, v);
                 s.appendKv(l, k, v);
                 List<float[]> profile = new ArrayList<>();
-                for (int q = 0; q < 16; q++) {
-                    profile.add(w.query(l, 10_000 + q));
+                for (int q = 0; q < profileQueries; q++) {
+                    profile.add(w.query(l, firstProfileStep + q));
                 }
                 Swarm.clusterLayerFromQueries(s, l, profile, ClusterOptions.defaults());
             }

@@ -63,24 +63,14 @@ public final class DemoCommand implements Callable<Integer> {
     @Option(names = "--dram", defaultValue = "256MiB", description = "DRAM budget (default: ${DEFAULT-VALUE}).")
     String dram;
 
-    @Option(names = "--read-rounds", defaultValue = "32", description = "Random read rounds (default: ${DEFAULT-VALUE}).")
-    int readRounds;
-
-    @Option(names = "--sparsity", defaultValue = "0.1", description = "Share of a layer's tokens read per round"
-            + " (default: ${DEFAULT-VALUE}).")
-    double sparsity;
+    @Mixin
+    RandomReads reads = new RandomReads();
 
     @Option(names = "--keep", description = "Keep the temporary directories.")
     boolean keep;
 
-    @Option(names = "--compare-tokens", defaultValue = "8192",
-            description = "Prefix of the closing strategy comparison (kvo bench compare, short); 0 skips it"
-                    + " (default: ${DEFAULT-VALUE}).")
-    int compareTokens;
-
-    @Option(names = "--compare-steps", defaultValue = "4",
-            description = "Decoding steps of the closing comparison (default: ${DEFAULT-VALUE}).")
-    int compareSteps;
+    @Mixin
+    Comparison comparison = new Comparison();
 
     @Option(names = "--jfr", paramLabel = "FILE",
             description = "Record the run with Java Flight Recorder (the JDK's default settings and every kvoffload"
@@ -95,9 +85,7 @@ public final class DemoCommand implements Callable<Integer> {
         if (workload.tokens < 1) {
             throw new IllegalArgumentException("--tokens = " + workload.tokens + " must be positive");
         }
-        if (!(sparsity > 0 && sparsity <= 1)) {
-            throw new IllegalArgumentException("--sparsity = " + sparsity + " is out of range; allowed: (0, 1]");
-        }
+        reads.validate();
         List<Path> devs = dirs;
         for (Path d : devs) {
             Files.createDirectories(d); // the demo sets up what it is pointed at; the library itself does not
@@ -196,18 +184,18 @@ public final class DemoCommand implements Callable<Integer> {
 
             // 3. Random sparse reads, every byte verified.
             KvStats before = engine.stats();
-            int perRound = Math.max(1, (int) Math.round(workload.tokens * sparsity));
+            int perRound = reads.perRound(workload.tokens);
             long verified = 0;
             long mismatches = 0;
             long nanos = 0;
             SplittableRandom rnd = new SplittableRandom(workload.seed);
             int half = shape.halfEntryBytes();
             try (KvSequence seq = engine.openSequence(id); Arena arena = Arena.ofConfined();
-                    ProgressBar pb = bar("random reads", readRounds)) {
+                    ProgressBar pb = bar("random reads", reads.readRounds)) {
                 MemorySegment k = arena.allocate((long) perRound * half, 64);
                 MemorySegment v = arena.allocate((long) perRound * half, 64);
                 int[] positions = new int[perRound];
-                for (int r = 0; r < readRounds; r++) {
+                for (int r = 0; r < reads.readRounds; r++) {
                     int layer = rnd.nextInt(workload.layers);
                     for (int i = 0; i < perRound; i++) {
                         positions[i] = rnd.nextInt(workload.tokens);
@@ -236,17 +224,17 @@ public final class DemoCommand implements Callable<Integer> {
                         mib(d.bytesRead()), d.reads(), mib(d.freeBytes()));
             }
             out.println();
-            out.printf("random reads: %d rounds x %d positions (%.0f%% of a layer) in %.2f s%n", readRounds, perRound,
-                    sparsity * 100, secs);
+            out.printf("random reads: %d rounds x %d positions (%.0f%% of a layer) in %.2f s%n", reads.readRounds, perRound,
+                    reads.sparsity * 100, secs);
             out.printf("read bandwidth: %.0f MiB/s from the devices (whole blocks), %.0f MiB/s of gathered KV%n",
-                    devBytes / secs / (1 << 20), (double) readRounds * perRound * shape.entryBytes() / secs / (1 << 20));
+                    devBytes / secs / (1 << 20), (double) reads.readRounds * perRound * shape.entryBytes() / secs / (1 << 20));
             out.printf("checksums: %d extents verified, %d failed%n", after.checksumsVerified(),
                     after.checksumFailures());
             out.printf("bit-exact: %d of %d entries read back exactly%n", verified, verified + mismatches);
             ok &= mismatches == 0 && after.checksumFailures() == 0;
             engine.deleteSequence(id);
         }
-        if (compareTokens > 0) {
+        if (comparison.enabled()) {
             ok &= compare();
         }
         out.println(ok ? "demo: OK" : "demo: FAILED");
@@ -258,16 +246,13 @@ public final class DemoCommand implements Callable<Integer> {
      * path (a short {@code kvo bench compare}); prints its table and checks every row bit-exact.
      */
     private boolean compare() throws IOException {
-        if (compareTokens < 1024 || compareTokens > (1 << 20)) {
-            throw new IllegalArgumentException("--compare-tokens = " + compareTokens
-                    + " is out of range; allowed: 0 (skip) or 1024.." + (1 << 20));
-        }
+        comparison.validate();
         Path tmp = TempDirs.createUnder(null, "kvo-demo-compare");
         try {
             out.printf("%nstrategy comparison (%d tokens, 10%% budget, %d steps; kvo bench compare for the full run):%n",
-                    compareTokens, compareSteps);
+                    comparison.compareTokens, comparison.compareSteps);
             java.io.PrintWriter pw = new java.io.PrintWriter(out, true);
-            List<CompareCommand.Row> rows = CompareCommand.quick(compareTokens, compareSteps)
+            List<CompareCommand.Row> rows = CompareCommand.quick(comparison.compareTokens, comparison.compareSteps)
                     .out(tmp.resolve("reports")).work(tmp).execute(pw);
             out.println(CompareCommand.summaryTable(rows, 0.1));
             long bad = rows.stream().mapToLong(CompareCommand.Row::mismatches).sum();
@@ -292,5 +277,49 @@ public final class DemoCommand implements Callable<Integer> {
 
     static String mib(long bytes) {
         return String.format("%.1f MiB", bytes / (double) (1 << 20));
+    }
+
+    /** Part 3, the random sparse reads: how many rounds, each reading a share of a random layer. */
+    static final class RandomReads {
+        @Option(names = "--read-rounds", defaultValue = "32", description = "Random read rounds (default: ${DEFAULT-VALUE}).")
+        int readRounds;
+
+        @Option(names = "--sparsity", defaultValue = "0.1", description = "Share of a layer's tokens read per round"
+                + " (default: ${DEFAULT-VALUE}).")
+        double sparsity;
+
+        void validate() {
+            if (!(sparsity > 0 && sparsity <= 1)) {
+                throw new IllegalArgumentException("--sparsity = " + sparsity + " is out of range; allowed: (0, 1]");
+            }
+        }
+
+        /** Positions read per round from a layer of {@code tokens}. */
+        int perRound(int tokens) {
+            return Math.max(1, (int) Math.round(tokens * sparsity));
+        }
+    }
+
+    /** The closing strategy comparison (a short {@code kvo bench compare}), or none. */
+    static final class Comparison {
+        @Option(names = "--compare-tokens", defaultValue = "8192",
+                description = "Prefix of the closing strategy comparison (kvo bench compare, short); 0 skips it"
+                        + " (default: ${DEFAULT-VALUE}).")
+        int compareTokens;
+
+        @Option(names = "--compare-steps", defaultValue = "4",
+                description = "Decoding steps of the closing comparison (default: ${DEFAULT-VALUE}).")
+        int compareSteps;
+
+        boolean enabled() {
+            return compareTokens > 0;
+        }
+
+        void validate() {
+            if (compareTokens < 1024 || compareTokens > (1 << 20)) {
+                throw new IllegalArgumentException("--compare-tokens = " + compareTokens
+                        + " is out of range; allowed: 0 (skip) or 1024.." + (1 << 20));
+            }
+        }
     }
 }

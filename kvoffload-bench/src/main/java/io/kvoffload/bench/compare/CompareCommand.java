@@ -111,13 +111,8 @@ public final class CompareCommand implements Callable<Integer> {
             description = "SSD directories of the measured runs (default: ${DEFAULT-VALUE}).")
     int devices;
 
-    @Option(names = "--ssd-counts", split = ",", defaultValue = "1,2,4,8",
-            description = "SSD counts of the simulated scaling runs; empty for none (default: ${DEFAULT-VALUE}).")
-    int[] ssdCounts;
-
-    @Option(names = "--scaling-steps", defaultValue = "4",
-            description = "Decoding steps per scaling run (default: ${DEFAULT-VALUE}).")
-    int scalingSteps;
+    @Mixin
+    ScalingRuns scaling = new ScalingRuns();
 
     @Option(names = "--group", defaultValue = "16",
             description = "Tokens per cluster of the positional layout (default: ${DEFAULT-VALUE}).")
@@ -134,14 +129,8 @@ public final class CompareCommand implements Callable<Integer> {
     @Mixin
     SwarmProfileOptions swarm = new SwarmProfileOptions();
 
-    @Option(names = "--fio-seconds", defaultValue = "2",
-            description = "Seconds per fio run; 0 for no fio (default: ${DEFAULT-VALUE}).")
-    int fioSeconds;
-
-    @Option(names = "--fio-min-io-ms", defaultValue = "500",
-            description = "Least I/O time of a strategy's timed fetches for an eff / fio ratio: a shorter decode "
-                    + "is not set against a steady fio run (default: ${DEFAULT-VALUE}).")
-    int fioMinIoMillis;
+    @Mixin
+    FioRuns fioRuns = new FioRuns();
 
     @Mixin
     ReportOptions report = new ReportOptions("kvoffload-bench/target/reports/compare");
@@ -204,7 +193,7 @@ public final class CompareCommand implements Callable<Integer> {
         new CommandLine(c).parseArgs("--sizes", String.valueOf(tokens), "--budgets", "0.1", "--batches", "1",
                 "--layers", "1", "--steps", String.valueOf(steps), "--fio-seconds", "0",
                 "--profile-queries", "32", "--no-progress");
-        c.ssdCounts = new int[0]; // no scaling runs
+        c.scaling.ssdCounts = new int[0]; // no scaling runs
         return c;
     }
 
@@ -291,12 +280,12 @@ public final class CompareCommand implements Callable<Integer> {
 
     private List<Row> run() throws IOException, InterruptedException {
         List<Strategy> chosen = strategies.stream().map(IoStrategies::byName).toList();
-        boolean fio = fioSeconds > 0 && Fio.available();
+        boolean fio = fioRuns.fioSeconds > 0 && Fio.available();
         long work = 0;
         for (int n : sizes) {
             work += 2 + (long) chosen.size() * (spend.budgets.length + batches.length + (fio ? 1 : 0));
         }
-        work += (long) ssdCounts.length * (1 + chosen.size());
+        work += (long) scaling.ssdCounts.length * (1 + chosen.size());
         long t0 = System.nanoTime();
         List<Row> rows = new ArrayList<>();
         console.printf(Locale.ROOT, "compare: %s, %d layers, prefixes %s, budgets %s, batches %s, %d steps, %d SSD"
@@ -309,7 +298,7 @@ public final class CompareCommand implements Callable<Integer> {
             for (int i = 0; i < sizes.length; i++) {
                 try (CompareFixture f = new CompareFixture(this, sizes[i], chosen)) {
                     rows.addAll(measureSize(f, chosen, fio));
-                    if (i == 0 && ssdCounts.length > 0) {
+                    if (i == 0 && scaling.ssdCounts.length > 0) {
                         rows.addAll(scaling(f, chosen));
                     }
                 }
@@ -345,21 +334,21 @@ public final class CompareCommand implements Callable<Integer> {
         for (int b : batches) {
             range("--batches", b, 1, 64);
         }
-        for (int c : ssdCounts) {
+        for (int c : scaling.ssdCounts) {
             range("--ssd-counts", c, 1, 64);
         }
         strategies.forEach(IoStrategies::byName);
         WorkloadFamily.byName(family);
         range("--layers", layers, 1, trace != null ? 4096 : 64);
         range("--steps", steps, 1, 100_000);
-        range("--scaling-steps", scalingSteps, 1, 100_000);
+        range("--scaling-steps", scaling.scalingSteps, 1, 100_000);
         range("--devices", devices, 1, 64);
         range("--group", group, 1, 4096);
         range("--profile-queries", swarm.profileQueries, 1, 4096);
         range("--window", local.window, 0, 1 << 20);
         range("--sinks", local.sinks, 0, 1 << 20);
-        range("--fio-seconds", fioSeconds, 0, 600);
-        range("--fio-min-io-ms", fioMinIoMillis, 0, 3_600_000);
+        range("--fio-seconds", fioRuns.fioSeconds, 0, 600);
+        range("--fio-min-io-ms", fioRuns.fioMinIoMillis, 0, 3_600_000);
     }
 
     private static void share(String name, double v) {
@@ -665,10 +654,10 @@ public final class CompareCommand implements Callable<Integer> {
      * ratio reported) when the job cannot match the fetch, with the reason on stderr.
      */
     private double fioLikeFetch(CompareFixture f, Strategy s, Acc a) throws IOException, InterruptedException {
-        if (a.ioNanos < fioMinIoMillis * 1_000_000L) {
+        if (a.ioNanos < fioRuns.fioMinIoMillis * 1_000_000L) {
             System.err.printf(java.util.Locale.ROOT, "compare: no fio ratio for %s: its timed fetches read for %.0f ms,"
                     + " under --fio-min-io-ms %d (a burst that short is not comparable with a steady fio run; use more"
-                    + " --steps)%n", s.name(), a.ioNanos / 1e6, fioMinIoMillis);
+                    + " --steps)%n", s.name(), a.ioNanos / 1e6, fioRuns.fioMinIoMillis);
             return 0;
         }
         String id = s.sequenceId();
@@ -677,7 +666,7 @@ public final class CompareCommand implements Callable<Integer> {
         double fetchMiBs = a.bytes / (a.ioNanos / 1e9) / MIB;
         FetchFioJob job;
         try {
-            job = FetchFioJob.of(shape, (long) (fetchMiBs * MIB * fioSeconds), s.name().hashCode());
+            job = FetchFioJob.of(shape, (long) (fetchMiBs * MIB * fioRuns.fioSeconds), s.name().hashCode());
         } catch (IllegalArgumentException e) {
             System.err.println("compare: no fio ratio for " + s.name() + ": " + e.getMessage());
             return 0;
@@ -693,16 +682,16 @@ public final class CompareCommand implements Callable<Integer> {
     /** Multi-SSD scaling through the device model (simulated high-end SSDs, scaled so 8 fit this disk). */
     private List<Row> scaling(CompareFixture f, List<Strategy> chosen) throws IOException, InterruptedException {
         List<Row> rows = new ArrayList<>();
-        int max = Arrays.stream(ssdCounts).max().orElse(1);
+        int max = scaling.largest();
         DeviceModelSpec model = DeviceModelSpec.highEnd().withScaleDevices(max);
-        for (int count : ssdCounts) {
+        for (int count : scaling.ssdCounts) {
             Path root = report.scratch("kvo-compare-scaling");
             try (KvEngine e = open(TempDirs.ssdDirectories(root, count), model, chosen, f.n)) {
                 f.store(e, chosen);
                 step();
                 for (Strategy s : chosen) {
-                    Acc a = decode(f, e, s, spend.budget, 1, scalingSteps, false);
-                    rows.add(row("scaling", f, s, spend.budget, 1, count, true, scalingSteps, a, 0, index(f, s)));
+                    Acc a = decode(f, e, s, spend.budget, 1, scaling.scalingSteps, false);
+                    rows.add(row("scaling", f, s, spend.budget, 1, count, true, scaling.scalingSteps, a, 0, index(f, s)));
                     step();
                 }
             } finally {
@@ -732,5 +721,33 @@ public final class CompareCommand implements Callable<Integer> {
 
     static String f(double v, int decimals) {
         return CompareReport.f(v, decimals);
+    }
+
+    /** The simulated SSD scaling runs: at which SSD counts, with how many decoding steps. */
+    static final class ScalingRuns {
+        @Option(names = "--ssd-counts", split = ",", defaultValue = "1,2,4,8",
+                description = "SSD counts of the simulated scaling runs; empty for none (default: ${DEFAULT-VALUE}).")
+        int[] ssdCounts;
+
+        @Option(names = "--scaling-steps", defaultValue = "4",
+                description = "Decoding steps per scaling run (default: ${DEFAULT-VALUE}).")
+        int scalingSteps;
+
+        /** The largest SSD count (1 with none), the one the device model is scaled for. */
+        int largest() {
+            return Arrays.stream(ssdCounts).max().orElse(1);
+        }
+    }
+
+    /** The fio runs a strategy's fetch rate is set against: how long, and the least decode I/O worth it. */
+    static final class FioRuns {
+        @Option(names = "--fio-seconds", defaultValue = "2",
+                description = "Seconds per fio run; 0 for no fio (default: ${DEFAULT-VALUE}).")
+        int fioSeconds;
+
+        @Option(names = "--fio-min-io-ms", defaultValue = "500",
+                description = "Least I/O time of a strategy's timed fetches for an eff / fio ratio: a shorter decode "
+                        + "is not set against a steady fio run (default: ${DEFAULT-VALUE}).")
+        int fioMinIoMillis;
     }
 }

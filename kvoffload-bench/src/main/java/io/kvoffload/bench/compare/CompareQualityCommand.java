@@ -84,15 +84,7 @@ public final class CompareQualityCommand implements Callable<Integer> {
     int block;
 
     @Mixin
-    SwarmProfileOptions swarm = new SwarmProfileOptions();
-
-    @Option(names = "--profile-stride", defaultValue = "4",
-            description = "Steps between profiled queries; scored steps follow the profiled ones (default: ${DEFAULT-VALUE}).")
-    int profileStride;
-
-    @Option(names = "--profile-sparsity", defaultValue = "0.1",
-            description = "Share of tokens a profiled query activates (default: ${DEFAULT-VALUE}).")
-    double profileSparsity;
+    Profiling profiling = new Profiling();
 
     @Option(names = "--sparq-rank", defaultValue = "0",
             description = "Query dimensions SparQ/SparF keep per head; 0 = head dim / 8, SparQ's 1/8 setting (default: ${DEFAULT-VALUE}).")
@@ -100,9 +92,6 @@ public final class CompareQualityCommand implements Callable<Integer> {
 
     @Option(names = "--seed", defaultValue = "24301", description = "Workload and k-means seed (default: ${DEFAULT-VALUE}).")
     long seed;
-
-    @Option(names = "--threads", defaultValue = "0", description = "Threads for Swarm's profile; 0 = available processors (default: ${DEFAULT-VALUE}).")
-    int threads;
 
     @Option(names = "--csv", defaultValue = "compare-quality.csv",
             description = "CSV file to write, one row per (tokens, budget, strategy); empty for none (default: ${DEFAULT-VALUE}).")
@@ -165,15 +154,14 @@ public final class CompareQualityCommand implements Callable<Integer> {
     public Integer call() {
         validate();
         PrintWriter out = spec.commandLine().getOut();
-        int t = threads > 0 ? threads : Runtime.getRuntime().availableProcessors();
+        int t = profiling.threads();
         KvShape shape = heads.shape(layers);
-        ClusteringConfig swarmConfig = ClusteringConfig.defaults().withRadius(ClusterRadius.fixed(swarm.tau))
-                .withParallelism(Math.min(256, t));
+        ClusteringConfig swarmConfig = profiling.config();
         out.printf(Locale.ROOT, "compare-quality: %s (%d layers, %d query heads on %d KV heads, head dim %d, BF16 entries "
                         + "of %d B), %d scored steps per layer after %d profiled (every %d), window %d, %d-token blocks, "
                         + "SparQ rank %d, seed %d, %d threads, %s%n%n",
-                shape.fingerprint(), layers, heads.queryHeads, heads.kvHeads, heads.headDim, shape.entryBytes(), steps, swarm.profileQueries,
-                profileStride, window, block, sparqRank > 0 ? sparqRank : Math.max(1, heads.headDim / 8), seed, t,
+                shape.fingerprint(), layers, heads.queryHeads, heads.kvHeads, heads.headDim, shape.entryBytes(), steps, profiling.swarm.profileQueries,
+                profiling.profileStride, window, block, sparqRank > 0 ? sparqRank : Math.max(1, heads.headDim / 8), seed, t,
                 Runtime.version());
         out.flush();
         List<Cell> all = new ArrayList<>();
@@ -219,8 +207,8 @@ public final class CompareQualityCommand implements Callable<Integer> {
         positive("--layers", layers);
         positive("--steps", steps);
         positive("--block", block);
-        positive("--profile-queries", swarm.profileQueries);
-        positive("--profile-stride", profileStride);
+        positive("--profile-queries", profiling.swarm.profileQueries);
+        positive("--profile-stride", profiling.profileStride);
         if (sparqRank < 0 || sparqRank > heads.headDim) {
             throw new IllegalArgumentException("--sparq-rank = " + sparqRank + "; allowed: 0.." + heads.headDim);
         }
@@ -251,15 +239,12 @@ public final class CompareQualityCommand implements Callable<Integer> {
             }
             cells.put(s, row);
         }
-        int firstScored = swarm.profileQueries * profileStride; // decoding continues after the profiled steps
+        int firstScored = profiling.firstScored();
         for (int layer = 0; layer < layers; layer++) {
             DenseLayerKv kv = DenseLayerKv.materialize(workload.layer(layer), true);
-            List<float[]> profile = new ArrayList<>();
-            for (int i = 0; i < swarm.profileQueries; i++) {
-                profile.add(workload.query(layer, i * profileStride));
-            }
+            List<float[]> profile = profiling.queries(workload, layer);
             Strategies.Params params = new Strategies.Params(heads.queryHeads, window, seed + layer, sparqRank, spec.sinkTokens(), profile,
-                    profileSparsity, swarmConfig);
+                    profiling.profileSparsity, swarmConfig);
             try (Arena arena = Arena.ofConfined()) {
                 Map<String, BaselineSelector> selectors = new LinkedHashMap<>();
                 for (String s : strategies) {
@@ -392,6 +377,51 @@ public final class CompareQualityCommand implements Callable<Integer> {
             Files.writeString(path, sb.toString(), StandardCharsets.UTF_8);
         } catch (IOException e) {
             throw new UncheckedIOException("cannot write " + path, e);
+        }
+    }
+
+    /**
+     * Swarm's offline phase as compare-quality runs it: {@link SwarmProfileOptions}, plus which
+     * decoding steps it profiles, how sparse a profiled query is and on how many threads.
+     */
+    static final class Profiling {
+        @Mixin
+        SwarmProfileOptions swarm = new SwarmProfileOptions();
+
+        @Option(names = "--profile-stride", defaultValue = "4",
+                description = "Steps between profiled queries; scored steps follow the profiled ones (default: ${DEFAULT-VALUE}).")
+        int profileStride;
+
+        @Option(names = "--profile-sparsity", defaultValue = "0.1",
+                description = "Share of tokens a profiled query activates (default: ${DEFAULT-VALUE}).")
+        double profileSparsity;
+
+        @Option(names = "--threads", defaultValue = "0", description = "Threads for Swarm's profile; 0 = available processors (default: ${DEFAULT-VALUE}).")
+        int threads;
+
+        /** {@code --threads}, with 0 the available processors. */
+        int threads() {
+            return threads > 0 ? threads : Runtime.getRuntime().availableProcessors();
+        }
+
+        /** Swarm's clustering: radius {@code --tau}, on up to 256 of {@link #threads()} threads. */
+        ClusteringConfig config() {
+            return ClusteringConfig.defaults().withRadius(ClusterRadius.fixed(swarm.tau))
+                    .withParallelism(Math.min(256, threads()));
+        }
+
+        /** The profiled queries of {@code layer}: every {@code --profile-stride}th decoding step from 0. */
+        List<float[]> queries(SyntheticWorkload workload, int layer) {
+            List<float[]> profile = new ArrayList<>();
+            for (int i = 0; i < swarm.profileQueries; i++) {
+                profile.add(workload.query(layer, i * profileStride));
+            }
+            return profile;
+        }
+
+        /** The first scored step: decoding continues after the profiled steps. */
+        int firstScored() {
+            return swarm.profileQueries * profileStride;
         }
     }
 }

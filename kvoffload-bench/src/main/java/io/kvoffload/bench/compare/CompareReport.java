@@ -128,7 +128,7 @@ final class CompareReport {
                 cmd.local.sinks, cmd.local.window, cmd.cacheShare * 100, cmd.devices, cmd.group, seconds,
                 fio ? "the fetch's reads replayed (io_uring, O_DIRECT): its size mix, random reads inside its"
                         + " sequence's extents, its reads in flight submitted and reaped as one burst, about "
-                        + cmd.fioSeconds + " s" : "not run"));
+                        + cmd.fioRuns.fioSeconds + " s" : "not run"));
         sb.append("Strategies:\n\n");
         for (Strategy s : chosen) {
             sb.append("- `").append(s.name()).append("`: ").append(s.description()).append('\n');
@@ -177,17 +177,17 @@ final class CompareReport {
                     + " concurrently, aggregate over all; selection serialised per selector)%n%n", n, pct(cmd.spend.budget)))
                     .append(bt.render()).append('\n');
         }
-        if (cmd.ssdCounts.length > 0) {
+        if (cmd.scaling.ssdCounts.length > 0) {
             List<String> h = new ArrayList<>(List.of("strategy"));
-            for (int c : cmd.ssdCounts) {
+            for (int c : cmd.scaling.ssdCounts) {
                 h.add(c + " SSD MiB/s");
             }
-            h.add("steps/s at " + Arrays.stream(cmd.ssdCounts).max().orElse(1));
+            h.add("steps/s at " + cmd.scaling.largest());
             MarkdownTable st = new MarkdownTable(h.toArray(String[]::new));
             for (Strategy s : chosen) {
                 List<Object> cells = new ArrayList<>(List.of(s.name()));
                 Row last = null;
-                for (int c : cmd.ssdCounts) {
+                for (int c : cmd.scaling.ssdCounts) {
                     Row r = find(rows, "scaling", cmd.sizes[0], cmd.spend.budget, 1, c, s.name());
                     cells.add(r == null ? "" : f(r.aggregateMiBs(), 0));
                     last = r == null ? last : r;
@@ -197,7 +197,7 @@ final class CompareReport {
             }
             sb.append(String.format(Locale.ROOT, "## SSD scaling — SIMULATED (%,d tokens, budget %s%%, batch 1): %s%n%n",
                     cmd.sizes[0], pct(cmd.spend.budget), DeviceModelSpec.highEnd().withScaleDevices(
-                            Arrays.stream(cmd.ssdCounts).max().orElse(1)).describe(1)))
+                            cmd.scaling.largest()).describe(1)))
                     .append(st.render()).append('\n');
         }
         long checked = rows.stream().mapToLong(Row::rowsChecked).sum();

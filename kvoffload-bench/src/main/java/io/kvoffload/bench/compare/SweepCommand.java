@@ -113,7 +113,7 @@ public final class SweepCommand implements Callable<Integer> {
                     CompareCommand c = new CompareCommand();
                     new CommandLine(c).parseArgs(args.toArray(String[]::new));
                     c.batches = new int[0]; // the quality section only
-                    c.ssdCounts = new int[0];
+                    c.scaling.ssdCounts = new int[0];
                     List<CompareCommand.Row> rows = c.execute(pw);
                     bad += rows.stream().mapToLong(CompareCommand.Row::mismatches).sum();
                     for (double b : spend.budgets) {

@@ -38,16 +38,23 @@ public class MedoidSelectionBench {
     static final double BUDGET_SHARE = 0.1;
     static final long SEED = 24301;
 
+    /** A fixture at {@code tokens} tokens, naive or medoid-indexed by the subclass. */
     @State(Scope.Thread)
-    public static class Medoid {
+    public abstract static class Fixture {
         @Param({"131072", "262144", "524288", "1048576"})
         int tokens;
 
         SelectionFixture fixture;
 
+        private final boolean naive;
+
+        Fixture(boolean naive) {
+            this.naive = naive;
+        }
+
         @Setup
         public void setup() {
-            fixture = new SelectionFixture(false, tokens, QUERY_HEADS, KV_HEADS, HEAD_DIM, CLUSTER_SIZE, BUDGET_SHARE, SEED);
+            fixture = new SelectionFixture(naive, tokens, QUERY_HEADS, KV_HEADS, HEAD_DIM, CLUSTER_SIZE, BUDGET_SHARE, SEED);
         }
 
         @TearDown
@@ -56,21 +63,15 @@ public class MedoidSelectionBench {
         }
     }
 
-    @State(Scope.Thread)
-    public static class Naive {
-        @Param({"131072", "262144", "524288", "1048576"})
-        int tokens;
-
-        SelectionFixture fixture;
-
-        @Setup
-        public void setup() {
-            fixture = new SelectionFixture(true, tokens, QUERY_HEADS, KV_HEADS, HEAD_DIM, CLUSTER_SIZE, BUDGET_SHARE, SEED);
+    public static class Medoid extends Fixture {
+        public Medoid() {
+            super(false);
         }
+    }
 
-        @TearDown
-        public void tearDown() {
-            fixture.close();
+    public static class Naive extends Fixture {
+        public Naive() {
+            super(true);
         }
     }
 

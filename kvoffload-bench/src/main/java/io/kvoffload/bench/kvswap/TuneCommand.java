@@ -35,16 +35,8 @@ import picocli.CommandLine.Option;
                 + "and reuse on a calibration layer and modelling the SSD fetch time. Writes a JSON configuration.")
 public final class TuneCommand implements Callable<Integer> {
 
-    @Option(names = "--model", defaultValue = "llama3-8b",
-            description = "Model shape: llama3-8b, or 'custom' with --layers, --query-heads, --kv-heads, --head-dim "
-                    + "(default: ${DEFAULT-VALUE}).")
-    String model;
-
-    @Option(names = "--layers", defaultValue = "32", description = "Layers of a custom model (default: ${DEFAULT-VALUE}).")
-    int layers;
-
     @Mixin
-    HeadOptions heads = new HeadOptions(32, 8, 128);
+    ModelShape modelShape = new ModelShape();
 
     @Option(names = "--max-context", defaultValue = "32768", description = "Longest context to serve (default: ${DEFAULT-VALUE}).")
     int maxContext;
@@ -81,30 +73,11 @@ public final class TuneCommand implements Callable<Integer> {
             description = "Reuse-buffer policy: ${COMPLETION-CANDIDATES} (default: ${DEFAULT-VALUE}).")
     ReuseBuffer.Policy policy;
 
-    @Option(names = "--bandwidth", defaultValue = "1503238553",
-            description = "SSD random-read bandwidth at large reads, bytes/s (default: ${DEFAULT-VALUE}, 1.4 GiB/s).")
-    double bandwidth;
+    @Mixin
+    SsdModel ssd = new SsdModel();
 
-    @Option(names = "--iops", defaultValue = "145000", description = "SSD random reads/s at 4 KiB (default: ${DEFAULT-VALUE}).")
-    double iops;
-
-    @Option(names = "--alignment", defaultValue = "4096", description = "Direct-I/O read alignment (default: ${DEFAULT-VALUE}).")
-    int alignment;
-
-    @Option(names = "--trace", description = "Calibrate on a captured trace (keys and decoding queries) instead of "
-            + "the synthetic workload.")
-    Path trace;
-
-    @Option(names = "--trace-layer", defaultValue = "0", description = "Layer of the trace to calibrate on (default: ${DEFAULT-VALUE}).")
-    int traceLayer;
-
-    @Option(names = "--calibration-tokens", defaultValue = "16384",
-            description = "Context of the synthetic calibration layer (default: ${DEFAULT-VALUE}).")
-    int calibrationTokens;
-
-    @Option(names = "--calibration-steps", defaultValue = "32",
-            description = "Consecutive decoding queries of the synthetic calibration (default: ${DEFAULT-VALUE}).")
-    int calibrationSteps;
+    @Mixin
+    Calibration calibration = new Calibration();
 
     @Option(names = "--seed", defaultValue = "24301", description = "Synthetic workload and SVD sample seed (default: ${DEFAULT-VALUE}).")
     long seed;
@@ -130,14 +103,10 @@ public final class TuneCommand implements Callable<Integer> {
 
     @Override
     public Integer call() throws IOException {
-        KvShape shape = switch (model.toLowerCase(Locale.ROOT)) {
-            case "llama3-8b" -> KvShape.llama3_8b();
-            case "custom" -> heads.shape(layers);
-            default -> throw new IllegalArgumentException("--model = '" + model + "'; allowed: llama3-8b, custom");
-        };
+        KvShape shape = modelShape.shape();
         long budget = KvConfig.parseSize("--dram-budget", dramBudget);
         ParameterTuner tuner = ParameterTuner.builder(shape, maxContext, batch, budget)
-                .device(new FetchCostModel(bandwidth, iops, alignment))
+                .device(ssd.costModel())
                 .computeSecondsPerLayer(computeMs / 1e3)
                 .budgetTokens(budgetTokens)
                 .groupSizes(groupSizes)
@@ -148,21 +117,7 @@ public final class TuneCommand implements Callable<Integer> {
                 .seed(seed)
                 .build();
         PrintWriter out = spec.commandLine().getOut();
-        KvSwapConfig config;
-        if (trace != null) {
-            try (TraceReader reader = TraceReader.open(trace)) {
-                float[][] queries = reader.queries(traceLayer);
-                DenseLayerKv keys = DenseLayerKv.materialize(reader.layer(traceLayer), false);
-                out.println("calibrating on " + trace + " layer " + traceLayer + ": " + keys.tokens() + " tokens, "
-                        + queries.length + " queries");
-                config = run(tuner, new CalibrationSet(keys, null, queries, reader.header().queryHeads()));
-            }
-        } else {
-            out.println("calibrating on the synthetic workload: " + calibrationTokens + " tokens, " + calibrationSteps
-                    + " decoding steps");
-            SyntheticWorkload w = new SyntheticWorkload(WorkloadSpec.builder(shape, calibrationTokens).seed(seed).build());
-            config = run(tuner, CalibrationSet.of(w.layer(0), w.queries(0, calibrationSteps), w.shape().queryHeads()));
-        }
+        KvSwapConfig config = run(tuner, calibration.load(shape, seed, out));
         config.write(output);
         KvSwapConfig.Prediction p = config.predicted();
         out.printf(Locale.ROOT, "G = %d, r = %d (σ = %.0f), M = %d, C = %d slots; memory %.1f of %.1f MiB%n",
@@ -183,6 +138,80 @@ public final class TuneCommand implements Callable<Integer> {
                 pb.stepTo(done);
                 pb.setExtraMessage(what);
             });
+        }
+    }
+
+    /** The model whose KV is tuned for ({@code --model}, or a custom one from its layers and heads). */
+    static final class ModelShape {
+        @Option(names = "--model", defaultValue = "llama3-8b",
+                description = "Model shape: llama3-8b, or 'custom' with --layers, --query-heads, --kv-heads, --head-dim "
+                        + "(default: ${DEFAULT-VALUE}).")
+        String model;
+
+        @Option(names = "--layers", defaultValue = "32", description = "Layers of a custom model (default: ${DEFAULT-VALUE}).")
+        int layers;
+
+        @Mixin
+        HeadOptions heads = new HeadOptions(32, 8, 128);
+
+        KvShape shape() {
+            return switch (model.toLowerCase(Locale.ROOT)) {
+                case "llama3-8b" -> KvShape.llama3_8b();
+                case "custom" -> heads.shape(layers);
+                default -> throw new IllegalArgumentException("--model = '" + model + "'; allowed: llama3-8b, custom");
+            };
+        }
+    }
+
+    /** The SSD the fetch time is modelled on. */
+    static final class SsdModel {
+        @Option(names = "--bandwidth", defaultValue = "1503238553",
+                description = "SSD random-read bandwidth at large reads, bytes/s (default: ${DEFAULT-VALUE}, 1.4 GiB/s).")
+        double bandwidth;
+
+        @Option(names = "--iops", defaultValue = "145000", description = "SSD random reads/s at 4 KiB (default: ${DEFAULT-VALUE}).")
+        double iops;
+
+        @Option(names = "--alignment", defaultValue = "4096", description = "Direct-I/O read alignment (default: ${DEFAULT-VALUE}).")
+        int alignment;
+
+        FetchCostModel costModel() {
+            return new FetchCostModel(bandwidth, iops, alignment);
+        }
+    }
+
+    /** The calibration layer: a layer of a captured trace, or the synthetic workload's first. */
+    static final class Calibration {
+        @Option(names = "--trace", description = "Calibrate on a captured trace (keys and decoding queries) instead of "
+                + "the synthetic workload.")
+        Path trace;
+
+        @Option(names = "--trace-layer", defaultValue = "0", description = "Layer of the trace to calibrate on (default: ${DEFAULT-VALUE}).")
+        int traceLayer;
+
+        @Option(names = "--calibration-tokens", defaultValue = "16384",
+                description = "Context of the synthetic calibration layer (default: ${DEFAULT-VALUE}).")
+        int calibrationTokens;
+
+        @Option(names = "--calibration-steps", defaultValue = "32",
+                description = "Consecutive decoding queries of the synthetic calibration (default: ${DEFAULT-VALUE}).")
+        int calibrationSteps;
+
+        /** The calibration set, the synthetic one of {@code shape} from {@code seed}; says which on {@code out}. */
+        CalibrationSet load(KvShape shape, long seed, PrintWriter out) throws IOException {
+            if (trace != null) {
+                try (TraceReader reader = TraceReader.open(trace)) {
+                    float[][] queries = reader.queries(traceLayer);
+                    DenseLayerKv keys = DenseLayerKv.materialize(reader.layer(traceLayer), false);
+                    out.println("calibrating on " + trace + " layer " + traceLayer + ": " + keys.tokens() + " tokens, "
+                            + queries.length + " queries");
+                    return new CalibrationSet(keys, null, queries, reader.header().queryHeads());
+                }
+            }
+            out.println("calibrating on the synthetic workload: " + calibrationTokens + " tokens, " + calibrationSteps
+                    + " decoding steps");
+            SyntheticWorkload w = new SyntheticWorkload(WorkloadSpec.builder(shape, calibrationTokens).seed(seed).build());
+            return CalibrationSet.of(w.layer(0), w.queries(0, calibrationSteps), w.shape().queryHeads());
         }
     }
 }

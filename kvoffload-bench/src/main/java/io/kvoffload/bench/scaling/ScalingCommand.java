@@ -83,29 +83,11 @@ public final class ScalingCommand implements Callable<Integer> {
     @Option(names = "--seconds", defaultValue = "2.0", description = "Measured time per point (default: ${DEFAULT-VALUE}).")
     double seconds;
 
-    @Option(names = "--batch", defaultValue = "64", description = "Reads per batch (default: ${DEFAULT-VALUE}).")
-    int batchSize;
+    @Mixin
+    Reads reads = new Reads();
 
-    @Option(names = "--inflight", defaultValue = "4",
-            description = "Batches in flight; queue depth = batch × inflight (default: ${DEFAULT-VALUE}).")
-    int inflight;
-
-    @Option(names = "--min-kib", defaultValue = "4", description = "Smallest read in KiB (default: ${DEFAULT-VALUE}).")
-    int minKib;
-
-    @Option(names = "--max-kib", defaultValue = "64", description = "Largest read in KiB (default: ${DEFAULT-VALUE}).")
-    int maxKib;
-
-    @Option(names = "--host-bandwidth", description = "The disk's bandwidth for scaling the model, e.g. 1400MiB"
-            + " (per second). Default: measured at the start.")
-    String hostBandwidth;
-
-    @Option(names = "--host-iops", description = "The disk's IOPS for scaling the model. Default: measured.")
-    Long hostIops;
-
-    @Option(names = "--calibrate-seconds", defaultValue = "1.0",
-            description = "Time of each host measurement (4 KiB and 64 KiB reads) (default: ${DEFAULT-VALUE}).")
-    double calibrateSeconds;
+    @Mixin
+    Host host = new Host();
 
     @Mixin
     ReportOptions report = new ReportOptions("kvoffload-bench/target/reports/scaling");
@@ -176,20 +158,8 @@ public final class ScalingCommand implements Callable<Integer> {
         if (!(seconds > 0 && seconds <= 600)) {
             throw new IllegalArgumentException("--seconds = " + seconds + " is out of range; allowed: (0, 600]");
         }
-        if (!(calibrateSeconds > 0 && calibrateSeconds <= 60)) {
-            throw new IllegalArgumentException("--calibrate-seconds = " + calibrateSeconds
-                    + " is out of range; allowed: (0, 60]");
-        }
-        if (batchSize < 1 || batchSize > 4096) {
-            throw new IllegalArgumentException("--batch = " + batchSize + " is out of range; allowed: 1..4096");
-        }
-        if (inflight < 1 || inflight > 64) {
-            throw new IllegalArgumentException("--inflight = " + inflight + " is out of range; allowed: 1..64");
-        }
-        if (minKib < 4 || maxKib > 1024 || minKib > maxKib || minKib % 4 != 0 || maxKib % 4 != 0) {
-            throw new IllegalArgumentException("--min-kib = " + minKib + ", --max-kib = " + maxKib
-                    + " are out of range; allowed: multiples of 4 with 4 <= min <= max <= 1024");
-        }
+        host.validate();
+        reads.validate();
         for (String p : profiles) {
             if (!List.of("auto", "none", DeviceModelSpec.HIGH_END, DeviceModelSpec.LOW_END).contains(p)) {
                 throw new IllegalArgumentException("--profiles lists '" + p + "'; allowed: auto, none, high-end, low-end");
@@ -215,7 +185,7 @@ public final class ScalingCommand implements Callable<Integer> {
             }
             devices.add(new IoDevice(i, f, poolBytes, ALIGN));
         }
-        IoOptions options = new IoOptions(true, batchSize * inflight, 8);
+        IoOptions options = new IoOptions(true, reads.queueDepth(), 8);
         int totalPoints = 2 + series.size() * deviceCounts.size();
         long hostBw;
         long hostIo;
@@ -230,21 +200,21 @@ public final class ScalingCommand implements Callable<Integer> {
             writeLabel = firstModel == null ? "without a model" : "through the " + firstModel
                     + " model (default host limits, simulated)";
             ProgressBars.step(bar);
-            if (hostBandwidth != null && hostIops != null) {
-                hostBw = KvConfig.parseSize("--host-bandwidth", hostBandwidth);
-                hostIo = hostIops;
+            if (host.hostBandwidth != null && host.hostIops != null) {
+                hostBw = KvConfig.parseSize("--host-bandwidth", host.hostBandwidth);
+                hostIo = host.hostIops;
                 hostSource = "configured (--host-bandwidth, --host-iops)";
             } else {
                 extra(bar, "measuring the disk (no model)");
                 List<IoDevice> one = devices.subList(0, 1);
-                Run small = runOnce(provider, one, options, null, calibrateSeconds, ALIGN, ALIGN);
-                Run large = runOnce(provider, one, options, null, calibrateSeconds, 64 << 10, 64 << 10);
-                hostIo = hostIops != null ? hostIops : (long) (small.requests() / small.seconds() * HOST_HEADROOM);
-                hostBw = hostBandwidth != null ? KvConfig.parseSize("--host-bandwidth", hostBandwidth)
+                Run small = runOnce(provider, one, options, null, host.calibrateSeconds, ALIGN, ALIGN);
+                Run large = runOnce(provider, one, options, null, host.calibrateSeconds, 64 << 10, 64 << 10);
+                hostIo = host.hostIops != null ? host.hostIops : (long) (small.requests() / small.seconds() * HOST_HEADROOM);
+                hostBw = host.hostBandwidth != null ? KvConfig.parseSize("--host-bandwidth", host.hostBandwidth)
                         : (long) (large.bytes() / large.seconds() * HOST_HEADROOM);
                 hostSource = String.format(Locale.ROOT, "measured here: %.0f IOPS at 4 KiB, %.1f MB/s at 64 KiB (%d"
                         + " in flight, %s); the model uses %.0f%% of that", small.requests() / small.seconds(),
-                        large.bytes() / large.seconds() / 1e6, batchSize * inflight, provider.name(), HOST_HEADROOM * 100);
+                        large.bytes() / large.seconds() / 1e6, reads.queueDepth(), provider.name(), HOST_HEADROOM * 100);
             }
             ProgressBars.step(bar);
             for (String s : series) {
@@ -290,9 +260,9 @@ public final class ScalingCommand implements Callable<Integer> {
             DeviceModelSpec spec, boolean anySimulated) throws IOException {
         int n = devs.size();
         try (IoBackend b = open(provider, devs, options, spec)) {
-            run(b, Math.min(0.3, seconds / 4), minKib << 10, maxKib << 10); // warm-up
+            run(b, Math.min(0.3, seconds / 4), reads.minBytes(), reads.maxBytes()); // warm-up
             DeviceModel.Stats before = b instanceof DeviceModel m ? m.stats() : null;
-            Run r = run(b, seconds, minKib << 10, maxKib << 10);
+            Run r = run(b, seconds, reads.minBytes(), reads.maxBytes());
             double modelBound = 0;
             if (b instanceof DeviceModel m) {
                 DeviceModel.Stats after = m.stats();
@@ -301,7 +271,7 @@ public final class ScalingCommand implements Callable<Integer> {
             }
             double devBw = spec == null ? 0 : spec.deviceBandwidth(n);
             double devIops = spec == null ? 0 : spec.deviceIops(n);
-            double ceiling = spec == null ? 0 : n * ceilingPerDevice(devBw, devIops, minKib << 10, maxKib << 10);
+            double ceiling = spec == null ? 0 : n * ceilingPerDevice(devBw, devIops, reads.minBytes(), reads.maxBytes());
             return new Point(label(series, anySimulated), series, spec != null, n, devBw, devIops, r.requests(),
                     r.bytes(), r.seconds(), r.batchMicros().getValueAtPercentile(50) / 1000.0,
                     r.batchMicros().getValueAtPercentile(99) / 1000.0, ceiling, modelBound);
@@ -332,7 +302,7 @@ public final class ScalingCommand implements Callable<Integer> {
     }
 
     /**
-     * The decode-like read workload: {@link #inflight} batches of {@link #batchSize} random reads
+     * The decode-like read workload: {@link Reads#inflight} batches of {@link Reads#batchSize} random reads
      * of 4 KiB multiples in [min, max], each batch spread over the devices by least-loaded bucket
      * (bytes, as Swarm's scheduler balances), refilled and resubmitted as soon as it completes.
      * Every 4 KiB block read is checked against the pattern {@link #writeAll} wrote.
@@ -345,23 +315,23 @@ public final class ScalingCommand implements Callable<Integer> {
         long requests = 0;
         long bytes = 0;
         try (Arena arena = Arena.ofShared()) {
-            IoBatch[] batches = new IoBatch[inflight];
-            MemorySegment[] buffers = new MemorySegment[inflight];
-            long[] submitted = new long[inflight];
+            IoBatch[] batches = new IoBatch[reads.inflight];
+            MemorySegment[] buffers = new MemorySegment[reads.inflight];
+            long[] submitted = new long[reads.inflight];
             long[] load = new long[n];
-            for (int k = 0; k < inflight; k++) {
-                batches[k] = b.newBatch(batchSize);
-                buffers[k] = arena.allocate((long) batchSize * max, ALIGN);
+            for (int k = 0; k < reads.inflight; k++) {
+                batches[k] = b.newBatch(reads.batchSize);
+                buffers[k] = arena.allocate((long) reads.batchSize * max, ALIGN);
             }
             long t0 = System.nanoTime();
             long end = t0 + (long) (secs * 1e9);
-            for (int k = 0; k < inflight; k++) {
+            for (int k = 0; k < reads.inflight; k++) {
                 fill(batches[k], buffers[k], rnd, load, poolBytes, min, max);
                 submitted[k] = System.nanoTime();
                 b.submit(batches[k]);
             }
             int k = 0;
-            int live = inflight;
+            int live = reads.inflight;
             while (live > 0) {
                 IoBatch batch = batches[k];
                 if (batch != null) {
@@ -382,7 +352,7 @@ public final class ScalingCommand implements Callable<Integer> {
                         live--;
                     }
                 }
-                k = k + 1 == inflight ? 0 : k + 1;
+                k = k + 1 == reads.inflight ? 0 : k + 1;
             }
             return new Run(requests, bytes, (System.nanoTime() - t0) / 1e9, hist);
         }
@@ -393,7 +363,7 @@ public final class ScalingCommand implements Callable<Integer> {
         batch.clear();
         java.util.Arrays.fill(load, 0);
         int blocks = (max - min) / ALIGN + 1;
-        for (int i = 0; i < batchSize; i++) {
+        for (int i = 0; i < reads.batchSize; i++) {
             int len = min + rnd.nextInt(blocks) * ALIGN;
             int d = 0;
             for (int j = 1; j < load.length; j++) {
@@ -565,9 +535,9 @@ public final class ScalingCommand implements Callable<Integer> {
         }
         md.append("- Command: `").append(commandLine()).append("`\n");
         md.append("- Date: ").append(LocalDateTime.now().format(DateTimeFormatter.ISO_LOCAL_DATE_TIME)).append('\n');
-        md.append("- Backend: ").append(backendName).append("; queue depth ").append(batchSize * inflight)
-                .append(" (").append(inflight).append(" batches of ").append(batchSize).append(" reads, ")
-                .append(minKib).append("-").append(maxKib).append(" KiB, spread by least-loaded device)\n");
+        md.append("- Backend: ").append(backendName).append("; queue depth ").append(reads.queueDepth())
+                .append(" (").append(reads.inflight).append(" batches of ").append(reads.batchSize).append(" reads, ")
+                .append(reads.minKib).append("-").append(reads.maxKib).append(" KiB, spread by least-loaded device)\n");
         md.append("- Pools: ").append(poolBytes >> 20).append(" MiB per device, written ").append(writeLabel)
                 .append(" in ").append(fmt(writeSeconds, 1)).append(" s; every 4 KiB block read was verified\n");
         if (anySimulated) {
@@ -599,8 +569,8 @@ public final class ScalingCommand implements Callable<Integer> {
         }
         sb.append(" --devices ").append(String.join(",", deviceCounts.stream().map(String::valueOf).toList()));
         sb.append(" --profiles ").append(String.join(",", profiles));
-        sb.append(" --pool ").append(pool).append(" --seconds ").append(seconds).append(" --batch ").append(batchSize)
-                .append(" --inflight ").append(inflight);
+        sb.append(" --pool ").append(pool).append(" --seconds ").append(seconds).append(" --batch ").append(reads.batchSize)
+                .append(" --inflight ").append(reads.inflight);
         if (!report.backend.equals("auto")) {
             sb.append(" --backend ").append(report.backend);
         }
@@ -625,5 +595,68 @@ public final class ScalingCommand implements Callable<Integer> {
     /** For tests: where the summary is printed. */
     void console(PrintStream out) {
         this.console = out;
+    }
+
+    /** The decode-like read mix: batches of random reads of 4 KiB multiples, several batches in flight. */
+    static final class Reads {
+        @Option(names = "--batch", defaultValue = "64", description = "Reads per batch (default: ${DEFAULT-VALUE}).")
+        int batchSize;
+
+        @Option(names = "--inflight", defaultValue = "4",
+                description = "Batches in flight; queue depth = batch × inflight (default: ${DEFAULT-VALUE}).")
+        int inflight;
+
+        @Option(names = "--min-kib", defaultValue = "4", description = "Smallest read in KiB (default: ${DEFAULT-VALUE}).")
+        int minKib;
+
+        @Option(names = "--max-kib", defaultValue = "64", description = "Largest read in KiB (default: ${DEFAULT-VALUE}).")
+        int maxKib;
+
+        void validate() {
+            if (batchSize < 1 || batchSize > 4096) {
+                throw new IllegalArgumentException("--batch = " + batchSize + " is out of range; allowed: 1..4096");
+            }
+            if (inflight < 1 || inflight > 64) {
+                throw new IllegalArgumentException("--inflight = " + inflight + " is out of range; allowed: 1..64");
+            }
+            if (minKib < 4 || maxKib > 1024 || minKib > maxKib || minKib % 4 != 0 || maxKib % 4 != 0) {
+                throw new IllegalArgumentException("--min-kib = " + minKib + ", --max-kib = " + maxKib
+                        + " are out of range; allowed: multiples of 4 with 4 <= min <= max <= 1024");
+            }
+        }
+
+        /** Reads in flight: batch × inflight. */
+        int queueDepth() {
+            return batchSize * inflight;
+        }
+
+        int minBytes() {
+            return minKib << 10;
+        }
+
+        int maxBytes() {
+            return maxKib << 10;
+        }
+    }
+
+    /** The host (the one disk) limits the device model is scaled to: given, or measured at the start. */
+    static final class Host {
+        @Option(names = "--host-bandwidth", description = "The disk's bandwidth for scaling the model, e.g. 1400MiB"
+                + " (per second). Default: measured at the start.")
+        String hostBandwidth;
+
+        @Option(names = "--host-iops", description = "The disk's IOPS for scaling the model. Default: measured.")
+        Long hostIops;
+
+        @Option(names = "--calibrate-seconds", defaultValue = "1.0",
+                description = "Time of each host measurement (4 KiB and 64 KiB reads) (default: ${DEFAULT-VALUE}).")
+        double calibrateSeconds;
+
+        void validate() {
+            if (!(calibrateSeconds > 0 && calibrateSeconds <= 60)) {
+                throw new IllegalArgumentException("--calibrate-seconds = " + calibrateSeconds
+                        + " is out of range; allowed: (0, 60]");
+            }
+        }
     }
 }
