@@ -2,6 +2,7 @@ package io.kvoffload.internal.storage;
 
 import io.kvoffload.KvShape;
 import io.kvoffload.internal.util.Checks;
+import io.kvoffload.internal.util.IntList;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
@@ -461,23 +462,6 @@ public final class ClusterLayoutWriter {
             if ((long) count * entry < len) {
                 dst.asSlice((long) count * entry, len - (long) count * entry).fill((byte) 0);
             }
-        }
-    }
-
-    /** A growable int list, to avoid boxing. */
-    static final class IntList {
-        private int[] a = new int[16];
-        private int n;
-
-        void add(int v) {
-            if (n == a.length) {
-                a = Arrays.copyOf(a, n * 2);
-            }
-            a[n++] = v;
-        }
-
-        int[] toArray() {
-            return Arrays.copyOf(a, n);
         }
     }
 }
