@@ -32,9 +32,7 @@ public final class ExactAttention {
     public ExactAttention(int queryHeads, int kvHeads, int headDim) {
         Checks.inRange("kvHeads", kvHeads, 1, 1024);
         Checks.inRange("headDim", headDim, 1, 16384);
-        if (queryHeads <= 0 || queryHeads % kvHeads != 0) {
-            throw new IllegalArgumentException("queryHeads = " + queryHeads + " must be a positive multiple of kvHeads = " + kvHeads);
-        }
+        Checks.queryHeads(queryHeads, kvHeads);
         this.queryHeads = queryHeads;
         this.kvHeads = kvHeads;
         this.headDim = headDim;

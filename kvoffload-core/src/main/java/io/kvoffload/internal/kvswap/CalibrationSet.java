@@ -32,10 +32,7 @@ public final class CalibrationSet {
             throw new IllegalArgumentException("adapterKeys has kvHeads = " + this.adapterKeys.kvHeads() + ", headDim = "
                     + this.adapterKeys.headDim() + "; keys has kvHeads = " + keys.kvHeads() + ", headDim = " + keys.headDim());
         }
-        if (queryHeads <= 0 || queryHeads % keys.kvHeads() != 0) {
-            throw new IllegalArgumentException("queryHeads = " + queryHeads + " must be a positive multiple of kvHeads = "
-                    + keys.kvHeads());
-        }
+        Checks.queryHeads(queryHeads, keys.kvHeads());
         Checks.notNull("queries", queries);
         Checks.inRange("queries.length", queries.length, 2, 1 << 20);
         int len = queryHeads * keys.headDim();

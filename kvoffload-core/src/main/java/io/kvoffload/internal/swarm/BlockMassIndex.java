@@ -111,10 +111,7 @@ public final class BlockMassIndex {
         this.blockTokens = Checks.inRange("blockTokens", blockTokens, 1, 65536);
         this.kvHeads = kv.kvHeads();
         this.headDim = kv.headDim();
-        if (queryHeads <= 0 || queryHeads % kvHeads != 0) {
-            throw new IllegalArgumentException("queryHeads = " + queryHeads + " must be a positive multiple of kvHeads = "
-                    + kvHeads);
-        }
+        Checks.queryHeads(queryHeads, kvHeads);
         this.queryHeads = queryHeads;
         this.groupSize = queryHeads / kvHeads;
         this.scale = (float) (1.0 / Math.sqrt(headDim));

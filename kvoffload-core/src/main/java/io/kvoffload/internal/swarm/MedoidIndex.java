@@ -107,9 +107,7 @@ public final class MedoidIndex implements AutoCloseable {
                     + clustering.entries());
         }
         int kv = keys.kvHeads(), d = keys.headDim();
-        if (queryHeads <= 0 || queryHeads % kv != 0) {
-            throw new IllegalArgumentException("queryHeads = " + queryHeads + " must be a positive multiple of kvHeads = " + kv);
-        }
+        Checks.queryHeads(queryHeads, kv);
         long row = (long) kv * d;
         long n = clustering.clusterCount();
         // BF16 until a key element is not exactly a BF16 value; then floats, the elements so far widened.

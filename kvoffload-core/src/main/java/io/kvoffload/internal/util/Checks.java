@@ -75,6 +75,15 @@ public final class Checks {
         }
     }
 
+    /** Checks grouped-query attention's head counts: {@code queryHeads} a positive multiple of {@code kvHeads}. */
+    public static int queryHeads(int queryHeads, int kvHeads) {
+        if (queryHeads <= 0 || queryHeads % kvHeads != 0) {
+            throw new IllegalArgumentException("queryHeads = " + queryHeads + " must be a positive multiple of kvHeads = "
+                    + kvHeads);
+        }
+        return queryHeads;
+    }
+
     public static int index(String name, int value, int size) {
         if (value < 0 || value >= size) {
             throw new IllegalArgumentException(name + " = " + value + " is out of range; allowed: 0.."
