@@ -36,12 +36,7 @@ public final class CalibrationSet {
         Checks.notNull("queries", queries);
         Checks.inRange("queries.length", queries.length, 2, 1 << 20);
         int len = queryHeads * keys.headDim();
-        for (int i = 0; i < queries.length; i++) {
-            if (queries[i] == null || queries[i].length != len) {
-                throw new IllegalArgumentException("queries[" + i + "].length = "
-                        + (queries[i] == null ? "null" : queries[i].length) + " must be queryHeads × headDim = " + len);
-            }
-        }
+        Checks.rowLengths("queries", queries, len, "queryHeads × headDim");
         this.queries = queries;
         this.queryHeads = queryHeads;
     }
