@@ -274,10 +274,7 @@ public final class ExactAttention {
             throw new IllegalArgumentException("layer has kvHeads = " + kv.kvHeads() + ", headDim = " + kv.headDim()
                     + "; this attention expects kvHeads = " + kvHeads + ", headDim = " + headDim);
         }
-        if (query.length != queryHeads * headDim) {
-            throw new IllegalArgumentException("query.length = " + query.length + " must be queryHeads × headDim = "
-                    + queryHeads * headDim);
-        }
+        Checks.queryRows(query, queryHeads, headDim);
     }
 
     /** Distinct ids in ascending order, each checked against {@code [0, tokens)}. */

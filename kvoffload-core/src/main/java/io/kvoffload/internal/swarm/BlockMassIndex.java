@@ -303,13 +303,8 @@ public final class BlockMassIndex {
     public void score(float[] query, float[] scores) {
         Checks.notNull("query", query);
         Checks.notNull("scores", scores);
-        if (query.length != queryHeads * headDim) {
-            throw new IllegalArgumentException("query.length = " + query.length + " must be queryHeads × headDim = "
-                    + queryHeads * headDim);
-        }
-        if (scores.length < blocks) {
-            throw new IllegalArgumentException("scores.length = " + scores.length + " is too small; allowed: at least " + blocks);
-        }
+        Checks.queryRows(query, queryHeads, headDim);
+        Checks.capacity("scores", scores.length, blocks);
         int d = headDim;
         boolean perQuery = combination == Combination.QUERY_HEAD_MASS;
         java.util.Arrays.fill(headQuery, 0f);

@@ -278,10 +278,7 @@ public final class MedoidIndex implements AutoCloseable {
         Checks.notNull("query", query);
         Checks.notNull("scratch", scratch);
         Checks.notNull("scores", scores);
-        if (query.length != queryHeads * headDim) {
-            throw new IllegalArgumentException("query.length = " + query.length + " must be queryHeads × headDim = "
-                    + queryHeads * headDim);
-        }
+        Checks.queryRows(query, queryHeads, headDim);
         if (scratch.length < row) {
             throw new IllegalArgumentException("scratch.length = " + scratch.length + " is too small; allowed: at least "
                     + "kvHeads × headDim = " + row);
