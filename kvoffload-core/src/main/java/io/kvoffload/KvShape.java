@@ -29,10 +29,7 @@ public record KvShape(int layers, int queryHeads, int kvHeads, int headDim, DTyp
         Checks.inRange("kvHeads", kvHeads, 1, 1024);
         Checks.inRange("headDim", headDim, 1, 16384);
         Checks.notNull("dtype", dtype);
-        if (queryHeads <= 0 || queryHeads % kvHeads != 0) {
-            throw new IllegalArgumentException("queryHeads = " + queryHeads
-                    + " must be a positive multiple of kvHeads = " + kvHeads);
-        }
+        Checks.queryHeads(queryHeads, kvHeads);
         if (2L * kvHeads * headDim * dtype.bytes() > MAX_ENTRY_BYTES) {
             throw new IllegalArgumentException("entry size 2 × kvHeads × headDim × dtype = "
                     + 2L * kvHeads * headDim * dtype.bytes() + " bytes exceeds the maximum " + MAX_ENTRY_BYTES);

@@ -32,9 +32,7 @@ public final class ExactAttention {
     public ExactAttention(int queryHeads, int kvHeads, int headDim) {
         Checks.inRange("kvHeads", kvHeads, 1, 1024);
         Checks.inRange("headDim", headDim, 1, 16384);
-        if (queryHeads <= 0 || queryHeads % kvHeads != 0) {
-            throw new IllegalArgumentException("queryHeads = " + queryHeads + " must be a positive multiple of kvHeads = " + kvHeads);
-        }
+        Checks.queryHeads(queryHeads, kvHeads);
         this.queryHeads = queryHeads;
         this.kvHeads = kvHeads;
         this.headDim = headDim;
@@ -276,10 +274,7 @@ public final class ExactAttention {
             throw new IllegalArgumentException("layer has kvHeads = " + kv.kvHeads() + ", headDim = " + kv.headDim()
                     + "; this attention expects kvHeads = " + kvHeads + ", headDim = " + headDim);
         }
-        if (query.length != queryHeads * headDim) {
-            throw new IllegalArgumentException("query.length = " + query.length + " must be queryHeads × headDim = "
-                    + queryHeads * headDim);
-        }
+        Checks.queryRows(query, queryHeads, headDim);
     }
 
     /** Distinct ids in ascending order, each checked against {@code [0, tokens)}. */

@@ -27,22 +27,12 @@ public final class DenseLayerKv implements LayerKv {
         Checks.notNull("keys", keys);
         Checks.inRange("keys.length", keys.length, 1, 1024);
         long expected = (long) tokens * headDim;
-        for (int h = 0; h < keys.length; h++) {
-            if (keys[h] == null || keys[h].length != expected) {
-                throw new IllegalArgumentException("keys[" + h + "].length = " + (keys[h] == null ? "null" : keys[h].length)
-                        + " must be tokens × headDim = " + expected);
-            }
-        }
+        Checks.rowLengths("keys", keys, expected, "tokens × headDim");
         if (values != null) {
             if (values.length != keys.length) {
                 throw new IllegalArgumentException("values.length = " + values.length + " must equal keys.length = " + keys.length);
             }
-            for (int h = 0; h < values.length; h++) {
-                if (values[h] == null || values[h].length != expected) {
-                    throw new IllegalArgumentException("values[" + h + "].length = "
-                            + (values[h] == null ? "null" : values[h].length) + " must be tokens × headDim = " + expected);
-                }
-            }
+            Checks.rowLengths("values", values, expected, "tokens × headDim");
         }
         this.tokens = tokens;
         this.headDim = headDim;

@@ -275,20 +275,7 @@ public final class SyntheticWorkload extends GeneratedWorkload {
      */
     @Override
     public void writeKv(int layer, int fromToken, int count, DType dtype, MemorySegment keys, MemorySegment values) {
-        Checks.index("layer", layer, shape.layers());
-        Checks.notNull("dtype", dtype);
-        Checks.notNull("keys", keys);
-        Checks.notNull("values", values);
-        if (fromToken < 0 || count < 0 || (long) fromToken + count > spec.tokens()) {
-            throw new IllegalArgumentException("tokens [" + fromToken + ", " + ((long) fromToken + count)
-                    + ") are out of range; allowed: within [0, " + spec.tokens() + ")");
-        }
-        long tokenBytes = (long) shape.kvHeads() * headDim * dtype.bytes();
-        long need = tokenBytes * count;
-        if (keys.byteSize() < need || values.byteSize() < need) {
-            throw new IllegalArgumentException("keys.byteSize() = " + keys.byteSize() + ", values.byteSize() = "
-                    + values.byteSize() + "; each must be at least count × kvHeads × headDim × dtype = " + need);
-        }
+        long tokenBytes = WriteKvArgs.check(shape, spec.tokens(), layer, fromToken, count, dtype, keys, values);
         long lk = layerKey(layer);
         float[] row = new float[headDim];
         for (int i = 0; i < count; i++) {

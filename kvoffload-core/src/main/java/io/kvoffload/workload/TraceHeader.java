@@ -50,9 +50,7 @@ public record TraceHeader(int layers, int queryHeads, int kvHeads, int headDim, 
         Checks.inRange("tokens", tokens, 1, Integer.MAX_VALUE);
         Checks.inRange("queriesPerLayer", queriesPerLayer, 0, 1 << 24);
         Checks.notNull("dtype", dtype);
-        if (queryHeads <= 0 || queryHeads % kvHeads != 0) {
-            throw new IllegalArgumentException("queryHeads = " + queryHeads + " must be a positive multiple of kvHeads = " + kvHeads);
-        }
+        Checks.queryHeads(queryHeads, kvHeads);
     }
 
     /** Bytes of one K (or V) block of a layer. */

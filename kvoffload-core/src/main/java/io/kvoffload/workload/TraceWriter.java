@@ -70,12 +70,7 @@ public final class TraceWriter implements AutoCloseable {
                     + header.queriesPerLayer());
         }
         int qLen = header.queryHeads() * header.headDim();
-        for (int i = 0; i < queries.length; i++) {
-            if (queries[i] == null || queries[i].length != qLen) {
-                throw new IllegalArgumentException("queries[" + i + "].length = " + (queries[i] == null ? "null" : queries[i].length)
-                        + " must be queryHeads × headDim = " + qLen);
-            }
-        }
+        Checks.rowLengths("queries", queries, qLen, "queryHeads × headDim");
         writeBlock(kv, false);
         if (header.values()) {
             writeBlock(kv, true);

@@ -2,7 +2,6 @@ package io.kvoffload.workload;
 
 import io.kvoffload.DType;
 import io.kvoffload.KvShape;
-import io.kvoffload.internal.util.Checks;
 import io.kvoffload.internal.util.ElementCodec;
 import io.kvoffload.strategy.LayerKv;
 import java.lang.foreign.MemorySegment;
@@ -46,21 +45,8 @@ public interface Workload {
      */
     default void writeKv(int layer, int fromToken, int count, DType dtype, MemorySegment keys, MemorySegment values) {
         KvShape shape = shape();
-        Checks.index("layer", layer, shape.layers());
-        Checks.notNull("dtype", dtype);
-        Checks.notNull("keys", keys);
-        Checks.notNull("values", values);
-        if (fromToken < 0 || count < 0 || (long) fromToken + count > tokens()) {
-            throw new IllegalArgumentException("tokens [" + fromToken + ", " + ((long) fromToken + count)
-                    + ") are out of range; allowed: within [0, " + tokens() + ")");
-        }
+        long tokenBytes = WriteKvArgs.check(shape, tokens(), layer, fromToken, count, dtype, keys, values);
         int headDim = shape.headDim();
-        long tokenBytes = (long) shape.kvHeads() * headDim * dtype.bytes();
-        long need = tokenBytes * count;
-        if (keys.byteSize() < need || values.byteSize() < need) {
-            throw new IllegalArgumentException("keys.byteSize() = " + keys.byteSize() + ", values.byteSize() = "
-                    + values.byteSize() + "; each must be at least count × kvHeads × headDim × dtype = " + need);
-        }
         LayerKv kv = layer(layer);
         if (!kv.hasValues()) {
             throw new IllegalStateException("layer " + layer + " holds keys only; writeKv needs values");

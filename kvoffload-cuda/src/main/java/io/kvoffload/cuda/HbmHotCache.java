@@ -140,10 +140,7 @@ public final class HbmHotCache<C> implements AutoCloseable {
 
     /** The i-th item admitted by the last step or resize: upload its bytes. */
     public int admitted(int i) {
-        if (i < 0 || i >= admittedCount) {
-            throw new IllegalArgumentException("i = " + i + "; allowed: 0.." + (admittedCount - 1));
-        }
-        return admittedNow[i];
+        return admittedNow[index(i, admittedCount)];
     }
 
     public int evictedCount() {
@@ -152,10 +149,15 @@ public final class HbmHotCache<C> implements AutoCloseable {
 
     /** The i-th item evicted by the last step or resize. */
     public int evicted(int i) {
-        if (i < 0 || i >= evictedCount) {
-            throw new IllegalArgumentException("i = " + i + "; allowed: 0.." + (evictedCount - 1));
+        return evictedNow[index(i, evictedCount)];
+    }
+
+    /** Checks {@code i} against a per-step list of {@code count} items. */
+    private static int index(int i, int count) {
+        if (i < 0 || i >= count) {
+            throw new IllegalArgumentException("i = " + i + "; allowed: 0.." + (count - 1));
         }
-        return evictedNow[i];
+        return i;
     }
 
     /** Whether the item has blocks (admitted), uploaded or not. */

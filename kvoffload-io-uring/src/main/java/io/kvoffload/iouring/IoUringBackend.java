@@ -18,6 +18,7 @@ import java.util.BitSet;
 import java.util.List;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.function.BiConsumer;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -459,10 +460,15 @@ public final class IoUringBackend implements IoBackend {
                 slabs.add(s);
                 targets = rings;
             }
+            eachLocked(targets, s, Ring::registerSlab);
+        }
+
+        /** Applies {@code op} to each ring and {@code s} while holding that ring's lock. */
+        private static void eachLocked(Ring[] targets, Slab s, BiConsumer<Ring, Slab> op) {
             for (Ring r : targets) {
                 r.lock.lock();
                 try {
-                    r.registerSlab(s);
+                    op.accept(r, s);
                 } finally {
                     r.lock.unlock();
                 }
@@ -487,14 +493,7 @@ public final class IoUringBackend implements IoBackend {
             if (s == null) {
                 return;
             }
-            for (Ring r : targets) {
-                r.lock.lock();
-                try {
-                    r.unregisterSlab(s);
-                } finally {
-                    r.lock.unlock();
-                }
-            }
+            eachLocked(targets, s, Ring::unregisterSlab);
             synchronized (IoUringBackend.this) {
                 usedBufferSlots.clear(s.index());
             }

@@ -25,10 +25,7 @@ abstract class AbstractSelector implements BaselineSelector {
     AbstractSelector(LayerKv kv, int queryHeads) {
         Checks.notNull("kv", kv);
         Checks.positive("kv.tokens()", kv.tokens());
-        if (queryHeads <= 0 || queryHeads % kv.kvHeads() != 0) {
-            throw new IllegalArgumentException("queryHeads = " + queryHeads + " must be a positive multiple of kvHeads = "
-                    + kv.kvHeads());
-        }
+        Checks.queryHeads(queryHeads, kv.kvHeads());
         this.tokens = kv.tokens();
         this.kvHeads = kv.kvHeads();
         this.headDim = kv.headDim();

@@ -3,6 +3,7 @@ package io.kvoffload.internal.baseline;
 import io.kvoffload.internal.util.PartialTopK;
 import io.kvoffload.internal.util.Softmax;
 import io.kvoffload.internal.util.StampSet;
+import io.kvoffload.internal.util.TopK;
 import io.kvoffload.internal.util.Checks;
 import io.kvoffload.strategy.LayerKv;
 
@@ -141,23 +142,8 @@ abstract class AbstractSparseQuerySelector extends AbstractSelector {
     /** The {@code rank} dimensions of query head {@code q0} with the largest {@code |q_i|} into {@link #dims}. */
     private int topDimensions(float[] query, int q0) {
         int kept = 0;
-        for (int i = 0; i < headDim; i++) {
-            float m = Math.abs(query[q0 + i]);
-            int j;
-            if (kept < rank) {
-                j = kept++;
-            } else if (m > dimMagnitude[kept - 1]) {
-                j = kept - 1;
-            } else {
-                continue;
-            }
-            while (j > 0 && dimMagnitude[j - 1] < m) { // strict: an equal magnitude keeps the lower dimension first
-                dims[j] = dims[j - 1];
-                dimMagnitude[j] = dimMagnitude[j - 1];
-                j--;
-            }
-            dims[j] = i;
-            dimMagnitude[j] = m;
+        for (int i = 0; i < headDim; i++) { // ties: the lower dimension first
+            kept = TopK.offer(dimMagnitude, dims, 0, kept, rank, Math.abs(query[q0 + i]), i);
         }
         return kept;
     }

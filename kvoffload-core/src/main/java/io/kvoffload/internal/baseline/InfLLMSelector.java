@@ -1,6 +1,7 @@
 package io.kvoffload.internal.baseline;
 
 import io.kvoffload.internal.util.PartialTopK;
+import io.kvoffload.internal.util.TopK;
 import io.kvoffload.internal.util.Checks;
 import io.kvoffload.strategy.LayerKv;
 
@@ -129,22 +130,7 @@ public final class InfLLMSelector extends AbstractSelector {
             }
             int kept = 0;
             for (int t = from; t < to; t++) { // the best `representatives` tokens, ties to the lower position
-                float s = dot(k, t * d, standIn, 0, d);
-                int i;
-                if (kept < representatives) {
-                    i = kept++;
-                } else if (s > bestScore[kept - 1]) {
-                    i = kept - 1;
-                } else {
-                    continue;
-                }
-                while (i > 0 && bestScore[i - 1] < s) {
-                    best[i] = best[i - 1];
-                    bestScore[i] = bestScore[i - 1];
-                    i--;
-                }
-                best[i] = t;
-                bestScore[i] = s;
+                kept = TopK.offer(bestScore, best, 0, kept, representatives, dot(k, t * d, standIn, 0, d), t);
             }
             int o = b * d;
             for (int r = 0; r < kept; r++) {

@@ -32,19 +32,11 @@ public final class CalibrationSet {
             throw new IllegalArgumentException("adapterKeys has kvHeads = " + this.adapterKeys.kvHeads() + ", headDim = "
                     + this.adapterKeys.headDim() + "; keys has kvHeads = " + keys.kvHeads() + ", headDim = " + keys.headDim());
         }
-        if (queryHeads <= 0 || queryHeads % keys.kvHeads() != 0) {
-            throw new IllegalArgumentException("queryHeads = " + queryHeads + " must be a positive multiple of kvHeads = "
-                    + keys.kvHeads());
-        }
+        Checks.queryHeads(queryHeads, keys.kvHeads());
         Checks.notNull("queries", queries);
         Checks.inRange("queries.length", queries.length, 2, 1 << 20);
         int len = queryHeads * keys.headDim();
-        for (int i = 0; i < queries.length; i++) {
-            if (queries[i] == null || queries[i].length != len) {
-                throw new IllegalArgumentException("queries[" + i + "].length = "
-                        + (queries[i] == null ? "null" : queries[i].length) + " must be queryHeads × headDim = " + len);
-            }
-        }
+        Checks.rowLengths("queries", queries, len, "queryHeads × headDim");
         this.queries = queries;
         this.queryHeads = queryHeads;
     }

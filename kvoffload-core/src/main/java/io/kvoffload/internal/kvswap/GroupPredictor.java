@@ -59,10 +59,7 @@ public final class GroupPredictor implements TokenSelector {
         this.adapter = cache.adapter();
         this.kvHeads = adapter.kvHeads();
         this.headDim = adapter.headDim();
-        if (queryHeads <= 0 || queryHeads % kvHeads != 0) {
-            throw new IllegalArgumentException("queryHeads = " + queryHeads + " must be a positive multiple of kvHeads = "
-                    + kvHeads);
-        }
+        Checks.queryHeads(queryHeads, kvHeads);
         this.queryHeads = queryHeads;
         this.gqa = queryHeads / kvHeads;
         this.groupSize = Checks.inRange("groupSize", groupSize, 1, 4096);

@@ -8,15 +8,9 @@ import jdk.jfr.Name;
 @Name("io.kvoffload.ChecksumFailure")
 @Label("KV Checksum Failure")
 @Category({"kvoffload", "Storage"})
-public final class ChecksumFailureEvent extends jdk.jfr.Event {
-    @Label("Sequence")
-    public String sequence;
-
+public final class ChecksumFailureEvent extends LayerEvent {
     @Label("Device")
     public int device;
-
-    @Label("Layer")
-    public int layer;
 
     @Label("First Token")
     public int fromToken;

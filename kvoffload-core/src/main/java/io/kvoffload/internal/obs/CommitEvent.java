@@ -11,10 +11,7 @@ import jdk.jfr.StackTrace;
 @Label("KV Commit")
 @Category({"kvoffload", "Storage"})
 @StackTrace(false)
-public final class CommitEvent extends jdk.jfr.Event {
-    @Label("Sequence")
-    public String sequence;
-
+public final class CommitEvent extends SequenceEvent {
     @Label("Commit Number")
     public long commitNumber;
 

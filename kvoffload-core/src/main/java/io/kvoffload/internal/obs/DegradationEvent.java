@@ -8,15 +8,9 @@ import jdk.jfr.Name;
 @Name("io.kvoffload.Degradation")
 @Label("KV Degradation")
 @Category({"kvoffload", "Health"})
-public final class DegradationEvent extends jdk.jfr.Event {
+public final class DegradationEvent extends LayerEvent {
     @Label("Kind")
     public String kind;
-
-    @Label("Sequence")
-    public String sequence;
-
-    @Label("Layer")
-    public int layer;
 
     @Label("Message")
     public String message;

@@ -9,10 +9,7 @@ import jdk.jfr.Name;
 @Name("io.kvoffload.Eviction")
 @Label("KV Eviction")
 @Category({"kvoffload", "Storage"})
-public final class EvictionEvent extends jdk.jfr.Event {
-    @Label("Sequence")
-    public String sequence;
-
+public final class EvictionEvent extends SequenceEvent {
     @Label("Tokens")
     public int tokens;
 

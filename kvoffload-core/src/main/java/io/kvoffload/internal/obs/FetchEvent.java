@@ -14,13 +14,7 @@ import jdk.jfr.Timespan;
 @Category({"kvoffload", "Decode"})
 @Description("One layer's fetch of a decoding step: selection, batched SSD reads, verification and gathering")
 @StackTrace(false)
-public final class FetchEvent extends jdk.jfr.Event {
-    @Label("Sequence")
-    public String sequence;
-
-    @Label("Layer")
-    public int layer;
-
+public final class FetchEvent extends LayerEvent {
     @Label("Bytes Read")
     @DataAmount
     public long bytes;

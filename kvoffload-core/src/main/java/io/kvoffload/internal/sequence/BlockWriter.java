@@ -9,7 +9,6 @@ import io.kvoffload.internal.storage.Layout;
 import io.kvoffload.internal.storage.Store;
 import io.kvoffload.internal.util.Checks;
 import io.kvoffload.spi.IoBatch;
-import java.io.IOException;
 import java.lang.foreign.MemorySegment;
 import java.util.zip.CRC32C;
 
@@ -180,12 +179,7 @@ public final class BlockWriter {
     void syncWrittenDevices() {
         for (int d = 0; d < devicesWritten.length; d++) {
             if (devicesWritten[d]) {
-                try {
-                    store.backend().sync(d);
-                } catch (IOException e) {
-                    throw KvIoException.of("fdatasync of device " + d + " (" + store.devices().get(d).directory()
-                            + ") failed", e);
-                }
+                store.syncDevice(d);
                 devicesWritten[d] = false;
             }
         }

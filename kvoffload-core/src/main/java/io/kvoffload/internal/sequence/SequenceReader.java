@@ -203,13 +203,7 @@ public final class SequenceReader {
      */
     private void gatherGrouped(int layer, GroupLayout gl, int[] positions, int m, MemorySegment keysOut,
             MemorySegment valuesOut) {
-        long[] order = new long[m];
-        for (int i = 0, k = 0; i < positions.length; i++) {
-            if (positions[i] < gl.groupedTokens()) {
-                order[k++] = ((long) positions[i] << 32) | i;
-            }
-        }
-        Arrays.sort(order);
+        long[] order = laidOutOrder(positions, m, gl.groupedTokens());
         int g = gl.groupSize();
         int stride = gl.stride();
         int data = gl.storedBytes();
@@ -282,13 +276,7 @@ public final class SequenceReader {
      */
     private void gatherClustered(int layer, ClusterLayout cl, int[] positions, int m, MemorySegment keysOut,
             MemorySegment valuesOut) {
-        long[] order = new long[m];
-        for (int i = 0, k = 0; i < positions.length; i++) {
-            if (positions[i] < cl.clusteredTokens()) {
-                order[k++] = ((long) positions[i] << 32) | i;
-            }
-        }
-        Arrays.sort(order);
+        long[] order = laidOutOrder(positions, m, cl.clusteredTokens());
         int shards = cl.shards();
         int[] tokens = new int[m * shards];
         int u = 0;
@@ -396,6 +384,21 @@ public final class SequenceReader {
             failover = new ReplicaFailover(store, checksum, id);
         }
         return failover;
+    }
+
+    /**
+     * The {@code m} output indices whose position is below {@code laidOut} (the tokens a layout
+     * holds), each as {@code position << 32 | index}, sorted: by position, then index.
+     */
+    private static long[] laidOutOrder(int[] positions, int m, int laidOut) {
+        long[] order = new long[m];
+        for (int i = 0, k = 0; i < positions.length; i++) {
+            if (positions[i] < laidOut) {
+                order[k++] = ((long) positions[i] << 32) | i;
+            }
+        }
+        Arrays.sort(order);
+        return order;
     }
 
     private static int firstIndexOf(long[] order, int token) {

@@ -2,6 +2,7 @@ package io.kvoffload.internal.storage;
 
 import io.kvoffload.KvShape;
 import io.kvoffload.internal.util.Checks;
+import io.kvoffload.internal.util.IntList;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
@@ -86,12 +87,8 @@ public final class ClusterLayoutWriter {
             int s = 0;
             while (s < segs) {
                 // A group of whole segments, about GROUP_ENTRIES entries, gathered with one read.
-                int end = s;
-                int n = 0;
-                while (end < segs && (n == 0 || n + segFirst[end + 1] - segFirst[end] <= GROUP_ENTRIES)) {
-                    n += segFirst[end + 1] - segFirst[end];
-                    end++;
-                }
+                int end = batchEnd(s, segs, g -> segFirst[g + 1] - segFirst[g]);
+                int n = segFirst[end] - segFirst[s];
                 int[] positions = Arrays.copyOfRange(entryToken, segFirst[s], segFirst[end]);
                 try (Arena arena = Arena.ofConfined()) {
                     MemorySegment keys = arena.allocate((long) n * half, 64);
@@ -99,13 +96,8 @@ public final class ClusterLayoutWriter {
                     source.read(positions, keys, values);
                     Rows rows = new Rows(keys, values, shape, checksum, crc, layer);
                     for (int g = s; g < end; g++) {
-                        int d = dev[g];
                         int count = segFirst[g + 1] - segFirst[g];
-                        long len = Checks.alignUp((long) count * entry, store.devices().get(d).alignment());
-                        long packed = w.allocate(d, len);
-                        dev[g] = Store.packedDevice(packed); // a full device hands the share to another one
-                        segOffset[g] = Store.packedOffset(packed);
-                        segLength[g] = (int) len;
+                        long len = allocateSegment(store, w, g, (long) count * entry, dev, segOffset, segLength);
                         MemorySegment dst = w.stage(len);
                         int rowBase = segFirst[s]; // the group's entries were read in order
                         rows.stage(dst, len, segFirst[g], count, e -> e - rowBase, entryToken, entryCrc);
@@ -183,11 +175,10 @@ public final class ClusterLayoutWriter {
         try (ExtentBatchWriter w = new ExtentBatchWriter(store, owner, BATCH)) {
             int c = 0;
             while (c < clusters) {
-                int end = c;
+                int end = batchEnd(c, clusters, k -> members[k].length);
                 int n = 0;
-                while (end < clusters && (n == 0 || n + members[end].length <= GROUP_ENTRIES)) {
-                    n += members[end].length;
-                    end++;
+                for (int k = c; k < end; k++) {
+                    n += members[k].length;
                 }
                 int[] positions = new int[n];
                 int[] rowBase = new int[end - c];
@@ -205,11 +196,7 @@ public final class ClusterLayoutWriter {
                         for (int g = 0; g < shards; g++) {
                             int sg = k * shards + g;
                             int count = members[k].length;
-                            long len = Checks.alignUp((long) count * unit, store.devices().get(dev[sg]).alignment());
-                            long packed = w.allocate(dev[sg], len);
-                            dev[sg] = Store.packedDevice(packed); // a full device hands the shard to another one
-                            segOffset[sg] = Store.packedOffset(packed);
-                            segLength[sg] = (int) len;
+                            long len = allocateSegment(store, w, sg, (long) count * unit, dev, segOffset, segLength);
                             MemorySegment dst = w.stage(len);
                             for (int i = 0; i < count; i++) {
                                 long row = rowBase[k - c] + i;
@@ -405,11 +392,7 @@ public final class ClusterLayoutWriter {
             Rows rows = new Rows(keys, values, shape, checksum, crc, layer);
             for (int g = 0; g < segs; g++) {
                 int count = segFirst[g + 1] - segFirst[g];
-                long len = Checks.alignUp((long) count * entry, store.devices().get(segDevice[g]).alignment());
-                long packed = w.allocate(segDevice[g], len);
-                segDevice[g] = Store.packedDevice(packed); // a full device hands the share to another one
-                segOffset[g] = Store.packedOffset(packed);
-                segLength[g] = (int) len;
+                long len = allocateSegment(store, w, g, (long) count * entry, segDevice, segOffset, segLength);
                 MemorySegment dst = w.stage(len);
                 rows.stage(dst, len, segFirst[g], count, e -> entrySource[e], entryToken, entryCrc);
                 w.write(segDevice[g], segOffset[g], dst.asSlice(0, len), g);
@@ -423,6 +406,35 @@ public final class ClusterLayoutWriter {
             w.keep();
             return layout;
         }
+    }
+
+    /**
+     * The end of the batch of whole items that starts at {@code from}: items are added while the batch
+     * stays within about {@code GROUP_ENTRIES} entries, and it takes at least one, however large.
+     */
+    private static int batchEnd(int from, int items, IntUnaryOperator entriesOf) {
+        int end = from;
+        int n = 0;
+        while (end < items && (n == 0 || n + entriesOf.applyAsInt(end) <= GROUP_ENTRIES)) {
+            n += entriesOf.applyAsInt(end);
+            end++;
+        }
+        return end;
+    }
+
+    /**
+     * Allocates segment {@code s}'s extent: {@code dataBytes} aligned up for the device
+     * {@code segDevice[s]} names. Records where it landed in the three arrays (a full device hands the
+     * segment to another one) and returns its aligned length.
+     */
+    private static long allocateSegment(Store store, ExtentBatchWriter w, int s, long dataBytes, int[] segDevice,
+            long[] segOffset, int[] segLength) {
+        long len = Checks.alignUp(dataBytes, store.devices().get(segDevice[s]).alignment());
+        long packed = w.allocate(segDevice[s], len);
+        segDevice[s] = Store.packedDevice(packed);
+        segOffset[s] = Store.packedOffset(packed);
+        segLength[s] = (int) len;
+        return len;
     }
 
     /**
@@ -450,23 +462,6 @@ public final class ClusterLayoutWriter {
             if ((long) count * entry < len) {
                 dst.asSlice((long) count * entry, len - (long) count * entry).fill((byte) 0);
             }
-        }
-    }
-
-    /** A growable int list, to avoid boxing. */
-    static final class IntList {
-        private int[] a = new int[16];
-        private int n;
-
-        void add(int v) {
-            if (n == a.length) {
-                a = Arrays.copyOf(a, n * 2);
-            }
-            a[n++] = v;
-        }
-
-        int[] toArray() {
-            return Arrays.copyOf(a, n);
         }
     }
 }

@@ -26,21 +26,33 @@ import java.nio.ByteBuffer;
  * than devices; version 2 bodies (manifest version 2) have neither: their next devices are Eq. 7's,
  * recomputed from the cluster sizes.
  */
-final class ClusterSection {
+final class ClusterSection extends SectionKind<ClusterLayout> {
     static final String NAME = "clusters";
     static final int VERSION = 4;
     /** The newest version without head groups: what a token-striped layout is written as. */
     static final int STRIPED_VERSION = 3;
     static final int MIN_VERSION = 2;
 
-    private ClusterSection() {}
+    /** This layout's section kind, for {@link LayoutSections}. */
+    static final ClusterSection KIND = new ClusterSection();
+
+    private ClusterSection() {
+        super(new Info(NAME, "cluster", Slot.ENTRIES, MIN_VERSION, VERSION, 2));
+    }
 
     /** The version {@code c} is written as: 4 when it is head-sharded, else 3. */
-    static int versionFor(ClusterLayout c) {
+    @Override
+    int versionFor(ClusterLayout c) {
         return ManifestCodec.sectionVersion(c.shards, STRIPED_VERSION, VERSION);
     }
 
-    static void write(DataOutputStream out, ClusterLayout c, int version) throws IOException {
+    /** Manifest version 2 holds section version 2 bodies, versions 3 to 5 version 3's. */
+    @Override int flaggedVersion(int manifestVersion) { return manifestVersion == 2 ? 2 : STRIPED_VERSION; }
+    @Override ClusterLayout[] layouts(Manifest m) { return m.clusters(); }
+    @Override int relaidTokens(ClusterLayout c) { return c.clusteredTokens(); }
+
+    @Override
+    void write(DataOutputStream out, ClusterLayout c, int version) throws IOException {
         ManifestCodec.checkShardedVersion("cluster", c.shards, version, VERSION);
         out.writeInt(c.clusteredTokens);
         out.writeDouble(c.tau);
@@ -76,7 +88,12 @@ final class ClusterSection {
         }
     }
 
-    static ClusterLayout read(ByteBuffer buf, int layer, KvShape shape, int nTok, int nDev, int version) {
+    @Override
+    ClusterLayout read(ByteBuffer buf, Context at, int version) {
+        int layer = at.layer();
+        KvShape shape = at.shape();
+        int nTok = at.tokens();
+        int nDev = at.devices();
         int clusteredTokens = buf.getInt();
         if (clusteredTokens < 1 || clusteredTokens > nTok) {
             throw new IllegalArgumentException("manifest layer " + layer + " clusters " + clusteredTokens
@@ -165,24 +182,4 @@ final class ClusterSection {
                 segDevice, segOffset, segLength, segFirst, java.util.Arrays.copyOf(tokens, total),
                 java.util.Arrays.copyOf(crcs, total), nextDevice, shards, segShard);
     }
-
-    /** This layout's section kind, for {@link LayoutSections}. */
-    static final SectionKind<ClusterLayout> KIND = new SectionKind<>(
-            new SectionKind.Info(NAME, "cluster", SectionKind.Slot.ENTRIES, MIN_VERSION, VERSION, 2)) {
-        @Override int versionFor(ClusterLayout c) { return ClusterSection.versionFor(c); }
-        /** Manifest version 2 holds section version 2 bodies, versions 3 to 5 version 3's. */
-        @Override int flaggedVersion(int manifestVersion) { return manifestVersion == 2 ? 2 : STRIPED_VERSION; }
-        @Override ClusterLayout[] layouts(Manifest m) { return m.clusters(); }
-        @Override int relaidTokens(ClusterLayout c) { return c.clusteredTokens(); }
-
-        @Override
-        void write(DataOutputStream out, ClusterLayout c, int version) throws IOException {
-            ClusterSection.write(out, c, version);
-        }
-
-        @Override
-        ClusterLayout read(ByteBuffer body, Context at, int version) {
-            return ClusterSection.read(body, at.layer(), at.shape(), at.tokens(), at.devices(), version);
-        }
-    };
 }

@@ -3,7 +3,6 @@ package io.kvoffload.internal.storage;
 import io.kvoffload.KvIoException;
 import io.kvoffload.internal.dram.DramSlot;
 import io.kvoffload.spi.IoBatch;
-import java.io.IOException;
 import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
 import java.util.List;
@@ -79,12 +78,7 @@ final class ExtentBatchWriter implements AutoCloseable {
         flush();
         for (int d = 0; d < written.length; d++) {
             if (written[d]) {
-                try {
-                    store.backend().sync(d);
-                } catch (IOException e) {
-                    throw KvIoException.of("fdatasync of device " + d + " (" + store.devices().get(d).directory()
-                            + ") failed", e);
-                }
+                store.syncDevice(d);
             }
         }
     }

@@ -20,20 +20,33 @@ import java.nio.ByteBuffer;
  * A token-striped layout (one key per group) is still written as version 1, which builds before
  * head sharding read; only a head-sharded one is version 2.
  */
-final class GroupSection {
+final class GroupSection extends SectionKind<GroupLayout> {
     static final String NAME = "groups";
     static final int VERSION = 2;
     /** The newest version without head groups: what a token-striped layout is written as. */
     static final int STRIPED_VERSION = 1;
 
-    private GroupSection() {}
+    /** This layout's section kind, for {@link LayoutSections}. */
+    static final GroupSection KIND = new GroupSection();
+
+    private GroupSection() {
+        super(new Info(NAME, "group", Slot.ENTRIES, STRIPED_VERSION, VERSION, 4));
+    }
 
     /** The version {@code g} is written as: 2 when it is head-sharded, else 1. */
-    static int versionFor(GroupLayout g) {
+    @Override
+    int versionFor(GroupLayout g) {
         return ManifestCodec.sectionVersion(g.shards, STRIPED_VERSION, VERSION);
     }
 
-    static void write(DataOutputStream out, GroupLayout g, int version) throws IOException {
+    /** Manifest versions 4 and 5 hold token-striped group bodies. */
+    @Override int flaggedVersion(int manifestVersion) { return STRIPED_VERSION; }
+    @Override GroupLayout[] layouts(Manifest m) { return m.groups(); }
+    @Override int relaidTokens(GroupLayout g) { return g.groupedTokens(); }
+    @Override int stride(GroupLayout g) { return g.stride(); }
+
+    @Override
+    void write(DataOutputStream out, GroupLayout g, int version) throws IOException {
         ManifestCodec.checkShardedVersion("group", g.shards, version, VERSION);
         out.writeInt(g.groupedTokens);
         out.writeInt(g.groupSize);
@@ -48,8 +61,11 @@ final class GroupSection {
     }
 
     /** Reads one layer's group section; every count is checked against the bytes left and the shape first. */
-    static GroupLayout read(ByteBuffer buf, int layer, KvShape shape, int nTok, int nDev, int version) {
-        String where = "manifest layer " + layer + " group layout: ";
+    @Override
+    GroupLayout read(ByteBuffer buf, Context at, int version) {
+        KvShape shape = at.shape();
+        int nTok = at.tokens();
+        String where = "manifest layer " + at.layer() + " group layout: ";
         int groupedTokens = buf.getInt();
         int groupSize = buf.getInt();
         if (groupSize < 1 || groupSize > 4096) {
@@ -60,17 +76,13 @@ final class GroupSection {
                     + " a positive multiple of groupSize " + groupSize + " up to the sequence's " + nTok + " tokens");
         }
         int stride = buf.getInt();
-        int shards = version >= 2 ? buf.getShort() & 0xFFFF : 1;
-        if (shards < 1 || shards > shape.kvHeads() || shape.kvHeads() % shards != 0) {
-            throw new IllegalArgumentException(where + "shards = " + shards + " is out of range; allowed: a divisor of"
-                    + " the " + shape.kvHeads() + " KV heads");
-        }
+        int shards = ManifestCodec.shards(buf, version >= 2, where, shape);
         long data = (long) groupSize * shape.entryBytes() / shards;
         if (stride < data || stride > (data + (1 << 20))) {
             throw new IllegalArgumentException(where + "stride = " + stride + " is out of range; allowed: " + data + ".."
                     + (data + (1 << 20)) + " (groupSize × entryBytes / shards plus alignment padding)");
         }
-        SegmentTables.Segments table = SegmentTables.readSegments(buf, where, "group segments", nDev);
+        SegmentTables.Segments table = SegmentTables.readSegments(buf, where, "group segments", at.devices());
         int[] segDevice = table.device();
         long[] segOffset = table.offset();
         int[] segLength = table.length();
@@ -113,25 +125,4 @@ final class GroupSection {
             throw new IllegalArgumentException(where + e.getMessage(), e);
         }
     }
-
-    /** This layout's section kind, for {@link LayoutSections}. */
-    static final SectionKind<GroupLayout> KIND = new SectionKind<>(
-            new SectionKind.Info(NAME, "group", SectionKind.Slot.ENTRIES, STRIPED_VERSION, VERSION, 4)) {
-        @Override int versionFor(GroupLayout g) { return GroupSection.versionFor(g); }
-        /** Manifest versions 4 and 5 hold token-striped group bodies. */
-        @Override int flaggedVersion(int manifestVersion) { return STRIPED_VERSION; }
-        @Override GroupLayout[] layouts(Manifest m) { return m.groups(); }
-        @Override int relaidTokens(GroupLayout g) { return g.groupedTokens(); }
-        @Override int stride(GroupLayout g) { return g.stride(); }
-
-        @Override
-        void write(DataOutputStream out, GroupLayout g, int version) throws IOException {
-            GroupSection.write(out, g, version);
-        }
-
-        @Override
-        GroupLayout read(ByteBuffer body, Context at, int version) {
-            return GroupSection.read(body, at.layer(), at.shape(), at.tokens(), at.devices(), version);
-        }
-    };
 }

@@ -452,6 +452,19 @@ public final class ManifestCodec {
         }
     }
 
+    /**
+     * Reads a layout's head-group count (a u16) when the section version has one ({@code present}),
+     * else 1, and checks that it divides the shape's KV heads; {@code where} starts the refusal.
+     */
+    static int shards(ByteBuffer buf, boolean present, String where, KvShape shape) {
+        int shards = present ? buf.getShort() & 0xFFFF : 1;
+        if (shards < 1 || shards > shape.kvHeads() || shape.kvHeads() % shards != 0) {
+            throw new IllegalArgumentException(where + "shards = " + shards + " is out of range; allowed: a divisor of"
+                    + " the " + shape.kvHeads() + " KV heads");
+        }
+        return shards;
+    }
+
     static int count(ByteBuffer buf, String what, int bytesEach) {
         int n = buf.getInt();
         if (n < 0 || (long) n * bytesEach > buf.remaining()) {

@@ -7,8 +7,8 @@ import java.nio.ByteBuffer;
 
 /**
  * One kind of strategy layout section a manifest layer may hold: its name, the versions this build
- * reads, its writer and its reader (an abstract class so a kind is one constructor call and its
- * codec), the way a Lucene codec names and versions each of its formats.
+ * reads, its writer and its reader (each kind a subclass with one instance, its codec), the way a
+ * Lucene codec names and versions each of its formats.
  * Each layout contributes its kind ({@link ClusterSection#KIND}, {@link GroupSection#KIND},
  * {@link UnitSection#KIND}) to {@link LayoutSections}; {@link ManifestCodec} frames, orders and
  * checks sections through these kinds and names no strategy.

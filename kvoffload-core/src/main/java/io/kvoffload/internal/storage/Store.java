@@ -5,6 +5,7 @@ import io.kvoffload.KvConfig;
 import io.kvoffload.KvDegradation;
 import io.kvoffload.KvDeviceUnavailableException;
 import io.kvoffload.KvException;
+import io.kvoffload.KvIoException;
 import io.kvoffload.SequenceInfo;
 import io.kvoffload.internal.dram.DramPool;
 import io.kvoffload.internal.dram.DramSlot;
@@ -320,6 +321,19 @@ public final class Store implements AutoCloseable {
     public void execute(IoBatch batch) {
         backend.execute(batch);
         stats.count(batch);
+    }
+
+    /**
+     * Makes the completed writes on device {@code d} durable (fdatasync).
+     *
+     * @throws KvIoException naming the device if the sync fails
+     */
+    public void syncDevice(int d) {
+        try {
+            backend.sync(d);
+        } catch (IOException e) {
+            throw KvIoException.of("fdatasync of device " + d + " (" + devices.get(d).directory() + ") failed", e);
+        }
     }
 
     /**

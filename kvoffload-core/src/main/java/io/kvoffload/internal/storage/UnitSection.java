@@ -1,6 +1,5 @@
 package io.kvoffload.internal.storage;
 
-import io.kvoffload.KvShape;
 import java.io.DataOutputStream;
 import java.io.IOException;
 import java.nio.ByteBuffer;
@@ -23,21 +22,32 @@ import java.nio.charset.StandardCharsets;
  * the layer; this section's own version covers only the framing above. A token-striped layout is
  * still written as version 1, which builds before head sharding read; only a head-sharded one is 2.
  */
-final class UnitSection {
+final class UnitSection extends SectionKind<UnitLayout> {
     static final String NAME = "units";
     static final int VERSION = 2;
     /** The newest version without head groups: what a token-striped layout is written as. */
     static final int STRIPED_VERSION = 1;
     private static final int NONE = 0xFFFF;
 
-    private UnitSection() {}
+    /** This layout's section kind, for {@link LayoutSections}. */
+    static final UnitSection KIND = new UnitSection();
+
+    private UnitSection() {
+        super(new Info(NAME, "unit", Slot.AUXILIARY, STRIPED_VERSION, VERSION, 0));
+    }
 
     /** The version {@code u} is written as: 2 when it is head-sharded, else 1. */
-    static int versionFor(UnitLayout u) {
+    @Override
+    int versionFor(UnitLayout u) {
         return ManifestCodec.sectionVersion(u.shards, STRIPED_VERSION, VERSION);
     }
 
-    static void write(DataOutputStream out, UnitLayout u, int version) throws IOException {
+    @Override UnitLayout[] layouts(Manifest m) { return m.units(); }
+    @Override int stride(UnitLayout u) { return u.stride(); }
+    @Override String label(UnitLayout u) { return u.owner(); }
+
+    @Override
+    void write(DataOutputStream out, UnitLayout u, int version) throws IOException {
         ManifestCodec.checkShardedVersion("unit", u.shards, version, VERSION);
         byte[] owner = u.owner.getBytes(StandardCharsets.UTF_8);
         out.writeShort(owner.length);
@@ -59,8 +69,9 @@ final class UnitSection {
     }
 
     /** Reads one layer's unit section; every count is checked against the bytes left first. */
-    static UnitLayout read(ByteBuffer buf, int layer, KvShape shape, int nDev, int version) {
-        String where = "manifest layer " + layer + " unit layout: ";
+    @Override
+    UnitLayout read(ByteBuffer buf, Context at, int version) {
+        String where = "manifest layer " + at.layer() + " unit layout: ";
         int ownerLength = buf.getShort() & 0xFFFF;
         if (ownerLength > buf.remaining()) {
             throw new IllegalArgumentException(where + "owner of " + ownerLength + " bytes exceeds the data");
@@ -72,12 +83,8 @@ final class UnitSection {
         buf.get(params);
         int unitBytes = buf.getInt();
         int stride = buf.getInt();
-        int shards = version >= 2 ? buf.getShort() & 0xFFFF : 1;
-        if (shards < 1 || shards > shape.kvHeads() || shape.kvHeads() % shards != 0) {
-            throw new IllegalArgumentException(where + "shards = " + shards + " is out of range; allowed: a divisor of"
-                    + " the " + shape.kvHeads() + " KV heads");
-        }
-        SegmentTables.Segments seg = SegmentTables.readSegments(buf, where, "unit segments", nDev);
+        int shards = ManifestCodec.shards(buf, version >= 2, where, at.shape());
+        SegmentTables.Segments seg = SegmentTables.readSegments(buf, where, "unit segments", at.devices());
         int units = ManifestCodec.count(buf, "units", 8);
         int[] unitSeg = new int[units];
         int[] unitCrc = new int[units];
@@ -104,23 +111,4 @@ final class UnitSection {
             throw new IllegalArgumentException(where + e.getMessage(), e);
         }
     }
-
-    /** This layout's section kind, for {@link LayoutSections}. */
-    static final SectionKind<UnitLayout> KIND = new SectionKind<>(
-            new SectionKind.Info(NAME, "unit", SectionKind.Slot.AUXILIARY, STRIPED_VERSION, VERSION, 0)) {
-        @Override int versionFor(UnitLayout u) { return UnitSection.versionFor(u); }
-        @Override UnitLayout[] layouts(Manifest m) { return m.units(); }
-        @Override int stride(UnitLayout u) { return u.stride(); }
-        @Override String label(UnitLayout u) { return u.owner(); }
-
-        @Override
-        void write(DataOutputStream out, UnitLayout u, int version) throws IOException {
-            UnitSection.write(out, u, version);
-        }
-
-        @Override
-        UnitLayout read(ByteBuffer body, Context at, int version) {
-            return UnitSection.read(body, at.layer(), at.shape(), at.devices(), version);
-        }
-    };
 }

@@ -114,10 +114,7 @@ public final class BlockMassIndex {
         this.blockTokens = Checks.inRange("blockTokens", blockTokens, 1, 65536);
         this.kvHeads = kv.kvHeads();
         this.headDim = kv.headDim();
-        if (queryHeads <= 0 || queryHeads % kvHeads != 0) {
-            throw new IllegalArgumentException("queryHeads = " + queryHeads + " must be a positive multiple of kvHeads = "
-                    + kvHeads);
-        }
+        Checks.queryHeads(queryHeads, kvHeads);
         this.queryHeads = queryHeads;
         this.groupSize = queryHeads / kvHeads;
         this.scale = (float) (1.0 / Math.sqrt(headDim));
@@ -316,13 +313,8 @@ public final class BlockMassIndex {
     public void score(float[] query, float[] scores) {
         Checks.notNull("query", query);
         Checks.notNull("scores", scores);
-        if (query.length != queryHeads * headDim) {
-            throw new IllegalArgumentException("query.length = " + query.length + " must be queryHeads × headDim = "
-                    + queryHeads * headDim);
-        }
-        if (scores.length < blocks) {
-            throw new IllegalArgumentException("scores.length = " + scores.length + " is too small; allowed: at least " + blocks);
-        }
+        Checks.queryRows(query, queryHeads, headDim);
+        Checks.capacity("scores", scores.length, blocks);
         int d = headDim;
         boolean perQuery = combination == Combination.QUERY_HEAD_MASS;
         java.util.Arrays.fill(headQuery, 0f);

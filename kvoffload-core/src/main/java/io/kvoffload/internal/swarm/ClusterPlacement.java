@@ -49,12 +49,7 @@ public final class ClusterPlacement {
 
     /** The placement of a clustering over {@code disks} SSDs, 1..4096. */
     public static ClusterPlacement of(Clustering clustering, int disks) {
-        Checks.notNull("clustering", clustering);
-        int[] sizes = new int[clustering.clusterCount()];
-        for (int c = 0; c < sizes.length; c++) {
-            sizes[c] = clustering.size(c);
-        }
-        return new ClusterPlacement(disks, sizes, clustering, false);
+        return of(clustering, disks, false);
     }
 
     /**
@@ -63,12 +58,16 @@ public final class ClusterPlacement {
      * the first ones take most reads. Only for measuring what Eq. 7's pointer buys.
      */
     public static ClusterPlacement firstDevice(Clustering clustering, int disks) {
+        return of(clustering, disks, true);
+    }
+
+    private static ClusterPlacement of(Clustering clustering, int disks, boolean firstDevice) {
         Checks.notNull("clustering", clustering);
         int[] sizes = new int[clustering.clusterCount()];
         for (int c = 0; c < sizes.length; c++) {
             sizes[c] = clustering.size(c);
         }
-        return new ClusterPlacement(disks, sizes, clustering, true);
+        return new ClusterPlacement(disks, sizes, clustering, firstDevice);
     }
 
     /**

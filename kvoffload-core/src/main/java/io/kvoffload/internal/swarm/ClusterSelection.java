@@ -188,15 +188,9 @@ public final class ClusterSelection {
         return m;
     }
 
-    /**
-     * The sort key of cluster {@code id}: ascending keys are descending scores, then ascending ids.
-     * The float's bits become an order-preserving unsigned int, inverted for "descending", placed
-     * above 31 bits of id: 63 bits, so the signed order of the longs is the wanted one.
-     */
+    /** The sort key of cluster {@code id}: ascending keys are descending scores, then ascending ids. */
     static long key(float score, int id) {
-        int bits = Float.floatToIntBits(score);
-        int ordered = bits ^ ((bits >> 31) | Integer.MIN_VALUE);
-        return ((~ordered & 0xFFFFFFFFL) << 31) | id;
+        return TopK.rankKey(score, id);
     }
 
     private void grow(int clusters) {

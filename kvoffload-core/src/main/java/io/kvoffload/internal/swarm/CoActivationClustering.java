@@ -1,6 +1,7 @@
 package io.kvoffload.internal.swarm;
 
 import io.kvoffload.internal.util.Checks;
+import io.kvoffload.internal.util.IntList;
 import java.util.Arrays;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -74,10 +75,10 @@ public final class CoActivationClustering {
         }
         Arrays.sort(queue);
 
-        IntBuffer offsets = new IntBuffer();
-        IntBuffer members = new IntBuffer();
+        IntList offsets = new IntList();
+        IntList members = new IntList();
         DoubleBuffer joins = new DoubleBuffer();
-        IntBuffer medoids = new IntBuffer();
+        IntList medoids = new IntList();
         offsets.add(0);
         boolean[] covered = new boolean[n];
         int[] replicas = new int[n]; // clusters each entry has joined
@@ -103,7 +104,7 @@ public final class CoActivationClustering {
                 candidates[nc++] = ((long) (Integer.MAX_VALUE - f) << 32) | c;
             }
             Arrays.sort(candidates, 0, nc);
-            int clusterStart = members.size;
+            int clusterStart = members.size();
             members.add(m);
             joins.add(0.0);
             medoids.add(m);
@@ -133,15 +134,15 @@ public final class CoActivationClustering {
             if (k < nc) {
                 capped++;
             }
-            for (int i = clusterStart; i < members.size; i++) {
-                int e = members.data[i];
+            for (int i = clusterStart; i < members.size(); i++) {
+                int e = members.get(i);
                 covered[e] = true;
                 replicas[e]++;
                 add(perQuery, bits, words, e, -1); // back to zero for the next cluster
             }
-            offsets.add(members.size);
+            offsets.add(members.size());
         }
-        int coActivationClusters = medoids.size;
+        int coActivationClusters = medoids.size();
 
         int isolated = 0, never = 0;
         for (int e = 0; e < n; e++) {
@@ -158,7 +159,7 @@ public final class CoActivationClustering {
                     members.add(e);
                     joins.add(Double.NaN);
                     medoids.add(e);
-                    offsets.add(members.size);
+                    offsets.add(members.size());
                 }
             }
         } else {
@@ -166,7 +167,7 @@ public final class CoActivationClustering {
             for (long b = 0; b * block < n; b++) {
                 int lo = (int) (b * block), hi = (int) Math.min(n, lo + (long) block);
                 int best = -1;
-                int first = members.size;
+                int first = members.size();
                 for (int e = lo; e < hi; e++) {
                     if (graph.density(e) == 0) {
                         members.add(e);
@@ -176,20 +177,20 @@ public final class CoActivationClustering {
                         }
                     }
                 }
-                if (members.size > first) {
+                if (members.size() > first) {
                     medoids.add(best);
-                    offsets.add(members.size);
+                    offsets.add(members.size());
                 }
             }
         }
         long end = System.nanoTime();
 
-        int clusters = medoids.size;
+        int clusters = medoids.size();
         int maxSize = 0;
         for (int c = 0; c < clusters; c++) {
-            maxSize = Math.max(maxSize, offsets.data[c + 1] - offsets.data[c]);
+            maxSize = Math.max(maxSize, offsets.get(c + 1) - offsets.get(c));
         }
-        long memberships = members.size;
+        long memberships = members.size();
         long resultBytes = 4L * memberships + 4L * (clusters + 1) + 8L * memberships + 4L * clusters;
         ClusteringStats stats = new ClusteringStats(n, clusters, coActivationClusters, clusters - coActivationClusters,
                 memberships / (double) clusters, maxSize, capped, memberships, memberships / (double) n,
@@ -225,23 +226,7 @@ public final class CoActivationClustering {
         return s;
     }
 
-    /** A growable int array (the result sizes are unknown until the end). */
-    private static final class IntBuffer {
-        int[] data = new int[256];
-        int size;
-
-        void add(int v) {
-            if (size == data.length) {
-                data = Arrays.copyOf(data, data.length * 2);
-            }
-            data[size++] = v;
-        }
-
-        int[] toArray() {
-            return Arrays.copyOf(data, size);
-        }
-    }
-
+    /** A growable double array (the result sizes are unknown until the end). */
     private static final class DoubleBuffer {
         double[] data = new double[256];
         int size;

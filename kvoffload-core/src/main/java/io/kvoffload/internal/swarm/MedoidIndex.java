@@ -107,9 +107,7 @@ public final class MedoidIndex implements AutoCloseable {
                     + clustering.entries());
         }
         int kv = keys.kvHeads(), d = keys.headDim();
-        if (queryHeads <= 0 || queryHeads % kv != 0) {
-            throw new IllegalArgumentException("queryHeads = " + queryHeads + " must be a positive multiple of kvHeads = " + kv);
-        }
+        Checks.queryHeads(queryHeads, kv);
         long row = (long) kv * d;
         long n = clustering.clusterCount();
         // BF16 until a key element is not exactly a BF16 value; then floats, the elements so far widened.
@@ -280,10 +278,7 @@ public final class MedoidIndex implements AutoCloseable {
         Checks.notNull("query", query);
         Checks.notNull("scratch", scratch);
         Checks.notNull("scores", scores);
-        if (query.length != queryHeads * headDim) {
-            throw new IllegalArgumentException("query.length = " + query.length + " must be queryHeads × headDim = "
-                    + queryHeads * headDim);
-        }
+        Checks.queryRows(query, queryHeads, headDim);
         if (scratch.length < row) {
             throw new IllegalArgumentException("scratch.length = " + scratch.length + " is too small; allowed: at least "
                     + "kvHeads × headDim = " + row);

@@ -60,6 +60,19 @@ public final class Checks {
         return query;
     }
 
+    /**
+     * Checks that every row of {@code rows} (the array {@code name}) holds exactly {@code expected}
+     * values; {@code what} says what that count is in the refusal ("tokens × headDim").
+     */
+    public static void rowLengths(String name, float[][] rows, long expected, String what) {
+        for (int i = 0; i < rows.length; i++) {
+            if (rows[i] == null || rows[i].length != expected) {
+                throw new IllegalArgumentException(name + "[" + i + "].length = "
+                        + (rows[i] == null ? "null" : rows[i].length) + " must be " + what + " = " + expected);
+            }
+        }
+    }
+
     /** Checks that the array {@code name}, {@code length} long, has room for at least {@code need} values. */
     public static void capacity(String name, int length, int need) {
         if (length < need) {
@@ -73,6 +86,15 @@ public final class Checks {
             throw new IllegalArgumentException(name + ": offset " + offset + " + length " + length
                     + " is out of range; allowed: 0.." + size);
         }
+    }
+
+    /** Checks grouped-query attention's head counts: {@code queryHeads} a positive multiple of {@code kvHeads}. */
+    public static int queryHeads(int queryHeads, int kvHeads) {
+        if (queryHeads <= 0 || queryHeads % kvHeads != 0) {
+            throw new IllegalArgumentException("queryHeads = " + queryHeads + " must be a positive multiple of kvHeads = "
+                    + kvHeads);
+        }
+        return queryHeads;
     }
 
     public static int index(String name, int value, int size) {

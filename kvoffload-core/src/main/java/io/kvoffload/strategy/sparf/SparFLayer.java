@@ -249,22 +249,7 @@ final class SparFLayer implements LayerSelector {
         int o = h * rank;
         int kept = 0;
         for (int i = 0; i < headDim; i++) {
-            float m = absQuery[i];
-            int j;
-            if (kept < rank) {
-                j = kept++;
-            } else if (m > magnitude[kept - 1]) {
-                j = kept - 1;
-            } else {
-                continue;
-            }
-            while (j > 0 && magnitude[j - 1] < m) { // strict: an equal magnitude keeps the lower dimension first
-                dims[o + j] = dims[o + j - 1];
-                magnitude[j] = magnitude[j - 1];
-                j--;
-            }
-            dims[o + j] = i;
-            magnitude[j] = m;
+            kept = TopK.offer(magnitude, dims, o, kept, rank, absQuery[i], i);
         }
     }
 

@@ -90,9 +90,9 @@ class ManifestCodecTest {
 
     @Test
     void aHeadShardedLayoutRoundTripsAsSectionVersionFourAndAStripedOneStaysThree() {
-        assertEquals(3, ClusterSection.versionFor(sample().clusters()[1]), "older builds still read striped layouts");
+        assertEquals(3, ClusterSection.KIND.versionFor(sample().clusters()[1]), "older builds still read striped layouts");
         ClusterLayout c = ManifestCodec.decode(ManifestCodec.encode(sharded())).clusters()[1];
-        assertEquals(4, ClusterSection.versionFor(c));
+        assertEquals(4, ClusterSection.KIND.versionFor(c));
         assertEquals(2, c.shards());
         assertEquals(sample().shape().entryBytes() / 2, c.storedEntryBytes());
         assertEquals(EntryChecksum.Kind.SHARD, c.checksumKind());
