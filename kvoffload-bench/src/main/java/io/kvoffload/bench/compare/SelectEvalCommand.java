@@ -119,6 +119,30 @@ public final class SelectEvalCommand implements Callable<Integer> {
         };
     }
 
+    /** Swarm's clusters ranked by {@code mass-mix}'s per-head estimate ({@link ClusterMassSelector}); per query head with {@code q}. */
+    static final String SWARM_MASS = "swarm-mass", SWARM_QMASS = "swarm-qmass";
+
+    private SelectionStrategy swarmMass(boolean perQueryHead) {
+        return new SelectionStrategy() {
+            @Override public String name() { return perQueryHead ? SWARM_QMASS : SWARM_MASS; }
+            @Override public LayerSelector openLayer(LayerContext context) {
+                List<float[]> profile = new ArrayList<>();
+                for (int i = 0; i < 64; i++) {
+                    profile.add(workload.query(context.layer(), i * 4));
+                }
+                try (java.lang.foreign.Arena arena = java.lang.foreign.Arena.ofConfined()) {
+                    io.kvoffload.internal.swarm.SwarmSelector sel = io.kvoffload.internal.swarm.SwarmSelector.build(
+                            context.keys(), heads.queryHeads, profile, budget,
+                            io.kvoffload.internal.swarm.ClusteringConfig.defaults()
+                                    .withRadius(io.kvoffload.internal.swarm.ClusterRadius.fixed(0.35)),
+                            local.sinks, local.window, arena);
+                    return new ClusterMassSelector(sel.index().clustering(), context.keys(), heads.queryHeads, local.sinks,
+                            local.window, perQueryHead);
+                }
+            }
+        };
+    }
+
     /** Exact weights of the step being scored, for {@link #BLOCK_ORACLE}. */
     private float[] exactWeights;
 
@@ -325,6 +349,7 @@ public final class SelectEvalCommand implements Callable<Integer> {
         KvShape shape = heads.shape(size.layers);
         List<SelectionStrategy> chosen = strategies.stream().filter(n -> !HEAD_SELECTIONS.contains(n))
                 .map(n -> n.equals(BLOCK_ORACLE) ? blockOracle() : n.equals(SWARM) ? swarm()
+                        : n.equals(SWARM_MASS) ? swarmMass(false) : n.equals(SWARM_QMASS) ? swarmMass(true)
                         : io.kvoffload.strategy.Strategies.named(n)).toList();
         DenseLayerKv[] layerKv = new DenseLayerKv[size.layers];
         List<String> headNames = strategies.stream().filter(HEAD_SELECTIONS::contains).toList();
