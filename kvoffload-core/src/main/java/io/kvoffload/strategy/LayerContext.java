@@ -36,4 +36,9 @@ public interface LayerContext {
     default StoredUnits units() {
         return null;
     }
+
+    /** The units of the layer's layout (pages or clusters), or null when it is not laid out. */
+    default LayoutUnits layoutUnits() {
+        return null;
+    }
 }

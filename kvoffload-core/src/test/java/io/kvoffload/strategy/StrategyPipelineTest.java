@@ -153,6 +153,90 @@ class StrategyPipelineTest {
         }
     }
 
+    /**
+     * {@code swarm-mass} / {@code swarm-qmass} over a layer Swarm's offline phase clustered: the
+     * pipeline hands the strategy the layout's clusters, the strategy ranks them, the view holds exactly
+     * what it chose over the same clusters, bit-exact, read from the cluster layout (replicas included).
+     */
+    @ParameterizedTest
+    @ValueSource(strings = {"swarm-mass", "swarm-qmass"})
+    void swarmsClustersRankedByMassRunThroughThePipeline(String name) throws Exception {
+        SelectionStrategy strategy = Strategies.named(name);
+        double sparsity = 0.1;
+        try (KvEngine e = KvEngine.open(TestEngines.config(TestEngines.deviceDirs(root, 3), "portable").build())) {
+            int[][][] clusters = new int[SHAPE.layers()][][];
+            int coActivation = 0;
+            try (KvSequence s = e.createSequence(name, SHAPE); Arena arena = Arena.ofConfined()) {
+                s.appendTokens(new int[TOKENS]);
+                MemorySegment k = arena.allocate((long) TOKENS * SHAPE.halfEntryBytes());
+                MemorySegment v = arena.allocate((long) TOKENS * SHAPE.halfEntryBytes());
+                for (int l = 0; l < SHAPE.layers(); l++) {
+                    w.writeKv(l, 0, TOKENS, SHAPE.dtype(), k, v);
+                    s.appendKv(l, k, v);
+                    java.util.List<float[]> profile = new java.util.ArrayList<>();
+                    for (int i = 0; i < 48; i++) {
+                        profile.add(w.query(l, 100 + 2 * i));
+                    }
+                    coActivation += io.kvoffload.strategy.swarm.Swarm.clusterLayerFromQueries(s, l, profile,
+                            io.kvoffload.strategy.swarm.ClusterOptions.defaults()).coActivationClusters();
+                    clusters[l] = new int[io.kvoffload.strategy.swarm.Swarm.clusterCount(s, l)][];
+                    for (int c = 0; c < clusters[l].length; c++) {
+                        clusters[l][c] = io.kvoffload.strategy.swarm.Swarm.clusterMembers(s, l, c);
+                    }
+                }
+                s.commit();
+            }
+            assertTrue(coActivation > 0, "the workload co-activates some tokens");
+            DecodeOptions o = DecodeOptions.builder().strategy(strategy).sparsity(sparsity).sinkTokens(SINKS)
+                    .localWindow(WINDOW).build();
+            try (KvSequence s = e.openSequence(name); KvDecoder d = s.decoder(o)) {
+                for (int step = 0; step < 3; step++) {
+                    for (int l = 0; l < SHAPE.layers(); l++) {
+                        float[] q = w.query(l, step);
+                        int[][] layerClusters = clusters[l];
+                        LayoutUnits units = new LayoutUnits() {
+                            public int count() { return layerClusters.length; }
+                            public int size(int u) { return layerClusters[u].length; }
+                            public int member(int u, int i) { return layerClusters[u][i]; }
+                            public int coActivationUnits() { return 1; }
+                        };
+                        LayerSelector sel = strategy.openLayer(new WithUnits(new TestLayerContext(SHAPE, l, dense(l), SINKS,
+                                WINDOW), units));
+                        try (KvView view = d.prefetch(l, q).await()) {
+                            BitSet got = KvViews.assertBitExact(view, expectedBytes(l));
+                            assertEquals(selectedRows(sel, l, q, sparsity), got, name + " layer " + l + " step " + step);
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /** {@code base} with the layout's units, as the pipeline's context hands them to a strategy. */
+    record WithUnits(LayerContext base, LayoutUnits layoutUnits) implements LayerContext {
+        public KvShape shape() { return base.shape(); }
+        public int layer() { return base.layer(); }
+        public int tokens() { return base.tokens(); }
+        public int laidOutTokens() { return base.laidOutTokens(); }
+        public int sinkTokens() { return base.sinkTokens(); }
+        public int localWindow() { return base.localWindow(); }
+        public LayerKv keys() { return base.keys(); }
+    }
+
+    /** Sinks, window and what {@code sel} adds at {@code sparsity}: the rows a view must hold. */
+    static BitSet selectedRows(LayerSelector sel, int layer, float[] query, double sparsity) {
+        BitSet rows = new BitSet();
+        rows.set(0, SINKS);
+        rows.set(TOKENS - WINDOW, TOKENS);
+        FetchPlan plan = new FetchPlan();
+        plan.begin(layer, TOKENS, (int) Math.ceil(sparsity * TOKENS) - SINKS - WINDOW);
+        sel.select(query, plan);
+        for (int i = 0; i < plan.size(); i++) {
+            rows.set(plan.position(i));
+        }
+        return rows;
+    }
+
     @Test
     void badInputIsNamed() {
         IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> Strategies.named("nope"));

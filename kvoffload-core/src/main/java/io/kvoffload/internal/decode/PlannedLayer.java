@@ -11,6 +11,8 @@ import io.kvoffload.strategy.LayerSelector;
 import io.kvoffload.strategy.SelectionStrategy;
 import io.kvoffload.strategy.LayerKv;
 import io.kvoffload.strategy.StoredUnits;
+import io.kvoffload.strategy.LayoutUnits;
+import io.kvoffload.internal.storage.ClusterLayout;
 import io.kvoffload.internal.storage.UnitLayout;
 import java.lang.foreign.MemorySegment;
 
@@ -37,7 +39,8 @@ public final class PlannedLayer extends EntryLayer {
             LayerSelector s;
             // The layer's keys, read once into memory when they fit, for the strategy's index.
             try (SequenceLayerKv kv = new SequenceLayerKv(sequence, layer, tokens).keysInMemory(1L << 30)) {
-                s = strategy.openLayer(new Context(shape, layer, tokens, laidOut, options, kv, stored));
+                s = strategy.openLayer(new Context(shape, layer, tokens, laidOut, options, kv, stored,
+                        layout == null ? null : new Units(layout)));
             }
             if (s == null) {
                 throw new IllegalStateException("strategy " + strategy.name() + " returned no selector for layer "
@@ -50,8 +53,41 @@ public final class PlannedLayer extends EntryLayer {
         }
     }
 
+    /** The layout's clusters as {@link LayoutUnits}: its member table, read once. */
+    private static final class Units implements LayoutUnits {
+        private final int[] offsets;
+        private final int[] members;
+        private final int coActivation;
+
+        Units(ClusterLayout layout) {
+            this.offsets = layout.memberOffsets();
+            this.members = layout.allMembers();
+            this.coActivation = layout.coActivationClusters();
+        }
+
+        @Override
+        public int count() {
+            return offsets.length - 1;
+        }
+
+        @Override
+        public int size(int unit) {
+            return offsets[unit + 1] - offsets[unit];
+        }
+
+        @Override
+        public int member(int unit, int i) {
+            return members[offsets[unit] + java.util.Objects.checkIndex(i, size(unit))];
+        }
+
+        @Override
+        public int coActivationUnits() {
+            return coActivation;
+        }
+    }
+
     private record Context(KvShape shape, int layer, int tokens, int laidOutTokens, DecodeOptions options, LayerKv keys,
-            StoredUnits units) implements LayerContext {
+            StoredUnits units, LayoutUnits layoutUnits) implements LayerContext {
         @Override
         public int sinkTokens() {
             return options.sinkTokens();

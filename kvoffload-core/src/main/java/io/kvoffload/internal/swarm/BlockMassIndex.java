@@ -3,6 +3,7 @@ package io.kvoffload.internal.swarm;
 import io.kvoffload.internal.util.Checks;
 import io.kvoffload.internal.util.Softmax;
 import io.kvoffload.strategy.LayerKv;
+import io.kvoffload.strategy.LayoutUnits;
 
 /**
  * Per-head attention-mass estimates of a layer's blocks (consecutive pages of {@code blockTokens}
@@ -103,6 +104,23 @@ public final class BlockMassIndex {
      */
     public BlockMassIndex(LayerKv kv, int tokens, int queryHeads, int blockTokens, Scoring scoring, Combination combination,
             float pruneLogit) {
+        this(kv, tokens, queryHeads, blockTokens, null, scoring, combination, pruneLogit);
+    }
+
+    /**
+     * Summarises the units of a layer's layout instead of positional blocks (Swarm's co-activation
+     * clusters and blocks): unit {@code u} is scored as block {@code u}, weighted by its size. Every
+     * member must lie in {@code [0, tokens)}; a token may be in several units.
+     *
+     * @throws IllegalArgumentException also for the REPS scorings, which need contiguous blocks
+     */
+    public BlockMassIndex(LayerKv kv, int tokens, int queryHeads, LayoutUnits units, Scoring scoring,
+            Combination combination, float pruneLogit) {
+        this(kv, tokens, queryHeads, 1, Checks.notNull("units", units), scoring, combination, pruneLogit);
+    }
+
+    private BlockMassIndex(LayerKv kv, int tokens, int queryHeads, int blockTokens, LayoutUnits units, Scoring scoring,
+            Combination combination, float pruneLogit) {
         Checks.notNull("kv", kv);
         this.scoring = Checks.notNull("scoring", scoring);
         this.combination = Checks.notNull("combination", combination);
@@ -118,12 +136,16 @@ public final class BlockMassIndex {
         this.queryHeads = queryHeads;
         this.groupSize = queryHeads / kvHeads;
         this.scale = (float) (1.0 / Math.sqrt(headDim));
-        this.blocks = (tokens + blockTokens - 1) / blockTokens;
+        this.blocks = units == null ? (tokens + blockTokens - 1) / blockTokens : Checks.positive("units.count()", units.count());
         if ((long) blocks * headDim > Integer.MAX_VALUE - 8) {
             throw new IllegalArgumentException("blocks × headDim = " + (long) blocks * headDim
                     + " does not fit one array; allowed: up to " + (Integer.MAX_VALUE - 8));
         }
         boolean reps = scoring == Scoring.REPS || scoring == Scoring.REPS_BOUND;
+        if (reps && units != null) {
+            throw new IllegalArgumentException("scoring = " + scoring + " needs positional blocks; allowed over layout units: "
+                    + "BOUND, MEAN, MIX");
+        }
         boolean mix = scoring == Scoring.MIX;
         boolean bounds = scoring == Scoring.BOUND || scoring == Scoring.REPS_BOUND;
         boolean means = scoring == Scoring.MEAN;
@@ -138,9 +160,17 @@ public final class BlockMassIndex {
         this.mixLo = mix ? new Int8Rows(kvHeads, headDim, blocks, Int8Rows.Rounding.NEAREST) : null;
         this.logBlockTokens = new float[blocks];
         for (int b = 0; b < blocks; b++) {
-            logBlockTokens[b] = (float) Math.log(Math.min(blockTokens, tokens - b * blockTokens));
+            int size = units == null ? Math.min(blockTokens, tokens - b * blockTokens) : units.size(b);
+            if (size < 1) {
+                throw new IllegalArgumentException("units.size(" + b + ") = " + size + "; allowed: 1 or more");
+            }
+            logBlockTokens[b] = (float) Math.log(size);
         }
-        summarise(kv);
+        if (units == null) {
+            summarise(kv);
+        } else {
+            summariseUnits(kv, units);
+        }
         for (Int8Rows r : new Int8Rows[] {max, min, mean, mixHi, mixLo, rep0, rep1}) {
             if (r != null) {
                 r.quantise();
@@ -185,21 +215,93 @@ public final class BlockMassIndex {
                     }
                 }
                 for (int j = 0; j < d; j++) {
-                    int at = j * blocks + b;
-                    if (max != null) {
-                        max.set(h, at, hi[j]);
-                        min.set(h, at, lo[j]);
-                    }
-                    if (mean != null) {
-                        mean.set(h, at, sum[j] / n);
-                    }
-                    if (mixHi != null) {
-                        mixHi.set(h, at, 0.5f * (hi[j] + sum[j] / n));
-                        mixLo.set(h, at, 0.5f * (lo[j] + sum[j] / n));
-                    }
+                    stage(h, j * blocks + b, hi[j], lo[j], sum[j] / n);
                 }
                 if (rep0 != null) {
                     twoMeans(h, b, keys, n);
+                }
+            }
+        }
+    }
+
+    /** Stages one (head, dimension, block) summary: its largest, smallest and mean key element. */
+    private void stage(int h, int at, float hi, float lo, float mu) {
+        if (max != null) {
+            max.set(h, at, hi);
+            min.set(h, at, lo);
+        }
+        if (mean != null) {
+            mean.set(h, at, mu);
+        }
+        if (mixHi != null) {
+            mixHi.set(h, at, 0.5f * (hi + mu));
+            mixLo.set(h, at, 0.5f * (lo + mu));
+        }
+    }
+
+    /** Tokens whose keys {@link #summariseUnits} reads at a time, per head. */
+    private static final int RANGE = 4096;
+
+    /**
+     * {@link #summarise} over layout units: the keys are read in token order, a range at a time (a
+     * layer too large for memory is read from the SSDs once per head, not once per unit), and each
+     * token updates every unit that holds it.
+     */
+    private void summariseUnits(LayerKv kv, LayoutUnits units) {
+        int d = headDim, n = blocks;
+        int[] start = new int[tokens + 1]; // token t's units at unitOf[start[t] .. start[t + 1])
+        for (int u = 0; u < n; u++) {
+            for (int i = 0, size = units.size(u); i < size; i++) {
+                int t = units.member(u, i);
+                if (t < 0 || t >= tokens) {
+                    throw new IllegalArgumentException("units.member(" + u + ", " + i + ") = " + t + "; allowed: 0.."
+                            + (tokens - 1));
+                }
+                start[t + 1]++;
+            }
+        }
+        for (int t = 0; t < tokens; t++) {
+            start[t + 1] += start[t];
+        }
+        int[] unitOf = new int[start[tokens]];
+        int[] fill = java.util.Arrays.copyOf(start, tokens);
+        for (int u = 0; u < n; u++) {
+            for (int i = 0, size = units.size(u); i < size; i++) {
+                unitOf[fill[units.member(u, i)]++] = u;
+            }
+        }
+        float[] hi = new float[n * d], lo = new float[n * d], sum = new float[n * d]; // unit-major
+        float[] keys = new float[RANGE * d];
+        for (int h = 0; h < kvHeads; h++) {
+            java.util.Arrays.fill(hi, Float.NEGATIVE_INFINITY);
+            java.util.Arrays.fill(lo, Float.POSITIVE_INFINITY);
+            java.util.Arrays.fill(sum, 0f);
+            for (int from = 0; from < tokens; from += RANGE) {
+                int m = Math.min(RANGE, tokens - from);
+                kv.keys(h, from, m, keys, 0);
+                for (int k = 0; k < m; k++) {
+                    int t = from + k;
+                    for (int j = 0; j < d; j++) {
+                        if (!Float.isFinite(keys[k * d + j])) {
+                            throw new IllegalArgumentException("key of token " + t + ", KV head " + h + ", dimension " + j
+                                    + " = " + keys[k * d + j] + "; allowed: finite values");
+                        }
+                    }
+                    for (int x = start[t]; x < start[t + 1]; x++) {
+                        int o = unitOf[x] * d;
+                        for (int j = 0; j < d; j++) {
+                            float v = keys[k * d + j];
+                            hi[o + j] = Math.max(hi[o + j], v);
+                            lo[o + j] = Math.min(lo[o + j], v);
+                            sum[o + j] += v;
+                        }
+                    }
+                }
+            }
+            for (int u = 0; u < n; u++) {
+                int size = units.size(u);
+                for (int j = 0; j < d; j++) {
+                    stage(h, j * n + u, hi[u * d + j], lo[u * d + j], sum[u * d + j] / size);
                 }
             }
         }

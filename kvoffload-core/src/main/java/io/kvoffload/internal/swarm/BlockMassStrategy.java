@@ -4,6 +4,8 @@ import io.kvoffload.internal.util.PartialTopK;
 import io.kvoffload.internal.swarm.BlockMassIndex.Combination;
 import io.kvoffload.internal.swarm.BlockMassIndex.Scoring;
 import io.kvoffload.internal.util.Checks;
+import io.kvoffload.internal.util.StampSet;
+import io.kvoffload.strategy.LayoutUnits;
 import io.kvoffload.strategy.FetchPlan;
 import io.kvoffload.strategy.LayerContext;
 import io.kvoffload.strategy.LayerSelector;
@@ -30,6 +32,8 @@ public final class BlockMassStrategy implements SelectionStrategy {
     private final Combination combination;
     private final int blockTokens;
     private final float pruneLogit;
+    /** Rank the layout's own units (Swarm's clusters) when the layer has co-activation clusters. */
+    private final boolean layoutUnits;
 
     /**
      * The prune bound of {@code mass-mix}, in nats: the sweep terms a step skips move no block's
@@ -53,6 +57,17 @@ public final class BlockMassStrategy implements SelectionStrategy {
      * @param pruneLogit the index's prune bound (see {@link BlockMassIndex}); 0 sweeps every term
      */
     public BlockMassStrategy(String name, Scoring scoring, Combination combination, int blockTokens, float pruneLogit) {
+        this(name, scoring, combination, blockTokens, pruneLogit, false);
+    }
+
+    /**
+     * @param layoutUnits over a layer Swarm's offline phase clustered ({@link LayoutUnits#coActivationUnits()}
+     *     above 0), rank the layout's clusters instead of positional blocks (issue #16: Swarm's clusters
+     *     as the unit, this estimate as the ranking); other layers as without it
+     */
+    public BlockMassStrategy(String name, Scoring scoring, Combination combination, int blockTokens, float pruneLogit,
+            boolean layoutUnits) {
+        this.layoutUnits = layoutUnits;
         this.name = Checks.notNull("name", name);
         this.scoring = Checks.notNull("scoring", scoring);
         this.combination = Checks.notNull("combination", combination);
@@ -74,7 +89,9 @@ public final class BlockMassStrategy implements SelectionStrategy {
                 new BlockMassStrategy("qmass-mix", Scoring.MIX, Combination.QUERY_HEAD_MASS, 16, PRUNE_LOGIT),
                 new BlockMassStrategy("qmass-bound", Scoring.BOUND, Combination.QUERY_HEAD_MASS, 16),
                 new BlockMassStrategy("mass-reps", Scoring.REPS, Combination.HEAD_MASS, 16),
-                new BlockMassStrategy("mass-reps-bound", Scoring.REPS_BOUND, Combination.HEAD_MASS, 16));
+                new BlockMassStrategy("mass-reps-bound", Scoring.REPS_BOUND, Combination.HEAD_MASS, 16),
+                new BlockMassStrategy("swarm-mass", Scoring.MIX, Combination.HEAD_MASS, 16, PRUNE_LOGIT, true),
+                new BlockMassStrategy("swarm-qmass", Scoring.MIX, Combination.QUERY_HEAD_MASS, 16, PRUNE_LOGIT, true));
     }
 
     @Override
@@ -94,6 +111,12 @@ public final class BlockMassStrategy implements SelectionStrategy {
         if (laidOut < 1) {
             return (query, plan) -> { }; // nothing laid out: the window serves the layer
         }
+        LayoutUnits units = context.layoutUnits();
+        if (layoutUnits && units != null && units.coActivationUnits() > 0) {
+            BlockMassIndex index = new BlockMassIndex(context.keys(), laidOut, context.shape().queryHeads(), units,
+                    scoring, combination, pruneLogit);
+            return new UnitLayer(index, units, laidOut, context.sinkTokens(), context.localWindow());
+        }
         BlockMassIndex index = new BlockMassIndex(context.keys(), laidOut, context.shape().queryHeads(), blockTokens,
                 scoring, combination, pruneLogit);
         return new Layer(index, context.sinkTokens(), context.localWindow());
@@ -102,7 +125,7 @@ public final class BlockMassStrategy implements SelectionStrategy {
     @Override
     public String toString() {
         return "BlockMassStrategy{" + name + ", " + scoring + ", " + combination + ", " + blockTokens + ", prune "
-                + pruneLogit + "}";
+                + pruneLogit + (layoutUnits ? ", layout units" : "") + "}";
     }
 
     /** One layer's selector: scores, masks the free blocks, takes the top blocks whole. */
@@ -159,6 +182,109 @@ public final class BlockMassStrategy implements SelectionStrategy {
         @Override
         public long memoryBytes() {
             return index.memoryBytes() + 8L * scores.length;
+        }
+    }
+
+    /**
+     * One layer's selector over the layout's units (Swarm's co-activation clusters and blocks): scores
+     * them, then takes whole units best first (Swarm's {@link ClusterSelection} walk) while their tokens
+     * beyond the sinks, the window and the units already taken fit the budget; a unit that does not fit
+     * is passed over, and the walk stops after {@link #MISFITS} in a row. A budget that covers every
+     * laid-out token beyond the sinks and the window takes them all (dense attention).
+     */
+    static final class UnitLayer implements LayerSelector {
+        /** Units passed over in a row (too large for what is left) before a step stops looking. */
+        static final int MISFITS = 32;
+
+        private final BlockMassIndex index;
+        private final int[] offsets;
+        private final int[] members;
+        private final int[] sizes;
+        private final int[] lowest;  // each unit's smallest member: units wholly in the window are skipped early
+        private final int laidOut;
+        private final int sinks;
+        private final int window;
+        private final float[] scores;
+        private final ClusterSelection selection;
+        private final StampSet taken = new StampSet();
+
+        UnitLayer(BlockMassIndex index, LayoutUnits units, int laidOut, int sinks, int window) {
+            this.index = index;
+            int n = units.count();
+            this.offsets = new int[n + 1];
+            this.sizes = new int[n];
+            this.lowest = new int[n];
+            for (int u = 0; u < n; u++) {
+                sizes[u] = units.size(u);
+                offsets[u + 1] = offsets[u] + sizes[u];
+            }
+            this.members = new int[offsets[n]];
+            for (int u = 0; u < n; u++) {
+                int low = Integer.MAX_VALUE;
+                for (int i = 0; i < sizes[u]; i++) {
+                    int t = units.member(u, i);
+                    members[offsets[u] + i] = t;
+                    low = Math.min(low, t);
+                }
+                lowest[u] = low;
+            }
+            this.laidOut = laidOut;
+            this.sinks = sinks;
+            this.window = window;
+            this.scores = new float[n];
+            this.selection = new ClusterSelection(n);
+        }
+
+        @Override
+        public void select(float[] query, FetchPlan plan) {
+            int budget = plan.budget();
+            if (budget <= 0) {
+                return;
+            }
+            int freeFrom = Math.max(0, plan.tokens() - window); // the window starts here
+            int from = Math.min(sinks, laidOut), to = Math.min(freeFrom, laidOut);
+            if (budget >= to - from) { // every laid-out token the sinks and window leave out
+                plan.ensureCapacity(plan.size() + Math.max(0, to - from));
+                for (int t = from; t < to; t++) {
+                    plan.add(t);
+                }
+                return;
+            }
+            index.score(query, scores);
+            taken.clear(laidOut);
+            selection.begin(scores, sizes, scores.length, budget);
+            int added = 0, misfits = 0;
+            for (int u = selection.next(); u >= 0 && added < budget && misfits < MISFITS; u = selection.next()) {
+                if (lowest[u] >= freeFrom) {
+                    continue; // wholly in the window
+                }
+                int fresh = 0;
+                for (int i = offsets[u]; i < offsets[u + 1]; i++) {
+                    int t = members[i];
+                    fresh += t >= sinks && t < freeFrom && !taken.contains(t) ? 1 : 0;
+                }
+                if (fresh == 0) {
+                    continue;
+                }
+                if (added + fresh > budget) {
+                    misfits++;
+                    continue;
+                }
+                misfits = 0;
+                plan.ensureCapacity(plan.size() + fresh);
+                for (int i = offsets[u]; i < offsets[u + 1]; i++) {
+                    int t = members[i];
+                    if (t >= sinks && t < freeFrom && taken.add(t)) {
+                        plan.add(t);
+                    }
+                }
+                added += fresh;
+            }
+        }
+
+        @Override
+        public long memoryBytes() {
+            return index.memoryBytes() + 4L * (scores.length * 4L + members.length);
         }
     }
 }
