@@ -76,6 +76,10 @@ public final class IoStrategies {
             new Strategy("swarm", Layout.SWARM, null, "Swarm: co-activation clusters, medoid index, replicas, Eq. 7"),
             new Strategy("mass-mix", Layout.POSITIONAL, "mass-mix", "The library's default: 16-token blocks ranked by"
                     + " per-head attention shares of int8 min/max/mean key summaries"),
+            new Strategy("swarm-mass", Layout.SWARM, "swarm-mass", "Swarm's clusters (its offline phase) ranked by"
+                    + " mass-mix's per-head estimate instead of medoid scores"),
+            new Strategy("swarm-qmass", Layout.SWARM, "swarm-qmass", "Swarm's clusters ranked by per-query-head"
+                    + " attention-share estimates"),
             new Strategy("medoid-only", Layout.MEDOID_ONLY, null, "Swarm ablation Medoid-Only (Fig. 12)"),
             new Strategy("no-replica", Layout.NO_REPLICA, null, "Swarm ablation No-Replica (Fig. 12)"),
             new Strategy("no-balance", Layout.NO_BALANCE, null,

@@ -3,6 +3,7 @@ package io.kvoffload.bench.compare;
 import io.kvoffload.KvShape;
 import io.kvoffload.strategy.LayerContext;
 import io.kvoffload.strategy.LayerKv;
+import io.kvoffload.strategy.LayoutUnits;
 import io.kvoffload.strategy.StoredUnits;
 
 /**
@@ -10,11 +11,16 @@ import io.kvoffload.strategy.StoredUnits;
  * open a strategy's layer without a sequence ({@code select-eval}, {@code BlockMassSelectionBench}),
  * or with the unit layout a stored sequence holds ({@code compare}'s DRAM index of SparF).
  */
-public record KeysContext(KvShape shape, int layer, LayerKv keys, int sinkTokens, int localWindow, StoredUnits units)
-        implements LayerContext {
-    /** Keys only: no unit layout. */
+public record KeysContext(KvShape shape, int layer, LayerKv keys, int sinkTokens, int localWindow, StoredUnits units,
+        LayoutUnits layoutUnits) implements LayerContext {
+    /** Keys only: no unit layout, no layout units. */
     public KeysContext(KvShape shape, int layer, LayerKv keys, int sinkTokens, int localWindow) {
-        this(shape, layer, keys, sinkTokens, localWindow, null);
+        this(shape, layer, keys, sinkTokens, localWindow, null, null);
+    }
+
+    /** Keys and a stored unit layout. */
+    public KeysContext(KvShape shape, int layer, LayerKv keys, int sinkTokens, int localWindow, StoredUnits units) {
+        this(shape, layer, keys, sinkTokens, localWindow, units, null);
     }
 
     @Override

@@ -119,7 +119,11 @@ public final class SelectEvalCommand implements Callable<Integer> {
         };
     }
 
-    /** Swarm's clusters ranked by {@code mass-mix}'s per-head estimate ({@link ClusterMassSelector}); per query head with {@code q}. */
+    /**
+     * The library's {@code swarm-mass} / {@code swarm-qmass} over Swarm's offline clustering as
+     * {@link #SWARM} builds it (the strategies rank the layout's units; a layer laid out by Swarm in a
+     * store hands them over the same way).
+     */
     static final String SWARM_MASS = "swarm-mass", SWARM_QMASS = "swarm-qmass";
 
     private SelectionStrategy swarmMass(boolean perQueryHead) {
@@ -136,8 +140,16 @@ public final class SelectEvalCommand implements Callable<Integer> {
                             io.kvoffload.internal.swarm.ClusteringConfig.defaults()
                                     .withRadius(io.kvoffload.internal.swarm.ClusterRadius.fixed(0.35)),
                             local.sinks, local.window, arena);
-                    return new ClusterMassSelector(sel.index().clustering(), context.keys(), heads.queryHeads, local.sinks,
-                            local.window, perQueryHead);
+                    io.kvoffload.internal.swarm.Clustering c = sel.index().clustering();
+                    int[] offsets = c.memberOffsets(), members = c.allMembers();
+                    io.kvoffload.strategy.LayoutUnits units = new io.kvoffload.strategy.LayoutUnits() {
+                        @Override public int count() { return c.clusterCount(); }
+                        @Override public int size(int u) { return offsets[u + 1] - offsets[u]; }
+                        @Override public int member(int u, int i) { return members[offsets[u] + i]; }
+                        @Override public int coActivationUnits() { return c.coActivationClusters(); }
+                    };
+                    return io.kvoffload.strategy.Strategies.named(name()).openLayer(new KeysContext(context.shape(),
+                            context.layer(), context.keys(), local.sinks, local.window, null, units));
                 }
             }
         };
