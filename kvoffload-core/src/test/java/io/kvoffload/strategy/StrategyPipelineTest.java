@@ -99,18 +99,8 @@ class StrategyPipelineTest {
 
     /** What the strategy chooses on its own, given the same keys and budget, plus sinks and window. */
     BitSet expectedRows(SelectionStrategy strategy, int layer, float[] query, double sparsity) {
-        LayerKv kv = dense(layer);
-        LayerSelector sel = strategy.openLayer(new TestLayerContext(SHAPE, layer, kv, SINKS, WINDOW));
-        BitSet rows = new BitSet();
-        rows.set(0, SINKS);
-        rows.set(TOKENS - WINDOW, TOKENS);
-        FetchPlan plan = new FetchPlan();
-        plan.begin(layer, TOKENS, (int) Math.ceil(sparsity * TOKENS) - SINKS - WINDOW);
-        sel.select(query, plan);
-        for (int i = 0; i < plan.size(); i++) {
-            rows.set(plan.position(i));
-        }
-        return rows;
+        return selectedRows(strategy.openLayer(new TestLayerContext(SHAPE, layer, dense(layer), SINKS, WINDOW)), layer, query,
+                sparsity);
     }
 
     @ParameterizedTest

@@ -158,20 +158,7 @@ class LayoutUnitMassTest {
             float[] q = query(8, 64, 100 + i);
             assertArrayEquals(step(one, tokens, q, 400), step(two, tokens, q, 400));
         }
-        FetchPlan plan = new FetchPlan();
-        plan.ensureCapacity(1024);
-        float[] q = query(8, 64, 5);
-        for (int i = 0; i < 6000; i++) {
-            plan.begin(0, tokens, 400);
-            one.select(q, plan);
-        }
-        long allocated = io.kvoffload.testing.Allocations.leastOverWindows(() -> {
-            for (int i = 0; i < 50; i++) {
-                plan.begin(0, tokens, 400);
-                one.select(q, plan);
-            }
-        }, 20);
-        assertEquals(0, allocated, "bytes allocated by 50 steps");
+        BlockMassStrategyTest.assertAllocationFreeAfterWarmUp(one, tokens, query(8, 64, 5));
     }
 
     @Test
