@@ -14,6 +14,7 @@ import io.kvoffload.strategy.Strategies;
 import io.kvoffload.strategy.UnitLayouts;
 import io.kvoffload.strategy.kvswap.KvSwap;
 import io.kvoffload.strategy.sparf.SparF;
+import io.kvoffload.testing.Faults;
 import io.kvoffload.testing.KvViews;
 import io.kvoffload.testing.Layouts;
 import io.kvoffload.testing.TestEngines;
@@ -274,22 +275,19 @@ class HeadShardedStrategiesTest {
         }
         SelectionStrategy[] strategies = {KVSWAP.withReuseSlots(0), SPARF};
         String[] ids = {"k", "f"};
+        // Device 2 vanishes once the decoder is set up and has served one healthy fetch: the fault
+        // is armed right there, not after a count of requests.
+        KvConfig faulty = TestEngines.config(cfg.ssdDirectories(), "portable").blockTokens(16)
+                .placement(Placement.HEAD_SHARDED)
+                .faultInjection(FaultInjection.builder(9).vanishingDevice(2, Long.MAX_VALUE).build()).build();
         for (int i = 0; i < 2; i++) {
-            long setup;
-            try (KvEngine e = KvEngine.open(cfg); KvSequence s = e.openSequence(ids[i]);
-                    KvDecoder d = s.decoder(options(strategies[i]))) {
-                d.prefetch(0, w.query(0, 0)).await().close();
-                setup = e.stats().devices().stream().mapToLong(KvStats.Device::reads).sum();
-            }
-            KvConfig faulty = TestEngines.config(cfg.ssdDirectories(), "portable").blockTokens(16)
-                    .placement(Placement.HEAD_SHARDED)
-                    .faultInjection(FaultInjection.builder(9).vanishingDevice(2, setup).build()).build();
             byte[][][] stored = i == 0 ? kv : f;
             try (KvEngine e = KvEngine.open(faulty); KvSequence s = e.openSequence(ids[i]);
                     KvDecoder d = s.decoder(options(strategies[i]))) {
-                try (KvView v = d.prefetch(0, w.query(0, 0)).await()) { // within the healthy requests
+                try (KvView v = d.prefetch(0, w.query(0, 0)).await()) { // before the device vanishes
                     KvViews.assertBitExact(v, stored[0]);
                 }
+                Faults.vanishNow(s);
                 KvException ex = assertThrows(KvException.class, () -> d.prefetch(0, w.query(0, 1)).await().close(),
                         ids[i]);
                 assertTrue(ex instanceof KvIoException || ex instanceof KvChecksumException, ex.toString());

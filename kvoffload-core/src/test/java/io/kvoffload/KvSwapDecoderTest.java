@@ -15,6 +15,7 @@ import io.kvoffload.internal.kvswap.GroupPredictor;
 import io.kvoffload.internal.kvswap.LowRankAdapter;
 import io.kvoffload.internal.storage.DevicePool;
 import io.kvoffload.internal.storage.GroupLayout;
+import io.kvoffload.testing.Allocations;
 import io.kvoffload.testing.KvViews;
 import io.kvoffload.testing.TestEngines;
 import io.kvoffload.internal.util.ElementCodec;
@@ -460,26 +461,38 @@ class KvSwapDecoderTest {
 
     /**
      * After a warm-up, 200 steps of {@code d} over layers 0 and 1 (queries {@code q[i % q.length]})
-     * allocate nothing on the calling thread beyond the portable backend's task per read.
+     * allocate nothing on the calling thread beyond the portable backend's task per read: the least
+     * over 10 windows of 200 steps, so a JIT recompilation inside one window (which can rematerialise
+     * a few eliminated objects once) does not count, while an object per step or per read would show
+     * in every window ({@link Allocations#leastOverWindows}).
      */
     static void assertTwoLayerStepsAllocateNothing(KvDecoder d, float[][][] q) {
-        for (int i = 0; i < 400; i++) { // warm-up: buffers reach their size, the JIT compiles the path
+        // Warm-up: buffers reach their size and the JIT compiles the path, C2 included (4,000 prefetches).
+        for (int i = 0; i < 2000; i++) {
             step(d, q[i % q.length]);
         }
-        long overhead = -allocated() + allocated();
-        long requests = d.stats().readRequests();
-        long before = allocated();
-        for (int i = 0; i < 200; i++) {
-            step(d, q[i % q.length]);
+        long overhead = Allocations.overhead();
+        long leastExcess = Long.MAX_VALUE;
+        String least = null;
+        for (int w = 0; w < 10; w++) {
+            long requests = d.stats().readRequests();
+            long before = allocated();
+            for (int i = 0; i < 200; i++) {
+                step(d, q[i % q.length]);
+            }
+            long bytes = allocated() - before - overhead;
+            requests = d.stats().readRequests() - requests;
+            assertTrue(requests > 0);
+            // The portable backend hands each read to a device worker as a task (a lambda and a queue node,
+            // 48 bytes; io_uring allocates nothing); everything else is the decoder's, which must allocate
+            // nothing. The reflective counter read costs a few hundred bytes.
+            long excess = bytes - 48 * requests;
+            if (excess < leastExcess) {
+                leastExcess = excess;
+                least = bytes + " bytes allocated by 200 steps with " + requests + " reads";
+            }
         }
-        long bytes = allocated() - before - overhead;
-        requests = d.stats().readRequests() - requests;
-        assertTrue(requests > 0);
-        // The portable backend hands each read to a device worker as a task (a lambda and a queue node, 48
-        // bytes; io_uring allocates nothing); everything else is the decoder's, which must allocate nothing.
-        // The reflective counter read costs a few hundred bytes.
-        assertTrue(bytes <= 48 * requests + 2048, bytes + " bytes allocated by 200 steps with " + requests
-                + " reads");
+        assertTrue(leastExcess <= 2048, least + " (the least over 10 windows)");
     }
 
     private static void step(KvDecoder d, float[][] q) {

@@ -9,6 +9,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.kvoffload.strategy.swarm.ClusterOptions;
 import io.kvoffload.internal.storage.ClusterLayout;
+import io.kvoffload.testing.Faults;
 import io.kvoffload.testing.KvTestData;
 import io.kvoffload.testing.KvViews;
 import io.kvoffload.testing.TestEngines;
@@ -227,16 +228,14 @@ class ReplicaFailoverTest {
             b = copy(e, SHARED[2], 1);
         }
         // The device of the first copy fails every request once the decoder is set up (its medoid
-        // index is read when it opens): count the requests that takes on a healthy engine first.
+        // index is read when it opens): the fault is armed right there, not after a count of requests.
         DecodeOptions o = DecodeOptions.builder().strategy(Swarm.defaults()).cacheBytes(0).sinkTokens(0).localWindow(0).build();
-        long setup;
-        try (KvEngine e = KvEngine.open(cfg); KvSequence s = e.openSequence("s"); KvDecoder d = s.decoder(o)) {
-            d.prefetch(0, new int[0], 0).close();
-            setup = e.stats().devices().stream().mapToLong(KvStats.Device::reads).sum();
-        }
-        KvConfig faulty = config().faultInjection(FaultInjection.builder(3).vanishingDevice((int) a[0], setup).build()).build();
+        KvConfig faulty = config()
+                .faultInjection(FaultInjection.builder(3).vanishingDevice((int) a[0], Long.MAX_VALUE).build()).build();
         try (KvEngine e = KvEngine.open(faulty); KvSequence s = e.openSequence("s"); KvDecoder d = s.decoder(o)) {
             d.prefetch(0, new int[0], 0).close();
+            assertEquals(0, e.stats().failovers(), "the setup is healthy");
+            Faults.vanishNow(s);
             try (KvView v = d.prefetch(0, new int[] {SHARED[2]}, 1)) {
                 v.await();
                 assertTrue(KvViews.assertBitExact(v, expected).get(SHARED[2]));

@@ -179,6 +179,18 @@ public final class StagedReads implements AutoCloseable {
         KvIoException failure = null;
         try {
             while (true) {
+                // The backend has its say before any completion is taken, also when the batch has
+                // finished already (then this returns at once): a decorator that acts on the batch
+                // as a whole when it is awaited (fault injection damages it, WholeBatchBackend) sees
+                // the backend below it log the completions on the batch first, so a completion
+                // taken before this call could be one whose fault is never applied or reported.
+                try {
+                    store.backend().awaitProgress(batch, seen);
+                } catch (KvIoException e) {
+                    // A backend may report a failure here once the whole batch is done (the SPI's
+                    // default does); the landed runs are taken below, then the failed ones after.
+                    failure = e;
+                }
                 boolean finished = batch.pending() == 0; // read before completedCount(): then it is final
                 doneAt = finished ? System.nanoTime() : 0;
                 int landed = batch.completedCount();
@@ -193,13 +205,6 @@ public final class StagedReads implements AutoCloseable {
                 }
                 if (finished) {
                     break;
-                }
-                try {
-                    store.backend().awaitProgress(batch, seen);
-                } catch (KvIoException e) {
-                    // A backend may report a failure here once the whole batch is done (the SPI's
-                    // default does); the landed runs are taken above, then the failed ones below.
-                    failure = e;
                 }
             }
             try {

@@ -75,6 +75,27 @@ public final class FaultInjectingBackend extends WholeBatchBackend {
         return new FaultInjectingBackend(inner, spec);
     }
 
+    /**
+     * Makes the configured vanishing device ({@link FaultInjection#vanishDevice()}) vanish now, before
+     * its request count is reached (a no-op once it has vanished): a test arms the fault at a chosen
+     * point (after its setup, right before the call under test) instead of predicting how many
+     * requests come first. {@code vanishingDevice(device, Long.MAX_VALUE)} vanishes only when armed.
+     *
+     * @throws IllegalStateException when no vanishing device is configured
+     */
+    public void vanishNow() {
+        if (spec.vanishDevice() < 0) {
+            throw new IllegalStateException("no vanishing device is configured: " + spec);
+        }
+        synchronized (lock) {
+            if (!vanished) {
+                vanished = true;
+                counts.incrementAndGet(Kind.VANISHED.ordinal());
+                LOG.warn("fault injection: device {} vanishes now, after {} requests", spec.vanishDevice(), requests);
+            }
+        }
+    }
+
     /** How many faults of {@code kind} were injected so far. */
     public long injected(Kind kind) {
         return counts.get(kind.ordinal());
