@@ -77,10 +77,11 @@ class ConcurrencyStressTest {
             }));
         }
         go.countDown();
-        // Until commits have evicted (how long that takes depends on the machine's load, so no fixed
-        // sleep), then at least 1.5 s of everything at once; the workers stop by themselves after 150 steps.
+        // Until commits have evicted and more than 50 operations ran (how long that takes depends on the
+        // machine's load, so no fixed sleep), and at least 1.5 s of everything at once; the workers stop by
+        // themselves after 150 steps.
         long start = System.nanoTime();
-        while ((e.stats().evictions() == 0 || System.nanoTime() - start < 1_500_000_000L)
+        while ((e.stats().evictions() == 0 || ops.get() <= 50 || System.nanoTime() - start < 1_500_000_000L)
                 && workers.stream().anyMatch(Thread::isAlive)) {
             Thread.sleep(20);
         }
