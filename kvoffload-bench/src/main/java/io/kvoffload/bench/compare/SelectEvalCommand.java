@@ -124,11 +124,11 @@ public final class SelectEvalCommand implements Callable<Integer> {
      * {@link #SWARM} builds it (the strategies rank the layout's units; a layer laid out by Swarm in a
      * store hands them over the same way).
      */
-    static final String SWARM_MASS = "swarm-mass", SWARM_QMASS = "swarm-qmass";
+    static final String SWARM_MASS = "swarm-mass", SWARM_QMASS = "swarm-qmass", SWARM_MASS_FULL = "swarm-mass-full";
 
-    private SelectionStrategy swarmMass(boolean perQueryHead) {
+    private SelectionStrategy swarmMass(String strategy) {
         return new SelectionStrategy() {
-            @Override public String name() { return perQueryHead ? SWARM_QMASS : SWARM_MASS; }
+            @Override public String name() { return strategy; }
             @Override public LayerSelector openLayer(LayerContext context) {
                 List<float[]> profile = new ArrayList<>();
                 for (int i = 0; i < 64; i++) {
@@ -361,7 +361,8 @@ public final class SelectEvalCommand implements Callable<Integer> {
         KvShape shape = heads.shape(size.layers);
         List<SelectionStrategy> chosen = strategies.stream().filter(n -> !HEAD_SELECTIONS.contains(n))
                 .map(n -> n.equals(BLOCK_ORACLE) ? blockOracle() : n.equals(SWARM) ? swarm()
-                        : n.equals(SWARM_MASS) ? swarmMass(false) : n.equals(SWARM_QMASS) ? swarmMass(true)
+                        : n.equals(SWARM_MASS) ? swarmMass(SWARM_MASS) : n.equals(SWARM_QMASS) ? swarmMass(SWARM_QMASS)
+                        : n.equals(SWARM_MASS_FULL) ? swarmMass(SWARM_MASS_FULL)
                         : io.kvoffload.strategy.Strategies.named(n)).toList();
         DenseLayerKv[] layerKv = new DenseLayerKv[size.layers];
         List<String> headNames = strategies.stream().filter(HEAD_SELECTIONS::contains).toList();

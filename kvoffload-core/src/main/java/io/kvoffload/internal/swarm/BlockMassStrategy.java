@@ -91,6 +91,7 @@ public final class BlockMassStrategy implements SelectionStrategy {
                 new BlockMassStrategy("mass-reps", Scoring.REPS, Combination.HEAD_MASS, 16),
                 new BlockMassStrategy("mass-reps-bound", Scoring.REPS_BOUND, Combination.HEAD_MASS, 16),
                 new BlockMassStrategy("swarm-mass", Scoring.MIX, Combination.HEAD_MASS, 16, PRUNE_LOGIT, true),
+                new BlockMassStrategy("swarm-mass-full", Scoring.MIX, Combination.HEAD_MASS, 16, 0f, true),
                 new BlockMassStrategy("swarm-qmass", Scoring.MIX, Combination.QUERY_HEAD_MASS, 16, PRUNE_LOGIT, true));
     }
 
