@@ -9,8 +9,14 @@ package io.kvoffload.internal.util;
 public final class Softmax {
     private Softmax() {}
 
-    /** Rows shorter than this stay scalar in {@link #exponentiateRanking}: the vector set-up costs more. */
-    private static final int VECTOR_MIN = 64;
+    /**
+     * Rows shorter than this stay scalar in {@link #exponentiateRanking} (4,096 blocks of 16 tokens: a
+     * 64K-token layer). Below it the exponentials cost little either way, and Vector API code runs
+     * about 100× slower and allocates until C2 has compiled it: with short rows (few loop iterations
+     * a call) that takes thousands of calls, and again after every deoptimisation of a caller, which
+     * an allocation-free decode step cannot afford. Long rows reach C2 within a few calls.
+     */
+    static final int VECTOR_MIN = 4096;
 
     /**
      * Whether {@link #exponentiateRanking} uses the Vector API: on x86-64 when the JVM runs with
@@ -36,8 +42,9 @@ public final class Softmax {
     /**
      * {@link #exponentiate}'s result for a row of estimates that is ranked, not attended: the same
      * exponentials to about 1e-7 relative and a sum within float rounding, but computed 16 lanes at
-     * a time where {@link #VECTORISED} (several times faster: {@code Math.exp} stays scalar in C2) and
-     * summed in a different order, so not bit-identical to {@link #exponentiate}. Attention and its
+     * a time where {@link #VECTORISED} and the row has at least {@link #VECTOR_MIN} elements (several
+     * times faster: {@code Math.exp} stays scalar in C2) and summed in a different order, so not
+     * bit-identical to {@link #exponentiate}. Attention and its
      * references keep {@link #exponentiate}, whose results a full selection reproduces bit for bit.
      */
     public static float exponentiateRanking(float[] x, int off, int n) {

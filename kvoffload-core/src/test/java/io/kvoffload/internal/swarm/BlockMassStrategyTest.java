@@ -243,15 +243,14 @@ class BlockMassStrategyTest {
     static void assertAllocationFreeAfterWarmUp(LayerSelector sel, int tokens, float[] q) {
         FetchPlan plan = new FetchPlan();
         plan.ensureCapacity(1024);
-        // The JIT compiles the step before it is measured; the Vector API's exponentials
-        // (Softmax.exponentiateRanking) allocate until C2 has compiled them, after some 4,000 calls.
+        // The JIT compiles the step before it is measured (rows this short stay off the Vector API path,
+        // whose code allocates until C2 has compiled it: Softmax.VECTOR_MIN).
         for (int i = 0; i < 6000; i++) {
             plan.begin(0, tokens, 400);
             sel.select(q, plan);
         }
-        // The least over 100 windows: a JIT deoptimisation (after which C1's vector code allocates until C2
-        // compiles the caller again, which takes longer the shorter its loops) does not count; a per-step
-        // object would show in every window.
+        // The least over 100 windows: a JIT deoptimisation in one window does not count; a per-step object
+        // would show in every window.
         long allocated = io.kvoffload.testing.Allocations.leastOverWindows(() -> {
             for (int i = 0; i < 50; i++) {
                 plan.begin(0, tokens, 400);

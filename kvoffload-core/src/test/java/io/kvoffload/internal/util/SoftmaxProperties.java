@@ -51,9 +51,28 @@ class SoftmaxProperties {
         }
         float[] y = x.clone();
         float scalar = Softmax.exponentiate(x, pad, n);
-        float ranking = Softmax.exponentiateRanking(y, pad, n);
+        // The vector path itself, whatever the row length (exponentiateRanking takes it from VECTOR_MIN on).
+        float ranking = Softmax.VECTORISED ? VectorSoftmax.exponentiate(y, pad, n) : Softmax.exponentiateRanking(y, pad, n);
         assertEquals(scalar, ranking, 1e-5 * scalar);
         for (int i = 0; i < x.length; i++) {
+            assertEquals(x[i], y[i], 1e-6f * Math.max(1f, Math.abs(x[i])), "element " + i);
+        }
+    }
+
+    /** A long row goes through the vector path (when present) and still matches the scalar exponentials. */
+    @org.junit.jupiter.api.Test
+    void longRowsUseTheVectorPath() {
+        int n = Softmax.VECTOR_MIN + 5;
+        float[] x = new float[n];
+        java.util.SplittableRandom r = new java.util.SplittableRandom(3);
+        for (int i = 0; i < n; i++) {
+            x[i] = (float) (r.nextDouble() * 40 - 30);
+        }
+        float[] y = x.clone();
+        float scalar = Softmax.exponentiate(x, 0, n);
+        float ranking = Softmax.exponentiateRanking(y, 0, n);
+        assertEquals(scalar, ranking, 1e-5 * scalar);
+        for (int i = 0; i < n; i++) {
             assertEquals(x[i], y[i], 1e-6f * Math.max(1f, Math.abs(x[i])), "element " + i);
         }
     }
