@@ -91,20 +91,27 @@ public final class SelectEvalCommand implements Callable<Integer> {
     private Workload workload;
     private int total;
 
+    /**
+     * Swarm's offline phase on the layer being opened: profiled from 64 decoding queries (every 4th
+     * step before the scored ones), τ = 0.35, the medoid keys in {@code arena}.
+     */
+    private io.kvoffload.internal.swarm.SwarmSelector swarmOffline(LayerContext context, java.lang.foreign.Arena arena) {
+        List<float[]> profile = new ArrayList<>();
+        for (int i = 0; i < 64; i++) {
+            profile.add(workload.query(context.layer(), i * 4));
+        }
+        return io.kvoffload.internal.swarm.SwarmSelector.build(context.keys(), heads.queryHeads, profile, budget,
+                io.kvoffload.internal.swarm.ClusteringConfig.defaults()
+                        .withRadius(io.kvoffload.internal.swarm.ClusterRadius.fixed(0.35)),
+                local.sinks, local.window, arena);
+    }
+
     private SelectionStrategy swarm() {
         return new SelectionStrategy() {
             @Override public String name() { return SWARM; }
             @Override public LayerSelector openLayer(LayerContext context) {
-                List<float[]> profile = new ArrayList<>();
-                for (int i = 0; i < 64; i++) {
-                    profile.add(workload.query(context.layer(), i * 4));
-                }
                 java.lang.foreign.Arena arena = java.lang.foreign.Arena.ofShared();
-                io.kvoffload.internal.swarm.SwarmSelector sel = io.kvoffload.internal.swarm.SwarmSelector.build(
-                        context.keys(), heads.queryHeads, profile, budget,
-                        io.kvoffload.internal.swarm.ClusteringConfig.defaults()
-                                .withRadius(io.kvoffload.internal.swarm.ClusterRadius.fixed(0.35)),
-                        local.sinks, local.window, arena);
+                io.kvoffload.internal.swarm.SwarmSelector sel = swarmOffline(context, arena);
                 int[] out = new int[sel.maxSelected(total)];
                 return new LayerSelector() {
                     @Override public void select(float[] query, FetchPlan plan) {
@@ -130,17 +137,8 @@ public final class SelectEvalCommand implements Callable<Integer> {
         return new SelectionStrategy() {
             @Override public String name() { return strategy; }
             @Override public LayerSelector openLayer(LayerContext context) {
-                List<float[]> profile = new ArrayList<>();
-                for (int i = 0; i < 64; i++) {
-                    profile.add(workload.query(context.layer(), i * 4));
-                }
                 try (java.lang.foreign.Arena arena = java.lang.foreign.Arena.ofConfined()) {
-                    io.kvoffload.internal.swarm.SwarmSelector sel = io.kvoffload.internal.swarm.SwarmSelector.build(
-                            context.keys(), heads.queryHeads, profile, budget,
-                            io.kvoffload.internal.swarm.ClusteringConfig.defaults()
-                                    .withRadius(io.kvoffload.internal.swarm.ClusterRadius.fixed(0.35)),
-                            local.sinks, local.window, arena);
-                    io.kvoffload.internal.swarm.Clustering c = sel.index().clustering();
+                    io.kvoffload.internal.swarm.Clustering c = swarmOffline(context, arena).index().clustering();
                     int[] offsets = c.memberOffsets(), members = c.allMembers();
                     io.kvoffload.strategy.LayoutUnits units = new io.kvoffload.strategy.LayoutUnits() {
                         @Override public int count() { return c.clusterCount(); }
