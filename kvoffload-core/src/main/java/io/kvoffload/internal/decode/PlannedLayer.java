@@ -53,36 +53,46 @@ public final class PlannedLayer extends EntryLayer {
         }
     }
 
-    /** The layout's clusters as {@link LayoutUnits}: its member table, read once. */
+    /**
+     * The layout's clusters as {@link LayoutUnits}. Its member table is built on the first question,
+     * so a strategy that never asks (most of them) costs nothing.
+     */
     private static final class Units implements LayoutUnits {
-        private final int[] offsets;
-        private final int[] members;
-        private final int coActivation;
+        private final ClusterLayout layout;
+        private int[] offsets;
+        private int[] members;
 
         Units(ClusterLayout layout) {
-            this.offsets = layout.memberOffsets();
-            this.members = layout.allMembers();
-            this.coActivation = layout.coActivationClusters();
+            this.layout = layout;
+        }
+
+        private int[] members() {
+            if (members == null) {
+                offsets = layout.memberOffsets();
+                members = layout.allMembers();
+            }
+            return members;
         }
 
         @Override
         public int count() {
-            return offsets.length - 1;
+            return layout.clusterCount();
         }
 
         @Override
         public int size(int unit) {
-            return offsets[unit + 1] - offsets[unit];
+            return layout.size(unit);
         }
 
         @Override
         public int member(int unit, int i) {
-            return members[offsets[unit] + java.util.Objects.checkIndex(i, size(unit))];
+            int[] m = members();
+            return m[offsets[unit] + java.util.Objects.checkIndex(i, size(unit))];
         }
 
         @Override
         public int coActivationUnits() {
-            return coActivation;
+            return layout.coActivationClusters();
         }
     }
 

@@ -203,16 +203,7 @@ public final class BlockMassIndex {
                 java.util.Arrays.fill(lo, Float.POSITIVE_INFINITY);
                 java.util.Arrays.fill(sum, 0f);
                 for (int t = 0; t < n; t++) {
-                    for (int j = 0; j < d; j++) {
-                        float v = keys[t * d + j];
-                        if (!Float.isFinite(v)) {
-                            throw new IllegalArgumentException("key of token " + (from + t) + ", KV head " + h
-                                    + ", dimension " + j + " = " + v + "; allowed: finite values");
-                        }
-                        hi[j] = Math.max(hi[j], v);
-                        lo[j] = Math.min(lo[j], v);
-                        sum[j] += v;
-                    }
+                    accumulate(keys, t * d, d, from + t, h, hi, lo, sum, 0);
                 }
                 for (int j = 0; j < d; j++) {
                     stage(h, j * blocks + b, hi[j], lo[j], sum[j] / n);
@@ -221,6 +212,26 @@ public final class BlockMassIndex {
                     twoMeans(h, b, keys, n);
                 }
             }
+        }
+    }
+
+    /**
+     * Adds key {@code keys[at, at + d)} (token {@code token}, KV head {@code h}) to the running largest,
+     * smallest and summed elements at {@code [o, o + d)}.
+     *
+     * @throws IllegalArgumentException naming the token, head and dimension of a non-finite element
+     */
+    private static void accumulate(float[] keys, int at, int d, int token, int h, float[] hi, float[] lo, float[] sum,
+            int o) {
+        for (int j = 0; j < d; j++) {
+            float v = keys[at + j];
+            if (!Float.isFinite(v)) {
+                throw new IllegalArgumentException("key of token " + token + ", KV head " + h + ", dimension " + j
+                        + " = " + v + "; allowed: finite values");
+            }
+            hi[o + j] = Math.max(hi[o + j], v);
+            lo[o + j] = Math.min(lo[o + j], v);
+            sum[o + j] += v;
         }
     }
 
@@ -281,20 +292,8 @@ public final class BlockMassIndex {
                 kv.keys(h, from, m, keys, 0);
                 for (int k = 0; k < m; k++) {
                     int t = from + k;
-                    for (int j = 0; j < d; j++) {
-                        if (!Float.isFinite(keys[k * d + j])) {
-                            throw new IllegalArgumentException("key of token " + t + ", KV head " + h + ", dimension " + j
-                                    + " = " + keys[k * d + j] + "; allowed: finite values");
-                        }
-                    }
                     for (int x = start[t]; x < start[t + 1]; x++) {
-                        int o = unitOf[x] * d;
-                        for (int j = 0; j < d; j++) {
-                            float v = keys[k * d + j];
-                            hi[o + j] = Math.max(hi[o + j], v);
-                            lo[o + j] = Math.min(lo[o + j], v);
-                            sum[o + j] += v;
-                        }
+                        accumulate(keys, k * d, d, t, h, hi, lo, sum, unitOf[x] * d);
                     }
                 }
             }
@@ -307,80 +306,16 @@ public final class BlockMassIndex {
         }
     }
 
-    /**
-     * Two representatives of a block's keys: 2-means seeded deterministically with the key farthest
-     * from the mean and the key farthest from that one, three Lloyd rounds.
-     */
+    /** REPS: the block's two 2-means representatives and the log of each one's member count. */
     private void twoMeans(int h, int b, float[] keys, int n) {
-        int d = headDim;
-        float[] mu = new float[d];
-        for (int t = 0; t < n; t++) {
-            for (int j = 0; j < d; j++) {
-                mu[j] += keys[t * d + j] / n;
-            }
-        }
-        int a = farthest(keys, n, mu, 0);
-        float[] c0 = java.util.Arrays.copyOfRange(keys, a * d, a * d + d);
-        int z = farthest(keys, n, c0, 0);
-        float[] c1 = java.util.Arrays.copyOfRange(keys, z * d, z * d + d);
-        int n0 = n, n1 = 0;
-        boolean[] second = new boolean[n];
-        for (int round = 0; round < 3 && n > 1; round++) {
-            for (int t = 0; t < n; t++) {
-                second[t] = dist(keys, t * d, c1, d) < dist(keys, t * d, c0, d);
-            }
-            java.util.Arrays.fill(c0, 0f);
-            java.util.Arrays.fill(c1, 0f);
-            n0 = 0;
-            n1 = 0;
-            for (int t = 0; t < n; t++) {
-                float[] c = second[t] ? c1 : c0;
-                for (int j = 0; j < d; j++) {
-                    c[j] += keys[t * d + j];
-                }
-                if (second[t]) {
-                    n1++;
-                } else {
-                    n0++;
-                }
-            }
-            for (int j = 0; j < d; j++) {
-                c0[j] = n0 > 0 ? c0[j] / n0 : 0f;
-                c1[j] = n1 > 0 ? c1[j] / n1 : 0f;
-            }
-        }
-        if (n == 1) {
-            c1 = c0;
-            n0 = 1;
-        }
-        for (int j = 0; j < d; j++) {
+        float[] c0 = new float[headDim], c1 = new float[headDim];
+        int n0 = TwoMeans.of(keys, n, headDim, c0, c1);
+        for (int j = 0; j < headDim; j++) {
             rep0.set(h, j * blocks + b, c0[j]);
             rep1.set(h, j * blocks + b, c1[j]);
         }
         logCount0[h][b] = n0 > 0 ? (float) Math.log(n0) : Float.NEGATIVE_INFINITY;
-        logCount1[h][b] = n1 > 0 ? (float) Math.log(n1) : Float.NEGATIVE_INFINITY;
-    }
-
-    private static int farthest(float[] keys, int n, float[] from, int ignored) {
-        int d = from.length, best = 0;
-        float far = -1;
-        for (int t = 0; t < n; t++) {
-            float x = dist(keys, t * d, from, d);
-            if (x > far) {
-                far = x;
-                best = t;
-            }
-        }
-        return best;
-    }
-
-    private static float dist(float[] keys, int off, float[] c, int d) {
-        float s = 0;
-        for (int j = 0; j < d; j++) {
-            float x = keys[off + j] - c[j];
-            s += x * x;
-        }
-        return s;
+        logCount1[h][b] = n - n0 > 0 ? (float) Math.log(n - n0) : Float.NEGATIVE_INFINITY;
     }
 
     /**
