@@ -56,6 +56,16 @@ public final class KvView implements AutoCloseable {
             public MemorySegment values(KvView view, int kvHead) {
                 return view.rawValues(kvHead);
             }
+
+            @Override
+            public boolean partialRows(KvView view) {
+                return view.partialRows();
+            }
+
+            @Override
+            public long headMask(KvView view, int row) {
+                return view.rows.headMask(row); // the kernels check the row against tokenCount once per view
+            }
         });
     }
 
@@ -158,6 +168,31 @@ public final class KvView implements AutoCloseable {
     public int position(int row) {
         checkReady();
         return rows.position(java.util.Objects.checkIndex(row, rows.rows()));
+    }
+
+    /**
+     * Whether some row holds only some KV heads. A per-head strategy (one whose {@code FetchPlan}
+     * names the KV heads a position is for, {@link io.kvoffload.strategy.FetchPlan#add(int, long)})
+     * gets its rows read for those heads only when the layout stores heads apart
+     * ({@link Placement#HEAD_SHARDED}); then a row holds the head groups that were read, and
+     * {@link #headMask(int)} says which. False when every row holds every KV head: always for
+     * shared-set strategies and under {@link Placement#TOKEN_STRIPED}.
+     */
+    public boolean partialRows() {
+        checkReady();
+        return rows.partialRows();
+    }
+
+    /**
+     * The KV heads row {@code row} holds: bit {@code h} is set when the row's K and V of KV head
+     * {@code h} are the token's (bits at or above {@code kvHeads} carry no meaning; -1 when the row
+     * is whole). The K and V of a head whose bit is clear are undefined bytes: an attention kernel
+     * leaves that (row, head) pair out, as {@link SparseAttention} and
+     * {@link io.kvoffload.attention.DecodeAttention} do.
+     */
+    public long headMask(int row) {
+        checkReady();
+        return rows.headMask(java.util.Objects.checkIndex(row, rows.rows()));
     }
 
     /**

@@ -8,12 +8,26 @@ import java.util.Arrays;
  * the hot cache holds it, else from the SSDs through the bucket scheduler. Positions may repeat
  * (they are fetched once) and may include the sinks and the window (they cost nothing).
  *
+ * <p><b>Per-head plans.</b> A position added with {@link #add(int, long)} is wanted by some KV heads
+ * only (one token set per KV head, as heads attend different tokens). When the layout stores a
+ * token's heads apart ({@link #headGroups()} {@code > 1}, under {@link io.kvoffload.Placement#HEAD_SHARDED})
+ * the pipeline reads only the head groups that hold a wanted head, and the view's row holds those
+ * ({@link io.kvoffload.KvView#headMask}); otherwise the whole entry is read and every head attends it.
+ * A position added for all heads and for some is read for all.
+ *
  * <p>One plan per pipeline slot, reused every step: {@link #add} allocates only when a step selects
  * more positions than any before.
  */
 public final class FetchPlan {
+    /** Every KV head wants the position: {@link #add(int)}. */
+    public static final long ALL_HEADS = -1L;
+
     private int[] positions = new int[256];
+    private long[] heads = new long[256];
+    private boolean perHead;
     private int size;
+    private int kvHeads = Long.SIZE;
+    private int headGroups = 1;
     private int budget;
     private int tokens;
     private int layer;
@@ -25,6 +39,37 @@ public final class FetchPlan {
         this.tokens = tokens;
         this.budget = budget;
         this.size = 0;
+        this.perHead = false;
+    }
+
+    /**
+     * The layer's heads: {@code kvHeads} KV heads stored as {@code headGroups} groups of
+     * {@code kvHeads / headGroups} consecutive heads each; called by the pipeline before
+     * {@link #begin}.
+     */
+    public void heads(int kvHeads, int headGroups) {
+        if (kvHeads < 1 || headGroups < 1 || kvHeads % headGroups != 0) {
+            throw new IllegalArgumentException("kvHeads = " + kvHeads + ", headGroups = " + headGroups
+                    + "; allowed: kvHeads ≥ 1 divisible by headGroups ≥ 1");
+        }
+        this.kvHeads = kvHeads;
+        this.headGroups = headGroups;
+    }
+
+    /**
+     * How many groups of KV heads the layout stores each token as: 1 when a token's entry is read
+     * whole (token striping), {@code S} under {@link io.kvoffload.Placement#HEAD_SHARDED} (group
+     * {@code g} holds KV heads {@code [g·kvHeads/S, (g+1)·kvHeads/S)}). A position added for the heads
+     * of {@code k} groups reads {@code k / S} of an entry; a per-head strategy counts its
+     * {@link #budget()} in whole entries this way.
+     */
+    public int headGroups() {
+        return headGroups;
+    }
+
+    /** KV heads of the layer. */
+    public int kvHeads() {
+        return kvHeads;
     }
 
     /**
@@ -65,9 +110,33 @@ public final class FetchPlan {
                     + "; allowed: 0.." + (tokens - 1));
         }
         if (size == positions.length) {
-            positions = Arrays.copyOf(positions, size * 2);
+            ensureCapacity(size + 1);
         }
+        heads[size] = ALL_HEADS;
         positions[size++] = position;
+    }
+
+    /**
+     * Adds a position that only the KV heads of {@code kvHeadMask} attend (bit {@code h} for KV head
+     * {@code h}; {@link #ALL_HEADS} for every head, as {@link #add(int)}).
+     *
+     * @throws IllegalArgumentException if {@code position} is outside {@code [0, tokens())}, or the
+     *     mask names no KV head of the layer or one it does not have
+     */
+    public void add(int position, long kvHeadMask) {
+        if (kvHeadMask != ALL_HEADS) {
+            long valid = kvHeads >= Long.SIZE ? -1L : (1L << kvHeads) - 1;
+            if (kvHeadMask == 0 || (kvHeadMask & ~valid) != 0) {
+                throw new IllegalArgumentException("kvHeadMask = 0x" + Long.toHexString(kvHeadMask) + " for position "
+                        + position + "; allowed: a non-empty set of the layer's KV heads 0.." + (kvHeads - 1)
+                        + " (bits of 0x" + Long.toHexString(valid) + "), or ALL_HEADS");
+            }
+        }
+        add(position);
+        if (kvHeadMask != ALL_HEADS) {
+            heads[size - 1] = kvHeadMask;
+            perHead = true;
+        }
     }
 
     /** Adds {@code positions[0..count)} (each checked as {@link #add} does). */
@@ -85,6 +154,7 @@ public final class FetchPlan {
     public void ensureCapacity(int n) {
         if (n > positions.length) {
             positions = Arrays.copyOf(positions, Math.max(n, positions.length * 2));
+            heads = Arrays.copyOf(heads, positions.length);
         }
     }
 
@@ -99,5 +169,18 @@ public final class FetchPlan {
             throw new IndexOutOfBoundsException("i = " + i + "; allowed: 0.." + (size - 1));
         }
         return positions[i];
+    }
+
+    /** The KV heads that want the {@code i}-th position: {@link #ALL_HEADS} unless it was added with {@link #add(int, long)}. */
+    public long kvHeadMask(int i) {
+        if (i < 0 || i >= size) {
+            throw new IndexOutOfBoundsException("i = " + i + "; allowed: 0.." + (size - 1));
+        }
+        return heads[i];
+    }
+
+    /** Whether some position this step was added for some KV heads only. */
+    public boolean perHead() {
+        return perHead;
     }
 }

@@ -47,6 +47,9 @@ public final class EntryFetch implements HotClusterCache.TokenSource, StagedRead
     public boolean planned;
     /** Positions came from the caller ({@code prefetch(layer, positions, count)}): caches and maintenance see no step. */
     public boolean external;
+    /** Per row, the KV heads a per-head plan wants it for (valid while {@link #perHeadRows}). */
+    private long[] rowHeads = new long[1024];
+    private boolean perHeadRows;
     private int[] concat = new int[1024];
     private int concatSize;
     private long startNanos;
@@ -96,6 +99,30 @@ public final class EntryFetch implements HotClusterCache.TokenSource, StagedRead
         concatSize = 0;
         planned = false;
         external = false;
+        perHeadRows = false;
+    }
+
+    /**
+     * From now on rows are wanted by some KV heads only ({@link #wantHeads}); the {@code rows} rows
+     * so far (the sinks and the window) by every head. Only for a head-sharded layout, whose reads
+     * can leave groups out.
+     */
+    public void perHeadRows(int rows) {
+        perHeadRows = true;
+        growRowHeads(rows);
+        java.util.Arrays.fill(rowHeads, 0, rows, FetchPlan.ALL_HEADS);
+    }
+
+    private void growRowHeads(int rows) {
+        if (rows > rowHeads.length) {
+            rowHeads = java.util.Arrays.copyOf(rowHeads, Math.max(rows, rowHeads.length * 2));
+        }
+    }
+
+    /** Row {@code row} (new this step when {@code added}) is wanted by the KV heads of {@code mask} too. */
+    public void wantHeads(int row, long mask, boolean added) {
+        growRowHeads(row + 1);
+        rowHeads[row] = added ? mask : rowHeads[row] | mask;
     }
 
     /** Gives {@code token} a row (once); returns the row count. */
@@ -133,15 +160,29 @@ public final class EntryFetch implements HotClusterCache.TokenSource, StagedRead
             scheduler.plan(concat, concatSize, layout, residency);
             reads.fill(scheduler);
         } else if (concatSize > 0) {
-            // Every token is read as its head groups, each from the device that holds that group.
+            // Every token is read as its head groups, each from the device that holds that group;
+            // under a per-head plan only the groups that hold a head the token is wanted for.
             int n = concatSize * shards;
             if (keys.length < n) {
                 keys = new int[Math.max(n, keys.length * 2)];
             }
-            for (int i = 0, k = 0; i < concatSize; i++) {
+            int k = 0;
+            boolean partial = false;
+            int perGroup = view.keyHeads() / shards;
+            for (int i = 0; i < concatSize; i++) {
+                int t = concat[i];
+                long want = perHeadRows ? rowHeads[viewRows.row(t)] : FetchPlan.ALL_HEADS;
                 for (int g = 0; g < shards; g++) {
-                    keys[k++] = concat[i] * shards + g;
+                    if (want == FetchPlan.ALL_HEADS || (want & groupBits(g, perGroup)) != 0) {
+                        keys[k++] = t * shards + g;
+                    } else {
+                        partial = true;
+                    }
                 }
+            }
+            n = k;
+            if (partial) {
+                view.expectPartialRows(); // before any row is written
             }
             shardResidency.of(residency, shards);
             scheduler.plan(keys, n, layout, residency == null ? null : shardResidency);
@@ -244,15 +285,28 @@ public final class EntryFetch implements HotClusterCache.TokenSource, StagedRead
         }
     }
 
-    /** Tokens among keys {@code [first, first + n)}: each token has exactly one head group 0. */
+    /** Tokens among keys {@code [first, first + n)}: each token's first group read counts it once. */
     private int shardZeroKeys(int[] planned, int first, int n) {
         int c = 0;
+        int perGroup = view.keyHeads() / shards;
         for (int k = first; k < first + n; k++) {
-            if (planned[k] % shards == 0) {
+            int key = planned[k];
+            int g = key % shards;
+            if (g == 0 || perHeadRows && firstGroup(rowHeads[viewRows.row(key / shards)], perGroup) == g) {
                 c++;
             }
         }
         return c;
+    }
+
+    /** The KV heads of head group {@code g} of {@code perGroup} heads, as mask bits. */
+    private static long groupBits(int g, int perGroup) {
+        return (perGroup >= Long.SIZE ? -1L : (1L << perGroup) - 1) << (g * perGroup);
+    }
+
+    /** The first head group that holds a head of {@code mask}. */
+    private static int firstGroup(long mask, int perGroup) {
+        return mask == FetchPlan.ALL_HEADS ? 0 : Long.numberOfTrailingZeros(mask) / perGroup;
     }
 
     @Override

@@ -123,6 +123,8 @@ public final class PlannedLayer extends EntryLayer {
                 : Math.max(0, (long) Math.ceil(options.sparsity() * tokens) - rows);
         FetchPlan plan = f.plan;
         f.planned = true;
+        int shards = layout == null ? 1 : layout.shards();
+        plan.heads(sequence.shape().kvHeads(), shards);
         plan.begin(layer, tokens, (int) Math.min(budget, tokens));
         if (units != null) {
             // Step 1 of a two-step strategy: its auxiliary units, read and verified before it selects.
@@ -139,9 +141,18 @@ public final class PlannedLayer extends EntryLayer {
         counters.unitsSelected += n;
         int laidOut = layout == null ? 0 : layout.clusteredTokens();
         f.reserveReads(n);
+        // Per-head wants matter only where a token's heads are stored apart.
+        boolean perHead = plan.perHead() && shards > 1;
+        if (perHead) {
+            f.perHeadRows(rows);
+        }
         for (int i = 0; i < n; i++) {
             int t = plan.position(i);
+            int before = rows;
             rows = f.addRow(t, rows);
+            if (perHead) {
+                f.wantHeads(f.viewRows.row(t), plan.kvHeadMask(i), rows > before);
+            }
             if (t < laidOut) {
                 f.addRead(t); // residents are dropped by the scheduler (Eq. 8)
             }

@@ -16,6 +16,10 @@ public final class ViewAccess {
         MemorySegment keys(KvView view, int kvHead);
 
         MemorySegment values(KvView view, int kvHead);
+
+        boolean partialRows(KvView view);
+
+        long headMask(KvView view, int row);
     }
 
     private static Accessor accessor;
@@ -38,5 +42,15 @@ public final class ViewAccess {
     /** See {@link #keys}. */
     public static MemorySegment values(KvView view, int kvHead) {
         return accessor.values(view, kvHead);
+    }
+
+    /** {@link KvView#partialRows()}. */
+    public static boolean partialRows(KvView view) {
+        return accessor.partialRows(view);
+    }
+
+    /** {@link KvView#headMask(int)} without the index check (the caller checked {@code row} against the row count). */
+    public static long headMask(KvView view, int row) {
+        return accessor.headMask(view, row);
     }
 }

@@ -25,6 +25,13 @@ public final class ViewBuffer {
     /** The layer this step fetches and the rows it fills. */
     private int layer;
     private int rows;
+    /**
+     * Whether this step has rows that hold only some KV heads (a per-head plan read some tokens'
+     * head groups only); then {@link #heads} says which heads each row holds, else every row is whole.
+     */
+    private boolean partial;
+    /** Per row, bit h: KV head h landed (kept only while {@link #partial}). */
+    private long[] heads = new long[0];
 
     public ViewBuffer(KvShape shape, int blockTokens) {
         this.shape = shape;
@@ -39,6 +46,39 @@ public final class ViewBuffer {
         ensureCapacity(rows, dram);
         this.layer = layer;
         this.rows = rows;
+        this.partial = false;
+    }
+
+    /**
+     * Some of this step's rows will hold only some KV heads: from now on each row records the heads
+     * written into it ({@link #headMask}); a row nothing is written into holds none. Called by the
+     * pipeline before it writes the step's rows.
+     */
+    public void expectPartialRows() {
+        if (shape.kvHeads() > Long.SIZE) {
+            throw new IllegalStateException("per-head rows need at most " + Long.SIZE + " KV heads; the shape has "
+                    + shape.kvHeads());
+        }
+        if (heads.length < capacity) {
+            heads = new long[capacity];
+        }
+        java.util.Arrays.fill(heads, 0, rows, 0L);
+        partial = true;
+    }
+
+    /** Whether some row may hold only some KV heads ({@link #expectPartialRows} was called this step). */
+    public boolean partialRows() {
+        return partial;
+    }
+
+    /** The KV heads row {@code row} holds, bit h for KV head h; -1 (every bit) when every row is whole. */
+    public long headMask(int row) {
+        return partial ? heads[row] : -1L;
+    }
+
+    /** Bits of KV heads {@code [from, from + count)}. */
+    private static long headBits(int from, int count) {
+        return (count >= Long.SIZE ? -1L : (1L << count) - 1) << from;
     }
 
     private void ensureCapacity(int tokens, DramPool dram) {
@@ -90,6 +130,11 @@ public final class ViewBuffer {
         }
     }
 
+    /** KV heads of a row. */
+    public int keyHeads() {
+        return keys.length;
+    }
+
     public int capacity() {
         return capacity;
     }
@@ -129,6 +174,9 @@ public final class ViewBuffer {
             long vOffset) {
         positions.setAtIndex(ValueLayout.JAVA_INT, row, position);
         int heads = keys.length / shards;
+        if (partial) {
+            this.heads[row] |= headBits(shard * heads, heads);
+        }
         long dst = (long) row * rowBytes;
         for (int i = 0; i < heads; i++) {
             int h = shard * heads + i;
@@ -140,6 +188,9 @@ public final class ViewBuffer {
     /** Writes row {@code row}: its position, K of every head at {@code k[kOffset]}, V at {@code v[vOffset]}. */
     public void putRow(int row, int position, MemorySegment k, long kOffset, MemorySegment v, long vOffset) {
         positions.setAtIndex(ValueLayout.JAVA_INT, row, position);
+        if (partial) {
+            heads[row] = -1L;
+        }
         long dst = (long) row * rowBytes;
         for (int h = 0; h < keys.length; h++) {
             MemorySegment.copy(k, kOffset + (long) h * rowBytes, keys[h], dst, rowBytes);
@@ -147,8 +198,12 @@ public final class ViewBuffer {
         }
     }
 
-    /** Reassembles row {@code row} as a token-major entry at {@code dst[offset]}. */
+    /** Reassembles row {@code row} as a token-major entry at {@code dst[offset]} (a whole row only). */
     public void copyEntryTo(int row, MemorySegment dst, long offset) {
+        if (partial && heads[row] != headBits(0, shape.kvHeads()) && heads[row] != -1L) {
+            throw new IllegalStateException("row " + row + " holds only KV heads " + Long.toBinaryString(heads[row])
+                    + "; a partial row is never copied as a whole entry");
+        }
         long src = (long) row * rowBytes;
         int kv = shape.kvHeads();
         for (int h = 0; h < kv; h++) {
