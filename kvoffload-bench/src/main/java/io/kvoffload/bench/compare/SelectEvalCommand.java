@@ -9,7 +9,6 @@ import io.kvoffload.strategy.FetchPlan;
 import io.kvoffload.strategy.LayerContext;
 import io.kvoffload.strategy.LayerSelector;
 import io.kvoffload.strategy.SelectionStrategy;
-import io.kvoffload.internal.swarm.BlockMassIndex;
 import io.kvoffload.internal.swarm.BlockMassStrategy;
 import io.kvoffload.internal.util.PartialTopK;
 import io.kvoffload.workload.HeadType;
@@ -73,6 +72,12 @@ public final class SelectEvalCommand implements Callable<Integer> {
             description = "Workload family: default, mixed-heads, streaming-heads, retrieval-heads, long-documents, control"
                     + " (default: ${DEFAULT-VALUE}).")
     String family;
+
+    @Option(names = "--head-groups", defaultValue = "1", description = "Head groups the layout stores a token as"
+            + " (FetchPlan.headGroups: 1 token-striped; under HEAD_SHARDED up to the KV heads): per-head strategies"
+            + " choose one token set per group, and every strategy's bytes are counted per group slice"
+            + " (default: ${DEFAULT-VALUE}).")
+    int headGroups;
 
     @Spec
     CommandSpec spec;
@@ -189,12 +194,12 @@ public final class SelectEvalCommand implements Callable<Integer> {
     static final String HEAD_ORACLE = "head-oracle";
     static final String HEAD_ORACLE_POOLED = "head-oracle-pooled";
     static final String HEAD_BLOCK_ORACLE = "head-block-oracle";
-    static final String HEAD_MASS_MIX = "head-mass-mix";
-    static final String HEAD_MASS_MIX_POOLED = "head-mass-mix-pooled";
-    static final String HEAD_QMASS_MIX = "head-qmass-mix";
-    static final String HEAD_QMASS_MIX_POOLED = "head-qmass-mix-pooled";
-    static final List<String> HEAD_SELECTIONS = List.of(HEAD_ORACLE, HEAD_ORACLE_POOLED, HEAD_BLOCK_ORACLE, HEAD_MASS_MIX,
-            HEAD_MASS_MIX_POOLED, HEAD_QMASS_MIX, HEAD_QMASS_MIX_POOLED);
+    /**
+     * The references above, each KV head its own set. The library's per-head strategies
+     * ({@code head-mass-mix}, {@code head-qmass-mix}) run as registered strategies with
+     * {@code --head-groups}.
+     */
+    static final List<String> HEAD_SELECTIONS = List.of(HEAD_ORACLE, HEAD_ORACLE_POOLED, HEAD_BLOCK_ORACLE);
 
     /**
      * One step's per-KV-head selection beyond the resident rows (sinks and window): {@code fresh}
@@ -245,33 +250,6 @@ public final class SelectEvalCommand implements Callable<Integer> {
                 int take = maskResidentBlocks(pairs, kvHeads, blocks, windowFrom, fresh);
                 return topPairs(pairs, blocks, kvHeads, block, take, true);
             };
-            case HEAD_MASS_MIX, HEAD_MASS_MIX_POOLED, HEAD_QMASS_MIX, HEAD_QMASS_MIX_POOLED -> {
-                // qmass: each query head's own shares (groupSize× the scoring), summed over its KV head's group
-                boolean perQuery = name.startsWith("head-qmass");
-                int rows = perQuery ? shape.queryHeads() : kvHeads;
-                BlockMassIndex[] index = new BlockMassIndex[size.layers];
-                float[] scores = new float[blocks];
-                float[] shares = new float[rows * blocks];
-                float[] pairs = new float[kvHeads * blocks];
-                yield (layer, q, fresh) -> {
-                    if (index[layer] == null) {
-                        index[layer] = new BlockMassIndex(layerKv[layer], n, shape.queryHeads(), block, BlockMassIndex.Scoring.MIX,
-                                perQuery ? BlockMassIndex.Combination.QUERY_HEAD_MASS : BlockMassIndex.Combination.HEAD_MASS,
-                                BlockMassStrategy.PRUNE_LOGIT);
-                    }
-                    index[layer].score(q, scores);
-                    index[layer].headShares(shares);
-                    Arrays.fill(pairs, 0f);
-                    for (int r = 0; r < rows; r++) {
-                        int h = perQuery ? r / group : r;
-                        for (int b = 0; b < blocks; b++) {
-                            pairs[h * blocks + b] += shares[r * blocks + b];
-                        }
-                    }
-                    int take = maskResidentBlocks(pairs, kvHeads, blocks, windowFrom, fresh);
-                    return topPairs(pairs, blocks, kvHeads, block, take, name.endsWith("-pooled"));
-                };
-            }
             default -> throw new IllegalArgumentException("per-head selection " + name + " is unknown; allowed: " + HEAD_SELECTIONS);
         };
     }
@@ -357,6 +335,10 @@ public final class SelectEvalCommand implements Callable<Integer> {
                     + "; allowed: tokens, layers, steps, block ≥ 1, sinks and window ≥ 0, budget in (0, 1]");
         }
         KvShape shape = heads.shape(size.layers);
+        if (headGroups < 1 || heads.kvHeads % headGroups != 0) {
+            throw new IllegalArgumentException("--head-groups = " + headGroups + "; allowed: a divisor of --kv-heads = "
+                    + heads.kvHeads);
+        }
         List<SelectionStrategy> chosen = strategies.stream().filter(n -> !HEAD_SELECTIONS.contains(n))
                 .map(n -> n.equals(BLOCK_ORACLE) ? blockOracle() : n.equals(SWARM) ? swarm()
                         : n.equals(SWARM_MASS) ? swarmMass(SWARM_MASS) : n.equals(SWARM_QMASS) ? swarmMass(SWARM_QMASS)
@@ -405,14 +387,29 @@ public final class SelectEvalCommand implements Callable<Integer> {
                     }
                 }
                 for (int i = 0; i < selectors.length; i++) {
-                    int[] set = select(selectors[i], plan, layer, q, total, cells[i]);
-                    cells[i].mass += QualityMetrics.attentionMassRecall(exact.weights(), set);
-                    cells[i].error += QualityMetrics.relativeError(exact.output(), attention.sparseOutput(kv, q, set));
-                    cells[i].rows += set.length;
-                    cells[i].bytes += readBytes(set, shape.entryBytes());
+                    int[][] groupSets = select(selectors[i], plan, layer, q, total, cells[i]);
                     int[][] perHead = new int[shape.kvHeads()][];
-                    Arrays.fill(perHead, set);
-                    addTypeMass(cells[i], perHead, types[layer], shape.groupSize());
+                    int perGroup = shape.kvHeads() / headGroups;
+                    for (int h = 0; h < perHead.length; h++) {
+                        perHead[h] = groupSets[h / perGroup];
+                    }
+                    if (headGroups == 1) {
+                        int[] set = groupSets[0];
+                        cells[i].mass += QualityMetrics.attentionMassRecall(exact.weights(), set);
+                        cells[i].error += QualityMetrics.relativeError(exact.output(), attention.sparseOutput(kv, q, set));
+                        cells[i].rows += set.length;
+                        cells[i].bytes += readBytes(set, shape.entryBytes());
+                        addTypeMass(cells[i], perHead, types[layer], shape.groupSize());
+                    } else {
+                        // Each head group's slice of an entry is its own extent (HEAD_SHARDED): count
+                        // rows in entries and bytes per slice.
+                        cells[i].mass += addTypeMass(cells[i], perHead, types[layer], shape.groupSize()) / shape.queryHeads();
+                        cells[i].error += QualityMetrics.relativeError(exact.output(), attention.sparseOutput(kv, q, perHead));
+                        for (int[] set : groupSets) {
+                            cells[i].rows += (double) set.length / headGroups;
+                            cells[i].bytes += readBytes(set, shape.entryBytes() / headGroups);
+                        }
+                    }
                 }
                 for (int i = 0; i < headChosen.size(); i++) {
                     Cell cell = cells[selectors.length + i];
@@ -501,10 +498,15 @@ public final class SelectEvalCommand implements Callable<Integer> {
         out.flush();
     }
 
-    /** One step as the pipeline runs it: sinks and window first, then the strategy, distinct positions. */
-    private int[] select(LayerSelector sel, FetchPlan plan, int layer, float[] q, int total, Cell cell) {
+    /**
+     * One step as the pipeline runs it: sinks and window first, then the strategy; per head group of
+     * {@code --head-groups}, the distinct positions it attends (a position added for some KV heads
+     * counts for the groups that hold one of them, as the pipeline reads it).
+     */
+    private int[][] select(LayerSelector sel, FetchPlan plan, int layer, float[] q, int total, Cell cell) {
         int windowFrom = local.windowFrom(size.tokens);
         int resident = local.resident(size.tokens);
+        plan.heads(heads.kvHeads, headGroups);
         plan.begin(layer, size.tokens, Math.max(0, total - resident));
         for (int t = 0; t < local.sinkEnd(size.tokens); t++) {
             plan.add(t);
@@ -515,17 +517,23 @@ public final class SelectEvalCommand implements Callable<Integer> {
         long t0 = System.nanoTime();
         sel.select(q, plan);
         cell.nanos.add(System.nanoTime() - t0);
-        boolean[] seen = new boolean[size.tokens];
-        int[] set = new int[plan.size()];
-        int n = 0;
-        for (int i = 0; i < plan.size(); i++) {
-            int p = plan.position(i);
-            if (!seen[p]) {
-                seen[p] = true;
-                set[n++] = p;
+        int perGroup = heads.kvHeads / headGroups;
+        int[][] sets = new int[headGroups][];
+        for (int g = 0; g < headGroups; g++) {
+            long bits = (perGroup >= Long.SIZE ? -1L : (1L << perGroup) - 1) << (g * perGroup);
+            boolean[] seen = new boolean[size.tokens];
+            int[] set = new int[plan.size()];
+            int n = 0;
+            for (int i = 0; i < plan.size(); i++) {
+                int p = plan.position(i);
+                if (!seen[p] && (plan.kvHeadMask(i) & bits) != 0) {
+                    seen[p] = true;
+                    set[n++] = p;
+                }
             }
+            sets[g] = Arrays.copyOf(set, n);
         }
-        return Arrays.copyOf(set, n);
+        return sets;
     }
 
     /**

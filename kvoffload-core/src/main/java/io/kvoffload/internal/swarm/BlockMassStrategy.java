@@ -34,6 +34,8 @@ public final class BlockMassStrategy implements SelectionStrategy {
     private final float pruneLogit;
     /** Rank the layout's own units (Swarm's clusters) when the layer has co-activation clusters. */
     private final boolean layoutUnits;
+    /** Rank (head group, block) pairs: one token set per group of KV heads the layout stores apart. */
+    private final boolean perHead;
 
     /**
      * The prune bound of {@code mass-mix}, in nats: the sweep terms a step skips move no block's
@@ -67,6 +69,24 @@ public final class BlockMassStrategy implements SelectionStrategy {
      */
     public BlockMassStrategy(String name, Scoring scoring, Combination combination, int blockTokens, float pruneLogit,
             boolean layoutUnits) {
+        this(name, scoring, combination, blockTokens, pruneLogit, layoutUnits, false);
+    }
+
+    /**
+     * @param perHead rank (head group, block) pairs by the heads' own estimated shares, pooled over the
+     *     groups, and add each block for the groups that chose it ({@link FetchPlan#add(int, long)}):
+     *     per-head token sets where the layout stores a token's head groups apart
+     *     ({@link FetchPlan#headGroups()} above 1, {@link io.kvoffload.Placement#HEAD_SHARDED}); with
+     *     one group it ranks exactly as without it. Needs a mass {@link Combination} and positional
+     *     blocks (not {@code layoutUnits})
+     */
+    public BlockMassStrategy(String name, Scoring scoring, Combination combination, int blockTokens, float pruneLogit,
+            boolean layoutUnits, boolean perHead) {
+        if (perHead && (layoutUnits || combination == Combination.SUM_LOGITS)) {
+            throw new IllegalArgumentException("perHead = true with layoutUnits = " + layoutUnits + ", combination = "
+                    + combination + "; allowed: positional blocks and a mass combination (HEAD_MASS, QUERY_HEAD_MASS)");
+        }
+        this.perHead = perHead;
         this.layoutUnits = layoutUnits;
         this.name = Checks.notNull("name", name);
         this.scoring = Checks.notNull("scoring", scoring);
@@ -92,7 +112,10 @@ public final class BlockMassStrategy implements SelectionStrategy {
                 new BlockMassStrategy("mass-reps-bound", Scoring.REPS_BOUND, Combination.HEAD_MASS, 16),
                 new BlockMassStrategy("swarm-mass", Scoring.MIX, Combination.HEAD_MASS, 16, PRUNE_LOGIT, true),
                 new BlockMassStrategy("swarm-mass-full", Scoring.MIX, Combination.HEAD_MASS, 16, 0f, true),
-                new BlockMassStrategy("swarm-qmass", Scoring.MIX, Combination.QUERY_HEAD_MASS, 16, PRUNE_LOGIT, true));
+                new BlockMassStrategy("swarm-qmass", Scoring.MIX, Combination.QUERY_HEAD_MASS, 16, PRUNE_LOGIT, true),
+                new BlockMassStrategy("head-mass-mix", Scoring.MIX, Combination.HEAD_MASS, 16, PRUNE_LOGIT, false, true),
+                new BlockMassStrategy("head-qmass-mix", Scoring.MIX, Combination.QUERY_HEAD_MASS, 16, PRUNE_LOGIT, false,
+                        true));
     }
 
     @Override
@@ -120,13 +143,21 @@ public final class BlockMassStrategy implements SelectionStrategy {
         }
         BlockMassIndex index = new BlockMassIndex(context.keys(), laidOut, context.shape().queryHeads(), blockTokens,
                 scoring, combination, pruneLogit);
+        if (perHead) {
+            if (context.shape().kvHeads() > Long.SIZE) {
+                throw new IllegalArgumentException("strategy " + name + " needs at most " + Long.SIZE + " KV heads; the"
+                        + " shape has kvHeads = " + context.shape().kvHeads());
+            }
+            return new HeadLayer(index, context.shape().queryHeads(), context.shape().kvHeads(), context.sinkTokens(),
+                    context.localWindow());
+        }
         return new Layer(index, context.sinkTokens(), context.localWindow());
     }
 
     @Override
     public String toString() {
         return "BlockMassStrategy{" + name + ", " + scoring + ", " + combination + ", " + blockTokens + ", prune "
-                + pruneLogit + (layoutUnits ? ", layout units" : "") + "}";
+                + pruneLogit + (layoutUnits ? ", layout units" : "") + (perHead ? ", per head" : "") + "}";
     }
 
     /** One layer's selector: scores, masks the free blocks, takes the top blocks whole. */
@@ -183,6 +214,108 @@ public final class BlockMassStrategy implements SelectionStrategy {
         @Override
         public long memoryBytes() {
             return index.memoryBytes() + 8L * scores.length;
+        }
+    }
+
+    /**
+     * One layer's per-head selector: each head's estimated shares of the blocks, summed per head group
+     * of the plan ({@link FetchPlan#headGroups()}), ranked as (group, block) pairs pooled over the
+     * groups — a sharp head spends few blocks and a diffuse one many — within the budget counted in
+     * whole entries (a pair is {@code 1 / headGroups} of its block's entries). Each chosen block is
+     * added once, for the KV heads of the groups that chose it. With one group it takes exactly the
+     * blocks {@link Layer} takes.
+     */
+    static final class HeadLayer implements LayerSelector {
+        private final BlockMassIndex index;
+        private final int rowsPerHead;
+        private final int kvHeads;
+        private final int sinks;
+        private final int window;
+        private final float[] shares;
+        private final float[] pairs;
+        private final long[] blockHeads;
+        private final int[] chosen;
+        private final PartialTopK topK;
+
+        HeadLayer(BlockMassIndex index, int queryHeads, int kvHeads, int sinks, int window) {
+            this.index = index;
+            this.kvHeads = kvHeads;
+            this.rowsPerHead = index.combination() == Combination.QUERY_HEAD_MASS ? queryHeads / kvHeads : 1;
+            this.sinks = sinks;
+            this.window = window;
+            int blocks = index.blocks();
+            this.shares = new float[kvHeads * rowsPerHead * blocks];
+            this.pairs = new float[kvHeads * blocks];
+            this.blockHeads = new long[blocks];
+            this.chosen = new int[kvHeads * blocks];
+            this.topK = new PartialTopK(kvHeads * blocks);
+        }
+
+        @Override
+        public void select(float[] query, FetchPlan plan) {
+            int budget = plan.budget();
+            if (budget <= 0) {
+                return;
+            }
+            int groups = plan.headGroups();
+            if (kvHeads % groups != 0 || groups > kvHeads) {
+                throw new IllegalStateException("plan.headGroups() = " + groups + " does not divide the layer's "
+                        + kvHeads + " KV heads");
+            }
+            int perGroup = kvHeads / groups;
+            int bt = index.blockTokens(), blocks = index.blocks();
+            index.score(query, pairs); // the shared scores, unused: it leaves each row's shares behind
+            index.headShares(shares);
+            java.util.Arrays.fill(pairs, 0, groups * blocks, 0f);
+            for (int r = 0, rows = kvHeads * rowsPerHead; r < rows; r++) {
+                int base = r / rowsPerHead / perGroup * blocks, src = r * blocks;
+                for (int b = 0; b < blocks; b++) {
+                    pairs[base + b] += shares[src + b];
+                }
+            }
+            int freeFrom = Math.max(0, plan.tokens() - window); // the window starts here
+            int candidates = 0;
+            long fresh = 0; // tokens the candidates add beyond the sinks and the window, per group
+            for (int b = 0; b < blocks; b++) {
+                int from = b * bt, to = Math.min(index.tokens(), from + bt);
+                if (to <= sinks || from >= freeFrom) {
+                    for (int g = 0; g < groups; g++) {
+                        pairs[g * blocks + b] = Float.NEGATIVE_INFINITY;
+                    }
+                } else {
+                    candidates++;
+                    fresh += Math.min(to, freeFrom) - Math.max(from, sinks);
+                }
+            }
+            // Pairs within the budget in entries (a pair reads 1/groups of its block's entries); every
+            // candidate pair once the budget covers what they add, so a full budget attends every token.
+            long want = budget >= fresh ? (long) candidates * groups
+                    : Math.min((long) candidates * groups, (long) budget * groups / bt);
+            int n = topK.top(pairs, 0, groups * blocks, (int) want, chosen, 0);
+            long groupMask = perGroup >= Long.SIZE ? -1L : (1L << perGroup) - 1;
+            int added = 0;
+            for (int i = 0; i < n; i++) {
+                int g = chosen[i] / blocks, b = chosen[i] % blocks;
+                if (blockHeads[b] == 0) {
+                    chosen[added++] = b; // chosen[0, added) becomes the distinct blocks (i ≥ added: already read)
+                }
+                blockHeads[b] |= groupMask << (g * perGroup);
+            }
+            plan.ensureCapacity(plan.size() + added * bt);
+            long all = kvHeads >= Long.SIZE ? -1L : (1L << kvHeads) - 1;
+            for (int i = 0; i < added; i++) {
+                int b = chosen[i];
+                long heads = blockHeads[b] == all ? FetchPlan.ALL_HEADS : blockHeads[b];
+                blockHeads[b] = 0;
+                for (int t = b * bt, to = Math.min(index.tokens(), t + bt); t < to; t++) {
+                    plan.add(t, heads);
+                }
+            }
+        }
+
+        @Override
+        public long memoryBytes() {
+            return index.memoryBytes() + 4L * (shares.length + pairs.length + chosen.length) + 8L * blockHeads.length;
         }
     }
 
