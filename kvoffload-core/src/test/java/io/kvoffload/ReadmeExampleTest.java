@@ -100,7 +100,7 @@ class ReadmeExampleTest {
                 Swarm.clusterLayerFromQueries(seq, l, sampledQueries[l], ClusterOptions.defaults()); // Swarm offline phase
             }
             seq.commit();                                          // durable; found again by findLongestPrefix
-            try (KvDecoder dec = seq.decoder(DecodeOptions.defaults())) {  // mass-mix, 10% budget, 256-token window
+            try (KvDecoder dec = seq.decoder(DecodeOptions.defaults())) {  // mass-auto, 10% budget, 256-token window
                 KvView next = dec.prefetch(0, query(0));           // returns at once; reads spread over all SSDs
                 for (int l = 0; l < shape.layers(); l++) {
                     KvView view = next.await();                    // K, V per KV head + positions + block table

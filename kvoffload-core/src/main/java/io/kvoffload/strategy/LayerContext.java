@@ -37,6 +37,16 @@ public interface LayerContext {
         return null;
     }
 
+    /**
+     * How many groups of KV heads the layer's layout stores each token as: 1 when a token's entry is
+     * read whole, more under {@link io.kvoffload.Placement#HEAD_SHARDED} (see
+     * {@link FetchPlan#headGroups()}, which every step's plan repeats). A strategy with per-head
+     * token sets can choose its index by it.
+     */
+    default int headGroups() {
+        return 1;
+    }
+
     /** The units of the layer's layout (pages or clusters), or null when it is not laid out. */
     default LayoutUnits layoutUnits() {
         return null;

@@ -74,6 +74,6 @@ class StrategiesRegistryTest {
     void theBuiltInProvidersRegisterEveryBuiltInStrategy() {
         assertTrue(Strategies.names().containsAll(List.of("swarm", "kvswap", "mass-mix", "oracle", "quest", "infllm",
                 "pqcache", "clusterkv", "sparq", "sparf")), Strategies.names().toString());
-        assertEquals("mass-mix", Strategies.defaultStrategy().name());
+        assertEquals("mass-auto", Strategies.defaultStrategy().name());
     }
 }

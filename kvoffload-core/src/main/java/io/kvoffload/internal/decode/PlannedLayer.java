@@ -40,7 +40,7 @@ public final class PlannedLayer extends EntryLayer {
             // The layer's keys, read once into memory when they fit, for the strategy's index.
             try (SequenceLayerKv kv = new SequenceLayerKv(sequence, layer, tokens).keysInMemory(1L << 30)) {
                 s = strategy.openLayer(new Context(shape, layer, tokens, laidOut, options, kv, stored,
-                        layout == null ? null : new Units(layout)));
+                        layout == null ? null : new Units(layout), layout == null ? 1 : layout.shards()));
             }
             if (s == null) {
                 throw new IllegalStateException("strategy " + strategy.name() + " returned no selector for layer "
@@ -97,7 +97,7 @@ public final class PlannedLayer extends EntryLayer {
     }
 
     private record Context(KvShape shape, int layer, int tokens, int laidOutTokens, DecodeOptions options, LayerKv keys,
-            StoredUnits units, LayoutUnits layoutUnits) implements LayerContext {
+            StoredUnits units, LayoutUnits layoutUnits, int headGroups) implements LayerContext {
         @Override
         public int sinkTokens() {
             return options.sinkTokens();

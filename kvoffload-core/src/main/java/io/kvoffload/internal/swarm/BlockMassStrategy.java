@@ -36,6 +36,12 @@ public final class BlockMassStrategy implements SelectionStrategy {
     private final boolean layoutUnits;
     /** Rank (head group, block) pairs: one token set per group of KV heads the layout stores apart. */
     private final boolean perHead;
+    /**
+     * Choose per layer: the shared ranking with {@link Combination#HEAD_MASS} where the layout reads a
+     * token whole, per-head sets with {@link Combination#QUERY_HEAD_MASS} where it stores head groups
+     * apart ({@link LayerContext#headGroups()} above 1).
+     */
+    private final boolean auto;
 
     /**
      * The prune bound of {@code mass-mix}, in nats: the sweep terms a step skips move no block's
@@ -82,6 +88,24 @@ public final class BlockMassStrategy implements SelectionStrategy {
      */
     public BlockMassStrategy(String name, Scoring scoring, Combination combination, int blockTokens, float pruneLogit,
             boolean layoutUnits, boolean perHead) {
+        this(name, scoring, combination, blockTokens, pruneLogit, layoutUnits, perHead, false);
+    }
+
+    /**
+     * The library's default, {@code mass-auto}: {@code mass-mix} (shared blocks, per-KV-head shares,
+     * the cheapest scoring) where a layer's layout reads each token whole, and {@code head-qmass-mix}
+     * (per-head-group blocks ranked by each query head's own shares) where it stores head groups apart
+     * ({@link io.kvoffload.Placement#HEAD_SHARDED}): there per-head sets cost no extra bytes and lift
+     * recall most (docs/benchmarks.md, "Per-head token sets").
+     */
+    public static BlockMassStrategy auto(String name, int blockTokens) {
+        return new BlockMassStrategy(name, Scoring.MIX, Combination.HEAD_MASS, blockTokens, PRUNE_LOGIT, false, false,
+                true);
+    }
+
+    private BlockMassStrategy(String name, Scoring scoring, Combination combination, int blockTokens, float pruneLogit,
+            boolean layoutUnits, boolean perHead, boolean auto) {
+        this.auto = auto;
         if (perHead && (layoutUnits || combination == Combination.SUM_LOGITS)) {
             throw new IllegalArgumentException("perHead = true with layoutUnits = " + layoutUnits + ", combination = "
                     + combination + "; allowed: positional blocks and a mass combination (HEAD_MASS, QUERY_HEAD_MASS)");
@@ -98,9 +122,10 @@ public final class BlockMassStrategy implements SelectionStrategy {
         this.pruneLogit = pruneLogit;
     }
 
-    /** The variants the library registers, the chosen one ({@code mass-mix}, the library's default) first. */
+    /** The variants the library registers, the chosen one ({@code mass-auto}, the library's default) first. */
     public static List<SelectionStrategy> variants() {
         return List.of(
+                auto("mass-auto", 16),
                 new BlockMassStrategy("mass-mix", Scoring.MIX, Combination.HEAD_MASS, 16, PRUNE_LOGIT),
                 new BlockMassStrategy("mass-mix-full", Scoring.MIX, Combination.HEAD_MASS, 16),
                 new BlockMassStrategy("mass-bound", Scoring.BOUND, Combination.HEAD_MASS, 16),
@@ -141,9 +166,10 @@ public final class BlockMassStrategy implements SelectionStrategy {
                     scoring, combination, pruneLogit);
             return new UnitLayer(index, units, laidOut, context.sinkTokens(), context.localWindow());
         }
+        boolean heads = perHead || auto && context.headGroups() > 1;
         BlockMassIndex index = new BlockMassIndex(context.keys(), laidOut, context.shape().queryHeads(), blockTokens,
-                scoring, combination, pruneLogit);
-        if (perHead) {
+                scoring, auto && heads ? Combination.QUERY_HEAD_MASS : combination, pruneLogit);
+        if (heads) {
             if (context.shape().kvHeads() > Long.SIZE) {
                 throw new IllegalArgumentException("strategy " + name + " needs at most " + Long.SIZE + " KV heads; the"
                         + " shape has kvHeads = " + context.shape().kvHeads());
@@ -157,7 +183,8 @@ public final class BlockMassStrategy implements SelectionStrategy {
     @Override
     public String toString() {
         return "BlockMassStrategy{" + name + ", " + scoring + ", " + combination + ", " + blockTokens + ", prune "
-                + pruneLogit + (layoutUnits ? ", layout units" : "") + (perHead ? ", per head" : "") + "}";
+                + pruneLogit + (layoutUnits ? ", layout units" : "") + (perHead ? ", per head" : "")
+                + (auto ? ", per head where heads are stored apart" : "") + "}";
     }
 
     /** One layer's selector: scores, masks the free blocks, takes the top blocks whole. */
