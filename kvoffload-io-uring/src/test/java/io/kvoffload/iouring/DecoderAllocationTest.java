@@ -151,6 +151,16 @@ class DecoderAllocationTest {
         assertStrategyAllocatesNothing(Strategies.defaultStrategy(), DecodeOptions.defaults());
     }
 
+    /**
+     * The default strategy where the layout stores KV-head groups apart: per-head-group sets, only
+     * the wanted groups read, views with rows that hold some heads.
+     */
+    @Test
+    void theDefaultStrategyDecodesPerHeadWithoutAllocating() throws Exception {
+        assertStrategyAllocatesNothing(Strategies.defaultStrategy(), DecodeOptions.defaults(),
+                io.kvoffload.Placement.HEAD_SHARDED);
+    }
+
     /** A baseline through the same pipeline: Quest's page bounds pick the positions, the decoder fetches them. */
     @Test
     void aBaselineStrategyDecodesWithoutAllocating() throws Exception {
@@ -171,8 +181,13 @@ class DecoderAllocationTest {
     }
 
     private void assertStrategyAllocatesNothing(SelectionStrategy strategy, DecodeOptions o) throws Exception {
+        assertStrategyAllocatesNothing(strategy, o, io.kvoffload.Placement.TOKEN_STRIPED);
+    }
+
+    private void assertStrategyAllocatesNothing(SelectionStrategy strategy, DecodeOptions o,
+            io.kvoffload.Placement placement) throws Exception {
         SyntheticWorkload w = new SyntheticWorkload(WorkloadSpec.builder(SHAPE, TOKENS).seed(5).build());
-        KvConfig cfg = TestEngines.config(TestEngines.deviceDirs(dir, 2), "io_uring").build();
+        KvConfig cfg = TestEngines.config(TestEngines.deviceDirs(dir, 2), "io_uring").placement(placement).build();
         try (KvEngine e = KvEngine.open(cfg)) {
             try (KvSequence s = e.createSequence("q", SHAPE); Arena arena = Arena.ofConfined()) {
                 int[] ids = new int[TOKENS];
@@ -194,8 +209,17 @@ class DecoderAllocationTest {
             }
             try (KvSequence s = e.openSequence("q"); KvDecoder d = s.decoder(o)) {
                 // Scoring loops other than Swarm's compile later: a longer warm-up (steps take ~1 ms).
-                assertNoAllocation(strategy.name(), d, queries, 3000);
+                assertNoAllocation(strategy.name() + " " + placement, d, queries, 3000);
                 assertTrue(d.stats().bytesRead() > 0, "read from the SSDs: " + d.stats());
+                if (placement == io.kvoffload.Placement.HEAD_SHARDED) {
+                    boolean partial = false;
+                    for (int q = 0; q < queries.length && !partial; q++) {
+                        try (KvView v = d.prefetch(0, queries[q][0]).await()) {
+                            partial = v.partialRows();
+                        }
+                    }
+                    assertTrue(partial, "per-head sets read some tokens for one head group only");
+                }
             }
         }
     }
