@@ -82,6 +82,11 @@ public final class CompareCommand implements Callable<Integer> {
     @Option(names = "--layers", defaultValue = "2", description = "Layers (default: ${DEFAULT-VALUE}).")
     int layers;
 
+    @Option(names = "--placement", defaultValue = "token-striped",
+            description = "Entry placement: token-striped, or head-sharded (each KV-head group of a token its own extent,"
+                    + " on its own SSD: per-head strategies read only their heads' groups; default: ${DEFAULT-VALUE}).")
+    String placementName;
+
     @Option(names = "--family", defaultValue = "default", completionCandidates = FamilyNames.class,
             description = "Synthetic workload family: ${COMPLETION-CANDIDATES} (default: ${DEFAULT-VALUE};"
                     + " docs/swarm-offline.md §1b).")
@@ -289,9 +294,9 @@ public final class CompareCommand implements Callable<Integer> {
         long t0 = System.nanoTime();
         List<Row> rows = new ArrayList<>();
         console.printf(Locale.ROOT, "compare: %s, %d layers, prefixes %s, budgets %s, batches %s, %d steps, %d SSD"
-                + " directories, positional groups of %d, cache %.0f%% of a layer, %s%n", shape.fingerprint(), layers,
-                Arrays.toString(sizes), Arrays.toString(spend.budgets), Arrays.toString(batches), steps, devices, group,
-                cacheShare * 100, Runtime.version());
+                + " directories (%s), positional groups of %d, cache %.0f%% of a layer, %s%n", shape.fingerprint(), layers,
+                Arrays.toString(sizes), Arrays.toString(spend.budgets), Arrays.toString(batches), steps, devices,
+                placementName, group, cacheShare * 100, Runtime.version());
         console.flush();
         bar = progress.bar("compare", work, 500);
         try {
@@ -343,6 +348,7 @@ public final class CompareCommand implements Callable<Integer> {
         range("--steps", steps, 1, 100_000);
         range("--scaling-steps", scaling.scalingSteps, 1, 100_000);
         range("--devices", devices, 1, 64);
+        placement(); // a bad --placement fails before any work
         range("--group", group, 1, 4096);
         range("--profile-queries", swarm.profileQueries, 1, 4096);
         range("--window", local.window, 0, 1 << 20);
@@ -410,12 +416,22 @@ public final class CompareCommand implements Callable<Integer> {
         // Swarm's replicas (up to 4 copies, about 1.5 measured) and alignment padding: 3× per layout is ample.
         long total = layerBytes * layers * sequences(chosen) * 3;
         long capacity = (total / deviceDirs.size() + (64L << 20)) & -(1L << 20);
-        KvConfig.Builder b = report.config(deviceDirs)
+        KvConfig.Builder b = report.config(deviceDirs).placement(placement())
                 .deviceCapacityBytes(capacity).dramBudgetBytes(dramBudget(layerBytes));
         if (model != null) {
             b.deviceModel(model);
         }
         return KvEngine.open(b.build());
+    }
+
+    /** {@code --placement} as the library's enum (the names of {@code KvConfig}'s JSON). */
+    io.kvoffload.Placement placement() {
+        return switch (placementName) {
+            case "token-striped" -> io.kvoffload.Placement.TOKEN_STRIPED;
+            case "head-sharded" -> io.kvoffload.Placement.HEAD_SHARDED;
+            default -> throw new IllegalArgumentException("--placement = " + placementName
+                    + "; allowed: token-striped, head-sharded");
+        };
     }
 
     /**
@@ -545,7 +561,7 @@ public final class CompareCommand implements Callable<Integer> {
                         acc.select(after.selectNanos() - before.selectNanos());
                         synchronized (acc) {
                             acc.fetches++;
-                            acc.rows += v.tokenCount();
+                            acc.rows += entryRows(v);
                             acc.bytes += after.bytesRead() - before.bytesRead();
                             acc.reads += after.readRequests() - before.readRequests();
                             acc.ioNanos += after.ioNanos() - before.ioNanos();
@@ -563,9 +579,15 @@ public final class CompareCommand implements Callable<Integer> {
                             }
                             ExactAttention.Result ex = f.exact[l][step];
                             sparse.attend(v, q, output);
+                            // A per-head view: each query head's mass on the rows that hold its KV head.
+                            double mass = v.partialRows()
+                                    ? QualityMetrics.attentionMassRecall(f.headWeights(l, step), shape.groupSize(), v)
+                                    : QualityMetrics.attentionMassRecall(ex.weights(), positions);
+                            double topK = v.partialRows() ? headTopK(v, ex.weights(), budgetTokens)
+                                    : QualityMetrics.topKRecall(ex.weights(), positions, budgetTokens);
                             synchronized (acc) {
-                                acc.mass += QualityMetrics.attentionMassRecall(ex.weights(), positions);
-                                acc.topK += QualityMetrics.topKRecall(ex.weights(), positions, budgetTokens);
+                                acc.mass += mass;
+                                acc.topK += topK;
                                 acc.error += QualityMetrics.relativeError(ex.output(), output);
                                 acc.quality++;
                             }
@@ -588,13 +610,46 @@ public final class CompareCommand implements Callable<Integer> {
         }
     }
 
-    /** Rows whose K or V differ from the source KV at their position (must be 0). */
+    /** Rows a view attends, in whole entries: a row that holds some KV heads counts their share. */
+    private double entryRows(KvView v) {
+        if (!v.partialRows()) {
+            return v.tokenCount();
+        }
+        double rows = 0;
+        long all = heads.kvHeads >= Long.SIZE ? -1L : (1L << heads.kvHeads) - 1;
+        for (int r = 0; r < v.tokenCount(); r++) {
+            rows += Long.bitCount(v.headMask(r) & all) / (double) heads.kvHeads;
+        }
+        return rows;
+    }
+
+    /** Top-k recall of a per-head view: each KV head's rows against the top tokens, averaged over KV heads. */
+    private double headTopK(KvView v, float[] weights, int k) {
+        double sum = 0;
+        int[] rows = new int[v.tokenCount()];
+        for (int h = 0; h < heads.kvHeads; h++) {
+            int n = 0;
+            for (int r = 0; r < rows.length; r++) {
+                if ((v.headMask(r) >>> h & 1) != 0) {
+                    rows[n++] = v.position(r);
+                }
+            }
+            sum += QualityMetrics.topKRecall(weights, Arrays.copyOf(rows, n), k);
+        }
+        return sum / heads.kvHeads;
+    }
+
+    /** Rows whose K or V differ from the source KV at their position (must be 0); a head a row does not hold is not compared. */
     private long check(CompareFixture f, int layer, KvView v) {
         int row = heads.headDim * shape.dtype().bytes();
         long bad = 0;
         for (int r = 0; r < v.tokenCount(); r++) {
             int p = v.position(r);
+            long held = v.headMask(r);
             for (int h = 0; h < heads.kvHeads; h++) {
+                if ((held >>> h & 1) == 0) {
+                    continue;
+                }
                 long src = ((long) p * heads.kvHeads + h) * row;
                 if (v.keys(h).asSlice((long) r * row, row).mismatch(f.keys[layer].asSlice(src, row)) != -1
                         || v.values(h).asSlice((long) r * row, row).mismatch(f.values[layer].asSlice(src, row)) != -1) {

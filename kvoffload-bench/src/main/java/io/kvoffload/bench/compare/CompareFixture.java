@@ -56,6 +56,8 @@ final class CompareFixture implements AutoCloseable {
     final int firstScored;
     final ExactAttention attention;
     final ExactAttention.Result[][] exact;
+    /** Per-query-head exact weights, computed for the steps a per-head view is scored at. */
+    private final float[][][][] headWeights;
     final List<Map<String, TokenSelector>> selectors = new ArrayList<>();
     final Map<String, Long> indexBytes = new LinkedHashMap<>();
     final Map<Layout, int[][][]> clusters = new EnumMap<>(Layout.class);
@@ -63,6 +65,14 @@ final class CompareFixture implements AutoCloseable {
     final Path root;
     List<Path> dirs;
     KvEngine engine;
+
+    /** Each query head's exact attention weights at layer {@code l}, scored step {@code s}. */
+    synchronized float[][] headWeights(int l, int s) {
+        if (headWeights[l][s] == null) {
+            headWeights[l][s] = attention.headWeights(dense[l], query(l, 0, s));
+        }
+        return headWeights[l][s];
+    }
 
     CompareFixture(CompareCommand cmd, int n, List<Strategy> chosen) throws IOException {
         this.cmd = cmd;
@@ -75,6 +85,7 @@ final class CompareFixture implements AutoCloseable {
         this.dense = new DenseLayerKv[cmd.layers];
         this.attention = ExactAttention.of(cmd.shape);
         this.exact = new ExactAttention.Result[cmd.layers][cmd.steps];
+        this.headWeights = new float[cmd.layers][cmd.steps][][];
         for (int l = 0; l < cmd.layers; l++) {
             keys[l] = arena.allocate((long) n * cmd.shape.halfEntryBytes(), 64);
             values[l] = arena.allocate((long) n * cmd.shape.halfEntryBytes(), 64);

@@ -74,8 +74,12 @@ public final class IoStrategies {
             new Strategy("sparf-qh", Layout.OWN, "sparf-qh", "SparF from flash, top-r dimensions per query head"
                     + " (Algorithm 1 as written; under GQA a KV head's slices are its query heads' union)"),
             new Strategy("swarm", Layout.SWARM, null, "Swarm: co-activation clusters, medoid index, replicas, Eq. 7"),
-            new Strategy("mass-mix", Layout.POSITIONAL, "mass-mix", "The library's default: 16-token blocks ranked by"
-                    + " per-head attention shares of int8 min/max/mean key summaries"),
+            new Strategy("mass-auto", Layout.POSITIONAL, "mass-auto", "The library's default: mass-mix, or"
+                    + " head-qmass-mix where the layout stores KV-head groups apart (--placement head-sharded)"),
+            new Strategy("mass-mix", Layout.POSITIONAL, "mass-mix", "16-token blocks ranked by per-head attention"
+                    + " shares of int8 min/max/mean key summaries, one token set for all heads"),
+            new Strategy("head-qmass-mix", Layout.POSITIONAL, "head-qmass-mix", "One token set per stored head group:"
+                    + " (group, block) pairs ranked by each query head's own estimated shares, pooled"),
             new Strategy("swarm-mass", Layout.SWARM, "swarm-mass", "Swarm's clusters (its offline phase) ranked by"
                     + " mass-mix's per-head estimate instead of medoid scores"),
             new Strategy("swarm-qmass", Layout.SWARM, "swarm-qmass", "Swarm's clusters ranked by per-query-head"
@@ -86,7 +90,7 @@ public final class IoStrategies {
                     "Swarm ablation No-Balance placement: every cluster starts on SSD 0"));
 
     /** The default set: the strategies issue #7 names and the library's default (SparQ/SparF on request). */
-    public static final String DEFAULTS = "oracle,infllm,quest,pqcache,clusterkv,kvswap,swarm,mass-mix,medoid-only,"
+    public static final String DEFAULTS = "oracle,infllm,quest,pqcache,clusterkv,kvswap,swarm,mass-auto,medoid-only,"
             + "no-replica,no-balance";
 
     /** The strategy called {@code name}. */

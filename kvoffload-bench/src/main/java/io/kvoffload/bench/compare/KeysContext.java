@@ -12,15 +12,21 @@ import io.kvoffload.strategy.StoredUnits;
  * or with the unit layout a stored sequence holds ({@code compare}'s DRAM index of SparF).
  */
 public record KeysContext(KvShape shape, int layer, LayerKv keys, int sinkTokens, int localWindow, StoredUnits units,
-        LayoutUnits layoutUnits) implements LayerContext {
-    /** Keys only: no unit layout, no layout units. */
+        LayoutUnits layoutUnits, int headGroups) implements LayerContext {
+    /** Keys only: no unit layout, no layout units, tokens stored whole. */
     public KeysContext(KvShape shape, int layer, LayerKv keys, int sinkTokens, int localWindow) {
-        this(shape, layer, keys, sinkTokens, localWindow, null, null);
+        this(shape, layer, keys, sinkTokens, localWindow, null, null, 1);
     }
 
     /** Keys and a stored unit layout. */
     public KeysContext(KvShape shape, int layer, LayerKv keys, int sinkTokens, int localWindow, StoredUnits units) {
-        this(shape, layer, keys, sinkTokens, localWindow, units, null);
+        this(shape, layer, keys, sinkTokens, localWindow, units, null, 1);
+    }
+
+    /** Keys and layout units (Swarm's clusters), tokens stored whole. */
+    public KeysContext(KvShape shape, int layer, LayerKv keys, int sinkTokens, int localWindow, StoredUnits units,
+            LayoutUnits layoutUnits) {
+        this(shape, layer, keys, sinkTokens, localWindow, units, layoutUnits, 1);
     }
 
     @Override

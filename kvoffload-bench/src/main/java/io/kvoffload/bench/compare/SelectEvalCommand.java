@@ -373,7 +373,8 @@ public final class SelectEvalCommand implements Callable<Integer> {
             layerKv[layer] = kv;
             LayerSelector[] selectors = new LayerSelector[chosen.size()];
             for (int i = 0; i < selectors.length; i++) {
-                selectors[i] = chosen.get(i).openLayer(new KeysContext(shape, layer, kv, local.sinks, local.window));
+                selectors[i] = chosen.get(i).openLayer(new KeysContext(shape, layer, kv, local.sinks, local.window, null,
+                        null, headGroups));
             }
             FetchPlan plan = new FetchPlan();
             for (int s = 0; s < steps; s++) {

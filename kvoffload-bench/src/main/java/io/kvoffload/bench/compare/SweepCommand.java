@@ -67,6 +67,10 @@ public final class SweepCommand implements Callable<Integer> {
             description = "Strategies; the first must be oracle (default: ${DEFAULT-VALUE}).")
     List<String> strategies;
 
+    @Option(names = "--placement", defaultValue = "token-striped",
+            description = "Entry placement of every cell: token-striped or head-sharded (default: ${DEFAULT-VALUE}).")
+    String placement;
+
     @Mixin
     ReportOptions report = new ReportOptions("kvoffload-bench/target/reports/compare-sweep");
 
@@ -105,6 +109,7 @@ public final class SweepCommand implements Callable<Integer> {
                             "--steps", String.valueOf(steps), "--layers", String.valueOf(workload.layers),
                             "--profile-queries", String.valueOf(profileQueries), "--strategies", String.join(",", strategies),
                             "--seed", String.valueOf(workload.seed), "--fio-seconds", "0", "--backend", report.backend,
+                            "--placement", placement,
                             "--out", report.out.resolve(name).toString(), "--no-progress"));
                     args.addAll(spend.args());
                     if (report.work != null) {

@@ -60,6 +60,13 @@ public class BlockMassSelectionBench {
         @Param({"hashed"})
         String keys;
 
+        /**
+         * Head groups the plan says the layout stores a token as ({@code FetchPlan.headGroups}): 1
+         * token-striped; 8 (every KV head apart) for the per-head strategies under head sharding.
+         */
+        @Param({"1"})
+        int headGroups;
+
         LayerSelector selector;
         FetchPlan plan = new FetchPlan();
         float[][] queries;
@@ -71,8 +78,10 @@ public class BlockMassSelectionBench {
             KvShape shape = new KvShape(1, QUERY_HEADS, KV_HEADS, HEAD_DIM, DType.BF16);
             Workload workload = keys.equals("hashed") ? null : WorkloadFamily.byName(keys).create(shape, tokens, SEED);
             LayerKv layer = workload == null ? new SelectionFixture.HashedKeys(tokens, KV_HEADS, HEAD_DIM, SEED) : workload.layer(0);
-            selector = Strategies.named(strategy).openLayer(new KeysContext(shape, 0, layer, SINKS, WINDOW));
+            selector = Strategies.named(strategy).openLayer(new KeysContext(shape, 0, layer, SINKS, WINDOW, null, null,
+                    headGroups));
             budget = (int) Math.ceil(BUDGET_SHARE * tokens) - SINKS - WINDOW;
+            plan.heads(KV_HEADS, headGroups);
             plan.ensureCapacity(budget + 64);
             SplittableRandom r = new SplittableRandom(SEED ^ 0x5DEECE66DL);
             queries = new float[16][];
