@@ -130,7 +130,7 @@ class PerHeadAttentionTest {
     @ValueSource(ints = {2, 4})
     void rowsHoldExactlyTheHeadGroupsReadBitExact(int devices) {
         KvShape shape = shape(DType.BF16);
-        try (KvEngine e = KvEngine.open(PerHeadViews.config(root, devices))) {
+        try (KvEngine e = KvEngine.open(PerHeadViews.config(root, devices).build())) {
             PerHeadViews.Layer[] stored = PerHeadViews.store(e, "s", shape, TOKENS, 3);
             PerHeadViews.Script script = new PerHeadViews.Script();
             try (KvSequence s = e.openSequence("s"); KvDecoder d = s.decoder(PerHeadViews.options(script, SINKS, WINDOW))) {
@@ -189,7 +189,7 @@ class PerHeadAttentionTest {
     void kernelsAttendEachHeadsRowsOnlyAndNeverTheUnreadBytes(DType dtype, int devices) {
         KvShape shape = shape(dtype);
         int kv = shape.kvHeads(), d = shape.headDim();
-        try (KvEngine e = KvEngine.open(PerHeadViews.config(root, devices))) {
+        try (KvEngine e = KvEngine.open(PerHeadViews.config(root, devices).build())) {
             PerHeadViews.Layer[] stored = PerHeadViews.store(e, "s", shape, TOKENS, 5, NAN_LAYER);
             PerHeadViews.Script script = new PerHeadViews.Script();
             try (KvSequence s = e.openSequence("s"); KvDecoder dec = s.decoder(PerHeadViews.options(script, SINKS, WINDOW))) {
@@ -252,7 +252,7 @@ class PerHeadAttentionTest {
     void aHeadNoRowHoldsGetsZerosOrOnlyItsExtraRows() {
         KvShape shape = shape(DType.F16);
         int kv = shape.kvHeads(), d = shape.headDim();
-        try (KvEngine e = KvEngine.open(PerHeadViews.config(root, 4))) {
+        try (KvEngine e = KvEngine.open(PerHeadViews.config(root, 4).build())) {
             PerHeadViews.Layer[] stored = PerHeadViews.store(e, "s", shape, TOKENS, 9, NAN_LAYER);
             PerHeadViews.Script script = new PerHeadViews.Script();
             try (KvSequence s = e.openSequence("s"); KvDecoder dec = s.decoder(PerHeadViews.options(script, 0, 0))) {
@@ -298,7 +298,7 @@ class PerHeadAttentionTest {
     @Test
     void kernelsAllocateNothingOverPartialViewsInSteadyState() {
         KvShape shape = shape(DType.BF16);
-        try (KvEngine e = KvEngine.open(PerHeadViews.config(root, 4))) {
+        try (KvEngine e = KvEngine.open(PerHeadViews.config(root, 4).build())) {
             PerHeadViews.store(e, "s", shape, TOKENS, 13);
             PerHeadViews.Script script = new PerHeadViews.Script();
             try (KvSequence s = e.openSequence("s"); KvDecoder dec = s.decoder(PerHeadViews.options(script, SINKS, WINDOW))) {
@@ -335,7 +335,7 @@ class PerHeadAttentionTest {
     void perHeadMassRecallCountsEachHeadsOwnRows(int devices) {
         KvShape shape = shape(DType.F32);
         int kv = shape.kvHeads(), d = shape.headDim(), qh = shape.queryHeads();
-        try (KvEngine e = KvEngine.open(PerHeadViews.config(root, devices))) {
+        try (KvEngine e = KvEngine.open(PerHeadViews.config(root, devices).build())) {
             PerHeadViews.Layer layer = PerHeadViews.store(e, "s", shape, TOKENS, 21)[0];
             float[][] kh = new float[kv][TOKENS * d];
             float[][] vh = new float[kv][TOKENS * d];

@@ -43,10 +43,14 @@ public final class PerHeadViews {
 
     private PerHeadViews() {}
 
-    /** {@code devices} device directories under {@code root}, head-sharded, blocks of 16 tokens, the portable backend. */
-    public static KvConfig config(Path root, int devices) {
+    /**
+     * {@code devices} device directories under {@code root}, head-sharded, blocks of 16 tokens, the
+     * portable backend ({@code kvHeads / g} heads per group, {@code g} the largest divisor of the KV
+     * heads not above {@code devices}). A builder, so a caller may change more (e.g. turn the GPU off).
+     */
+    public static KvConfig.Builder config(Path root, int devices) {
         return TestEngines.config(TestEngines.deviceDirs(root, devices), "portable").blockTokens(16)
-                .placement(Placement.HEAD_SHARDED).build();
+                .placement(Placement.HEAD_SHARDED);
     }
 
     /**
