@@ -18,6 +18,16 @@ import java.lang.foreign.MemorySegment;
  * <p>Extra rows (the current token's K and V, which an engine has in hand before they are in the
  * view) are attended after the view's rows, in the order given.
  *
+ * <p><b>Rows that hold only some KV heads.</b> When the view has {@link KvView#partialRows() partial
+ * rows} (a per-head strategy under {@link Placement#HEAD_SHARDED}), query head {@code h} attends
+ * only the rows whose {@link KvView#headMask(int) head mask} holds its KV head {@code h / groupSize},
+ * plus every extra row: a left-out (row, head) pair takes no part in the softmax (its logit is
+ * {@code -∞}, so it moves neither the maximum nor the normaliser) and its value is never read, so
+ * the undefined bytes of a head that was not fetched (stale, or NaN) cannot leak into the output.
+ * The result equals this kernel over a view holding exactly that head's rows. A query head with no
+ * row at all (no row of the view holds its KV head and there are no extra rows) gets an output of
+ * zeros. Without partial rows the arithmetic is exactly the whole-view one.
+ *
  * <p>An instance keeps its scratch buffers (grown to the largest view seen), so repeated calls
  * allocate nothing; one thread at a time.
  */
@@ -65,12 +75,20 @@ public final class SparseAttention {
         int es = dt.bytes();
         int group = shape.groupSize();
         java.util.Arrays.fill(out, 0f);
+        // Rows that hold only some KV heads: decided once per view (the masks are read only then).
+        boolean partial = n > 0 && view.rows.partialRows();
         for (int h = 0; h < qh; h++) {
             int kvh = h / group;
             // The view's own slices: no per-step scope to create, and the view is open throughout.
             MemorySegment keys = view.rawKeys(kvh);
             MemorySegment values = view.rawValues(kvh);
+            int attended = 0;
             for (int i = 0; i < total; i++) {
+                if (partial && i < n && !holds(view, i, kvh)) {
+                    logits[i] = Float.NEGATIVE_INFINITY; // left out: weight exactly 0, the maximum unmoved
+                    continue;
+                }
+                attended++;
                 if (i < n) {
                     ElementCodec.read(dt, keys, (long) i * d * es, key, 0, d);
                 } else {
@@ -83,8 +101,14 @@ public final class SparseAttention {
                 s *= scale;
                 logits[i] = s;
             }
+            if (attended == 0) {
+                continue; // no row holds this head: its output stays zeros
+            }
             float norm = Softmax.exponentiate(logits, 0, total);
             for (int i = 0; i < total; i++) {
+                if (partial && i < n && !holds(view, i, kvh)) {
+                    continue; // its value bytes are undefined: never multiplied in, not even by 0
+                }
                 if (i < n) {
                     ElementCodec.read(dt, values, (long) i * d * es, value, 0, d);
                 } else {
@@ -96,5 +120,10 @@ public final class SparseAttention {
                 }
             }
         }
+    }
+
+    /** Whether row {@code row} of a view with partial rows holds KV head {@code kvh} (below 64 there). */
+    private static boolean holds(KvView view, int row, int kvh) {
+        return (view.rows.headMask(row) >>> kvh & 1L) != 0;
     }
 }

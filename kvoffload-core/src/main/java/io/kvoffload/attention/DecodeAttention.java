@@ -31,6 +31,16 @@ import java.util.Arrays;
  * {@link Math#exp}, scalar, so the result matches the reference exactly; it is a visible part of the
  * cost at short head dimensions. The {@code jdk.incubator.vector} module is not needed.
  *
+ * <p><b>Rows that hold only some KV heads.</b> Over a view with {@link KvView#partialRows() partial
+ * rows} (a per-head strategy under {@link io.kvoffload.Placement#HEAD_SHARDED}) the query heads of
+ * KV head {@code kvh} attend only the rows whose {@link KvView#headMask(int) head mask} has bit
+ * {@code kvh}, plus every extra row, exactly as the reference does: a left-out row's score becomes
+ * {@code -∞} (weight exactly 0, the maximum and the normaliser unmoved) and its value row is zeroed
+ * after decoding, so the undefined bytes of a head that was not fetched (stale, or NaN) never reach
+ * the output; adding {@code 0 · 0} leaves the sum bit for bit as skipping the row would. A query head
+ * with no row at all (no view row holds its KV head and there are no extra rows) gets zeros. The
+ * masks are read once per call; without partial rows none of this runs.
+ *
  * <p><b>Layout of rows given as floats.</b> {@code rows × kvHeads × headDim} floats, row after
  * row, KV head after KV head: the layout of {@link io.kvoffload.KvSequence#appendKv(int, float[],
  * float[])}. Keys must already carry their rotary position encoding, as the view's do.
@@ -72,6 +82,8 @@ public final class DecodeAttention {
     private final float[][] headOut;
     /** Scores, then weights, of one KV head's group: {@code [groupHead][row]}, capacity {@link #capacity} rows. */
     private float[] logits = new float[0];
+    /** The view's head masks, one per row, copied once per call when it has partial rows (capacity {@link #capacity}). */
+    private long[] masks = new long[0];
     private int capacity;
 
     /** A kernel for {@code shape}; its scratch grows to the largest call. */
@@ -145,6 +157,7 @@ public final class DecodeAttention {
         if (capacity < rows) {
             capacity = rows;
             logits = new float[group * rows];
+            masks = new long[rows];
         }
     }
 
@@ -152,6 +165,13 @@ public final class DecodeAttention {
         int total = n + extra;
         ensure(total);
         int stride = kvHeads * d;
+        // Rows that hold only some KV heads: decided once per view, the masks read once.
+        boolean partial = n > 0 && ViewAccess.partialRows(view);
+        if (partial) {
+            for (int r = 0; r < n; r++) {
+                masks[r] = ViewAccess.headMask(view, r);
+            }
+        }
         for (int kvh = 0; kvh < kvHeads; kvh++) {
             int q0 = kvh * group * d;
             if (n > 0) {
@@ -173,6 +193,10 @@ public final class DecodeAttention {
                     score(query, q0, n + r, b);
                 }
             }
+            if (partial && leaveOut(kvh, n) + extra == 0) {
+                Arrays.fill(out, q0, q0 + group * d, 0f); // no row holds this KV head: zeros, as the reference
+                continue;
+            }
             softmax(total);
             for (float[] o : headOut) {
                 Arrays.fill(o, 0f);
@@ -182,6 +206,9 @@ public final class DecodeAttention {
                 for (int r = 0; r < n; r += block) {
                     int b = Math.min(block, n - r);
                     decodeValues(values, r, b);
+                    if (partial) {
+                        zeroLeftOut(kvh, r, b);
+                    }
                     accumulate(r, b);
                 }
             }
@@ -254,6 +281,37 @@ public final class DecodeAttention {
             int s0 = base + i * stride;
             for (int j = 0; j < d; j++) {
                 t[j][i] = src[s0 + j];
+            }
+        }
+    }
+
+    /**
+     * The view rows {@code [0, n)} whose mask lacks KV head {@code kvh} get score {@code -∞} for every
+     * query head of the group; returns how many rows hold the head.
+     */
+    private int leaveOut(int kvh, int n) {
+        int held = 0;
+        for (int r = 0; r < n; r++) {
+            if ((masks[r] >>> kvh & 1L) != 0) {
+                held++;
+            } else {
+                for (int g = 0; g < group; g++) {
+                    logits[g * capacity + r] = Float.NEGATIVE_INFINITY;
+                }
+            }
+        }
+        return held;
+    }
+
+    /**
+     * Zeroes the decoded value rows of block {@code [row, row+b)} whose mask lacks KV head
+     * {@code kvh}: their weight is 0 and so is their value, so they add {@code +0} (the sum, which
+     * starts at {@code +0}, is never {@code -0}, so it is unchanged) where undefined bytes could add NaN.
+     */
+    private void zeroLeftOut(int kvh, int row, int b) {
+        for (int i = 0; i < b; i++) {
+            if ((masks[row + i] >>> kvh & 1L) == 0) {
+                Arrays.fill(valueRows[i], 0f);
             }
         }
     }

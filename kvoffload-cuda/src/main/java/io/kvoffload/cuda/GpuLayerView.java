@@ -10,7 +10,9 @@ import jcuda.runtime.cudaStream_t;
  * A gathered layer on the GPU, in a {@link LayerStreamBuffer} slot, loaded from a
  * {@link io.kvoffload.KvView}: per-head K and V, token positions and the block table at the offsets
  * of its {@link ViewLayout}. Pointers come as JCuda {@link CUdeviceptr}s and as raw addresses (for
- * kernels launched through other bindings).
+ * kernels launched through other bindings). Every row holds every KV head: a
+ * {@link io.kvoffload.KvView} with {@link io.kvoffload.KvView#partialRows() partial rows} is refused by
+ * {@link LayerStreamBuffer#load}, since no head masks are uploaded.
  *
  * <p>The copies that fill it run on the buffer's copy stream; before reading it, the engine's
  * kernel stream waits for {@link #ready} with {@link #waitOn(cudaStream_t)} (on the GPU, not the

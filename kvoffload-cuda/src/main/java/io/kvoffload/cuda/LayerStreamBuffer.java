@@ -93,7 +93,9 @@ public final class LayerStreamBuffer implements AutoCloseable {
      *
      * @throws IllegalStateException if the view is not ready, the buffer is closed, or the slot's
      *     previous device view was never released
-     * @throws IllegalArgumentException if the view's shape, block size or token count does not fit
+     * @throws IllegalArgumentException if the view's shape, block size or token count does not fit,
+     *     or it has partial rows ({@link KvView#partialRows()}: the upload carries no head masks, see
+     *     {@link ViewUpload})
      */
     public synchronized GpuLayerView load(KvView view) {
         if (closed) {

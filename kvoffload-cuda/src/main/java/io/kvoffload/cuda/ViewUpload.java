@@ -22,6 +22,14 @@ import java.util.List;
  *
  * The unused capacity of the view's segments (rows past {@code tokenCount}) is never copied.
  *
+ * <p><b>Views with partial rows are refused.</b> A view whose rows may hold only some KV heads
+ * ({@link KvView#partialRows()}: a per-head strategy under {@code HEAD_SHARDED}) carries undefined
+ * K/V bytes in the heads a row does not hold, and which heads those are is known only from
+ * {@link KvView#headMask(int)}. The device layout has no room for those masks and no kernel here
+ * reads them, so such a view is refused rather than uploaded as if every row were whole; attend it
+ * on the CPU ({@link io.kvoffload.attention.DecodeAttention} leaves the missing heads out), or use a
+ * shared-set strategy for layers that go to the GPU.
+ *
  * @param layout the device layout the copies fill
  * @param layer the view's layer
  * @param copies the copies, in order
@@ -45,7 +53,8 @@ record ViewUpload(ViewLayout layout, int layer, List<RowCopy> copies) {
      * and up to {@code maxTokens} tokens, after checking that the view fits it.
      *
      * @throws IllegalStateException if the view is not ready (still fetching, or closed)
-     * @throws IllegalArgumentException if its shape, block size or token count does not fit the buffer
+     * @throws IllegalArgumentException if its shape, block size or token count does not fit the
+     *     buffer, or it has partial rows ({@link KvView#partialRows()}; see the class comment)
      */
     static ViewUpload plan(KvView view, KvShape shape, int blockTokens, int maxTokens) {
         if (view == null) {
@@ -60,6 +69,12 @@ record ViewUpload(ViewLayout layout, int layer, List<RowCopy> copies) {
                     + view.blockTokens() + "; this buffer holds " + shape + " with blockTokens " + blockTokens);
         }
         int n = view.tokenCount();
+        if (view.partialRows()) {
+            throw new IllegalArgumentException("the KvView of layer " + view.layer() + " (" + n + " rows) has partial"
+                    + " rows: a per-head strategy read only some KV heads of some rows (KvView.headMask), and the"
+                    + " other heads' K/V are undefined bytes; the GPU upload holds whole rows only (no head masks),"
+                    + " so attend this view on the CPU (DecodeAttention) or decode the layer with a shared-set strategy");
+        }
         if (n > maxTokens) {
             throw new IllegalArgumentException("the KvView of layer " + view.layer() + " holds " + n
                     + " tokens; allowed: 0.." + maxTokens + " (the buffer's maxTokens)");

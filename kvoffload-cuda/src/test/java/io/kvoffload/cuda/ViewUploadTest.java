@@ -15,6 +15,7 @@ import io.kvoffload.KvSequence;
 import io.kvoffload.KvShape;
 import io.kvoffload.KvView;
 import io.kvoffload.cuda.bindings.Bounds;
+import io.kvoffload.testing.PerHeadViews;
 import io.kvoffload.testing.TestEngines;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -148,6 +149,36 @@ class ViewUploadTest {
                 try (KvView empty = d.prefetch(0, new int[0], 0).await()) {
                     ViewUpload plan = ViewUpload.plan(empty, SHAPE, 16, 256);
                     assertEquals(0, plan.bytes(), "an empty view moves nothing");
+                }
+            }
+        }
+    }
+
+    /**
+     * A view with partial rows (a per-head plan under HEAD_SHARDED) is refused, naming the view and
+     * why: the upload carries no head masks, and the heads a row does not hold are undefined bytes.
+     * The same positions wanted by every head upload as before.
+     */
+    @Test
+    void viewsWithPartialRowsAreRefusedNamingWhy() {
+        KvShape shape = new KvShape(2, 8, 4, 32, DType.BF16);
+        PerHeadViews.Script script = new PerHeadViews.Script();
+        try (KvEngine e = TestEngines.open(PerHeadViews.config(root, 2).gpu(KvConfig.Gpu.OFF).build())) {
+            PerHeadViews.store(e, "s", shape, 256, 3);
+            try (KvSequence s = e.openSequence("s"); KvDecoder d = s.decoder(PerHeadViews.options(script, 4, 16))) {
+                int[] pos = {20, 40, 60, 80};
+                script.next(pos, new long[] {0b0001, 0b0010, 0b1100, 0b0001}); // 2 groups of 2 heads: some rows half
+                try (KvView view = d.prefetch(0, new float[8 * 32]).await()) {
+                    assertTrue(view.partialRows());
+                    var ex = assertThrows(IllegalArgumentException.class, () -> ViewUpload.plan(view, shape, 16, 256));
+                    assertTrue(ex.getMessage().contains("KvView of layer 0 (24 rows) has partial rows")
+                            && ex.getMessage().contains("no head masks"), ex.getMessage());
+                }
+                long[] whole = new long[pos.length];
+                Arrays.fill(whole, io.kvoffload.strategy.FetchPlan.ALL_HEADS);
+                script.next(pos, whole);
+                try (KvView view = d.prefetch(0, new float[8 * 32]).await()) {
+                    assertEquals(24, ViewUpload.plan(view, shape, 16, 256).layout().tokens(), "whole rows upload");
                 }
             }
         }

@@ -57,7 +57,9 @@ public final class Softmax {
     /**
      * Replaces {@code x[off, off + n)} by {@code exp(x − max)} (as floats) and returns the
      * normaliser {@code (float) (1 / Σ)}: the row's softmax is each element times it (an empty row's
-     * normaliser is infinite and multiplies nothing).
+     * normaliser is infinite and multiplies nothing). An element of {@code -∞} becomes exactly 0 and
+     * changes neither the maximum nor the sum, as long as one element is finite: how the attention
+     * kernels leave a row out for a head. A row of only {@code -∞} gives NaN; callers skip it.
      */
     public static float exponentiate(float[] x, int off, int n) {
         float max = Float.NEGATIVE_INFINITY;
