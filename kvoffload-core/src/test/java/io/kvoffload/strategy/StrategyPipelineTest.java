@@ -202,6 +202,97 @@ class StrategyPipelineTest {
         }
     }
 
+    /**
+     * The default strategy where the layout stores KV-head groups apart (4 heads on 4 devices, one group
+     * each): it picks per-group sets as {@code head-qmass-mix} does with the plan's 4 groups, the pipeline
+     * reads only those groups (rows hold exactly the groups chosen for them, bit-exact), the reference
+     * kernel over such a view matches per-head attention over the same sets, and a full budget attends
+     * every token with every head.
+     */
+    @Test
+    void theDefaultReadsPerHeadGroupsUnderHeadSharding() throws Exception {
+        KvShape shape = new KvShape(2, 8, 4, 32, DType.BF16);
+        int tokens = 1024;
+        double sparsity = 0.1;
+        try (KvEngine e = KvEngine.open(io.kvoffload.testing.PerHeadViews.config(root, 4).build())) {
+            io.kvoffload.testing.PerHeadViews.Layer[] stored = io.kvoffload.testing.PerHeadViews.store(e, "h", shape,
+                    tokens, 41);
+            DecodeOptions o = DecodeOptions.builder().sparsity(sparsity).sinkTokens(SINKS).localWindow(WINDOW).build();
+            boolean partial = false;
+            try (KvSequence s = e.openSequence("h"); KvDecoder d = s.decoder(o)) {
+                io.kvoffload.SparseAttention attention = new io.kvoffload.SparseAttention(shape);
+                for (int step = 0; step < 3; step++) {
+                    for (int l = 0; l < shape.layers(); l++) {
+                        float[] q = io.kvoffload.testing.PerHeadViews.rounded(new java.util.Random(step * 7 + l),
+                                DType.F32, shape.queryHeads() * shape.headDim(), 1f);
+                        LayerSelector sel = Strategies.named("head-qmass-mix").openLayer(new TestLayerContext(shape, l,
+                                layerKv(stored[l]), SINKS, WINDOW));
+                        int[][] want = perGroupRows(sel, l, tokens, q, sparsity, shape.kvHeads());
+                        try (KvView v = d.prefetch(l, q).await()) {
+                            io.kvoffload.testing.PerHeadViews.assertHeldHeadsBitExact(v, stored[l]);
+                            int[][] got = io.kvoffload.testing.PerHeadViews.attendedPerHead(v);
+                            for (int h = 0; h < shape.kvHeads(); h++) {
+                                java.util.Arrays.sort(got[h]);
+                                assertEquals(java.util.Arrays.toString(want[h]), java.util.Arrays.toString(got[h]),
+                                        "KV head " + h + " layer " + l + " step " + step);
+                            }
+                            partial |= v.partialRows();
+                            float[] out = new float[shape.queryHeads() * shape.headDim()];
+                            attention.attend(v, q, out);
+                            double[] ref = io.kvoffload.testing.PerHeadViews.reference(stored[l], got, q, null, null, 0);
+                            for (int i = 0; i < out.length; i++) {
+                                assertEquals(ref[i], out[i], 1e-4 * (1 + Math.abs(ref[i])), "output " + i);
+                            }
+                        }
+                    }
+                }
+            }
+            assertTrue(partial, "heads chose different blocks at least once");
+            DecodeOptions full = DecodeOptions.builder().sparsity(1.0).sinkTokens(SINKS).localWindow(WINDOW).build();
+            try (KvSequence s = e.openSequence("h"); KvDecoder d = s.decoder(full);
+                    KvView v = d.prefetch(0, new float[shape.queryHeads() * shape.headDim()]).await()) {
+                assertEquals(tokens, v.tokenCount());
+                assertTrue(!v.partialRows(), "a full budget reads every head of every token");
+            }
+        }
+    }
+
+    /** {@code layer}'s keys and values per KV head, as a strategy's context holds them. */
+    static LayerKv layerKv(io.kvoffload.testing.PerHeadViews.Layer layer) {
+        KvShape shape = layer.shape();
+        int d = shape.headDim(), kv = shape.kvHeads(), tokens = layer.keys().length / (kv * d);
+        float[][] k = new float[kv][tokens * d];
+        float[][] v = new float[kv][tokens * d];
+        for (int t = 0; t < tokens; t++) {
+            for (int h = 0; h < kv; h++) {
+                System.arraycopy(layer.keys(), (t * kv + h) * d, k[h], t * d, d);
+                System.arraycopy(layer.values(), (t * kv + h) * d, v[h], t * d, d);
+            }
+        }
+        return new DenseLayerKv(tokens, d, k, v);
+    }
+
+    /** Per KV head (one head a group), the sorted rows: sinks, window and what {@code sel} adds for it. */
+    static int[][] perGroupRows(LayerSelector sel, int layer, int tokens, float[] query, double sparsity, int kvHeads) {
+        FetchPlan plan = new FetchPlan();
+        plan.heads(kvHeads, kvHeads);
+        plan.begin(layer, tokens, (int) Math.ceil(sparsity * tokens) - SINKS - WINDOW);
+        sel.select(query, plan);
+        int[][] out = new int[kvHeads][];
+        for (int h = 0; h < kvHeads; h++) {
+            BitSet rows = new BitSet();
+            rows.set(0, SINKS);
+            rows.set(tokens - WINDOW, tokens);
+            for (int i = 0; i < plan.size(); i++) {
+                if ((plan.kvHeadMask(i) >>> h & 1) != 0) {
+                    rows.set(plan.position(i));
+                }
+            }
+            out[h] = rows.stream().toArray();
+        }
+        return out;
+    }
+
     /** {@code base} with the layout's units, as the pipeline's context hands them to a strategy. */
     record WithUnits(LayerContext base, LayoutUnits layoutUnits) implements LayerContext {
         public KvShape shape() { return base.shape(); }
