@@ -416,6 +416,17 @@ public final class BlockMassIndex {
     }
 
     /**
+     * {@link #headShares}'s rows in place, without the copy (read-only by contract; valid until the
+     * next {@link #score}): the per-head selector reads them every step.
+     */
+    float[] sharesInPlace() {
+        if (combination == Combination.SUM_LOGITS) {
+            throw new IllegalStateException("combination SUM_LOGITS keeps no per-head shares; allowed: HEAD_MASS, QUERY_HEAD_MASS");
+        }
+        return logits;
+    }
+
+    /**
      * The estimated block logits of KV head {@code h}'s rows (the head itself, or each of its query
      * heads with {@link Combination#QUERY_HEAD_MASS}). The rows share the head's summaries, so they
      * are swept chunk by chunk, all rows per chunk: the chunk's summary rows come from DRAM once and

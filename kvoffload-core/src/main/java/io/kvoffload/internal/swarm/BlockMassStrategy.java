@@ -258,7 +258,6 @@ public final class BlockMassStrategy implements SelectionStrategy {
         private final int kvHeads;
         private final int sinks;
         private final int window;
-        private final float[] shares;
         private final float[] pairs;
         private final long[] blockHeads;
         private final int[] chosen;
@@ -271,7 +270,6 @@ public final class BlockMassStrategy implements SelectionStrategy {
             this.sinks = sinks;
             this.window = window;
             int blocks = index.blocks();
-            this.shares = new float[kvHeads * rowsPerHead * blocks];
             this.pairs = new float[kvHeads * blocks];
             this.blockHeads = new long[blocks];
             this.chosen = new int[kvHeads * blocks];
@@ -292,7 +290,7 @@ public final class BlockMassStrategy implements SelectionStrategy {
             int perGroup = kvHeads / groups;
             int bt = index.blockTokens(), blocks = index.blocks();
             index.score(query, pairs); // the shared scores, unused: it leaves each row's shares behind
-            index.headShares(shares);
+            float[] shares = index.sharesInPlace();
             java.util.Arrays.fill(pairs, 0, groups * blocks, 0f);
             for (int r = 0, rows = kvHeads * rowsPerHead; r < rows; r++) {
                 int base = r / rowsPerHead / perGroup * blocks, src = r * blocks;
@@ -342,7 +340,7 @@ public final class BlockMassStrategy implements SelectionStrategy {
 
         @Override
         public long memoryBytes() {
-            return index.memoryBytes() + 4L * (shares.length + pairs.length + chosen.length) + 8L * blockHeads.length;
+            return index.memoryBytes() + 4L * (pairs.length + chosen.length) + 8L * blockHeads.length;
         }
     }
 
