@@ -35,10 +35,11 @@ class SelectEvalCommandTest {
         StringWriter text = new StringWriter();
         CommandLine cl = new CommandLine(new SelectEvalCommand());
         cl.setOut(new PrintWriter(text));
+        // The library's per-head strategies run as registered ones at the layout's head groups.
         String all = "oracle,head-oracle,head-oracle-pooled,block-oracle,head-block-oracle,mass-mix,head-mass-mix,"
-                + "head-mass-mix-pooled,head-qmass-mix,head-qmass-mix-pooled";
+                + "head-qmass-mix,mass-auto";
         int code = cl.execute("--tokens", "2048", "--layers", "1", "--steps", "2", "--query-heads", "8", "--kv-heads", "2",
-                "--head-dim", "64", "--window", "64", "--family", "mixed-heads", "--strategies", all);
+                "--head-dim", "64", "--window", "64", "--family", "mixed-heads", "--head-groups", "2", "--strategies", all);
         assertEquals(0, code, text.toString());
         String out = text.toString();
         assertTrue(out.contains("streaming heads recall") && out.contains("retrieval heads recall"), out);
@@ -49,10 +50,10 @@ class SelectEvalCommandTest {
         StringWriter full = new StringWriter();
         cl.setOut(new PrintWriter(full));
         assertEquals(0, cl.execute("--tokens", "512", "--layers", "1", "--steps", "1", "--query-heads", "4", "--kv-heads", "2",
-                "--head-dim", "32", "--window", "64", "--budget", "1", "--family", "mixed-heads", "--strategies",
-                "head-oracle,head-oracle-pooled,head-block-oracle,head-mass-mix,head-qmass-mix-pooled"));
+                "--head-dim", "32", "--window", "64", "--budget", "1", "--family", "mixed-heads", "--head-groups", "2",
+                "--strategies", "head-oracle,head-oracle-pooled,head-block-oracle,head-mass-mix,head-qmass-mix,mass-auto"));
         for (String line : full.toString().split("\n")) {
-            if (line.startsWith("| head-") && line.split("\\|").length > 5) {
+            if ((line.startsWith("| head-") || line.startsWith("| mass-auto")) && line.split("\\|").length > 5) {
                 assertTrue(line.contains("| 1.0000 | – | 0.0000 |"), line);
             }
         }
