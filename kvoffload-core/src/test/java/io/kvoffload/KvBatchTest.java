@@ -53,7 +53,9 @@ class KvBatchTest {
     void aBatchOfFourEqualsTheSequencesDecodedOneByOne() throws Exception {
         try (KvEngine e = KvEngine.open(config(2))) {
             store(e, 4);
-            DecodeOptions o = DecodeOptions.builder().sparsity(0.2).build();
+            // Eight decoders at once (four batched, four one by one) in a 64 MiB budget: each caches 2 MiB
+            // (every strategy now keeps a hot cache; by default an eighth of the budget each).
+            DecodeOptions o = DecodeOptions.builder().sparsity(0.2).cacheBytes(2L << 20).build();
             BatchRuns.assertBatchMatchesOneByOne(e, IDS, w, expected, o, 4);
             // Swarm's own path, no cache, no window: every row read from the SSDs through the shared submission.
             DecodeOptions cold = DecodeOptions.builder().strategy(Swarm.defaults()).cacheBytes(0).sinkTokens(0)

@@ -28,6 +28,12 @@ public abstract class EntryLayer implements LayerFetcher, BucketScheduler.Reside
     protected ClusterLayout layout;
     /** The hot-cluster cache, or null. */
     protected HotClusterCache cache;
+    /** Swarm's Eq. 6 score for the hot-cluster cache: I/O saved per cached entry. */
+    private static final io.kvoffload.internal.cache.CostEffectiveness SCORE =
+            io.kvoffload.internal.cache.CostEffectiveness.savedIoPerEntry(80_000, 2_000);
+    /** Whether this layer keeps a hot-cluster cache ({@link #openCache}), and its policy. */
+    private boolean cached;
+    private boolean cacheLru;
 
     protected EntryLayer(SequenceHooks store, DecodeOptions options, int layer, DecodeCounters counters) {
         this.store = store;
@@ -58,6 +64,55 @@ public abstract class EntryLayer implements LayerFetcher, BucketScheduler.Reside
             window.close();
             throw e;
         }
+    }
+
+    /**
+     * Opens the layer's hot-cluster cache (Swarm §6.3) over its layout, at the decoder's share of the
+     * cache budget per layer ({@link DecodeOptions#cacheBytes()}, by default an eighth of the DRAM
+     * budget over all layers); later resizes come from the elastic pool ({@link #resizeCache}). No
+     * cache when the layer has no layout.
+     *
+     * @param lru evict the least recently activated cluster instead of Eq. 6's least cost-effective
+     */
+    protected final void openCache(boolean lru) {
+        if (layout == null) {
+            return;
+        }
+        cached = true;
+        cacheLru = lru;
+        long total = options.cacheBytes() == DecodeOptions.AUTO ? store.store().config().dramBudgetBytes() / 8
+                : options.cacheBytes();
+        long perLayer = total / sequence.shape().layers();
+        if (perLayer >= sequence.shape().entryBytes()) {
+            cache = new HotClusterCache(store.store().elastic(), layout, sequence.shape().entryBytes(), perLayer, lru,
+                    SCORE);
+        }
+    }
+
+    /**
+     * Resizes the hot-cluster cache between steps (opening one when the layer had none): shrinking
+     * gives back the units of the clusters Eq. 6 (or LRU) least wants to keep.
+     */
+    @Override
+    public long resizeCache(long bytes) {
+        if (!cached || layout == null) {
+            return 0;
+        }
+        if (cache == null) {
+            if (bytes < sequence.shape().entryBytes()) {
+                return 0;
+            }
+            cache = new HotClusterCache(store.store().elastic(), layout, sequence.shape().entryBytes(), bytes, cacheLru,
+                    SCORE);
+            return cache.heldBytes();
+        }
+        cache.resize(bytes);
+        return cache.heldBytes();
+    }
+
+    @Override
+    public long cacheHeldBytes() {
+        return cache == null ? 0 : cache.heldBytes();
     }
 
     @Override

@@ -25,6 +25,9 @@ public final class PlannedLayer extends EntryLayer {
     private final LayerSelector selector;
     /** The layer's auxiliary unit layout (a strategy's second copy, read before its selection), or null. */
     private final UnitLayout units;
+    /** The layout clusters (pages, or Swarm's clusters) a step's positions fell in, each once: the hot cache's activations. */
+    private int[] activated = new int[0];
+    private final io.kvoffload.internal.util.StampSet seen = new io.kvoffload.internal.util.StampSet();
 
     public PlannedLayer(SelectionStrategy strategy, SequenceHooks store, DecodeOptions options, int layer,
             DecodeCounters counters) {
@@ -47,6 +50,11 @@ public final class PlannedLayer extends EntryLayer {
                         + layer);
             }
             this.selector = s;
+            // Every plug-in strategy gets the hot-cluster cache over its layout's units, as Swarm does;
+            // not where tokens are stored as head groups, whose rows a per-head step may fill in part.
+            if (layout != null && layout.shards() == 1) {
+                openCache(false);
+            }
         } catch (RuntimeException e) {
             super.close();
             throw e;
@@ -164,8 +172,63 @@ public final class PlannedLayer extends EntryLayer {
     public void finish(EntryFetch f, ViewBuffer view) {
         f.gather();
         if (f.planned) {
+            if (cache != null) {
+                int n = activate(f.plan, f.viewRows); // first: it may grow the array
+                cache.step(activated, n, f);
+            }
             selector.afterStep(f.plan);
         }
+    }
+
+    /**
+     * The layout clusters holding the plan's laid-out positions whose every member is a row of the
+     * view, each once, into {@link #activated}; returns how many. The cache copies an admitted
+     * cluster's entries from the view, so a cluster the step read in part is not activated (a
+     * token-set strategy picks single tokens of a page). A position's cluster is that of its first
+     * copy (entries are cluster-major).
+     */
+    private int activate(FetchPlan plan, ViewRows rows) {
+        ClusterLayout l = layout;
+        int clusters = l.clusterCount();
+        if (activated.length < clusters) {
+            activated = new int[clusters];
+        }
+        seen.clear(clusters);
+        int laidOut = l.clusteredTokens(), n = 0;
+        for (int i = 0; i < plan.size(); i++) {
+            int t = plan.position(i);
+            if (t < laidOut) {
+                int c = clusterOf(l, l.replica(t, 0), clusters);
+                if (seen.add(c) && whole(l, c, rows)) {
+                    activated[n++] = c;
+                }
+            }
+        }
+        return n;
+    }
+
+    /** Whether every member of cluster {@code c} has a row in the view. */
+    private static boolean whole(ClusterLayout l, int c, ViewRows rows) {
+        for (int e = l.firstEntry(c), end = e + l.size(c); e < end; e++) {
+            if (!rows.contains(l.entryToken(e))) {
+                return false;
+            }
+        }
+        return true;
+    }
+
+    /** The cluster whose entries include {@code entry}: the last whose first entry is at or before it. */
+    private static int clusterOf(ClusterLayout l, int entry, int clusters) {
+        int lo = 0, hi = clusters - 1;
+        while (lo < hi) {
+            int mid = (lo + hi + 1) >>> 1;
+            if (l.firstEntry(mid) <= entry) {
+                lo = mid;
+            } else {
+                hi = mid - 1;
+            }
+        }
+        return lo;
     }
 
     @Override

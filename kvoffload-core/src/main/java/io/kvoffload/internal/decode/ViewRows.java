@@ -39,6 +39,11 @@ public final class ViewRows {
         return rows + 1;
     }
 
+    /** Whether {@code t} has a row this step. */
+    public boolean contains(int t) {
+        return added.contains(t);
+    }
+
     /** The row of {@code t} (valid for tokens added this step). */
     public int row(int t) {
         return rowOf[t];

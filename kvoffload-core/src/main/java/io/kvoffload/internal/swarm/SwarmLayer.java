@@ -2,12 +2,10 @@ package io.kvoffload.internal.swarm;
 
 import io.kvoffload.DecodeOptions;
 import io.kvoffload.KvShape;
-import io.kvoffload.internal.cache.CostEffectiveness;
 import io.kvoffload.internal.decode.DecodeCounters;
 import io.kvoffload.internal.decode.DramWindow;
 import io.kvoffload.internal.decode.EntryFetch;
 import io.kvoffload.internal.decode.EntryLayer;
-import io.kvoffload.internal.decode.HotClusterCache;
 import io.kvoffload.internal.sequence.SequenceHooks;
 import io.kvoffload.internal.decode.ViewBuffer;
 import io.kvoffload.internal.storage.ClusterLayout;
@@ -26,10 +24,8 @@ import java.util.Arrays;
  */
 public final class SwarmLayer extends EntryLayer {
     /** Cost-effectiveness constants (Eq. 6): a 4 KiB random read's fixed cost vs its transfer, in ns. */
-    private static final CostEffectiveness SCORE = CostEffectiveness.savedIoPerEntry(80_000, 2_000);
 
     private final KvShape shape;
-    private final boolean lru;
     private MedoidIndex index;
     private int[] clusterSize;
     private float[] scores;
@@ -62,7 +58,6 @@ public final class SwarmLayer extends EntryLayer {
             MaintenancePolicy maintenance) {
         super(store, options, layer, counters);
         this.shape = sequence.shape();
-        this.lru = lru;
         this.aggregated = new float[shape.kvHeads() * shape.headDim()];
         this.key = new float[shape.kvHeads() * shape.headDim()];
         IoBackend io = store.store().backend();
@@ -74,13 +69,7 @@ public final class SwarmLayer extends EntryLayer {
             int tokens = sequence.tokenCount(layer);
             index = SwarmLayouts.of(store).medoidIndex(layer);
             attachLayout(layout);
-            long total = options.cacheBytes() == DecodeOptions.AUTO ? store.store().config().dramBudgetBytes() / 8
-                    : options.cacheBytes();
-            long perLayer = total / shape.layers();
-            if (perLayer >= shape.entryBytes()) {
-                cache = new HotClusterCache(store.store().elastic(), layout, shape.entryBytes(), perLayer,
-                        lru, SCORE);
-            }
+            openCache(lru);
             // A head-sharded layout does not grow online: appended tokens stay with the layer's tail.
             if (maintenance != null && sequence.isWritable() && options.localWindow() > 0 && layout.shards() == 1) {
                 openMaintenance(maintenance, layout.clusteredTokens(), tokens);
@@ -89,31 +78,6 @@ public final class SwarmLayer extends EntryLayer {
             close();
             throw e;
         }
-    }
-
-    /**
-     * Resizes the hot-cluster cache between steps (opening one when the layer had none): shrinking
-     * gives back the units of the clusters Eq. 6 (or LRU) least wants to keep.
-     */
-    @Override
-    public long resizeCache(long bytes) {
-        if (layout == null) {
-            return 0;
-        }
-        if (cache == null) {
-            if (bytes < shape.entryBytes()) {
-                return 0;
-            }
-            cache = new HotClusterCache(store.store().elastic(), layout, shape.entryBytes(), bytes, lru, SCORE);
-            return cache.heldBytes();
-        }
-        cache.resize(bytes);
-        return cache.heldBytes();
-    }
-
-    @Override
-    public long cacheHeldBytes() {
-        return cache == null ? 0 : cache.heldBytes();
     }
 
     /** Eq. 9 state for the layer; tokens past the clustered prefix enter its window in order. */
