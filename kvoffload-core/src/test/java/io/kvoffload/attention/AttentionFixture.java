@@ -62,16 +62,7 @@ final class AttentionFixture implements AutoCloseable {
 
     /** Random Gaussian floats times {@code scale}, rounded to {@code dtype}. */
     static float[] rounded(Random rnd, DType dtype, int n, float scale) {
-        float[] f = new float[n];
-        for (int i = 0; i < n; i++) {
-            float x = (float) rnd.nextGaussian() * scale;
-            f[i] = switch (dtype) {
-                case F32 -> x;
-                case F16 -> Float.float16ToFloat(Float.floatToFloat16(x));
-                case BF16 -> ElementCodec.fromBf16(ElementCodec.toBf16(x));
-            };
-        }
-        return f;
+        return io.kvoffload.testing.PerHeadViews.rounded(rnd, dtype, n, scale);
     }
 
     private MemorySegment encode(Arena a, float[] src) {

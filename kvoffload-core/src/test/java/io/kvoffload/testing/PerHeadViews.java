@@ -178,29 +178,7 @@ public final class PerHeadViews {
      * @return the positions the view holds
      */
     public static BitSet assertHeldHeadsBitExact(KvView v, Layer expected) {
-        KvShape shape = v.shape();
-        int half = shape.halfEntryBytes();
-        int row = shape.headDim() * shape.dtype().bytes();
-        MemorySegment k = MemorySegment.ofArray(expected.keyBytes());
-        MemorySegment val = MemorySegment.ofArray(expected.valueBytes());
-        BitSet seen = new BitSet();
-        for (int r = 0; r < v.tokenCount(); r++) {
-            int p = v.position(r);
-            assertTrue(!seen.get(p), "position " + p + " appears twice");
-            seen.set(p);
-            long held = heldHeads(v, r);
-            for (int h = 0; h < shape.kvHeads(); h++) {
-                if ((held >>> h & 1) == 0) {
-                    continue;
-                }
-                long at = (long) p * half + (long) h * row;
-                assertEquals(-1, v.keys(h).asSlice((long) r * row, row).mismatch(k.asSlice(at, row)),
-                        "K of " + p + " head " + h);
-                assertEquals(-1, v.values(h).asSlice((long) r * row, row).mismatch(val.asSlice(at, row)),
-                        "V of " + p + " head " + h);
-            }
-        }
-        return seen;
+        return KvViews.assertBitExact(v, expected.bytes(), true);
     }
 
     /**

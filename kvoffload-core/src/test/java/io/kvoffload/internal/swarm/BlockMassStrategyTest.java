@@ -241,8 +241,12 @@ class BlockMassStrategyTest {
 
     /** 50 steps of {@code sel} at a budget of 400 allocate nothing once the JIT has compiled them. */
     static void assertAllocationFreeAfterWarmUp(LayerSelector sel, int tokens, float[] q) {
-        FetchPlan plan = new FetchPlan();
-        plan.ensureCapacity(1024);
+        assertAllocationFreeAfterWarmUp(sel, tokens, q, new FetchPlan());
+    }
+
+    /** The same with {@code plan} (its head groups set by the caller). */
+    static void assertAllocationFreeAfterWarmUp(LayerSelector sel, int tokens, float[] q, FetchPlan plan) {
+        plan.ensureCapacity(4096);
         // The JIT compiles the step before it is measured (rows this short stay off the Vector API path,
         // whose code allocates until C2 has compiled it: Softmax.VECTOR_MIN).
         for (int i = 0; i < 6000; i++) {

@@ -196,22 +196,10 @@ class PerHeadBlockMassTest {
             BitSet[] x = step(one, tokens, 4, 4, q, 400), y = step(two, tokens, 4, 4, q, 400);
             assertArrayEquals(x, y);
         }
-        LayerSelector sel = Strategies.named("head-qmass-mix").openLayer(context(shape, kv, tokens));
         FetchPlan plan = new FetchPlan();
         plan.heads(4, 4);
-        plan.ensureCapacity(4096);
-        float[] q = query(8, 64, 5);
-        for (int i = 0; i < 6000; i++) {
-            plan.begin(0, tokens, 400);
-            sel.select(q, plan);
-        }
-        long allocated = io.kvoffload.testing.Allocations.leastOverWindows(() -> {
-            for (int i = 0; i < 50; i++) {
-                plan.begin(0, tokens, 400);
-                sel.select(q, plan);
-            }
-        }, 100);
-        assertEquals(0, allocated, "bytes allocated by 50 per-head steps");
+        BlockMassStrategyTest.assertAllocationFreeAfterWarmUp(Strategies.named("head-qmass-mix").openLayer(context(shape,
+                kv, tokens)), tokens, query(8, 64, 5), plan);
     }
 
     @Test
