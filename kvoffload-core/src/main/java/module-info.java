@@ -32,6 +32,7 @@ module io.kvoffload.core {
     exports io.kvoffload.internal.util to io.kvoffload.iouring, io.kvoffload.cuda;
     exports io.kvoffload.internal.cache to io.kvoffload.cuda;
     exports io.kvoffload.internal.elastic to io.kvoffload.cuda;
+    exports io.kvoffload.internal.decode to io.kvoffload.cuda; // ViewAccess.headMasks: the HBM upload
 
     uses io.kvoffload.spi.IoBackendProvider;
     uses io.kvoffload.spi.DramSlabListener;

@@ -66,6 +66,12 @@ public final class KvView implements AutoCloseable {
             public long headMask(KvView view, int row) {
                 return view.rows.headMask(row); // the kernels check the row against tokenCount once per view
             }
+
+            @Override
+            public MemorySegment headMasks(KvView view) {
+                view.checkReady();
+                return view.rows.headMasks();
+            }
         });
     }
 

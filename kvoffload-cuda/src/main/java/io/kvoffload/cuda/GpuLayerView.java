@@ -10,9 +10,10 @@ import jcuda.runtime.cudaStream_t;
  * A gathered layer on the GPU, in a {@link LayerStreamBuffer} slot, loaded from a
  * {@link io.kvoffload.KvView}: per-head K and V, token positions and the block table at the offsets
  * of its {@link ViewLayout}. Pointers come as JCuda {@link CUdeviceptr}s and as raw addresses (for
- * kernels launched through other bindings). Every row holds every KV head: a
- * {@link io.kvoffload.KvView} with {@link io.kvoffload.KvView#partialRows() partial rows} is refused by
- * {@link LayerStreamBuffer#load}, since no head masks are uploaded.
+ * kernels launched through other bindings). When the KvView had
+ * {@link io.kvoffload.KvView#partialRows() partial rows} ({@link #partialRows()}), some rows hold only
+ * some KV heads and the per-row head masks are uploaded too ({@link #headMasks()}); a kernel leaves
+ * out every (row, head) pair whose bit is clear, since its K/V bytes are undefined.
  *
  * <p>The copies that fill it run on the buffer's copy stream; before reading it, the engine's
  * kernel stream waits for {@link #ready} with {@link #waitOn(cudaStream_t)} (on the GPU, not the
@@ -27,12 +28,13 @@ public final class GpuLayerView {
     private final CudaEvent released;
     private final int layer;
     private final ViewLayout layout;
+    private final boolean partialRows;
     private final long generation;
     private final int copyCalls;
     private final long copiedBytes;
 
     GpuLayerView(LayerStreamBuffer owner, int slot, DeviceMemory memory, CudaEvent ready, CudaEvent released, int layer,
-            ViewLayout layout, long generation, int copyCalls, long copiedBytes) {
+            ViewLayout layout, boolean partialRows, long generation, int copyCalls, long copiedBytes) {
         this.owner = owner;
         this.slot = slot;
         this.memory = memory;
@@ -40,6 +42,7 @@ public final class GpuLayerView {
         this.released = released;
         this.layer = layer;
         this.layout = layout;
+        this.partialRows = partialRows;
         this.generation = generation;
         this.copyCalls = copyCalls;
         this.copiedBytes = copiedBytes;
@@ -103,6 +106,31 @@ public final class GpuLayerView {
         return layout.blockCount();
     }
 
+    /**
+     * Whether some row holds only some KV heads ({@link io.kvoffload.KvView#partialRows()}), so the
+     * head masks were uploaded ({@link #headMasks()}). False: every row holds every KV head, and the
+     * head-mask region was not written (it holds stale bytes).
+     */
+    public boolean partialRows() {
+        return partialRows;
+    }
+
+    /**
+     * int64 head masks on the device, one per row ({@link ViewLayout#headMasksOffset()}): bit
+     * {@code h} of row {@code r}'s mask (little-endian) is set when the row's K and V of KV head
+     * {@code h} are the token's; a kernel leaves out the (row, head) pairs whose bit is clear.
+     * Uploaded only when {@link #partialRows()}; otherwise every row is whole and the region holds
+     * stale bytes, so a kernel reads it only when {@code partialRows()} is true.
+     */
+    public CUdeviceptr headMasks() {
+        return memory.pointer(layout.headMasksOffset());
+    }
+
+    /** The address of {@link #headMasks()}, for kernels launched through other bindings. */
+    public long headMasksAddress() {
+        return memory.address(layout.headMasksOffset());
+    }
+
     /** Recorded on the copy stream after the copy: the point kernels wait for. */
     public CudaEvent ready() {
         return ready;
@@ -133,12 +161,12 @@ public final class GpuLayerView {
         return generation;
     }
 
-    /** CUDA copy calls the load made (3 when the KvView's heads are evenly spaced). */
+    /** CUDA copy calls the load made (3 when the KvView's heads are evenly spaced, 4 with head masks). */
     int copyCalls() {
         return copyCalls;
     }
 
-    /** Bytes the load moved: the KvView's valid rows, positions and block-table entries. */
+    /** Bytes the load moved: the KvView's valid rows, positions, block-table entries and, with partial rows, head masks. */
     public long copiedBytes() {
         return copiedBytes;
     }

@@ -15,7 +15,8 @@ import org.slf4j.LoggerFactory;
  * {@code l + 1} is copied while layer {@code l}'s attention runs). A load copies the valid rows of a
  * {@link KvView} (gathered by {@link io.kvoffload.KvDecoder} into a DRAM slot the CUDA tier has
  * page-locked) with three asynchronous copies ({@link ViewUpload}: one strided copy for every head's
- * K and V, one for the positions, one for the block table) on the buffer's own copy stream, and
+ * K and V, one for the positions, one for the block table; a fourth for the per-row head masks when
+ * the view has {@link KvView#partialRows() partial rows}) on the buffer's own copy stream, and
  * records an event the kernel stream waits for; a slot is refilled only after the kernels that read
  * its previous layer, because the copy stream first waits for the slot's release event. Neither
  * wait blocks the host.
@@ -93,9 +94,7 @@ public final class LayerStreamBuffer implements AutoCloseable {
      *
      * @throws IllegalStateException if the view is not ready, the buffer is closed, or the slot's
      *     previous device view was never released
-     * @throws IllegalArgumentException if the view's shape, block size or token count does not fit,
-     *     or it has partial rows ({@link KvView#partialRows()}: the upload carries no head masks, see
-     *     {@link ViewUpload})
+     * @throws IllegalArgumentException if the view's shape, block size or token count does not fit
      */
     public synchronized GpuLayerView load(KvView view) {
         if (closed) {
@@ -129,7 +128,7 @@ public final class LayerStreamBuffer implements AutoCloseable {
             throw e;
         }
         GpuLayerView v = new GpuLayerView(this, i, slots[i], ready[i], released[i], plan.layer(), plan.layout(),
-                ++generation, calls, plan.bytes());
+                plan.partialRows(), ++generation, calls, plan.bytes());
         current[i] = v;
         if (LOG.isTraceEnabled()) {
             LOG.trace("layer {}: {} tokens, {} bytes in {} copies into slot {}", plan.layer(), plan.layout().tokens(),

@@ -8,13 +8,18 @@ package io.kvoffload.cuda;
  * [K head 0: tokens × headDim] … [K head H-1] [V head 0] … [V head H-1]   (dtype elements)
  * [positions: tokens × int32]                                          (16-byte aligned)
  * [block table: ceil(tokens / blockTokens) × int32]                    (16-byte aligned)
+ * [head masks: tokens × int64]                                         (16-byte aligned)
  * </pre>
  *
  * Each KV head's keys (and values) are contiguous and the heads follow one another without gaps
  * ({@link #headStride()} apart), so K and V together are one dense {@code [2][kvHeads][tokens][headDim]}
  * tensor for attention kernels. Positions and the block table are the {@link io.kvoffload.KvView}'s:
  * entry {@code b} of the table is the physical block, in every head's keys and values, of logical
- * block {@code b} ({@code blockTokens} rows). {@link ViewUpload} plans the copies that fill it.
+ * block {@code b} ({@code blockTokens} rows). The head masks are the view's
+ * {@link io.kvoffload.KvView#headMask(int)}: bit {@code h} of row {@code r}'s int64 (little-endian)
+ * is set when the row holds KV head {@code h}; the region is always reserved but filled only for a
+ * view with {@link io.kvoffload.KvView#partialRows() partial rows}. {@link ViewUpload} plans the
+ * copies that fill it.
  *
  * @param tokens tokens in the view
  */
@@ -80,9 +85,19 @@ public record ViewLayout(int kvHeads, int headDim, int dtypeBytes, int blockToke
         return align(positionsOffset() + 4L * tokens);
     }
 
+    /** Offset of the int64 head masks, one per row (filled only for a view with partial rows). */
+    public long headMasksOffset() {
+        return align(blockTableOffset() + 4L * blockCount());
+    }
+
+    /** Bytes of the head masks: {@code 8 × tokens}. */
+    public long headMasksBytes() {
+        return 8L * tokens;
+    }
+
     /** Bytes the view occupies, padding included (the copies move {@link ViewUpload#bytes()} of them). */
     public long totalBytes() {
-        return align(blockTableOffset() + 4L * blockCount());
+        return align(headMasksOffset() + headMasksBytes());
     }
 
     /** Bytes a buffer needs to hold a view of up to {@code maxTokens} tokens. */

@@ -2,13 +2,14 @@ package io.kvoffload.cuda;
 
 import io.kvoffload.KvShape;
 import io.kvoffload.KvView;
+import io.kvoffload.internal.decode.ViewAccess;
 import java.lang.foreign.MemorySegment;
 import java.util.List;
 
 /**
  * What loading a {@link KvView} into a {@link LayerStreamBuffer} slot copies, planned in pure Java
  * (so it is tested without a GPU): only the view's valid rows, from the segments the view exposes,
- * to the offsets of the slot's {@link ViewLayout}. Three copies:
+ * to the offsets of the slot's {@link ViewLayout}. Three copies, four for a view with partial rows:
  *
  * <ol>
  *   <li>K and V: {@code 2 × kvHeads} rows of {@code tokenCount × rowBytes}, the first
@@ -17,24 +18,22 @@ import java.util.List;
  *       for keys and values alike), so the bindings move all of them with one strided copy
  *       (cudaMemcpy2DAsync) instead of one copy per head;
  *   <li>the first {@code tokenCount} int32 positions;
- *   <li>the first {@code ceil(tokenCount / blockTokens)} int32 block-table entries.
+ *   <li>the first {@code ceil(tokenCount / blockTokens)} int32 block-table entries;
+ *   <li>only when {@link KvView#partialRows()} (a per-head strategy under {@code HEAD_SHARDED}): the
+ *       first {@code tokenCount} int64 head masks ({@link KvView#headMask(int)}), which the view keeps
+ *       in its DRAM slot beside the positions ({@link ViewAccess#headMasks}), so one copy moves them.
+ *       A kernel must leave out the (row, head) pairs whose bit is clear: their K/V bytes are
+ *       undefined. A view whose rows are all whole copies no masks.
  * </ol>
  *
  * The unused capacity of the view's segments (rows past {@code tokenCount}) is never copied.
  *
- * <p><b>Views with partial rows are refused.</b> A view whose rows may hold only some KV heads
- * ({@link KvView#partialRows()}: a per-head strategy under {@code HEAD_SHARDED}) carries undefined
- * K/V bytes in the heads a row does not hold, and which heads those are is known only from
- * {@link KvView#headMask(int)}. The device layout has no room for those masks and no kernel here
- * reads them, so such a view is refused rather than uploaded as if every row were whole; attend it
- * on the CPU ({@link io.kvoffload.attention.DecodeAttention} leaves the missing heads out), or use a
- * shared-set strategy for layers that go to the GPU.
- *
  * @param layout the device layout the copies fill
  * @param layer the view's layer
+ * @param partialRows whether the view has partial rows, so the head masks are among the copies
  * @param copies the copies, in order
  */
-record ViewUpload(ViewLayout layout, int layer, List<RowCopy> copies) {
+record ViewUpload(ViewLayout layout, int layer, boolean partialRows, List<RowCopy> copies) {
     /**
      * Equally long host rows copied to {@code dstOffset + i × dstPitch} of the slot.
      *
@@ -54,7 +53,7 @@ record ViewUpload(ViewLayout layout, int layer, List<RowCopy> copies) {
      *
      * @throws IllegalStateException if the view is not ready (still fetching, or closed)
      * @throws IllegalArgumentException if its shape, block size or token count does not fit the
-     *     buffer, or it has partial rows ({@link KvView#partialRows()}; see the class comment)
+     *     buffer
      */
     static ViewUpload plan(KvView view, KvShape shape, int blockTokens, int maxTokens) {
         if (view == null) {
@@ -69,12 +68,6 @@ record ViewUpload(ViewLayout layout, int layer, List<RowCopy> copies) {
                     + view.blockTokens() + "; this buffer holds " + shape + " with blockTokens " + blockTokens);
         }
         int n = view.tokenCount();
-        if (view.partialRows()) {
-            throw new IllegalArgumentException("the KvView of layer " + view.layer() + " (" + n + " rows) has partial"
-                    + " rows: a per-head strategy read only some KV heads of some rows (KvView.headMask), and the"
-                    + " other heads' K/V are undefined bytes; the GPU upload holds whole rows only (no head masks),"
-                    + " so attend this view on the CPU (DecodeAttention) or decode the layer with a shared-set strategy");
-        }
         if (n > maxTokens) {
             throw new IllegalArgumentException("the KvView of layer " + view.layer() + " holds " + n
                     + " tokens; allowed: 0.." + maxTokens + " (the buffer's maxTokens)");
@@ -89,13 +82,19 @@ record ViewUpload(ViewLayout layout, int layer, List<RowCopy> copies) {
         }
         long posBytes = 4L * n;
         long tableBytes = 4L * l.blockCount();
-        List<RowCopy> copies = List.of(
-                new RowCopy("K and V", kv, width, l.keysOffset(0), l.headStride()),
-                new RowCopy("positions", new MemorySegment[] {view.positions().asSlice(0, posBytes)}, posBytes,
-                        l.positionsOffset(), posBytes),
-                new RowCopy("block table", new MemorySegment[] {view.blockTable().asSlice(0, tableBytes)}, tableBytes,
-                        l.blockTableOffset(), tableBytes));
-        return new ViewUpload(l, view.layer(), copies);
+        RowCopy kvCopy = new RowCopy("K and V", kv, width, l.keysOffset(0), l.headStride());
+        RowCopy posCopy = new RowCopy("positions", new MemorySegment[] {view.positions().asSlice(0, posBytes)},
+                posBytes, l.positionsOffset(), posBytes);
+        RowCopy tableCopy = new RowCopy("block table", new MemorySegment[] {view.blockTable().asSlice(0, tableBytes)},
+                tableBytes, l.blockTableOffset(), tableBytes);
+        boolean partial = view.partialRows();
+        if (!partial) {
+            return new ViewUpload(l, view.layer(), false, List.of(kvCopy, posCopy, tableCopy));
+        }
+        long maskBytes = l.headMasksBytes();
+        RowCopy maskCopy = new RowCopy("head masks", new MemorySegment[] {ViewAccess.headMasks(view).asSlice(0,
+                maskBytes)}, maskBytes, l.headMasksOffset(), maskBytes);
+        return new ViewUpload(l, view.layer(), true, List.of(kvCopy, posCopy, tableCopy, maskCopy));
     }
 
     /** Bytes the upload moves (valid rows only). */

@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.kvoffload.DType;
 import io.kvoffload.DecodeOptions;
 import io.kvoffload.KvConfig;
 import io.kvoffload.KvDecoder;
@@ -61,6 +62,7 @@ class GpuTierTest {
                 assertTrue(tier.pinnedSlabs() > 0, "the DRAM slabs holding the view are page-locked");
                 GpuLayerView view = b.load(hostView); // DRAM -> HBM
                 assertEquals(3, view.copyCalls(), "one strided copy for K and V of every head, positions, table");
+                assertTrue(!view.partialRows(), "whole rows: no head masks uploaded");
                 view.waitOn(kernel.handle());
                 ViewLayout lay = view.layout();
                 assertEquals(pos.length, lay.tokens());
@@ -105,6 +107,58 @@ class GpuTierTest {
                 assertThrows(IllegalStateException.class, () -> b.load(hostView));
                 unreleased.release(kernel.handle());
                 b.synchronize(); // the copies have read the KvView: it may be closed now
+            }
+        }
+    }
+
+    /**
+     * A view with partial rows (per-head script under HEAD_SHARDED, GPU tier on) loads with a fourth
+     * copy, the head masks, which read back from HBM equal {@link KvView#headMask}; every held
+     * head's K/V reads back as stored.
+     */
+    @Test
+    void partialRowsUploadTheirHeadMasksBitExact() {
+        KvShape shape = new KvShape(2, 8, 4, 32, DType.BF16);
+        io.kvoffload.testing.PerHeadViews.Script script = new io.kvoffload.testing.PerHeadViews.Script();
+        try (KvEngine e = io.kvoffload.testing.TestEngines.open(io.kvoffload.testing.PerHeadViews.config(dir, 2)
+                        .gpu(KvConfig.Gpu.ON).gpuCacheBudgetBytes(1L << 20).build());
+                Arena arena = Arena.ofShared()) {
+            io.kvoffload.testing.PerHeadViews.Layer[] stored = io.kvoffload.testing.PerHeadViews.store(e, "s", shape,
+                    256, 3);
+            CudaDeviceTier tier = e.deviceTier().orElseThrow().unwrap(CudaDeviceTier.class);
+            try (KvSequence s = e.openSequence("s");
+                    KvDecoder d = s.decoder(io.kvoffload.testing.PerHeadViews.options(script, 4, 16));
+                    LayerStreamBuffer b = tier.layerStreamBuffer(shape, 16, 64, 2);
+                    CudaStream kernel = CudaStream.createNonBlocking()) {
+                script.next(new int[] {20, 40, 60, 80}, new long[] {0b0001, 0b0010, 0b1100, 0b0001});
+                try (KvView hostView = d.prefetch(0, new float[8 * 32]).await()) {
+                    assertTrue(hostView.partialRows());
+                    GpuLayerView view = b.load(hostView);
+                    assertTrue(view.partialRows());
+                    assertEquals(4, view.copyCalls(), "K and V, positions, table, head masks");
+                    assertTrue(view.headMasksAddress() != 0 && view.headMasks() != null);
+                    view.waitOn(kernel.handle());
+                    ViewLayout lay = view.layout();
+                    MemorySegment back = arena.allocate(lay.totalBytes(), 64);
+                    Cuda.copyToHostAsync(back, 0, view.memory(), 0, lay.totalBytes(), kernel);
+                    view.release(kernel.handle());
+                    kernel.synchronize();
+                    long rb = lay.rowBytes();
+                    for (int r = 0; r < lay.tokens(); r++) {
+                        long mask = back.get(ValueLayout.JAVA_LONG, lay.headMasksOffset() + 8L * r);
+                        assertEquals(hostView.headMask(r), mask, "row " + r);
+                        int p = hostView.position(r);
+                        for (int h = 0; h < 4; h++) {
+                            if ((mask >>> h & 1) != 0) {
+                                long src = ((long) p * 4 + h) * rb;
+                                assertArrayEquals(java.util.Arrays.copyOfRange(stored[0].keyBytes(), (int) src,
+                                        (int) (src + rb)), back.asSlice(lay.keysOffset(h) + r * rb, rb)
+                                        .toArray(ValueLayout.JAVA_BYTE), "K head " + h + " row " + r);
+                            }
+                        }
+                    }
+                    b.synchronize();
+                }
             }
         }
     }

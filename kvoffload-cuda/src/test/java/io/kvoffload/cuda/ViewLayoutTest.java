@@ -20,7 +20,26 @@ class ViewLayoutTest {
         assertEquals(96, l.positionsOffset());
         assertEquals(112, l.blockTableOffset()); // 96 + 12 rounded to 16
         assertEquals(1, l.blockCount());
-        assertEquals(128, l.totalBytes());
+        assertEquals(128, l.headMasksOffset()); // 112 + 4, rounded to 16
+        assertEquals(24, l.headMasksBytes()); // 3 rows × int64
+        assertEquals(160, l.totalBytes()); // 128 + 24 rounded to 16
+    }
+
+    @Test
+    void headMasksFollowTheBlockTableInsideTheCapacity() {
+        for (int tokens : new int[] {0, 1, 15, 16, 17, 100, 4096}) {
+            ViewLayout l = new ViewLayout(8, 128, 2, 16, tokens);
+            long tableEnd = l.blockTableOffset() + 4L * l.blockCount();
+            assertTrue(l.headMasksOffset() >= tableEnd, "no overlap with the block table at " + tokens);
+            assertEquals(0, l.headMasksOffset() % 8, "int64-aligned at " + tokens);
+            assertEquals(8L * tokens, l.headMasksBytes());
+            assertTrue(l.headMasksOffset() + l.headMasksBytes() <= l.totalBytes(), "inside the view at " + tokens);
+            assertTrue(l.totalBytes() <= ViewLayout.capacityBytes(8, 128, 2, 16, 4096),
+                    "a buffer for 4096 tokens holds the masks of " + tokens);
+        }
+        ViewLayout empty = new ViewLayout(1, 1, 4, 16, 0);
+        assertEquals(0, empty.headMasksBytes());
+        assertEquals(0, empty.totalBytes());
     }
 
     @Test

@@ -155,30 +155,86 @@ class ViewUploadTest {
     }
 
     /**
-     * A view with partial rows (a per-head plan under HEAD_SHARDED) is refused, naming the view and
-     * why: the upload carries no head masks, and the heads a row does not hold are undefined bytes.
-     * The same positions wanted by every head upload as before.
+     * A view with partial rows (a per-head plan under HEAD_SHARDED) uploads its head masks too: a
+     * fourth copy, one int64 per valid row straight from the view's DRAM slot to the layout's mask
+     * region, which carried out on the host holds exactly {@link KvView#headMask}; the held heads'
+     * K/V land as for a whole view. The same positions wanted by every head upload no masks.
      */
     @Test
-    void viewsWithPartialRowsAreRefusedNamingWhy() {
-        KvShape shape = new KvShape(2, 8, 4, 32, DType.BF16);
+    void viewsWithPartialRowsUploadTheirHeadMasks() {
+        KvShape shape = new KvShape(2, 8, 4, 32, DType.BF16); // 64-byte rows
         PerHeadViews.Script script = new PerHeadViews.Script();
-        try (KvEngine e = TestEngines.open(PerHeadViews.config(root, 2).gpu(KvConfig.Gpu.OFF).build())) {
-            PerHeadViews.store(e, "s", shape, 256, 3);
+        try (KvEngine e = TestEngines.open(PerHeadViews.config(root, 2).gpu(KvConfig.Gpu.OFF).build());
+                Arena arena = Arena.ofConfined()) {
+            PerHeadViews.Layer[] stored = PerHeadViews.store(e, "s", shape, 256, 3);
             try (KvSequence s = e.openSequence("s"); KvDecoder d = s.decoder(PerHeadViews.options(script, 4, 16))) {
                 int[] pos = {20, 40, 60, 80};
                 script.next(pos, new long[] {0b0001, 0b0010, 0b1100, 0b0001}); // 2 groups of 2 heads: some rows half
                 try (KvView view = d.prefetch(0, new float[8 * 32]).await()) {
                     assertTrue(view.partialRows());
-                    var ex = assertThrows(IllegalArgumentException.class, () -> ViewUpload.plan(view, shape, 16, 256));
-                    assertTrue(ex.getMessage().contains("KvView of layer 0 (24 rows) has partial rows")
-                            && ex.getMessage().contains("no head masks"), ex.getMessage());
+                    int n = view.tokenCount();
+                    assertEquals(24, n, "4 sinks, 4 scripted, 16 window");
+                    ViewUpload plan = ViewUpload.plan(view, shape, 16, 256);
+                    ViewLayout l = plan.layout();
+                    assertTrue(plan.partialRows());
+                    assertEquals(4, plan.copies().size(), "K and V, positions, block table, head masks");
+                    ViewUpload.RowCopy m = plan.copies().get(3);
+                    assertEquals("head masks", m.what());
+                    assertEquals(1, m.rows().length);
+                    assertEquals(8L * n, m.rowBytes(), "one int64 per valid row");
+                    assertEquals(8L * n, m.rows()[0].byteSize(), "only the valid rows' masks");
+                    assertTrue(m.rows()[0].isNative(), "straight from the view's (page-locked) DRAM slot");
+                    assertEquals(l.headMasksOffset(), m.dstOffset());
+                    long tableEnd = l.blockTableOffset() + 4L * l.blockCount();
+                    assertTrue(m.dstOffset() >= tableEnd && m.dstOffset() % 8 == 0, "after the block table, aligned");
+                    assertTrue(m.dstOffset() + m.rowBytes() <= l.totalBytes(), "inside the layout");
+                    assertTrue(l.totalBytes() <= ViewLayout.capacityBytes(4, 32, 2, 16, 256), "inside the slot");
+                    assertEquals(2L * 4 * n * 64 + 4L * n + 4L * l.blockCount() + 8L * n, plan.bytes());
+
+                    long cap = ViewLayout.capacityBytes(4, 32, 2, 16, 256);
+                    MemorySegment slot = arena.allocate(cap, 256).fill((byte) 0xA5);
+                    for (ViewUpload.RowCopy c : plan.copies()) {
+                        for (int i = 0; i < c.rows().length; i++) {
+                            MemorySegment.copy(c.rows()[i], 0, slot, c.dstOffset() + i * c.dstPitch(), c.rowBytes());
+                        }
+                    }
+                    boolean someHalf = false;
+                    for (int r = 0; r < n; r++) {
+                        long mask = slot.get(ValueLayout.JAVA_LONG_UNALIGNED.withOrder(java.nio.ByteOrder.LITTLE_ENDIAN),
+                                l.headMasksOffset() + 8L * r);
+                        assertEquals(view.headMask(r), mask, "row " + r + "'s mask, little-endian on the device");
+                        int position = slot.get(ValueLayout.JAVA_INT, l.positionsOffset() + 4L * r);
+                        assertEquals(view.position(r), position);
+                        for (int h = 0; h < 4; h++) {
+                            if ((mask >>> h & 1) == 0) {
+                                someHalf = true;
+                                continue; // undefined bytes
+                            }
+                            long rb = l.rowBytes();
+                            long src = ((long) position * 4 + h) * rb;
+                            assertArrayEquals(Arrays.copyOfRange(stored[0].keyBytes(), (int) src, (int) (src + rb)),
+                                    bytes(slot, l.keysOffset(h) + r * rb, rb), "K head " + h + " row " + r);
+                            assertArrayEquals(Arrays.copyOfRange(stored[0].valueBytes(), (int) src, (int) (src + rb)),
+                                    bytes(slot, l.valuesOffset(h) + r * rb, rb), "V head " + h + " row " + r);
+                        }
+                    }
+                    assertTrue(someHalf, "some row holds one head group only");
+                    for (long o = l.headMasksOffset() + 8L * n; o < cap; o++) {
+                        assertEquals((byte) 0xA5, slot.get(ValueLayout.JAVA_BYTE, o), "nothing written past the masks at " + o);
+                    }
                 }
                 long[] whole = new long[pos.length];
                 Arrays.fill(whole, io.kvoffload.strategy.FetchPlan.ALL_HEADS);
                 script.next(pos, whole);
                 try (KvView view = d.prefetch(0, new float[8 * 32]).await()) {
-                    assertEquals(24, ViewUpload.plan(view, shape, 16, 256).layout().tokens(), "whole rows upload");
+                    assertTrue(!view.partialRows());
+                    ViewUpload plan = ViewUpload.plan(view, shape, 16, 256);
+                    assertEquals(24, plan.layout().tokens(), "whole rows upload");
+                    assertTrue(!plan.partialRows());
+                    assertEquals(3, plan.copies().size(), "no head masks for whole rows");
+                    for (ViewUpload.RowCopy c : plan.copies()) {
+                        assertTrue(c.dstOffset() + c.rowBytes() <= plan.layout().headMasksOffset(), c.what());
+                    }
                 }
             }
         }

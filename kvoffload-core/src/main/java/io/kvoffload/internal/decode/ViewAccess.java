@@ -4,7 +4,7 @@ import io.kvoffload.KvView;
 import java.lang.foreign.MemorySegment;
 
 /**
- * Lets library kernels outside {@code io.kvoffload} (the attention package) read a {@link KvView}'s
+ * Lets library kernels outside {@code io.kvoffload} (the attention package, the HBM tier's upload) read a {@link KvView}'s
  * own K/V slices without the per-step scope that {@link KvView#keys(int)} creates for callers who
  * may keep a segment: library code never keeps one, so a decode step stays allocation-free.
  * {@link KvView} installs the accessor when its class initialises, which happens before any view
@@ -20,6 +20,8 @@ public final class ViewAccess {
         boolean partialRows(KvView view);
 
         long headMask(KvView view, int row);
+
+        MemorySegment headMasks(KvView view);
     }
 
     private static Accessor accessor;
@@ -52,5 +54,16 @@ public final class ViewAccess {
     /** {@link KvView#headMask(int)} without the index check (the caller checked {@code row} against the row count). */
     public static long headMask(KvView view, int row) {
         return accessor.headMask(view, row);
+    }
+
+    /**
+     * The view's head masks (checked ready), capacity-long in its DRAM slot: int64 per row, native
+     * byte order, bit h = the row holds KV head h. Meaningful for the first
+     * {@link KvView#tokenCount()} rows only when {@link #partialRows} (else stale bytes: every row is
+     * whole). For the HBM tier's upload, which copies them beside the positions; valid until the
+     * view closes, never to be kept.
+     */
+    public static MemorySegment headMasks(KvView view) {
+        return accessor.headMasks(view);
     }
 }

@@ -7,10 +7,11 @@ import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 
 /**
- * The rows of one {@link io.kvoffload.KvView} in DRAM: positions, a block table and, per KV head,
- * keys and values contiguous. The fetch pipeline writes rows here; the public view hands read-only
- * scopes of them to the engine. One DRAM slot, grown (with headroom) only when a step needs more
- * rows than any before.
+ * The rows of one {@link io.kvoffload.KvView} in DRAM: positions, a block table, per-row head masks
+ * and, per KV head, keys and values contiguous. The fetch pipeline writes rows here; the public view
+ * hands read-only scopes of them to the engine. One DRAM slot (page-locked when the GPU tier is on,
+ * so the HBM tier copies every region straight from it), grown (with headroom) only when a step
+ * needs more rows than any before.
  */
 public final class ViewBuffer {
     private final KvShape shape;
@@ -20,6 +21,8 @@ public final class ViewBuffer {
     private DramSlot memory;
     private MemorySegment positions;
     private MemorySegment blockTable;
+    /** Per row, an int64 (native byte order) whose bit h says KV head h landed; meaningful only while {@link #partial}. */
+    private MemorySegment masks;
     private final MemorySegment[] keys;
     private final MemorySegment[] values;
     /** The layer this step fetches and the rows it fills. */
@@ -27,11 +30,9 @@ public final class ViewBuffer {
     private int rows;
     /**
      * Whether this step has rows that hold only some KV heads (a per-head plan read some tokens'
-     * head groups only); then {@link #heads} says which heads each row holds, else every row is whole.
+     * head groups only); then {@link #masks} says which heads each row holds, else every row is whole.
      */
     private boolean partial;
-    /** Per row, bit h: KV head h landed (kept only while {@link #partial}). */
-    private long[] heads = new long[0];
 
     public ViewBuffer(KvShape shape, int blockTokens) {
         this.shape = shape;
@@ -59,10 +60,9 @@ public final class ViewBuffer {
             throw new IllegalStateException("per-head rows need at most " + Long.SIZE + " KV heads; the shape has "
                     + shape.kvHeads());
         }
-        if (heads.length < capacity) {
-            heads = new long[capacity];
+        for (int r = 0; r < rows; r++) {
+            masks.setAtIndex(ValueLayout.JAVA_LONG, r, 0L);
         }
-        java.util.Arrays.fill(heads, 0, rows, 0L);
         partial = true;
     }
 
@@ -73,7 +73,16 @@ public final class ViewBuffer {
 
     /** The KV heads row {@code row} holds, bit h for KV head h; -1 (every bit) when every row is whole. */
     public long headMask(int row) {
-        return partial ? heads[row] : -1L;
+        return partial ? masks.getAtIndex(ValueLayout.JAVA_LONG, row) : -1L;
+    }
+
+    /**
+     * The head masks of every row, capacity-long: int64 per row in native byte order, bit h = KV
+     * head h landed. Meaningful for the first {@link #rows()} rows only while {@link #partialRows()};
+     * otherwise they hold stale bytes (every row is whole).
+     */
+    public MemorySegment headMasks() {
+        return masks;
     }
 
     /** Bits of KV heads {@code [from, from + count)}. */
@@ -91,8 +100,9 @@ public final class ViewBuffer {
         int blocks = (cap + blockTokens - 1) / blockTokens;
         long posBytes = align(4L * cap);
         long tableBytes = align(4L * blocks);
+        long maskBytes = align(8L * cap);
         long headBytes = align((long) cap * rowBytes);
-        long total = posBytes + tableBytes + 2L * shape.kvHeads() * headBytes;
+        long total = posBytes + tableBytes + maskBytes + 2L * shape.kvHeads() * headBytes;
         DramSlot m = dram.acquire(Long.highestOneBit(total - 1) << 1); // few size classes as views grow
         if (memory != null) {
             dram.release(memory);
@@ -106,7 +116,8 @@ public final class ViewBuffer {
             // The gathered rows are contiguous, so logical block b is physical block b.
             blockTable.setAtIndex(ValueLayout.JAVA_INT, b, b);
         }
-        long o = posBytes + tableBytes;
+        masks = s.asSlice(posBytes + tableBytes, 8L * cap);
+        long o = posBytes + tableBytes + maskBytes;
         for (int h = 0; h < shape.kvHeads(); h++) {
             keys[h] = s.asSlice(o, (long) cap * rowBytes);
             o += headBytes;
@@ -175,7 +186,8 @@ public final class ViewBuffer {
         positions.setAtIndex(ValueLayout.JAVA_INT, row, position);
         int heads = keys.length / shards;
         if (partial) {
-            this.heads[row] |= headBits(shard * heads, heads);
+            masks.setAtIndex(ValueLayout.JAVA_LONG, row,
+                    masks.getAtIndex(ValueLayout.JAVA_LONG, row) | headBits(shard * heads, heads));
         }
         long dst = (long) row * rowBytes;
         for (int i = 0; i < heads; i++) {
@@ -189,7 +201,7 @@ public final class ViewBuffer {
     public void putRow(int row, int position, MemorySegment k, long kOffset, MemorySegment v, long vOffset) {
         positions.setAtIndex(ValueLayout.JAVA_INT, row, position);
         if (partial) {
-            heads[row] = -1L;
+            masks.setAtIndex(ValueLayout.JAVA_LONG, row, -1L);
         }
         long dst = (long) row * rowBytes;
         for (int h = 0; h < keys.length; h++) {
@@ -200,8 +212,9 @@ public final class ViewBuffer {
 
     /** Reassembles row {@code row} as a token-major entry at {@code dst[offset]} (a whole row only). */
     public void copyEntryTo(int row, MemorySegment dst, long offset) {
-        if (partial && heads[row] != headBits(0, shape.kvHeads()) && heads[row] != -1L) {
-            throw new IllegalStateException("row " + row + " holds only KV heads " + Long.toBinaryString(heads[row])
+        long held = headMask(row);
+        if (held != headBits(0, shape.kvHeads()) && held != -1L) {
+            throw new IllegalStateException("row " + row + " holds only KV heads " + Long.toBinaryString(held)
                     + "; a partial row is never copied as a whole entry");
         }
         long src = (long) row * rowBytes;
