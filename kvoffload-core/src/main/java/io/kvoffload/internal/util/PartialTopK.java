@@ -1,13 +1,19 @@
 package io.kvoffload.internal.util;
 
 /**
- * Exact top-k over a range of a score array without a sort and without allocating: quickselect on a
- * preallocated copy finds the k-th largest score (expected linear time), one pass counts the scores
- * above it and a second writes the winners. Ties at the threshold go to the lower index, like
- * {@link TopK}. NaN scores rank below everything.
+ * Exact top-k over a range of a score array without a sort and without allocating: a radix select
+ * over the scores' bits finds the k-th largest score (three counting passes of 11, 11 and 10 bits,
+ * linear and branch-light where quickselect's partitioning mispredicts on a long range), one pass
+ * counts the scores above it and a second writes the winners. Ties at the threshold go to the lower
+ * index, like {@link TopK}. NaN scores rank below everything.
  */
 public final class PartialTopK {
     private final float[] scratch;
+    /** The radix passes: bits 31–21, 20–10, 9–0 of the sortable key. */
+    private static final int[] SHIFTS = {21, 10, 0};
+    private static final int[] WIDTHS = {11, 11, 10};
+    /** Counts of one radix pass (2^11 buckets). */
+    private final int[] counts = new int[1 << 11];
 
     /** @param capacity the longest range ever asked for */
     public PartialTopK(int capacity) {
@@ -56,11 +62,42 @@ public final class PartialTopK {
             throw new IllegalArgumentException("k = " + k + " over a range of " + len + " (capacity " + scratch.length
                     + ") is out of range; allowed: 1.." + Math.min(len, scratch.length));
         }
+        // Keys whose unsigned order is the floats' order (−∞ … −0 … +0 … +∞); NaN as −∞.
         float[] a = scratch;
         for (int i = 0; i < len; i++) {
             float s = scores[from + i];
             a[i] = s != s ? Float.NEGATIVE_INFINITY : s;
         }
-        return TopK.kthLargestInPlace(a, len, k);
+        int prefix = 0, rank = k; // the k-th largest among the keys that share the prefix so far
+        int known = 0; // bits of the prefix fixed so far, from the top
+        for (int pass = 0; pass < 3; pass++) {
+            int shift = SHIFTS[pass], buckets = 1 << WIDTHS[pass];
+            int[] c = counts;
+            java.util.Arrays.fill(c, 0, buckets, 0);
+            for (int i = 0; i < len; i++) {
+                int u = sortable(a[i]);
+                if (known == 0 || (u >>> (32 - known)) == (prefix >>> (32 - known))) {
+                    c[(u >>> shift) & (buckets - 1)]++;
+                }
+            }
+            int b = buckets - 1;
+            while (c[b] < rank) {
+                rank -= c[b];
+                b--;
+            }
+            prefix |= b << shift;
+            known += WIDTHS[pass];
+        }
+        return unsortable(prefix);
+    }
+
+    /** The float's bits with unsigned order equal to the float order (for non-NaN values). */
+    private static int sortable(float f) {
+        int bits = Float.floatToRawIntBits(f);
+        return bits < 0 ? ~bits : bits | 0x80000000;
+    }
+
+    private static float unsortable(int u) {
+        return Float.intBitsToFloat(u < 0 ? u & 0x7FFFFFFF : ~u);
     }
 }

@@ -43,6 +43,23 @@ class PartialTopKProperties {
         assertArrayEquals(expected, Arrays.copyOfRange(out, 3, 3 + n));
     }
 
+    /** The radix select's key order: infinities, signed zeros (equal as floats), subnormals, ties. */
+    @Example
+    void signedZerosInfinitiesAndSubnormalsRankAsFloatsDo() {
+        float[] s = {0f, -0f, Float.NEGATIVE_INFINITY, Float.MIN_VALUE, -Float.MIN_VALUE, Float.POSITIVE_INFINITY, 0f, -1f,
+            1f, -0f, Float.MAX_VALUE, -Float.MAX_VALUE, 1f};
+        float[] equalZeros = s.clone(); // as floats compare: −0 == +0, so they tie (lower index first)
+        for (int i = 0; i < s.length; i++) {
+            equalZeros[i] += 0f;
+        }
+        for (int k = 0; k <= s.length; k++) {
+            int[] expected = Arrays.stream(ranked(equalZeros, 0, s.length)).limit(k).sorted().toArray();
+            int[] out = new int[s.length];
+            int n = new PartialTopK(s.length).top(s, 0, s.length, k, out, 0);
+            assertArrayEquals(expected, Arrays.copyOf(out, n), "k = " + k);
+        }
+    }
+
     @Example
     void nanRanksLowest() {
         float[] s = {Float.NaN, 1f, Float.NaN, -5f};
