@@ -121,10 +121,16 @@ public final class FetchPlan {
      * {@code h}; {@link #ALL_HEADS} for every head, as {@link #add(int)}).
      *
      * @throws IllegalArgumentException if {@code position} is outside {@code [0, tokens())}, or the
-     *     mask names no KV head of the layer or one it does not have
+     *     mask names no KV head of the layer or one it does not have, or the layer has more than 64
+     *     KV heads (then only {@link #ALL_HEADS})
      */
     public void add(int position, long kvHeadMask) {
         if (kvHeadMask != ALL_HEADS) {
+            if (kvHeads > Long.SIZE) {
+                throw new IllegalArgumentException("kvHeadMask = 0x" + Long.toHexString(kvHeadMask) + " for position "
+                        + position + " on a layer of " + kvHeads + " KV heads; allowed: ALL_HEADS (per-head positions"
+                        + " need at most " + Long.SIZE + " KV heads)");
+            }
             long valid = kvHeads >= Long.SIZE ? -1L : (1L << kvHeads) - 1;
             if (kvHeadMask == 0 || (kvHeadMask & ~valid) != 0) {
                 throw new IllegalArgumentException("kvHeadMask = 0x" + Long.toHexString(kvHeadMask) + " for position "
