@@ -226,12 +226,12 @@ class PerHeadBlockMassTest {
         assertTrue(e.getMessage().contains("headGroups = 3"), e.getMessage());
         e = assertThrows(IllegalArgumentException.class, () -> plan.add(100, 1L));
         assertTrue(e.getMessage().contains("position = 100"), e.getMessage());
-        FetchPlan wide = new FetchPlan();
-        wide.heads(128, 1);
-        wide.begin(0, 100, 10);
-        e = assertThrows(IllegalArgumentException.class, () -> wide.add(5, 1L));
+        FetchPlan many = new FetchPlan();
+        many.heads(128, 1);
+        many.begin(0, 100, 10);
+        e = assertThrows(IllegalArgumentException.class, () -> many.add(5, 1L));
         assertTrue(e.getMessage().contains("128 KV heads") && e.getMessage().contains("ALL_HEADS"), e.getMessage());
-        wide.add(5, FetchPlan.ALL_HEADS);
-        assertEquals(1, wide.size());
+        many.add(5, FetchPlan.ALL_HEADS);
+        assertEquals(1, many.size());
     }
 }
