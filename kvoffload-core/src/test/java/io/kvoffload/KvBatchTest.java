@@ -64,6 +64,34 @@ class KvBatchTest {
         }
     }
 
+    /**
+     * Under head sharding the default strategy reads per-head-group sets (over Swarm's clusters with
+     * replicas here): a batch's shared submission serves them exactly as decoding one by one does.
+     */
+    @Test
+    void aBatchOfPerHeadViewsEqualsTheSequencesDecodedOneByOne() throws Exception {
+        KvConfig cfg = TestEngines.config(TestEngines.deviceDirs(root, 2), "portable")
+                .placement(io.kvoffload.Placement.HEAD_SHARDED).build();
+        try (KvEngine e = KvEngine.open(cfg)) {
+            store(e, 3);
+            DecodeOptions o = DecodeOptions.builder().sparsity(0.2).cacheBytes(2L << 20).build();
+            byte[][][][] views = BatchRuns.assertBatchMatchesOneByOne(e, IDS.subList(0, 3), w, expected, o, 3);
+            boolean partial = false;
+            for (byte[][][] step : views) {
+                for (byte[][] layer : step) {
+                    for (byte[] v : layer) {
+                        int rows = v.length / (4 + 2 * SHAPE.kvHeads() * SHAPE.headDim() * 2 + 8);
+                        java.nio.ByteBuffer b = java.nio.ByteBuffer.wrap(v).order(java.nio.ByteOrder.nativeOrder());
+                        for (int r = 0; r < rows; r++) {
+                            partial |= b.getLong(v.length - 8 * rows + 8 * r) != 3L;
+                        }
+                    }
+                }
+            }
+            assertTrue(partial, "some rows hold one of the two KV heads");
+        }
+    }
+
     @Test
     void aCorruptedEntryFailsOnlyItsSequencesView() throws Exception {
         KvConfig cfg = config(1); // one copy of every entry: no replica to fail over to

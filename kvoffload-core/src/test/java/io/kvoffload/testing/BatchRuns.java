@@ -24,19 +24,27 @@ import java.util.List;
 public final class BatchRuns {
     private BatchRuns() {}
 
-    /** The view's rows as bytes: positions, then each head's K rows and V rows. */
+    /** The view's rows as bytes: positions, each head's K rows and V rows (zeros for a head a row does not hold), then each row's held heads. */
     public static byte[] contents(KvView v) {
         KvShape shape = v.shape();
         long row = (long) shape.headDim() * shape.dtype().bytes();
         int n = v.tokenCount();
-        MemorySegment out = MemorySegment.ofArray(new byte[(int) (4L * n + 2L * shape.kvHeads() * n * row)]);
+        MemorySegment out = MemorySegment.ofArray(new byte[(int) (4L * n + 2L * shape.kvHeads() * n * row + 8L * n)]);
         MemorySegment.copy(v.positions(), 0, out, 0, 4L * n);
         long o = 4L * n;
         for (int h = 0; h < shape.kvHeads(); h++) {
             MemorySegment.copy(v.keys(h), 0, out, o, n * row);
-            o += n * row;
-            MemorySegment.copy(v.values(h), 0, out, o, n * row);
-            o += n * row;
+            MemorySegment.copy(v.values(h), 0, out, o + n * row, n * row);
+            for (int r = 0; r < n; r++) {
+                if ((PerHeadViews.heldHeads(v, r) >>> h & 1) == 0) { // undefined bytes of a head the row lacks
+                    out.asSlice(o + r * row, row).fill((byte) 0);
+                    out.asSlice(o + n * row + r * row, row).fill((byte) 0);
+                }
+            }
+            o += 2 * n * row;
+        }
+        for (int r = 0; r < n; r++) {
+            out.set(ValueLayout.JAVA_LONG_UNALIGNED, o + 8L * r, PerHeadViews.heldHeads(v, r));
         }
         return out.toArray(ValueLayout.JAVA_BYTE);
     }
@@ -76,7 +84,7 @@ public final class BatchRuns {
                     KvView[] views = l == 0 ? v0 : v1;
                     for (int i = 0; i < n; i++) {
                         try (KvView v = views[i].await()) {
-                            KvViews.assertBitExact(v, expected[i][l]);
+                            KvViews.assertBitExact(v, expected[i][l], true);
                             batched[step][l][i] = contents(v);
                         }
                     }
