@@ -602,7 +602,9 @@ public final class CompareCommand implements Callable<Integer> {
                 acc.ioLatency = acc.ioLatency.plus(timed.ioLatency());
                 acc.cacheHits += st.cacheHits();
                 acc.cacheMisses += st.cacheMisses();
-                acc.dram += st.cacheBytes() + st.windowBytes();
+                // Every DRAM tier a strategy keeps: window, hot cache, KVSwap's reuse buffer (with its
+                // compressed K cache, which the index column counts too).
+                acc.dram += st.cacheBytes() + st.windowBytes() + st.reuseBytes();
                 if (acc.first == null) {
                     acc.first = timed;
                 }
