@@ -1,5 +1,6 @@
 package io.kvoffload.strategy;
 
+import io.kvoffload.internal.storage.HeadShards;
 import java.util.Arrays;
 
 /**
@@ -131,7 +132,7 @@ public final class FetchPlan {
                         + position + " on a layer of " + kvHeads + " KV heads; allowed: ALL_HEADS (per-head positions"
                         + " need at most " + Long.SIZE + " KV heads)");
             }
-            long valid = kvHeads >= Long.SIZE ? -1L : (1L << kvHeads) - 1;
+            long valid = HeadShards.headBits(0, kvHeads);
             if (kvHeadMask == 0 || (kvHeadMask & ~valid) != 0) {
                 throw new IllegalArgumentException("kvHeadMask = 0x" + Long.toHexString(kvHeadMask) + " for position "
                         + position + "; allowed: a non-empty set of the layer's KV heads 0.." + (kvHeads - 1)

@@ -561,29 +561,26 @@ public final class CompareCommand implements Callable<Integer> {
                         acc.select(after.selectNanos() - before.selectNanos());
                         synchronized (acc) {
                             acc.fetches++;
-                            acc.rows += entryRows(v);
+                            acc.rows += ViewScores.entryRows(v);
                             acc.bytes += after.bytesRead() - before.bytesRead();
                             acc.reads += after.readRequests() - before.readRequests();
                             acc.ioNanos += after.ioNanos() - before.ioNanos();
                         }
                         before = after;
-                        long bad = check(f, l, v);
+                        long bad = ViewScores.mismatches(v, f.keys[l], f.values[l]);
                         synchronized (acc) {
                             acc.rowsChecked += v.tokenCount();
                             acc.mismatches += bad;
                         }
                         if (quality) {
-                            int[] positions = new int[v.tokenCount()];
-                            for (int r = 0; r < positions.length; r++) {
-                                positions[r] = v.position(r);
-                            }
+                            int[] positions = ViewScores.positions(v);
                             ExactAttention.Result ex = f.exact[l][step];
                             sparse.attend(v, q, output);
                             // A per-head view: each query head's mass on the rows that hold its KV head.
                             double mass = v.partialRows()
                                     ? QualityMetrics.attentionMassRecall(f.headWeights(l, step), shape.groupSize(), v)
                                     : QualityMetrics.attentionMassRecall(ex.weights(), positions);
-                            double topK = v.partialRows() ? headTopK(v, ex.weights(), budgetTokens)
+                            double topK = v.partialRows() ? ViewScores.headTopK(v, ex.weights(), budgetTokens)
                                     : QualityMetrics.topKRecall(ex.weights(), positions, budgetTokens);
                             synchronized (acc) {
                                 acc.mass += mass;
@@ -610,57 +607,6 @@ public final class CompareCommand implements Callable<Integer> {
                 }
             }
         }
-    }
-
-    /** Rows a view attends, in whole entries: a row that holds some KV heads counts their share. */
-    private double entryRows(KvView v) {
-        if (!v.partialRows()) {
-            return v.tokenCount();
-        }
-        double rows = 0;
-        long all = heads.kvHeads >= Long.SIZE ? -1L : (1L << heads.kvHeads) - 1;
-        for (int r = 0; r < v.tokenCount(); r++) {
-            rows += Long.bitCount(v.headMask(r) & all) / (double) heads.kvHeads;
-        }
-        return rows;
-    }
-
-    /** Top-k recall of a per-head view: each KV head's rows against the top tokens, averaged over KV heads. */
-    private double headTopK(KvView v, float[] weights, int k) {
-        double sum = 0;
-        int[] rows = new int[v.tokenCount()];
-        for (int h = 0; h < heads.kvHeads; h++) {
-            int n = 0;
-            for (int r = 0; r < rows.length; r++) {
-                if ((v.headMask(r) >>> h & 1) != 0) {
-                    rows[n++] = v.position(r);
-                }
-            }
-            sum += QualityMetrics.topKRecall(weights, Arrays.copyOf(rows, n), k);
-        }
-        return sum / heads.kvHeads;
-    }
-
-    /** Rows whose K or V differ from the source KV at their position (must be 0); a head a row does not hold is not compared. */
-    private long check(CompareFixture f, int layer, KvView v) {
-        int row = heads.headDim * shape.dtype().bytes();
-        long bad = 0;
-        for (int r = 0; r < v.tokenCount(); r++) {
-            int p = v.position(r);
-            long held = v.headMask(r);
-            for (int h = 0; h < heads.kvHeads; h++) {
-                if ((held >>> h & 1) == 0) {
-                    continue;
-                }
-                long src = ((long) p * heads.kvHeads + h) * row;
-                if (v.keys(h).asSlice((long) r * row, row).mismatch(f.keys[layer].asSlice(src, row)) != -1
-                        || v.values(h).asSlice((long) r * row, row).mismatch(f.values[layer].asSlice(src, row)) != -1) {
-                    bad++;
-                    break;
-                }
-            }
-        }
-        return bad;
     }
 
     private Row row(String section, CompareFixture f, Strategy s, double share, int batch, int ssds, boolean simulated,

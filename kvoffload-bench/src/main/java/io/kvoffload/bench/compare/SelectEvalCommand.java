@@ -521,7 +521,7 @@ public final class SelectEvalCommand implements Callable<Integer> {
         int perGroup = heads.kvHeads / headGroups;
         int[][] sets = new int[headGroups][];
         for (int g = 0; g < headGroups; g++) {
-            long bits = (perGroup >= Long.SIZE ? -1L : (1L << perGroup) - 1) << (g * perGroup);
+            long bits = io.kvoffload.internal.storage.HeadShards.groupBits(g, perGroup);
             boolean[] seen = new boolean[size.tokens];
             int[] set = new int[plan.size()];
             int n = 0;

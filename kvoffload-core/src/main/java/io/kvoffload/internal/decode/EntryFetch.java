@@ -1,5 +1,6 @@
 package io.kvoffload.internal.decode;
 
+import io.kvoffload.internal.storage.HeadShards;
 import io.kvoffload.KvIoException;
 import io.kvoffload.internal.sched.BucketScheduler;
 import io.kvoffload.internal.storage.ClusterLayout;
@@ -173,7 +174,7 @@ public final class EntryFetch implements HotClusterCache.TokenSource, StagedRead
                 int t = concat[i];
                 long want = perHeadRows ? rowHeads[viewRows.row(t)] : FetchPlan.ALL_HEADS;
                 for (int g = 0; g < shards; g++) {
-                    if (want == FetchPlan.ALL_HEADS || (want & groupBits(g, perGroup)) != 0) {
+                    if (want == FetchPlan.ALL_HEADS || (want & HeadShards.groupBits(g, perGroup)) != 0) {
                         keys[k++] = t * shards + g;
                     } else {
                         partial = true;
@@ -297,11 +298,6 @@ public final class EntryFetch implements HotClusterCache.TokenSource, StagedRead
             }
         }
         return c;
-    }
-
-    /** The KV heads of head group {@code g} of {@code perGroup} heads, as mask bits. */
-    private static long groupBits(int g, int perGroup) {
-        return (perGroup >= Long.SIZE ? -1L : (1L << perGroup) - 1) << (g * perGroup);
     }
 
     /** The first head group that holds a head of {@code mask}. */

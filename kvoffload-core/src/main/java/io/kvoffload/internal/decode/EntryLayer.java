@@ -82,11 +82,7 @@ public abstract class EntryLayer implements LayerFetcher, BucketScheduler.Reside
         cacheLru = lru;
         long total = options.cacheBytes() == DecodeOptions.AUTO ? store.store().config().dramBudgetBytes() / 8
                 : options.cacheBytes();
-        long perLayer = total / sequence.shape().layers();
-        if (perLayer >= sequence.shape().entryBytes()) {
-            cache = new HotClusterCache(store.store().elastic(), layout, sequence.shape().entryBytes(), perLayer, lru,
-                    SCORE);
-        }
+        resizeCache(total / sequence.shape().layers());
     }
 
     /**

@@ -195,10 +195,17 @@ public final class PlannedLayer extends EntryLayer {
         }
         seen.clear(clusters);
         int laidOut = l.clusteredTokens(), n = 0;
+        int c = -1, from = 0, to = 0; // the last position's cluster and its entries: blocks come in runs
         for (int i = 0; i < plan.size(); i++) {
             int t = plan.position(i);
-            if (t < laidOut) {
-                int c = clusterOf(l, l.replica(t, 0), clusters);
+            if (t >= laidOut) {
+                continue;
+            }
+            int e = l.replica(t, 0);
+            if (e < from || e >= to) {
+                c = clusterOf(l, e, clusters);
+                from = l.firstEntry(c);
+                to = from + l.size(c);
                 if (seen.add(c) && whole(l, c, rows)) {
                     activated[n++] = c;
                 }

@@ -1,5 +1,6 @@
 package io.kvoffload.internal.decode;
 
+import io.kvoffload.internal.storage.HeadShards;
 import io.kvoffload.KvShape;
 import io.kvoffload.internal.dram.DramPool;
 import io.kvoffload.internal.dram.DramSlot;
@@ -83,11 +84,6 @@ public final class ViewBuffer {
      */
     public MemorySegment headMasks() {
         return masks;
-    }
-
-    /** Bits of KV heads {@code [from, from + count)}. */
-    private static long headBits(int from, int count) {
-        return (count >= Long.SIZE ? -1L : (1L << count) - 1) << from;
     }
 
     private void ensureCapacity(int tokens, DramPool dram) {
@@ -187,7 +183,7 @@ public final class ViewBuffer {
         int heads = keys.length / shards;
         if (partial) {
             masks.setAtIndex(ValueLayout.JAVA_LONG, row,
-                    masks.getAtIndex(ValueLayout.JAVA_LONG, row) | headBits(shard * heads, heads));
+                    masks.getAtIndex(ValueLayout.JAVA_LONG, row) | HeadShards.groupBits(shard, heads));
         }
         long dst = (long) row * rowBytes;
         for (int i = 0; i < heads; i++) {
@@ -213,7 +209,7 @@ public final class ViewBuffer {
     /** Reassembles row {@code row} as a token-major entry at {@code dst[offset]} (a whole row only). */
     public void copyEntryTo(int row, MemorySegment dst, long offset) {
         long held = headMask(row);
-        if (held != headBits(0, shape.kvHeads()) && held != -1L) {
+        if (held != HeadShards.headBits(0, shape.kvHeads()) && held != -1L) {
             throw new IllegalStateException("row " + row + " holds only KV heads " + Long.toBinaryString(held)
                     + "; a partial row is never copied as a whole entry");
         }

@@ -15,6 +15,19 @@ public final class HeadShards {
     private HeadShards() {}
 
     /**
+     * KV heads {@code [from, from + count)} as mask bits (bit h for KV head h), the form per-head
+     * plans and views use; {@code count} of 64 or more is every bit.
+     */
+    public static long headBits(int from, int count) {
+        return (count >= Long.SIZE ? -1L : (1L << count) - 1) << from;
+    }
+
+    /** The KV heads of head group {@code group} of {@code perGroup} consecutive heads, as mask bits. */
+    public static long groupBits(int group, int perGroup) {
+        return headBits(group * perGroup, perGroup);
+    }
+
+    /**
      * Head groups for {@code placement} over {@code devices} SSDs: 1 for token striping, else the
      * largest divisor of the KV head count not above the device count (so every group has the same
      * heads and every shard the same size).

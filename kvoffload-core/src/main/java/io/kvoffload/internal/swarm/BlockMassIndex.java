@@ -348,10 +348,30 @@ public final class BlockMassIndex {
      * @throws IllegalArgumentException if a length is wrong or the query is not finite
      */
     public void score(float[] query, float[] scores) {
-        Checks.notNull("query", query);
         Checks.notNull("scores", scores);
-        Checks.queryRows(query, queryHeads, headDim);
         Checks.capacity("scores", scores.length, blocks);
+        scoreInto(query, scores);
+    }
+
+    /**
+     * Each head's estimated block shares for {@code query}, in place ({@link #headShares}'s rows
+     * without the copy and without summing them into one score per block: read-only by contract,
+     * valid until the next call). The per-head selector ranks them itself.
+     *
+     * @throws IllegalStateException with {@link Combination#SUM_LOGITS}, which keeps no shares
+     */
+    float[] shares(float[] query) {
+        if (combination == Combination.SUM_LOGITS) {
+            throw new IllegalStateException("combination SUM_LOGITS keeps no per-head shares; allowed: HEAD_MASS, QUERY_HEAD_MASS");
+        }
+        scoreInto(query, null);
+        return logits;
+    }
+
+    /** {@link #score}; with a mass combination {@code scores} may be null (the shares only). */
+    private void scoreInto(float[] query, float[] scores) {
+        Checks.notNull("query", query);
+        Checks.queryRows(query, queryHeads, headDim);
         int d = headDim;
         boolean perQuery = combination == Combination.QUERY_HEAD_MASS;
         java.util.Arrays.fill(headQuery, 0f);
@@ -380,7 +400,9 @@ public final class BlockMassIndex {
             }
             return;
         }
-        java.util.Arrays.fill(scores, 0, blocks, 0f);
+        if (scores != null) {
+            java.util.Arrays.fill(scores, 0, blocks, 0f);
+        }
         for (int h = 0; h < rows; h++) {
             int base = h * blocks;
             for (int b = 0; b < blocks; b++) {
@@ -388,9 +410,12 @@ public final class BlockMassIndex {
             }
             float norm = Softmax.exponentiateRanking(logits, base, blocks);
             for (int b = 0; b < blocks; b++) {
-                float share = logits[base + b] * norm;
-                logits[base + b] = share; // kept for headShares
-                scores[b] += share;
+                logits[base + b] *= norm; // kept for headShares
+            }
+            if (scores != null) {
+                for (int b = 0; b < blocks; b++) {
+                    scores[b] += logits[base + b];
+                }
             }
         }
     }
@@ -413,17 +438,6 @@ public final class BlockMassIndex {
             throw new IllegalArgumentException("dst.length = " + dst.length + " is too small; allowed: at least " + logits.length);
         }
         System.arraycopy(logits, 0, dst, 0, logits.length);
-    }
-
-    /**
-     * {@link #headShares}'s rows in place, without the copy (read-only by contract; valid until the
-     * next {@link #score}): the per-head selector reads them every step.
-     */
-    float[] sharesInPlace() {
-        if (combination == Combination.SUM_LOGITS) {
-            throw new IllegalStateException("combination SUM_LOGITS keeps no per-head shares; allowed: HEAD_MASS, QUERY_HEAD_MASS");
-        }
-        return logits;
     }
 
     /**

@@ -1,5 +1,6 @@
 package io.kvoffload.internal.swarm;
 
+import io.kvoffload.internal.storage.HeadShards;
 import io.kvoffload.internal.util.PartialTopK;
 import io.kvoffload.internal.swarm.BlockMassIndex.Combination;
 import io.kvoffload.internal.swarm.BlockMassIndex.Scoring;
@@ -289,8 +290,7 @@ public final class BlockMassStrategy implements SelectionStrategy {
             }
             int perGroup = kvHeads / groups;
             int bt = index.blockTokens(), blocks = index.blocks();
-            index.score(query, pairs); // the shared scores, unused: it leaves each row's shares behind
-            float[] shares = index.sharesInPlace();
+            float[] shares = index.shares(query);
             java.util.Arrays.fill(pairs, 0, groups * blocks, 0f);
             for (int r = 0, rows = kvHeads * rowsPerHead; r < rows; r++) {
                 int base = r / rowsPerHead / perGroup * blocks, src = r * blocks;
@@ -317,17 +317,16 @@ public final class BlockMassStrategy implements SelectionStrategy {
             long want = budget >= fresh ? (long) candidates * groups
                     : Math.min((long) candidates * groups, (long) budget * groups / bt);
             int n = topK.top(pairs, 0, groups * blocks, (int) want, chosen, 0);
-            long groupMask = perGroup >= Long.SIZE ? -1L : (1L << perGroup) - 1;
             int added = 0;
             for (int i = 0; i < n; i++) {
                 int g = chosen[i] / blocks, b = chosen[i] % blocks;
                 if (blockHeads[b] == 0) {
                     chosen[added++] = b; // chosen[0, added) becomes the distinct blocks (i ≥ added: already read)
                 }
-                blockHeads[b] |= groupMask << (g * perGroup);
+                blockHeads[b] |= HeadShards.groupBits(g, perGroup);
             }
             plan.ensureCapacity(plan.size() + added * bt);
-            long all = kvHeads >= Long.SIZE ? -1L : (1L << kvHeads) - 1;
+            long all = HeadShards.headBits(0, kvHeads);
             for (int i = 0; i < added; i++) {
                 int b = chosen[i];
                 long heads = blockHeads[b] == all ? FetchPlan.ALL_HEADS : blockHeads[b];
