@@ -142,6 +142,7 @@ public final class ClusterLayout extends SegmentedLayout implements BucketSchedu
     }
 
     /** Head groups per token (1: token-striped, each stored entry a whole entry). */
+    @Override
     public int shards() {
         return shards;
     }

@@ -37,13 +37,7 @@ final class ClusterSection extends SectionKind<ClusterLayout> {
     static final ClusterSection KIND = new ClusterSection();
 
     private ClusterSection() {
-        super(new Info(NAME, "cluster", Slot.ENTRIES, MIN_VERSION, VERSION, 2));
-    }
-
-    /** The version {@code c} is written as: 4 when it is head-sharded, else 3. */
-    @Override
-    int versionFor(ClusterLayout c) {
-        return ManifestCodec.sectionVersion(c.shards, STRIPED_VERSION, VERSION);
+        super(new Info(NAME, "cluster", Slot.ENTRIES, MIN_VERSION, STRIPED_VERSION, VERSION, 2));
     }
 
     /** Manifest version 2 holds section version 2 bodies, versions 3 to 5 version 3's. */
@@ -53,7 +47,6 @@ final class ClusterSection extends SectionKind<ClusterLayout> {
 
     @Override
     void write(DataOutputStream out, ClusterLayout c, int version) throws IOException {
-        ManifestCodec.checkShardedVersion("cluster", c.shards, version, VERSION);
         out.writeInt(c.clusteredTokens);
         out.writeDouble(c.tau);
         out.writeInt(c.coActivationClusters);

@@ -109,6 +109,7 @@ public final class GroupLayout extends SegmentedLayout implements BucketSchedule
     }
 
     /** Head groups each group is stored in (1: token-striped, each stored key a whole group). */
+    @Override
     public int shards() {
         return shards;
     }

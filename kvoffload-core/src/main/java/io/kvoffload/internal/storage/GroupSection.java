@@ -30,13 +30,7 @@ final class GroupSection extends SectionKind<GroupLayout> {
     static final GroupSection KIND = new GroupSection();
 
     private GroupSection() {
-        super(new Info(NAME, "group", Slot.ENTRIES, STRIPED_VERSION, VERSION, 4));
-    }
-
-    /** The version {@code g} is written as: 2 when it is head-sharded, else 1. */
-    @Override
-    int versionFor(GroupLayout g) {
-        return ManifestCodec.sectionVersion(g.shards, STRIPED_VERSION, VERSION);
+        super(new Info(NAME, "group", Slot.ENTRIES, STRIPED_VERSION, STRIPED_VERSION, VERSION, 4));
     }
 
     /** Manifest versions 4 and 5 hold token-striped group bodies. */
@@ -47,7 +41,6 @@ final class GroupSection extends SectionKind<GroupLayout> {
 
     @Override
     void write(DataOutputStream out, GroupLayout g, int version) throws IOException {
-        ManifestCodec.checkShardedVersion("group", g.shards, version, VERSION);
         out.writeInt(g.groupedTokens);
         out.writeInt(g.groupSize);
         out.writeInt(g.stride);

@@ -209,7 +209,7 @@ public final class ManifestCodec {
         }
         ByteArrayOutputStream body = new ByteArrayOutputStream();
         int version = kind.versionFor(layout);
-        kind.write(new DataOutputStream(body), layout, version);
+        kind.encode(new DataOutputStream(body), layout, version);
         writeString(out, kind.info().name());
         out.writeShort(version);
         out.writeInt(body.size());
@@ -254,7 +254,7 @@ public final class ManifestCodec {
         for (L layout : kind.layouts(m)) {
             out.writeByte(layout == null ? 0 : 1);
             if (layout != null) {
-                kind.write(out, layout, kind.flaggedVersion(version));
+                kind.encode(out, layout, kind.flaggedVersion(version));
             }
         }
     }
@@ -432,24 +432,6 @@ public final class ManifestCodec {
             }
         }
         layouts[LayoutSections.KINDS.indexOf(kind)][l] = layout;
-    }
-
-
-    /**
-     * The section version a layout of {@code shards} head groups is written as: {@code sharded} when
-     * head-sharded, else {@code striped}, which builds from before head sharding still read.
-     */
-    static int sectionVersion(int shards, int striped, int sharded) {
-        return shards > 1 ? sharded : striped;
-    }
-
-    /** Refuses to write a head-sharded {@code what} layout in a section version before {@code sharded}. */
-    static void checkShardedVersion(String what, int shards, int version, int sharded) {
-        if (shards > 1 && version < sharded) {
-            throw new IllegalStateException("a head-sharded " + what + " layout needs section version " + sharded
-                    + "; this manifest format writes " + version + " (a sequence from a manifest before version 6"
-                    + " cannot be laid out head-sharded)");
-        }
     }
 
     /**

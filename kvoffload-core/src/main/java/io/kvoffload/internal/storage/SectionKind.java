@@ -32,11 +32,13 @@ abstract class SectionKind<L extends SegmentedLayout> {
      * @param name the section's name in a version-6 manifest
      * @param noun the layout's noun in messages ("cluster", "group", "unit")
      * @param minVersion the oldest section version this build reads
-     * @param version the newest section version this build reads and writes
+     * @param stripedVersion the newest version without head groups: what a token-striped layout is
+     *     written as, so stores that never shard stay readable by builds before head sharding
+     * @param version the newest section version this build reads and writes; it holds head groups
      * @param flaggedSince the first manifest version (2..5) whose per-layer flag format (before named
      *     sections) carries this kind, or 0 for a kind that only exists as a named section
      */
-    record Info(String name, String noun, Slot slot, int minVersion, int version, int flaggedSince) {}
+    record Info(String name, String noun, Slot slot, int minVersion, int stripedVersion, int version, int flaggedSince) {}
 
     private final Info info;
 
@@ -48,9 +50,9 @@ abstract class SectionKind<L extends SegmentedLayout> {
         return info;
     }
 
-    /** The section version {@code layout} is written in: by default the newest. */
-    int versionFor(L layout) {
-        return info.version();
+    /** The section version {@code layout} is written in: the newest when it is head-sharded, else the striped one. */
+    final int versionFor(L layout) {
+        return layout.shards() > 1 ? info.version() : info.stripedVersion();
     }
 
     /** The section version of this kind's bodies in the flag format of {@code manifestVersion}. */
@@ -61,6 +63,20 @@ abstract class SectionKind<L extends SegmentedLayout> {
     /** The manifest's layouts of this kind, one per layer (null where a layer has none). */
     abstract L[] layouts(Manifest m);
 
+    /**
+     * Writes {@code layout}'s body in section {@code version}; a head-sharded layout is refused in a
+     * version before head groups (a flag-format manifest) before anything is written.
+     */
+    final void encode(DataOutputStream out, L layout, int version) throws IOException {
+        if (layout.shards() > 1 && version < info.version()) {
+            throw new IllegalStateException("a head-sharded " + info.noun() + " layout needs section version "
+                    + info.version() + "; this manifest format writes " + version + " (a sequence from a manifest"
+                    + " before version 6 cannot be laid out head-sharded)");
+        }
+        write(out, layout, version);
+    }
+
+    /** Writes the body; {@link #encode} has checked the version holds the layout. */
     abstract void write(DataOutputStream out, L layout, int version) throws IOException;
 
     /** Reads one body of section version {@code version}; every count is checked against the bytes left. */

@@ -34,6 +34,9 @@ public abstract class SegmentedLayout {
         return segLength[s];
     }
 
+    /** Head groups each stored item is cut into (1: token-striped, each item whole). */
+    public abstract int shards();
+
     /**
      * Where each fixed-stride item (a group's key, a unit) starts on its device: items fill their
      * segments in order, item {@code i} taking the next {@code stride} bytes of segment

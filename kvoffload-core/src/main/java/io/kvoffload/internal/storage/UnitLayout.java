@@ -138,6 +138,7 @@ public final class UnitLayout extends SegmentedLayout implements BucketScheduler
     }
 
     /** Head groups the layout's head units were placed by (1: token-striped). */
+    @Override
     public int shards() {
         return shards;
     }

@@ -33,13 +33,7 @@ final class UnitSection extends SectionKind<UnitLayout> {
     static final UnitSection KIND = new UnitSection();
 
     private UnitSection() {
-        super(new Info(NAME, "unit", Slot.AUXILIARY, STRIPED_VERSION, VERSION, 0));
-    }
-
-    /** The version {@code u} is written as: 2 when it is head-sharded, else 1. */
-    @Override
-    int versionFor(UnitLayout u) {
-        return ManifestCodec.sectionVersion(u.shards, STRIPED_VERSION, VERSION);
+        super(new Info(NAME, "unit", Slot.AUXILIARY, STRIPED_VERSION, STRIPED_VERSION, VERSION, 0));
     }
 
     @Override UnitLayout[] layouts(Manifest m) { return m.units(); }
@@ -48,7 +42,6 @@ final class UnitSection extends SectionKind<UnitLayout> {
 
     @Override
     void write(DataOutputStream out, UnitLayout u, int version) throws IOException {
-        ManifestCodec.checkShardedVersion("unit", u.shards, version, VERSION);
         byte[] owner = u.owner.getBytes(StandardCharsets.UTF_8);
         out.writeShort(owner.length);
         out.write(owner);
