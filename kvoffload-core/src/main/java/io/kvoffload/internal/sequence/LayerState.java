@@ -44,13 +44,9 @@ public final class LayerState {
         this.tokens = tokens;
         this.blocks = blocks;
         this.clusters = clusters;
-        this.clustersCommitted = true;
-        this.committedClusters = clusters;
         this.groups = groups;
-        this.groupsCommitted = true;
-        this.committedGroups = groups;
         this.units = units;
-        this.unitsCommitted = true;
+        layoutsCommitted();
     }
 
     public int tokens() {
@@ -94,6 +90,11 @@ public final class LayerState {
     /** Everything the handle holds is now what the last commit names. */
     void markCommitted() {
         blocks.markAllCommitted();
+        layoutsCommitted();
+    }
+
+    /** The layouts held now are the ones the last commit names, none an uncommitted extension. */
+    private void layoutsCommitted() {
         clustersCommitted = true;
         committedClusters = clusters;
         clustersExtendCommitted = false;
