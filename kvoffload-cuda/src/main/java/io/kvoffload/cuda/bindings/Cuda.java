@@ -3,6 +3,7 @@ package io.kvoffload.cuda.bindings;
 import java.lang.foreign.MemorySegment;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ConcurrentMap;
+import jcuda.Pointer;
 import jcuda.runtime.JCuda;
 import jcuda.runtime.cudaDeviceAttr;
 import jcuda.runtime.cudaDeviceProp;
@@ -120,13 +121,9 @@ public final class Cuda {
             CudaStream stream) {
         Bounds.checkDevice("dst", dst, dstOffset, bytes);
         Bounds.checkHost("src", src, srcOffset, bytes);
-        requireStream(stream);
-        if (bytes == 0) {
-            return;
-        }
-        check(JCuda.cudaMemcpyAsync(dst.ptr().at(dstOffset), new HostPtr(src.address() + srcOffset), bytes,
-                cudaMemcpyKind.cudaMemcpyHostToDevice, stream.handle()), "cudaMemcpyAsync(HostToDevice)",
-                bytes + " bytes to " + dst + "+" + dstOffset);
+        memcpyAsync(dst.ptr().at(dstOffset), new HostPtr(src.address() + srcOffset), bytes,
+                cudaMemcpyKind.cudaMemcpyHostToDevice, "cudaMemcpyAsync(HostToDevice)", stream,
+                " to " + dst + "+" + dstOffset);
     }
 
     /**
@@ -190,13 +187,9 @@ public final class Cuda {
             CudaStream stream) {
         Bounds.checkHost("dst", dst, dstOffset, bytes);
         Bounds.checkDevice("src", src, srcOffset, bytes);
-        requireStream(stream);
-        if (bytes == 0) {
-            return;
-        }
-        check(JCuda.cudaMemcpyAsync(new HostPtr(dst.address() + dstOffset), src.ptr().at(srcOffset), bytes,
-                cudaMemcpyKind.cudaMemcpyDeviceToHost, stream.handle()), "cudaMemcpyAsync(DeviceToHost)",
-                bytes + " bytes from " + src + "+" + srcOffset);
+        memcpyAsync(new HostPtr(dst.address() + dstOffset), src.ptr().at(srcOffset), bytes,
+                cudaMemcpyKind.cudaMemcpyDeviceToHost, "cudaMemcpyAsync(DeviceToHost)", stream,
+                " from " + src + "+" + srcOffset);
     }
 
     /** Copies between two device allocations on {@code stream}. */
@@ -204,13 +197,21 @@ public final class Cuda {
             CudaStream stream) {
         Bounds.checkDevice("dst", dst, dstOffset, bytes);
         Bounds.checkDevice("src", src, srcOffset, bytes);
+        memcpyAsync(dst.ptr().at(dstOffset), src.ptr().at(srcOffset), bytes, cudaMemcpyKind.cudaMemcpyDeviceToDevice,
+                "cudaMemcpyAsync(DeviceToDevice)", stream, "");
+    }
+
+    /**
+     * The one cudaMemcpyAsync of the three copy directions, after the caller's bounds checks: checks
+     * {@code stream}, copies nothing for 0 bytes, and names {@code call} and {@code where} in a failure.
+     */
+    private static void memcpyAsync(Pointer dst, Pointer src, long bytes, int kind, String call, CudaStream stream,
+            String where) {
         requireStream(stream);
         if (bytes == 0) {
             return;
         }
-        check(JCuda.cudaMemcpyAsync(dst.ptr().at(dstOffset), src.ptr().at(srcOffset), bytes,
-                cudaMemcpyKind.cudaMemcpyDeviceToDevice, stream.handle()), "cudaMemcpyAsync(DeviceToDevice)",
-                bytes + " bytes");
+        check(JCuda.cudaMemcpyAsync(dst, src, bytes, kind, stream.handle()), call, bytes + " bytes" + where);
     }
 
     /** Synchronous host-to-device copy (the benchmark's plain pinned cudaMemcpy baseline). */
