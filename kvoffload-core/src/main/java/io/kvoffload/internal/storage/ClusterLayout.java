@@ -366,16 +366,9 @@ public final class ClusterLayout extends SegmentedLayout implements BucketSchedu
 
     /** The same layout with device numbers rewritten through {@code map}. */
     ClusterLayout remapDevices(int[] map) {
-        int[] dev = new int[segDevice.length];
-        for (int s = 0; s < dev.length; s++) {
-            dev[s] = map[segDevice[s]];
-        }
-        int[] next = new int[nextDevice.length];
-        for (int c = 0; c < next.length; c++) {
-            next[c] = map[nextDevice[c]];
-        }
+        int[] dev = remapped(segDevice, map);
         return new ClusterLayout(clusteredTokens, entryBytes, tau, coActivationClusters, medoid, clusterSeg, dev,
-                segOffset, segLength, segFirst, entryToken, entryCrc, next, shards, segShard);
+                segOffset, segLength, segFirst, entryToken, entryCrc, remapped(nextDevice, map), shards, segShard);
     }
 
     /**

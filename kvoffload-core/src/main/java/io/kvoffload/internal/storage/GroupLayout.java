@@ -214,10 +214,7 @@ public final class GroupLayout extends SegmentedLayout implements BucketSchedule
 
     /** The same layout with device numbers rewritten through {@code map}. */
     GroupLayout remapDevices(int[] map) {
-        int[] dev = new int[segDevice.length];
-        for (int s = 0; s < dev.length; s++) {
-            dev[s] = map[segDevice[s]];
-        }
+        int[] dev = remapped(segDevice, map);
         return new GroupLayout(groupedTokens, groupSize, entryBytes, stride, dev, segOffset, segLength, groupSeg,
                 groupCrc, state, shards);
     }

@@ -34,6 +34,15 @@ public abstract class SegmentedLayout {
         return segLength[s];
     }
 
+    /** {@code devices} rewritten through {@code map} (a copy): what each layout's {@code remapDevices} does to its device numbers. */
+    static int[] remapped(int[] devices, int[] map) {
+        int[] out = new int[devices.length];
+        for (int i = 0; i < out.length; i++) {
+            out[i] = map[devices[i]];
+        }
+        return out;
+    }
+
     /** Head groups each stored item is cut into (1: token-striped, each item whole). */
     public abstract int shards();
 

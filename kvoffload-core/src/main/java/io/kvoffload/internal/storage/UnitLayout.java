@@ -165,10 +165,7 @@ public final class UnitLayout extends SegmentedLayout implements BucketScheduler
 
     /** The same layout with device numbers rewritten through {@code map}. */
     UnitLayout remapDevices(int[] map) {
-        int[] dev = new int[segDevice.length];
-        for (int s = 0; s < dev.length; s++) {
-            dev[s] = map[segDevice[s]];
-        }
+        int[] dev = remapped(segDevice, map);
         return new UnitLayout(owner, version, params, unitBytes, stride, dev, segOffset, segLength, unitSeg, unitCrc,
                 shards, unitShard);
     }
