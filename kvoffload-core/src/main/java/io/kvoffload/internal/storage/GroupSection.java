@@ -44,10 +44,7 @@ final class GroupSection extends SectionKind<GroupLayout> {
         out.writeInt(g.groupedTokens);
         out.writeInt(g.groupSize);
         out.writeInt(g.stride);
-        if (version >= 2) {
-            out.writeShort(g.shards);
-        }
-        SegmentTables.write(out, g.segDevice, g.segOffset, g.segLength, g.groupSeg, g.groupCrc);
+        SegmentTables.write(out, g, version >= 2, g.groupSeg, g.groupCrc);
         byte[] a = g.state.encode();
         out.writeInt(a.length);
         out.write(a);

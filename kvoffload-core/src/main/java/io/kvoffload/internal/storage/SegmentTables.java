@@ -5,8 +5,9 @@ import java.io.IOException;
 import java.nio.ByteBuffer;
 
 /**
- * The segment table a segmented layout section writes (group and unit layouts alike): the segments
- * ({@code device u16, offset i64, length i32} each), then one {@code (segment i32, crc i32)} per
+ * The segment table a segmented layout section writes (group and unit layouts alike): the head-group
+ * count where the section version has one, the segments ({@code device u16, offset i64, length i32}
+ * each), then one {@code (segment i32, crc i32)} per
  * stored unit. The segments are read back here, each naming a device that exists; each section
  * checks the rest against its own bounds.
  */
@@ -40,13 +41,20 @@ final class SegmentTables {
         return new Segments(device, offset, length);
     }
 
-    static void write(DataOutputStream out, int[] segDevice, long[] segOffset, int[] segLength, int[] unitSeg,
-            int[] unitCrc) throws IOException {
-        out.writeInt(segDevice.length);
-        for (int s = 0; s < segDevice.length; s++) {
-            out.writeShort(segDevice[s]);
-            out.writeLong(segOffset[s]);
-            out.writeInt(segLength[s]);
+    /**
+     * Writes {@code layout}'s head-group count (a u16, when the section version has one:
+     * {@code withShards}), its segments, then one {@code (segment, crc)} per stored unit.
+     */
+    static void write(DataOutputStream out, SegmentedLayout layout, boolean withShards, int[] unitSeg, int[] unitCrc)
+            throws IOException {
+        if (withShards) {
+            out.writeShort(layout.shards());
+        }
+        out.writeInt(layout.segDevice.length);
+        for (int s = 0; s < layout.segDevice.length; s++) {
+            out.writeShort(layout.segDevice[s]);
+            out.writeLong(layout.segOffset[s]);
+            out.writeInt(layout.segLength[s]);
         }
         out.writeInt(unitSeg.length);
         for (int k = 0; k < unitSeg.length; k++) {

@@ -50,10 +50,7 @@ final class UnitSection extends SectionKind<UnitLayout> {
         out.write(u.params);
         out.writeInt(u.unitBytes);
         out.writeInt(u.stride);
-        if (version >= 2) {
-            out.writeShort(u.shards);
-        }
-        SegmentTables.write(out, u.segDevice, u.segOffset, u.segLength, u.unitSeg, u.unitCrc);
+        SegmentTables.write(out, u, version >= 2, u.unitSeg, u.unitCrc);
         if (version >= 2) {
             for (int k = 0; k < u.unitSeg.length; k++) {
                 out.writeShort(u.unitShard(k) == UnitLayout.NO_SHARD ? NONE : u.unitShard(k));
