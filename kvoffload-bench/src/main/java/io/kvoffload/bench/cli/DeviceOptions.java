@@ -15,16 +15,13 @@ import picocli.CommandLine.Option;
  * command picks its own device count by initialising the field,
  * {@code @Mixin DeviceOptions store = new DeviceOptions(3);}.
  */
-public final class DeviceOptions {
+public final class DeviceOptions extends BackendOptions {
 
     @Option(names = "--devices", description = "SSD directories (default: ${DEFAULT-VALUE}).")
     public int devices;
 
     @Option(names = "--dir", description = "Where the device directories go (default: a temporary directory).")
     public Path dir;
-
-    @Option(names = "--backend", defaultValue = "auto", description = "I/O backend (default: ${DEFAULT-VALUE}).")
-    public String backend;
 
     /** Four devices by default. */
     public DeviceOptions() {
@@ -51,11 +48,6 @@ public final class DeviceOptions {
     /** The {@code --devices} directories {@code ssd<i>} below {@code root}, created if missing. */
     public List<Path> ssdDirectories(Path root) throws IOException {
         return TempDirs.ssdDirectories(root, devices);
-    }
-
-    /** A configuration builder over {@code dirs} with the {@code --backend} chosen. */
-    public KvConfig.Builder config(List<Path> dirs) {
-        return KvConfig.builder().ssdDirectories(dirs).ioBackend(backend);
     }
 
     /**

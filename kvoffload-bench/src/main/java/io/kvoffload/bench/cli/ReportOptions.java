@@ -1,10 +1,8 @@
 package io.kvoffload.bench.cli;
 
-import io.kvoffload.KvConfig;
 import io.kvoffload.bench.TempDirs;
 import java.io.IOException;
 import java.nio.file.Path;
-import java.util.List;
 import picocli.CommandLine.Option;
 
 /**
@@ -14,10 +12,7 @@ import picocli.CommandLine.Option;
  * into {@code --out}. A command picks its report folder by initialising the field,
  * {@code @Mixin ReportOptions report = new ReportOptions("kvoffload-bench/target/reports/placement");}.
  */
-public final class ReportOptions {
-
-    @Option(names = "--backend", description = "I/O backend (default: ${DEFAULT-VALUE}).")
-    public String backend = "auto";
+public final class ReportOptions extends BackendOptions {
 
     @Option(names = "--work", description = "Where the SSD directories go (default: java.io.tmpdir; not tmpfs).")
     public Path work;
@@ -33,10 +28,5 @@ public final class ReportOptions {
     /** A new, empty scratch root named {@code prefix…} under {@code --work}; the caller deletes it. */
     public Path scratch(String prefix) throws IOException {
         return TempDirs.createUnder(work, prefix);
-    }
-
-    /** A configuration builder over {@code dirs} with the {@code --backend} chosen. */
-    public KvConfig.Builder config(List<Path> dirs) {
-        return KvConfig.builder().ssdDirectories(dirs).ioBackend(backend);
     }
 }

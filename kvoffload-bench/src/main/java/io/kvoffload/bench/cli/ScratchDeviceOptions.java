@@ -13,13 +13,10 @@ import picocli.CommandLine.Option;
  * only says where a new temporary root goes, and the run deletes that root afterwards. Four devices,
  * {@code @Mixin ScratchDeviceOptions store = new ScratchDeviceOptions();}.
  */
-public final class ScratchDeviceOptions {
+public final class ScratchDeviceOptions extends BackendOptions {
 
     @Option(names = "--devices", description = "SSD directories (default: ${DEFAULT-VALUE}).")
     public int devices = 4;
-
-    @Option(names = "--backend", description = "I/O backend (default: ${DEFAULT-VALUE}).")
-    public String backend = "auto";
 
     @Option(names = "--dir", description = "Directory for the SSD directories (default: the temp directory; must"
             + " support O_DIRECT, so not tmpfs).")
@@ -40,7 +37,6 @@ public final class ScratchDeviceOptions {
      * device for {@code bytes} spread over the devices ({@link DeviceOptions#capacityFor}).
      */
     public KvConfig.Builder config(List<Path> dirs, long bytes) {
-        return KvConfig.builder().ssdDirectories(dirs).ioBackend(backend)
-                .deviceCapacityBytes(DeviceOptions.capacityFor(bytes, devices));
+        return config(dirs).deviceCapacityBytes(DeviceOptions.capacityFor(bytes, devices));
     }
 }
