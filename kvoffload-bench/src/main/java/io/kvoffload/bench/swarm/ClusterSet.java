@@ -1,6 +1,7 @@
 package io.kvoffload.bench.swarm;
 
 import io.kvoffload.internal.swarm.Clustering;
+import io.kvoffload.internal.util.LabelGroups;
 
 /**
  * Clusters as the quality metrics see them, whoever built them: members per cluster and a
@@ -9,23 +10,20 @@ import io.kvoffload.internal.swarm.Clustering;
 record ClusterSet(String name, int entries, int[][] members, int[] medoids, int[][] clustersOf) {
 
     static ClusterSet of(String name, int entries, int[][] members, int[] medoids) {
-        int[] count = new int[entries];
+        // The inverse map is the memberships (entry, cluster) grouped by entry, in cluster order.
+        int n = 0;
         for (int[] m : members) {
-            for (int e : m) {
-                count[e]++;
-            }
+            n += m.length;
         }
-        int[][] inverse = new int[entries][];
-        for (int e = 0; e < entries; e++) {
-            inverse[e] = new int[count[e]];
-        }
-        int[] fill = new int[entries];
-        for (int c = 0; c < members.length; c++) {
+        int[] entryOf = new int[n];
+        int[] clusterOf = new int[n];
+        for (int c = 0, i = 0; c < members.length; c++) {
             for (int e : members[c]) {
-                inverse[e][fill[e]++] = c;
+                entryOf[i] = e;
+                clusterOf[i++] = c;
             }
         }
-        return new ClusterSet(name, entries, members, medoids, inverse);
+        return new ClusterSet(name, entries, members, medoids, LabelGroups.of(clusterOf, entryOf, entries));
     }
 
     static ClusterSet of(String name, Clustering clustering) {
