@@ -7,9 +7,9 @@ import picocli.CommandLine.Option;
 
 /**
  * The {@code --backend} option of the mixins that open an engine on SSD directories
- * ({@link DeviceOptions}, {@link ScratchDeviceOptions}, {@link ReportOptions}), with the configuration
- * builder it picks: they extend this class (picocli reads the options a mixin inherits), so the flag
- * and its default are declared once.
+ * ({@link ReportOptions}, and through {@link DeviceCountOptions} {@link DeviceOptions} and
+ * {@link ScratchDeviceOptions}), with the configuration builder it picks: they extend this class
+ * (picocli reads the options a mixin inherits), so the flag and its default are declared once.
  */
 public abstract class BackendOptions {
 

@@ -4,7 +4,6 @@ import io.kvoffload.KvConfig;
 import io.kvoffload.bench.TempDirs;
 import java.io.IOException;
 import java.nio.file.Path;
-import java.util.List;
 import picocli.CommandLine.Option;
 
 /**
@@ -15,10 +14,7 @@ import picocli.CommandLine.Option;
  * command picks its own device count by initialising the field,
  * {@code @Mixin DeviceOptions store = new DeviceOptions(3);}.
  */
-public final class DeviceOptions extends BackendOptions {
-
-    @Option(names = "--devices", description = "SSD directories (default: ${DEFAULT-VALUE}).")
-    public int devices;
+public final class DeviceOptions extends DeviceCountOptions {
 
     @Option(names = "--dir", description = "Where the device directories go (default: a temporary directory).")
     public Path dir;
@@ -30,7 +26,7 @@ public final class DeviceOptions extends BackendOptions {
 
     /** A command's own default device count. */
     public DeviceOptions(int devices) {
-        this.devices = devices;
+        super(devices);
     }
 
     /** The run's root directory: {@code --dir} (created if missing) or a new one named {@code prefix…}. */
@@ -43,26 +39,5 @@ public final class DeviceOptions extends BackendOptions {
         if (dir == null) {
             TempDirs.deleteRecursively(root);
         }
-    }
-
-    /** The {@code --devices} directories {@code ssd<i>} below {@code root}, created if missing. */
-    public List<Path> ssdDirectories(Path root) throws IOException {
-        return TempDirs.ssdDirectories(root, devices);
-    }
-
-    /**
-     * As {@link #config(List)}, with room on each device for {@code bytes} spread over the devices
-     * ({@link #capacityFor}).
-     */
-    public KvConfig.Builder config(List<Path> dirs, long bytes) {
-        return config(dirs).deviceCapacityBytes(capacityFor(bytes, devices));
-    }
-
-    /**
-     * The device capacity the benchmarks give a store of {@code bytes} on {@code devices} devices:
-     * three times each device's share, plus 64 MiB, in whole MiB.
-     */
-    static long capacityFor(long bytes, int devices) {
-        return (bytes * 3 / devices + (64L << 20)) & -(1L << 20);
     }
 }
