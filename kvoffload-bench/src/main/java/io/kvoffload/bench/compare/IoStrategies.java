@@ -74,8 +74,10 @@ public final class IoStrategies {
             new Strategy("sparf-qh", Layout.OWN, "sparf-qh", "SparF from flash, top-r dimensions per query head"
                     + " (Algorithm 1 as written; under GQA a KV head's slices are its query heads' union)"),
             new Strategy("swarm", Layout.SWARM, null, "Swarm: co-activation clusters, medoid index, replicas, Eq. 7"),
-            new Strategy("mass-auto", Layout.POSITIONAL, "mass-auto", "The library's default: mass-mix, or"
-                    + " head-qmass-mix where the layout stores KV-head groups apart (--placement head-sharded)"),
+            new Strategy("mass-auto", Layout.POSITIONAL, "mass-auto", "The library's default: cmass-mix, or"
+                    + " head-cmass-mix where the layout stores KV-head groups apart (--placement head-sharded)"),
+            new Strategy("cmass-mix", Layout.POSITIONAL, "cmass-mix", "mass-mix with each KV head's query heads"
+                    + " clustered into half as many softmax rows (Ward), one token set for all heads"),
             new Strategy("mass-mix", Layout.POSITIONAL, "mass-mix", "16-token blocks ranked by per-head attention"
                     + " shares of int8 min/max/mean key summaries, one token set for all heads"),
             new Strategy("head-qmass-mix", Layout.POSITIONAL, "head-qmass-mix", "One token set per stored head group:"

@@ -30,6 +30,14 @@ import io.kvoffload.strategy.LayoutUnits;
  * far: the budget adapts to each head's concentration without a parameter. {@link
  * Combination#SUM_LOGITS} adds the logits over heads instead (what Swarm's medoid score and Quest do).
  *
+ * <p><b>Query rows.</b> Under GQA the mean of a KV head's query heads blurs heads that attend apart:
+ * a retrieval head's sharp query averaged with three that look elsewhere no longer finds its block.
+ * {@link Combination#QUERY_HEAD_MASS} gives every query head its own softmax row ({@code groupSize}
+ * times the sweep); {@link Combination#CLUSTERED_HEAD_MASS} merges each KV head's query heads, step
+ * by step, into half as many rows ({@link #clusterRows}) by Ward's criterion (heads whose queries lie
+ * close share a row; the others keep theirs) and weighs each row by its heads: most of the
+ * per-query-head gain at half its sweep.
+ *
  * <p><b>Cost.</b> The summaries are stored dimension-major ({@code [head][dim][block]}), so scoring
  * is, per dimension, one {@code acc[b] += c_j × x[b]} sweep that the JIT vectorises (no
  * reduction), over blocks in chunks that stay in the L1 cache; the sign of {@code q_j} picks the one
@@ -44,8 +52,22 @@ public final class BlockMassIndex {
     /** How one head's logit for a block is estimated. */
     public enum Scoring { BOUND, MEAN, MIX, REPS, REPS_BOUND }
 
-    /** How the heads' block logits are combined into one score. */
-    public enum Combination { SUM_LOGITS, HEAD_MASS, QUERY_HEAD_MASS }
+    /**
+     * How the heads' block logits are combined into one score: summed logits, or softmax shares summed
+     * over one row per KV head (its mean query), per query head, or per cluster of a KV head's query
+     * heads (see "Query rows" above).
+     */
+    public enum Combination { SUM_LOGITS, HEAD_MASS, QUERY_HEAD_MASS, CLUSTERED_HEAD_MASS }
+
+    /**
+     * Rows per KV head with {@link Combination#CLUSTERED_HEAD_MASS} for a group of {@code groupSize}
+     * query heads: half of them, at least two (at most the group): each row stands for two heads on
+     * average, which recovers most of what one row per query head gains over the group's mean query
+     * at half its sweep (docs/benchmarks.md, "Clustered query heads").
+     */
+    static int clusterRows(int groupSize) {
+        return Math.min(groupSize, Math.max(2, (groupSize + 1) / 2));
+    }
 
     /** Blocks per sweep: one chunk of accumulators (4 KiB per head) stays in the L1 cache. */
     private static final int CHUNK = 1024;
@@ -69,7 +91,11 @@ public final class BlockMassIndex {
     private final float[][] logCount0, logCount1; // ln(members) of each representative
     private final float[] logBlockTokens; // ln(tokens of block b)
     private final float[] headQuery;      // kvHeads × headDim: mean of each KV head's query heads, scaled
-    private final float[] logits;         // kvHeads × blocks
+    private final float[] logits;         // kvHeads × blocks: logits, then (mass combinations) exp(logit − row max)
+    private final float[] norms;          // per row of logits: its softmax normaliser (mass combinations)
+    private final float[] rowWeight;      // per row: the share of its KV head's query heads it stands for (1 per query head row)
+    private final float[] clusterSum;     // CLUSTERED_HEAD_MASS: one KV head's query clusters, summed vectors
+    private final int[] clusterSize;
     private final float[] chunk;
     private final float[] rchunk0, rchunk1;
     private final int rowsPerHead;    // estimate rows per KV head: its query heads with QUERY_HEAD_MASS, else 1
@@ -176,9 +202,18 @@ public final class BlockMassIndex {
                 r.quantise();
             }
         }
-        int rows = combination == Combination.QUERY_HEAD_MASS ? queryHeads : kvHeads;
+        int rows = switch (combination) {
+            case QUERY_HEAD_MASS -> queryHeads;
+            case CLUSTERED_HEAD_MASS -> kvHeads * clusterRows(groupSize);
+            default -> kvHeads;
+        };
         this.headQuery = new float[rows * headDim];
         this.logits = new float[rows * blocks];
+        this.norms = new float[rows];
+        this.rowWeight = new float[rows];
+        java.util.Arrays.fill(rowWeight, 1f);
+        this.clusterSum = new float[groupSize * headDim];
+        this.clusterSize = new int[groupSize];
         this.chunk = new float[CHUNK];
         this.rchunk0 = new float[CHUNK];
         this.rchunk1 = new float[CHUNK];
@@ -336,14 +371,17 @@ public final class BlockMassIndex {
     public long memoryBytes() {
         long arrays = (max != null ? 2 : 0) + (mean != null ? 1 : 0) + (mixHi != null ? 2 : 0) + (rep0 != null ? 2 : 0);
         return arrays * ((long) kvHeads * blocks * headDim + 4L * kvHeads * headDim) + (rep0 != null ? 8L * kvHeads * blocks : 0)
-                + 4L * (blocks + headQuery.length + logits.length + 3 * CHUNK);
+                + 4L * (blocks + headQuery.length + logits.length + 3 * CHUNK + 2 * norms.length + clusterSum.length
+                        + clusterSize.length);
     }
 
     /**
      * Scores every block for {@code query} ({@code queryHeads × headDim} finite floats) into
      * {@code scores[0, blocks())}: with {@link Combination#HEAD_MASS} the summed estimated shares of
      * each KV head's attention (each head's shares over all blocks sum to 1, so scores sum to
-     * {@code kvHeads}); with {@link Combination#SUM_LOGITS} the summed estimated logits.
+     * {@code kvHeads}; likewise with {@link Combination#CLUSTERED_HEAD_MASS}, whose rows weigh by their
+     * heads; with {@link Combination#QUERY_HEAD_MASS} they sum to {@code queryHeads}); with {@link
+     * Combination#SUM_LOGITS} the summed estimated logits.
      *
      * @throws IllegalArgumentException if a length is wrong or the query is not finite
      */
@@ -354,9 +392,11 @@ public final class BlockMassIndex {
     }
 
     /**
-     * Each head's estimated block shares for {@code query}, in place ({@link #headShares}'s rows
-     * without the copy and without summing them into one score per block: read-only by contract,
-     * valid until the next call). The per-head selector ranks them itself.
+     * Each head's estimated block shares for {@code query}, in place and not yet normalised: row
+     * {@code r}'s share of block {@code b} is {@code shares[r × blocks() + b] × }{@link #shareNorm}{@code
+     * (r)} ({@link #headShares}'s rows without the copy, the normalisation and the sum into one score
+     * per block: read-only by contract, valid until the next call). The per-head selector ranks them
+     * itself and folds the normaliser into its own sum.
      *
      * @throws IllegalStateException with {@link Combination#SUM_LOGITS}, which keeps no shares
      */
@@ -366,6 +406,16 @@ public final class BlockMassIndex {
         }
         scoreInto(query, null);
         return logits;
+    }
+
+    /** Row {@code r}'s softmax normaliser after {@link #shares}: its exponentials sum to {@code 1 / shareNorm(r)}. */
+    float shareNorm(int r) {
+        return norms[r] * rowWeight[r];
+    }
+
+    /** Estimate rows per KV head: 1, its query heads, or its query-head clusters. */
+    int rowsPerHead() {
+        return rowsPerHead;
     }
 
     /** {@link #score}; with a mass combination {@code scores} may be null (the shares only). */
@@ -386,7 +436,12 @@ public final class BlockMassIndex {
                 headQuery[dst + j] += v * per;
             }
         }
-        int rows = perQuery ? queryHeads : kvHeads;
+        if (combination == Combination.CLUSTERED_HEAD_MASS) {
+            for (int h = 0; h < kvHeads; h++) {
+                clusterQueries(query, h);
+            }
+        }
+        int rows = norms.length;
         for (int h = 0; h < kvHeads; h++) {
             headLogits(h);
         }
@@ -403,27 +458,80 @@ public final class BlockMassIndex {
         if (scores != null) {
             java.util.Arrays.fill(scores, 0, blocks, 0f);
         }
-        for (int h = 0; h < rows; h++) {
+        for (int h = 0; h < rows; h++) { // the logits already hold ln(block tokens): the sweep starts from it
             int base = h * blocks;
-            for (int b = 0; b < blocks; b++) {
-                logits[base + b] += logBlockTokens[b];
-            }
             float norm = Softmax.exponentiateRanking(logits, base, blocks);
-            for (int b = 0; b < blocks; b++) {
-                logits[base + b] *= norm; // kept for headShares
-            }
+            norms[h] = norm;
             if (scores != null) {
+                float w = norm * rowWeight[h];
                 for (int b = 0; b < blocks; b++) {
-                    scores[b] += logits[base + b];
+                    scores[b] += logits[base + b] * w;
                 }
             }
         }
     }
 
     /**
+     * KV head {@code h}'s query heads merged into its {@link #rowsPerHead} rows, agglomeratively by
+     * Ward's criterion: each time, the two clusters whose merge adds the least squared distance of
+     * their queries to their mean ({@code n_a n_b / (n_a + n_b) × ‖μ_a − μ_b‖²}). A row's estimated
+     * logits err from each member head's own by {@code (q − μ)·k}, so this keeps that error smallest:
+     * heads that attend alike share a row, and a head that attends apart or more sharply (a larger
+     * query: a retrieval head) keeps its own. A row's query is its cluster's mean (scaled); its weight
+     * the cluster's share of the group's query heads.
+     */
+    private void clusterQueries(float[] query, int h) {
+        int d = headDim, g = groupSize, rows = rowsPerHead;
+        float[] sum = clusterSum;
+        int[] size = clusterSize;
+        System.arraycopy(query, h * g * d, sum, 0, g * d);
+        java.util.Arrays.fill(size, 0, g, 1);
+        for (int live = g; live > rows; live--) {
+            int bestA = -1, bestB = -1;
+            double best = Double.POSITIVE_INFINITY;
+            for (int a = 0; a < g; a++) {
+                for (int b = a + 1; b < g && size[a] > 0; b++) {
+                    if (size[b] == 0) {
+                        continue;
+                    }
+                    float ia = 1f / size[a], ib = 1f / size[b];
+                    double dist = 0;
+                    for (int j = 0; j < d; j++) {
+                        float diff = sum[a * d + j] * ia - sum[b * d + j] * ib;
+                        dist += diff * diff;
+                    }
+                    double cost = (double) size[a] * size[b] / (size[a] + size[b]) * dist;
+                    if (cost < best) {
+                        best = cost;
+                        bestA = a;
+                        bestB = b;
+                    }
+                }
+            }
+            for (int j = 0; j < d; j++) {
+                sum[bestA * d + j] += sum[bestB * d + j];
+            }
+            size[bestA] += size[bestB];
+            size[bestB] = 0;
+        }
+        for (int c = 0, r = h * rows; c < g; c++) {
+            if (size[c] == 0) {
+                continue;
+            }
+            float per = scale / size[c];
+            for (int j = 0; j < d; j++) {
+                headQuery[r * d + j] = sum[c * d + j] * per;
+            }
+            rowWeight[r] = (float) size[c] / g;
+            r++;
+        }
+    }
+
+    /**
      * Each head's estimated attention shares of the blocks from the last {@link #score} with a mass
-     * combination, into {@code dst}: row {@code r} (a KV head, or a query head with {@link
-     * Combination#QUERY_HEAD_MASS}) at {@code dst[r × blocks() + b]}; each row sums to 1. What
+     * combination, into {@code dst}: row {@code r} (a KV head, a query head with {@link
+     * Combination#QUERY_HEAD_MASS}, a cluster of a KV head's query heads with {@link
+     * Combination#CLUSTERED_HEAD_MASS}) at {@code dst[r × blocks() + b]}; each row sums to 1. What
      * per-head selection ranks by (select-eval's {@code head-mass-mix}).
      *
      * @throws IllegalStateException with {@link Combination#SUM_LOGITS}, which keeps no shares
@@ -437,12 +545,17 @@ public final class BlockMassIndex {
         if (dst.length < logits.length) {
             throw new IllegalArgumentException("dst.length = " + dst.length + " is too small; allowed: at least " + logits.length);
         }
-        System.arraycopy(logits, 0, dst, 0, logits.length);
+        for (int r = 0, rows = norms.length; r < rows; r++) {
+            float norm = norms[r];
+            for (int b = r * blocks, end = b + blocks; b < end; b++) {
+                dst[b] = logits[b] * norm;
+            }
+        }
     }
 
     /**
      * The estimated block logits of KV head {@code h}'s rows (the head itself, or each of its query
-     * heads with {@link Combination#QUERY_HEAD_MASS}). The rows share the head's summaries, so they
+     * heads with {@link Combination#QUERY_HEAD_MASS}, or its query-head clusters). The rows share the head's summaries, so they
      * are swept chunk by chunk, all rows per chunk: the chunk's summary rows come from DRAM once and
      * from the cache for the other query heads.
      */
@@ -474,10 +587,15 @@ public final class BlockMassIndex {
             termCount[k] = prune(base, terms - base);
         }
         float[] acc = chunk;
+        boolean mass = combination != Combination.SUM_LOGITS; // a block's mass counts its tokens: start from ln(size)
         for (int from = 0; from < blocks; from += CHUNK) {
             int n = Math.min(CHUNK, blocks - from);
             for (int k = 0; k < rowsPerHead; k++) {
-                java.util.Arrays.fill(acc, 0, n, 0f);
+                if (mass) {
+                    System.arraycopy(logBlockTokens, from, acc, 0, n);
+                } else {
+                    java.util.Arrays.fill(acc, 0, n, 0f);
+                }
                 sweep(acc, n, k * 2 * d, termCount[k], from);
                 if (rep0 != null) {
                     addRepresentatives(acc, n, (r0 + k) * d, h, from);

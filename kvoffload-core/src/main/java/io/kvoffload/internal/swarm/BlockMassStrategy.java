@@ -18,9 +18,10 @@ import java.util.List;
  * positional clusters (consecutive blocks of {@link #pageTokens()} tokens, one read each, round robin
  * over the SSDs), and each step takes whole blocks in the order of a {@link BlockMassIndex} score
  * until the budget is spent. The variants differ in how a head's block logit is estimated ({@link
- * Scoring}) and how heads are combined ({@link Combination}); {@code mass-mix} (the mean of
- * Quest's bound and the block's mean logit, per-head softmax shares) is the one the measurements in
- * docs/benchmarks.md chose, and the library's default.
+ * Scoring}) and how heads are combined ({@link Combination}); {@code mass-auto} (the mean of
+ * Quest's bound and the block's mean logit, softmax shares of clustered query heads, per head group
+ * where the layout stores them apart) is the one the measurements in docs/benchmarks.md chose, and
+ * the library's default.
  *
  * <p>Blocks that lie wholly in the sinks or the window are never chosen (the pipeline serves those
  * from DRAM) but stay in each head's softmax denominator. A step takes {@code ⌊budget / blockTokens⌋}
@@ -38,9 +39,9 @@ public final class BlockMassStrategy implements SelectionStrategy {
     /** Rank (head group, block) pairs: one token set per group of KV heads the layout stores apart. */
     private final boolean perHead;
     /**
-     * Choose per layer: the shared ranking with {@link Combination#HEAD_MASS} where the layout reads a
-     * token whole, per-head sets with {@link Combination#QUERY_HEAD_MASS} where it stores head groups
-     * apart ({@link LayerContext#headGroups()} above 1).
+     * Choose per layer: the shared ranking where the layout reads a token whole, per-head sets where it
+     * stores head groups apart ({@link LayerContext#headGroups()} above 1); both with the combination
+     * given ({@code mass-auto}: {@link Combination#CLUSTERED_HEAD_MASS}).
      */
     private final boolean auto;
 
@@ -93,15 +94,16 @@ public final class BlockMassStrategy implements SelectionStrategy {
     }
 
     /**
-     * The library's default, {@code mass-auto}: {@code mass-mix} (shared blocks, per-KV-head shares,
-     * the cheapest scoring) where a layer's layout reads each token whole, and {@code head-qmass-mix}
-     * (per-head-group blocks ranked by each query head's own shares) where it stores head groups apart
-     * ({@link io.kvoffload.Placement#HEAD_SHARDED}): there per-head sets cost no extra bytes and lift
-     * recall most (docs/benchmarks.md, "Per-head token sets").
+     * The library's default, {@code mass-auto}: blocks ranked by the summed shares of each KV head's
+     * query heads, clustered into half as many rows ({@link Combination#CLUSTERED_HEAD_MASS}), as one
+     * shared set where a layer's layout reads each token whole ({@code cmass-mix}), and as per-head-group
+     * sets where it stores head groups apart ({@link io.kvoffload.Placement#HEAD_SHARDED}, {@code
+     * head-cmass-mix}): there per-head sets cost no extra bytes and lift recall most (docs/benchmarks.md,
+     * "Per-head token sets", "Clustered query heads").
      */
     public static BlockMassStrategy auto(String name, int blockTokens) {
-        return new BlockMassStrategy(name, Scoring.MIX, Combination.HEAD_MASS, blockTokens, PRUNE_LOGIT, false, false,
-                true);
+        return new BlockMassStrategy(name, Scoring.MIX, Combination.CLUSTERED_HEAD_MASS, blockTokens, PRUNE_LOGIT,
+                false, false, true);
     }
 
     private BlockMassStrategy(String name, Scoring scoring, Combination combination, int blockTokens, float pruneLogit,
@@ -141,6 +143,9 @@ public final class BlockMassStrategy implements SelectionStrategy {
                 new BlockMassStrategy("swarm-qmass", Scoring.MIX, Combination.QUERY_HEAD_MASS, 16, PRUNE_LOGIT, true),
                 new BlockMassStrategy("head-mass-mix", Scoring.MIX, Combination.HEAD_MASS, 16, PRUNE_LOGIT, false, true),
                 new BlockMassStrategy("head-qmass-mix", Scoring.MIX, Combination.QUERY_HEAD_MASS, 16, PRUNE_LOGIT, false,
+                        true),
+                new BlockMassStrategy("cmass-mix", Scoring.MIX, Combination.CLUSTERED_HEAD_MASS, 16, PRUNE_LOGIT),
+                new BlockMassStrategy("head-cmass-mix", Scoring.MIX, Combination.CLUSTERED_HEAD_MASS, 16, PRUNE_LOGIT, false,
                         true));
     }
 
@@ -169,7 +174,7 @@ public final class BlockMassStrategy implements SelectionStrategy {
         }
         boolean heads = perHead || auto && context.headGroups() > 1;
         BlockMassIndex index = new BlockMassIndex(context.keys(), laidOut, context.shape().queryHeads(), blockTokens,
-                scoring, auto && heads ? Combination.QUERY_HEAD_MASS : combination, pruneLogit);
+                scoring, combination, pruneLogit);
         if (heads) {
             if (context.shape().kvHeads() > Long.SIZE) {
                 throw new IllegalArgumentException("strategy " + name + " needs at most " + Long.SIZE + " KV heads; the"
@@ -195,6 +200,7 @@ public final class BlockMassStrategy implements SelectionStrategy {
         private final int window;
         private final float[] scores;
         private final int[] chosen;
+        private final int[] range = new int[2];
         private final PartialTopK topK;
 
         Layer(BlockMassIndex index, int sinks, int window) {
@@ -214,18 +220,10 @@ public final class BlockMassStrategy implements SelectionStrategy {
             }
             index.score(query, scores);
             int bt = index.blockTokens(), blocks = index.blocks();
-            int freeFrom = Math.max(0, plan.tokens() - window); // the window starts here
-            int candidates = 0;
-            long fresh = 0; // tokens the candidates add beyond the sinks and the window
-            for (int b = 0; b < blocks; b++) {
-                int from = b * bt, to = Math.min(index.tokens(), from + bt);
-                if (to <= sinks || from >= freeFrom) {
-                    scores[b] = Float.NEGATIVE_INFINITY;
-                } else {
-                    candidates++;
-                    fresh += Math.min(to, freeFrom) - Math.max(from, sinks);
-                }
-            }
+            long fresh = freeRange(index, sinks, plan.tokens() - window, range);
+            int candidates = range[1] - range[0];
+            java.util.Arrays.fill(scores, 0, range[0], Float.NEGATIVE_INFINITY);
+            java.util.Arrays.fill(scores, range[1], blocks, Float.NEGATIVE_INFINITY);
             // Whole blocks within the budget; all of them when the budget covers what they add (a
             // block that overlaps the sinks or the window adds fewer than blockTokens).
             int want = budget >= fresh ? candidates : Math.min(candidates, budget / bt);
@@ -246,6 +244,24 @@ public final class BlockMassStrategy implements SelectionStrategy {
     }
 
     /**
+     * The candidate blocks, those with a token past the sinks and before the window (which starts at
+     * {@code windowFrom}, clamped at 0), as {@code range = [first, end)}: consecutive, since the sinks
+     * open the layer and the window closes it. Returns the tokens they add beyond the sinks and the
+     * window.
+     */
+    static long freeRange(BlockMassIndex index, int sinks, int windowFrom, int[] range) {
+        int bt = index.blockTokens(), tokens = index.tokens();
+        int free = Math.min(Math.max(0, windowFrom), tokens); // tokens at or past it are the window's or not laid out
+        if (free <= sinks) {
+            range[0] = range[1] = 0;
+            return 0;
+        }
+        range[0] = sinks / bt; // the first block that ends past the sinks
+        range[1] = (free + bt - 1) / bt; // the first block that starts at or past the window
+        return free - sinks;
+    }
+
+    /**
      * One layer's per-head selector: each head's estimated shares of the blocks, summed per head group
      * of the plan ({@link FetchPlan#headGroups()}), ranked as (group, block) pairs pooled over the
      * groups — a sharp head spends few blocks and a diffuse one many — within the budget counted in
@@ -262,12 +278,13 @@ public final class BlockMassStrategy implements SelectionStrategy {
         private final float[] pairs;
         private final long[] blockHeads;
         private final int[] chosen;
+        private final int[] range = new int[2];
         private final PartialTopK topK;
 
         HeadLayer(BlockMassIndex index, int queryHeads, int kvHeads, int sinks, int window) {
             this.index = index;
             this.kvHeads = kvHeads;
-            this.rowsPerHead = index.combination() == Combination.QUERY_HEAD_MASS ? queryHeads / kvHeads : 1;
+            this.rowsPerHead = index.rowsPerHead();
             this.sinks = sinks;
             this.window = window;
             int blocks = index.blocks();
@@ -291,26 +308,24 @@ public final class BlockMassStrategy implements SelectionStrategy {
             int perGroup = kvHeads / groups;
             int bt = index.blockTokens(), blocks = index.blocks();
             float[] shares = index.shares(query);
-            java.util.Arrays.fill(pairs, 0, groups * blocks, 0f);
-            for (int r = 0, rows = kvHeads * rowsPerHead; r < rows; r++) {
-                int base = r / rowsPerHead / perGroup * blocks, src = r * blocks;
-                for (int b = 0; b < blocks; b++) {
-                    pairs[base + b] += shares[src + b];
-                }
-            }
-            int freeFrom = Math.max(0, plan.tokens() - window); // the window starts here
-            int candidates = 0;
-            long fresh = 0; // tokens the candidates add beyond the sinks and the window, per group
-            for (int b = 0; b < blocks; b++) {
-                int from = b * bt, to = Math.min(index.tokens(), from + bt);
-                if (to <= sinks || from >= freeFrom) {
-                    for (int g = 0; g < groups; g++) {
-                        pairs[g * blocks + b] = Float.NEGATIVE_INFINITY;
+            for (int r = 0, rows = kvHeads * rowsPerHead, perPair = rowsPerHead * perGroup; r < rows; r++) {
+                int base = r / perPair * blocks, src = r * blocks;
+                float norm = index.shareNorm(r);
+                if (r % perPair == 0) { // a group's first row starts its sums
+                    for (int b = 0; b < blocks; b++) {
+                        pairs[base + b] = shares[src + b] * norm;
                     }
                 } else {
-                    candidates++;
-                    fresh += Math.min(to, freeFrom) - Math.max(from, sinks);
+                    for (int b = 0; b < blocks; b++) {
+                        pairs[base + b] += shares[src + b] * norm;
+                    }
                 }
+            }
+            long fresh = freeRange(index, sinks, plan.tokens() - window, range); // per group
+            int candidates = range[1] - range[0];
+            for (int g = 0; g < groups; g++) {
+                java.util.Arrays.fill(pairs, g * blocks, g * blocks + range[0], Float.NEGATIVE_INFINITY);
+                java.util.Arrays.fill(pairs, g * blocks + range[1], (g + 1) * blocks, Float.NEGATIVE_INFINITY);
             }
             // Pairs within the budget in entries (a pair reads 1/groups of its block's entries); every
             // candidate pair once the budget covers what they add, so a full budget attends every token.
@@ -318,8 +333,12 @@ public final class BlockMassStrategy implements SelectionStrategy {
                     : Math.min((long) candidates * groups, (long) budget * groups / bt);
             int n = topK.top(pairs, 0, groups * blocks, (int) want, chosen, 0);
             int added = 0;
-            for (int i = 0; i < n; i++) {
-                int g = chosen[i] / blocks, b = chosen[i] % blocks;
+            for (int i = 0, g = 0, groupEnd = blocks; i < n; i++) { // chosen ascends: group by group
+                while (chosen[i] >= groupEnd) {
+                    g++;
+                    groupEnd += blocks;
+                }
+                int b = chosen[i] - (groupEnd - blocks);
                 if (blockHeads[b] == 0) {
                     chosen[added++] = b; // chosen[0, added) becomes the distinct blocks (i ≥ added: already read)
                 }

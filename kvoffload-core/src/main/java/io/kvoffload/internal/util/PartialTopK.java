@@ -2,13 +2,14 @@ package io.kvoffload.internal.util;
 
 /**
  * Exact top-k over a range of a score array without a sort and without allocating: a radix select
- * over the scores' bits finds the k-th largest score (three counting passes of 11, 11 and 10 bits,
- * linear and branch-light where quickselect's partitioning mispredicts on a long range), one pass
+ * over the scores' bits finds the k-th largest score (counting passes of 11, 11 and 10 bits, linear
+ * and branch-light where quickselect's partitioning mispredicts on a long range; only the first reads
+ * the whole range), one pass
  * counts the scores above it and a second writes the winners. Ties at the threshold go to the lower
  * index, like {@link TopK}. NaN scores rank below everything.
  */
 public final class PartialTopK {
-    private final float[] scratch;
+    private final int[] keys;
     /** The radix passes: bits 31–21, 20–10, 9–0 of the sortable key. */
     private static final int[] SHIFTS = {21, 10, 0};
     private static final int[] WIDTHS = {11, 11, 10};
@@ -18,7 +19,7 @@ public final class PartialTopK {
     /** @param capacity the longest range ever asked for */
     public PartialTopK(int capacity) {
         Checks.inRange("capacity", capacity, 0, Integer.MAX_VALUE - 8);
-        this.scratch = new float[Math.max(1, capacity)];
+        this.keys = new int[Math.max(1, capacity)];
     }
 
     /**
@@ -58,37 +59,45 @@ public final class PartialTopK {
     /** The {@code k}-th largest of {@code scores[from, to)} (1-based; NaN counts as −∞). */
     public float kthLargest(float[] scores, int from, int to, int k) {
         int len = to - from;
-        if (k < 1 || k > len || len > scratch.length) {
-            throw new IllegalArgumentException("k = " + k + " over a range of " + len + " (capacity " + scratch.length
-                    + ") is out of range; allowed: 1.." + Math.min(len, scratch.length));
+        if (k < 1 || k > len || len > keys.length) {
+            throw new IllegalArgumentException("k = " + k + " over a range of " + len + " (capacity " + keys.length
+                    + ") is out of range; allowed: 1.." + Math.min(len, keys.length));
         }
-        // Keys whose unsigned order is the floats' order (−∞ … −0 … +0 … +∞); NaN as −∞.
-        float[] a = scratch;
+        // Keys whose unsigned order is the floats' order (−∞ … −0 … +0 … +∞); NaN as −∞. The first
+        // pass counts every key; each later pass counts only the keys that share the prefix fixed so
+        // far, gathered to the front of the array (usually a small share of the range).
+        int[] u = keys;
+        int[] c = counts;
+        java.util.Arrays.fill(c, 0, 1 << WIDTHS[0], 0);
         for (int i = 0; i < len; i++) {
             float s = scores[from + i];
-            a[i] = s != s ? Float.NEGATIVE_INFINITY : s;
+            int key = sortable(s != s ? Float.NEGATIVE_INFINITY : s);
+            u[i] = key;
+            c[key >>> SHIFTS[0]]++;
         }
-        int prefix = 0, rank = k; // the k-th largest among the keys that share the prefix so far
-        int known = 0; // bits of the prefix fixed so far, from the top
-        for (int pass = 0; pass < 3; pass++) {
+        int rank = k, n = len, prefix = 0;
+        for (int pass = 0; ; pass++) {
             int shift = SHIFTS[pass], buckets = 1 << WIDTHS[pass];
-            int[] c = counts;
-            java.util.Arrays.fill(c, 0, buckets, 0);
-            for (int i = 0; i < len; i++) {
-                int u = sortable(a[i]);
-                if (known == 0 || (u >>> (32 - known)) == (prefix >>> (32 - known))) {
-                    c[(u >>> shift) & (buckets - 1)]++;
-                }
-            }
             int b = buckets - 1;
             while (c[b] < rank) {
                 rank -= c[b];
                 b--;
             }
             prefix |= b << shift;
-            known += WIDTHS[pass];
+            if (pass == SHIFTS.length - 1) {
+                return unsortable(prefix);
+            }
+            int next = SHIFTS[pass + 1], nextBuckets = 1 << WIDTHS[pass + 1], m = 0;
+            java.util.Arrays.fill(c, 0, nextBuckets, 0);
+            for (int i = 0; i < n; i++) {
+                int key = u[i];
+                if (((key >>> shift) & (buckets - 1)) == b) {
+                    u[m++] = key;
+                    c[(key >>> next) & (nextBuckets - 1)]++;
+                }
+            }
+            n = m;
         }
-        return unsortable(prefix);
     }
 
     /** The float's bits with unsigned order equal to the float order (for non-NaN values). */

@@ -163,11 +163,14 @@ class BlockMassStrategyTest {
     @Test
     void headSharesAreEachHeadsSoftmaxAndAddUpToTheScores() {
         DenseLayerKv kv = keys(300, 2, 16, 11);
-        for (Combination c : new Combination[] {Combination.HEAD_MASS, Combination.QUERY_HEAD_MASS}) {
+        for (Combination c : new Combination[] {Combination.HEAD_MASS, Combination.QUERY_HEAD_MASS,
+                Combination.CLUSTERED_HEAD_MASS}) {
             BlockMassIndex index = new BlockMassIndex(kv, 300, 4, 16, Scoring.MIX, c);
             float[] scores = new float[index.blocks()];
             index.score(query(4, 16, 12), scores);
             int rows = c == Combination.HEAD_MASS ? 2 : 4;
+            // Two query heads a KV head: clustered, each keeps its row, and a row weighs half its KV head.
+            float weight = c == Combination.CLUSTERED_HEAD_MASS ? 0.5f : 1f;
             float[] shares = new float[rows * index.blocks()];
             index.headShares(shares);
             float[] summed = new float[index.blocks()];
@@ -175,7 +178,7 @@ class BlockMassStrategyTest {
                 double row = 0;
                 for (int b = 0; b < index.blocks(); b++) {
                     row += shares[r * index.blocks() + b];
-                    summed[b] += shares[r * index.blocks() + b];
+                    summed[b] += weight * shares[r * index.blocks() + b];
                 }
                 assertEquals(1.0, row, 1e-4, c + " row " + r);
             }
@@ -188,15 +191,58 @@ class BlockMassStrategyTest {
         assertTrue(e.getMessage().contains("SUM_LOGITS"), e.getMessage());
     }
 
+    @Test
+    void clusteredRowsKeepAnOutlyingQueryHeadApartAndWeighEachRowByItsHeads() {
+        DenseLayerKv kv = keys(300, 2, 16, 21);
+        float[] q = query(8, 16, 22); // 4 query heads on each of 2 KV heads: two rows each
+        System.arraycopy(q, 0, q, 16, 16); // KV head 0: heads 0–2 alike, head 3 apart
+        System.arraycopy(q, 0, q, 32, 16);
+        for (int j = 0; j < 16; j++) {
+            q[48 + j] = 5 * q[48 + j];
+        }
+        BlockMassIndex clustered = new BlockMassIndex(kv, 300, 8, 16, Scoring.MIX, Combination.CLUSTERED_HEAD_MASS);
+        BlockMassIndex perHead = new BlockMassIndex(kv, 300, 8, 16, Scoring.MIX, Combination.QUERY_HEAD_MASS);
+        int blocks = clustered.blocks();
+        float[] c = new float[4 * blocks], p = new float[8 * blocks], scores = new float[blocks];
+        clustered.score(q, scores);
+        clustered.headShares(c);
+        perHead.score(q, new float[blocks]);
+        perHead.headShares(p);
+        for (int b = 0; b < blocks; b++) {
+            assertEquals(p[b], c[b], 1e-5f, "row 0: heads 0–2, whose mean is head 0's query");
+            assertEquals(p[3 * blocks + b], c[blocks + b], 0f, "row 1: head 3 alone, exactly its own shares");
+        }
+        float[] summed = new float[blocks];
+        float[] weights = {0.75f, 0.25f, 0, 0};
+        for (int r = 2; r < 4; r++) { // KV head 1's rows: two clusters of its four heads, weights from their sizes
+            double mass = 0;
+            for (int b = 0; b < blocks; b++) {
+                mass += c[r * blocks + b];
+            }
+            assertEquals(1.0, mass, 1e-4);
+        }
+        for (int b = 0; b < blocks; b++) {
+            summed[b] = weights[0] * c[b] + weights[1] * c[blocks + b];
+        }
+        double kvHead0 = 0, total = 0;
+        for (int b = 0; b < blocks; b++) {
+            kvHead0 += summed[b];
+            total += scores[b];
+        }
+        assertEquals(1.0, kvHead0, 1e-4, "KV head 0's rows weigh 3/4 and 1/4");
+        assertEquals(2.0, total, 1e-4, "each KV head's weighted rows sum to 1");
+    }
+
     @Property(tries = 40)
     void aLargerBudgetSelectsASupersetAndRecallNeverFalls(@ForAll @IntRange(min = 40, max = 600) int tokens,
             @ForAll @IntRange(min = 1, max = 1000) int a, @ForAll @IntRange(min = 1, max = 1000) int b, @ForAll long seed,
-            @ForAll boolean perQueryHead) {
-        KvShape shape = new KvShape(1, 4, 2, 16, DType.F32);
+            @ForAll @IntRange(min = 0, max = 2) int variant) {
+        KvShape shape = new KvShape(1, 8, 2, 16, DType.F32);
         DenseLayerKv kv = keys(tokens, 2, 16, seed);
-        // The default, and its per-query-head variant (each query head's own shares).
-        LayerSelector sel = Strategies.named(perQueryHead ? "qmass-mix" : "mass-mix").openLayer(context(shape, kv, tokens));
-        float[] q = query(4, 16, seed ^ 7);
+        // The mean query per KV head, each query head's own shares, and the default's clustered query heads.
+        LayerSelector sel = Strategies.named(PerHeadBlockMassTest.SHARED_VARIANTS[variant])
+                .openLayer(context(shape, kv, tokens));
+        float[] q = query(8, 16, seed ^ 7);
         int small = Math.min(a, b) * tokens / 1000, large = Math.max(a, b) * tokens / 1000;
         int[] s = step(sel, tokens, q, small), l = step(sel, tokens, q, large);
         BitSet big = new BitSet();

@@ -33,6 +33,9 @@ import org.junit.jupiter.api.Test;
  * entries; with one group exactly the shared strategy's blocks.
  */
 class PerHeadBlockMassTest {
+    /** The per-head strategies (KV-head mean, each query head, clustered query heads) and their shared twins. */
+    static final String[] HEAD_VARIANTS = {"head-mass-mix", "head-qmass-mix", "head-cmass-mix"};
+    static final String[] SHARED_VARIANTS = {"mass-mix", "qmass-mix", "cmass-mix"};
     /** One pipeline step with {@code groups} head groups: per group, the positions it attends. */
     static BitSet[] step(LayerSelector sel, int tokens, int kvHeads, int groups, float[] q, int total) {
         FetchPlan plan = new FetchPlan();
@@ -97,13 +100,13 @@ class PerHeadBlockMassTest {
     void pairsFitTheBudgetNestAsItGrowsAndRecallNeverFalls(@ForAll @IntRange(min = 40, max = 600) int tokens,
             @ForAll @IntRange(min = 0, max = 3) int log2KvHeads, @ForAll @IntRange(min = 0, max = 3) int log2Groups,
             @ForAll @IntRange(min = 1, max = 1000) int a, @ForAll @IntRange(min = 1, max = 1000) int b,
-            @ForAll boolean perQueryHead, @ForAll long seed) {
+            @ForAll @IntRange(min = 0, max = 2) int variant, @ForAll long seed) {
         int kvHeads = 1 << log2KvHeads, groups = 1 << Math.min(log2Groups, log2KvHeads);
-        KvShape shape = new KvShape(1, kvHeads * 2, kvHeads, 16, DType.F32);
+        int groupSize = variant == 2 ? 4 : 2; // clustered rows: four query heads a KV head, merged into two
+        KvShape shape = new KvShape(1, kvHeads * groupSize, kvHeads, 16, DType.F32);
         DenseLayerKv kv = keys(tokens, kvHeads, 16, seed);
-        LayerSelector sel = Strategies.named(perQueryHead ? "head-qmass-mix" : "head-mass-mix")
-                .openLayer(context(shape, kv, tokens));
-        float[] q = query(kvHeads * 2, 16, seed ^ 7);
+        LayerSelector sel = Strategies.named(HEAD_VARIANTS[variant]).openLayer(context(shape, kv, tokens));
+        float[] q = query(kvHeads * groupSize, 16, seed ^ 7);
         int small = Math.min(a, b) * tokens / 1000, large = Math.max(a, b) * tokens / 1000;
         BitSet[] s = step(sel, tokens, kvHeads, groups, q, small), l = step(sel, tokens, kvHeads, groups, q, large);
         int windowFrom = Math.max(Math.min(SINKS, tokens), tokens - WINDOW);
@@ -121,19 +124,18 @@ class PerHeadBlockMassTest {
             assertTrue(extra.isEmpty(), "group " + g + ": " + extra + " chosen at budget " + small + " but not " + large);
         }
         float[][] w = ExactAttention.of(shape).headWeights(kv, q);
-        assertTrue(headRecall(w, perKvHead(s, kvHeads), 2) <= headRecall(w, perKvHead(l, kvHeads), 2) + 1e-9);
+        assertTrue(headRecall(w, perKvHead(s, kvHeads), groupSize) <= headRecall(w, perKvHead(l, kvHeads), groupSize) + 1e-9);
     }
 
     @Property(tries = 40)
     void oneGroupTakesExactlyTheSharedStrategysBlocks(@ForAll @IntRange(min = 40, max = 600) int tokens,
-            @ForAll @IntRange(min = 1, max = 1000) int share, @ForAll boolean perQueryHead, @ForAll long seed) {
-        KvShape shape = new KvShape(1, 8, 4, 16, DType.F32);
+            @ForAll @IntRange(min = 1, max = 1000) int share, @ForAll @IntRange(min = 0, max = 2) int variant,
+            @ForAll long seed) {
+        KvShape shape = new KvShape(1, 16, 4, 16, DType.F32);
         DenseLayerKv kv = keys(tokens, 4, 16, seed);
-        LayerSelector head = Strategies.named(perQueryHead ? "head-qmass-mix" : "head-mass-mix")
-                .openLayer(context(shape, kv, tokens));
-        LayerSelector shared = Strategies.named(perQueryHead ? "qmass-mix" : "mass-mix")
-                .openLayer(context(shape, kv, tokens));
-        float[] q = query(8, 16, seed);
+        LayerSelector head = Strategies.named(HEAD_VARIANTS[variant]).openLayer(context(shape, kv, tokens));
+        LayerSelector shared = Strategies.named(SHARED_VARIANTS[variant]).openLayer(context(shape, kv, tokens));
+        float[] q = query(16, 16, seed);
         int total = share * tokens / 1000;
         assertArrayEquals(BlockMassStrategyTest.step(shared, tokens, q, total),
                 step(head, tokens, 4, 1, q, total)[0].stream().toArray());
@@ -145,7 +147,7 @@ class PerHeadBlockMassTest {
         KvShape shape = new KvShape(1, 16, 8, 32, DType.F32);
         DenseLayerKv kv = keys(tokens, 8, 32, 3);
         float[] q = query(16, 32, 4);
-        for (String name : new String[] {"head-mass-mix", "head-qmass-mix"}) {
+        for (String name : HEAD_VARIANTS) {
             for (int groups : new int[] {1, 2, 8}) {
                 BitSet[] sets = step(Strategies.named(name).openLayer(context(shape, kv, tokens)), tokens, 8, groups, q,
                         tokens);
