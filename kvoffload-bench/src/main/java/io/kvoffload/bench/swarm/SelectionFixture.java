@@ -4,7 +4,7 @@ import io.kvoffload.internal.swarm.ClusterSelection;
 import io.kvoffload.internal.swarm.Clustering;
 import io.kvoffload.internal.swarm.MedoidIndex;
 import io.kvoffload.strategy.LayerKv;
-import io.kvoffload.internal.util.TopK;
+import io.kvoffload.internal.util.PartialTopK;
 import java.lang.foreign.Arena;
 import java.util.SplittableRandom;
 
@@ -32,7 +32,7 @@ public final class SelectionFixture implements AutoCloseable {
     private final int[] sizes;
     private final float[] scratch;
     private final float[] scores;
-    private final float[] work;       // naive: the quickselect's copy
+    private final PartialTopK topK;   // naive: the top tokens
     private final int[] out;
     private final ClusterSelection selection;
     private final float[][] queries;
@@ -62,7 +62,7 @@ public final class SelectionFixture implements AutoCloseable {
         }
         this.scratch = new float[kvHeads * headDim];
         this.scores = new float[clusters];
-        this.work = naive ? new float[clusters] : new float[0];
+        this.topK = new PartialTopK(naive ? clusters : 0);
         this.out = new int[naive ? budget : clusters];
         this.selection = new ClusterSelection(naive ? 0 : clusters);
         SplittableRandom r = new SplittableRandom(seed ^ 0x5DEECE66DL);
@@ -82,15 +82,7 @@ public final class SelectionFixture implements AutoCloseable {
         if (!naive) {
             return selection.select(scores, sizes, scores.length, budget, out);
         }
-        System.arraycopy(scores, 0, work, 0, scores.length);
-        float threshold = TopK.kthLargestInPlace(work, scores.length, budget);
-        int n = 0;
-        for (int t = 0; t < scores.length && n < budget; t++) {
-            if (scores[t] >= threshold) {
-                out[n++] = t;
-            }
-        }
-        return n;
+        return topK.top(scores, 0, scores.length, budget, out, 0);
     }
 
     public int clusters() { return scores.length; }

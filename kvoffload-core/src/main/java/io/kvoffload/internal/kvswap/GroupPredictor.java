@@ -1,7 +1,9 @@
 package io.kvoffload.internal.kvswap;
 
+
 import io.kvoffload.internal.select.TokenSelector;
 import io.kvoffload.internal.util.Checks;
+import io.kvoffload.internal.util.PartialTopK;
 
 /**
  * KVSwap's grouped critical-KV predictor (§3.3, Fig. 6; the artifact's {@code lr_proj_mh} mode):
@@ -43,7 +45,7 @@ public final class GroupPredictor implements TokenSelector {
     private final float[] meanQuery;
     private final float[] tokenScores = new float[CompressedKCache.CHUNK_TOKENS];
     private float[] groupScores;
-    private float[] selectScratch;
+    private PartialTopK topK;
     private int[] selected;
     private int selectedCount;
     private int scoredGroups;
@@ -68,7 +70,7 @@ public final class GroupPredictor implements TokenSelector {
         this.meanQuery = new float[headDim];
         int groups = Math.max(1, groupsOf(expectedTokens, groupSize));
         this.groupScores = new float[groups];
-        this.selectScratch = new float[groups];
+        this.topK = new PartialTopK(groups);
         this.selected = new int[groups];
     }
 
@@ -274,34 +276,14 @@ public final class GroupPredictor implements TokenSelector {
         if (groups > groupScores.length) {
             int cap = Math.max(groups, groupScores.length * 2);
             groupScores = new float[cap];
-            selectScratch = new float[cap];
+            topK = new PartialTopK(cap);
             selected = new int[cap];
         }
     }
 
     /** The top {@code m} of {@code groupScores[0 .. total)} (0 < m < total), ascending ids, ties to the lower id. */
     private void topGroups(int total, int m) {
-        System.arraycopy(groupScores, 0, selectScratch, 0, total);
-        float threshold = kthLargest(selectScratch, total, m);
-        int above = 0;
-        for (int g = 0; g < total; g++) {
-            if (groupScores[g] > threshold) {
-                above++;
-            }
-        }
-        int ties = m - above; // groups equal to the threshold that make the cut, lowest id first
-        int w = 0;
-        for (int g = 0; g < total && w < m; g++) {
-            float s = groupScores[g];
-            if (s > threshold || (s == threshold && ties-- > 0)) {
-                selected[w++] = g;
-            }
-        }
-    }
-
-    /** The k-th largest of {@code a[0 .. n)} (1-based), reordering {@code a}. */
-    static float kthLargest(float[] a, int n, int k) {
-        return io.kvoffload.internal.util.TopK.kthLargestInPlace(a, n, k);
+        topK.top(groupScores, 0, total, m, selected, 0);
     }
 
     @Override

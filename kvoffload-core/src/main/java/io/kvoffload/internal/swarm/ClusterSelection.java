@@ -1,6 +1,7 @@
 package io.kvoffload.internal.swarm;
 
 import io.kvoffload.internal.util.Checks;
+import io.kvoffload.internal.util.PartialTopK;
 import io.kvoffload.internal.util.TopK;
 
 /**
@@ -26,7 +27,8 @@ public final class ClusterSelection {
     /** Below this many keys, insertion sort; above, quicksort partitions. */
     private static final int INSERTION = 24;
 
-    private float[] work = new float[0]; // quickselect reorders a copy of the scores
+    private PartialTopK topK = new PartialTopK(0); // the k-th best score (its capacity is the arrays')
+    private int capacity;
     private long[] keys = new long[0];   // candidates: descending score, then ascending id, as one long
     private long selectedTokens;
     // the walk (begin/next): the ranked prefix so far and where the caller is in it
@@ -48,7 +50,7 @@ public final class ClusterSelection {
 
     /** Clusters the working arrays hold without growing. */
     public int capacity() {
-        return work.length;
+        return capacity;
     }
 
     /** The sum of the sizes of the clusters the last {@link #select} returned. */
@@ -93,7 +95,7 @@ public final class ClusterSelection {
         if (budget == 0 || clusters == 0) {
             return 0;
         }
-        if (clusters > work.length) {
+        if (clusters > capacity) {
             grow(clusters);
         }
         long k;
@@ -177,8 +179,7 @@ public final class ClusterSelection {
             }
             return m;
         }
-        System.arraycopy(scores, 0, work, 0, clusters);
-        float threshold = TopK.kthLargestInPlace(work, clusters, k);
+        float threshold = topK.kthLargest(scores, 0, clusters, k);
         for (int c = 0; c < clusters; c++) {
             float s = scores[c];
             if (s >= threshold) {
@@ -194,8 +195,9 @@ public final class ClusterSelection {
     }
 
     private void grow(int clusters) {
-        work = new float[clusters];
+        topK = new PartialTopK(clusters);
         keys = new long[clusters];
+        capacity = clusters;
     }
 
     /**

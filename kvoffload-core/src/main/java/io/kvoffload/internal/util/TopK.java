@@ -3,8 +3,9 @@ package io.kvoffload.internal.util;
 import java.util.Arrays;
 
 /**
- * Exact top-k selection over a score array in expected linear time (quickselect on a copy, then
- * one pass). Ties are broken by the lower index, so the result is deterministic.
+ * Exact top-k helpers that allocate their result (oracles, metrics, benches): the selection itself is
+ * {@link PartialTopK}'s, the one the decode path uses. Ties are broken by the lower index, so the
+ * result is deterministic.
  */
 public final class TopK {
     private TopK() {}
@@ -18,25 +19,13 @@ public final class TopK {
     public static int[] indices(float[] scores, int k) {
         Checks.notNull("scores", scores);
         Checks.inRange("k", k, 0, scores.length);
-        if (k == 0) {
-            return new int[0];
-        }
-        float threshold = kthLargest(scores, k);
-        int above = 0;
-        for (float s : scores) {
-            if (s > threshold) {
-                above++;
-            }
-        }
-        int ties = k - above; // how many scores equal to the threshold make the cut, lowest index first
-        int[] out = new int[k];
-        int n = 0;
         for (int i = 0; i < scores.length; i++) {
-            float s = scores[i];
-            if (s > threshold || (s == threshold && ties-- > 0)) {
-                out[n++] = i;
+            if (Float.isNaN(scores[i])) {
+                throw new IllegalArgumentException("scores[" + i + "] is NaN; allowed: finite or infinite values");
             }
         }
+        int[] out = new int[k];
+        new PartialTopK(scores.length).top(scores, 0, scores.length, k, out, 0);
         return out;
     }
 
@@ -92,58 +81,5 @@ public final class TopK {
         ids[base + j] = id;
         values[j] = value;
         return kept;
-    }
-
-    /** The k-th largest value (1-based). */
-    static float kthLargest(float[] scores, int k) {
-        float[] a = scores.clone();
-        for (float v : a) {
-            if (Float.isNaN(v)) {
-                throw new IllegalArgumentException("scores contains NaN; allowed: finite or infinite values");
-            }
-        }
-        return kthLargestInPlace(a, a.length, k);
-    }
-
-    /**
-     * The k-th largest (1-based) of {@code a[0 .. n)}, reordering {@code a}: Hoare quickselect with a
-     * median of three, O(n) expected and allocation-free, for selectors on the decode hot path.
-     * {@code a} must hold no NaN.
-     */
-    public static float kthLargestInPlace(float[] a, int n, int k) {
-        int target = n - k; // index of the k-th largest in ascending order
-        int lo = 0, hi = n - 1;
-        while (lo < hi) {
-            int mid = (lo + hi) >>> 1;
-            // Median of three keeps sorted and adversarial inputs linear in practice.
-            if (a[mid] < a[lo]) swap(a, mid, lo);
-            if (a[hi] < a[lo]) swap(a, hi, lo);
-            if (a[hi] < a[mid]) swap(a, hi, mid);
-            float pivot = a[mid];
-            int i = lo, j = hi;
-            while (i <= j) {
-                while (a[i] < pivot) i++;
-                while (a[j] > pivot) j--;
-                if (i <= j) {
-                    swap(a, i, j);
-                    i++;
-                    j--;
-                }
-            }
-            if (target <= j) {
-                hi = j;
-            } else if (target >= i) {
-                lo = i;
-            } else {
-                return a[target];
-            }
-        }
-        return a[target];
-    }
-
-    private static void swap(float[] a, int i, int j) {
-        float t = a[i];
-        a[i] = a[j];
-        a[j] = t;
     }
 }

@@ -3,6 +3,7 @@ package io.kvoffload.strategy.sparf;
 import io.kvoffload.DType;
 import io.kvoffload.KvShape;
 import io.kvoffload.internal.util.ElementCodec;
+import io.kvoffload.internal.util.PartialTopK;
 import io.kvoffload.internal.util.Softmax;
 import io.kvoffload.internal.util.StampSet;
 import io.kvoffload.internal.util.TopK;
@@ -50,7 +51,8 @@ final class SparFLayer implements LayerSelector {
     private final float[] row;
     private final float[] scores;
     private final float[] pageScore;
-    private final float[] scratch;
+    private final int[] chosen;
+    private final PartialTopK topK;
 
     SparFLayer(KvShape shape, int laidOut, int slice, int pageTokens, int rank, int sinkTokens, int localWindow,
             long layoutBytes, boolean perKvHead) {
@@ -77,7 +79,8 @@ final class SparFLayer implements LayerSelector {
         this.row = new float[Math.max(1, laidOut)];
         this.scores = new float[Math.max(1, laidOut)];
         this.pageScore = new float[Math.max(1, pages)];
-        this.scratch = new float[Math.max(1, pages)];
+        this.chosen = new int[Math.max(1, pages)];
+        this.topK = new PartialTopK(pages);
     }
 
     /** Whether this step's budget covers every laid-out token (dense: no scoring, no step 1). */
@@ -148,27 +151,15 @@ final class SparFLayer implements LayerSelector {
             }
             pageScore[p] = best;
             if (best != Float.NEGATIVE_INFINITY) {
-                scratch[eligible++] = best;
+                eligible++;
             }
         }
         int k = Math.min(eligible, (budget + pageTokens - 1) / pageTokens);
-        if (k == 0) {
-            return;
-        }
-        float threshold = TopK.kthLargestInPlace(scratch, eligible, k);
-        int above = 0;
-        for (int p = 0; p < pages; p++) {
-            if (pageScore[p] > threshold) {
-                above++;
-            }
-        }
-        int ties = k - above; // ties at the threshold go to the lower page
-        for (int p = 0; p < pages; p++) {
-            float s = pageScore[p];
-            if (s > threshold || (s == threshold && s != Float.NEGATIVE_INFINITY && ties-- > 0)) {
-                for (int t = p * pageTokens, end = Math.min(laidOut, t + pageTokens); t < end; t++) {
-                    plan.add(t); // step 2: the page group whole
-                }
+        // k ≤ the pages with a score, so no unscored page is chosen; ties go to the lower page.
+        int n = topK.top(pageScore, 0, pages, k, chosen, 0);
+        for (int i = 0; i < n; i++) {
+            for (int t = chosen[i] * pageTokens, end = Math.min(laidOut, t + pageTokens); t < end; t++) {
+                plan.add(t); // step 2: the page group whole
             }
         }
     }
@@ -257,6 +248,6 @@ final class SparFLayer implements LayerSelector {
     @Override
     public long memoryBytes() {
         return layoutBytes + 4L * (dims.length + magnitude.length + absQuery.length + wanted.capacity() + logits.length + row.length
-                + scores.length + pageScore.length + scratch.length);
+                + scores.length + pageScore.length + 2L * chosen.length);
     }
 }
