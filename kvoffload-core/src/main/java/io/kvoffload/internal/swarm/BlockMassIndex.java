@@ -69,8 +69,12 @@ public final class BlockMassIndex {
         return Math.min(groupSize, Math.max(2, (groupSize + 1) / 2));
     }
 
-    /** Blocks per sweep: one chunk of accumulators (4 KiB per head) stays in the L1 cache. */
-    private static final int CHUNK = 1024;
+    /**
+     * Blocks per sweep: one chunk of accumulators (16 KiB) stays in the L1 cache while each kept row
+     * streams a 4 KiB run. Runs of 1,024 blocks were 5–15% slower (docs/benchmarks.md, "Clustered
+     * query heads"): a layer's summaries outgrow the caches and shorter runs stream worse from DRAM.
+     */
+    private static final int CHUNK = 4096;
 
     private final Scoring scoring;
     private final Combination combination;
@@ -214,9 +218,9 @@ public final class BlockMassIndex {
         java.util.Arrays.fill(rowWeight, 1f);
         this.clusterSum = new float[groupSize * headDim];
         this.clusterSize = new int[groupSize];
-        this.chunk = new float[CHUNK];
-        this.rchunk0 = new float[CHUNK];
-        this.rchunk1 = new float[CHUNK];
+        this.chunk = new float[Math.min(CHUNK, blocks)];
+        this.rchunk0 = new float[rep0 != null ? chunk.length : 0];
+        this.rchunk1 = new float[rep0 != null ? chunk.length : 0];
         this.rowsPerHead = rows / kvHeads;
         int termSlots = rowsPerHead * 2 * headDim;
         this.termCoef = new float[termSlots];
@@ -371,7 +375,8 @@ public final class BlockMassIndex {
     public long memoryBytes() {
         long arrays = (max != null ? 2 : 0) + (mean != null ? 1 : 0) + (mixHi != null ? 2 : 0) + (rep0 != null ? 2 : 0);
         return arrays * ((long) kvHeads * blocks * headDim + 4L * kvHeads * headDim) + (rep0 != null ? 8L * kvHeads * blocks : 0)
-                + 4L * (blocks + headQuery.length + logits.length + 3 * CHUNK + 2 * norms.length + clusterSum.length
+                + 4L * (blocks + headQuery.length + logits.length + chunk.length + rchunk0.length + rchunk1.length
+                        + 2 * norms.length + clusterSum.length
                         + clusterSize.length);
     }
 
