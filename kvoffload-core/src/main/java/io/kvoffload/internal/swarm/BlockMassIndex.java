@@ -97,7 +97,7 @@ public final class BlockMassIndex {
     private final float[] headQuery;      // kvHeads × headDim: mean of each KV head's query heads, scaled
     private final float[] logits;         // kvHeads × blocks: logits, then (mass combinations) exp(logit − row max)
     private final float[] norms;          // per row of logits: its softmax normaliser (mass combinations)
-    private final float[] rowWeight;      // per row: the share of its KV head's query heads it stands for (1 per query head row)
+    private final float[] rowWeight;      // per row: 1, or (clustered) its cluster's share of the KV head's query heads
     private final float[] clusterSum;     // CLUSTERED_HEAD_MASS: one KV head's query clusters, summed vectors
     private final int[] clusterSize;
     private final float[] chunk;
@@ -401,7 +401,7 @@ public final class BlockMassIndex {
      * {@code r}'s share of block {@code b} is {@code shares[r × blocks() + b] × }{@link #shareNorm}{@code
      * (r)} ({@link #headShares}'s rows without the copy, the normalisation and the sum into one score
      * per block: read-only by contract, valid until the next call). The per-head selector ranks them
-     * itself and folds the normaliser into its own sum.
+     * itself and folds the normaliser (and the row's weight) into its own sum.
      *
      * @throws IllegalStateException with {@link Combination#SUM_LOGITS}, which keeps no shares
      */
@@ -413,7 +413,11 @@ public final class BlockMassIndex {
         return logits;
     }
 
-    /** Row {@code r}'s softmax normaliser after {@link #shares}: its exponentials sum to {@code 1 / shareNorm(r)}. */
+    /**
+     * What row {@code r}'s values from {@link #shares} are multiplied by to give its weighted shares:
+     * its softmax normaliser times its weight (1, or with {@link Combination#CLUSTERED_HEAD_MASS} its
+     * cluster's share of the KV head's query heads, whose rows then sum to 1 together).
+     */
     float shareNorm(int r) {
         return norms[r] * rowWeight[r];
     }

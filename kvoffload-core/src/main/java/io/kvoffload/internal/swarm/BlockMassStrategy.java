@@ -180,7 +180,7 @@ public final class BlockMassStrategy implements SelectionStrategy {
                 throw new IllegalArgumentException("strategy " + name + " needs at most " + Long.SIZE + " KV heads; the"
                         + " shape has kvHeads = " + context.shape().kvHeads());
             }
-            return new HeadLayer(index, context.shape().queryHeads(), context.shape().kvHeads(), context.sinkTokens(),
+            return new HeadLayer(index, context.shape().kvHeads(), context.sinkTokens(),
                     context.localWindow());
         }
         return new Layer(index, context.sinkTokens(), context.localWindow());
@@ -281,7 +281,7 @@ public final class BlockMassStrategy implements SelectionStrategy {
         private final int[] range = new int[2];
         private final PartialTopK topK;
 
-        HeadLayer(BlockMassIndex index, int queryHeads, int kvHeads, int sinks, int window) {
+        HeadLayer(BlockMassIndex index, int kvHeads, int sinks, int window) {
             this.index = index;
             this.kvHeads = kvHeads;
             this.rowsPerHead = index.rowsPerHead();

@@ -4,9 +4,9 @@ package io.kvoffload.internal.util;
  * Exact top-k over a range of a score array without a sort and without allocating: a radix select
  * over the scores' bits finds the k-th largest score (counting passes of 11, 11 and 10 bits, linear
  * and branch-light where quickselect's partitioning mispredicts on a long range; only the first reads
- * the whole range), one pass
- * counts the scores above it and a second writes the winners. Ties at the threshold go to the lower
- * index, like {@link TopK}. NaN scores rank below everything.
+ * the whole range), one pass counts the scores above it and a second writes the winners. Ties at the
+ * threshold go to the lower index. NaN scores rank below everything. The library's one top-k: {@link
+ * TopK}'s allocating helpers use it too.
  */
 public final class PartialTopK {
     private final int[] keys;
