@@ -126,23 +126,49 @@ public final class FetchPlan {
      *     KV heads (then only {@link #ALL_HEADS})
      */
     public void add(int position, long kvHeadMask) {
-        if (kvHeadMask != ALL_HEADS) {
-            if (kvHeads > Long.SIZE) {
-                throw new IllegalArgumentException("kvHeadMask = 0x" + Long.toHexString(kvHeadMask) + " for position "
-                        + position + " on a layer of " + kvHeads + " KV heads; allowed: ALL_HEADS (per-head positions"
-                        + " need at most " + Long.SIZE + " KV heads)");
-            }
-            long valid = HeadShards.headBits(0, kvHeads);
-            if (kvHeadMask == 0 || (kvHeadMask & ~valid) != 0) {
-                throw new IllegalArgumentException("kvHeadMask = 0x" + Long.toHexString(kvHeadMask) + " for position "
-                        + position + "; allowed: a non-empty set of the layer's KV heads 0.." + (kvHeads - 1)
-                        + " (bits of 0x" + Long.toHexString(valid) + "), or ALL_HEADS");
-            }
-        }
+        checkMask(kvHeadMask, position);
         add(position);
         if (kvHeadMask != ALL_HEADS) {
             heads[size - 1] = kvHeadMask;
             perHead = true;
+        }
+    }
+
+    /**
+     * Adds positions {@code [from, to)}, each for the KV heads of {@code kvHeadMask} as {@link
+     * #add(int, long)} does: a block strategy's run of consecutive tokens, checked once.
+     *
+     * @throws IllegalArgumentException if the range is not within {@code [0, tokens()]} or is reversed,
+     *     or the mask is not one {@link #add(int, long)} takes
+     */
+    public void addRange(int from, int to, long kvHeadMask) {
+        if (from < 0 || to > tokens || from > to) {
+            throw new IllegalArgumentException("positions [" + from + ", " + to + ") are out of range for layer " + layer
+                    + "; allowed: a range within [0, " + tokens + ")");
+        }
+        checkMask(kvHeadMask, from);
+        ensureCapacity(size + (to - from));
+        java.util.Arrays.fill(heads, size, size + (to - from), kvHeadMask);
+        for (int t = from; t < to; t++) {
+            positions[size++] = t;
+        }
+        perHead |= kvHeadMask != ALL_HEADS && to > from;
+    }
+
+    private void checkMask(long kvHeadMask, int position) {
+        if (kvHeadMask == ALL_HEADS) {
+            return;
+        }
+        if (kvHeads > Long.SIZE) {
+            throw new IllegalArgumentException("kvHeadMask = 0x" + Long.toHexString(kvHeadMask) + " for position "
+                    + position + " on a layer of " + kvHeads + " KV heads; allowed: ALL_HEADS (per-head positions"
+                    + " need at most " + Long.SIZE + " KV heads)");
+        }
+        long valid = HeadShards.headBits(0, kvHeads);
+        if (kvHeadMask == 0 || (kvHeadMask & ~valid) != 0) {
+            throw new IllegalArgumentException("kvHeadMask = 0x" + Long.toHexString(kvHeadMask) + " for position "
+                    + position + "; allowed: a non-empty set of the layer's KV heads 0.." + (kvHeads - 1)
+                    + " (bits of 0x" + Long.toHexString(valid) + "), or ALL_HEADS");
         }
     }
 

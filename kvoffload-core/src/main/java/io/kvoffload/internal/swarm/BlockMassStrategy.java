@@ -230,10 +230,8 @@ public final class BlockMassStrategy implements SelectionStrategy {
             int n = topK.top(scores, 0, blocks, want, chosen, 0);
             plan.ensureCapacity(plan.size() + n * bt);
             for (int i = 0; i < n; i++) {
-                int from = chosen[i] * bt, to = Math.min(index.tokens(), from + bt);
-                for (int t = from; t < to; t++) {
-                    plan.add(t);
-                }
+                int from = chosen[i] * bt;
+                plan.addRange(from, Math.min(index.tokens(), from + bt), FetchPlan.ALL_HEADS);
             }
         }
 
@@ -350,9 +348,7 @@ public final class BlockMassStrategy implements SelectionStrategy {
                 int b = chosen[i];
                 long heads = blockHeads[b] == all ? FetchPlan.ALL_HEADS : blockHeads[b];
                 blockHeads[b] = 0;
-                for (int t = b * bt, to = Math.min(index.tokens(), t + bt); t < to; t++) {
-                    plan.add(t, heads);
-                }
+                plan.addRange(b * bt, Math.min(index.tokens(), b * bt + bt), heads);
             }
         }
 
@@ -421,10 +417,7 @@ public final class BlockMassStrategy implements SelectionStrategy {
             int freeFrom = Math.max(0, plan.tokens() - window); // the window starts here
             int from = Math.min(sinks, laidOut), to = Math.min(freeFrom, laidOut);
             if (budget >= to - from) { // every laid-out token the sinks and window leave out
-                plan.ensureCapacity(plan.size() + Math.max(0, to - from));
-                for (int t = from; t < to; t++) {
-                    plan.add(t);
-                }
+                plan.addRange(from, Math.max(from, to), FetchPlan.ALL_HEADS);
                 return;
             }
             index.score(query, scores);

@@ -4,12 +4,14 @@ package io.kvoffload.internal.util;
  * Exact top-k over a range of a score array without a sort and without allocating: a radix select
  * over the scores' bits finds the k-th largest score (counting passes of 11, 11 and 10 bits, linear
  * and branch-light where quickselect's partitioning mispredicts on a long range; only the first reads
- * the whole range), one pass counts the scores above it and a second writes the winners. Ties at the
- * threshold go to the lower index. NaN scores rank below everything. The library's one top-k: {@link
+ * the whole range, and the last leaves how many of the k tie with the k-th), then one pass writes the
+ * winners. Ties at the threshold go to the lower index. NaN scores rank below everything. The library's one top-k: {@link
  * TopK}'s allocating helpers use it too.
  */
 public final class PartialTopK {
     private final int[] keys;
+    /** Of the last {@link #kthLargest}'s k: how many equal its result (the rest are larger). */
+    private int lastTies;
     /** The radix passes: bits 31–21, 20–10, 9–0 of the sortable key. */
     private static final int[] SHIFTS = {21, 10, 0};
     private static final int[] WIDTHS = {11, 11, 10};
@@ -39,13 +41,18 @@ public final class PartialTopK {
             return len;
         }
         float threshold = kthLargest(scores, from, to, k);
-        int above = 0;
-        for (int i = from; i < to; i++) {
-            if (scores[i] > threshold) {
-                above++;
+        // Scores equal to the threshold that make the cut, lowest index first: the radix select's count,
+        // except at zero, where −0 and +0 are distinct keys but equal floats (count as compared below).
+        int ties = lastTies;
+        if (threshold == 0f) {
+            int above = 0;
+            for (int i = from; i < to; i++) {
+                if (scores[i] > threshold) {
+                    above++;
+                }
             }
+            ties = k - above;
         }
-        int ties = k - above; // scores equal to the threshold that make the cut, lowest index first
         int n = 0;
         for (int i = from; i < to && n < k; i++) {
             float s = scores[i];
@@ -85,6 +92,7 @@ public final class PartialTopK {
             }
             prefix |= b << shift;
             if (pass == SHIFTS.length - 1) {
+                lastTies = rank; // the k-th is the rank-th of the keys equal to the prefix
                 return unsortable(prefix);
             }
             int next = SHIFTS[pass + 1], nextBuckets = 1 << WIDTHS[pass + 1], m = 0;

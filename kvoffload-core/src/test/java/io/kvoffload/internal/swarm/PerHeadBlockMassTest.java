@@ -235,5 +235,40 @@ class PerHeadBlockMassTest {
         assertTrue(e.getMessage().contains("128 KV heads") && e.getMessage().contains("ALL_HEADS"), e.getMessage());
         many.add(5, FetchPlan.ALL_HEADS);
         assertEquals(1, many.size());
+        e = assertThrows(IllegalArgumentException.class, () -> plan.addRange(90, 101, 1L));
+        assertTrue(e.getMessage().contains("[90, 101)") && e.getMessage().contains("[0, 100)"), e.getMessage());
+        e = assertThrows(IllegalArgumentException.class, () -> plan.addRange(-1, 3, 1L));
+        assertTrue(e.getMessage().contains("[-1, 3)"), e.getMessage());
+        e = assertThrows(IllegalArgumentException.class, () -> plan.addRange(7, 3, 1L));
+        assertTrue(e.getMessage().contains("[7, 3)"), e.getMessage());
+        e = assertThrows(IllegalArgumentException.class, () -> plan.addRange(3, 7, 0x10L));
+        assertTrue(e.getMessage().contains("kvHeadMask = 0x10"), e.getMessage());
+        assertEquals(0, plan.size(), "a refused range adds nothing");
+    }
+
+    @Property(tries = 60)
+    void aRangeAddsWhatItsPositionsAddOneByOne(@ForAll @IntRange(min = 0, max = 100) int a,
+            @ForAll @IntRange(min = 0, max = 100) int b, @ForAll @IntRange(min = 0, max = 16) int mask) {
+        long heads = mask == 0 ? FetchPlan.ALL_HEADS : mask & 0xF;
+        if (heads == 0) {
+            heads = 1;
+        }
+        FetchPlan one = new FetchPlan(), range = new FetchPlan();
+        for (FetchPlan p : new FetchPlan[] {one, range}) {
+            p.heads(4, 4);
+            p.begin(0, 100, 10);
+            p.add(0);
+        }
+        int from = Math.min(a, b), to = Math.max(a, b);
+        for (int t = from; t < to; t++) {
+            one.add(t, heads);
+        }
+        range.addRange(from, to, heads);
+        assertEquals(one.size(), range.size());
+        assertEquals(one.perHead(), range.perHead());
+        for (int i = 0; i < one.size(); i++) {
+            assertEquals(one.position(i), range.position(i));
+            assertEquals(one.kvHeadMask(i), range.kvHeadMask(i));
+        }
     }
 }
