@@ -34,7 +34,7 @@ import io.kvoffload.strategy.LayoutUnits;
  * a retrieval head's sharp query averaged with three that look elsewhere no longer finds its block.
  * {@link Combination#QUERY_HEAD_MASS} gives every query head its own softmax row ({@code groupSize}
  * times the sweep); {@link Combination#CLUSTERED_HEAD_MASS} merges each KV head's query heads, step
- * by step, into half as many rows ({@link #clusterRows}) by Ward's criterion (heads whose queries lie
+ * by step, into half as many rows ({@link QueryRows#clusterRows}) by Ward's criterion (heads whose queries lie
  * close share a row; the others keep theirs) and weighs each row by its heads: most of the
  * per-query-head gain at half its sweep.
  *
@@ -59,15 +59,6 @@ public final class BlockMassIndex {
      */
     public enum Combination { SUM_LOGITS, HEAD_MASS, QUERY_HEAD_MASS, CLUSTERED_HEAD_MASS }
 
-    /**
-     * Rows per KV head with {@link Combination#CLUSTERED_HEAD_MASS} for a group of {@code groupSize}
-     * query heads: half of them, at least two (at most the group): each row stands for two heads on
-     * average, which recovers most of what one row per query head gains over the group's mean query
-     * at half its sweep (docs/benchmarks.md, "Clustered query heads").
-     */
-    static int clusterRows(int groupSize) {
-        return Math.min(groupSize, Math.max(2, (groupSize + 1) / 2));
-    }
 
     /**
      * Blocks per sweep: one chunk of accumulators (16 KiB) stays in the L1 cache while each kept row
@@ -84,8 +75,6 @@ public final class BlockMassIndex {
     private final int kvHeads;
     private final int headDim;
     private final int queryHeads;
-    private final int groupSize;
-    private final float scale;
     private final Int8Rows max;   // dim-major: element (h, j, b) at [h][j * blocks + b]; null unless a bound is used
     private final Int8Rows min;
     private final Int8Rows mean;  // null unless MEAN
@@ -94,23 +83,14 @@ public final class BlockMassIndex {
     private final Int8Rows rep0, rep1;        // two representatives (2-means) per block; null unless REPS*
     private final float[][] logCount0, logCount1; // ln(members) of each representative
     private final float[] logBlockTokens; // ln(tokens of block b)
-    private final float[] headQuery;      // kvHeads × headDim: mean of each KV head's query heads, scaled
+    private final QueryRows queryRows;    // the step's query rows (one per KV head, query head or cluster)
     private final float[] logits;         // kvHeads × blocks: logits, then (mass combinations) exp(logit − row max)
     private final float[] norms;          // per row of logits: its softmax normaliser (mass combinations)
-    private final float[] rowWeight;      // per row: 1, or (clustered) its cluster's share of the KV head's query heads
-    private final float[] clusterSum;     // CLUSTERED_HEAD_MASS: one KV head's query clusters, summed vectors
-    private final int[] clusterSize;
     private final float[] chunk;
     private final float[] rchunk0, rchunk1;
-    private final int rowsPerHead;    // estimate rows per KV head: its query heads with QUERY_HEAD_MASS, else 1
+    private final int rowsPerHead;    // estimate rows per KV head (QueryRows.perHead)
     private final int[] termCount;    // queued terms of each of a KV head's rows, at [row × 2 × headDim …]
-    private final float[] termCoef;   // one KV head's queued sweep terms (two per dimension and row at most)
-    private final byte[][] termRow;
-    private final int[] termOff;
-    private final float[] termReach;  // |coef| × spread: how far the term can move one block against another
-    private final float pruneLogit;   // terms reaching at most this much together are skipped; 0: none
-    private long termsQueued;         // sweep terms before and after pruning, over all steps
-    private long termsSwept;
+    private final SweepTerms terms;   // one KV head's queued sweep terms (two per dimension and row at most)
 
     /**
      * Summarises tokens {@code [0, tokens)} of {@code kv}.
@@ -157,15 +137,12 @@ public final class BlockMassIndex {
         if (!(pruneLogit >= 0) || Float.isInfinite(pruneLogit)) {
             throw new IllegalArgumentException("pruneLogit = " + pruneLogit + "; allowed: a finite value ≥ 0");
         }
-        this.pruneLogit = pruneLogit;
         this.tokens = Checks.inRange("tokens", tokens, 1, kv.tokens());
         this.blockTokens = Checks.inRange("blockTokens", blockTokens, 1, 65536);
         this.kvHeads = kv.kvHeads();
         this.headDim = kv.headDim();
         Checks.queryHeads(queryHeads, kvHeads);
         this.queryHeads = queryHeads;
-        this.groupSize = queryHeads / kvHeads;
-        this.scale = (float) (1.0 / Math.sqrt(headDim));
         this.blocks = units == null ? (tokens + blockTokens - 1) / blockTokens : Checks.positive("units.count()", units.count());
         if ((long) blocks * headDim > Integer.MAX_VALUE - 8) {
             throw new IllegalArgumentException("blocks × headDim = " + (long) blocks * headDim
@@ -206,27 +183,16 @@ public final class BlockMassIndex {
                 r.quantise();
             }
         }
-        int rows = switch (combination) {
-            case QUERY_HEAD_MASS -> queryHeads;
-            case CLUSTERED_HEAD_MASS -> kvHeads * clusterRows(groupSize);
-            default -> kvHeads;
-        };
-        this.headQuery = new float[rows * headDim];
+        this.queryRows = new QueryRows(combination, queryHeads, kvHeads, headDim);
+        int rows = queryRows.count();
         this.logits = new float[rows * blocks];
         this.norms = new float[rows];
-        this.rowWeight = new float[rows];
-        java.util.Arrays.fill(rowWeight, 1f);
-        this.clusterSum = new float[groupSize * headDim];
-        this.clusterSize = new int[groupSize];
         this.chunk = new float[Math.min(CHUNK, blocks)];
         this.rchunk0 = new float[rep0 != null ? chunk.length : 0];
         this.rchunk1 = new float[rep0 != null ? chunk.length : 0];
-        this.rowsPerHead = rows / kvHeads;
+        this.rowsPerHead = queryRows.perHead();
         int termSlots = rowsPerHead * 2 * headDim;
-        this.termCoef = new float[termSlots];
-        this.termRow = new byte[termSlots][];
-        this.termOff = new int[termSlots];
-        this.termReach = new float[termSlots];
+        this.terms = new SweepTerms(termSlots, pruneLogit);
         this.termCount = new int[rowsPerHead];
     }
 
@@ -362,7 +328,7 @@ public final class BlockMassIndex {
      * steps so far, after pruning: the share of the summaries' bytes a step reads (1 before any step).
      */
     public double sweptShare() {
-        return termsQueued == 0 ? 1 : (double) termsSwept / termsQueued;
+        return terms.sweptShare();
     }
 
     public int blocks() { return blocks; }
@@ -375,9 +341,8 @@ public final class BlockMassIndex {
     public long memoryBytes() {
         long arrays = (max != null ? 2 : 0) + (mean != null ? 1 : 0) + (mixHi != null ? 2 : 0) + (rep0 != null ? 2 : 0);
         return arrays * ((long) kvHeads * blocks * headDim + 4L * kvHeads * headDim) + (rep0 != null ? 8L * kvHeads * blocks : 0)
-                + 4L * (blocks + headQuery.length + logits.length + chunk.length + rchunk0.length + rchunk1.length
-                        + 2 * norms.length + clusterSum.length
-                        + clusterSize.length);
+                + 4L * (blocks + logits.length + chunk.length + rchunk0.length + rchunk1.length + norms.length)
+                + queryRows.memoryBytes() + terms.memoryBytes();
     }
 
     /**
@@ -419,7 +384,7 @@ public final class BlockMassIndex {
      * cluster's share of the KV head's query heads, whose rows then sum to 1 together).
      */
     float shareNorm(int r) {
-        return norms[r] * rowWeight[r];
+        return norms[r] * queryRows.weight(r);
     }
 
     /** Estimate rows per KV head: 1, its query heads, or its query-head clusters. */
@@ -431,25 +396,7 @@ public final class BlockMassIndex {
     private void scoreInto(float[] query, float[] scores) {
         Checks.notNull("query", query);
         Checks.queryRows(query, queryHeads, headDim);
-        int d = headDim;
-        boolean perQuery = combination == Combination.QUERY_HEAD_MASS;
-        java.util.Arrays.fill(headQuery, 0f);
-        float per = perQuery ? scale : scale / groupSize;
-        for (int q = 0; q < queryHeads; q++) {
-            int dst = (perQuery ? q : q / groupSize) * d, src = q * d;
-            for (int j = 0; j < d; j++) {
-                float v = query[src + j];
-                if (!Float.isFinite(v)) {
-                    throw new IllegalArgumentException("query[" + (src + j) + "] = " + v + "; allowed: finite values");
-                }
-                headQuery[dst + j] += v * per;
-            }
-        }
-        if (combination == Combination.CLUSTERED_HEAD_MASS) {
-            for (int h = 0; h < kvHeads; h++) {
-                clusterQueries(query, h);
-            }
-        }
+        queryRows.build(query);
         int rows = norms.length;
         for (int h = 0; h < kvHeads; h++) {
             headLogits(h);
@@ -472,7 +419,7 @@ public final class BlockMassIndex {
             float norm = Softmax.exponentiateRanking(logits, base, blocks);
             norms[h] = norm;
             if (scores != null) {
-                float w = norm * rowWeight[h];
+                float w = norm * queryRows.weight(h);
                 for (int b = 0; b < blocks; b++) {
                     scores[b] += logits[base + b] * w;
                 }
@@ -480,61 +427,6 @@ public final class BlockMassIndex {
         }
     }
 
-    /**
-     * KV head {@code h}'s query heads merged into its {@link #rowsPerHead} rows, agglomeratively by
-     * Ward's criterion: each time, the two clusters whose merge adds the least squared distance of
-     * their queries to their mean ({@code n_a n_b / (n_a + n_b) × ‖μ_a − μ_b‖²}). A row's estimated
-     * logits err from each member head's own by {@code (q − μ)·k}, so this keeps that error smallest:
-     * heads that attend alike share a row, and a head that attends apart or more sharply (a larger
-     * query: a retrieval head) keeps its own. A row's query is its cluster's mean (scaled); its weight
-     * the cluster's share of the group's query heads.
-     */
-    private void clusterQueries(float[] query, int h) {
-        int d = headDim, g = groupSize, rows = rowsPerHead;
-        float[] sum = clusterSum;
-        int[] size = clusterSize;
-        System.arraycopy(query, h * g * d, sum, 0, g * d);
-        java.util.Arrays.fill(size, 0, g, 1);
-        for (int live = g; live > rows; live--) {
-            int bestA = -1, bestB = -1;
-            double best = Double.POSITIVE_INFINITY;
-            for (int a = 0; a < g; a++) {
-                for (int b = a + 1; b < g && size[a] > 0; b++) {
-                    if (size[b] == 0) {
-                        continue;
-                    }
-                    float ia = 1f / size[a], ib = 1f / size[b];
-                    double dist = 0;
-                    for (int j = 0; j < d; j++) {
-                        float diff = sum[a * d + j] * ia - sum[b * d + j] * ib;
-                        dist += diff * diff;
-                    }
-                    double cost = (double) size[a] * size[b] / (size[a] + size[b]) * dist;
-                    if (cost < best) {
-                        best = cost;
-                        bestA = a;
-                        bestB = b;
-                    }
-                }
-            }
-            for (int j = 0; j < d; j++) {
-                sum[bestA * d + j] += sum[bestB * d + j];
-            }
-            size[bestA] += size[bestB];
-            size[bestB] = 0;
-        }
-        for (int c = 0, r = h * rows; c < g; c++) {
-            if (size[c] == 0) {
-                continue;
-            }
-            float per = scale / size[c];
-            for (int j = 0; j < d; j++) {
-                headQuery[r * d + j] = sum[c * d + j] * per;
-            }
-            rowWeight[r] = (float) size[c] / g;
-            r++;
-        }
-    }
 
     /**
      * Each head's estimated attention shares of the blocks from the last {@link #score} with a mass
@@ -570,30 +462,31 @@ public final class BlockMassIndex {
      */
     private void headLogits(int h) {
         int d = headDim, r0 = h * rowsPerHead;
+        float[] headQuery = queryRows.rows();
         for (int k = 0; k < rowsPerHead; k++) {
-            int q0 = (r0 + k) * d, base = k * 2 * d, terms = base;
+            int q0 = (r0 + k) * d, base = k * 2 * d, queued = base;
             if (max != null) {
                 float w = scoring == Scoring.BOUND ? 1f : 0.5f;
                 for (int j = 0; j < d; j++) {
                     float q = headQuery[q0 + j] * w;
                     Int8Rows side = q >= 0 ? max : min;
-                    terms = term(terms, q * side.scale(h, j), side.row(h), j * blocks, side.spread(h, j));
+                    queued = terms.term(queued, q * side.scale(h, j), side.row(h), j * blocks, side.spread(h, j));
                 }
             }
             if (mean != null) {
                 for (int j = 0; j < d; j++) {
                     float c = headQuery[q0 + j] * mean.scale(h, j);
-                    terms = term(terms, c, mean.row(h), j * blocks, mean.spread(h, j));
+                    queued = terms.term(queued, c, mean.row(h), j * blocks, mean.spread(h, j));
                 }
             }
             if (mixHi != null) {
                 for (int j = 0; j < d; j++) {
                     float q = headQuery[q0 + j];
                     Int8Rows side = q >= 0 ? mixHi : mixLo;
-                    terms = term(terms, q * side.scale(h, j), side.row(h), j * blocks, side.spread(h, j));
+                    queued = terms.term(queued, q * side.scale(h, j), side.row(h), j * blocks, side.spread(h, j));
                 }
             }
-            termCount[k] = prune(base, terms - base);
+            termCount[k] = terms.prune(base, queued - base);
         }
         float[] acc = chunk;
         boolean mass = combination != Combination.SUM_LOGITS; // a block's mass counts its tokens: start from ln(size)
@@ -605,7 +498,7 @@ public final class BlockMassIndex {
                 } else {
                     java.util.Arrays.fill(acc, 0, n, 0f);
                 }
-                sweep(acc, n, k * 2 * d, termCount[k], from);
+                terms.sweep(acc, n, k * 2 * d, termCount[k], from);
                 if (rep0 != null) {
                     addRepresentatives(acc, n, (r0 + k) * d, h, from);
                 }
@@ -621,10 +514,11 @@ public final class BlockMassIndex {
         java.util.Arrays.fill(a0, 0, n, 0f);
         java.util.Arrays.fill(a1, 0, n, 0f);
         byte[] r0 = rep0.row(h), r1 = rep1.row(h);
+        float[] headQuery = queryRows.rows();
         for (int j = 0; j < d; j++) {
             float q = headQuery[q0 + j];
-            axpy(a0, n, q * rep0.scale(h, j), r0, j * blocks + from);
-            axpy(a1, n, q * rep1.scale(h, j), r1, j * blocks + from);
+            SweepTerms.axpy(a0, n, q * rep0.scale(h, j), r0, j * blocks + from);
+            SweepTerms.axpy(a1, n, q * rep1.scale(h, j), r1, j * blocks + from);
         }
         float w = scoring == Scoring.REPS ? 1f : 0.5f;
         float[] lc0 = logCount0[h], lc1 = logCount1[h];
@@ -633,95 +527,6 @@ public final class BlockMassIndex {
             float top = Math.max(x0, x1);
             float lse = top + (float) Math.log(Math.exp(x0 - top) + Math.exp(x1 - top)) - logBlockTokens[from + i];
             acc[i] += w * lse;
-        }
-    }
-
-    /** Queues {@code coef × row[off …]} for {@link #sweep}; returns the new count. */
-    private int term(int count, float coef, byte[] row, int off, float spread) {
-        termCoef[count] = coef;
-        termRow[count] = row;
-        termOff[count] = off;
-        termReach[count] = Math.abs(coef) * spread;
-        return count + 1;
-    }
-
-    /**
-     * Drops the queued terms that cannot move any block's estimate relative to the others by more
-     * than {@link #pruneLogit} together (the smallest reaches first), keeping the rest in order;
-     * returns the count kept. A dropped term adds a per-block amount within its reach; what is
-     * common to all blocks cancels in the ranking and in each head's softmax.
-     */
-    private int prune(int base, int count) {
-        termsQueued += count;
-        int kept = pruneLogit <= 0 || count == 0 ? count : dropSmallest(base, count);
-        termsSwept += kept;
-        return kept;
-    }
-
-    /** {@link #prune} of the {@code count} terms queued from {@code base}, kept ones moved to the front. */
-    private int dropSmallest(int base, int count) {
-        int end = base + count;
-        float total = 0, top = 0;
-        for (int t = base; t < end; t++) {
-            total += termReach[t];
-            top = Math.max(top, termReach[t]);
-        }
-        if (total <= pruneLogit) {
-            return 0;
-        }
-        // The largest threshold whose terms at or below it reach at most pruneLogit together.
-        float lo = 0, hi = top;
-        for (int it = 0; it < 24; it++) {
-            float mid = 0.5f * (lo + hi), below = 0;
-            for (int t = base; t < end; t++) {
-                if (termReach[t] <= mid) {
-                    below += termReach[t];
-                }
-            }
-            if (below <= pruneLogit) {
-                lo = mid;
-            } else {
-                hi = mid;
-            }
-        }
-        int kept = base;
-        for (int t = base; t < end; t++) {
-            if (termReach[t] > lo) {
-                termCoef[kept] = termCoef[t];
-                termRow[kept] = termRow[t];
-                termOff[kept] = termOff[t];
-                termReach[kept] = termReach[t];
-                kept++;
-            }
-        }
-        return kept - base;
-    }
-
-    /**
-     * {@code acc[i] += Σ coef_t × row_t[off_t + i]} over the queued terms, four at a time: one load and
-     * store of the accumulators per four int8 rows keeps the sweep on the rows' bandwidth. {@link
-     * Math#fma} because Java never fuses {@code a × b + c} itself: a multiply and an add per term
-     * otherwise (5–10% of a step at 128K tokens, docs/benchmarks.md).
-     */
-    private void sweep(float[] acc, int n, int base, int count, int from) {
-        int t = base, terms = base + count;
-        for (; t + 3 < terms; t += 4) {
-            float c0 = termCoef[t], c1 = termCoef[t + 1], c2 = termCoef[t + 2], c3 = termCoef[t + 3];
-            byte[] x0 = termRow[t], x1 = termRow[t + 1], x2 = termRow[t + 2], x3 = termRow[t + 3];
-            int o0 = termOff[t] + from, o1 = termOff[t + 1] + from, o2 = termOff[t + 2] + from, o3 = termOff[t + 3] + from;
-            for (int i = 0; i < n; i++) {
-                acc[i] = Math.fma(c3, x3[o3 + i], Math.fma(c2, x2[o2 + i], Math.fma(c1, x1[o1 + i], Math.fma(c0, x0[o0 + i], acc[i]))));
-            }
-        }
-        for (; t < terms; t++) {
-            axpy(acc, n, termCoef[t], termRow[t], termOff[t] + from);
-        }
-    }
-
-    /** {@code acc[i] += a × x[off + i]} for {@code i < n}: the vectorised sweep. */
-    private static void axpy(float[] acc, int n, float a, byte[] x, int off) {
-        for (int i = 0; i < n; i++) {
-            acc[i] = Math.fma(a, x[off + i], acc[i]);
         }
     }
 }

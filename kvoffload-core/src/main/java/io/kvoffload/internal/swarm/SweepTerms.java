@@ -1,0 +1,129 @@
+package io.kvoffload.internal.swarm;
+
+/**
+ * The terms one {@link BlockMassIndex} step sweeps for a KV head's rows — {@code coef × row_j} per
+ * dimension and summary — queued, pruned and swept into a chunk of block accumulators. Pruning drops
+ * the terms whose reach {@code |coef| × spread} (how far a term can move one block's estimate against
+ * another's) is smallest, as long as the dropped reaches sum to at most {@code pruneLogit} nats.
+ * Allocation-free after construction.
+ */
+final class SweepTerms {
+    private final float[] termCoef;
+    private final byte[][] termRow;
+    private final int[] termOff;
+    private final float[] termReach;  // |coef| × spread
+    private final float pruneLogit;   // terms reaching at most this much together are skipped; 0: none
+    private long termsQueued;         // sweep terms before and after pruning, over all steps
+    private long termsSwept;
+
+    /**
+     * @param slots terms queued at most at once
+     * @param pruneLogit a finite bound ≥ 0 (the index checks it)
+     */
+    SweepTerms(int slots, float pruneLogit) {
+        this.termCoef = new float[slots];
+        this.termRow = new byte[slots][];
+        this.termOff = new int[slots];
+        this.termReach = new float[slots];
+        this.pruneLogit = pruneLogit;
+    }
+
+    /** The share of queued terms swept after pruning, over all steps (1 before any step). */
+    double sweptShare() {
+        return termsQueued == 0 ? 1 : (double) termsSwept / termsQueued;
+    }
+
+    /** Bytes the queue holds (its references counted as 8). */
+    long memoryBytes() {
+        return 20L * termCoef.length;
+    }
+
+    /** Queues {@code coef × row[off …]} for {@link #sweep}; returns the new count. */
+    int term(int count, float coef, byte[] row, int off, float spread) {
+        termCoef[count] = coef;
+        termRow[count] = row;
+        termOff[count] = off;
+        termReach[count] = Math.abs(coef) * spread;
+        return count + 1;
+    }
+
+    /**
+     * Drops the queued terms that cannot move any block's estimate relative to the others by more
+     * than {@code pruneLogit} together (the smallest reaches first), keeping the rest in order;
+     * returns the count kept. A dropped term adds a per-block amount within its reach; what is
+     * common to all blocks cancels in the ranking and in each head's softmax.
+     */
+    int prune(int base, int count) {
+        termsQueued += count;
+        int kept = pruneLogit <= 0 || count == 0 ? count : dropSmallest(base, count);
+        termsSwept += kept;
+        return kept;
+    }
+
+    /** {@link #prune} of the {@code count} terms queued from {@code base}, kept ones moved to the front. */
+    private int dropSmallest(int base, int count) {
+        int end = base + count;
+        float total = 0, top = 0;
+        for (int t = base; t < end; t++) {
+            total += termReach[t];
+            top = Math.max(top, termReach[t]);
+        }
+        if (total <= pruneLogit) {
+            return 0;
+        }
+        // The largest threshold whose terms at or below it reach at most pruneLogit together.
+        float lo = 0, hi = top;
+        for (int it = 0; it < 24; it++) {
+            float mid = 0.5f * (lo + hi), below = 0;
+            for (int t = base; t < end; t++) {
+                if (termReach[t] <= mid) {
+                    below += termReach[t];
+                }
+            }
+            if (below <= pruneLogit) {
+                lo = mid;
+            } else {
+                hi = mid;
+            }
+        }
+        int kept = base;
+        for (int t = base; t < end; t++) {
+            if (termReach[t] > lo) {
+                termCoef[kept] = termCoef[t];
+                termRow[kept] = termRow[t];
+                termOff[kept] = termOff[t];
+                termReach[kept] = termReach[t];
+                kept++;
+            }
+        }
+        return kept - base;
+    }
+
+    /**
+     * {@code acc[i] += Σ coef_t × row_t[off_t + i]} over the queued terms, four at a time: one load and
+     * store of the accumulators per four int8 rows keeps the sweep on the rows' bandwidth. {@link
+     * Math#fma} because Java never fuses {@code a × b + c} itself: a multiply and an add per term
+     * otherwise (5–10% of a step at 128K tokens, docs/benchmarks.md).
+     */
+    void sweep(float[] acc, int n, int base, int count, int from) {
+        int t = base, terms = base + count;
+        for (; t + 3 < terms; t += 4) {
+            float c0 = termCoef[t], c1 = termCoef[t + 1], c2 = termCoef[t + 2], c3 = termCoef[t + 3];
+            byte[] x0 = termRow[t], x1 = termRow[t + 1], x2 = termRow[t + 2], x3 = termRow[t + 3];
+            int o0 = termOff[t] + from, o1 = termOff[t + 1] + from, o2 = termOff[t + 2] + from, o3 = termOff[t + 3] + from;
+            for (int i = 0; i < n; i++) {
+                acc[i] = Math.fma(c3, x3[o3 + i], Math.fma(c2, x2[o2 + i], Math.fma(c1, x1[o1 + i], Math.fma(c0, x0[o0 + i], acc[i]))));
+            }
+        }
+        for (; t < terms; t++) {
+            axpy(acc, n, termCoef[t], termRow[t], termOff[t] + from);
+        }
+    }
+
+    /** {@code acc[i] += a × x[off + i]} for {@code i < n}: the vectorised sweep. */
+    static void axpy(float[] acc, int n, float a, byte[] x, int off) {
+        for (int i = 0; i < n; i++) {
+            acc[i] = Math.fma(a, x[off + i], acc[i]);
+        }
+    }
+}
