@@ -9,7 +9,23 @@ package io.kvoffload.internal.util;
  * TopK}'s allocating helpers use it too.
  */
 public final class PartialTopK {
+    /**
+     * Ranges at least this long, with {@code k} at most a quarter of them, first try the sampled path
+     * ({@link #sampledTop}): one pass over the range instead of three.
+     */
+    static final int SAMPLED_FROM = 1 << 15;
+    /** The sampled path reads every {@code STRIDE}-th score for its threshold. */
+    private static final int STRIDE = 16;
+    /** Scores the sampled path's candidate pass compacts between two overflow checks. */
+    private static final int RUN = 4096;
+
     private final int[] keys;
+    private final int sampledFrom;
+    /** The sampled path's candidates (indices, then their scores); null when it is never taken. */
+    private final int[] candidates;
+    private final float[] candidateScores;
+    /** How many calls the sampled path answered (tests check it is taken). */
+    private long sampledCalls;
     /** Of the last {@link #kthLargest}'s k: how many equal its result (the rest are larger). */
     private int lastTies;
     /** The radix passes: bits 31–21, 20–10, 9–0 of the sortable key. */
@@ -20,8 +36,17 @@ public final class PartialTopK {
 
     /** @param capacity the longest range ever asked for */
     public PartialTopK(int capacity) {
+        this(capacity, SAMPLED_FROM);
+    }
+
+    /** @param sampledFrom the shortest range the sampled path is tried on (tests take it down to small ranges) */
+    PartialTopK(int capacity, int sampledFrom) {
         Checks.inRange("capacity", capacity, 0, Integer.MAX_VALUE - 8);
         this.keys = new int[Math.max(1, capacity)];
+        this.sampledFrom = Checks.inRange("sampledFrom", sampledFrom, 4 * STRIDE, Integer.MAX_VALUE);
+        boolean sampled = capacity >= sampledFrom;
+        this.candidates = sampled ? new int[capacity / 2] : null;
+        this.candidateScores = sampled ? new float[capacity / 2] : null;
     }
 
     /**
@@ -40,7 +65,22 @@ public final class PartialTopK {
             }
             return len;
         }
-        float threshold = kthLargest(scores, from, to, k);
+        if (candidates != null && len >= sampledFrom && k <= len / 4 && len <= keys.length) {
+            int n = sampledTop(scores, from, to, k, out, outOffset);
+            if (n >= 0) {
+                sampledCalls++;
+                return n;
+            }
+        }
+        return emit(scores, from, to, k, kthLargest(scores, from, to, k), null, out, outOffset);
+    }
+
+    /**
+     * Writes the indices of the {@code k} largest of {@code scores[from, to)} given the k-th largest
+     * ({@code threshold}, from {@link #kthLargest} over the same range), each mapped through {@code
+     * map} when it is not null.
+     */
+    private int emit(float[] scores, int from, int to, int k, float threshold, int[] map, int[] out, int outOffset) {
         // Scores equal to the threshold that make the cut, lowest index first: the radix select's count,
         // except at zero, where −0 and +0 are distinct keys but equal floats (count as compared below).
         int ties = lastTies;
@@ -57,10 +97,53 @@ public final class PartialTopK {
         for (int i = from; i < to && n < k; i++) {
             float s = scores[i];
             if (s > threshold || (s == threshold && ties-- > 0)) {
-                out[outOffset + n++] = i;
+                out[outOffset + n++] = map == null ? i : map[i];
             }
         }
         return n;
+    }
+
+    /**
+     * The exact top k by way of a sample: the {@code (k/STRIDE + margin)}-th largest of every
+     * {@code STRIDE}-th score is a threshold that, by a margin of three standard deviations of the
+     * sample's count, at least {@code k} scores reach; one pass compacts the scores that reach it (about
+     * {@code k}, far fewer than the range) and the radix select runs over those. Since every score at or
+     * above the true k-th largest is among the candidates, the result is exactly {@link #top}'s; when the
+     * sample misleads (fewer than {@code k} reach the threshold, or more than the candidate arrays hold)
+     * it returns −1 and the caller selects over the whole range.
+     */
+    private int sampledTop(float[] scores, int from, int to, int k, int[] out, int outOffset) {
+        int len = to - from, samples = len / STRIDE;
+        float[] vals = candidateScores;
+        for (int i = 0; i < samples; i++) {
+            vals[i] = scores[from + i * STRIDE + STRIDE / 2];
+        }
+        double expected = (double) k / STRIDE;
+        int rank = (int) Math.min(samples, expected + 3 * Math.sqrt(expected) + 8);
+        float reach = kthLargest(vals, 0, samples, rank);
+        int[] cand = candidates;
+        int m = 0;
+        for (int run = from; run < to; run += RUN) {
+            int end = Math.min(to, run + RUN);
+            if (m + (end - run) > cand.length) {
+                return -1; // more reach the threshold than the arrays hold: the sample was unrepresentative
+            }
+            for (int i = run; i < end; i++) { // branch-free compaction: write always, advance when it reaches
+                cand[m] = i;
+                m += scores[i] >= reach ? 1 : 0;
+            }
+        }
+        if (m < k) {
+            return -1;
+        }
+        for (int j = 0; j < m; j++) {
+            vals[j] = scores[cand[j]];
+        }
+        return emit(vals, 0, m, k, kthLargest(vals, 0, m, k), cand, out, outOffset);
+    }
+
+    long sampledCalls() {
+        return sampledCalls;
     }
 
     /** The {@code k}-th largest of {@code scores[from, to)} (1-based; NaN counts as −∞). */

@@ -43,6 +43,42 @@ class PartialTopKProperties {
         assertArrayEquals(expected, Arrays.copyOfRange(out, 3, 3 + n));
     }
 
+    /**
+     * The sampled path (a threshold from every 16th score, one compaction pass) gives exactly the full
+     * select's answer, on smooth scores where it is taken and on tied ones where it falls back.
+     */
+    @Property(tries = 200)
+    void sampledPathAgreesWithSorting(@ForAll @IntRange(min = 64, max = 3000) int len, @ForAll @IntRange(min = 1,
+            max = 750) int k, @ForAll long seed, @ForAll boolean tied) {
+        java.util.SplittableRandom r = new java.util.SplittableRandom(seed);
+        float[] s = new float[len];
+        for (int i = 0; i < len; i++) {
+            double g = r.nextGaussian();
+            s[i] = tied ? (float) Math.floor(g * 2) : (float) Math.exp(3 * g); // heavy-tailed, like shares
+        }
+        int kk = Math.min(k, len / 4);
+        int[] expected = Arrays.stream(ranked(s, 0, len)).limit(kk).sorted().toArray();
+        int[] out = new int[len];
+        PartialTopK topK = new PartialTopK(len, 64);
+        int n = topK.top(s, 0, len, kk, out, 0);
+        assertArrayEquals(expected, Arrays.copyOf(out, n));
+    }
+
+    @Example
+    void sampledPathIsTakenOnSmoothScores() {
+        java.util.SplittableRandom r = new java.util.SplittableRandom(7);
+        float[] s = new float[1 << 16];
+        for (int i = 0; i < s.length; i++) {
+            s[i] = (float) r.nextDouble();
+        }
+        PartialTopK topK = new PartialTopK(s.length);
+        int[] out = new int[s.length];
+        int n = topK.top(s, 0, s.length, 6000, out, 0);
+        assertEquals(6000, n);
+        assertEquals(1, topK.sampledCalls());
+        assertArrayEquals(Arrays.stream(ranked(s, 0, s.length)).limit(6000).sorted().toArray(), Arrays.copyOf(out, n));
+    }
+
     /** The radix select's key order: infinities, signed zeros (equal as floats), subnormals, ties. */
     @Example
     void signedZerosInfinitiesAndSubnormalsRankAsFloatsDo() {
