@@ -306,24 +306,31 @@ public final class BlockMassStrategy implements SelectionStrategy {
             int perGroup = kvHeads / groups;
             int bt = index.blockTokens(), blocks = index.blocks();
             float[] shares = index.shares(query);
-            for (int r = 0, rows = kvHeads * rowsPerHead, perPair = rowsPerHead * perGroup; r < rows; r++) {
-                int base = r / perPair * blocks, src = r * blocks;
-                float norm = index.shareNorm(r);
-                if (r % perPair == 0) { // a group's first row starts its sums
-                    for (int b = 0; b < blocks; b++) {
-                        pairs[base + b] = shares[src + b] * norm;
-                    }
-                } else {
-                    for (int b = 0; b < blocks; b++) {
-                        pairs[base + b] += shares[src + b] * norm;
+            long fresh = freeRange(index, sinks, plan.tokens() - window, range); // per group
+            int lo = range[0], hi = range[1], candidates = hi - lo;
+            int perPair = rowsPerHead * perGroup;
+            for (int g = 0; g < groups; g++) {
+                int base = g * blocks;
+                java.util.Arrays.fill(pairs, base, base + lo, Float.NEGATIVE_INFINITY); // sinks' and window's blocks
+                java.util.Arrays.fill(pairs, base + hi, base + blocks, Float.NEGATIVE_INFINITY);
+                // The group's rows two at a time: one pass over its pairs per two rows, candidate blocks only.
+                for (int k = 0; k < perPair; k += 2) {
+                    int r = g * perPair + k;
+                    int src = r * blocks;
+                    float n0 = index.shareNorm(r);
+                    boolean two = k + 1 < perPair;
+                    int src1 = two ? src + blocks : src;
+                    float n1 = two ? index.shareNorm(r + 1) : 0f;
+                    if (k == 0) {
+                        for (int b = lo; b < hi; b++) {
+                            pairs[base + b] = Math.fma(shares[src1 + b], n1, shares[src + b] * n0);
+                        }
+                    } else {
+                        for (int b = lo; b < hi; b++) {
+                            pairs[base + b] += Math.fma(shares[src1 + b], n1, shares[src + b] * n0);
+                        }
                     }
                 }
-            }
-            long fresh = freeRange(index, sinks, plan.tokens() - window, range); // per group
-            int candidates = range[1] - range[0];
-            for (int g = 0; g < groups; g++) {
-                java.util.Arrays.fill(pairs, g * blocks, g * blocks + range[0], Float.NEGATIVE_INFINITY);
-                java.util.Arrays.fill(pairs, g * blocks + range[1], (g + 1) * blocks, Float.NEGATIVE_INFINITY);
             }
             // Pairs within the budget in entries (a pair reads 1/groups of its block's entries); every
             // candidate pair once the budget covers what they add, so a full budget attends every token.
