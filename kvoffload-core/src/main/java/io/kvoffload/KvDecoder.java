@@ -376,8 +376,7 @@ public final class KvDecoder implements AutoCloseable {
      * @throws KvDramExhaustedException when growing finds no room; the budget then stays as it was
      */
     public long setCacheBytes(long bytes) {
-        boolean owned = owner.enter(this);
-        try {
+        return owner.call(this, () -> {
             checkOpen();
             Checks.inRange("bytes", bytes, 0, Long.MAX_VALUE);
             for (int l = 0; l < inFlight.length; l++) {
@@ -389,29 +388,17 @@ public final class KvDecoder implements AutoCloseable {
             long held = CacheBudgets.resize(layers, bytes / shape.layers());
             cacheBytesPerLayer = bytes / shape.layers();
             return held;
-        } finally {
-            if (owned) {
-                owner.exit();
-            }
-        }
+        });
     }
 
     /** Bytes of elastic units the decoder's open layers hold now (see {@link #setCacheBytes}). */
     public long cacheBytes() {
-        boolean owned = owner.enter(this);
-        try {
-            return CacheBudgets.held(layers);
-        } finally {
-            if (owned) {
-                owner.exit();
-            }
-        }
+        return owner.call(this, () -> CacheBudgets.held(layers));
     }
 
     /** Counters since the decoder opened. */
     public DecodeStats stats() {
-        boolean owned = owner.enter(this);
-        try {
+        return owner.call(this, () -> {
             DecodeCounters.Gauges g = new DecodeCounters.Gauges();
             for (LayerFetcher f : layers) {
                 if (f != null) {
@@ -425,11 +412,7 @@ public final class KvDecoder implements AutoCloseable {
                     c.waitNanos, new LatencyHistogram(c.fetchLatency.copy()),
                     new LatencyHistogram(c.selectLatency.copy()), new LatencyHistogram(c.ioLatency.copy()),
                     c.unclusteredLayers);
-        } finally {
-            if (owned) {
-                owner.exit();
-            }
-        }
+        });
     }
 
     private void checkOpen() {

@@ -5,6 +5,7 @@ import io.kvoffload.KvStats;
 import java.lang.management.ManagementFactory;
 import java.util.function.IntSupplier;
 import java.util.function.Supplier;
+import java.util.function.ToLongFunction;
 import javax.management.JMException;
 import javax.management.MBeanServer;
 import javax.management.ObjectName;
@@ -99,22 +100,22 @@ public final class EngineMXBean implements KvEngineMXBean, AutoCloseable {
 
     @Override
     public long getReads() {
-        return stats.get().devices().stream().mapToLong(KvStats.Device::reads).sum();
+        return deviceSum(KvStats.Device::reads);
     }
 
     @Override
     public long getWrites() {
-        return stats.get().devices().stream().mapToLong(KvStats.Device::writes).sum();
+        return deviceSum(KvStats.Device::writes);
     }
 
     @Override
     public long getCapacityBytes() {
-        return stats.get().devices().stream().mapToLong(KvStats.Device::capacityBytes).sum();
+        return deviceSum(KvStats.Device::capacityBytes);
     }
 
     @Override
     public long getFreeBytes() {
-        return stats.get().devices().stream().mapToLong(KvStats.Device::freeBytes).sum();
+        return deviceSum(KvStats.Device::freeBytes);
     }
 
     @Override
@@ -180,5 +181,10 @@ public final class EngineMXBean implements KvEngineMXBean, AutoCloseable {
     @Override
     public int getSequences() {
         return sequences.getAsInt();
+    }
+
+    /** {@code counter} summed over the devices of a fresh snapshot. */
+    private long deviceSum(ToLongFunction<KvStats.Device> counter) {
+        return stats.get().devices().stream().mapToLong(counter).sum();
     }
 }

@@ -34,26 +34,12 @@ public final class HandleGuard {
 
     /** Runs a public entry's body as the owner thread. */
     public void run(Runnable body) {
-        boolean owned = owner.enter(handle);
-        try {
-            body.run();
-        } finally {
-            if (owned) {
-                owner.exit();
-            }
-        }
+        owner.run(handle, body);
     }
 
     /** {@link #run} for an entry that returns a value. */
     public <T> T call(Supplier<T> body) {
-        boolean owned = owner.enter(handle);
-        try {
-            return body.get();
-        } finally {
-            if (owned) {
-                owner.exit();
-            }
-        }
+        return owner.call(handle, body);
     }
 
     /** @throws IllegalStateException if the handle or its engine is closed (or closing) */

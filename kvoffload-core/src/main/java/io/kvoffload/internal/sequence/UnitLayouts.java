@@ -140,43 +140,15 @@ public final class UnitLayouts {
             }
         }
         int covered = tokens;
-        return new ClusterPlan() {
-            @Override
-            public int clusteredTokens() {
-                return covered;
+        return ClusterPlan.of(covered, units.length, 0, 0, unit -> units[unit][0], (unit, device) -> {
+            int[] members = units[unit];
+            int first = Math.floorMod(device - start[unit], devices); // first member index on this device
+            int n = members.length <= first ? 0 : (members.length - first + devices - 1) / devices;
+            int[] out = new int[n];
+            for (int j = 0; j < n; j++) {
+                out[j] = members[first + j * devices];
             }
-
-            @Override
-            public int clusterCount() {
-                return units.length;
-            }
-
-            @Override
-            public double tau() {
-                return 0;
-            }
-
-            @Override
-            public int coActivationClusters() {
-                return 0;
-            }
-
-            @Override
-            public int medoid(int unit) {
-                return units[unit][0];
-            }
-
-            @Override
-            public int[] tokensOn(int unit, int device) {
-                int[] members = units[unit];
-                int first = Math.floorMod(device - start[unit], devices); // first member index on this device
-                int n = members.length <= first ? 0 : (members.length - first + devices - 1) / devices;
-                int[] out = new int[n];
-                for (int j = 0; j < n; j++) {
-                    out[j] = members[first + j * devices];
-                }
-                return out;
-            }
-        };
+            return out;
+        });
     }
 }

@@ -14,7 +14,7 @@ import java.util.Arrays;
  * pairwise swaps inside the cluster to resolve what is left. Tokens stay in ascending order within
  * a segment, so neighbouring entries still merge into runs.
  */
-public final class ReplicaSpread implements ClusterPlan {
+public final class ReplicaSpread implements ClusterPlan.Placement {
     private final ClusterPlan plan;
     private final int[][][] tokensOn;
     private final int collisions;
@@ -103,7 +103,10 @@ public final class ReplicaSpread implements ClusterPlan {
         }
     }
 
-    /** {@code plan} with replicas spread over distinct devices where the per-device counts allow. */
+    /**
+     * {@code plan}'s members reassigned so replicas sit on distinct devices where the per-device
+     * counts allow; {@link #plan()} is the plan to lay out.
+     */
     public static ReplicaSpread of(ClusterPlan plan, int devices) {
         return new ReplicaSpread(plan, devices);
     }
@@ -189,29 +192,9 @@ public final class ReplicaSpread implements ClusterPlan {
         device[j] = da;
     }
 
-    @Override
-    public int clusteredTokens() {
-        return plan.clusteredTokens();
-    }
-
-    @Override
-    public int clusterCount() {
-        return plan.clusterCount();
-    }
-
-    @Override
-    public double tau() {
-        return plan.tau();
-    }
-
-    @Override
-    public int coActivationClusters() {
-        return plan.coActivationClusters();
-    }
-
-    @Override
-    public int medoid(int cluster) {
-        return plan.medoid(cluster);
+    /** The spread plan: {@code plan}'s clusters with the reassigned members. */
+    public ClusterPlan plan() {
+        return plan.placedBy(this);
     }
 
     @Override

@@ -55,40 +55,11 @@ final class SwarmOfflinePhase {
     static ClusterPlan plan(Clustering clustering, int devices, ClusterOptions.Placement choice) {
         ClusterPlacement placement = choice == ClusterOptions.Placement.FIRST_DEVICE
                 ? ClusterPlacement.firstDevice(clustering, devices) : ClusterPlacement.of(clustering, devices);
-        ClusterPlan eq7 = new ClusterPlan() {
-            @Override
-            public int clusteredTokens() {
-                return clustering.entries();
-            }
-
-            @Override
-            public int clusterCount() {
-                return clustering.clusterCount();
-            }
-
-            @Override
-            public int medoid(int cluster) {
-                return clustering.medoid(cluster);
-            }
-
-            @Override
-            public double tau() {
-                return clustering.stats().tau();
-            }
-
-            @Override
-            public int coActivationClusters() {
-                return clustering.coActivationClusters();
-            }
-
-            @Override
-            public int[] tokensOn(int cluster, int device) {
-                return placement.entriesOn(cluster, device);
-            }
-        };
+        ClusterPlan eq7 = ClusterPlan.of(clustering.entries(), clustering.clusterCount(), clustering.stats().tau(),
+                clustering.coActivationClusters(), clustering::medoid, placement::entriesOn);
         // Eq. 7 fixes how many members of a cluster each device holds; the copies of one token go to
         // distinct devices where those counts allow (the No-Balance ablation keeps Eq. 7's raw order).
-        return choice == ClusterOptions.Placement.FIRST_DEVICE ? eq7 : ReplicaSpread.of(eq7, devices);
+        return choice == ClusterOptions.Placement.FIRST_DEVICE ? eq7 : ReplicaSpread.of(eq7, devices).plan();
     }
 
     /**

@@ -3,6 +3,7 @@ package io.kvoffload.internal.util;
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
 import java.util.concurrent.locks.LockSupport;
+import java.util.function.Supplier;
 
 /**
  * Enforces that a handle is used by one thread at a time: each public entry point calls
@@ -68,6 +69,33 @@ public final class SingleOwner {
     /** Releases the handle taken by {@link #enter} (when it returned true). */
     public void exit() {
         OWNER.setVolatile(this, null);
+    }
+
+    /**
+     * Runs {@code body} as the owner of {@code handle} ({@link #enter}, then {@link #exit} if this
+     * call took it). The lambda may allocate: entries on the decode path enter and exit themselves.
+     */
+    public void run(Object handle, Runnable body) {
+        boolean owned = enter(handle);
+        try {
+            body.run();
+        } finally {
+            if (owned) {
+                exit();
+            }
+        }
+    }
+
+    /** {@link #run} for an entry that returns a value. */
+    public <T> T call(Object handle, Supplier<T> body) {
+        boolean owned = enter(handle);
+        try {
+            return body.get();
+        } finally {
+            if (owned) {
+                exit();
+            }
+        }
     }
 
     /**
