@@ -5,21 +5,15 @@ import io.kvoffload.KvShape;
 import picocli.CommandLine.Option;
 
 /**
- * The attention-head options every synthetic-workload command shares ({@code --query-heads},
- * {@code --kv-heads}, {@code --head-dim}), as a picocli mixin. A command picks its own defaults by
- * initialising the mixin field, {@code @Mixin HeadOptions heads = new HeadOptions(32, 8, 128);}:
+ * The attention-head options every synthetic-workload command shares ({@code --query-heads}, and
+ * from {@link KvHeadOptions} {@code --kv-heads} and {@code --head-dim}), as a picocli mixin. A
+ * command picks its own defaults by initialising the mixin field, {@code @Mixin HeadOptions heads = new HeadOptions(32, 8, 128);}:
  * picocli keeps that instance and shows the initial values as {@code ${DEFAULT-VALUE}}.
  */
-public final class HeadOptions {
+public final class HeadOptions extends KvHeadOptions {
 
     @Option(names = "--query-heads", description = "Query heads (default: ${DEFAULT-VALUE}).")
     public int queryHeads;
-
-    @Option(names = "--kv-heads", description = "KV heads (default: ${DEFAULT-VALUE}).")
-    public int kvHeads;
-
-    @Option(names = "--head-dim", description = "Head dimension (default: ${DEFAULT-VALUE}).")
-    public int headDim;
 
     /** The defaults of a Llama-3-8B-like layer: 32 query heads on 8 KV heads of 128. */
     public HeadOptions() {
@@ -28,9 +22,8 @@ public final class HeadOptions {
 
     /** A command's own defaults. */
     public HeadOptions(int queryHeads, int kvHeads, int headDim) {
+        super(kvHeads, headDim);
         this.queryHeads = queryHeads;
-        this.kvHeads = kvHeads;
-        this.headDim = headDim;
     }
 
     /** The BF16 shape of {@code layers} layers with these heads. */

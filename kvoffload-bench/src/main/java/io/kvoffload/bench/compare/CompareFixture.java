@@ -7,7 +7,6 @@ import io.kvoffload.bench.TempDirs;
 import io.kvoffload.bench.compare.IoStrategies.Layout;
 import io.kvoffload.bench.compare.IoStrategies.Strategy;
 import io.kvoffload.internal.select.TokenSelector;
-import io.kvoffload.internal.swarm.ClusterRadius;
 import io.kvoffload.internal.swarm.Clustering;
 import io.kvoffload.internal.swarm.ClusteringConfig;
 import io.kvoffload.internal.swarm.CoActivationClustering;
@@ -186,7 +185,7 @@ final class CompareFixture implements AutoCloseable {
             return;
         }
         int threads = Runtime.getRuntime().availableProcessors();
-        ClusteringConfig base = ClusteringConfig.defaults().withRadius(ClusterRadius.fixed(cmd.swarm.tau))
+        ClusteringConfig base = ClusteringConfig.defaults().withRadius(cmd.swarm.radius())
                 .withParallelism(Math.min(256, threads));
         int[][][] swarm = new int[cmd.layers][][];
         int[][][] medoidOnly = new int[cmd.layers][][];

@@ -5,9 +5,9 @@ import io.kvoffload.attention.ExactAttention;
 import io.kvoffload.attention.QualityMetrics;
 import io.kvoffload.bench.ProgressBars;
 import io.kvoffload.bench.cli.HeadOptions;
+import io.kvoffload.bench.cli.ProfileStepOptions;
 import io.kvoffload.bench.cli.ProgressOptions;
 import io.kvoffload.internal.baseline.BaselineSelector;
-import io.kvoffload.internal.swarm.ClusterRadius;
 import io.kvoffload.internal.swarm.ClusteringConfig;
 import io.kvoffload.strategy.DenseLayerKv;
 import io.kvoffload.workload.SyntheticWorkload;
@@ -154,14 +154,14 @@ public final class CompareQualityCommand implements Callable<Integer> {
     public Integer call() {
         validate();
         PrintWriter out = spec.commandLine().getOut();
-        int t = profiling.threads();
+        int t = profiling.schedule.threads();
         KvShape shape = heads.shape(layers);
         ClusteringConfig swarmConfig = profiling.config();
         out.printf(Locale.ROOT, "compare-quality: %s (%d layers, %d query heads on %d KV heads, head dim %d, BF16 entries "
                         + "of %d B), %d scored steps per layer after %d profiled (every %d), window %d, %d-token blocks, "
                         + "SparQ rank %d, seed %d, %d threads, %s%n%n",
                 shape.fingerprint(), layers, heads.queryHeads, heads.kvHeads, heads.headDim, shape.entryBytes(), steps, profiling.swarm.profileQueries,
-                profiling.profileStride, window, block, sparqRank > 0 ? sparqRank : Math.max(1, heads.headDim / 8), seed, t,
+                profiling.schedule.profileStride, window, block, sparqRank > 0 ? sparqRank : Math.max(1, heads.headDim / 8), seed, t,
                 Runtime.version());
         out.flush();
         List<Cell> all = new ArrayList<>();
@@ -208,7 +208,7 @@ public final class CompareQualityCommand implements Callable<Integer> {
         positive("--steps", steps);
         positive("--block", block);
         positive("--profile-queries", profiling.swarm.profileQueries);
-        positive("--profile-stride", profiling.profileStride);
+        positive("--profile-stride", profiling.schedule.profileStride);
         if (sparqRank < 0 || sparqRank > heads.headDim) {
             throw new IllegalArgumentException("--sparq-rank = " + sparqRank + "; allowed: 0.." + heads.headDim);
         }
@@ -382,46 +382,33 @@ public final class CompareQualityCommand implements Callable<Integer> {
 
     /**
      * Swarm's offline phase as compare-quality runs it: {@link SwarmProfileOptions}, plus which
-     * decoding steps it profiles, how sparse a profiled query is and on how many threads.
+     * decoding steps it profiles and on how many threads ({@link ProfileStepOptions}) and how sparse a
+     * profiled query is.
      */
     static final class Profiling {
         @Mixin
         SwarmProfileOptions swarm = new SwarmProfileOptions();
 
-        @Option(names = "--profile-stride", defaultValue = "4",
-                description = "Steps between profiled queries; scored steps follow the profiled ones (default: ${DEFAULT-VALUE}).")
-        int profileStride;
+        @Mixin
+        ProfileStepOptions schedule = new ProfileStepOptions();
 
         @Option(names = "--profile-sparsity", defaultValue = "0.1",
                 description = "Share of tokens a profiled query activates (default: ${DEFAULT-VALUE}).")
         double profileSparsity;
 
-        @Option(names = "--threads", defaultValue = "0", description = "Threads for Swarm's profile; 0 = available processors (default: ${DEFAULT-VALUE}).")
-        int threads;
-
-        /** {@code --threads}, with 0 the available processors. */
-        int threads() {
-            return threads > 0 ? threads : Runtime.getRuntime().availableProcessors();
-        }
-
-        /** Swarm's clustering: radius {@code --tau}, on up to 256 of {@link #threads()} threads. */
+        /** Swarm's clustering: radius {@code --tau}, on up to 256 of {@code --threads} threads. */
         ClusteringConfig config() {
-            return ClusteringConfig.defaults().withRadius(ClusterRadius.fixed(swarm.tau))
-                    .withParallelism(Math.min(256, threads()));
+            return ClusteringConfig.defaults().withRadius(swarm.radius()).withParallelism(Math.min(256, schedule.threads()));
         }
 
         /** The profiled queries of {@code layer}: every {@code --profile-stride}th decoding step from 0. */
         List<float[]> queries(SyntheticWorkload workload, int layer) {
-            List<float[]> profile = new ArrayList<>();
-            for (int i = 0; i < swarm.profileQueries; i++) {
-                profile.add(workload.query(layer, i * profileStride));
-            }
-            return profile;
+            return schedule.queries(workload, layer, swarm.profileQueries);
         }
 
         /** The first scored step: decoding continues after the profiled steps. */
         int firstScored() {
-            return swarm.profileQueries * profileStride;
+            return schedule.firstScored(swarm.profileQueries);
         }
     }
 }

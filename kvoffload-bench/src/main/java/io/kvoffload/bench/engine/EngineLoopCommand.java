@@ -5,12 +5,14 @@ import io.kvoffload.KvConfig;
 import io.kvoffload.KvEngine;
 import io.kvoffload.KvSequence;
 import io.kvoffload.bench.TempDirs;
+import io.kvoffload.bench.cli.KvHeadOptions;
 import java.io.PrintWriter;
 import java.nio.file.Path;
 import java.util.Locale;
 import java.util.concurrent.Callable;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
 
 /**
@@ -49,14 +51,11 @@ public final class EngineLoopCommand implements Callable<Integer> {
     @Option(names = "--vocab", defaultValue = "512", description = "Vocabulary (default: ${DEFAULT-VALUE}).")
     int vocab;
 
-    @Option(names = "--kv-heads", defaultValue = "8", description = "KV heads (default: ${DEFAULT-VALUE}).")
-    int kvHeads;
+    @Mixin
+    KvHeadOptions heads = new KvHeadOptions(8, 128);
 
     @Option(names = "--group", defaultValue = "4", description = "Query heads per KV head (default: ${DEFAULT-VALUE}).")
     int group;
-
-    @Option(names = "--head-dim", defaultValue = "128", description = "Head dimension (default: ${DEFAULT-VALUE}).")
-    int headDim;
 
     @Option(names = "--sparsity", defaultValue = "0.1", description = "Share of tokens attended per step (default: ${DEFAULT-VALUE}).")
     double sparsity;
@@ -84,19 +83,20 @@ public final class EngineLoopCommand implements Callable<Integer> {
         check("--hidden", hidden, 8, 1 << 14);
         check("--ffn", ffn, 8, 1 << 16);
         check("--vocab", vocab, 2, 1 << 16);
-        check("--kv-heads", kvHeads, 1, 64);
+        check("--kv-heads", heads.kvHeads, 1, 64);
         check("--group", group, 1, 16);
-        check("--head-dim", headDim, 2, 256);
-        if (headDim % 2 != 0) {
-            throw new IllegalArgumentException("--head-dim = " + headDim + " is odd; allowed: even (RoPE rotates pairs)");
+        check("--head-dim", heads.headDim, 2, 256);
+        if (heads.headDim % 2 != 0) {
+            throw new IllegalArgumentException("--head-dim = " + heads.headDim + " is odd; allowed: even (RoPE rotates pairs)");
         }
         PrintWriter out = spec.commandLine().getOut();
         long t0 = System.nanoTime();
-        LlamaModel model = new LlamaModel(layers, hidden, ffn, vocab, kvHeads * group, kvHeads, headDim, seed);
+        int kvHeads = heads.kvHeads;
+        LlamaModel model = new LlamaModel(layers, hidden, ffn, vocab, kvHeads * group, kvHeads, heads.headDim, seed);
         EngineLoop loop = new EngineLoop(model, context, warmup, tokens, seed);
         out.printf(Locale.ROOT, "Engine loop: %d layers, hidden %d, MLP %d, %d query heads on %d KV heads × %d (BF16 KV, "
                         + "%d bytes per token and layer), context %d tokens, %.0f%% attended; %d tokens measured after %d; "
-                        + "early query: %s; %d CPUs, JDK %s.%n", layers, hidden, ffn, kvHeads * group, kvHeads, headDim,
+                        + "early query: %s; %d CPUs, JDK %s.%n", layers, hidden, ffn, kvHeads * group, kvHeads, heads.headDim,
                 model.shape.entryBytes(), context, 100 * sparsity, tokens, warmup, predict,
                 Runtime.getRuntime().availableProcessors(), Runtime.version());
         Path root = dirs == null ? TempDirs.givenOrTemp(null, "kvo-engine-loop") : null;

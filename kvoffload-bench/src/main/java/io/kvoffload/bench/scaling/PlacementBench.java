@@ -12,6 +12,7 @@ import io.kvoffload.KvShape;
 import io.kvoffload.KvView;
 import io.kvoffload.Placement;
 import io.kvoffload.bench.TempDirs;
+import io.kvoffload.bench.cli.KvHeadOptions;
 import io.kvoffload.bench.cli.ReportOptions;
 import io.kvoffload.bench.report.CsvWriter;
 import io.kvoffload.bench.report.MarkdownTable;
@@ -55,11 +56,8 @@ public final class PlacementBench implements Callable<Integer> {
     @Option(names = "--tokens", defaultValue = "16384", description = "Tokens of the sequence (default: ${DEFAULT-VALUE}).")
     int tokens;
 
-    @Option(names = "--kv-heads", defaultValue = "8", description = "KV heads (default: ${DEFAULT-VALUE}).")
-    int kvHeads;
-
-    @Option(names = "--head-dim", defaultValue = "128", description = "Head dimension (default: ${DEFAULT-VALUE}).")
-    int headDim;
+    @Mixin
+    KvHeadOptions heads = new KvHeadOptions(8, 128);
 
     @Option(names = "--budget", defaultValue = "0.1", description = "Share of tokens each fetch reads (default: ${DEFAULT-VALUE}).")
     double budget;
@@ -142,7 +140,7 @@ public final class PlacementBench implements Callable<Integer> {
                     + ", --rounds = " + rounds + ", --real-devices = " + realDevices + "; allowed: tokens >= 64,"
                     + " budget in (0, 1], steps and rounds >= 1, real devices >= 0");
         }
-        shape = new KvShape(1, kvHeads * 4, kvHeads, headDim, DType.BF16);
+        shape = new KvShape(1, heads.kvHeads * 4, heads.kvHeads, heads.headDim, DType.BF16);
         SplittableRandom rnd = new SplittableRandom(seed);
         keys = new byte[tokens * shape.halfEntryBytes()];
         values = new byte[keys.length];
@@ -344,7 +342,7 @@ public final class PlacementBench implements Callable<Integer> {
         sb.append(String.format(Locale.ROOT, "%d tokens of one layer, %d KV heads × %d, BF16 (%d B entries), in the"
                 + " default page layout, KVSwap's groups and SparF's layouts; each fetch %.0f%% of the tokens; %d timed"
                 + " fetches per run, %d paired rounds"
-                + " (medians); total %.0f s. Simulated: %s.%n%n", tokens, kvHeads, headDim, shape.entryBytes(),
+                + " (medians); total %.0f s. Simulated: %s.%n%n", tokens, heads.kvHeads, heads.headDim, shape.entryBytes(),
                 100 * budget, steps, rounds, seconds, modelDescription));
         for (Pattern p : patterns) {
             sb.append("## Fetches of ").append(p.title).append("\n\n");

@@ -4,6 +4,7 @@ import io.kvoffload.KvShape;
 import io.kvoffload.attention.ExactAttention;
 import io.kvoffload.attention.QualityMetrics;
 import io.kvoffload.bench.cli.HeadOptions;
+import io.kvoffload.bench.cli.ProfileStepOptions;
 import io.kvoffload.internal.swarm.ClusterPlacement;
 import io.kvoffload.internal.swarm.Clustering;
 import io.kvoffload.internal.swarm.ClusteringConfig;
@@ -52,9 +53,8 @@ public final class ClusterBuildBench implements Callable<Integer> {
             description = "Compare with k-means only up to this many tokens (default: ${DEFAULT-VALUE}).")
     int qualityMaxTokens;
 
-    @Option(names = "--profile-stride", defaultValue = "4",
-            description = "Decoding steps between profiled queries (default: ${DEFAULT-VALUE}).")
-    int profileStride;
+    @Mixin
+    ProfileStepOptions schedule = new ProfileStepOptions();
 
     @Mixin
     ProfileOptions profiling = new ProfileOptions(16);
@@ -75,9 +75,6 @@ public final class ClusterBuildBench implements Callable<Integer> {
     @Mixin
     HeadOptions heads = new HeadOptions(4, 1, 128);
 
-    @Option(names = "--threads", defaultValue = "0", description = "Threads; 0 = available processors (default: ${DEFAULT-VALUE}).")
-    int threads;
-
     private final List<String> buildRows = new ArrayList<>();
     private final List<String> memoryRows = new ArrayList<>();
     private final List<String> qualityRows = new ArrayList<>();
@@ -88,12 +85,12 @@ public final class ClusterBuildBench implements Callable<Integer> {
 
     @Override
     public Integer call() {
-        int t = threads > 0 ? threads : Runtime.getRuntime().availableProcessors();
+        int t = schedule.threads();
         KvShape shape = heads.shape(1);
         ClusteringConfig config = clusteringOptions.config(t);
         System.out.printf(Locale.ROOT, "cluster-build: %s, %d profiled queries (every %d steps), sparsity %.2f, "
                         + "tau %.3f, cap %d, replicas %d, blocks of %d, %d disks, %d threads, seed %d, %s%n%n",
-                shape.fingerprint(), profiling.queries, profileStride, profiling.sparsity, clusteringOptions.tau,
+                shape.fingerprint(), profiling.queries, schedule.profileStride, profiling.sparsity, clusteringOptions.tau,
                 clusteringOptions.maxClusterSize, clusteringOptions.maxReplicas, clusteringOptions.block,
                 disks, t, profiling.seed, Runtime.version());
         for (int n : sizes) {
@@ -129,10 +126,7 @@ public final class ClusterBuildBench implements Callable<Integer> {
         BitSet pinned = new BitSet(n); // what the engine keeps in DRAM anyway: sinks and the local window
         pinned.set(0, Math.min(n, spec.sinkTokens()));
         pinned.set(Math.max(0, n - spec.localWindow()), n);
-        List<float[]> profiled = new ArrayList<>();
-        for (int i = 0; i < profiling.queries; i++) {
-            profiled.add(w.query(0, i * profileStride));
-        }
+        List<float[]> profiled = schedule.queries(w, 0, profiling.queries);
         CoActivationProfile profile = CoActivationProfile.fromQueries(kv, profiled, heads.queryHeads, profiling.sparsity, pinned,
                 CoActivationNormaliser.perQuery(), t);
         long t2 = System.nanoTime();
@@ -172,7 +166,7 @@ public final class ClusterBuildBench implements Callable<Integer> {
             Clustering clustering, MedoidIndex index, long swarmNanos, int t) {
         int n = kv.tokens();
         ExactAttention attention = new ExactAttention(heads.queryHeads, heads.kvHeads, heads.headDim);
-        int firstEval = profiling.queries * profileStride; // decoding continues after the profiled steps
+        int firstEval = schedule.firstScored(profiling.queries);
         List<float[]> queries = new ArrayList<>();
         List<float[]> weights = new ArrayList<>();
         List<int[]> sets = new ArrayList<>();

@@ -1,20 +1,17 @@
 package io.kvoffload.bench.swarm;
 
-import io.kvoffload.internal.swarm.ClusterRadius;
+import io.kvoffload.bench.cli.ClusterRadiusOptions;
 import io.kvoffload.internal.swarm.ClusteringConfig;
 import io.kvoffload.internal.swarm.IsolatedEntryPolicy;
 import picocli.CommandLine.Option;
 
 /**
- * Swarm's clustering options (Algorithm 1: {@code --tau}, {@code --max-cluster-size},
- * {@code --max-replicas}, {@code --block}) as a picocli mixin of the offline and drift benchmarks,
- * with the {@link ClusteringConfig} they make (fixed radius, isolated entries in positional blocks).
+ * Swarm's clustering options (Algorithm 1: {@code --tau}, from {@link ClusterRadiusOptions},
+ * {@code --max-cluster-size}, {@code --max-replicas}, {@code --block}) as a picocli mixin of the
+ * offline and drift benchmarks, with the {@link ClusteringConfig} they make (fixed radius, isolated
+ * entries in positional blocks).
  */
-final class ClusteringOptions {
-
-    @Option(names = "--tau", defaultValue = "0.35",
-            description = "Cluster radius τ (default: ${DEFAULT-VALUE}).")
-    double tau;
+final class ClusteringOptions extends ClusterRadiusOptions {
 
     @Option(names = "--max-cluster-size", defaultValue = "256", description = "Cluster size cap (default: ${DEFAULT-VALUE}).")
     int maxClusterSize;
@@ -29,7 +26,7 @@ final class ClusteringOptions {
 
     /** The clustering these options describe, profiled on {@code threads} threads. */
     ClusteringConfig config(int threads) {
-        return new ClusteringConfig(ClusterRadius.fixed(tau), maxClusterSize, maxReplicas,
+        return new ClusteringConfig(radius(), maxClusterSize, maxReplicas,
                 IsolatedEntryPolicy.POSITIONAL_BLOCKS, block, threads);
     }
 }
