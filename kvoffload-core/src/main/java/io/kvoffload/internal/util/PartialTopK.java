@@ -18,12 +18,21 @@ public final class PartialTopK {
     private static final int STRIDE = 16;
     /** Scores the sampled path's candidate pass compacts between two overflow checks. */
     private static final int RUN = 4096;
+    /**
+     * Vector lanes of the candidate pass ({@link VectorCompaction}), or 0 for the scalar loop: the
+     * Vector API where {@link Softmax#VECTORISED} allows it and a vector holds 16 lanes (AVX-512, whose
+     * compressing store the JIT emits; with fewer lanes compress is emulated and slower than scalar).
+     */
+    private static final int VECTOR_LANES = Softmax.VECTORISED && VectorCompaction.lanes() >= 16
+            ? VectorCompaction.lanes() : 0;
 
     private final int[] keys;
     private final int sampledFrom;
     /** The sampled path's candidates (indices, then their scores); null when it is never taken. */
     private final int[] candidates;
     private final float[] candidateScores;
+    /** {@link #VECTOR_LANES}, or 0 where this instance keeps the scalar candidate pass. */
+    private final int compactLanes;
     /** How many calls the sampled path answered (tests check it is taken). */
     private long sampledCalls;
     /** Of the last {@link #kthLargest}'s k: how many equal its result (the rest are larger). */
@@ -36,16 +45,20 @@ public final class PartialTopK {
 
     /** @param capacity the longest range ever asked for */
     public PartialTopK(int capacity) {
-        this(capacity, SAMPLED_FROM);
+        this(capacity, SAMPLED_FROM, true);
     }
 
-    /** @param sampledFrom the shortest range the sampled path is tried on (tests take it down to small ranges) */
-    PartialTopK(int capacity, int sampledFrom) {
+    /**
+     * @param sampledFrom the shortest range the sampled path is tried on (tests take it down to small ranges)
+     * @param vector whether the candidate pass may use the Vector API (tests run both passes)
+     */
+    PartialTopK(int capacity, int sampledFrom, boolean vector) {
         Checks.inRange("capacity", capacity, 0, Integer.MAX_VALUE - 8);
         this.keys = new int[Math.max(1, capacity)];
         this.sampledFrom = Checks.inRange("sampledFrom", sampledFrom, 4 * STRIDE, Integer.MAX_VALUE);
         boolean sampled = capacity >= sampledFrom;
-        this.candidates = sampled ? new int[capacity / 2] : null;
+        this.compactLanes = vector ? VECTOR_LANES : 0;
+        this.candidates = sampled ? new int[capacity / 2 + compactLanes] : null;
         this.candidateScores = sampled ? new float[capacity / 2] : null;
     }
 
@@ -125,8 +138,12 @@ public final class PartialTopK {
         int m = 0;
         for (int run = from; run < to; run += RUN) {
             int end = Math.min(to, run + RUN);
-            if (m + (end - run) > cand.length) {
+            if (m + (end - run) > cand.length - compactLanes) {
                 return -1; // more reach the threshold than the arrays hold: the sample was unrepresentative
+            }
+            if (compactLanes > 0) {
+                m = VectorCompaction.atLeast(scores, run, end, reach, cand, m);
+                continue;
             }
             for (int i = run; i < end; i++) { // branch-free compaction: write always, advance when it reaches
                 cand[m] = i;

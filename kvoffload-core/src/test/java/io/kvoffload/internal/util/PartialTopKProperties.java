@@ -49,7 +49,7 @@ class PartialTopKProperties {
      */
     @Property(tries = 200)
     void sampledPathAgreesWithSorting(@ForAll @IntRange(min = 64, max = 3000) int len, @ForAll @IntRange(min = 1,
-            max = 750) int k, @ForAll long seed, @ForAll boolean tied) {
+            max = 750) int k, @ForAll long seed, @ForAll boolean tied, @ForAll boolean vector) {
         java.util.SplittableRandom r = new java.util.SplittableRandom(seed);
         float[] s = new float[len];
         for (int i = 0; i < len; i++) {
@@ -59,7 +59,7 @@ class PartialTopKProperties {
         int kk = Math.min(k, len / 4);
         int[] expected = Arrays.stream(ranked(s, 0, len)).limit(kk).sorted().toArray();
         int[] out = new int[len];
-        PartialTopK topK = new PartialTopK(len, 64);
+        PartialTopK topK = new PartialTopK(len, 64, vector);
         int n = topK.top(s, 0, len, kk, out, 0);
         assertArrayEquals(expected, Arrays.copyOf(out, n));
     }
