@@ -204,7 +204,7 @@ class StrategyPipelineTest {
 
     /**
      * The default strategy where the layout stores KV-head groups apart (4 heads on 4 devices, one group
-     * each): it picks per-group sets as {@code head-qmass-mix} does with the plan's 4 groups, the pipeline
+     * each): it picks per-group sets as {@code head-cmass-mix} does with the plan's 4 groups, the pipeline
      * reads only those groups (rows hold exactly the groups chosen for them, bit-exact), the reference
      * kernel over such a view matches per-head attention over the same sets, and a full budget attends
      * every token with every head.
@@ -225,7 +225,7 @@ class StrategyPipelineTest {
                     for (int l = 0; l < shape.layers(); l++) {
                         float[] q = io.kvoffload.testing.PerHeadViews.rounded(new java.util.Random(step * 7 + l),
                                 DType.F32, shape.queryHeads() * shape.headDim(), 1f);
-                        LayerSelector sel = Strategies.named("head-qmass-mix").openLayer(new TestLayerContext(shape, l,
+                        LayerSelector sel = Strategies.named("head-cmass-mix").openLayer(new TestLayerContext(shape, l,
                                 layerKv(stored[l]), SINKS, WINDOW));
                         int[][] want = perGroupRows(sel, l, tokens, q, sparsity, shape.kvHeads());
                         try (KvView v = d.prefetch(l, q).await()) {
