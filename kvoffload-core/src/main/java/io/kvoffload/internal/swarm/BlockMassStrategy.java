@@ -57,7 +57,7 @@ public final class BlockMassStrategy implements SelectionStrategy {
      * The prune bound of the default ({@code mass-auto}) and its two halves ({@code cmass-mix},
      * {@code head-cmass-mix}), in nats. Against {@link #PRUNE_LOGIT} on the 11 family × shape cells of
      * docs/benchmarks.md ("Selection time after the sampled top-k"), both placements: recall −0.002 to
-     * +0.001 × the oracle's, output error within 3%, while a step sweeps 51% of the terms instead of
+     * +0.001 × the oracle's, output error up to 3.4% higher, while a step sweeps 51% of the terms instead of
      * about 57% (−10% selection time at 1M tokens per head group). At 8 nats recall starts to fall
      * (−0.003 on several cells).
      */

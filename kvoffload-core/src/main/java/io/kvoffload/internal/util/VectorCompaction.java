@@ -10,7 +10,7 @@ import jdk.incubator.vector.VectorSpecies;
  * {@link PartialTopK}'s candidate pass through the Vector API: a lane mask of the scores that reach the
  * threshold and one compressing store of their indices ({@code vpcompressd} with AVX-512), 0.29 ms
  * against 0.70 ms for the branch-free scalar loop over 524,288 scores at 10% passing on this
- * project's machines (docs/benchmarks.md, "Selection time"). Loaded only where {@link PartialTopK}
+ * project's machines (docs/benchmarks.md, "Selection time after the sampled top-k"). Loaded only where {@link PartialTopK}
  * found the module and 16-lane vectors; elsewhere the scalar loop runs.
  */
 final class VectorCompaction {
