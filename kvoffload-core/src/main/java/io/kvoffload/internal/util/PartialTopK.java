@@ -5,8 +5,10 @@ package io.kvoffload.internal.util;
  * over the scores' bits finds the k-th largest score (counting passes of 11, 11 and 10 bits, linear
  * and branch-light where quickselect's partitioning mispredicts on a long range; only the first reads
  * the whole range, and the last leaves how many of the k tie with the k-th), then one pass writes the
- * winners. Ties at the threshold go to the lower index. NaN scores rank below everything. The library's one top-k: {@link
- * TopK}'s allocating helpers use it too.
+ * winners. Ties at the threshold go to the lower index. NaN scores rank below everything. On long
+ * ranges with a small k (the per-head selector's 524,288 (head group, block) pairs at 1M tokens) a
+ * sampled threshold first narrows the select to about k candidates ({@link #sampledTop}), with the
+ * same result. The library's one top-k: {@link TopK}'s allocating helpers use it too.
  */
 public final class PartialTopK {
     /**
