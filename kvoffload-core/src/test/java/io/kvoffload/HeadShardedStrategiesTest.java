@@ -368,6 +368,31 @@ class HeadShardedStrategiesTest {
         }
     }
 
+    /**
+     * The default strategy over head-sharded pages keeps a hot cache per head group: its steps (cached
+     * shards copied into partial rows, admitted shards copied out of them) allocate nothing in steady state.
+     */
+    @Test
+    void headShardedDefaultStepsWithShardCachesAllocateNothingOnTheCallingThread() {
+        SelectionStrategy auto = io.kvoffload.strategy.Strategies.defaultStrategy();
+        try (KvEngine e = KvEngine.open(config("auto-alloc", 4, Placement.HEAD_SHARDED))) {
+            TestEngines.storeLaidOut(e, "a", w, TOKENS, auto);
+            // A cache of about 128 tokens per head group and layer: smaller than a step's picks, so steps still read.
+            DecodeOptions o = DecodeOptions.builder().strategy(auto).sparsity(0.1).sinkTokens(4).localWindow(64)
+                    .cacheBytes(64 << 10).build();
+            try (KvSequence s = e.openSequence("a"); KvDecoder d = s.decoder(o)) {
+                float[][][] q = new float[8][SHAPE.layers()][];
+                for (int i = 0; i < q.length; i++) {
+                    for (int l = 0; l < SHAPE.layers(); l++) {
+                        q[i][l] = w.query(l, 30 + 40 * i); // far apart: each step still reads
+                    }
+                }
+                KvSwapDecoderTest.assertTwoLayerStepsAllocateNothing(d, q);
+                assertTrue(d.stats().tokensCached() > 0, "shards served from the group caches: " + d.stats());
+            }
+        }
+    }
+
     /** KVSwap's steps over head-sharded groups (S keys a miss, gathered by head group) allocate nothing in steady state. */
     @Test
     void headShardedKvSwapStepsAllocateNothingOnTheCallingThread() {

@@ -203,6 +203,47 @@ class StrategyPipelineTest {
     }
 
     /**
+     * Under head sharding the default keeps a hot cache per head group: the same query again reads
+     * fewer bytes (the group shards it cached come from DRAM), every view stays bit-exact for every head
+     * a row holds, and each KV head attends the same rows as the first time.
+     */
+    @Test
+    void theDefaultCachesHeadGroupShardsUnderHeadSharding() throws Exception {
+        KvShape shape = new KvShape(1, 8, 4, 32, DType.BF16);
+        int tokens = 1024;
+        try (KvEngine e = KvEngine.open(io.kvoffload.testing.PerHeadViews.config(root, 4).build())) {
+            io.kvoffload.testing.PerHeadViews.Layer[] stored = io.kvoffload.testing.PerHeadViews.store(e, "c", shape,
+                    tokens, 43);
+            DecodeOptions o = DecodeOptions.builder().sparsity(0.1).sinkTokens(SINKS).localWindow(WINDOW).build();
+            try (KvSequence s = e.openSequence("c"); KvDecoder d = s.decoder(o)) {
+                float[] q = io.kvoffload.testing.PerHeadViews.rounded(new java.util.Random(3), DType.F32,
+                        shape.queryHeads() * shape.headDim(), 1f);
+                String first = null;
+                long[] bytes = new long[4];
+                for (int step = 0; step < bytes.length; step++) {
+                    long before = d.stats().bytesRead();
+                    try (KvView v = d.prefetch(0, q).await()) {
+                        io.kvoffload.testing.PerHeadViews.assertHeldHeadsBitExact(v, stored[0]);
+                        int[][] got = io.kvoffload.testing.PerHeadViews.attendedPerHead(v);
+                        for (int[] h : got) {
+                            java.util.Arrays.sort(h);
+                        }
+                        String rows = java.util.Arrays.deepToString(got);
+                        if (first == null) {
+                            first = rows;
+                        }
+                        assertEquals(first, rows, "step " + step);
+                    }
+                    bytes[step] = d.stats().bytesRead() - before;
+                }
+                io.kvoffload.DecodeStats st = d.stats();
+                assertTrue(st.cacheHits() > 0 && st.tokensCached() > 0, st.toString());
+                assertTrue(bytes[3] < bytes[0], java.util.Arrays.toString(bytes));
+            }
+        }
+    }
+
+    /**
      * The default strategy where the layout stores KV-head groups apart (4 heads on 4 devices, one group
      * each): it picks per-group sets as {@code head-cmass-mix} does with the plan's 4 groups, the pipeline
      * reads only those groups (rows hold exactly the groups chosen for them, bit-exact), the reference

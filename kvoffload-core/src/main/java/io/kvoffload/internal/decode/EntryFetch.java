@@ -36,7 +36,7 @@ public final class EntryFetch implements HotClusterCache.TokenSource, StagedRead
     private int shards = 1;
     /** The step's reads as layout keys (token × shards + head group) when the layout is head-sharded. */
     private int[] keys = new int[1024];
-    private final ShardResidency shardResidency = new ShardResidency();
+    private final ShardKeys shardResidency = new ShardKeys();
     private final boolean checksums;
     private final DecodeCounters counters;
     public final BucketScheduler scheduler;
@@ -60,6 +60,9 @@ public final class EntryFetch implements HotClusterCache.TokenSource, StagedRead
     /** A batched fetch's resident rows, copied at {@link #gather} (see {@link #copyResident}). */
     private DramWindow deferredWindow;
     private HotClusterCache deferredCache;
+    private ShardCaches deferredShards;
+    /** Per head group, what its shard cache admits from: that group of the view's rows. */
+    private ShardSource[] shardSources = new ShardSource[0];
     // The fetch in flight.
     private ViewBuffer view;
     private ClusterLayout layout;
@@ -201,16 +204,17 @@ public final class EntryFetch implements HotClusterCache.TokenSource, StagedRead
      * ({@link SharedPlan}) at {@link #gather} instead, so every member's reads go out before any
      * member's copies and the copies overlap them.
      */
-    public void copyResident(DramWindow w, HotClusterCache cache) {
+    public void copyResident(DramWindow w, HotClusterCache cache, ShardCaches shardCaches) {
         if (reads.sharing()) {
             deferredWindow = w;
             deferredCache = cache;
+            deferredShards = shardCaches;
             return;
         }
-        copyRows(w, cache);
+        copyRows(w, cache, shardCaches);
     }
 
-    private void copyRows(DramWindow w, HotClusterCache cache) {
+    private void copyRows(DramWindow w, HotClusterCache cache, ShardCaches shardCaches) {
         int rows = view.rows();
         for (int r = 0; r < rows; r++) {
             int t = viewRows.token(r);
@@ -223,7 +227,59 @@ public final class EntryFetch implements HotClusterCache.TokenSource, StagedRead
                     view.putEntry(r, t, cache.slotSegment(slot), cache.slotOffset(slot));
                     counters.tokensCached++;
                 }
+            } else if (shardCaches != null) {
+                copyCachedShards(r, t, shardCaches);
             }
+        }
+    }
+
+    /**
+     * The head groups of row {@code r} (token {@code t}) that it is wanted for and that the group's
+     * cache holds (the scheduler left them out of the reads: {@link ShardResidency}). The token counts
+     * as served from the cache when its first wanted group is, as {@link #shardZeroKeys} counts reads.
+     */
+    private void copyCachedShards(int r, int t, ShardCaches shardCaches) {
+        int s = shardCaches.shards(), perGroup = view.keyHeads() / s;
+        long want = perHeadRows ? rowHeads[r] : FetchPlan.ALL_HEADS;
+        boolean first = true;
+        for (int g = 0; g < s; g++) {
+            if (want != FetchPlan.ALL_HEADS && (want & HeadShards.groupBits(g, perGroup)) == 0) {
+                continue;
+            }
+            HotClusterCache c = shardCaches.of(g);
+            int slot = c.slotOf(t);
+            if (slot >= 0) {
+                view.putShard(r, t, g, s, c.slotSegment(slot), c.slotOffset(slot));
+                counters.tokensCached += first ? 1 : 0;
+            }
+            first = false;
+        }
+    }
+
+    /** What head group {@code shard}'s cache copies an admitted shard from: that group of the token's view row. */
+    public HotClusterCache.TokenSource shardSource(int shard, int shards) {
+        if (shardSources.length < shards) {
+            ShardSource[] grown = java.util.Arrays.copyOf(shardSources, shards);
+            for (int g = shardSources.length; g < shards; g++) {
+                grown[g] = new ShardSource(g);
+            }
+            shardSources = grown;
+        }
+        shardSources[shard].shards = shards;
+        return shardSources[shard];
+    }
+
+    private final class ShardSource implements HotClusterCache.TokenSource {
+        private final int shard;
+        private int shards;
+
+        ShardSource(int shard) {
+            this.shard = shard;
+        }
+
+        @Override
+        public void copyEntry(int token, MemorySegment dst, long offset) {
+            view.copyShardTo(viewRows.row(token), shard, shards, dst, offset);
         }
     }
 
@@ -232,7 +288,7 @@ public final class EntryFetch implements HotClusterCache.TokenSource, StagedRead
         if (deferredWindow != null) {
             DramWindow w = deferredWindow;
             deferredWindow = null;
-            copyRows(w, deferredCache);
+            copyRows(w, deferredCache, deferredShards);
         }
         if (reads.runs() > 0) {
             counters.ioNanos += reads.gatherAsLanded(this) - startNanos;
@@ -243,6 +299,7 @@ public final class EntryFetch implements HotClusterCache.TokenSource, StagedRead
     public void clear() {
         deferredWindow = null;
         deferredCache = null;
+        deferredShards = null;
         reads.clear();
     }
 
@@ -346,19 +403,31 @@ public final class EntryFetch implements HotClusterCache.TokenSource, StagedRead
         return failover;
     }
 
-    /** DRAM residency of a head-sharded layout's keys: a key is resident when its token is. */
-    private static final class ShardResidency implements BucketScheduler.Residency {
+    /** DRAM residency of a layer's tokens and, under head sharding, of each token's head-group shards. */
+    public interface ShardResidency extends BucketScheduler.Residency {
+        /** Whether DRAM holds head group {@code shard} of {@code token} (the window, or that group's cache). */
+        boolean residentShard(int token, int shard);
+    }
+
+    /**
+     * DRAM residency of a head-sharded layout's keys ({@code token × shards + group}): a key is resident
+     * when its group of its token is ({@link ShardResidency#residentShard}), or, for any other residency,
+     * when its token is.
+     */
+    private static final class ShardKeys implements BucketScheduler.Residency {
         private BucketScheduler.Residency tokens;
+        private ShardResidency groups;
         private int shards;
 
         void of(BucketScheduler.Residency tokens, int shards) {
             this.tokens = tokens;
+            this.groups = tokens instanceof ShardResidency s ? s : null;
             this.shards = shards;
         }
 
         @Override
         public boolean resident(int key) {
-            return tokens.resident(key / shards);
+            return groups != null ? groups.residentShard(key / shards, key % shards) : tokens.resident(key / shards);
         }
     }
 

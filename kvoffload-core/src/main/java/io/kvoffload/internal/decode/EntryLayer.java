@@ -15,7 +15,7 @@ import org.slf4j.LoggerFactory;
  * every token past the layout), the layout, an optional hot cache, DRAM residency for the scheduler
  * and the caller-chosen positions path. Subclasses choose the positions of a step.
  */
-public abstract class EntryLayer implements LayerFetcher, BucketScheduler.Residency {
+public abstract class EntryLayer implements LayerFetcher, EntryFetch.ShardResidency {
     private static final Logger LOG = LoggerFactory.getLogger(EntryLayer.class);
 
     protected final SequenceHooks store;
@@ -26,8 +26,10 @@ public abstract class EntryLayer implements LayerFetcher, BucketScheduler.Reside
     protected final DramWindow window;
     /** The layer's entries on the SSDs, or null (then every token is in the window). */
     protected ClusterLayout layout;
-    /** The hot-cluster cache, or null. */
+    /** The hot-cluster cache of a layout that stores tokens whole, or null. */
     protected HotClusterCache cache;
+    /** The hot-cluster caches of a head-sharded layout, one per head group, or null. */
+    protected ShardCaches shardCaches;
     /** Swarm's Eq. 6 score for the hot-cluster cache: I/O saved per cached entry. */
     private static final io.kvoffload.internal.cache.CostEffectiveness SCORE =
             io.kvoffload.internal.cache.CostEffectiveness.savedIoPerEntry(80_000, 2_000);
@@ -94,6 +96,17 @@ public abstract class EntryLayer implements LayerFetcher, BucketScheduler.Reside
         if (!cached || layout == null) {
             return 0;
         }
+        if (layout.shards() > 1) {
+            if (shardCaches == null) {
+                int shardBytes = shardBytes();
+                if (bytes / layout.shards() < shardBytes) {
+                    return 0;
+                }
+                shardCaches = new ShardCaches(store.store().elastic(), layout, shardBytes, bytes, cacheLru, SCORE);
+                return shardCaches.heldBytes();
+            }
+            return shardCaches.resize(bytes);
+        }
         if (cache == null) {
             if (bytes < sequence.shape().entryBytes()) {
                 return 0;
@@ -106,9 +119,14 @@ public abstract class EntryLayer implements LayerFetcher, BucketScheduler.Reside
         return cache.heldBytes();
     }
 
+    /** Bytes of one stored head-group shard (K then V of the group's heads). */
+    private int shardBytes() {
+        return sequence.shape().entryBytes() / layout.shards();
+    }
+
     @Override
     public long cacheHeldBytes() {
-        return cache == null ? 0 : cache.heldBytes();
+        return (cache == null ? 0 : cache.heldBytes()) + (shardCaches == null ? 0 : shardCaches.heldBytes());
     }
 
     @Override
@@ -119,6 +137,11 @@ public abstract class EntryLayer implements LayerFetcher, BucketScheduler.Reside
     @Override
     public boolean resident(int token) {
         return window.contains(token) || (cache != null && cache.slotOf(token) >= 0);
+    }
+
+    @Override
+    public boolean residentShard(int token, int shard) {
+        return window.contains(token) || (shardCaches != null && shardCaches.of(shard).slotOf(token) >= 0);
     }
 
     /** Adds the sinks' and the window's rows; returns the row count. */
@@ -137,7 +160,7 @@ public abstract class EntryLayer implements LayerFetcher, BucketScheduler.Reside
     protected void launch(EntryFetch f, ViewBuffer view, int rows, long t0) {
         view.begin(layer, rows, store.store().dram());
         f.submit(view, layer, layout, this, t0);
-        f.copyResident(window, cache);
+        f.copyResident(window, cache, shardCaches);
         store.store().backend().poll(); // the copies took a while: refill the queue before the caller computes
     }
 
@@ -175,6 +198,9 @@ public abstract class EntryLayer implements LayerFetcher, BucketScheduler.Reside
             g.cacheMisses += cache.policy().misses();
             g.cacheBytes += (long) cache.usedSlots() * sequence.shape().entryBytes();
         }
+        if (shardCaches != null) {
+            shardCaches.addGauges(g, shardBytes());
+        }
     }
 
     @Override
@@ -182,6 +208,9 @@ public abstract class EntryLayer implements LayerFetcher, BucketScheduler.Reside
         window.close();
         if (cache != null) {
             cache.close();
+        }
+        if (shardCaches != null) {
+            shardCaches.close();
         }
     }
 }

@@ -13,6 +13,7 @@ import io.kvoffload.strategy.LayerKv;
 import io.kvoffload.strategy.StoredUnits;
 import io.kvoffload.strategy.LayoutUnits;
 import io.kvoffload.internal.storage.ClusterLayout;
+import io.kvoffload.internal.storage.HeadShards;
 import io.kvoffload.internal.storage.UnitLayout;
 import java.lang.foreign.MemorySegment;
 
@@ -51,8 +52,8 @@ public final class PlannedLayer extends EntryLayer {
             }
             this.selector = s;
             // Every plug-in strategy gets the hot-cluster cache over its layout's units, as Swarm does;
-            // not where tokens are stored as head groups, whose rows a per-head step may fill in part.
-            if (layout != null && layout.shards() == 1) {
+            // where tokens are stored as head groups, one per group (a per-head step fills rows in part).
+            if (layout != null) {
                 openCache(false);
             }
         } catch (RuntimeException e) {
@@ -173,8 +174,14 @@ public final class PlannedLayer extends EntryLayer {
         f.gather();
         if (f.planned) {
             if (cache != null) {
-                int n = activate(f.plan, f.viewRows); // first: it may grow the array
+                int n = activate(f.plan, f.viewRows, view, -1); // first: it may grow the array
                 cache.step(activated, n, f);
+            }
+            if (shardCaches != null) {
+                for (int g = 0, s = shardCaches.shards(); g < s; g++) {
+                    int n = activate(f.plan, f.viewRows, view, g);
+                    shardCaches.of(g).step(activated, n, f.shardSource(g, s));
+                }
             }
             selector.afterStep(f.plan);
         }
@@ -185,9 +192,10 @@ public final class PlannedLayer extends EntryLayer {
      * view, each once, into {@link #activated}; returns how many. The cache copies an admitted
      * cluster's entries from the view, so a cluster the step read in part is not activated (a
      * token-set strategy picks single tokens of a page). A position's cluster is that of its first
-     * copy (entries are cluster-major).
+     * copy (entries are cluster-major). With {@code shard} ≥ 0 (a head-sharded layout), only clusters
+     * whose every member's row holds that head group.
      */
-    private int activate(FetchPlan plan, ViewRows rows) {
+    private int activate(FetchPlan plan, ViewRows rows, ViewBuffer view, int shard) {
         ClusterLayout l = layout;
         int clusters = l.clusterCount();
         if (activated.length < clusters) {
@@ -206,7 +214,7 @@ public final class PlannedLayer extends EntryLayer {
                 c = clusterOf(l, e, clusters);
                 from = l.firstEntry(c);
                 to = from + l.size(c);
-                if (seen.add(c) && whole(l, c, rows)) {
+                if (seen.add(c) && whole(l, c, rows, view, shard)) {
                     activated[n++] = c;
                 }
             }
@@ -214,10 +222,15 @@ public final class PlannedLayer extends EntryLayer {
         return n;
     }
 
-    /** Whether every member of cluster {@code c} has a row in the view. */
-    private static boolean whole(ClusterLayout l, int c, ViewRows rows) {
+    /**
+     * Whether every member of cluster {@code c} has a row in the view (that holds head group {@code
+     * shard} of the layout's, when {@code shard} ≥ 0).
+     */
+    private static boolean whole(ClusterLayout l, int c, ViewRows rows, ViewBuffer view, int shard) {
+        long bits = shard < 0 ? 0 : HeadShards.groupBits(shard, view.keyHeads() / l.shards());
         for (int e = l.firstEntry(c), end = e + l.size(c); e < end; e++) {
-            if (!rows.contains(l.entryToken(e))) {
+            int t = l.entryToken(e);
+            if (!rows.contains(t) || shard >= 0 && (view.headMask(rows.row(t)) & bits) != bits) {
                 return false;
             }
         }

@@ -221,6 +221,27 @@ public final class ViewBuffer {
         }
     }
 
+    /**
+     * Copies head group {@code shard} of {@code shards} of row {@code row} to {@code dst[offset]} as a
+     * head-sharded layout stores it ({@link #putShard}'s input: the group's heads' K, then their V).
+     *
+     * @throws IllegalStateException if the row does not hold that group
+     */
+    public void copyShardTo(int row, int shard, int shards, MemorySegment dst, long offset) {
+        int heads = keys.length / shards;
+        long bits = HeadShards.groupBits(shard, heads);
+        if ((headMask(row) & bits) != bits) {
+            throw new IllegalStateException("row " + row + " does not hold head group " + shard + " of " + shards
+                    + "; only a group the row holds is copied");
+        }
+        long src = (long) row * rowBytes;
+        for (int i = 0; i < heads; i++) {
+            int h = shard * heads + i;
+            MemorySegment.copy(keys[h], src, dst, offset + (long) i * rowBytes, rowBytes);
+            MemorySegment.copy(values[h], src, dst, offset + (long) (heads + i) * rowBytes, rowBytes);
+        }
+    }
+
     /** Position of row {@code row}. */
     public int position(int row) {
         return positions.getAtIndex(ValueLayout.JAVA_INT, row);
