@@ -239,6 +239,14 @@ class StrategyPipelineTest {
                 io.kvoffload.DecodeStats st = d.stats();
                 assertTrue(st.cacheHits() > 0 && st.tokensCached() > 0, st.toString());
                 assertTrue(bytes[3] < bytes[0], java.util.Arrays.toString(bytes));
+                // Shrinking the budget to nothing gives every group's units back; the step reads it all again.
+                d.setCacheBytes(0);
+                assertEquals(0, d.cacheBytes());
+                long before = d.stats().bytesRead();
+                try (KvView v = d.prefetch(0, q).await()) {
+                    io.kvoffload.testing.PerHeadViews.assertHeldHeadsBitExact(v, stored[0]);
+                }
+                assertEquals(bytes[0], d.stats().bytesRead() - before, "no group cache left");
             }
         }
     }
