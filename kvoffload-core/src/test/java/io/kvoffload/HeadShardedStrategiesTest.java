@@ -393,6 +393,31 @@ class HeadShardedStrategiesTest {
         }
     }
 
+    /**
+     * Swarm's decoder reads head-sharded clusters whole (every head group of a token), so it keeps one
+     * hot cache of whole entries, not one per head group: repeated queries are served partly from DRAM,
+     * every view bit-exact.
+     */
+    @Test
+    void swarmOverHeadShardedClustersKeepsItsHotCache() {
+        io.kvoffload.strategy.swarm.Swarm swarm = io.kvoffload.strategy.swarm.Swarm.defaults();
+        try (KvEngine e = KvEngine.open(config("swarm-cache", 4, Placement.HEAD_SHARDED))) {
+            byte[][][] stored = TestEngines.storeClustered(e, "w", w, TOKENS, 0, 32);
+            DecodeOptions o = DecodeOptions.builder().strategy(swarm).sparsity(0.1).sinkTokens(4).localWindow(64)
+                    .cacheBytes(1L << 20).build();
+            try (KvSequence s = e.openSequence("w"); KvDecoder d = s.decoder(o)) {
+                for (int step = 0; step < 4; step++) {
+                    for (int l = 0; l < SHAPE.layers(); l++) {
+                        try (KvView v = d.prefetch(l, w.query(l, 7)).await()) {
+                            KvViews.assertBitExact(v, stored[l]);
+                        }
+                    }
+                }
+                assertTrue(d.stats().cacheHits() > 0 && d.stats().tokensCached() > 0, d.stats().toString());
+            }
+        }
+    }
+
     /** KVSwap's steps over head-sharded groups (S keys a miss, gathered by head group) allocate nothing in steady state. */
     @Test
     void headShardedKvSwapStepsAllocateNothingOnTheCallingThread() {

@@ -33,9 +33,10 @@ public abstract class EntryLayer implements LayerFetcher, EntryFetch.ShardReside
     /** Swarm's Eq. 6 score for the hot-cluster cache: I/O saved per cached entry. */
     private static final io.kvoffload.internal.cache.CostEffectiveness SCORE =
             io.kvoffload.internal.cache.CostEffectiveness.savedIoPerEntry(80_000, 2_000);
-    /** Whether this layer keeps a hot-cluster cache ({@link #openCache}), and its policy. */
+    /** Whether this layer keeps a hot-cluster cache ({@link #openCache}), its policy, and whether one per head group. */
     private boolean cached;
     private boolean cacheLru;
+    private boolean cacheShards;
 
     protected EntryLayer(SequenceHooks store, DecodeOptions options, int layer, DecodeCounters counters) {
         this.store = store;
@@ -77,11 +78,21 @@ public abstract class EntryLayer implements LayerFetcher, EntryFetch.ShardReside
      * @param lru evict the least recently activated cluster instead of Eq. 6's least cost-effective
      */
     protected final void openCache(boolean lru) {
+        openCache(lru, false);
+    }
+
+    /**
+     * {@link #openCache(boolean)}; with {@code perShard}, over a head-sharded layout, one cache per
+     * head group ({@link #shardCaches}) instead of one of whole entries: for steps that read some head
+     * groups of a token and not others (a per-head plan). The subclass steps whichever it opened.
+     */
+    protected final void openCache(boolean lru, boolean perShard) {
         if (layout == null) {
             return;
         }
         cached = true;
         cacheLru = lru;
+        cacheShards = perShard && layout.shards() > 1;
         long total = options.cacheBytes() == DecodeOptions.AUTO ? store.store().config().dramBudgetBytes() / 8
                 : options.cacheBytes();
         resizeCache(total / sequence.shape().layers());
@@ -96,7 +107,7 @@ public abstract class EntryLayer implements LayerFetcher, EntryFetch.ShardReside
         if (!cached || layout == null) {
             return 0;
         }
-        if (layout.shards() > 1) {
+        if (cacheShards) {
             if (shardCaches == null) {
                 int shardBytes = shardBytes();
                 if (bytes / layout.shards() < shardBytes) {

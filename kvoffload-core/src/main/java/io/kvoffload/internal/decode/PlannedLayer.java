@@ -54,7 +54,7 @@ public final class PlannedLayer extends EntryLayer {
             // Every plug-in strategy gets the hot-cluster cache over its layout's units, as Swarm does;
             // where tokens are stored as head groups, one per group (a per-head step fills rows in part).
             if (layout != null) {
-                openCache(false);
+                openCache(false, true);
             }
         } catch (RuntimeException e) {
             super.close();
