@@ -4,7 +4,6 @@ import io.kvoffload.DecodeOptions;
 import io.kvoffload.KvDegradation;
 import io.kvoffload.KvSequence;
 import io.kvoffload.internal.sequence.SequenceHooks;
-import io.kvoffload.internal.sched.BucketScheduler;
 import io.kvoffload.internal.storage.ClusterLayout;
 import java.lang.foreign.MemorySegment;
 import org.slf4j.Logger;
