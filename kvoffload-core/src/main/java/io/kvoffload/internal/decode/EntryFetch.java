@@ -150,7 +150,7 @@ public final class EntryFetch implements HotClusterCache.TokenSource, StagedRead
      * Plans the reads against {@code layout} and {@code residency}, submits them in one batch and
      * starts the I/O clock; {@code t0} is when selection began.
      */
-    public void submit(ViewBuffer view, int layer, ClusterLayout layout, BucketScheduler.Residency residency, long t0) {
+    public void submit(ViewBuffer view, int layer, ClusterLayout layout, ShardResidency residency, long t0) {
         this.view = view;
         this.layout = layout;
         this.layer = layer;
@@ -411,23 +411,20 @@ public final class EntryFetch implements HotClusterCache.TokenSource, StagedRead
 
     /**
      * DRAM residency of a head-sharded layout's keys ({@code token × shards + group}): a key is resident
-     * when its group of its token is ({@link ShardResidency#residentShard}), or, for any other residency,
-     * when its token is.
+     * when its group of its token is ({@link ShardResidency#residentShard}).
      */
     private static final class ShardKeys implements BucketScheduler.Residency {
-        private BucketScheduler.Residency tokens;
         private ShardResidency groups;
         private int shards;
 
-        void of(BucketScheduler.Residency tokens, int shards) {
-            this.tokens = tokens;
-            this.groups = tokens instanceof ShardResidency s ? s : null;
+        void of(ShardResidency groups, int shards) {
+            this.groups = groups;
             this.shards = shards;
         }
 
         @Override
         public boolean resident(int key) {
-            return groups != null ? groups.residentShard(key / shards, key % shards) : tokens.resident(key / shards);
+            return groups.residentShard(key / shards, key % shards);
         }
     }
 
