@@ -104,7 +104,7 @@ class StrategyPipelineTest {
     }
 
     @ParameterizedTest
-    @ValueSource(strings = {"oracle", "quest", "infllm", "pqcache", "clusterkv", "sparq", "sparf-memory", "mass-mix", "mass-bound",
+    @ValueSource(strings = {"oracle", "quest", "infllm", "pqcache", "clusterkv", "sparq", "sparf-memory", "mass-mix", "mass-auto-8", "mass-bound",
         "mass-mean", "logit-mean", "mass-reps", "mass-reps-bound", "qmass-mix", "qmass-bound"})
     void everyBaselineRunsThroughThePipeline(String name) throws Exception {
         SelectionStrategy strategy = Strategies.named(name);
@@ -260,13 +260,32 @@ class StrategyPipelineTest {
      */
     @Test
     void theDefaultReadsPerHeadGroupsUnderHeadSharding() throws Exception {
+        assertReadsPerHeadGroups(null, "quest", "head-cmass-mix");
+    }
+
+    /**
+     * {@code mass-auto-8} lays its layers out in 8-token pages and, under head sharding, reads per-group
+     * sets of 8-token blocks exactly as it chooses them with the layout's groups, bit-exact.
+     */
+    @Test
+    void theFineDefaultReadsPerHeadGroupsOfEightTokenPages() throws Exception {
+        assertEquals(8, Strategies.named("mass-auto-8").pageTokens());
+        assertReadsPerHeadGroups("mass-auto-8", "mass-auto-8", "mass-auto-8");
+    }
+
+    /**
+     * Decodes with {@code strategy} (null: the default) over layers laid out by {@code layout}, and checks
+     * every view against what {@code reference} chooses per head group.
+     */
+    private void assertReadsPerHeadGroups(String strategy, String layout, String reference) throws Exception {
         KvShape shape = new KvShape(2, 8, 4, 32, DType.BF16);
         int tokens = 1024;
         double sparsity = 0.1;
         try (KvEngine e = KvEngine.open(io.kvoffload.testing.PerHeadViews.config(root, 4).build())) {
             io.kvoffload.testing.PerHeadViews.Layer[] stored = io.kvoffload.testing.PerHeadViews.store(e, "h", shape,
-                    tokens, 41);
-            DecodeOptions o = DecodeOptions.builder().sparsity(sparsity).sinkTokens(SINKS).localWindow(WINDOW).build();
+                    tokens, 41, layout);
+            DecodeOptions.Builder b = DecodeOptions.builder().sparsity(sparsity).sinkTokens(SINKS).localWindow(WINDOW);
+            DecodeOptions o = (strategy == null ? b : b.strategy(strategy)).build();
             boolean partial = false;
             try (KvSequence s = e.openSequence("h"); KvDecoder d = s.decoder(o)) {
                 io.kvoffload.SparseAttention attention = new io.kvoffload.SparseAttention(shape);
@@ -274,8 +293,8 @@ class StrategyPipelineTest {
                     for (int l = 0; l < shape.layers(); l++) {
                         float[] q = io.kvoffload.testing.PerHeadViews.rounded(new java.util.Random(step * 7 + l),
                                 DType.F32, shape.queryHeads() * shape.headDim(), 1f);
-                        LayerSelector sel = Strategies.named("head-cmass-mix").openLayer(new TestLayerContext(shape, l,
-                                layerKv(stored[l]), SINKS, WINDOW));
+                        LayerSelector sel = Strategies.named(reference).openLayer(new Grouped(new TestLayerContext(shape,
+                                l, layerKv(stored[l]), SINKS, WINDOW), shape.kvHeads()));
                         int[][] want = perGroupRows(sel, l, tokens, q, sparsity, shape.kvHeads());
                         try (KvView v = d.prefetch(l, q).await()) {
                             io.kvoffload.testing.PerHeadViews.assertHeldHeadsBitExact(v, stored[l]);
@@ -297,7 +316,8 @@ class StrategyPipelineTest {
                 }
             }
             assertTrue(partial, "heads chose different blocks at least once");
-            DecodeOptions full = DecodeOptions.builder().sparsity(1.0).sinkTokens(SINKS).localWindow(WINDOW).build();
+            DecodeOptions.Builder fb = DecodeOptions.builder().sparsity(1.0).sinkTokens(SINKS).localWindow(WINDOW);
+            DecodeOptions full = (strategy == null ? fb : fb.strategy(strategy)).build();
             try (KvSequence s = e.openSequence("h"); KvDecoder d = s.decoder(full);
                     KvView v = d.prefetch(0, new float[shape.queryHeads() * shape.headDim()]).await()) {
                 assertEquals(tokens, v.tokenCount());
@@ -340,6 +360,17 @@ class StrategyPipelineTest {
             out[h] = rows.stream().toArray();
         }
         return out;
+    }
+
+    /** {@code base} with {@code headGroups} stored head groups, as a head-sharded layout's context says. */
+    record Grouped(LayerContext base, int headGroups) implements LayerContext {
+        public KvShape shape() { return base.shape(); }
+        public int layer() { return base.layer(); }
+        public int tokens() { return base.tokens(); }
+        public int laidOutTokens() { return base.laidOutTokens(); }
+        public int sinkTokens() { return base.sinkTokens(); }
+        public int localWindow() { return base.localWindow(); }
+        public LayerKv keys() { return base.keys(); }
     }
 
     /** {@code base} with the layout's units, as the pipeline's context hands them to a strategy. */

@@ -81,6 +81,12 @@ public final class PerHeadViews {
      * @return per layer, what was stored
      */
     public static Layer[] store(KvEngine engine, String id, KvShape shape, int tokens, long seed, int... nanLayers) {
+        return store(engine, id, shape, tokens, seed, "quest", nanLayers);
+    }
+
+    /** As {@link #store}, each layer laid out by strategy {@code layout} (its pages). */
+    public static Layer[] store(KvEngine engine, String id, KvShape shape, int tokens, long seed, String layout,
+            int... nanLayers) {
         Layer[] layers = new Layer[shape.layers()];
         BitSet nan = new BitSet();
         for (int l : nanLayers) {
@@ -96,7 +102,7 @@ public final class PerHeadViews {
                 MemorySegment ks = encode(a, shape.dtype(), k, nan.get(l));
                 MemorySegment vs = encode(a, shape.dtype(), v, nan.get(l));
                 s.appendKv(l, ks, vs);
-                Strategies.named("quest").layOut(s, l); // the default page layout
+                Strategies.named(layout).layOut(s, l); // quest: the default page layout
                 layers[l] = new Layer(shape, k, v, ks.toArray(ValueLayout.JAVA_BYTE), vs.toArray(ValueLayout.JAVA_BYTE));
             }
             s.commit();

@@ -76,6 +76,8 @@ public final class IoStrategies {
             new Strategy("swarm", Layout.SWARM, null, "Swarm: co-activation clusters, medoid index, replicas, Eq. 7"),
             new Strategy("mass-auto", Layout.POSITIONAL, "mass-auto", "The library's default: cmass-mix, or"
                     + " head-cmass-mix where the layout stores KV-head groups apart (--placement head-sharded)"),
+            new Strategy("mass-auto-8", Layout.OWN, "mass-auto-8", "mass-auto over 8-token blocks and pages:"
+                    + " tighter bounds and a higher ceiling at twice the index and the sweep"),
             new Strategy("cmass-mix", Layout.POSITIONAL, "cmass-mix", "mass-mix with each KV head's query heads"
                     + " clustered into half as many softmax rows (Ward), one token set for all heads"),
             new Strategy("mass-mix", Layout.POSITIONAL, "mass-mix", "16-token blocks ranked by per-head attention"

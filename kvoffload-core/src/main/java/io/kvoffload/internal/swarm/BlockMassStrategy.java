@@ -64,6 +64,14 @@ public final class BlockMassStrategy implements SelectionStrategy {
     public static final float AUTO_PRUNE_LOGIT = 6f;
 
     /**
+     * Tokens per block (and per stored page) of {@code mass-auto-8}: {@code mass-auto} at half the
+     * block. Finer blocks tighten each block's bounds and lift the ceiling a block ranking can reach
+     * (docs/benchmarks.md, "Finer blocks"): per head group it meets issue #16's recall and output-error
+     * targets on every family but the structureless control, at twice the index and twice the sweep.
+     */
+    public static final int FINE_BLOCK_TOKENS = 8;
+
+    /**
      * @param name the registry name
      * @param blockTokens tokens per block, 1..65536
      */
@@ -139,6 +147,7 @@ public final class BlockMassStrategy implements SelectionStrategy {
     public static List<SelectionStrategy> variants() {
         return List.of(
                 auto("mass-auto", 16),
+                auto("mass-auto-8", FINE_BLOCK_TOKENS),
                 new BlockMassStrategy("mass-mix", Scoring.MIX, Combination.HEAD_MASS, 16, PRUNE_LOGIT),
                 new BlockMassStrategy("mass-mix-full", Scoring.MIX, Combination.HEAD_MASS, 16),
                 new BlockMassStrategy("mass-bound", Scoring.BOUND, Combination.HEAD_MASS, 16),
