@@ -252,6 +252,11 @@ final class CompareFixture implements AutoCloseable {
                         index += KvSwap.groupLayer(s, l, GroupOptions.defaults()).compressedKeyBytes();
                         continue;
                     }
+                    if (layout == Layout.POSITIONAL) {
+                        // The plug-in strategies' default page layout (SelectionStrategy.layOut), as the library writes it.
+                        io.kvoffload.internal.sequence.UnitLayouts.write(s, l, clusters.get(layout)[l]);
+                        continue;
+                    }
                     ClusterSummary sum = Swarm.clusterLayer(s, l, clusters.get(layout)[l], o);
                     index += sum.medoidIndexBytes() + sum.layoutBytes();
                 }

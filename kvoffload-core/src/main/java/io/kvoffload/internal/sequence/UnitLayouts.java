@@ -14,8 +14,10 @@ import java.util.BitSet;
  * ({@link ClusterLayoutWriter}, which frees what it allocated on failure). A unit's first position
  * is its representative. Strategies that choose units themselves ({@link #write}) get the running
  * round-robin placement: unit {@code u} starts on the device after the one where unit {@code u-1}
- * ended, so every unit is spread over all SSDs; strategies with their own placement build a
- * {@link ClusterPlan} and {@link #install} it.
+ * ended, and goes round robin from there in runs of consecutive members that fill one aligned read
+ * (one member at a time for entries of 4 KiB or more: Eq. 7), so a unit spreads over as many SSDs as
+ * its bytes fill reads on; strategies with their own placement build a {@link ClusterPlan} and
+ * {@link #install} it.
  */
 public final class UnitLayouts {
     /** The most units one layer may have. */
@@ -43,7 +45,9 @@ public final class UnitLayouts {
                         + " holds no tokens; append its KV before laying it out");
             }
             checkUnits("units", tokens, units);
-            install(hooks, layer, roundRobin(units, hooks.store().devices().size()));
+            int align = hooks.store().devices().stream().mapToInt(d -> d.alignment()).max().orElse(1);
+            install(hooks, layer, roundRobin(units, hooks.store().devices().size(),
+                    run(sequence.shape().entryBytes(), align)));
             return null;
         });
     }
@@ -123,18 +127,41 @@ public final class UnitLayouts {
     }
 
     /**
-     * Checked units placed round robin: a running pointer {@code p} starts at 0; unit {@code u}
-     * starts on device {@code p mod devices}, member {@code i} goes to {@code (start + i) mod devices},
-     * then {@code p += |u|}. Nothing is joined online to such units (radius 0).
+     * Checked units placed round robin, one member at a time: Eq. 7 ({@link #roundRobin(int[][], int,
+     * int)} with runs of 1).
      */
     static ClusterPlan roundRobin(int[][] units, int devices) {
+        return roundRobin(units, devices, 1);
+    }
+
+    /**
+     * Members per device run for entries of {@code entryBytes} on devices that read in
+     * {@code alignment}-byte units: as many as fill one unit, at least 1. A unit's share of a device is
+     * one extent padded to the alignment, so spreading a page of 512-byte entries one by one over 4
+     * SSDs stores and reads 2 KiB of every 4 KiB; runs of 8 fill each 4 KiB read.
+     */
+    static int run(int entryBytes, int alignment) {
+        Checks.positive("entryBytes", entryBytes);
+        Checks.positive("alignment", alignment);
+        return Math.max(1, alignment / entryBytes);
+    }
+
+    /**
+     * Checked units placed round robin in runs: a running pointer {@code p} starts at 0; unit
+     * {@code u} starts on device {@code p mod devices}, its {@code k}-th run of {@code run} consecutive
+     * members goes to {@code (start + k) mod devices}, then {@code p += ceil(|u| / run)}. With runs
+     * of 1 this is Eq. 7 (member {@code i} on {@code (start + i) mod devices}, {@code p += |u|}).
+     * Nothing is joined online to such units (radius 0).
+     */
+    static ClusterPlan roundRobin(int[][] units, int devices, int run) {
         Checks.inRange("devices", devices, 1, 4096);
+        Checks.positive("run", run);
         int[] start = new int[units.length];
         int tokens = 0;
         long p = 0;
         for (int u = 0; u < units.length; u++) {
             start[u] = (int) (p % devices);
-            p += units[u].length;
+            p += (units[u].length + run - 1) / run;
             for (int t : units[u]) {
                 tokens = Math.max(tokens, t + 1);
             }
@@ -142,11 +169,18 @@ public final class UnitLayouts {
         int covered = tokens;
         return ClusterPlan.of(covered, units.length, 0, 0, unit -> units[unit][0], (unit, device) -> {
             int[] members = units[unit];
-            int first = Math.floorMod(device - start[unit], devices); // first member index on this device
-            int n = members.length <= first ? 0 : (members.length - first + devices - 1) / devices;
+            int runs = (members.length + run - 1) / run;
+            int first = Math.floorMod(device - start[unit], devices); // first run on this device
+            int n = 0;
+            for (int k = first; k < runs; k += devices) {
+                n += Math.min(run, members.length - k * run);
+            }
             int[] out = new int[n];
-            for (int j = 0; j < n; j++) {
-                out[j] = members[first + j * devices];
+            int at = 0;
+            for (int k = first; k < runs; k += devices) {
+                int from = k * run, len = Math.min(run, members.length - from);
+                System.arraycopy(members, from, out, at, len);
+                at += len;
             }
             return out;
         });

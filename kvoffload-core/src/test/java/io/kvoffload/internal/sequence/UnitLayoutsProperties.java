@@ -61,6 +61,59 @@ class UnitLayoutsProperties {
         assertEquals(tokens, placed, "every member placed once");
     }
 
+    /**
+     * Placed in runs, every member lands once; a unit's share of a device is whole runs of consecutive
+     * members (only the unit's last run shorter), its runs go to consecutive devices, and the next unit
+     * starts on the device after its last run's.
+     */
+    @Property(tries = 300)
+    void runsKeepConsecutiveMembersTogetherAndContinueTheRoundRobin(@ForAll @IntRange(min = 1, max = 300) int tokens,
+            @ForAll @IntRange(min = 1, max = 40) int unitTokens, @ForAll @IntRange(min = 1, max = 9) int devices,
+            @ForAll @IntRange(min = 1, max = 16) int run) {
+        List<int[]> list = new ArrayList<>();
+        for (int from = 0; from < tokens; from += unitTokens) {
+            int[] u = new int[Math.min(unitTokens, tokens - from)];
+            for (int i = 0; i < u.length; i++) {
+                u[i] = from + i;
+            }
+            list.add(u);
+        }
+        int[][] units = list.toArray(int[][]::new);
+        ClusterPlan plan = UnitLayouts.roundRobin(units, devices, run);
+        int[] deviceOf = new int[tokens];
+        java.util.Arrays.fill(deviceOf, -1);
+        for (int u = 0; u < units.length; u++) {
+            for (int d = 0; d < devices; d++) {
+                int[] on = plan.tokensOn(u, d);
+                for (int i = 0; i < on.length; i++) {
+                    assertEquals(-1, deviceOf[on[i]], "token " + on[i] + " placed twice");
+                    deviceOf[on[i]] = d;
+                    if (i > 0 && on[i] != on[i - 1] + 1) { // a new run starts at a run boundary of the unit
+                        assertEquals(0, (on[i] - units[u][0]) % run, "unit " + u + " device " + d);
+                    }
+                }
+            }
+        }
+        int expectedStart = 0;
+        for (int[] u : units) {
+            for (int i = 0; i < u.length; i++) {
+                assertEquals((expectedStart + i / run) % devices, deviceOf[u[i]], "member " + i + " of the unit at " + u[0]);
+            }
+            expectedStart = (expectedStart + (u.length + run - 1) / run) % devices;
+        }
+    }
+
+    @Example
+    void aRunFillsOneAlignedRead() {
+        assertEquals(8, UnitLayouts.run(512, 4096));
+        assertEquals(4, UnitLayouts.run(1024, 4096));
+        assertEquals(1, UnitLayouts.run(3072, 4096));
+        assertEquals(1, UnitLayouts.run(4096, 4096));
+        assertEquals(1, UnitLayouts.run(65536, 4096));
+        assertMessage(() -> UnitLayouts.run(0, 4096), "entryBytes", "0");
+        assertMessage(() -> UnitLayouts.roundRobin(new int[][] {{0}}, 2, 0), "run", "0");
+    }
+
     @Example
     void badUnitsAreRejectedNamingTheArgument() {
         assertMessage(() -> UnitLayouts.checkUnits("units", 4, new int[0][]), "units.length = 0", "1..");

@@ -1,0 +1,59 @@
+package io.kvoffload.internal.sequence;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+
+import io.kvoffload.DType;
+import io.kvoffload.KvEngine;
+import io.kvoffload.KvSequence;
+import io.kvoffload.KvShape;
+import io.kvoffload.internal.storage.ClusterLayout;
+import io.kvoffload.strategy.Strategies;
+import io.kvoffload.testing.TestEngines;
+import java.nio.file.Path;
+import java.util.TreeSet;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * The default page layout of entries smaller than an aligned read: a page's members go to a device in
+ * runs that fill one read, so a 16-token page of 512-byte entries is two 4 KiB extents on two SSDs
+ * instead of four half-empty ones, and everything reads back bit-exact.
+ */
+class UnitLayoutRunsTest {
+    @TempDir
+    Path root;
+
+    @Test
+    void smallEntriesFillWholeReadsAndReadBackExactly() {
+        KvShape shape = new KvShape(2, 4, 1, 128, DType.BF16); // 512-byte entries
+        int tokens = 16 * 40 + 5;
+        try (KvEngine e = KvEngine.open(TestEngines.config(TestEngines.deviceDirs(root, 4), "portable").build())) {
+            try (KvSequence s = e.createSequence("runs", shape)) {
+                TestEngines.append(s, 7, tokens, 64);
+                for (int l = 0; l < shape.layers(); l++) {
+                    Strategies.named("quest").layOut(s, l);
+                }
+                s.commit();
+                for (int l = 0; l < shape.layers(); l++) {
+                    ClusterLayout c = SequenceAccess.of(s).ledger().layer(l).clusters();
+                    assertEquals((tokens + 15) / 16, c.clusterCount());
+                    for (int page = 0; page < c.clusterCount(); page++) {
+                        int[] members = c.members(page);
+                        TreeSet<Integer> devices = new TreeSet<>();
+                        for (int i = 0; i < members.length; i++) {
+                            int t = members[i];
+                            devices.add(c.device(t, 0));
+                            if (i % 8 != 0) { // within a run: the next slot of the same extent
+                                assertEquals(c.device(members[i - 1], 0), c.device(t, 0), "page " + page + " member " + i);
+                                assertEquals(c.offset(members[i - 1], 0) + shape.entryBytes(), c.offset(t, 0),
+                                        "page " + page + " member " + i);
+                            }
+                        }
+                        assertEquals((members.length + 7) / 8, devices.size(), "page " + page + " devices " + devices);
+                    }
+                }
+            }
+            TestEngines.assertExact(e, "runs", 7, tokens);
+        }
+    }
+}
