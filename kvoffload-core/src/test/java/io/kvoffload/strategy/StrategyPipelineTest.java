@@ -190,8 +190,8 @@ class StrategyPipelineTest {
                             public int member(int u, int i) { return layerClusters[u][i]; }
                             public int coActivationUnits() { return 1; }
                         };
-                        LayerSelector sel = strategy.openLayer(new WithUnits(new TestLayerContext(SHAPE, l, dense(l), SINKS,
-                                WINDOW), units));
+                        LayerSelector sel = strategy.openLayer(new Adjusted(new TestLayerContext(SHAPE, l, dense(l), SINKS,
+                                WINDOW), units, 1));
                         try (KvView view = d.prefetch(l, q).await()) {
                             BitSet got = KvViews.assertBitExact(view, expectedBytes(l));
                             assertEquals(selectedRows(sel, l, q, sparsity), got, name + " layer " + l + " step " + step);
@@ -293,8 +293,8 @@ class StrategyPipelineTest {
                     for (int l = 0; l < shape.layers(); l++) {
                         float[] q = io.kvoffload.testing.PerHeadViews.rounded(new java.util.Random(step * 7 + l),
                                 DType.F32, shape.queryHeads() * shape.headDim(), 1f);
-                        LayerSelector sel = Strategies.named(reference).openLayer(new Grouped(new TestLayerContext(shape,
-                                l, layerKv(stored[l]), SINKS, WINDOW), shape.kvHeads()));
+                        LayerSelector sel = Strategies.named(reference).openLayer(new Adjusted(new TestLayerContext(shape,
+                                l, layerKv(stored[l]), SINKS, WINDOW), null, shape.kvHeads()));
                         int[][] want = perGroupRows(sel, l, tokens, q, sparsity, shape.kvHeads());
                         try (KvView v = d.prefetch(l, q).await()) {
                             io.kvoffload.testing.PerHeadViews.assertHeldHeadsBitExact(v, stored[l]);
@@ -362,19 +362,11 @@ class StrategyPipelineTest {
         return out;
     }
 
-    /** {@code base} with {@code headGroups} stored head groups, as a head-sharded layout's context says. */
-    record Grouped(LayerContext base, int headGroups) implements LayerContext {
-        public KvShape shape() { return base.shape(); }
-        public int layer() { return base.layer(); }
-        public int tokens() { return base.tokens(); }
-        public int laidOutTokens() { return base.laidOutTokens(); }
-        public int sinkTokens() { return base.sinkTokens(); }
-        public int localWindow() { return base.localWindow(); }
-        public LayerKv keys() { return base.keys(); }
-    }
-
-    /** {@code base} with the layout's units, as the pipeline's context hands them to a strategy. */
-    record WithUnits(LayerContext base, LayoutUnits layoutUnits) implements LayerContext {
+    /**
+     * {@code base} with the layout's units (or null) and {@code headGroups} stored head groups, as the
+     * pipeline's context hands them to a strategy.
+     */
+    record Adjusted(LayerContext base, LayoutUnits layoutUnits, int headGroups) implements LayerContext {
         public KvShape shape() { return base.shape(); }
         public int layer() { return base.layer(); }
         public int tokens() { return base.tokens(); }

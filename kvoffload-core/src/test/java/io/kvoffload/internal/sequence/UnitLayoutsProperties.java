@@ -8,8 +8,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import io.kvoffload.internal.storage.ClusterPlan;
 import io.kvoffload.internal.swarm.ClusterPlacement;
 import io.kvoffload.internal.swarm.Clustering;
-import java.util.ArrayList;
-import java.util.List;
+import io.kvoffload.strategy.SelectionStrategy;
 import net.jqwik.api.Example;
 import net.jqwik.api.ForAll;
 import net.jqwik.api.Property;
@@ -25,15 +24,7 @@ class UnitLayoutsProperties {
     @Property(tries = 200)
     void roundRobinPlacesUnitsAsEq7PlacesClusters(@ForAll @IntRange(min = 1, max = 300) int tokens,
             @ForAll @IntRange(min = 1, max = 40) int unitTokens, @ForAll @IntRange(min = 1, max = 9) int devices) {
-        List<int[]> list = new ArrayList<>();
-        for (int from = 0; from < tokens; from += unitTokens) {
-            int[] u = new int[Math.min(unitTokens, tokens - from)];
-            for (int i = 0; i < u.length; i++) {
-                u[i] = from + i;
-            }
-            list.add(u);
-        }
-        int[][] units = list.toArray(int[][]::new);
+        int[][] units = SelectionStrategy.pages(tokens, unitTokens);
         assertEquals(tokens, UnitLayouts.checkUnits("units", tokens, units));
         ClusterPlan plan = UnitLayouts.roundRobin(units, devices);
         int[] offsets = new int[units.length + 1];
@@ -70,15 +61,7 @@ class UnitLayoutsProperties {
     void runsKeepConsecutiveMembersTogetherAndContinueTheRoundRobin(@ForAll @IntRange(min = 1, max = 300) int tokens,
             @ForAll @IntRange(min = 1, max = 40) int unitTokens, @ForAll @IntRange(min = 1, max = 9) int devices,
             @ForAll @IntRange(min = 1, max = 16) int run) {
-        List<int[]> list = new ArrayList<>();
-        for (int from = 0; from < tokens; from += unitTokens) {
-            int[] u = new int[Math.min(unitTokens, tokens - from)];
-            for (int i = 0; i < u.length; i++) {
-                u[i] = from + i;
-            }
-            list.add(u);
-        }
-        int[][] units = list.toArray(int[][]::new);
+        int[][] units = SelectionStrategy.pages(tokens, unitTokens);
         ClusterPlan plan = UnitLayouts.roundRobin(units, devices, run);
         int[] deviceOf = new int[tokens];
         java.util.Arrays.fill(deviceOf, -1);
