@@ -127,8 +127,8 @@ public final class CompareCommand implements Callable<Integer> {
     LocalTokenOptions local = new LocalTokenOptions();
 
     @Option(names = "--cache-share", defaultValue = "0.05",
-            description = "Hot-cluster cache per layer as a share of the layer's KV (Swarm fills it; the positional"
-                    + " strategies consult it but do not fill it) (default: ${DEFAULT-VALUE}).")
+            description = "Hot-cluster cache per layer as a share of the layer's KV (every strategy's pipeline fills it"
+                    + " with the units it read whole; KVSwap keeps its own reuse buffer besides) (default: ${DEFAULT-VALUE}).")
     double cacheShare;
 
     @Mixin

@@ -67,6 +67,10 @@ public final class SweepCommand implements Callable<Integer> {
             description = "Strategies; the first must be oracle (default: ${DEFAULT-VALUE}).")
     List<String> strategies;
 
+    @Option(names = "--cache-share", defaultValue = "0.05",
+            description = "Hot-cache share of a layer's KV for every cell, as compare's (default: ${DEFAULT-VALUE}).")
+    double cacheShare;
+
     @Option(names = "--placement", defaultValue = "token-striped",
             description = "Entry placement of every cell: token-striped or head-sharded (default: ${DEFAULT-VALUE}).")
     String placement;
@@ -109,7 +113,7 @@ public final class SweepCommand implements Callable<Integer> {
                             "--steps", String.valueOf(steps), "--layers", String.valueOf(workload.layers),
                             "--profile-queries", String.valueOf(profileQueries), "--strategies", String.join(",", strategies),
                             "--seed", String.valueOf(workload.seed), "--fio-seconds", "0", "--backend", report.backend,
-                            "--placement", placement,
+                            "--placement", placement, "--cache-share", String.valueOf(cacheShare),
                             "--out", report.out.resolve(name).toString(), "--no-progress"));
                     args.addAll(spend.args());
                     if (report.work != null) {
