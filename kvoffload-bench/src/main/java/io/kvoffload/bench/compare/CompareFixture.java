@@ -7,6 +7,7 @@ import io.kvoffload.bench.TempDirs;
 import io.kvoffload.bench.compare.IoStrategies.Layout;
 import io.kvoffload.bench.compare.IoStrategies.Strategy;
 import io.kvoffload.internal.select.TokenSelector;
+import io.kvoffload.internal.sequence.UnitLayouts;
 import io.kvoffload.internal.swarm.Clustering;
 import io.kvoffload.internal.swarm.ClusteringConfig;
 import io.kvoffload.internal.swarm.CoActivationClustering;
@@ -254,7 +255,7 @@ final class CompareFixture implements AutoCloseable {
                     }
                     if (layout == Layout.POSITIONAL) {
                         // The plug-in strategies' default page layout (SelectionStrategy.layOut), as the library writes it.
-                        io.kvoffload.internal.sequence.UnitLayouts.write(s, l, clusters.get(layout)[l]);
+                        UnitLayouts.write(s, l, clusters.get(layout)[l]);
                         continue;
                     }
                     ClusterSummary sum = Swarm.clusterLayer(s, l, clusters.get(layout)[l], o);

@@ -28,6 +28,10 @@ public final class PlannedLayer extends EntryLayer {
     private final UnitLayout units;
     /** The layout clusters (pages, or Swarm's clusters) a step's positions fell in, each once: the hot cache's activations. */
     private int[] activated = new int[0];
+    /** Per entry of {@link #activated}: the KV heads every member's row holds. */
+    private long[] heldHeads = new long[0];
+    /** The activated clusters whose rows hold one head group: what that group's cache steps with. */
+    private int[] groupActivated = new int[0];
     private final io.kvoffload.internal.util.StampSet seen = new io.kvoffload.internal.util.StampSet();
 
     public PlannedLayer(SelectionStrategy strategy, SequenceHooks store, DecodeOptions options, int layer,
@@ -173,14 +177,13 @@ public final class PlannedLayer extends EntryLayer {
     public void finish(EntryFetch f, ViewBuffer view) {
         f.gather();
         if (f.planned) {
-            if (cache != null) {
-                int n = activate(f.plan, f.viewRows, view, -1); // first: it may grow the array
-                cache.step(activated, n, f);
-            }
-            if (shardCaches != null) {
-                for (int g = 0, s = shardCaches.shards(); g < s; g++) {
-                    int n = activate(f.plan, f.viewRows, view, g);
-                    shardCaches.of(g).step(activated, n, f.shardSource(g, s));
+            if (cache != null || shardCaches != null) {
+                int n = activate(f.plan, f.viewRows, view);
+                if (cache != null) {
+                    cache.step(activated, n, f);
+                }
+                if (shardCaches != null) {
+                    stepShardCaches(n, view, f);
                 }
             }
             selector.afterStep(f.plan);
@@ -188,18 +191,39 @@ public final class PlannedLayer extends EntryLayer {
     }
 
     /**
-     * The layout clusters holding the plan's laid-out positions whose every member is a row of the
-     * view, each once, into {@link #activated}; returns how many. The cache copies an admitted
-     * cluster's entries from the view, so a cluster the step read in part is not activated (a
-     * token-set strategy picks single tokens of a page). A position's cluster is that of its first
-     * copy (entries are cluster-major). With {@code shard} ≥ 0 (a head-sharded layout), only clusters
-     * whose every member's row holds that head group.
+     * Steps each head group's cache with the activated clusters whose every member's row holds that
+     * group (from {@link #heldHeads}, so the plan is walked once for all groups).
      */
-    private int activate(FetchPlan plan, ViewRows rows, ViewBuffer view, int shard) {
+    private void stepShardCaches(int n, ViewBuffer view, EntryFetch f) {
+        if (groupActivated.length < n) {
+            groupActivated = new int[activated.length];
+        }
+        int s = shardCaches.shards(), perGroup = view.keyHeads() / s;
+        for (int g = 0; g < s; g++) {
+            long bits = HeadShards.groupBits(g, perGroup);
+            int m = 0;
+            for (int i = 0; i < n; i++) {
+                if ((heldHeads[i] & bits) == bits) {
+                    groupActivated[m++] = activated[i];
+                }
+            }
+            shardCaches.of(g).step(groupActivated, m, f.shardSource(g, s));
+        }
+    }
+
+    /**
+     * The layout clusters holding the plan's laid-out positions whose every member is a row of the
+     * view, each once, into {@link #activated}, and the KV heads all their rows hold into {@link
+     * #heldHeads}; returns how many. The cache copies an admitted cluster's entries from the view, so a
+     * cluster the step read in part is not activated (a token-set strategy picks single tokens of a
+     * page). A position's cluster is that of its first copy (entries are cluster-major).
+     */
+    private int activate(FetchPlan plan, ViewRows rows, ViewBuffer view) {
         ClusterLayout l = layout;
         int clusters = l.clusterCount();
         if (activated.length < clusters) {
             activated = new int[clusters];
+            heldHeads = new long[clusters];
         }
         seen.clear(clusters);
         int laidOut = l.clusteredTokens(), n = 0;
@@ -214,8 +238,12 @@ public final class PlannedLayer extends EntryLayer {
                 c = clusterOf(l, e, clusters);
                 from = l.firstEntry(c);
                 to = from + l.size(c);
-                if (seen.add(c) && whole(l, c, rows, view, shard)) {
-                    activated[n++] = c;
+                if (seen.add(c)) {
+                    long held = heldHeads(l, c, rows, view);
+                    if (held != 0) {
+                        heldHeads[n] = held;
+                        activated[n++] = c;
+                    }
                 }
             }
         }
@@ -223,18 +251,16 @@ public final class PlannedLayer extends EntryLayer {
     }
 
     /**
-     * Whether every member of cluster {@code c} has a row in the view (that holds head group {@code
-     * shard} of the layout's, when {@code shard} ≥ 0).
+     * The KV heads every member of cluster {@code c} has in its view row (-1 where every row is whole),
+     * or 0 when a member has no row.
      */
-    private static boolean whole(ClusterLayout l, int c, ViewRows rows, ViewBuffer view, int shard) {
-        long bits = shard < 0 ? 0 : HeadShards.groupBits(shard, view.keyHeads() / l.shards());
-        for (int e = l.firstEntry(c), end = e + l.size(c); e < end; e++) {
+    private static long heldHeads(ClusterLayout l, int c, ViewRows rows, ViewBuffer view) {
+        long held = -1L;
+        for (int e = l.firstEntry(c), end = e + l.size(c); e < end && held != 0; e++) {
             int t = l.entryToken(e);
-            if (!rows.contains(t) || shard >= 0 && (view.headMask(rows.row(t)) & bits) != bits) {
-                return false;
-            }
+            held = rows.contains(t) ? held & view.headMask(rows.row(t)) : 0;
         }
-        return true;
+        return held;
     }
 
     /** The cluster whose entries include {@code entry}: the last whose first entry is at or before it. */
