@@ -4,11 +4,8 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
-import io.kvoffload.bench.cli.KvoMain;
+import io.kvoffload.bench.cli.KvoRun;
 import io.kvoffload.bench.fio.Fio;
-import java.io.ByteArrayOutputStream;
-import java.io.PrintStream;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
@@ -23,18 +20,10 @@ class BatchBenchTest {
     @Test
     void tinyBatchesReportBandwidthAgainstFio() {
         assumeTrue(Fio.available(), "fio is not installed (./kvo test and .ci/run install it)");
-        PrintStream old = System.out;
-        ByteArrayOutputStream buf = new ByteArrayOutputStream();
-        int code;
-        try {
-            System.setOut(new PrintStream(buf, true, StandardCharsets.UTF_8));
-            code = KvoMain.run("batch", "--batches", "1,2", "--tokens", "2048", "--layers", "2", "--devices", "2",
-                    "--seconds", "0.2", "--rounds", "1", "--fio-seconds", "1", "--dir", root.toString());
-        } finally {
-            System.setOut(old);
-        }
-        String out = buf.toString(StandardCharsets.UTF_8);
-        assertEquals(0, code, out);
+        KvoRun run = KvoRun.of("batch", "--batches", "1,2", "--tokens", "2048", "--layers", "2", "--devices", "2",
+                "--seconds", "0.2", "--rounds", "1", "--fio-seconds", "1", "--dir", root.toString());
+        assertEquals(0, run.code(), run.toString());
+        String out = run.out();
         for (int b : new int[] {1, 2}) {
             Matcher row = Pattern.compile("\\| " + b + " \\| ([0-9]+) \\| ([0-9]+) \\| ([0-9.]+) \\|").matcher(out);
             assertTrue(row.find(), "no row for batch " + b + ":\n" + out);

@@ -3,9 +3,6 @@ package io.kvoffload.bench.cli;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import java.io.ByteArrayOutputStream;
-import java.io.PrintStream;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -18,19 +15,11 @@ class DemoCommandTest {
     @Test
     void smallDemoVerifiesEverythingAndItsFlightRecordingHoldsTheEvents() throws Exception {
         Path jfr = root.resolve("demo.jfr");
-        PrintStream old = System.out;
-        ByteArrayOutputStream buf = new ByteArrayOutputStream();
-        int code;
-        try {
-            System.setOut(new PrintStream(buf, true, StandardCharsets.UTF_8));
-            code = KvoMain.run("demo", "--dirs", root.resolve("a") + "," + root.resolve("b"), "--layers", "2",
-                    "--tokens", "1000", "--read-rounds", "4", "--dram", "32MiB", "--compare-tokens", "2048",
-                    "--compare-steps", "1", "--jfr", jfr.toString());
-        } finally {
-            System.setOut(old);
-        }
-        String out = buf.toString(StandardCharsets.UTF_8);
-        assertEquals(0, code, out);
+        KvoRun run = KvoRun.of("demo", "--dirs", root.resolve("a") + "," + root.resolve("b"), "--layers", "2",
+                "--tokens", "1000", "--read-rounds", "4", "--dram", "32MiB", "--compare-tokens", "2048",
+                "--compare-steps", "1", "--jfr", jfr.toString());
+        assertEquals(0, run.code(), run.toString());
+        String out = run.out();
         assertTrue(out.contains("shares 750 tokens"), out);
         assertTrue(out.contains("checksums:") && out.contains(", 0 failed"), out);
         assertTrue(out.contains("bit-exact: 400 of 400 entries"), out);
@@ -49,16 +38,8 @@ class DemoCommandTest {
 
     @Test
     void badOptionsNameTheOption() {
-        PrintStream oldErr = System.err;
-        ByteArrayOutputStream buf = new ByteArrayOutputStream();
-        int code;
-        try {
-            System.setErr(new PrintStream(buf, true, StandardCharsets.UTF_8));
-            code = KvoMain.run("demo", "--dirs", root.toString(), "--sparsity", "2");
-        } finally {
-            System.setErr(oldErr);
-        }
-        assertTrue(code != 0);
-        assertTrue(buf.toString(StandardCharsets.UTF_8).contains("--sparsity = 2.0 is out of range"), buf.toString());
+        KvoRun run = KvoRun.of("demo", "--dirs", root.toString(), "--sparsity", "2");
+        assertTrue(run.code() != 0);
+        assertTrue(run.err().contains("--sparsity = 2.0 is out of range"), run.toString());
     }
 }

@@ -6,13 +6,12 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import io.kvoffload.DType;
 import io.kvoffload.KvShape;
 import io.kvoffload.bench.cli.KvoMain;
+import io.kvoffload.bench.cli.KvoRun;
 import io.kvoffload.workload.TraceHeader;
 import io.kvoffload.workload.TraceWriter;
 import io.kvoffload.workload.Workload;
 import io.kvoffload.workload.WorkloadFamily;
 import io.kvoffload.bench.report.CsvWriter;
-import java.io.ByteArrayOutputStream;
-import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -129,35 +128,14 @@ class CompareCommandTest {
         try (TraceWriter tw = new TraceWriter(keysOnly, new TraceHeader(1, 4, 2, 64, 1024, 4, DType.F16, false))) {
             tw.writeLayer(w.layer(0), new float[][] {w.query(0, 0), w.query(0, 1), w.query(0, 2), w.query(0, 3)});
         }
-        String err = errOf(() -> KvoMain.run("compare", "--trace", keysOnly.toString(), "--out", root.toString()));
+        String err = KvoRun.of("compare", "--trace", keysOnly.toString(), "--out", root.toString()).err();
         assertTrue(err.contains("holds keys only"), err);
-    }
-
-    private static String errOf(Runnable r) {
-        PrintStream old = System.err;
-        ByteArrayOutputStream buf = new ByteArrayOutputStream();
-        try {
-            System.setErr(new PrintStream(buf, true, StandardCharsets.UTF_8));
-            r.run();
-        } finally {
-            System.setErr(old);
-        }
-        return buf.toString(StandardCharsets.UTF_8);
     }
 
     @Test
     void badOptionsNameTheOptionValueAndRange() {
-        PrintStream old = System.err;
-        ByteArrayOutputStream buf = new ByteArrayOutputStream();
-        int code;
-        try {
-            System.setErr(new PrintStream(buf, true, StandardCharsets.UTF_8));
-            code = KvoMain.run("compare", "--budgets", "1.5", "--out", root.toString());
-        } finally {
-            System.setErr(old);
-        }
-        assertTrue(code != 0);
-        assertTrue(buf.toString(StandardCharsets.UTF_8).contains("--budgets = 1.5 is out of range; allowed: (0, 1]"),
-                buf.toString(StandardCharsets.UTF_8));
+        KvoRun run = KvoRun.of("compare", "--budgets", "1.5", "--out", root.toString());
+        assertTrue(run.code() != 0);
+        assertTrue(run.err().contains("--budgets = 1.5 is out of range; allowed: (0, 1]"), run.toString());
     }
 }

@@ -3,10 +3,7 @@ package io.kvoffload.bench.engine;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.kvoffload.bench.cli.KvoMain;
-import java.io.ByteArrayOutputStream;
-import java.io.PrintStream;
-import java.nio.charset.StandardCharsets;
+import io.kvoffload.bench.cli.KvoRun;
 import java.nio.file.Path;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
@@ -50,31 +47,14 @@ class EngineLoopCommandTest {
 
     @Test
     void badOptionsNameTheOption() {
-        PrintStream old = System.err;
-        ByteArrayOutputStream buf = new ByteArrayOutputStream();
-        int code;
-        try {
-            System.setErr(new PrintStream(buf, true, StandardCharsets.UTF_8));
-            code = KvoMain.run("engine-loop", "--head-dim", "7");
-        } finally {
-            System.setErr(old);
-        }
-        assertTrue(code != 0);
-        assertTrue(buf.toString(StandardCharsets.UTF_8).contains("--head-dim = 7"), buf.toString(StandardCharsets.UTF_8));
+        KvoRun run = KvoRun.of("engine-loop", "--head-dim", "7");
+        assertTrue(run.code() != 0);
+        assertTrue(run.err().contains("--head-dim = 7"), run.toString());
     }
 
     private static String run(String... args) {
-        PrintStream old = System.out;
-        ByteArrayOutputStream buf = new ByteArrayOutputStream();
-        int code;
-        try {
-            System.setOut(new PrintStream(buf, true, StandardCharsets.UTF_8));
-            code = KvoMain.run(args);
-        } finally {
-            System.setOut(old);
-        }
-        String out = buf.toString(StandardCharsets.UTF_8);
-        assertEquals(0, code, out);
-        return out;
+        KvoRun run = KvoRun.of(args);
+        assertEquals(0, run.code(), run.toString());
+        return run.out();
     }
 }
