@@ -29,7 +29,6 @@ import io.kvoffload.strategy.swarm.Swarm;
 import io.kvoffload.workload.TraceHeader;
 import io.kvoffload.workload.TraceWorkload;
 import io.kvoffload.workload.Workload;
-import io.kvoffload.workload.WorkloadFamily;
 import java.io.IOException;
 import java.io.PrintWriter;
 import java.nio.file.Path;
@@ -87,10 +86,8 @@ public final class CompareCommand implements Callable<Integer> {
                     + " on its own SSD: per-head strategies read only their heads' groups; default: ${DEFAULT-VALUE}).")
     String placementName;
 
-    @Option(names = "--family", defaultValue = "default", completionCandidates = FamilyNames.class,
-            description = "Synthetic workload family: ${COMPLETION-CANDIDATES} (default: ${DEFAULT-VALUE};"
-                    + " docs/swarm-offline.md §1b).")
-    String family;
+    @Mixin
+    FamilyOption family = new FamilyOption();
 
     @Option(names = "--shape", completionCandidates = ShapeNames.class,
             description = "Head layout: ${COMPLETION-CANDIDATES} (MHA, GQA 4:1, GQA 8:1: KV heads = query heads,"
@@ -148,14 +145,6 @@ public final class CompareCommand implements Callable<Integer> {
 
     @CommandLine.Spec
     CommandLine.Model.CommandSpec spec;
-
-    /** The family names, for --help. */
-    static final class FamilyNames implements Iterable<String> {
-        @Override
-        public java.util.Iterator<String> iterator() {
-            return WorkloadFamily.names().iterator();
-        }
-    }
 
     /** The shape names, for --help. */
     static final class ShapeNames implements Iterable<String> {
@@ -343,7 +332,7 @@ public final class CompareCommand implements Callable<Integer> {
             range("--ssd-counts", c, 1, 64);
         }
         strategies.forEach(IoStrategies::byName);
-        WorkloadFamily.byName(family);
+        family.get();
         range("--layers", layers, 1, trace != null ? 4096 : 64);
         range("--steps", steps, 1, 100_000);
         range("--scaling-steps", scaling.scalingSteps, 1, 100_000);

@@ -23,7 +23,6 @@ import io.kvoffload.strategy.swarm.ClusterOptions;
 import io.kvoffload.strategy.swarm.ClusterSummary;
 import io.kvoffload.strategy.swarm.Swarm;
 import io.kvoffload.workload.Workload;
-import io.kvoffload.workload.WorkloadFamily;
 import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -77,7 +76,7 @@ final class CompareFixture implements AutoCloseable {
     CompareFixture(CompareCommand cmd, int n, List<Strategy> chosen) throws IOException {
         this.cmd = cmd;
         this.n = n;
-        this.workload = cmd.source != null ? cmd.source : WorkloadFamily.byName(cmd.family).create(cmd.shape, n, cmd.seed);
+        this.workload = cmd.source != null ? cmd.source : cmd.family.get().create(cmd.shape, n, cmd.seed);
         this.finiteQueries = workload.queryCount() < cmd.swarm.profileQueries * 4 + 20_000;
         this.firstScored = cmd.swarm.profileQueries * 4; // decoding continues after the profiled steps
         this.keys = new MemorySegment[cmd.layers];

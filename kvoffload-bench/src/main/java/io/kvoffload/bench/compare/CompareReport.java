@@ -9,7 +9,6 @@ import io.kvoffload.bench.report.CsvWriter;
 import io.kvoffload.bench.report.MarkdownTable;
 import io.kvoffload.bench.report.Plots;
 import io.kvoffload.strategy.swarm.ClusterSummary;
-import io.kvoffload.workload.WorkloadFamily;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -109,8 +108,8 @@ final class CompareReport {
     private String summary(List<Row> rows, List<Strategy> chosen, double seconds, boolean fio) {
         StringBuilder sb = new StringBuilder();
         sb.append("# Strategy comparison through the I/O path\n\n");
-        sb.append(cmd.trace != null ? "Workload: trace `" + cmd.trace + "`.\n\n" : "Workload: family `" + cmd.family + "` ("
-                + WorkloadFamily.byName(cmd.family).description() + "), seed " + cmd.seed + ".\n\n");
+        sb.append(cmd.trace != null ? "Workload: trace `" + cmd.trace + "`.\n\n" : "Workload: family `" + cmd.family.name + "` ("
+                + cmd.family.get().description() + "), seed " + cmd.seed + ".\n\n");
         sb.append("Every strategy spends the same budget of rows per step, sinks and window inside (`rows / fetch`;"
                 + " Swarm's whole clusters and KVSwap's whole groups may round it).\n\n");
         double share = rows.stream().filter(r -> r.strategy().equals("swarm")).mapToDouble(Row::coActivationShare)

@@ -14,7 +14,6 @@ import io.kvoffload.internal.util.PartialTopK;
 import io.kvoffload.workload.HeadType;
 import io.kvoffload.workload.ModelLikeWorkload;
 import io.kvoffload.workload.Workload;
-import io.kvoffload.workload.WorkloadFamily;
 import java.io.PrintWriter;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -68,10 +67,8 @@ public final class SelectEvalCommand implements Callable<Integer> {
     @Option(names = "--block", defaultValue = "16", description = "Tokens per stored block (default: ${DEFAULT-VALUE}).")
     int block;
 
-    @Option(names = "--family", defaultValue = "default",
-            description = "Workload family: default, mixed-heads, streaming-heads, retrieval-heads, long-documents, control"
-                    + " (default: ${DEFAULT-VALUE}).")
-    String family;
+    @Mixin
+    FamilyOption family = new FamilyOption();
 
     @Option(names = "--head-groups", defaultValue = "1", description = "Head groups the layout stores a token as"
             + " (FetchPlan.headGroups: 1 token-striped; under HEAD_SHARDED up to the KV heads): per-head strategies"
@@ -350,10 +347,10 @@ public final class SelectEvalCommand implements Callable<Integer> {
         PrintWriter out = spec.commandLine().getOut();
         out.printf(Locale.ROOT, "select-eval: family %s, %d tokens, %d layers, %d query heads on %d KV heads, head dim %d (entry %d B),"
                         + " budget %.3f, sinks %d, window %d, %d-token blocks, steps %d from %d, seed %d, %s%n",
-                family, size.tokens, size.layers, heads.queryHeads, heads.kvHeads, heads.headDim, shape.entryBytes(), budget, local.sinks,
+                family.name, size.tokens, size.layers, heads.queryHeads, heads.kvHeads, heads.headDim, shape.entryBytes(), budget, local.sinks,
                 local.window, block, steps, firstStep, size.seed, Runtime.version());
         out.flush();
-        workload = WorkloadFamily.byName(family).create(shape, size.tokens, size.seed);
+        workload = family.get().create(shape, size.tokens, size.seed);
         ExactAttention attention = ExactAttention.of(shape);
         Cell[] cells = new Cell[chosen.size() + headChosen.size()];
         for (int i = 0; i < cells.length; i++) {

@@ -36,7 +36,7 @@ public final class SweepCommand implements Callable<Integer> {
     @Mixin
     WorkloadOptions workload = new WorkloadOptions(4096, 1, 24301);
 
-    @Option(names = "--families", split = ",", completionCandidates = CompareCommand.FamilyNames.class,
+    @Option(names = "--families", split = ",", completionCandidates = FamilyOption.Names.class,
             defaultValue = "default,mixed-heads,streaming-heads,retrieval-heads,long-documents,control",
             description = "Families (default: ${DEFAULT-VALUE}; allowed: ${COMPLETION-CANDIDATES}).")
     List<String> families;
