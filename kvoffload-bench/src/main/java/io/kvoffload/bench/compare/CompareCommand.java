@@ -81,10 +81,8 @@ public final class CompareCommand implements Callable<Integer> {
     @Option(names = "--layers", defaultValue = "2", description = "Layers (default: ${DEFAULT-VALUE}).")
     int layers;
 
-    @Option(names = "--placement", defaultValue = "token-striped",
-            description = "Entry placement: token-striped, or head-sharded (each KV-head group of a token its own extent,"
-                    + " on its own SSD: per-head strategies read only their heads' groups; default: ${DEFAULT-VALUE}).")
-    String placementName;
+    @Mixin
+    StoreOptions store = new StoreOptions();
 
     @Mixin
     FamilyOption family = new FamilyOption();
@@ -122,11 +120,6 @@ public final class CompareCommand implements Callable<Integer> {
 
     @Mixin
     LocalTokenOptions local = new LocalTokenOptions();
-
-    @Option(names = "--cache-share", defaultValue = "0.05",
-            description = "Hot-cluster cache per layer as a share of the layer's KV (every strategy's pipeline fills it"
-                    + " with the units it read whole; KVSwap keeps its own reuse buffer besides) (default: ${DEFAULT-VALUE}).")
-    double cacheShare;
 
     @Mixin
     SwarmProfileOptions swarm = new SwarmProfileOptions();
@@ -285,7 +278,7 @@ public final class CompareCommand implements Callable<Integer> {
         console.printf(Locale.ROOT, "compare: %s, %d layers, prefixes %s, budgets %s, batches %s, %d steps, %d SSD"
                 + " directories (%s), positional groups of %d, cache %.0f%% of a layer, %s%n", shape.fingerprint(), layers,
                 Arrays.toString(sizes), Arrays.toString(spend.budgets), Arrays.toString(batches), steps, devices,
-                placementName, group, cacheShare * 100, Runtime.version());
+                store.placement, group, store.cacheShare * 100, Runtime.version());
         console.flush();
         bar = progress.bar("compare", work, 500);
         try {
@@ -324,7 +317,7 @@ public final class CompareCommand implements Callable<Integer> {
             share("--budgets", b);
         }
         share("--budget", spend.budget);
-        share("--cache-share", cacheShare == 0 ? 1 : cacheShare);
+        share("--cache-share", store.cacheShare == 0 ? 1 : store.cacheShare);
         for (int b : batches) {
             range("--batches", b, 1, 64);
         }
@@ -337,7 +330,7 @@ public final class CompareCommand implements Callable<Integer> {
         range("--steps", steps, 1, 100_000);
         range("--scaling-steps", scaling.scalingSteps, 1, 100_000);
         range("--devices", devices, 1, 64);
-        placement(); // a bad --placement fails before any work
+        store.placement(); // a bad --placement fails before any work
         range("--group", group, 1, 4096);
         range("--profile-queries", swarm.profileQueries, 1, 4096);
         range("--window", local.window, 0, 1 << 20);
@@ -405,22 +398,12 @@ public final class CompareCommand implements Callable<Integer> {
         // Swarm's replicas (up to 4 copies, about 1.5 measured) and alignment padding: 3× per layout is ample.
         long total = layerBytes * layers * sequences(chosen) * 3;
         long capacity = (total / deviceDirs.size() + (64L << 20)) & -(1L << 20);
-        KvConfig.Builder b = report.config(deviceDirs).placement(placement())
+        KvConfig.Builder b = report.config(deviceDirs).placement(store.placement())
                 .deviceCapacityBytes(capacity).dramBudgetBytes(dramBudget(layerBytes));
         if (model != null) {
             b.deviceModel(model);
         }
         return KvEngine.open(b.build());
-    }
-
-    /** {@code --placement} as the library's enum (the names of {@code KvConfig}'s JSON). */
-    io.kvoffload.Placement placement() {
-        return switch (placementName) {
-            case "token-striped" -> io.kvoffload.Placement.TOKEN_STRIPED;
-            case "head-sharded" -> io.kvoffload.Placement.HEAD_SHARDED;
-            default -> throw new IllegalArgumentException("--placement = " + placementName
-                    + "; allowed: token-striped, head-sharded");
-        };
     }
 
     /**
@@ -430,7 +413,7 @@ public final class CompareCommand implements Callable<Integer> {
     private long dramBudget(long layerBytes) {
         int maxBatch = Arrays.stream(batches).max().orElse(1);
         long perDecoder = 2 * (long) Math.ceil(Arrays.stream(spend.budgets).max().orElse(spend.budget) * layerBytes)
-                + (long) (cacheShare * layerBytes) * layers + (64L << 20);
+                + (long) (store.cacheShare * layerBytes) * layers + (64L << 20);
         return Math.max(1L << 30, layerBytes * layers + maxBatch * perDecoder + (256L << 20));
     }
 
@@ -487,7 +470,7 @@ public final class CompareCommand implements Callable<Integer> {
             throws InterruptedException {
         Acc acc = new Acc();
         int budgetTokens = (int) Math.max(1, Math.min(f.n, Math.round(share * f.n)));
-        long cache = (long) (cacheShare * f.n * shape.entryBytes()) * layers;
+        long cache = (long) (store.cacheShare * f.n * shape.entryBytes()) * layers;
         DecodeOptions.Builder ob = DecodeOptions.builder().sparsity(share).sinkTokens(local.sinks).localWindow(local.window)
                 .cacheBytes(cache).strategy(Swarm.builder().maintenance(Swarm.Maintenance.OFF).build());
         if (s.layout() == Layout.KVSWAP_GROUPS) {

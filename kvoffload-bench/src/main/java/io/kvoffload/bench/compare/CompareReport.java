@@ -125,7 +125,7 @@ final class CompareReport {
                 + " %d SSD directories on one disk (measured); positional layout in %d-token clusters; total %.0f s."
                 + " DRAM MiB: the decoder's window, hot cache and KVSwap's reuse buffer and compressed K (also in index MiB)."
                 + " fio: %s.%n%n", shape.fingerprint(), cmd.layers, cmd.heads.queryHeads, cmd.heads.kvHeads, cmd.heads.headDim, shape.entryBytes(), cmd.steps,
-                cmd.local.sinks, cmd.local.window, cmd.cacheShare * 100, cmd.devices, cmd.group, seconds,
+                cmd.local.sinks, cmd.local.window, cmd.store.cacheShare * 100, cmd.devices, cmd.group, seconds,
                 fio ? "the fetch's reads replayed (io_uring, O_DIRECT): its size mix, random reads inside its"
                         + " sequence's extents, its reads in flight submitted and reaped as one burst, about "
                         + cmd.fioRuns.fioSeconds + " s" : "not run"));

@@ -67,13 +67,8 @@ public final class SweepCommand implements Callable<Integer> {
             description = "Strategies; the first must be oracle (default: ${DEFAULT-VALUE}).")
     List<String> strategies;
 
-    @Option(names = "--cache-share", defaultValue = "0.05",
-            description = "Hot-cache share of a layer's KV for every cell, as compare's (default: ${DEFAULT-VALUE}).")
-    double cacheShare;
-
-    @Option(names = "--placement", defaultValue = "token-striped",
-            description = "Entry placement of every cell: token-striped or head-sharded (default: ${DEFAULT-VALUE}).")
-    String placement;
+    @Mixin
+    StoreOptions store = new StoreOptions();
 
     @Mixin
     ReportOptions report = new ReportOptions("kvoffload-bench/target/reports/compare-sweep");
@@ -113,9 +108,9 @@ public final class SweepCommand implements Callable<Integer> {
                             "--steps", String.valueOf(steps), "--layers", String.valueOf(workload.layers),
                             "--profile-queries", String.valueOf(profileQueries), "--strategies", String.join(",", strategies),
                             "--seed", String.valueOf(workload.seed), "--fio-seconds", "0", "--backend", report.backend,
-                            "--placement", placement, "--cache-share", String.valueOf(cacheShare),
                             "--out", report.out.resolve(name).toString(), "--no-progress"));
                     args.addAll(spend.args());
+                    args.addAll(store.args());
                     if (report.work != null) {
                         args.addAll(List.of("--work", report.work.toString()));
                     }

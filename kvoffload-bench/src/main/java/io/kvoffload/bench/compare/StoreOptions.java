@@ -1,0 +1,38 @@
+package io.kvoffload.bench.compare;
+
+import io.kvoffload.Placement;
+import java.util.List;
+import picocli.CommandLine.Option;
+
+/**
+ * How {@code compare} stores and caches every strategy's layer ({@code --placement},
+ * {@code --cache-share}), as a picocli mixin of {@code compare} and of {@code compare-sweep}, which
+ * hands them on to each cell's compare run.
+ */
+final class StoreOptions {
+
+    @Option(names = "--placement", defaultValue = "token-striped",
+            description = "Entry placement: token-striped, or head-sharded (each KV-head group of a token its own extent,"
+                    + " on its own SSD: per-head strategies read only their heads' groups; default: ${DEFAULT-VALUE}).")
+    String placement;
+
+    @Option(names = "--cache-share", defaultValue = "0.05",
+            description = "Hot-cluster cache per layer as a share of the layer's KV (every strategy's pipeline fills it"
+                    + " with the units it read whole; KVSwap keeps its own reuse buffer besides) (default: ${DEFAULT-VALUE}).")
+    double cacheShare;
+
+    /** {@code --placement} as the library's enum (the names of {@code KvConfig}'s JSON). */
+    Placement placement() {
+        return switch (placement) {
+            case "token-striped" -> Placement.TOKEN_STRIPED;
+            case "head-sharded" -> Placement.HEAD_SHARDED;
+            default -> throw new IllegalArgumentException("--placement = " + placement
+                    + "; allowed: token-striped, head-sharded");
+        };
+    }
+
+    /** These options as arguments of a compare run. */
+    List<String> args() {
+        return List.of("--placement", placement, "--cache-share", String.valueOf(cacheShare));
+    }
+}
