@@ -18,6 +18,7 @@ import io.kvoffload.bench.TempDirs;
 import io.kvoffload.bench.cli.HeadOptions;
 import io.kvoffload.bench.cli.ProgressOptions;
 import io.kvoffload.bench.cli.ReportOptions;
+import io.kvoffload.bench.cli.SimulatedSsdOptions;
 import io.kvoffload.bench.compare.IoStrategies.Layout;
 import io.kvoffload.bench.compare.IoStrategies.Strategy;
 import io.kvoffload.bench.fio.FetchFioJob;
@@ -657,8 +658,7 @@ public final class CompareCommand implements Callable<Integer> {
     /** Multi-SSD scaling through the device model (simulated high-end SSDs, scaled so 8 fit this disk). */
     private List<Row> scaling(CompareFixture f, List<Strategy> chosen) throws IOException, InterruptedException {
         List<Row> rows = new ArrayList<>();
-        int max = scaling.largest();
-        DeviceModelSpec model = DeviceModelSpec.highEnd().withScaleDevices(max);
+        DeviceModelSpec model = scaling.model();
         for (int count : scaling.ssdCounts) {
             Path root = report.scratch("kvo-compare-scaling");
             try (KvEngine e = open(TempDirs.ssdDirectories(root, count), model, chosen, f.n)) {
@@ -698,20 +698,11 @@ public final class CompareCommand implements Callable<Integer> {
         return CompareReport.f(v, decimals);
     }
 
-    /** The simulated SSD scaling runs: at which SSD counts, with how many decoding steps. */
-    static final class ScalingRuns {
-        @Option(names = "--ssd-counts", split = ",", defaultValue = "1,2,4,8",
-                description = "SSD counts of the simulated scaling runs; empty for none (default: ${DEFAULT-VALUE}).")
-        int[] ssdCounts;
-
+    /** The simulated SSD scaling runs: at which SSD counts (and their model), with how many decoding steps. */
+    static final class ScalingRuns extends SimulatedSsdOptions {
         @Option(names = "--scaling-steps", defaultValue = "4",
                 description = "Decoding steps per scaling run (default: ${DEFAULT-VALUE}).")
         int scalingSteps;
-
-        /** The largest SSD count (1 with none), the one the device model is scaled for. */
-        int largest() {
-            return Arrays.stream(ssdCounts).max().orElse(1);
-        }
     }
 
     /** The fio runs a strategy's fetch rate is set against: how long, and the least decode I/O worth it. */

@@ -1,6 +1,5 @@
 package io.kvoffload.bench.compare;
 
-import io.kvoffload.DeviceModelSpec;
 import io.kvoffload.KvShape;
 import io.kvoffload.LatencyHistogram;
 import io.kvoffload.bench.compare.CompareCommand.Row;
@@ -196,8 +195,7 @@ final class CompareReport {
                 st.row(cells.toArray());
             }
             sb.append(String.format(Locale.ROOT, "## SSD scaling — SIMULATED (%,d tokens, budget %s%%, batch 1): %s%n%n",
-                    cmd.sizes[0], pct(cmd.spend.budget), DeviceModelSpec.highEnd().withScaleDevices(
-                            cmd.scaling.largest()).describe(1)))
+                    cmd.sizes[0], pct(cmd.spend.budget), cmd.scaling.model().describe(1)))
                     .append(st.render()).append('\n');
         }
         long checked = rows.stream().mapToLong(Row::rowsChecked).sum();

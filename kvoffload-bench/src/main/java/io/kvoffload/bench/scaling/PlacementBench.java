@@ -14,6 +14,7 @@ import io.kvoffload.Placement;
 import io.kvoffload.bench.TempDirs;
 import io.kvoffload.bench.cli.KvHeadOptions;
 import io.kvoffload.bench.cli.ReportOptions;
+import io.kvoffload.bench.cli.SimulatedSsdOptions;
 import io.kvoffload.bench.report.CsvWriter;
 import io.kvoffload.bench.report.MarkdownTable;
 import io.kvoffload.bench.report.Medians;
@@ -68,9 +69,8 @@ public final class PlacementBench implements Callable<Integer> {
     @Option(names = "--rounds", defaultValue = "3", description = "Paired rounds (default: ${DEFAULT-VALUE}).")
     int rounds;
 
-    @Option(names = "--ssd-counts", split = ",", defaultValue = "1,2,4,8",
-            description = "Simulated SSD counts (default: ${DEFAULT-VALUE}).")
-    int[] ssdCounts;
+    @Mixin
+    SimulatedSsdOptions simulated = new SimulatedSsdOptions();
 
     @Option(names = "--real-devices", defaultValue = "4",
             description = "Directories measured without a model; 0 for none (default: ${DEFAULT-VALUE}).")
@@ -151,20 +151,16 @@ public final class PlacementBench implements Callable<Integer> {
             keys[i + 1] = (byte) (bits >>> 8);
         }
         rnd.nextBytes(values);
-        int max = 1;
-        for (int n : ssdCounts) {
-            max = Math.max(max, n);
-        }
-        DeviceModelSpec model = DeviceModelSpec.highEnd().withScaleDevices(max);
+        DeviceModelSpec model = simulated.model();
         List<Run> runs = new ArrayList<>();
         long start = System.nanoTime();
-        for (int n : ssdCounts) {
+        for (int n : simulated.ssdCounts) {
             runs.addAll(measure("simulated", n, model));
         }
         if (realDevices > 0) {
             runs.addAll(measure("real", realDevices, null));
         }
-        report(runs, model.describe(max), (System.nanoTime() - start) / 1e9);
+        report(runs, model.describe(simulated.largest()), (System.nanoTime() - start) / 1e9);
         long bad = runs.stream().mapToLong(Run::mismatches).sum();
         return bad == 0 ? 0 : 1;
     }
