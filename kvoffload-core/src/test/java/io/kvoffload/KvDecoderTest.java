@@ -8,9 +8,9 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.kvoffload.internal.storage.ClusterLayout;
-import io.kvoffload.internal.storage.DevicePool;
 import io.kvoffload.internal.swarm.MedoidIndex;
 import io.kvoffload.testing.KvViews;
+import io.kvoffload.testing.PoolDamage;
 import io.kvoffload.testing.TestEngines;
 import io.kvoffload.attention.ExactAttention;
 import io.kvoffload.workload.SyntheticWorkload;
@@ -18,10 +18,7 @@ import io.kvoffload.workload.WorkloadSpec;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
-import java.nio.ByteBuffer;
-import java.nio.channels.FileChannel;
 import java.nio.file.Path;
-import java.nio.file.StandardOpenOption;
 import java.util.ArrayList;
 import java.util.BitSet;
 import java.util.List;
@@ -48,10 +45,7 @@ class KvDecoderTest {
     @BeforeEach
     void workload() {
         w = new SyntheticWorkload(WorkloadSpec.builder(SHAPE, TOKENS).seed(11).build());
-        expected = new byte[SHAPE.layers()][][];
-        for (int l = 0; l < SHAPE.layers(); l++) {
-            expected[l] = SwarmOfflinePhaseTest.expected(w, l);
-        }
+        expected = SwarmOfflinePhaseTest.expected(w);
     }
 
     static byte[][] expectedOf(SyntheticWorkload source, int layer, int tokens) {
@@ -393,15 +387,7 @@ class KvDecoderTest {
         DecodeOptions o = DecodeOptions.builder().strategy(Swarm.defaults()).cacheBytes(0).sinkTokens(0).localWindow(0).sparsity(1.0).build();
         try (KvEngine e = KvEngine.open(cfg)) {
             storeClustered(e, "s");
-            long offset;
-            try (KvSequence s = e.openSequence("s")) {
-                ClusterLayout cl = Layouts.clusterLayout(s, 0);
-                offset = cl.entryOffset(cl.replica(123, 0));
-            }
-            try (FileChannel ch = FileChannel.open(cfg.ssdDirectories().get(0).resolve(DevicePool.POOL_FILE),
-                    StandardOpenOption.WRITE)) {
-                ch.write(ByteBuffer.wrap(new byte[] {1, 2, 3, 4}), offset + 10);
-            }
+            PoolDamage.damageEntry(e, cfg, "s", 123);
             try (KvSequence s = e.openSequence("s"); KvDecoder d = s.decoder(o)) {
                 KvView v = d.prefetch(0, w.query(0, 0));
                 KvChecksumException ex = assertThrows(KvChecksumException.class, v::await);

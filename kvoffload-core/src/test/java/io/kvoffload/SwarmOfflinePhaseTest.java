@@ -59,6 +59,15 @@ class SwarmOfflinePhaseTest {
         }
     }
 
+    /** {@link #expected(SyntheticWorkload, int)} of every layer: {@code [layer][K|V][bytes]}. */
+    static byte[][][] expected(SyntheticWorkload w) {
+        byte[][][] out = new byte[SHAPE.layers()][][];
+        for (int l = 0; l < SHAPE.layers(); l++) {
+            out[l] = expected(w, l);
+        }
+        return out;
+    }
+
     /** Reads every cluster whole and compares with what the workload generated. */
     static void assertClustersBitExact(KvSequence s, SyntheticWorkload w, int layer) {
         byte[][] exp = expected(w, layer);

@@ -50,24 +50,6 @@ class StrategyPipelineTest {
         w = new SyntheticWorkload(WorkloadSpec.builder(SHAPE, TOKENS).seed(23).build());
     }
 
-    void store(KvEngine e, String id, SelectionStrategy strategy) {
-        int[] ids = new int[TOKENS];
-        for (int t = 0; t < TOKENS; t++) {
-            ids[t] = t % 32000;
-        }
-        try (KvSequence s = e.createSequence(id, SHAPE); Arena arena = Arena.ofConfined()) {
-            s.appendTokens(ids);
-            MemorySegment k = arena.allocate((long) TOKENS * SHAPE.halfEntryBytes());
-            MemorySegment v = arena.allocate((long) TOKENS * SHAPE.halfEntryBytes());
-            for (int l = 0; l < SHAPE.layers(); l++) {
-                w.writeKv(l, 0, TOKENS, SHAPE.dtype(), k, v);
-                s.appendKv(l, k, v);
-                strategy.layOut(s, l);
-            }
-            s.commit();
-        }
-    }
-
     byte[][] expectedBytes(int layer) {
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment k = arena.allocate((long) TOKENS * SHAPE.halfEntryBytes());
@@ -123,7 +105,7 @@ class StrategyPipelineTest {
     private void assertDecodesAsSelected(SelectionStrategy strategy, String id) throws Exception {
         double sparsity = 0.1;
         try (KvEngine e = KvEngine.open(TestEngines.config(TestEngines.deviceDirs(root, 3), "portable").build())) {
-            store(e, id, strategy);
+            TestEngines.storeLaidOut(e, id, w, TOKENS, strategy);
             DecodeOptions o = DecodeOptions.builder().strategy(strategy).sparsity(sparsity).sinkTokens(SINKS)
                     .localWindow(WINDOW).build();
             try (KvSequence s = e.openSequence(id); KvDecoder d = s.decoder(o)) {
@@ -155,28 +137,20 @@ class StrategyPipelineTest {
         double sparsity = 0.1;
         try (KvEngine e = KvEngine.open(TestEngines.config(TestEngines.deviceDirs(root, 3), "portable").build())) {
             int[][][] clusters = new int[SHAPE.layers()][][];
-            int coActivation = 0;
-            try (KvSequence s = e.createSequence(name, SHAPE); Arena arena = Arena.ofConfined()) {
-                s.appendTokens(new int[TOKENS]);
-                MemorySegment k = arena.allocate((long) TOKENS * SHAPE.halfEntryBytes());
-                MemorySegment v = arena.allocate((long) TOKENS * SHAPE.halfEntryBytes());
-                for (int l = 0; l < SHAPE.layers(); l++) {
-                    w.writeKv(l, 0, TOKENS, SHAPE.dtype(), k, v);
-                    s.appendKv(l, k, v);
-                    java.util.List<float[]> profile = new java.util.ArrayList<>();
-                    for (int i = 0; i < 48; i++) {
-                        profile.add(w.query(l, 100 + 2 * i));
-                    }
-                    coActivation += io.kvoffload.strategy.swarm.Swarm.clusterLayerFromQueries(s, l, profile,
-                            io.kvoffload.strategy.swarm.ClusterOptions.defaults()).coActivationClusters();
-                    clusters[l] = new int[io.kvoffload.strategy.swarm.Swarm.clusterCount(s, l)][];
-                    for (int c = 0; c < clusters[l].length; c++) {
-                        clusters[l][c] = io.kvoffload.strategy.swarm.Swarm.clusterMembers(s, l, c);
-                    }
+            int[] coActivation = {0};
+            TestEngines.store(e, name, w, TOKENS, (s, l) -> {
+                java.util.List<float[]> profile = new java.util.ArrayList<>();
+                for (int i = 0; i < 48; i++) {
+                    profile.add(w.query(l, 100 + 2 * i));
                 }
-                s.commit();
-            }
-            assertTrue(coActivation > 0, "the workload co-activates some tokens");
+                coActivation[0] += io.kvoffload.strategy.swarm.Swarm.clusterLayerFromQueries(s, l, profile,
+                        io.kvoffload.strategy.swarm.ClusterOptions.defaults()).coActivationClusters();
+                clusters[l] = new int[io.kvoffload.strategy.swarm.Swarm.clusterCount(s, l)][];
+                for (int c = 0; c < clusters[l].length; c++) {
+                    clusters[l][c] = io.kvoffload.strategy.swarm.Swarm.clusterMembers(s, l, c);
+                }
+            });
+            assertTrue(coActivation[0] > 0, "the workload co-activates some tokens");
             DecodeOptions o = DecodeOptions.builder().strategy(strategy).sparsity(sparsity).sinkTokens(SINKS)
                     .localWindow(WINDOW).build();
             try (KvSequence s = e.openSequence(name); KvDecoder d = s.decoder(o)) {

@@ -51,7 +51,14 @@ public final class TestEngines {
         return store(e, id, w, tokens, strategy::layOut);
     }
 
-    private static byte[][][] store(KvEngine e, String id, SyntheticWorkload w, int tokens,
+    /**
+     * Creates sequence {@code id} with {@code tokens} tokens of {@code w} in every layer, hands each
+     * layer to {@code layOut} once its KV is appended (a strategy's offline phase, or a test's own
+     * clustering), and commits it.
+     *
+     * @return per layer the K bytes and V bytes as stored, token-major, for {@link KvViews#assertBitExact}
+     */
+    public static byte[][][] store(KvEngine e, String id, SyntheticWorkload w, int tokens,
             java.util.function.ObjIntConsumer<KvSequence> layOut) {
         KvShape shape = w.spec().shape();
         byte[][][] expected = new byte[shape.layers()][2][];
