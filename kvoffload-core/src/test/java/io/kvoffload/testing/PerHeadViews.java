@@ -1,8 +1,5 @@
 package io.kvoffload.testing;
 
-import static org.junit.jupiter.api.Assertions.assertEquals;
-import static org.junit.jupiter.api.Assertions.assertTrue;
-
 import io.kvoffload.DType;
 import io.kvoffload.DecodeOptions;
 import io.kvoffload.KvConfig;
@@ -210,7 +207,6 @@ public final class PerHeadViews {
                 continue;
             }
             double[] logit = new double[total];
-            double max = Double.NEGATIVE_INFINITY;
             for (int i = 0; i < total; i++) {
                 double s = 0;
                 for (int j = 0; j < d; j++) {
@@ -219,15 +215,10 @@ public final class PerHeadViews {
                     s += (double) query[h * d + j] * kj;
                 }
                 logit[i] = s * scale;
-                max = Math.max(max, logit[i]);
             }
-            double sum = 0;
+            ReferenceSoftmax.inPlace(logit);
             for (int i = 0; i < total; i++) {
-                logit[i] = Math.exp(logit[i] - max);
-                sum += logit[i];
-            }
-            for (int i = 0; i < total; i++) {
-                double w = logit[i] / sum;
+                double w = logit[i];
                 for (int j = 0; j < d; j++) {
                     float vj = i < ids.length ? layer.values()[(ids[i] * kv + kvh) * d + j]
                             : extraValues[((i - ids.length) * kv + kvh) * d + j];
