@@ -25,7 +25,6 @@ import java.util.List;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -39,14 +38,9 @@ class KvDecoderTest {
 
     @TempDir
     Path root;
-    SyntheticWorkload w;
-    byte[][][] expected; // [layer][K|V][bytes]
-
-    @BeforeEach
-    void workload() {
-        w = new SyntheticWorkload(WorkloadSpec.builder(SHAPE, TOKENS).seed(11).build());
-        expected = SwarmOfflinePhaseTest.expected(w);
-    }
+    // Per test (JUnit makes an instance for each): the workload and its bytes as stored.
+    SyntheticWorkload w = new SyntheticWorkload(WorkloadSpec.builder(SHAPE, TOKENS).seed(11).build());
+    final byte[][][] expected = SwarmOfflinePhaseTest.expected(w); // [layer][K|V][bytes]
 
     static byte[][] expectedOf(SyntheticWorkload source, int layer, int tokens) {
         try (Arena arena = Arena.ofConfined()) {

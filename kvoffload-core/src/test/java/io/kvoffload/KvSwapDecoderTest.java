@@ -28,7 +28,6 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.BitSet;
 import java.util.List;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -43,14 +42,9 @@ class KvSwapDecoderTest {
 
     @TempDir
     Path root;
-    SyntheticWorkload w;
-    byte[][][] expected; // [layer][K|V][bytes]
-
-    @BeforeEach
-    void workload() {
-        w = new SyntheticWorkload(WorkloadSpec.builder(SHAPE, TOKENS).seed(11).build());
-        expected = SwarmOfflinePhaseTest.expected(w);
-    }
+    // Per test (JUnit makes an instance for each): the workload and its bytes as stored.
+    final SyntheticWorkload w = new SyntheticWorkload(WorkloadSpec.builder(SHAPE, TOKENS).seed(11).build());
+    final byte[][][] expected = SwarmOfflinePhaseTest.expected(w); // [layer][K|V][bytes]
 
     KvConfig config(int devices) {
         return TestEngines.config(TestEngines.deviceDirs(root, devices), "portable").blockTokens(16).build();
