@@ -42,15 +42,6 @@ class KvDecoderTest {
     SyntheticWorkload w = new SyntheticWorkload(WorkloadSpec.builder(SHAPE, TOKENS).seed(11).build());
     final byte[][][] expected = SwarmOfflinePhaseTest.expected(w); // [layer][K|V][bytes]
 
-    static byte[][] expectedOf(SyntheticWorkload source, int layer, int tokens) {
-        try (Arena arena = Arena.ofConfined()) {
-            MemorySegment k = arena.allocate((long) tokens * SHAPE.halfEntryBytes());
-            MemorySegment v = arena.allocate((long) tokens * SHAPE.halfEntryBytes());
-            source.writeKv(layer, 0, tokens, SHAPE.dtype(), k, v);
-            return new byte[][] {k.toArray(ValueLayout.JAVA_BYTE), v.toArray(ValueLayout.JAVA_BYTE)};
-        }
-    }
-
     KvConfig config(int devices) {
         return TestEngines.config(TestEngines.deviceDirs(root, devices), "portable").blockTokens(16).build();
     }
@@ -240,7 +231,7 @@ class KvDecoderTest {
         SyntheticWorkload longer = new SyntheticWorkload(WorkloadSpec.builder(SHAPE, TOKENS + extra).seed(11).build());
         w = longer; // the stored prefix and the appended tokens come from one workload
         for (int l = 0; l < SHAPE.layers(); l++) {
-            expected[l] = expectedOf(longer, l, TOKENS + extra);
+            expected[l] = TestEngines.kvBytes(longer, l, TOKENS + extra);
         }
         for (Swarm.Maintenance m : List.of(Swarm.Maintenance.SWARM, Swarm.Maintenance.MIN_SIZE,
                 Swarm.Maintenance.MIN_DIFF)) {

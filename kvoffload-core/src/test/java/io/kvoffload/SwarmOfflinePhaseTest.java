@@ -50,13 +50,7 @@ class SwarmOfflinePhaseTest {
     }
 
     static byte[][] expected(SyntheticWorkload w, int layer) {
-        try (Arena arena = Arena.ofConfined()) {
-            MemorySegment k = arena.allocate((long) TOKENS * SHAPE.halfEntryBytes());
-            MemorySegment v = arena.allocate((long) TOKENS * SHAPE.halfEntryBytes());
-            w.writeKv(layer, 0, TOKENS, SHAPE.dtype(), k, v);
-            return new byte[][] {k.toArray(java.lang.foreign.ValueLayout.JAVA_BYTE),
-                v.toArray(java.lang.foreign.ValueLayout.JAVA_BYTE)};
-        }
+        return TestEngines.kvBytes(w, layer, TOKENS);
     }
 
     /** {@link #expected(SyntheticWorkload, int)} of every layer: {@code [layer][K|V][bytes]}. */

@@ -17,7 +17,6 @@ import io.kvoffload.testing.KvViews;
 import io.kvoffload.testing.TestEngines;
 import io.kvoffload.workload.SyntheticWorkload;
 import io.kvoffload.workload.WorkloadSpec;
-import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.nio.file.Path;
@@ -51,12 +50,7 @@ class StrategyPipelineTest {
     }
 
     byte[][] expectedBytes(int layer) {
-        try (Arena arena = Arena.ofConfined()) {
-            MemorySegment k = arena.allocate((long) TOKENS * SHAPE.halfEntryBytes());
-            MemorySegment v = arena.allocate((long) TOKENS * SHAPE.halfEntryBytes());
-            w.writeKv(layer, 0, TOKENS, SHAPE.dtype(), k, v);
-            return new byte[][] {k.toArray(ValueLayout.JAVA_BYTE), v.toArray(ValueLayout.JAVA_BYTE)};
-        }
+        return TestEngines.kvBytes(w, layer, TOKENS);
     }
 
     /** The layer's keys as the pipeline's context decodes them, held in arrays. */
@@ -268,7 +262,7 @@ class StrategyPipelineTest {
                         float[] q = io.kvoffload.testing.PerHeadViews.rounded(new java.util.Random(step * 7 + l),
                                 DType.F32, shape.queryHeads() * shape.headDim(), 1f);
                         LayerSelector sel = Strategies.named(reference).openLayer(new Adjusted(new TestLayerContext(shape,
-                                l, layerKv(stored[l]), SINKS, WINDOW), null, shape.kvHeads()));
+                                l, stored[l].dense(), SINKS, WINDOW), null, shape.kvHeads()));
                         int[][] want = perGroupRows(sel, l, tokens, q, sparsity, shape.kvHeads());
                         try (KvView v = d.prefetch(l, q).await()) {
                             io.kvoffload.testing.PerHeadViews.assertHeldHeadsBitExact(v, stored[l]);
@@ -298,21 +292,6 @@ class StrategyPipelineTest {
                 assertTrue(!v.partialRows(), "a full budget reads every head of every token");
             }
         }
-    }
-
-    /** {@code layer}'s keys and values per KV head, as a strategy's context holds them. */
-    static LayerKv layerKv(io.kvoffload.testing.PerHeadViews.Layer layer) {
-        KvShape shape = layer.shape();
-        int d = shape.headDim(), kv = shape.kvHeads(), tokens = layer.keys().length / (kv * d);
-        float[][] k = new float[kv][tokens * d];
-        float[][] v = new float[kv][tokens * d];
-        for (int t = 0; t < tokens; t++) {
-            for (int h = 0; h < kv; h++) {
-                System.arraycopy(layer.keys(), (t * kv + h) * d, k[h], t * d, d);
-                System.arraycopy(layer.values(), (t * kv + h) * d, v[h], t * d, d);
-            }
-        }
-        return new DenseLayerKv(tokens, d, k, v);
     }
 
     /** Per KV head (one head a group), the sorted rows: sinks, window and what {@code sel} adds for it. */

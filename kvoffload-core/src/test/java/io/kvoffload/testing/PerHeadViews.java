@@ -9,6 +9,7 @@ import io.kvoffload.KvShape;
 import io.kvoffload.KvView;
 import io.kvoffload.Placement;
 import io.kvoffload.internal.util.ElementCodec;
+import io.kvoffload.strategy.DenseLayerKv;
 import io.kvoffload.strategy.FetchPlan;
 import io.kvoffload.strategy.LayerContext;
 import io.kvoffload.strategy.LayerSelector;
@@ -60,6 +61,20 @@ public final class PerHeadViews {
             int d = shape.headDim();
             int at = (token * shape.kvHeads() + kvHead) * d;
             return java.util.Arrays.copyOfRange(value ? values : keys, at, at + d);
+        }
+
+        /** Keys and values per KV head, as a strategy's context holds them. */
+        public DenseLayerKv dense() {
+            int d = shape.headDim(), kv = shape.kvHeads(), tokens = keys.length / (kv * d);
+            float[][] k = new float[kv][tokens * d];
+            float[][] v = new float[kv][tokens * d];
+            for (int t = 0; t < tokens; t++) {
+                for (int h = 0; h < kv; h++) {
+                    System.arraycopy(keys, (t * kv + h) * d, k[h], t * d, d);
+                    System.arraycopy(values, (t * kv + h) * d, v[h], t * d, d);
+                }
+            }
+            return new DenseLayerKv(tokens, d, k, v);
         }
 
         /** The stored bytes of K and V, for {@link KvViews#assertBitExact}. */

@@ -10,6 +10,7 @@ import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.lang.foreign.Arena;
 import io.kvoffload.workload.SyntheticWorkload;
+import io.kvoffload.workload.Workload;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.nio.file.Files;
@@ -76,6 +77,20 @@ public final class TestEngines {
             s.commit();
         }
         return expected;
+    }
+
+    /**
+     * K and V of the first {@code tokens} tokens of {@code w}'s layer {@code layer} as stored
+     * (token-major, in the shape's dtype), for {@link KvViews#assertBitExact}.
+     */
+    public static byte[][] kvBytes(Workload w, int layer, int tokens) {
+        KvShape shape = w.shape();
+        try (Arena a = Arena.ofConfined()) {
+            MemorySegment k = a.allocate((long) tokens * shape.halfEntryBytes());
+            MemorySegment v = a.allocate((long) tokens * shape.halfEntryBytes());
+            w.writeKv(layer, 0, tokens, shape.dtype(), k, v);
+            return new byte[][] {k.toArray(ValueLayout.JAVA_BYTE), v.toArray(ValueLayout.JAVA_BYTE)};
+        }
     }
 
     /** Creates {@code n} device directories under {@code root}. */
