@@ -93,6 +93,22 @@ public final class TestEngines {
         }
     }
 
+    /**
+     * Appends the K and V of tokens {@code [from, from + n)} of {@code w} to every layer of
+     * {@code s}; the caller appends their token ids.
+     */
+    public static void appendKv(KvSequence s, Workload w, int from, int n) {
+        KvShape shape = w.shape();
+        try (Arena a = Arena.ofConfined()) {
+            MemorySegment k = a.allocate((long) n * shape.halfEntryBytes());
+            MemorySegment v = a.allocate((long) n * shape.halfEntryBytes());
+            for (int l = 0; l < shape.layers(); l++) {
+                w.writeKv(l, from, n, shape.dtype(), k, v);
+                s.appendKv(l, k, v);
+            }
+        }
+    }
+
     /** Creates {@code n} device directories under {@code root}. */
     public static List<Path> deviceDirs(Path root, int n) {
         List<Path> dirs = new ArrayList<>();
