@@ -85,7 +85,7 @@ class SyntheticWorkloadTest {
 
     /**
      * The mean exact weight of class-1 tokens over that of class-2 tokens, over tokens
-     * {@code 4..end} (past the sinks) of every step; NaN when a class is empty.
+     * {@code [4, end)} (past the sinks) of every step; NaN when a class is empty.
      */
     private static double meanWeightRatio(int end, TokenClass cls) {
         double[] sum = new double[3];
