@@ -17,10 +17,8 @@ import io.kvoffload.internal.swarm.ExpansionRule;
 import io.kvoffload.testing.TestEngines;
 import io.kvoffload.workload.SyntheticWorkload;
 import io.kvoffload.workload.WorkloadSpec;
-import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.nio.file.Path;
-import java.util.ArrayList;
 import java.util.List;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -161,19 +159,7 @@ class CallerClusterLayoutTest {
     @Test
     void medoidOnlyExpansionJoinsEveryNeighbourOfTheMedoid() {
         SyntheticWorkload w = new SyntheticWorkload(WorkloadSpec.builder(SHAPE, TOKENS).seed(5).build());
-        List<int[]> sets = new ArrayList<>();
-        for (int step = 0; step < 32; step++) {
-            int[] groups = w.activeGroups(0, step);
-            java.util.BitSet act = new java.util.BitSet();
-            for (int t = 0; t < TOKENS; t++) {
-                for (int g : groups) {
-                    if (w.primaryGroup(0, t) == g || w.secondaryGroup(0, t) == g) {
-                        act.set(t);
-                    }
-                }
-            }
-            sets.add(act.stream().toArray());
-        }
+        List<int[]> sets = SwarmOfflinePhaseTest.activationSets(w, 0, 32, TOKENS, true);
         CoActivationProfile p = CoActivationProfile.fromActivationSets(TOKENS, sets, CoActivationNormaliser.perQuery());
         ClusteringConfig cfg = ClusteringConfig.defaults().withParallelism(1);
         Clustering eq5 = new CoActivationClustering(cfg).cluster(p);

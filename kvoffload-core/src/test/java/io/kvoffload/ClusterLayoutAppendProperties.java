@@ -33,6 +33,7 @@ import net.jqwik.api.ForAll;
 import net.jqwik.api.Property;
 import net.jqwik.api.constraints.IntRange;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
 
 /**
  * Online cluster maintenance written to the real store: {@link ClusterLayoutWriter#append} after
@@ -231,78 +232,73 @@ class ClusterLayoutAppendProperties {
     }
 
     @Test
-    void maintenanceAssignmentsFeedTheWriterAndBadAppendsAreRejected() throws Exception {
-        Path root = Files.createTempDirectory("kvo-append");
-        try {
-            KvShape shape = new KvShape(1, 2, 1, 16, DType.F32);
-            KvConfig cfg = TestEngines.config(TestEngines.deviceDirs(root, 3), "portable").blockTokens(4).build();
-            String id;
-            try (KvEngine e = KvEngine.open(cfg); KvSequence s = e.createSequence("m", shape)) {
-                id = s.id();
-                TestEngines.append(s, 5, 40, 8);
-                s.commit();
-                Layouts.applyClusterPlan(s, 0, ClusterLayoutProperties.randomPlan(new Random(2), 30, 3, 6));
-                s.commit();
+    void maintenanceAssignmentsFeedTheWriterAndBadAppendsAreRejected(@TempDir Path root) throws Exception {
+        KvShape shape = new KvShape(1, 2, 1, 16, DType.F32);
+        KvConfig cfg = TestEngines.config(TestEngines.deviceDirs(root, 3), "portable").blockTokens(4).build();
+        String id;
+        try (KvEngine e = KvEngine.open(cfg); KvSequence s = e.createSequence("m", shape)) {
+            id = s.id();
+            TestEngines.append(s, 5, 40, 8);
+            s.commit();
+            Layouts.applyClusterPlan(s, 0, ClusterLayoutProperties.randomPlan(new Random(2), 30, 3, 6));
+            s.commit();
+        }
+        try (Store store = new Store(cfg)) {
+            ClusterLayout cl = store.catalog().get(id).manifest().clusters()[0];
+            EntryChecksum sum = EntryChecksum.forSequence(id);
+            long[] sizes = new long[cl.clusterCount()];
+            for (int c = 0; c < sizes.length; c++) {
+                sizes[c] = cl.size(c);
             }
-            try (Store store = new Store(cfg)) {
-                ClusterLayout cl = store.catalog().get(id).manifest().clusters()[0];
-                EntryChecksum sum = EntryChecksum.forSequence(id);
-                long[] sizes = new long[cl.clusterCount()];
-                for (int c = 0; c < sizes.length; c++) {
-                    sizes[c] = cl.size(c);
-                }
-                OnlineClusterMaintenance om = new OnlineClusterMaintenance(MaintenancePolicy.SWARM, cl.medoids(), sizes,
-                        cl.tau(), 4, 8, ClusteringConfig.UNLIMITED, null);
-                // Tokens 30..33 sit in the window; 30 and 31 co-activate with cluster 0 every step.
-                for (int t = 30; t < 34; t++) {
-                    om.admit(t);
-                }
-                for (int step = 0; step < 4; step++) {
-                    om.observeStep(new int[] {0}, 1, new int[] {30, 31}, 2);
-                }
-                om.evict(30);
-                om.evict(31);
-                om.evict(32); // never activated: a new cluster
-                OnlineClusterMaintenance.Assignments a = om.drainAssignments();
-                ClusterLayout grown = ClusterLayoutWriter.append(store, id, sum, 0, shape, cl, a.tokens(),
-                        a.clusterStart(), a.clusterIds(), source(shape, 5, 0));
-                assertEquals(33, grown.clusteredTokens());
-                assertEquals(cl.clusterCount() + 1, grown.clusterCount());
-                assertEquals(32, grown.medoid(cl.clusterCount()));
-                int[] members0 = grown.members(0);
-                int n0 = members0.length;
-                assertEquals(Set.of(30, 31), Set.of(members0[n0 - 2], members0[n0 - 1]), "both joined cluster 0, last");
-                assertEquals(1, grown.replicaCount(30));
-                assertNull(readBackRaw(store, id, grown, shape, 5, 0));
+            OnlineClusterMaintenance om = new OnlineClusterMaintenance(MaintenancePolicy.SWARM, cl.medoids(), sizes,
+                    cl.tau(), 4, 8, ClusteringConfig.UNLIMITED, null);
+            // Tokens 30..33 sit in the window; 30 and 31 co-activate with cluster 0 every step.
+            for (int t = 30; t < 34; t++) {
+                om.admit(t);
+            }
+            for (int step = 0; step < 4; step++) {
+                om.observeStep(new int[] {0}, 1, new int[] {30, 31}, 2);
+            }
+            om.evict(30);
+            om.evict(31);
+            om.evict(32); // never activated: a new cluster
+            OnlineClusterMaintenance.Assignments a = om.drainAssignments();
+            ClusterLayout grown = ClusterLayoutWriter.append(store, id, sum, 0, shape, cl, a.tokens(),
+                    a.clusterStart(), a.clusterIds(), source(shape, 5, 0));
+            assertEquals(33, grown.clusteredTokens());
+            assertEquals(cl.clusterCount() + 1, grown.clusterCount());
+            assertEquals(32, grown.medoid(cl.clusterCount()));
+            int[] members0 = grown.members(0);
+            int n0 = members0.length;
+            assertEquals(Set.of(30, 31), Set.of(members0[n0 - 2], members0[n0 - 1]), "both joined cluster 0, last");
+            assertEquals(1, grown.replicaCount(30));
+            assertNull(readBackRaw(store, id, grown, shape, 5, 0));
 
-                int[] one = {33};
-                int[] st = {0, 1};
-                var ex = assertThrows(IllegalArgumentException.class, () -> ClusterLayoutWriter.append(store, id, sum, 0,
-                        shape, cl, new int[] {31}, st, new int[] {0}, source(shape, 5, 0)));
-                assertTrue(ex.getMessage().contains("tokens[0] = 31") && ex.getMessage().contains("30..30"),
-                        ex.getMessage());
-                ex = assertThrows(IllegalArgumentException.class, () -> ClusterLayoutWriter.append(store, id, sum, 0,
-                        shape, grown, one, st, new int[] {grown.clusterCount() + 1}, source(shape, 5, 0)));
-                assertTrue(ex.getMessage().contains("clusterIds[0] = " + (grown.clusterCount() + 1)), ex.getMessage());
-                ex = assertThrows(IllegalArgumentException.class, () -> ClusterLayoutWriter.append(store, id, sum, 0,
-                        shape, grown, one, new int[] {0, 2}, new int[] {1, 1}, source(shape, 5, 0)));
-                assertTrue(ex.getMessage().contains("distinct"), ex.getMessage());
-                ex = assertThrows(IllegalArgumentException.class, () -> ClusterLayoutWriter.append(store, id, sum, 0,
-                        shape, grown, one, new int[] {0, 0}, new int[0], source(shape, 5, 0)));
-                assertTrue(ex.getMessage().contains("at least one cluster"), ex.getMessage());
-                ex = assertThrows(IllegalArgumentException.class, () -> ClusterLayoutWriter.append(store, id,
-                        sum, 0, new KvShape(1, 2, 1, 32, DType.F32), grown, one, st, new int[] {0}, source(shape, 5, 0)));
-                assertTrue(ex.getMessage().contains("shape.entryBytes()"), ex.getMessage());
-                long free = store.devices().stream().mapToLong(d -> d.allocator().freeBytes()).sum();
-                assertThrows(IllegalStateException.class, () -> ClusterLayoutWriter.append(store, id, sum, 0,
-                        shape, grown, one, st, new int[] {0}, (p, k, v) -> {
-                            throw new IllegalStateException("source failed");
-                        }));
-                assertEquals(free, store.devices().stream().mapToLong(d -> d.allocator().freeBytes()).sum(),
-                        "a failed append frees what it allocated");
-            }
-        } finally {
-            TestEngines.deleteRecursively(root);
+            int[] one = {33};
+            int[] st = {0, 1};
+            var ex = assertThrows(IllegalArgumentException.class, () -> ClusterLayoutWriter.append(store, id, sum, 0,
+                    shape, cl, new int[] {31}, st, new int[] {0}, source(shape, 5, 0)));
+            assertTrue(ex.getMessage().contains("tokens[0] = 31") && ex.getMessage().contains("30..30"),
+                    ex.getMessage());
+            ex = assertThrows(IllegalArgumentException.class, () -> ClusterLayoutWriter.append(store, id, sum, 0,
+                    shape, grown, one, st, new int[] {grown.clusterCount() + 1}, source(shape, 5, 0)));
+            assertTrue(ex.getMessage().contains("clusterIds[0] = " + (grown.clusterCount() + 1)), ex.getMessage());
+            ex = assertThrows(IllegalArgumentException.class, () -> ClusterLayoutWriter.append(store, id, sum, 0,
+                    shape, grown, one, new int[] {0, 2}, new int[] {1, 1}, source(shape, 5, 0)));
+            assertTrue(ex.getMessage().contains("distinct"), ex.getMessage());
+            ex = assertThrows(IllegalArgumentException.class, () -> ClusterLayoutWriter.append(store, id, sum, 0,
+                    shape, grown, one, new int[] {0, 0}, new int[0], source(shape, 5, 0)));
+            assertTrue(ex.getMessage().contains("at least one cluster"), ex.getMessage());
+            ex = assertThrows(IllegalArgumentException.class, () -> ClusterLayoutWriter.append(store, id,
+                    sum, 0, new KvShape(1, 2, 1, 32, DType.F32), grown, one, st, new int[] {0}, source(shape, 5, 0)));
+            assertTrue(ex.getMessage().contains("shape.entryBytes()"), ex.getMessage());
+            long free = store.devices().stream().mapToLong(d -> d.allocator().freeBytes()).sum();
+            assertThrows(IllegalStateException.class, () -> ClusterLayoutWriter.append(store, id, sum, 0,
+                    shape, grown, one, st, new int[] {0}, (p, k, v) -> {
+                        throw new IllegalStateException("source failed");
+                    }));
+            assertEquals(free, store.devices().stream().mapToLong(d -> d.allocator().freeBytes()).sum(),
+                    "a failed append frees what it allocated");
         }
     }
 }

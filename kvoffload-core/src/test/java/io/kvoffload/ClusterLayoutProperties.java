@@ -28,6 +28,7 @@ import net.jqwik.api.ForAll;
 import net.jqwik.api.Property;
 import net.jqwik.api.constraints.IntRange;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
 
 /** Cluster layouts on the SSDs: one extent per cluster per device, replicas, persistence, integrity. */
 class ClusterLayoutProperties {
@@ -176,58 +177,48 @@ class ClusterLayoutProperties {
     }
 
     @Test
-    void aCorruptedClusteredEntryIsReportedWithItsToken() throws Exception {
-        Path root = Files.createTempDirectory("kvo-cl");
-        try {
-            KvShape shape = new KvShape(1, 8, 8, 128, DType.BF16); // 4 KiB entries: each entry is aligned
-            KvConfig cfg = TestEngines.config(TestEngines.deviceDirs(root, 1), "portable").blockTokens(4).build();
-            try (KvEngine e = KvEngine.open(cfg); KvSequence s = e.createSequence("c", shape)) {
-                TestEngines.append(s, 9, 8, 8);
-                s.commit();
-                Layouts.applyClusterPlan(s, 0, randomPlan(new Random(3), 8, 1, 8));
-                s.commit();
-                ClusterLayout cl = Layouts.clusterLayout(s, 0);
-                int victim = cl.replica(5, 0);
-                long off = cl.entryOffset(victim);
-                try (FileChannel ch = FileChannel.open(cfg.ssdDirectories().get(0).resolve("kvoffload.pool"),
-                        StandardOpenOption.READ, StandardOpenOption.WRITE)) {
-                    ch.write(ByteBuffer.wrap(new byte[] {0x5A, 0x5A}), off + 100);
-                }
+    void aCorruptedClusteredEntryIsReportedWithItsToken(@TempDir Path root) throws Exception {
+        KvShape shape = new KvShape(1, 8, 8, 128, DType.BF16); // 4 KiB entries: each entry is aligned
+        KvConfig cfg = TestEngines.config(TestEngines.deviceDirs(root, 1), "portable").blockTokens(4).build();
+        try (KvEngine e = KvEngine.open(cfg); KvSequence s = e.createSequence("c", shape)) {
+            TestEngines.append(s, 9, 8, 8);
+            s.commit();
+            Layouts.applyClusterPlan(s, 0, randomPlan(new Random(3), 8, 1, 8));
+            s.commit();
+            ClusterLayout cl = Layouts.clusterLayout(s, 0);
+            int victim = cl.replica(5, 0);
+            long off = cl.entryOffset(victim);
+            try (FileChannel ch = FileChannel.open(cfg.ssdDirectories().get(0).resolve("kvoffload.pool"),
+                    StandardOpenOption.READ, StandardOpenOption.WRITE)) {
+                ch.write(ByteBuffer.wrap(new byte[] {0x5A, 0x5A}), off + 100);
             }
-            try (KvEngine e = KvEngine.open(cfg); KvSequence s = e.openSequence("c"); Arena arena = Arena.ofConfined()) {
-                MemorySegment k = arena.allocate(shape.halfEntryBytes());
-                MemorySegment v = arena.allocate(shape.halfEntryBytes());
-                KvChecksumException ex = assertThrows(KvChecksumException.class, () -> s.read(0, new int[] {5}, k, v));
-                assertEquals(5, ex.fromToken());
-                assertEquals(6, ex.toToken());
-                assertTrue(ex.getMessage().contains("sequence c, layer 0, tokens 5..5"), ex.getMessage());
-                assertNull(TestEngines.verifySingleLayer(s, 9, 0, new int[] {4, 6, 7}));
-            }
-        } finally {
-            TestEngines.deleteRecursively(root);
+        }
+        try (KvEngine e = KvEngine.open(cfg); KvSequence s = e.openSequence("c"); Arena arena = Arena.ofConfined()) {
+            MemorySegment k = arena.allocate(shape.halfEntryBytes());
+            MemorySegment v = arena.allocate(shape.halfEntryBytes());
+            KvChecksumException ex = assertThrows(KvChecksumException.class, () -> s.read(0, new int[] {5}, k, v));
+            assertEquals(5, ex.fromToken());
+            assertEquals(6, ex.toToken());
+            assertTrue(ex.getMessage().contains("sequence c, layer 0, tokens 5..5"), ex.getMessage());
+            assertNull(TestEngines.verifySingleLayer(s, 9, 0, new int[] {4, 6, 7}));
         }
     }
 
     @Test
-    void decodeTokensAfterTheClusteredRangeStayInBlocks() throws Exception {
-        Path root = Files.createTempDirectory("kvo-cl");
-        try {
-            KvShape shape = new KvShape(1, 2, 1, 16, DType.F32);
-            KvConfig cfg = TestEngines.config(TestEngines.deviceDirs(root, 2), "portable").blockTokens(4).build();
-            try (KvEngine e = KvEngine.open(cfg); KvSequence s = e.createSequence("d", shape)) {
-                TestEngines.append(s, 4, 10, 10);
-                s.commit();
-                Layouts.applyClusterPlan(s, 0, randomPlan(new Random(1), 10, 2, 3));
-                s.commit();
-                TestEngines.append(s, 4, 7, 1); // tokens 10..16: block 2 (8..11) mixes both layouts
-                s.commit();
-            }
-            try (KvEngine e = KvEngine.open(cfg); KvSequence s = e.openSequence("d")) {
-                assertNull(TestEngines.verify(s, 4, TestEngines.all(17)));
-                assertNull(TestEngines.verify(s, 4, new int[] {16, 0, 9, 10, 9, 16, 3}));
-            }
-        } finally {
-            TestEngines.deleteRecursively(root);
+    void decodeTokensAfterTheClusteredRangeStayInBlocks(@TempDir Path root) throws Exception {
+        KvShape shape = new KvShape(1, 2, 1, 16, DType.F32);
+        KvConfig cfg = TestEngines.config(TestEngines.deviceDirs(root, 2), "portable").blockTokens(4).build();
+        try (KvEngine e = KvEngine.open(cfg); KvSequence s = e.createSequence("d", shape)) {
+            TestEngines.append(s, 4, 10, 10);
+            s.commit();
+            Layouts.applyClusterPlan(s, 0, randomPlan(new Random(1), 10, 2, 3));
+            s.commit();
+            TestEngines.append(s, 4, 7, 1); // tokens 10..16: block 2 (8..11) mixes both layouts
+            s.commit();
+        }
+        try (KvEngine e = KvEngine.open(cfg); KvSequence s = e.openSequence("d")) {
+            assertNull(TestEngines.verify(s, 4, TestEngines.all(17)));
+            assertNull(TestEngines.verify(s, 4, new int[] {16, 0, 9, 10, 9, 16, 3}));
         }
     }
 }

@@ -38,19 +38,9 @@ class CoActivationShareTest {
     void summaryReportsTheShareOfCoActivatedTokens() throws Exception {
         SyntheticWorkload w = new SyntheticWorkload(WorkloadSpec.builder(SwarmOfflinePhaseTest.SHAPE, TOKENS).seed(5).build());
         KvConfig cfg = TestEngines.config(TestEngines.deviceDirs(root, 2), "portable").blockTokens(16).build();
-        List<int[]> grouped = new ArrayList<>();
+        List<int[]> grouped = SwarmOfflinePhaseTest.activationSets(w, 1, 32, TOKENS, false);
         List<int[]> scattered = new ArrayList<>();
         for (int step = 0; step < 32; step++) {
-            int[] groups = w.activeGroups(1, step);
-            BitSet act = new BitSet();
-            for (int t = 0; t < TOKENS; t++) {
-                for (int g : groups) {
-                    if (w.primaryGroup(1, t) == g) {
-                        act.set(t);
-                    }
-                }
-            }
-            grouped.add(act.stream().toArray());
             scattered.add(new int[] {(step * 97) % TOKENS}); // one token per query: nothing is co-activated
         }
         try (KvEngine e = KvEngine.open(cfg); KvSequence s = e.createSequence("share", SwarmOfflinePhaseTest.SHAPE)) {

@@ -56,16 +56,8 @@ class EntryIdentityTest {
 
     /** Appends tokens {@code [from, from + n)} of {@code seed}'s workload to every layer. */
     static void append(KvSequence s, long seed, int from, int n) {
-        SyntheticWorkload w = workload(seed);
         s.appendTokens(new int[n]);
-        try (Arena a = Arena.ofConfined()) {
-            MemorySegment k = a.allocate((long) n * SHAPE.halfEntryBytes());
-            MemorySegment v = a.allocate((long) n * SHAPE.halfEntryBytes());
-            for (int l = 0; l < SHAPE.layers(); l++) {
-                w.writeKv(l, from, n, SHAPE.dtype(), k, v);
-                s.appendKv(l, k, v);
-            }
-        }
+        TestEngines.appendKv(s, workload(seed), from, n);
     }
 
     /** Reads {@code positions} of {@code layer} and returns the first that differs from {@code seed}'s data, or null. */

@@ -6,19 +6,15 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.kvoffload.internal.storage.ClusterLayout;
 import io.kvoffload.strategy.swarm.Swarm;
-import io.kvoffload.internal.storage.DevicePool;
 import io.kvoffload.testing.BatchRuns;
 import io.kvoffload.testing.KvViews;
-import io.kvoffload.testing.Layouts;
+import io.kvoffload.testing.PoolDamage;
 import io.kvoffload.testing.TestEngines;
 import io.kvoffload.workload.SyntheticWorkload;
 import io.kvoffload.workload.WorkloadSpec;
 import java.nio.ByteBuffer;
-import java.nio.channels.FileChannel;
 import java.nio.file.Path;
-import java.nio.file.StandardOpenOption;
 import java.util.List;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -99,15 +95,7 @@ class KvBatchTest {
                 .sparsity(1.0).build();
         try (KvEngine e = KvEngine.open(cfg)) {
             store(e, 3);
-            long offset;
-            try (KvSequence s = e.openSequence("b")) {
-                ClusterLayout cl = Layouts.clusterLayout(s, 0);
-                offset = cl.entryOffset(cl.replica(123, 0));
-            }
-            try (FileChannel ch = FileChannel.open(cfg.ssdDirectories().get(0).resolve(DevicePool.POOL_FILE),
-                    StandardOpenOption.WRITE)) {
-                ch.write(ByteBuffer.wrap(new byte[] {1, 2, 3, 4}), offset + 10);
-            }
+            PoolDamage.damageEntry(e, cfg, "b", 123);
             try (KvSequence a = e.openSequence("a"); KvSequence b = e.openSequence("b");
                     KvSequence c = e.openSequence("c"); KvDecoder da = a.decoder(o); KvDecoder db = b.decoder(o);
                     KvDecoder dc = c.decoder(o)) {

@@ -8,9 +8,9 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.kvoffload.internal.storage.ClusterLayout;
-import io.kvoffload.internal.storage.DevicePool;
 import io.kvoffload.internal.swarm.MedoidIndex;
 import io.kvoffload.testing.KvViews;
+import io.kvoffload.testing.PoolDamage;
 import io.kvoffload.testing.TestEngines;
 import io.kvoffload.attention.ExactAttention;
 import io.kvoffload.workload.SyntheticWorkload;
@@ -18,17 +18,13 @@ import io.kvoffload.workload.WorkloadSpec;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
-import java.nio.ByteBuffer;
-import java.nio.channels.FileChannel;
 import java.nio.file.Path;
-import java.nio.file.StandardOpenOption;
 import java.util.ArrayList;
 import java.util.BitSet;
 import java.util.List;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -42,26 +38,9 @@ class KvDecoderTest {
 
     @TempDir
     Path root;
-    SyntheticWorkload w;
-    byte[][][] expected; // [layer][K|V][bytes]
-
-    @BeforeEach
-    void workload() {
-        w = new SyntheticWorkload(WorkloadSpec.builder(SHAPE, TOKENS).seed(11).build());
-        expected = new byte[SHAPE.layers()][][];
-        for (int l = 0; l < SHAPE.layers(); l++) {
-            expected[l] = SwarmOfflinePhaseTest.expected(w, l);
-        }
-    }
-
-    static byte[][] expectedOf(SyntheticWorkload source, int layer, int tokens) {
-        try (Arena arena = Arena.ofConfined()) {
-            MemorySegment k = arena.allocate((long) tokens * SHAPE.halfEntryBytes());
-            MemorySegment v = arena.allocate((long) tokens * SHAPE.halfEntryBytes());
-            source.writeKv(layer, 0, tokens, SHAPE.dtype(), k, v);
-            return new byte[][] {k.toArray(ValueLayout.JAVA_BYTE), v.toArray(ValueLayout.JAVA_BYTE)};
-        }
-    }
+    // Per test (JUnit makes an instance for each): the workload and its bytes as stored.
+    SyntheticWorkload w = new SyntheticWorkload(WorkloadSpec.builder(SHAPE, TOKENS).seed(11).build());
+    final byte[][][] expected = SwarmOfflinePhaseTest.expected(w); // [layer][K|V][bytes]
 
     KvConfig config(int devices) {
         return TestEngines.config(TestEngines.deviceDirs(root, devices), "portable").blockTokens(16).build();
@@ -252,7 +231,7 @@ class KvDecoderTest {
         SyntheticWorkload longer = new SyntheticWorkload(WorkloadSpec.builder(SHAPE, TOKENS + extra).seed(11).build());
         w = longer; // the stored prefix and the appended tokens come from one workload
         for (int l = 0; l < SHAPE.layers(); l++) {
-            expected[l] = expectedOf(longer, l, TOKENS + extra);
+            expected[l] = TestEngines.kvBytes(longer, l, TOKENS + extra);
         }
         for (Swarm.Maintenance m : List.of(Swarm.Maintenance.SWARM, Swarm.Maintenance.MIN_SIZE,
                 Swarm.Maintenance.MIN_DIFF)) {
@@ -393,15 +372,7 @@ class KvDecoderTest {
         DecodeOptions o = DecodeOptions.builder().strategy(Swarm.defaults()).cacheBytes(0).sinkTokens(0).localWindow(0).sparsity(1.0).build();
         try (KvEngine e = KvEngine.open(cfg)) {
             storeClustered(e, "s");
-            long offset;
-            try (KvSequence s = e.openSequence("s")) {
-                ClusterLayout cl = Layouts.clusterLayout(s, 0);
-                offset = cl.entryOffset(cl.replica(123, 0));
-            }
-            try (FileChannel ch = FileChannel.open(cfg.ssdDirectories().get(0).resolve(DevicePool.POOL_FILE),
-                    StandardOpenOption.WRITE)) {
-                ch.write(ByteBuffer.wrap(new byte[] {1, 2, 3, 4}), offset + 10);
-            }
+            PoolDamage.damageEntry(e, cfg, "s", 123);
             try (KvSequence s = e.openSequence("s"); KvDecoder d = s.decoder(o)) {
                 KvView v = d.prefetch(0, w.query(0, 0));
                 KvChecksumException ex = assertThrows(KvChecksumException.class, v::await);

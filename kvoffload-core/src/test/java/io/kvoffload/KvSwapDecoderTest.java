@@ -13,10 +13,10 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import io.kvoffload.internal.kvswap.CompressedKCache;
 import io.kvoffload.internal.kvswap.GroupPredictor;
 import io.kvoffload.internal.kvswap.LowRankAdapter;
-import io.kvoffload.internal.storage.DevicePool;
 import io.kvoffload.internal.storage.GroupLayout;
 import io.kvoffload.testing.Allocations;
 import io.kvoffload.testing.KvViews;
+import io.kvoffload.testing.PoolDamage;
 import io.kvoffload.testing.TestEngines;
 import io.kvoffload.internal.util.ElementCodec;
 import io.kvoffload.workload.SyntheticWorkload;
@@ -24,14 +24,10 @@ import io.kvoffload.workload.WorkloadSpec;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
-import java.nio.ByteBuffer;
-import java.nio.channels.FileChannel;
 import java.nio.file.Path;
-import java.nio.file.StandardOpenOption;
 import java.util.ArrayList;
 import java.util.BitSet;
 import java.util.List;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -46,17 +42,9 @@ class KvSwapDecoderTest {
 
     @TempDir
     Path root;
-    SyntheticWorkload w;
-    byte[][][] expected; // [layer][K|V][bytes]
-
-    @BeforeEach
-    void workload() {
-        w = new SyntheticWorkload(WorkloadSpec.builder(SHAPE, TOKENS).seed(11).build());
-        expected = new byte[SHAPE.layers()][][];
-        for (int l = 0; l < SHAPE.layers(); l++) {
-            expected[l] = SwarmOfflinePhaseTest.expected(w, l);
-        }
-    }
+    // Per test (JUnit makes an instance for each): the workload and its bytes as stored.
+    final SyntheticWorkload w = new SyntheticWorkload(WorkloadSpec.builder(SHAPE, TOKENS).seed(11).build());
+    final byte[][][] expected = SwarmOfflinePhaseTest.expected(w); // [layer][K|V][bytes]
 
     KvConfig config(int devices) {
         return TestEngines.config(TestEngines.deviceDirs(root, devices), "portable").blockTokens(16).build();
@@ -347,10 +335,8 @@ class KvSwapDecoderTest {
                 }
                 s2.andNot(s1);
                 int bad = s2.nextSetBit(4) / 4; // a group q2 needs that is not in the reuse buffer
-                try (FileChannel ch = FileChannel.open(cfg.ssdDirectories().get(0).resolve(DevicePool.POOL_FILE),
-                        StandardOpenOption.WRITE)) {
-                    ch.write(ByteBuffer.wrap(new byte[] {1, 2, 3, 4}), Layouts.groupLayout(s, 0).groupOffset(bad) + 10);
-                }
+                GroupLayout gl = Layouts.groupLayout(s, 0);
+                PoolDamage.damage(cfg, gl.groupDevice(bad), gl.groupOffset(bad));
                 for (KvDecoder d : List.of(plain, reusing, reusing)) { // twice: the reuse buffer must not serve it later
                     KvView v = d.prefetch(0, q2);
                     KvChecksumException ex = assertThrows(KvChecksumException.class, v::await);

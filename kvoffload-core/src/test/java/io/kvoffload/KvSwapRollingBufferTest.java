@@ -16,7 +16,6 @@ import io.kvoffload.workload.SyntheticWorkload;
 import io.kvoffload.workload.WorkloadSpec;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
-import java.lang.foreign.ValueLayout;
 import java.nio.file.Path;
 import java.util.BitSet;
 import org.junit.jupiter.api.BeforeEach;
@@ -48,15 +47,9 @@ class KvSwapRollingBufferTest {
     @BeforeEach
     void workload() {
         w = new SyntheticWorkload(WorkloadSpec.builder(SHAPE, TOTAL).seed(5).build());
-        expected = new byte[SHAPE.layers()][2][];
-        try (Arena a = Arena.ofConfined()) {
-            MemorySegment k = a.allocate((long) TOTAL * SHAPE.halfEntryBytes());
-            MemorySegment v = a.allocate((long) TOTAL * SHAPE.halfEntryBytes());
-            for (int l = 0; l < SHAPE.layers(); l++) {
-                w.writeKv(l, 0, TOTAL, SHAPE.dtype(), k, v);
-                expected[l][0] = k.toArray(ValueLayout.JAVA_BYTE);
-                expected[l][1] = v.toArray(ValueLayout.JAVA_BYTE);
-            }
+        expected = new byte[SHAPE.layers()][][];
+        for (int l = 0; l < SHAPE.layers(); l++) {
+            expected[l] = TestEngines.kvBytes(w, l, TOTAL);
         }
     }
 

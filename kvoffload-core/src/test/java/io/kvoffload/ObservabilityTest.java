@@ -7,20 +7,15 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.kvoffload.attention.ExactAttention;
-import io.kvoffload.internal.storage.ClusterLayout;
-import io.kvoffload.internal.storage.DevicePool;
 import io.kvoffload.strategy.swarm.ClusterOptions;
 import io.kvoffload.strategy.swarm.Swarm;
-import io.kvoffload.testing.Layouts;
+import io.kvoffload.testing.PoolDamage;
 import io.kvoffload.testing.TestEngines;
 import io.kvoffload.workload.SyntheticWorkload;
 import io.kvoffload.workload.WorkloadSpec;
 import java.lang.management.ManagementFactory;
-import java.nio.ByteBuffer;
-import java.nio.channels.FileChannel;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.StandardOpenOption;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -85,7 +80,7 @@ class ObservabilityTest {
                     }
                     d.prefetch(1, w.query(1, 0)).await().close(); // never laid out: a degradation
                 }
-                corruptEntry(e, cfg, "s", 123);
+                PoolDamage.damageEntry(e, cfg, "s", 123);
                 try (KvSequence s = e.openSequence("s"); KvDecoder d = s.decoder(ALL)) {
                     assertThrows(KvChecksumException.class, () -> d.prefetch(0, w.query(0, 0)).await());
                 }
@@ -139,19 +134,6 @@ class ObservabilityTest {
 
     static List<RecordedEvent> of(List<RecordedEvent> events, String type, Predicate<RecordedEvent> p) {
         return events.stream().filter(x -> x.getEventType().getName().equals(type)).filter(p).toList();
-    }
-
-    /** Overwrites bytes of {@code token}'s layer-0 entry in the pool file. */
-    static void corruptEntry(KvEngine e, KvConfig cfg, String id, int token) throws Exception {
-        long offset;
-        try (KvSequence s = e.openSequence(id)) {
-            ClusterLayout cl = Layouts.clusterLayout(s, 0);
-            offset = cl.entryOffset(cl.replica(token, 0));
-        }
-        try (FileChannel ch = FileChannel.open(cfg.ssdDirectories().get(0).resolve(DevicePool.POOL_FILE),
-                StandardOpenOption.WRITE)) {
-            ch.write(ByteBuffer.wrap(new byte[] {1, 2, 3, 4}), offset + 10);
-        }
     }
 
     /** Three sequences fill a 1 MiB pool; a fourth evicts the least recently used, "b" (as EvictionTest). */

@@ -33,14 +33,7 @@ class RelayoutSafetyTest {
     /** Appends tokens {@code [from, from + n)} of {@code w} (finite values, as the KVSwap SVD needs) to every layer. */
     private static void append(KvSequence s, SyntheticWorkload w, int from, int n) {
         s.appendTokens(new int[n]);
-        try (Arena arena = Arena.ofConfined()) {
-            MemorySegment k = arena.allocate((long) n * SHAPE.halfEntryBytes());
-            MemorySegment v = arena.allocate((long) n * SHAPE.halfEntryBytes());
-            for (int l = 0; l < SHAPE.layers(); l++) {
-                w.writeKv(l, from, n, SHAPE.dtype(), k, v);
-                s.appendKv(l, k, v);
-            }
-        }
+        TestEngines.appendKv(s, w, from, n);
     }
 
     private static long free(KvEngine e) {

@@ -50,6 +50,38 @@ class StoreSafetyTest {
         TestEngines.assertExact(e, id, seed, tokens);
     }
 
+    /** Sequence {@code i} of a test store: {@code "a"}, {@code "b"}, … with seeds 1, 2, …. */
+    static String id(int i) {
+        return String.valueOf((char) ('a' + i));
+    }
+
+    /**
+     * Commits sequences {@code "a"}, {@code "b"}, … ({@code sequences} of them, seeds 1, 2, …) of
+     * {@code tokens} tokens each to a store over {@code d}; returns {@code d}.
+     */
+    static List<Path> commitAll(List<Path> d, int sequences, int tokens) {
+        try (KvEngine e = KvEngine.open(config(d).build())) {
+            for (int i = 0; i < sequences; i++) {
+                commit(e, id(i), i + 1, tokens);
+            }
+        }
+        return d;
+    }
+
+    /** {@link #commitAll} over {@code n} new device directories. */
+    List<Path> committedStore(int n, int sequences, int tokens) {
+        return commitAll(dirs(n), sequences, tokens);
+    }
+
+    /** Opens the store over {@code d} again: {@link #commitAll}'s sequences read back exact. */
+    static void assertReopenedExact(List<Path> d, int sequences, int tokens) {
+        try (KvEngine e = KvEngine.open(config(d).build())) {
+            for (int i = 0; i < sequences; i++) {
+                assertExact(e, id(i), i + 1, tokens);
+            }
+        }
+    }
+
     static List<Path> manifestCopies(List<Path> dirs, String id) throws Exception {
         List<Path> out = new ArrayList<>();
         for (Path d : dirs) {
@@ -103,10 +135,7 @@ class StoreSafetyTest {
 
     @Test
     void directoriesMayBeListedInAnyOrder() throws Exception {
-        List<Path> d = dirs(3);
-        try (KvEngine e = KvEngine.open(config(d).build())) {
-            commit(e, "a", 1, 61);
-        }
+        List<Path> d = committedStore(3, 1, 61);
         List<Path> reordered = List.of(d.get(2), d.get(0), d.get(1));
         try (KvEngine e = KvEngine.open(config(reordered).build())) {
             assertEquals(List.of("a"), e.sequences().stream().map(SequenceInfo::id).toList());
@@ -122,11 +151,7 @@ class StoreSafetyTest {
 
     @Test
     void aMissingDeviceIsNamedItsSequencesAreUnavailableAndItsSpaceIsNeverReused() throws Exception {
-        List<Path> d = dirs(3);
-        try (KvEngine e = KvEngine.open(config(d).build())) {
-            commit(e, "a", 1, 64);
-            commit(e, "b", 2, 64);
-        }
+        List<Path> d = committedStore(3, 2, 64);
         try (KvEngine e = KvEngine.open(config(d.subList(0, 2)).build())) {
             KvStats st = e.stats();
             assertEquals(1, st.unavailableDevices().size(), st.toString());
@@ -149,10 +174,7 @@ class StoreSafetyTest {
 
     @Test
     void aDamagedDeviceRecordIsRecoveredFromTheStoreRecord() throws Exception {
-        List<Path> d = dirs(3);
-        try (KvEngine e = KvEngine.open(config(d).build())) {
-            commit(e, "a", 1, 64);
-        }
+        List<Path> d = committedStore(3, 1, 64);
         Files.writeString(d.get(1).resolve("kvoffload-device.json"), "{\"uuid\": 7, \"poolBytes\": \"x\"}");
         try (KvEngine e = KvEngine.open(config(d).build())) {
             assertTrue(e.stats().unavailableDevices().isEmpty(), e.stats().toString());
@@ -169,10 +191,7 @@ class StoreSafetyTest {
 
     @Test
     void anUnidentifiableDeviceIsFailedNotRecreatedOverItsData() throws Exception {
-        List<Path> d = dirs(2);
-        try (KvEngine e = KvEngine.open(config(d).build())) {
-            commit(e, "a", 1, 64);
-        }
+        List<Path> d = committedStore(2, 1, 64);
         // Records gone everywhere the device could be recognised from: it must not get a new pool.
         byte[] pool = Files.readAllBytes(d.get(1).resolve("kvoffload.pool"));
         for (Path x : d) {
@@ -191,10 +210,7 @@ class StoreSafetyTest {
 
     @Test
     void manifestsAreKeptOnTwoDevicesAndEitherCopySuffices() throws Exception {
-        List<Path> d = dirs(3);
-        try (KvEngine e = KvEngine.open(config(d).build())) {
-            commit(e, "a", 1, 64);
-        }
+        List<Path> d = committedStore(3, 1, 64);
         List<Path> copies = manifestCopies(d, "a");
         assertEquals(2, copies.size(), copies.toString());
         byte[] good = Files.readAllBytes(copies.get(1));
@@ -220,10 +236,7 @@ class StoreSafetyTest {
 
     @Test
     void thePreviousGenerationIsUsedWhenTheNewestCopiesAreDamaged() throws Exception {
-        List<Path> d = dirs(2);
-        try (KvEngine e = KvEngine.open(config(d).build())) {
-            commit(e, "a", 1, 40);
-        }
+        List<Path> d = committedStore(2, 1, 40);
         try (KvEngine e = KvEngine.open(config(d).build()); KvSequence s = e.openSequenceForAppend("a")) {
             TestEngines.append(s, 1, 8, 8);
             s.commit();
@@ -246,11 +259,7 @@ class StoreSafetyTest {
 
     @Test
     void anUnreadableManifestQuarantinesItsSpaceUntilReleased() throws Exception {
-        List<Path> d = dirs(2);
-        try (KvEngine e = KvEngine.open(config(d).build())) {
-            commit(e, "a", 1, 64);
-            commit(e, "b", 2, 64);
-        }
+        List<Path> d = committedStore(2, 2, 64);
         List<Path> copies = manifestCopies(d, "a");
         List<byte[]> saved = new ArrayList<>();
         for (Path f : copies) {
@@ -321,10 +330,7 @@ class StoreSafetyTest {
 
     @Test
     void aDeviceThatKeepsFailingIsTakenOutOfServiceWithoutARestart() throws Exception {
-        List<Path> d = dirs(2);
-        try (KvEngine e = KvEngine.open(config(d).build())) {
-            commit(e, "a", 1, 64);
-        }
+        List<Path> d = committedStore(2, 1, 64);
         KvConfig faulty = config(d).faultInjection(FaultInjection.builder(7).vanishingDevice(1, 0).build()).build();
         try (KvEngine e = KvEngine.open(faulty)) {
             assertTrue(e.ioBackend().endsWith("+faults"), e.ioBackend());
@@ -342,18 +348,13 @@ class StoreSafetyTest {
                     "no manifest copy goes to the failed device either");
             assertEquals(0, e.stats().devices().get(1).bytesWritten(), "nothing written to the failed device");
         }
-        try (KvEngine e = KvEngine.open(config(d).build())) { // the device is back: everything reads
-            assertExact(e, "a", 1, 64);
-            assertExact(e, "b", 2, 64);
-        }
+        // The device is back: everything reads.
+        assertReopenedExact(d, 2, 64);
     }
 
     @Test
     void aStoreWrittenBeforeStoreRecordsOpensAsItWas() throws Exception {
-        List<Path> d = dirs(3);
-        try (KvEngine e = KvEngine.open(config(d).build())) {
-            commit(e, "a", 1, 61);
-        }
+        List<Path> d = committedStore(3, 1, 61);
         // The layout of the previous release: device records without store or CRC, no store
         // record, manifests only in the first directory.
         Path first = d.get(0).resolve("manifests").resolve("a.kvom");
@@ -395,15 +396,9 @@ class StoreSafetyTest {
         Files.createSymbolicLink(mdir.resolve("a.kvom.tmp"), outside);
         Path blocker = Files.createDirectories(mdir.resolve("b.kvom.tmp"));
         Files.writeString(blocker.resolve("inside"), "x");
-        try (KvEngine e = KvEngine.open(config(d).build())) {
-            commit(e, "a", 1, 20);
-            commit(e, "b", 2, 20);
-        }
+        commitAll(d, 2, 20);
         assertEquals("precious", Files.readString(outside));
-        try (KvEngine e = KvEngine.open(config(d).build())) {
-            assertExact(e, "a", 1, 20);
-            assertExact(e, "b", 2, 20);
-        }
+        assertReopenedExact(d, 2, 20);
     }
 
     @Test
@@ -422,10 +417,7 @@ class StoreSafetyTest {
 
     @Test
     void filesArePrivateByDefault() throws Exception {
-        List<Path> d = dirs(2);
-        try (KvEngine e = KvEngine.open(config(d).build())) {
-            commit(e, "a", 1, 20);
-        }
+        List<Path> d = committedStore(2, 1, 20);
         List<Path> created = new ArrayList<>();
         for (Path x : d) {
             try (Stream<Path> s = Files.walk(x)) {

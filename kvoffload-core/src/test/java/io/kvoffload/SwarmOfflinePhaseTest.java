@@ -39,24 +39,42 @@ class SwarmOfflinePhaseTest {
             ids[t] = t % 32000;
         }
         seq.appendTokens(ids);
-        try (Arena arena = Arena.ofConfined()) {
-            MemorySegment k = arena.allocate((long) TOKENS * SHAPE.halfEntryBytes());
-            MemorySegment v = arena.allocate((long) TOKENS * SHAPE.halfEntryBytes());
-            for (int l = 0; l < SHAPE.layers(); l++) {
-                w.writeKv(l, 0, TOKENS, SHAPE.dtype(), k, v);
-                seq.appendKv(l, k, v);
+        TestEngines.appendKv(seq, w, 0, TOKENS);
+    }
+
+    /**
+     * What the first {@code steps} decoding steps of {@code layer} activate: per step, the tokens
+     * (of the first {@code tokens}) whose primary group, or with {@code bridges} also whose
+     * secondary group, the step attends, ascending.
+     */
+    static List<int[]> activationSets(SyntheticWorkload w, int layer, int steps, int tokens, boolean bridges) {
+        List<int[]> sets = new ArrayList<>();
+        for (int step = 0; step < steps; step++) {
+            int[] groups = w.activeGroups(layer, step);
+            BitSet act = new BitSet();
+            for (int t = 0; t < tokens; t++) {
+                for (int g : groups) {
+                    if (w.primaryGroup(layer, t) == g || (bridges && w.secondaryGroup(layer, t) == g)) {
+                        act.set(t);
+                    }
+                }
             }
+            sets.add(act.stream().toArray());
         }
+        return sets;
     }
 
     static byte[][] expected(SyntheticWorkload w, int layer) {
-        try (Arena arena = Arena.ofConfined()) {
-            MemorySegment k = arena.allocate((long) TOKENS * SHAPE.halfEntryBytes());
-            MemorySegment v = arena.allocate((long) TOKENS * SHAPE.halfEntryBytes());
-            w.writeKv(layer, 0, TOKENS, SHAPE.dtype(), k, v);
-            return new byte[][] {k.toArray(java.lang.foreign.ValueLayout.JAVA_BYTE),
-                v.toArray(java.lang.foreign.ValueLayout.JAVA_BYTE)};
+        return TestEngines.kvBytes(w, layer, TOKENS);
+    }
+
+    /** {@link #expected(SyntheticWorkload, int)} of every layer: {@code [layer][K|V][bytes]}. */
+    static byte[][][] expected(SyntheticWorkload w) {
+        byte[][][] out = new byte[SHAPE.layers()][][];
+        for (int l = 0; l < SHAPE.layers(); l++) {
+            out[l] = expected(w, l);
         }
+        return out;
     }
 
     /** Reads every cluster whole and compares with what the workload generated. */
@@ -90,19 +108,7 @@ class SwarmOfflinePhaseTest {
         for (int step = 0; step < 32; step++) {
             queries.add(w.query(0, step));
         }
-        List<int[]> sets = new ArrayList<>();
-        for (int step = 0; step < 32; step++) {
-            int[] groups = w.activeGroups(1, step);
-            BitSet act = new BitSet();
-            for (int t = 0; t < TOKENS; t++) {
-                for (int g : groups) {
-                    if (w.primaryGroup(1, t) == g || w.secondaryGroup(1, t) == g) {
-                        act.set(t);
-                    }
-                }
-            }
-            sets.add(act.stream().toArray());
-        }
+        List<int[]> sets = activationSets(w, 1, 32, TOKENS, true);
         int[][] members0;
         int[] top;
         float[] probe = w.query(0, 100);

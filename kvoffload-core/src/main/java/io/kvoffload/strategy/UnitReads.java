@@ -1,8 +1,8 @@
 package io.kvoffload.strategy;
 
+import io.kvoffload.internal.util.IntList;
 import io.kvoffload.internal.util.StampSet;
 import java.lang.foreign.MemorySegment;
-import java.util.Arrays;
 
 /**
  * A step's auxiliary read: units of the strategy's own unit layout ({@link UnitLayouts#write}) that
@@ -17,8 +17,7 @@ import java.util.Arrays;
  * than any before.
  */
 public final class UnitReads {
-    private int[] units = new int[64];
-    private int size;
+    private final IntList units = new IntList(64);
     private int unitCount;
     private int unitBytes;
     private long[] at = new long[0];
@@ -29,7 +28,7 @@ public final class UnitReads {
     public void begin(int unitCount, int unitBytes) {
         this.unitCount = unitCount;
         this.unitBytes = unitBytes;
-        this.size = 0;
+        units.clear();
         if (arrived.clear(unitCount)) {
             at = new long[arrived.capacity()];
         }
@@ -54,28 +53,25 @@ public final class UnitReads {
         if (unit < 0 || unit >= unitCount) {
             throw new IllegalArgumentException("unit = " + unit + " is out of range; allowed: 0.." + (unitCount - 1));
         }
-        if (size == units.length) {
-            units = Arrays.copyOf(units, size * 2);
-        }
-        units[size++] = unit;
+        units.add(unit);
     }
 
     /** Units asked for this step (repeats counted). */
     public int size() {
-        return size;
+        return units.size();
     }
 
     /** The {@code i}-th unit asked for; the pipeline reads the list through this. */
     public int unit(int i) {
-        if (i < 0 || i >= size) {
-            throw new IndexOutOfBoundsException("i = " + i + "; allowed: 0.." + (size - 1));
+        if (i < 0 || i >= units.size()) {
+            throw new IndexOutOfBoundsException("i = " + i + "; allowed: 0.." + (units.size() - 1));
         }
-        return units[i];
+        return units.array()[i];
     }
 
     /** The units asked for, {@code [0, size())} valid; the pipeline's scheduler reads them without a copy. */
     public int[] unitArray() {
-        return units;
+        return units.array();
     }
 
     /** Unit {@code unit} landed verified at {@code offset} of {@code memory}; called by the pipeline. */

@@ -334,18 +334,10 @@ class PerHeadAttentionTest {
     @ValueSource(ints = {2, 4})
     void perHeadMassRecallCountsEachHeadsOwnRows(int devices) {
         KvShape shape = shape(DType.F32);
-        int kv = shape.kvHeads(), d = shape.headDim(), qh = shape.queryHeads();
+        int kv = shape.kvHeads(), qh = shape.queryHeads();
         try (KvEngine e = KvEngine.open(PerHeadViews.config(root, devices).build())) {
             PerHeadViews.Layer layer = PerHeadViews.store(e, "s", shape, TOKENS, 21)[0];
-            float[][] kh = new float[kv][TOKENS * d];
-            float[][] vh = new float[kv][TOKENS * d];
-            for (int t = 0; t < TOKENS; t++) {
-                for (int h = 0; h < kv; h++) {
-                    System.arraycopy(layer.keys(), (t * kv + h) * d, kh[h], t * d, d);
-                    System.arraycopy(layer.values(), (t * kv + h) * d, vh[h], t * d, d);
-                }
-            }
-            DenseLayerKv dense = new DenseLayerKv(TOKENS, d, kh, vh);
+            DenseLayerKv dense = layer.dense();
             float[] q = query(shape, 23);
             ExactAttention exact = ExactAttention.of(shape);
             float[][] headWeights = exact.headWeights(dense, q);

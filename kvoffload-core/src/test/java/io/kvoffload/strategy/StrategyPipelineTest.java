@@ -17,7 +17,6 @@ import io.kvoffload.testing.KvViews;
 import io.kvoffload.testing.TestEngines;
 import io.kvoffload.workload.SyntheticWorkload;
 import io.kvoffload.workload.WorkloadSpec;
-import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.nio.file.Path;
@@ -50,31 +49,8 @@ class StrategyPipelineTest {
         w = new SyntheticWorkload(WorkloadSpec.builder(SHAPE, TOKENS).seed(23).build());
     }
 
-    void store(KvEngine e, String id, SelectionStrategy strategy) {
-        int[] ids = new int[TOKENS];
-        for (int t = 0; t < TOKENS; t++) {
-            ids[t] = t % 32000;
-        }
-        try (KvSequence s = e.createSequence(id, SHAPE); Arena arena = Arena.ofConfined()) {
-            s.appendTokens(ids);
-            MemorySegment k = arena.allocate((long) TOKENS * SHAPE.halfEntryBytes());
-            MemorySegment v = arena.allocate((long) TOKENS * SHAPE.halfEntryBytes());
-            for (int l = 0; l < SHAPE.layers(); l++) {
-                w.writeKv(l, 0, TOKENS, SHAPE.dtype(), k, v);
-                s.appendKv(l, k, v);
-                strategy.layOut(s, l);
-            }
-            s.commit();
-        }
-    }
-
     byte[][] expectedBytes(int layer) {
-        try (Arena arena = Arena.ofConfined()) {
-            MemorySegment k = arena.allocate((long) TOKENS * SHAPE.halfEntryBytes());
-            MemorySegment v = arena.allocate((long) TOKENS * SHAPE.halfEntryBytes());
-            w.writeKv(layer, 0, TOKENS, SHAPE.dtype(), k, v);
-            return new byte[][] {k.toArray(ValueLayout.JAVA_BYTE), v.toArray(ValueLayout.JAVA_BYTE)};
-        }
+        return TestEngines.kvBytes(w, layer, TOKENS);
     }
 
     /** The layer's keys as the pipeline's context decodes them, held in arrays. */
@@ -123,7 +99,7 @@ class StrategyPipelineTest {
     private void assertDecodesAsSelected(SelectionStrategy strategy, String id) throws Exception {
         double sparsity = 0.1;
         try (KvEngine e = KvEngine.open(TestEngines.config(TestEngines.deviceDirs(root, 3), "portable").build())) {
-            store(e, id, strategy);
+            TestEngines.storeLaidOut(e, id, w, TOKENS, strategy);
             DecodeOptions o = DecodeOptions.builder().strategy(strategy).sparsity(sparsity).sinkTokens(SINKS)
                     .localWindow(WINDOW).build();
             try (KvSequence s = e.openSequence(id); KvDecoder d = s.decoder(o)) {
@@ -155,28 +131,20 @@ class StrategyPipelineTest {
         double sparsity = 0.1;
         try (KvEngine e = KvEngine.open(TestEngines.config(TestEngines.deviceDirs(root, 3), "portable").build())) {
             int[][][] clusters = new int[SHAPE.layers()][][];
-            int coActivation = 0;
-            try (KvSequence s = e.createSequence(name, SHAPE); Arena arena = Arena.ofConfined()) {
-                s.appendTokens(new int[TOKENS]);
-                MemorySegment k = arena.allocate((long) TOKENS * SHAPE.halfEntryBytes());
-                MemorySegment v = arena.allocate((long) TOKENS * SHAPE.halfEntryBytes());
-                for (int l = 0; l < SHAPE.layers(); l++) {
-                    w.writeKv(l, 0, TOKENS, SHAPE.dtype(), k, v);
-                    s.appendKv(l, k, v);
-                    java.util.List<float[]> profile = new java.util.ArrayList<>();
-                    for (int i = 0; i < 48; i++) {
-                        profile.add(w.query(l, 100 + 2 * i));
-                    }
-                    coActivation += io.kvoffload.strategy.swarm.Swarm.clusterLayerFromQueries(s, l, profile,
-                            io.kvoffload.strategy.swarm.ClusterOptions.defaults()).coActivationClusters();
-                    clusters[l] = new int[io.kvoffload.strategy.swarm.Swarm.clusterCount(s, l)][];
-                    for (int c = 0; c < clusters[l].length; c++) {
-                        clusters[l][c] = io.kvoffload.strategy.swarm.Swarm.clusterMembers(s, l, c);
-                    }
+            int[] coActivation = {0};
+            TestEngines.store(e, name, w, TOKENS, (s, l) -> {
+                java.util.List<float[]> profile = new java.util.ArrayList<>();
+                for (int i = 0; i < 48; i++) {
+                    profile.add(w.query(l, 100 + 2 * i));
                 }
-                s.commit();
-            }
-            assertTrue(coActivation > 0, "the workload co-activates some tokens");
+                coActivation[0] += io.kvoffload.strategy.swarm.Swarm.clusterLayerFromQueries(s, l, profile,
+                        io.kvoffload.strategy.swarm.ClusterOptions.defaults()).coActivationClusters();
+                clusters[l] = new int[io.kvoffload.strategy.swarm.Swarm.clusterCount(s, l)][];
+                for (int c = 0; c < clusters[l].length; c++) {
+                    clusters[l][c] = io.kvoffload.strategy.swarm.Swarm.clusterMembers(s, l, c);
+                }
+            });
+            assertTrue(coActivation[0] > 0, "the workload co-activates some tokens");
             DecodeOptions o = DecodeOptions.builder().strategy(strategy).sparsity(sparsity).sinkTokens(SINKS)
                     .localWindow(WINDOW).build();
             try (KvSequence s = e.openSequence(name); KvDecoder d = s.decoder(o)) {
@@ -294,7 +262,7 @@ class StrategyPipelineTest {
                         float[] q = io.kvoffload.testing.PerHeadViews.rounded(new java.util.Random(step * 7 + l),
                                 DType.F32, shape.queryHeads() * shape.headDim(), 1f);
                         LayerSelector sel = Strategies.named(reference).openLayer(new Adjusted(new TestLayerContext(shape,
-                                l, layerKv(stored[l]), SINKS, WINDOW), null, shape.kvHeads()));
+                                l, stored[l].dense(), SINKS, WINDOW), null, shape.kvHeads()));
                         int[][] want = perGroupRows(sel, l, tokens, q, sparsity, shape.kvHeads());
                         try (KvView v = d.prefetch(l, q).await()) {
                             io.kvoffload.testing.PerHeadViews.assertHeldHeadsBitExact(v, stored[l]);
@@ -324,21 +292,6 @@ class StrategyPipelineTest {
                 assertTrue(!v.partialRows(), "a full budget reads every head of every token");
             }
         }
-    }
-
-    /** {@code layer}'s keys and values per KV head, as a strategy's context holds them. */
-    static LayerKv layerKv(io.kvoffload.testing.PerHeadViews.Layer layer) {
-        KvShape shape = layer.shape();
-        int d = shape.headDim(), kv = shape.kvHeads(), tokens = layer.keys().length / (kv * d);
-        float[][] k = new float[kv][tokens * d];
-        float[][] v = new float[kv][tokens * d];
-        for (int t = 0; t < tokens; t++) {
-            for (int h = 0; h < kv; h++) {
-                System.arraycopy(layer.keys(), (t * kv + h) * d, k[h], t * d, d);
-                System.arraycopy(layer.values(), (t * kv + h) * d, v[h], t * d, d);
-            }
-        }
-        return new DenseLayerKv(tokens, d, k, v);
     }
 
     /** Per KV head (one head a group), the sorted rows: sinks, window and what {@code sel} adds for it. */

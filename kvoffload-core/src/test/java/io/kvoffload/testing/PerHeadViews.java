@@ -1,8 +1,5 @@
 package io.kvoffload.testing;
 
-import static org.junit.jupiter.api.Assertions.assertEquals;
-import static org.junit.jupiter.api.Assertions.assertTrue;
-
 import io.kvoffload.DType;
 import io.kvoffload.DecodeOptions;
 import io.kvoffload.KvConfig;
@@ -12,6 +9,7 @@ import io.kvoffload.KvShape;
 import io.kvoffload.KvView;
 import io.kvoffload.Placement;
 import io.kvoffload.internal.util.ElementCodec;
+import io.kvoffload.strategy.DenseLayerKv;
 import io.kvoffload.strategy.FetchPlan;
 import io.kvoffload.strategy.LayerContext;
 import io.kvoffload.strategy.LayerSelector;
@@ -63,6 +61,20 @@ public final class PerHeadViews {
             int d = shape.headDim();
             int at = (token * shape.kvHeads() + kvHead) * d;
             return java.util.Arrays.copyOfRange(value ? values : keys, at, at + d);
+        }
+
+        /** Keys and values per KV head, as a strategy's context holds them. */
+        public DenseLayerKv dense() {
+            int d = shape.headDim(), kv = shape.kvHeads(), tokens = keys.length / (kv * d);
+            float[][] k = new float[kv][tokens * d];
+            float[][] v = new float[kv][tokens * d];
+            for (int t = 0; t < tokens; t++) {
+                for (int h = 0; h < kv; h++) {
+                    System.arraycopy(keys, (t * kv + h) * d, k[h], t * d, d);
+                    System.arraycopy(values, (t * kv + h) * d, v[h], t * d, d);
+                }
+            }
+            return new DenseLayerKv(tokens, d, k, v);
         }
 
         /** The stored bytes of K and V, for {@link KvViews#assertBitExact}. */
@@ -210,7 +222,6 @@ public final class PerHeadViews {
                 continue;
             }
             double[] logit = new double[total];
-            double max = Double.NEGATIVE_INFINITY;
             for (int i = 0; i < total; i++) {
                 double s = 0;
                 for (int j = 0; j < d; j++) {
@@ -219,15 +230,10 @@ public final class PerHeadViews {
                     s += (double) query[h * d + j] * kj;
                 }
                 logit[i] = s * scale;
-                max = Math.max(max, logit[i]);
             }
-            double sum = 0;
+            ReferenceSoftmax.inPlace(logit);
             for (int i = 0; i < total; i++) {
-                logit[i] = Math.exp(logit[i] - max);
-                sum += logit[i];
-            }
-            for (int i = 0; i < total; i++) {
-                double w = logit[i] / sum;
+                double w = logit[i];
                 for (int j = 0; j < d; j++) {
                     float vj = i < ids.length ? layer.values()[(ids[i] * kv + kvh) * d + j]
                             : extraValues[((i - ids.length) * kv + kvh) * d + j];

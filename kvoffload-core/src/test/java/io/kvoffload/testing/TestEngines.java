@@ -10,6 +10,7 @@ import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.lang.foreign.Arena;
 import io.kvoffload.workload.SyntheticWorkload;
+import io.kvoffload.workload.Workload;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.nio.file.Files;
@@ -51,7 +52,14 @@ public final class TestEngines {
         return store(e, id, w, tokens, strategy::layOut);
     }
 
-    private static byte[][][] store(KvEngine e, String id, SyntheticWorkload w, int tokens,
+    /**
+     * Creates sequence {@code id} with {@code tokens} tokens of {@code w} in every layer, hands each
+     * layer to {@code layOut} once its KV is appended (a strategy's offline phase, or a test's own
+     * clustering), and commits it.
+     *
+     * @return per layer the K bytes and V bytes as stored, token-major, for {@link KvViews#assertBitExact}
+     */
+    public static byte[][][] store(KvEngine e, String id, SyntheticWorkload w, int tokens,
             java.util.function.ObjIntConsumer<KvSequence> layOut) {
         KvShape shape = w.spec().shape();
         byte[][][] expected = new byte[shape.layers()][2][];
@@ -69,6 +77,36 @@ public final class TestEngines {
             s.commit();
         }
         return expected;
+    }
+
+    /**
+     * K and V of the first {@code tokens} tokens of {@code w}'s layer {@code layer} as stored
+     * (token-major, in the shape's dtype), for {@link KvViews#assertBitExact}.
+     */
+    public static byte[][] kvBytes(Workload w, int layer, int tokens) {
+        KvShape shape = w.shape();
+        try (Arena a = Arena.ofConfined()) {
+            MemorySegment k = a.allocate((long) tokens * shape.halfEntryBytes());
+            MemorySegment v = a.allocate((long) tokens * shape.halfEntryBytes());
+            w.writeKv(layer, 0, tokens, shape.dtype(), k, v);
+            return new byte[][] {k.toArray(ValueLayout.JAVA_BYTE), v.toArray(ValueLayout.JAVA_BYTE)};
+        }
+    }
+
+    /**
+     * Appends the K and V of tokens {@code [from, from + n)} of {@code w} to every layer of
+     * {@code s}; the caller appends their token ids.
+     */
+    public static void appendKv(KvSequence s, Workload w, int from, int n) {
+        KvShape shape = w.shape();
+        try (Arena a = Arena.ofConfined()) {
+            MemorySegment k = a.allocate((long) n * shape.halfEntryBytes());
+            MemorySegment v = a.allocate((long) n * shape.halfEntryBytes());
+            for (int l = 0; l < shape.layers(); l++) {
+                w.writeKv(l, from, n, shape.dtype(), k, v);
+                s.appendKv(l, k, v);
+            }
+        }
     }
 
     /** Creates {@code n} device directories under {@code root}. */

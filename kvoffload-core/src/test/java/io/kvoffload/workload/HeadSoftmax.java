@@ -2,6 +2,7 @@ package io.kvoffload.workload;
 
 import io.kvoffload.KvShape;
 import io.kvoffload.strategy.LayerKv;
+import io.kvoffload.testing.ReferenceSoftmax;
 
 /** Exact softmax weights of one query head (the library's ExactAttention averages over heads). */
 final class HeadSoftmax {
@@ -13,7 +14,6 @@ final class HeadSoftmax {
         int n = kv.tokens();
         double[] logits = new double[n];
         float[] k = new float[d];
-        double max = Double.NEGATIVE_INFINITY;
         double scale = 1 / Math.sqrt(d);
         for (int t = 0; t < n; t++) {
             kv.keys(kvHead, t, 1, k, 0);
@@ -22,16 +22,7 @@ final class HeadSoftmax {
                 dot += query[head * d + c] * k[c];
             }
             logits[t] = dot * scale;
-            max = Math.max(max, logits[t]);
         }
-        double sum = 0;
-        for (int t = 0; t < n; t++) {
-            logits[t] = Math.exp(logits[t] - max);
-            sum += logits[t];
-        }
-        for (int t = 0; t < n; t++) {
-            logits[t] /= sum;
-        }
-        return logits;
+        return ReferenceSoftmax.inPlace(logits);
     }
 }

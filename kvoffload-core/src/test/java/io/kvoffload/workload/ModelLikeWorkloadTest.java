@@ -1,9 +1,7 @@
 package io.kvoffload.workload;
 
 import static io.kvoffload.workload.SyntheticWorkloadTest.assertMessage;
-import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
-import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.kvoffload.DType;
@@ -35,17 +33,7 @@ class ModelLikeWorkloadTest {
     void sameSeedSameTensorsOtherSeedOthers() {
         ModelLikeWorkload again = (ModelLikeWorkload) WorkloadFamily.MIXED_HEADS.create(SHAPE, TOKENS, 11);
         ModelLikeWorkload other = (ModelLikeWorkload) WorkloadFamily.MIXED_HEADS.create(SHAPE, TOKENS, 12);
-        float[] a = new float[128 * 64], b = new float[128 * 64], c = new float[128 * 64];
-        mixed.layer(0).keys(1, 3000, 64, a, 0);
-        again.layer(0).keys(1, 3000, 64, b, 0);
-        other.layer(0).keys(1, 3000, 64, c, 0);
-        assertArrayEquals(a, b);
-        assertFalse(Arrays.equals(a, c));
-        mixed.layer(0).values(0, 100, 64, a, 0);
-        again.layer(0).values(0, 100, 64, b, 0);
-        assertArrayEquals(a, b);
-        assertArrayEquals(mixed.query(0, 33), again.query(0, 33));
-        assertFalse(Arrays.equals(mixed.query(0, 33), other.query(0, 33)));
+        SeedDeterminism.assertSeedDecides(mixed, again, other, 0, 3000, 100, 33);
     }
 
     @Test

@@ -61,49 +61,43 @@ class SyntheticWorkloadTest {
 
     @Test
     void recentTokensAreAttendedMoreThanDistantOnes() {
-        double recent = 0, distant = 0;
-        int nRecent = 0, nDistant = 0;
-        for (int s = 0; s < STEPS; s++) {
-            float[] w = weights[s];
-            for (int t = 4; t < TOKENS; t++) {
-                if (inActiveGroup(0, s, t) || workload.isHeavyHitter(0, t)) {
-                    continue; // compare ordinary tokens only
-                }
-                int distance = TOKENS + s - t;
-                if (distance <= 32) {
-                    recent += w[t];
-                    nRecent++;
-                } else if (distance > 4096) {
-                    distant += w[t];
-                    nDistant++;
-                }
+        double ratio = meanWeightRatio(TOKENS, (s, t) -> {
+            if (inActiveGroup(0, s, t) || workload.isHeavyHitter(0, t)) {
+                return 0; // compare ordinary tokens only
             }
-        }
-        double ratio = (recent / nRecent) / (distant / nDistant);
+            int distance = TOKENS + s - t;
+            return distance <= 32 ? 1 : distance > 4096 ? 2 : 0;
+        });
         assertTrue(ratio > 5, "recent/distant mean weight ratio " + ratio);
     }
 
     @Test
     void heavyHittersAreAttendedWhateverTheQueryIsAbout() {
-        double heavy = 0, ordinary = 0;
-        int nHeavy = 0, nOrdinary = 0;
+        double ratio = meanWeightRatio(TOKENS - 1024,
+                (s, t) -> inActiveGroup(0, s, t) ? 0 : workload.isHeavyHitter(0, t) ? 1 : 2);
+        assertTrue(ratio > 20, "heavy hitter / ordinary mean weight ratio " + ratio);
+    }
+
+    /** Which of two classes token {@code t} of step {@code s} is in: 1 or 2, or 0 to leave it out. */
+    private interface TokenClass {
+        int of(int s, int t);
+    }
+
+    /**
+     * The mean exact weight of class-1 tokens over that of class-2 tokens, over tokens
+     * {@code [4, end)} (past the sinks) of every step; NaN when a class is empty.
+     */
+    private static double meanWeightRatio(int end, TokenClass cls) {
+        double[] sum = new double[3];
+        int[] n = new int[3];
         for (int s = 0; s < STEPS; s++) {
-            for (int t = 4; t < TOKENS - 1024; t++) {
-                if (inActiveGroup(0, s, t)) {
-                    continue;
-                }
-                if (workload.isHeavyHitter(0, t)) {
-                    heavy += weights[s][t];
-                    nHeavy++;
-                } else {
-                    ordinary += weights[s][t];
-                    nOrdinary++;
-                }
+            for (int t = 4; t < end; t++) {
+                int c = cls.of(s, t);
+                sum[c] += weights[s][t];
+                n[c]++;
             }
         }
-        assertTrue(nHeavy > 0);
-        double ratio = (heavy / nHeavy) / (ordinary / nOrdinary);
-        assertTrue(ratio > 20, "heavy hitter / ordinary mean weight ratio " + ratio);
+        return (sum[1] / n[1]) / (sum[2] / n[2]);
     }
 
     @Test
@@ -236,17 +230,7 @@ class SyntheticWorkloadTest {
     void sameSeedSameWorkloadOtherSeedOtherWorkload() {
         SyntheticWorkload again = new SyntheticWorkload(WorkloadSpec.builder(SHAPE, TOKENS).build());
         SyntheticWorkload other = new SyntheticWorkload(WorkloadSpec.builder(SHAPE, TOKENS).seed(42).build());
-        float[] a = new float[64 * SHAPE.headDim()], b = new float[a.length], c = new float[a.length];
-        workload.layer(1).keys(1, 1000, 64, a, 0);
-        again.layer(1).keys(1, 1000, 64, b, 0);
-        other.layer(1).keys(1, 1000, 64, c, 0);
-        assertArrayEquals(a, b);
-        assertFalse(Arrays.equals(a, c));
-        workload.layer(1).values(0, 7, 64, a, 0);
-        again.layer(1).values(0, 7, 64, b, 0);
-        assertArrayEquals(a, b);
-        assertArrayEquals(workload.query(1, 17), again.query(1, 17));
-        assertFalse(Arrays.equals(workload.query(1, 17), other.query(1, 17)));
+        SeedDeterminism.assertSeedDecides(workload, again, other, 1, 1000, 7, 17);
         assertArrayEquals(workload.activeGroups(1, 99), again.activeGroups(1, 99));
     }
 

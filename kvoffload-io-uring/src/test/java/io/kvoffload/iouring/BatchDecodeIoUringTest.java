@@ -16,9 +16,9 @@ import io.kvoffload.workload.WorkloadSpec;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.extension.ExtendWith;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
@@ -27,6 +27,7 @@ import org.junit.jupiter.api.io.TempDir;
  * views equal the sequences decoded one by one.
  */
 @Timeout(value = 120, unit = TimeUnit.SECONDS)
+@ExtendWith(IoUringRequired.class)
 class BatchDecodeIoUringTest {
     static final KvShape SHAPE = new KvShape(2, 8, 2, 64, DType.BF16);
     static final int TOKENS = 2048;
@@ -34,11 +35,6 @@ class BatchDecodeIoUringTest {
 
     @TempDir
     Path dir;
-
-    @BeforeEach
-    void gate() {
-        IoUringTestSupport.requireIoUring();
-    }
 
     @Test
     void aBatchThroughATinyRingEqualsOneByOne() throws Exception {

@@ -15,8 +15,6 @@ import io.kvoffload.strategy.SelectionStrategy;
 import io.kvoffload.strategy.Strategies;
 import io.kvoffload.strategy.swarm.Swarm;
 import io.kvoffload.testing.TestEngines;
-import java.lang.foreign.Arena;
-import java.lang.foreign.MemorySegment;
 import io.kvoffload.workload.SyntheticWorkload;
 import io.kvoffload.workload.WorkloadSpec;
 import java.lang.management.ManagementFactory;
@@ -24,9 +22,9 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.extension.ExtendWith;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
@@ -35,17 +33,13 @@ import org.junit.jupiter.api.io.TempDir;
  * layers in flight: measured with the thread's allocation counter over windows of steps.
  */
 @Timeout(value = 120, unit = TimeUnit.SECONDS)
+@ExtendWith(IoUringRequired.class)
 class DecoderAllocationTest {
     static final KvShape SHAPE = new KvShape(2, 8, 2, 64, DType.BF16);
     static final int TOKENS = 4096;
 
     @TempDir
     Path dir;
-
-    @BeforeEach
-    void gate() {
-        IoUringTestSupport.requireIoUring();
-    }
 
     @Test
     void decodeStepsAllocateNothing() throws Exception {
@@ -189,24 +183,8 @@ class DecoderAllocationTest {
         SyntheticWorkload w = new SyntheticWorkload(WorkloadSpec.builder(SHAPE, TOKENS).seed(5).build());
         KvConfig cfg = TestEngines.config(TestEngines.deviceDirs(dir, 2), "io_uring").placement(placement).build();
         try (KvEngine e = KvEngine.open(cfg)) {
-            try (KvSequence s = e.createSequence("q", SHAPE); Arena arena = Arena.ofConfined()) {
-                int[] ids = new int[TOKENS];
-                s.appendTokens(ids);
-                MemorySegment k = arena.allocate((long) TOKENS * SHAPE.halfEntryBytes());
-                MemorySegment v = arena.allocate((long) TOKENS * SHAPE.halfEntryBytes());
-                for (int l = 0; l < SHAPE.layers(); l++) {
-                    w.writeKv(l, 0, TOKENS, SHAPE.dtype(), k, v);
-                    s.appendKv(l, k, v);
-                    strategy.layOut(s, l);
-                }
-                s.commit();
-            }
-            float[][][] queries = new float[16][SHAPE.layers()][];
-            for (int q = 0; q < queries.length; q++) {
-                for (int l = 0; l < SHAPE.layers(); l++) {
-                    queries[q][l] = w.query(l, q);
-                }
-            }
+            TestEngines.storeLaidOut(e, "q", w, TOKENS, strategy);
+            float[][][] queries = queries(w);
             try (KvSequence s = e.openSequence("q"); KvDecoder d = s.decoder(o)) {
                 // Scoring loops other than Swarm's compile later: a longer warm-up (steps take ~1 ms).
                 assertNoAllocation(strategy.name() + " " + placement, d, queries, 3000);

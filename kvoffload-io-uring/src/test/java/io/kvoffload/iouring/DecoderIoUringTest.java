@@ -28,6 +28,7 @@ import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.extension.ExtendWith;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
@@ -37,6 +38,7 @@ import org.junit.jupiter.api.io.TempDir;
  * flight under a reused staging slot.
  */
 @Timeout(value = 120, unit = TimeUnit.SECONDS)
+@ExtendWith(IoUringRequired.class)
 class DecoderIoUringTest {
     static final KvShape SHAPE = new KvShape(3, 8, 2, 64, DType.BF16);
     static final int TOKENS = 4096;
@@ -48,8 +50,7 @@ class DecoderIoUringTest {
     private final byte[][][] expected = new byte[SHAPE.layers()][2][];
 
     @BeforeEach
-    void gate() {
-        IoUringTestSupport.requireIoUring();
+    void workload() {
         w = new SyntheticWorkload(WorkloadSpec.builder(SHAPE, TOKENS).seed(9).build());
     }
 

@@ -22,23 +22,19 @@ import java.util.List;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.extension.ExtendWith;
 import org.junit.jupiter.api.io.TempDir;
 
 /** DRAM slabs as io_uring fixed buffers: lazy registration, release, and the two limits that refuse it. */
 @Timeout(value = 60, unit = TimeUnit.SECONDS)
+@ExtendWith(IoUringRequired.class)
 class FixedBufferTest {
     private static final IoOptions OPTIONS = new IoOptions(true, 32, 1);
 
     @TempDir
     Path dir;
-
-    @BeforeEach
-    void gate() {
-        IoUringTestSupport.requireIoUring();
-    }
 
     private static void readInto(IoUringBackend backend, MemorySegment buffer, long offset) {
         IoBatch batch = backend.newBatch(1);

@@ -13,22 +13,18 @@ import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.nio.file.Path;
 import java.util.List;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
  * Issue #17, defect 4 (io_uring backend): a batch whose buffer was freed after it was added is
  * refused at submit, before any SQE reaches the kernel.
  */
+@ExtendWith(IoUringRequired.class)
 class FreedBufferSubmitIoUringTest {
     @TempDir
     Path dir;
-
-    @BeforeEach
-    void gate() {
-        IoUringTestSupport.requireIoUring();
-    }
 
     @Test
     void submitRefusesAFreedBufferBeforeTheKernelSeesIt() throws Exception {

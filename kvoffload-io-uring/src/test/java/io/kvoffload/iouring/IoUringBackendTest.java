@@ -26,26 +26,22 @@ import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.extension.ExtendWith;
 import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 
 /** The io_uring backend against real O_DIRECT pool files. */
 @Timeout(value = 60, unit = TimeUnit.SECONDS)
+@ExtendWith(IoUringRequired.class)
 class IoUringBackendTest {
     private static final long DEVICE_BYTES = 8L << 20;
     private static final IoOptions OPTIONS = new IoOptions(true, 64, 1);
 
     @TempDir
     Path dir;
-
-    @BeforeEach
-    void gate() {
-        IoUringTestSupport.requireIoUring();
-    }
 
     private IoUringBackend open(List<IoDevice> devices, IoUringConfig config) throws Exception {
         return IoUringBackend.open(devices, OPTIONS, config);

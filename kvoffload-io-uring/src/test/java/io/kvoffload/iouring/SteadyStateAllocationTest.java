@@ -12,9 +12,9 @@ import java.lang.management.ManagementFactory;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.extension.ExtendWith;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
@@ -23,14 +23,10 @@ import org.junit.jupiter.api.io.TempDir;
  * devices).
  */
 @Timeout(value = 60, unit = TimeUnit.SECONDS)
+@ExtendWith(IoUringRequired.class)
 class SteadyStateAllocationTest {
     @TempDir
     Path dir;
-
-    @BeforeEach
-    void gate() {
-        IoUringTestSupport.requireIoUring();
-    }
 
     @Test
     void submitAndAwaitAllocateNothing() throws Exception {

@@ -84,29 +84,15 @@ public final class ClusterLayoutWriter {
 
         CRC32C crc = new CRC32C();
         try (ExtentBatchWriter w = new ExtentBatchWriter(store, owner, BATCH)) {
-            int s = 0;
-            while (s < segs) {
-                // A group of whole segments, about GROUP_ENTRIES entries, gathered with one read.
-                int end = batchEnd(s, segs, g -> segFirst[g + 1] - segFirst[g]);
-                int n = segFirst[end] - segFirst[s];
-                int[] positions = Arrays.copyOfRange(entryToken, segFirst[s], segFirst[end]);
-                try (Arena arena = Arena.ofConfined()) {
-                    MemorySegment keys = arena.allocate((long) n * half, 64);
-                    MemorySegment values = arena.allocate((long) n * half, 64);
-                    source.read(positions, keys, values);
-                    Rows rows = new Rows(keys, values, shape, checksum, crc, layer);
-                    for (int g = s; g < end; g++) {
-                        int count = segFirst[g + 1] - segFirst[g];
-                        long len = allocateSegment(store, w, g, (long) count * entry, dev, segOffset, segLength);
-                        MemorySegment dst = w.stage(len);
-                        int rowBase = segFirst[s]; // the group's entries were read in order
-                        rows.stage(dst, len, segFirst[g], count, e -> e - rowBase, entryToken, entryCrc);
-                        w.write(dev[g], segOffset[g], dst.asSlice(0, len), g);
-                    }
-                }
-                w.flush();
-                s = end;
-            }
+            writeInBatches(w, source, half, segTokens.toArray(int[][]::new), (g, row, keys, values) -> {
+                int count = segFirst[g + 1] - segFirst[g];
+                long len = allocateSegment(store, w, g, (long) count * entry, dev, segOffset, segLength);
+                MemorySegment dst = w.stage(len);
+                int base = segFirst[g] - row; // entry e of the segment was read into row e - base
+                new Rows(keys, values, shape, checksum, crc, layer).stage(dst, len, segFirst[g], count, e -> e - base,
+                        entryToken, entryCrc);
+                w.write(dev[g], segOffset[g], dst.asSlice(0, len), g);
+            });
             w.finish();
             int[] sizes = new int[clusters];
             for (int c = 0; c < clusters; c++) {
@@ -172,51 +158,29 @@ public final class ClusterLayoutWriter {
         long[] segOffset = new long[segs];
         int[] segLength = new int[segs];
         CRC32C crc = new CRC32C();
-        try (ExtentBatchWriter w = new ExtentBatchWriter(store, owner, BATCH)) {
-            int c = 0;
-            while (c < clusters) {
-                int end = batchEnd(c, clusters, k -> members[k].length);
-                int n = 0;
-                for (int k = c; k < end; k++) {
-                    n += members[k].length;
-                }
-                int[] positions = new int[n];
-                int[] rowBase = new int[end - c];
-                for (int k = c, at = 0; k < end; k++) {
-                    rowBase[k - c] = at;
-                    System.arraycopy(members[k], 0, positions, at, members[k].length);
-                    at += members[k].length;
-                }
-                try (Arena arena = Arena.ofConfined()) {
-                    MemorySegment keys = arena.allocate((long) n * half, 64);
-                    MemorySegment values = arena.allocate((long) n * half, 64);
-                    source.read(positions, keys, values);
-                    MemorySegment whole = arena.allocate(entry, 64);
-                    for (int k = c; k < end; k++) {
-                        for (int g = 0; g < shards; g++) {
-                            int sg = k * shards + g;
-                            int count = members[k].length;
-                            long len = allocateSegment(store, w, sg, (long) count * unit, dev, segOffset, segLength);
-                            MemorySegment dst = w.stage(len);
-                            for (int i = 0; i < count; i++) {
-                                long row = rowBase[k - c] + i;
-                                MemorySegment.copy(keys, row * half, whole, 0, half);
-                                MemorySegment.copy(values, row * half, whole, half, half);
-                                HeadShards.extract(whole, 0, entry, g, shards, dst, (long) i * unit);
-                                int e = segFirst[sg] + i;
-                                entryCrc[e] = checksum.compute(crc, EntryChecksum.Kind.SHARD, layer,
-                                        entryToken[e] * shards + g, dst.asSlice((long) i * unit, unit).asByteBuffer());
-                            }
-                            if ((long) count * unit < len) {
-                                dst.asSlice((long) count * unit, len - (long) count * unit).fill((byte) 0);
-                            }
-                            w.write(dev[sg], segOffset[sg], dst.asSlice(0, len), sg);
-                        }
+        try (ExtentBatchWriter w = new ExtentBatchWriter(store, owner, BATCH); Arena scratch = Arena.ofConfined()) {
+            MemorySegment whole = scratch.allocate(entry, 64);
+            writeInBatches(w, source, half, members, (k, row, keys, values) -> {
+                int count = members[k].length;
+                for (int g = 0; g < shards; g++) {
+                    int sg = k * shards + g;
+                    long len = allocateSegment(store, w, sg, (long) count * unit, dev, segOffset, segLength);
+                    MemorySegment dst = w.stage(len);
+                    for (int i = 0; i < count; i++) {
+                        long r = row + i;
+                        MemorySegment.copy(keys, r * half, whole, 0, half);
+                        MemorySegment.copy(values, r * half, whole, half, half);
+                        HeadShards.extract(whole, 0, entry, g, shards, dst, (long) i * unit);
+                        int e = segFirst[sg] + i;
+                        entryCrc[e] = checksum.compute(crc, EntryChecksum.Kind.SHARD, layer,
+                                entryToken[e] * shards + g, dst.asSlice((long) i * unit, unit).asByteBuffer());
                     }
+                    if ((long) count * unit < len) {
+                        dst.asSlice((long) count * unit, len - (long) count * unit).fill((byte) 0);
+                    }
+                    w.write(dev[sg], segOffset[sg], dst.asSlice(0, len), sg);
                 }
-                w.flush();
-                c = end;
-            }
+            });
             w.finish();
             int[] next = new int[clusters];
             for (int k = 0; k < clusters; k++) {
@@ -405,6 +369,43 @@ public final class ClusterLayoutWriter {
                     segOffset, segLength, segFirst, entryToken, entryCrc, next);
             w.keep();
             return layout;
+        }
+    }
+
+    /** Stages and writes one item of a batch (a segment, or a cluster's head-group shards) once its K and V are read. */
+    @FunctionalInterface
+    private interface ItemWrite {
+        /** Item {@code item}'s tokens are rows {@code [row, row + its tokens)} of {@code keys} and {@code values}. */
+        void write(int item, int row, MemorySegment keys, MemorySegment values);
+    }
+
+    /**
+     * Writes items {@code [0, tokens.length)} in batches of whole items of about {@code GROUP_ENTRIES}
+     * tokens: a batch's tokens ({@code tokens[i]} of each item, in order) are gathered with one
+     * {@code source} read, every item of it goes to {@code write}, then the batch's writes are flushed.
+     */
+    private static void writeInBatches(ExtentBatchWriter w, Source source, int half, int[][] tokens, ItemWrite write) {
+        int from = 0;
+        while (from < tokens.length) {
+            int end = batchEnd(from, tokens.length, i -> tokens[i].length);
+            int n = 0;
+            for (int i = from; i < end; i++) {
+                n += tokens[i].length;
+            }
+            int[] positions = new int[n];
+            for (int i = from, at = 0; i < end; at += tokens[i].length, i++) {
+                System.arraycopy(tokens[i], 0, positions, at, tokens[i].length);
+            }
+            try (Arena arena = Arena.ofConfined()) {
+                MemorySegment keys = arena.allocate((long) n * half, 64);
+                MemorySegment values = arena.allocate((long) n * half, 64);
+                source.read(positions, keys, values);
+                for (int i = from, row = 0; i < end; row += tokens[i].length, i++) {
+                    write.write(i, row, keys, values);
+                }
+            }
+            w.flush();
+            from = end;
         }
     }
 

@@ -6,6 +6,8 @@ import java.io.UncheckedIOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Arrays;
+import java.util.function.BiPredicate;
+import java.util.function.Function;
 
 /**
  * Rewrites committed manifests the way a buggy writer (or a probe) could: pointers moved between
@@ -119,16 +121,9 @@ public final class ManifestTamper {
      * layouts must come from the same plan (same segments, same tokens in the same order).
      */
     public static void copyClusterSegments(Manifest m, int layer, Manifest from) {
-        sameDevices(m, from);
-        ClusterLayout c = m.clusters()[layer];
-        ClusterLayout f = from.clusters()[layer];
-        if (!Arrays.equals(c.entryToken, f.entryToken) || !Arrays.equals(c.segFirst, f.segFirst)) {
-            throw new IllegalArgumentException("the layouts are not of the same plan");
-        }
-        System.arraycopy(f.segDevice, 0, c.segDevice, 0, c.segDevice.length);
-        System.arraycopy(f.segOffset, 0, c.segOffset, 0, c.segOffset.length);
-        System.arraycopy(f.segLength, 0, c.segLength, 0, c.segLength.length);
-        System.arraycopy(f.entryCrc, 0, c.entryCrc, 0, c.entryCrc.length);
+        copySegments(m, from, m.clusters()[layer], from.clusters()[layer],
+                (c, f) -> Arrays.equals(c.entryToken, f.entryToken) && Arrays.equals(c.segFirst, f.segFirst),
+                c -> c.entryCrc, "the layouts are not of the same plan");
     }
 
     /**
@@ -157,15 +152,27 @@ public final class ManifestTamper {
 
     /** {@code layer}'s group layout names {@code from}'s segments and group checksums (same group structure). */
     public static void copyGroupSegments(Manifest m, int layer, Manifest from) {
+        copySegments(m, from, m.groups()[layer], from.groups()[layer],
+                (g, f) -> Arrays.equals(g.groupSeg, f.groupSeg) && Arrays.equals(g.segLength, f.segLength),
+                g -> g.groupCrc, "the group layouts differ in structure");
+    }
+
+    /**
+     * {@code to} (a layout of {@code m}) names the extents and record checksums of {@code src} (the
+     * same layer's layout of {@code from}), refused with {@code refusal} unless {@code sameStructure}
+     * says the two hold the same records in the same segments.
+     */
+    private static <L extends SegmentedLayout> void copySegments(Manifest m, Manifest from, L to, L src,
+            BiPredicate<L, L> sameStructure, Function<L, int[]> checksums, String refusal) {
         sameDevices(m, from);
-        GroupLayout g = m.groups()[layer];
-        GroupLayout f = from.groups()[layer];
-        if (!Arrays.equals(g.groupSeg, f.groupSeg) || !Arrays.equals(g.segLength, f.segLength)) {
-            throw new IllegalArgumentException("the group layouts differ in structure");
+        if (!sameStructure.test(to, src)) {
+            throw new IllegalArgumentException(refusal);
         }
-        System.arraycopy(f.segDevice, 0, g.segDevice, 0, g.segDevice.length);
-        System.arraycopy(f.segOffset, 0, g.segOffset, 0, g.segOffset.length);
-        System.arraycopy(f.groupCrc, 0, g.groupCrc, 0, g.groupCrc.length);
+        System.arraycopy(src.segDevice, 0, to.segDevice, 0, to.segDevice.length);
+        System.arraycopy(src.segOffset, 0, to.segOffset, 0, to.segOffset.length);
+        System.arraycopy(src.segLength, 0, to.segLength, 0, to.segLength.length);
+        int[] crc = checksums.apply(to);
+        System.arraycopy(checksums.apply(src), 0, crc, 0, crc.length);
     }
 
     /** Swaps the checksums groups {@code a} and {@code b} of a live layout record (pair with swapping their bytes). */

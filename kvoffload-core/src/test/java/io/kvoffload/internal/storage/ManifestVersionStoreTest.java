@@ -2,7 +2,6 @@ package io.kvoffload.internal.storage;
 
 import io.kvoffload.strategy.swarm.Swarm;
 import static org.junit.jupiter.api.Assertions.assertEquals;
-import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.kvoffload.DType;
@@ -21,7 +20,6 @@ import io.kvoffload.workload.SyntheticWorkload;
 import io.kvoffload.workload.WorkloadSpec;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
-import java.lang.foreign.ValueLayout;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.file.Files;
@@ -111,22 +109,16 @@ class ManifestVersionStoreTest {
     /** Appends tokens {@code [from, from + n)} of the workload to every layer. */
     private static void append(KvSequence s, int from, int n) {
         s.appendTokens(new int[n]);
-        for (int l = 0; l < SHAPE.layers(); l++) {
-            byte[][] kv = expected(l, from + n);
-            s.appendKv(l, MemorySegment.ofArray(kv[0]).asSlice((long) from * SHAPE.halfEntryBytes()),
-                    MemorySegment.ofArray(kv[1]).asSlice((long) from * SHAPE.halfEntryBytes()));
-        }
+        TestEngines.appendKv(s, workload(), from, n);
     }
 
     /** Layer {@code l}'s K and V bytes of the first {@code tokens} tokens. */
     private static byte[][] expected(int l, int tokens) {
-        SyntheticWorkload w = new SyntheticWorkload(WorkloadSpec.builder(SHAPE, TOKENS + 16).seed(SEED).build());
-        try (Arena arena = Arena.ofConfined()) {
-            MemorySegment k = arena.allocate((long) tokens * SHAPE.halfEntryBytes());
-            MemorySegment v = arena.allocate((long) tokens * SHAPE.halfEntryBytes());
-            w.writeKv(l, 0, tokens, SHAPE.dtype(), k, v);
-            return new byte[][] {k.toArray(ValueLayout.JAVA_BYTE), v.toArray(ValueLayout.JAVA_BYTE)};
-        }
+        return TestEngines.kvBytes(workload(), l, tokens);
+    }
+
+    private static SyntheticWorkload workload() {
+        return new SyntheticWorkload(WorkloadSpec.builder(SHAPE, TOKENS + 16).seed(SEED).build());
     }
 
     private static void assertBitExact(KvSequence s, int tokens) {

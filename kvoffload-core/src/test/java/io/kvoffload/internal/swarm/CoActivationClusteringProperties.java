@@ -40,6 +40,19 @@ class CoActivationClusteringProperties {
         ClusteringConfig config(double tau, int parallelism) {
             return new ClusteringConfig(ClusterRadius.fixed(tau), maxClusterSize, maxReplicas, policy, blockSize, parallelism);
         }
+
+        /** Algorithm 1 as implemented, with this case's settings, on {@code parallelism} threads. */
+        Clustering cluster(CoActivationProfile p, double tau, int parallelism) {
+            return new CoActivationClustering(config(tau, parallelism)).cluster(p);
+        }
+
+        /**
+         * The brute-force reference over {@code p} at {@code tau} with caps of one member and one
+         * replica: for its exact tests (candidates, Eq. 5, densities), not its clusters.
+         */
+        BruteForceAlgorithm1 reference(CoActivationProfile p, double tau) {
+            return BruteForceAlgorithm1.run(p.entries(), inputs.sets(), p.normaliser(), tau, 1, 1, policy, blockSize);
+        }
     }
 
     @Provide
@@ -59,7 +72,7 @@ class CoActivationClusteringProperties {
     void equalsTheBruteForceReference(@ForAll("cases") Case c) {
         CoActivationProfile p = c.profile();
         double tau = c.tau(p);
-        Clustering fast = new CoActivationClustering(c.config(tau, 2)).cluster(p);
+        Clustering fast = c.cluster(p, tau, 2);
         BruteForceAlgorithm1 slow = BruteForceAlgorithm1.run(p.entries(), c.inputs().sets(), p.normaliser(), tau,
                 c.maxClusterSize(), c.maxReplicas(), c.policy(), c.blockSize());
         assertSame(slow, fast);
@@ -84,7 +97,7 @@ class CoActivationClusteringProperties {
     @Property(tries = 150)
     void everyEntryIsInACluster(@ForAll("cases") Case c) {
         CoActivationProfile p = c.profile();
-        Clustering cl = new CoActivationClustering(c.config(c.tau(p), 2)).cluster(p);
+        Clustering cl = c.cluster(p, c.tau(p), 2);
         boolean[] seen = new boolean[p.entries()];
         for (int k = 0; k < cl.clusterCount(); k++) {
             for (int e : cl.members(k)) {
@@ -102,9 +115,8 @@ class CoActivationClusteringProperties {
     void everyMemberSatisfiedEq5WhenItJoined(@ForAll("cases") Case c) {
         CoActivationProfile p = c.profile();
         double tau = c.tau(p);
-        Clustering cl = new CoActivationClustering(c.config(tau, 2)).cluster(p);
-        BruteForceAlgorithm1 ref = BruteForceAlgorithm1.run(p.entries(), c.inputs().sets(), p.normaliser(), tau,
-                1, 1, c.policy(), c.blockSize()); // only its exact tests are used here
+        Clustering cl = c.cluster(p, tau, 2);
+        BruteForceAlgorithm1 ref = c.reference(p, tau);
         for (int k = 0; k < cl.coActivationClusters(); k++) {
             int[] m = cl.members(k);
             assertEquals(cl.medoid(k), m[0]);
@@ -132,9 +144,8 @@ class CoActivationClusteringProperties {
     void medoidsComeInDensityOrderAndCapsHold(@ForAll("cases") Case c) {
         CoActivationProfile p = c.profile();
         double tau = c.tau(p);
-        Clustering cl = new CoActivationClustering(c.config(tau, 1)).cluster(p);
-        BruteForceAlgorithm1 ref = BruteForceAlgorithm1.run(p.entries(), c.inputs().sets(), p.normaliser(), tau,
-                1, 1, c.policy(), c.blockSize());
+        Clustering cl = c.cluster(p, tau, 1);
+        BruteForceAlgorithm1 ref = c.reference(p, tau);
         for (int k = 1; k < cl.coActivationClusters(); k++) {
             int prev = ref.density[cl.medoid(k - 1)], now = ref.density[cl.medoid(k)];
             assertTrue(prev > now || (prev == now && cl.medoid(k - 1) < cl.medoid(k)),
@@ -159,8 +170,8 @@ class CoActivationClusteringProperties {
     void theResultDoesNotDependOnThreadsOrRuns(@ForAll("cases") Case c) {
         CoActivationProfile p = c.profile();
         double tau = c.tau(p);
-        Clustering a = new CoActivationClustering(c.config(tau, 1)).cluster(p);
-        Clustering b = new CoActivationClustering(c.config(tau, 3)).cluster(p);
+        Clustering a = c.cluster(p, tau, 1);
+        Clustering b = c.cluster(p, tau, 3);
         assertEquals(a.clusterCount(), b.clusterCount());
         for (int k = 0; k < a.clusterCount(); k++) {
             assertArrayEquals(a.members(k), b.members(k));

@@ -17,21 +17,18 @@ import io.kvoffload.KvSequence;
 import io.kvoffload.KvShape;
 import io.kvoffload.KvView;
 import io.kvoffload.internal.sequence.SequenceAccess;
-import io.kvoffload.internal.storage.DevicePool;
 import io.kvoffload.internal.storage.UnitLayout;
 import io.kvoffload.internal.util.ElementCodec;
 import io.kvoffload.strategy.Strategies;
 import io.kvoffload.testing.KvViews;
+import io.kvoffload.testing.PoolDamage;
 import io.kvoffload.testing.TestEngines;
 import io.kvoffload.testing.TestLayerContext;
 import io.kvoffload.workload.SyntheticWorkload;
 import io.kvoffload.workload.WorkloadSpec;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
-import java.nio.ByteBuffer;
-import java.nio.channels.FileChannel;
 import java.nio.file.Path;
-import java.nio.file.StandardOpenOption;
 import java.util.ArrayList;
 import java.util.BitSet;
 import java.util.List;
@@ -286,11 +283,8 @@ class SparFTest {
                     before = KvViews.assertBitExact(v, expectedBytes(0));
                 }
                 // Damage every unit of layer 0: whichever dimensions the query picks, one is bad.
-                try (FileChannel ch = FileChannel.open(cfg.ssdDirectories().get(0).resolve(DevicePool.POOL_FILE),
-                        StandardOpenOption.WRITE)) {
-                    for (int unit = 0; unit < u.unitCount(); unit++) {
-                        ch.write(ByteBuffer.wrap(new byte[] {1, 2, 3, 4}), u.unitOffset(unit) + 10);
-                    }
+                for (int unit = 0; unit < u.unitCount(); unit++) {
+                    PoolDamage.damage(cfg, u.unitDevice(unit), u.unitOffset(unit));
                 }
                 KvChecksumException ex = assertThrows(KvChecksumException.class, () -> d.prefetch(0, q).await());
                 assertTrue(ex.getMessage().contains("unit") && ex.getMessage().contains("sparf")

@@ -57,42 +57,15 @@ class LayoutTest {
         m.put("offsetof(struct io_uring_cqe, flags)", io_uring_cqe.flags$offset());
         m.put("offsetof(struct io_uring_cqe, big_cqe)", io_uring_cqe.big_cqe$offset());
 
-        m.put("sizeof(struct io_uring_sq)", io_uring_sq.sizeof());
-        for (String f : List.of("khead", "ktail", "kring_mask", "kring_entries", "kflags", "kdropped", "array", "sqes",
-                "sqe_head", "sqe_tail", "ring_sz", "ring_ptr", "ring_mask", "ring_entries", "pad")) {
-            m.put("offsetof(struct io_uring_sq, " + f + ")", invoke(io_uring_sq.class, f));
+        // The structs mirrored whole: every member their Java layout names.
+        for (Class<?> c : STRUCTS) {
+            String struct = "struct " + c.getSimpleName();
+            GroupLayout layout = layout(c);
+            m.put("sizeof(" + struct + ")", layout.byteSize());
+            for (String f : memberNames(layout)) {
+                m.put("offsetof(" + struct + ", " + f + ")", invoke(c, f));
+            }
         }
-        m.put("sizeof(struct io_uring_cq)", io_uring_cq.sizeof());
-        for (String f : List.of("khead", "ktail", "kring_mask", "kring_entries", "kflags", "koverflow", "cqes",
-                "ring_sz", "ring_ptr", "ring_mask", "ring_entries", "pad")) {
-            m.put("offsetof(struct io_uring_cq, " + f + ")", invoke(io_uring_cq.class, f));
-        }
-        m.put("sizeof(struct io_uring)", io_uring.sizeof());
-        for (String f : List.of("sq", "cq", "flags", "ring_fd", "features", "enter_ring_fd", "int_flags", "pad",
-                "pad2")) {
-            m.put("offsetof(struct io_uring, " + f + ")", invoke(io_uring.class, f));
-        }
-        m.put("sizeof(struct io_uring_params)", io_uring_params.sizeof());
-        for (String f : List.of("sq_entries", "cq_entries", "flags", "sq_thread_cpu", "sq_thread_idle", "features",
-                "wq_fd", "resv", "sq_off", "cq_off")) {
-            m.put("offsetof(struct io_uring_params, " + f + ")", invoke(io_uring_params.class, f));
-        }
-        m.put("sizeof(struct io_sqring_offsets)", io_sqring_offsets.sizeof());
-        for (String f : List.of("head", "tail", "ring_mask", "ring_entries", "flags", "dropped", "array", "resv1",
-                "resv2")) {
-            m.put("offsetof(struct io_sqring_offsets, " + f + ")", invoke(io_sqring_offsets.class, f));
-        }
-        m.put("sizeof(struct io_cqring_offsets)", io_cqring_offsets.sizeof());
-        for (String f : List.of("head", "tail", "ring_mask", "ring_entries", "overflow", "cqes", "flags", "resv1",
-                "resv2")) {
-            m.put("offsetof(struct io_cqring_offsets, " + f + ")", invoke(io_cqring_offsets.class, f));
-        }
-        m.put("sizeof(struct iovec)", iovec.sizeof());
-        m.put("offsetof(struct iovec, iov_base)", iovec.iov_base$offset());
-        m.put("offsetof(struct iovec, iov_len)", iovec.iov_len$offset());
-        m.put("sizeof(struct rlimit)", rlimit.sizeof());
-        m.put("offsetof(struct rlimit, rlim_cur)", rlimit.rlim_cur$offset());
-        m.put("offsetof(struct rlimit, rlim_max)", rlimit.rlim_max$offset());
 
         m.put("IORING_OP_NOP", (long) liburing_h.IORING_OP_NOP);
         m.put("IORING_OP_READV", (long) liburing_h.IORING_OP_READV);
@@ -138,6 +111,27 @@ class LayoutTest {
             m.put(e, (long) staticInt(libc_h.class, e));
         }
         return m;
+    }
+
+    /** The bindings whose every named layout member mirrors a C struct member of the same name. */
+    private static final List<Class<?>> STRUCTS = List.of(io_uring_sq.class, io_uring_cq.class, io_uring.class,
+            io_uring_params.class, io_sqring_offsets.class, io_cqring_offsets.class, iovec.class, rlimit.class);
+
+    private static GroupLayout layout(Class<?> c) {
+        try {
+            return (GroupLayout) c.getMethod("layout").invoke(null);
+        } catch (ReflectiveOperationException e) {
+            throw new AssertionError(c.getSimpleName() + " has no layout()", e);
+        }
+    }
+
+    /** The names of {@code layout}'s named members (padding has none), in order. */
+    private static List<String> memberNames(GroupLayout layout) {
+        List<String> names = new ArrayList<>();
+        for (MemoryLayout member : layout.memberLayouts()) {
+            member.name().ifPresent(names::add);
+        }
+        return names;
     }
 
     private static long invoke(Class<?> c, String field) {
@@ -229,17 +223,13 @@ class LayoutTest {
         assertEquals(16, io_uring_cqe.sizeof());
         assertEquals(216, io_uring.sizeof());
         assertEquals(120, io_uring_params.sizeof());
-        for (Class<?> c : List.of(io_uring_cqe.class, io_uring_sq.class, io_uring_cq.class, io_uring.class,
-                io_uring_params.class, io_sqring_offsets.class, io_cqring_offsets.class, iovec.class, rlimit.class)) {
-            GroupLayout layout;
-            try {
-                layout = (GroupLayout) c.getMethod("layout").invoke(null);
-            } catch (ReflectiveOperationException e) {
-                throw new AssertionError(e);
-            }
+        List<Class<?>> structs = new ArrayList<>(List.of(io_uring_cqe.class));
+        structs.addAll(STRUCTS);
+        for (Class<?> c : structs) {
+            GroupLayout layout = layout(c);
             Map<String, Long> offsets = new LinkedHashMap<>();
-            for (MemoryLayout member : layout.memberLayouts()) {
-                member.name().ifPresent(n -> offsets.put(n, invoke(c, n)));
+            for (String n : memberNames(layout)) {
+                offsets.put(n, invoke(c, n));
             }
             check(layout, offsets);
         }

@@ -5,13 +5,13 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.kvoffload.iouring.IoUringTestSupport;
+import io.kvoffload.iouring.IoUringRequired;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.extension.ExtendWith;
 
 /**
  * The Java ports of liburing's inline ring helpers against liburing itself (its exported
@@ -20,12 +20,8 @@ import org.junit.jupiter.api.Timeout;
  */
 @Timeout(30)
 @SuppressWarnings("restricted")
+@ExtendWith(IoUringRequired.class)
 class RingPortTest {
-    @BeforeEach
-    void gate() {
-        IoUringTestSupport.requireIoUring();
-    }
-
     @Test
     void portedGetSqeClaimsTheSameEntriesAsLiburing() throws Exception {
         try (IoUringRing ring = IoUringRing.create(8, 0, 0)) {
