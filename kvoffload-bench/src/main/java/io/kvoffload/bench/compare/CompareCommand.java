@@ -1,18 +1,12 @@
 package io.kvoffload.bench.compare;
 
-import io.kvoffload.DecodeOptions;
-import io.kvoffload.DecodeStats;
 import io.kvoffload.LatencyHistogram;
 import io.kvoffload.DeviceModelSpec;
 import io.kvoffload.KvConfig;
 import io.kvoffload.KvDecoder;
 import io.kvoffload.KvEngine;
-import io.kvoffload.KvSequence;
 import io.kvoffload.KvShape;
-import io.kvoffload.KvView;
 import io.kvoffload.SparseAttention;
-import io.kvoffload.attention.ExactAttention;
-import io.kvoffload.attention.QualityMetrics;
 import io.kvoffload.bench.ProgressBars;
 import io.kvoffload.bench.TempDirs;
 import io.kvoffload.bench.cli.HeadOptions;
@@ -25,8 +19,6 @@ import io.kvoffload.bench.fio.FetchFioJob;
 import io.kvoffload.bench.fio.FetchShape;
 import io.kvoffload.bench.fio.Fio;
 import io.kvoffload.internal.swarm.Clustering;
-import io.kvoffload.strategy.kvswap.KvSwap;
-import io.kvoffload.strategy.swarm.Swarm;
 import io.kvoffload.workload.TraceHeader;
 import io.kvoffload.workload.TraceWorkload;
 import io.kvoffload.workload.Workload;
@@ -420,182 +412,6 @@ public final class CompareCommand implements Callable<Integer> {
 
     // ------------------------------------------------------------------ decoding
 
-    /** Sums of one run (all threads). */
-    private static final int WARM_UP_STEPS = 8;
-
-    private static final class Acc {
-        long fetches;
-        long rows;
-        double mass;
-        double topK;
-        double error;
-        long quality;
-        long[] selectNanos = new long[64];
-        int selectSamples;
-        long bytes;
-        long reads;
-        long ioNanos;
-        long cacheHits;
-        long cacheMisses;
-        long dram;
-        long rowsChecked;
-        long mismatches;
-        long wallNanos;
-        /** When the first thread finished its untimed warm-up step (opening a layer is not decoding). */
-        long measuredFrom = Long.MAX_VALUE;
-        /** The first member's counters over its timed steps (what fio's job is shaped after). */
-        DecodeStats first;
-        /** The timed fetches' latencies, every member's. */
-        LatencyHistogram fetchLatency = LatencyHistogram.empty();
-        LatencyHistogram ioLatency = LatencyHistogram.empty();
-
-        synchronized void select(long nanos) {
-            if (selectSamples == selectNanos.length) {
-                selectNanos = Arrays.copyOf(selectNanos, selectNanos.length * 2);
-            }
-            selectNanos[selectSamples++] = nanos;
-        }
-
-        double medianSelectMicros() {
-            long[] s = Arrays.copyOf(selectNanos, selectSamples);
-            Arrays.sort(s);
-            return s.length == 0 ? Double.NaN : s[s.length / 2] / 1e3;
-        }
-    }
-
-    /**
-     * Decodes {@code stepCount} steps of every layer with {@code batch} sequences at once (one
-     * thread, handle and decoder each, on the same stored layout, each with its own queries).
-     */
-    private Acc decode(CompareFixture f, KvEngine e, Strategy s, double share, int batch, int stepCount, boolean quality)
-            throws InterruptedException {
-        Acc acc = new Acc();
-        int budgetTokens = (int) Math.max(1, Math.min(f.n, Math.round(share * f.n)));
-        long cache = (long) (store.cacheShare * f.n * shape.entryBytes()) * layers;
-        DecodeOptions.Builder ob = DecodeOptions.builder().sparsity(share).sinkTokens(local.sinks).localWindow(local.window)
-                .cacheBytes(cache).strategy(Swarm.builder().maintenance(Swarm.Maintenance.OFF).build());
-        if (s.layout() == Layout.KVSWAP_GROUPS) {
-            // The shared budget (sinks and window inside), as every other strategy: no budgetTokens on top.
-            ob.strategy(KvSwap.defaults().withRollingFlush(false));
-        } else if (!s.decoderSelects()) {
-            // The baseline runs inside the decoder's pipeline: same budget of rows as Swarm's (sinks and window included).
-            ob.strategy(s.selector());
-        }
-        DecodeOptions o = ob.build();
-        String id = s.sequenceId();
-        Throwable[] failure = new Throwable[1];
-        Thread[] threads = new Thread[batch];
-        for (int b = 0; b < batch; b++) {
-            int member = b;
-            threads[b] = Thread.ofPlatform().name("decode-" + b).start(() -> {
-                try {
-                    decodeOne(f, e, s, id, o, budgetTokens, member, stepCount, quality && member == 0, acc);
-                } catch (Throwable t) {
-                    synchronized (failure) {
-                        failure[0] = t;
-                    }
-                }
-            });
-        }
-        for (Thread t : threads) {
-            t.join();
-        }
-        acc.wallNanos = System.nanoTime() - Math.min(acc.measuredFrom, System.nanoTime());
-        if (failure[0] != null) {
-            throw new IllegalStateException(s.name() + " failed: " + failure[0], failure[0]);
-        }
-        return acc;
-    }
-
-    private void decodeOne(CompareFixture f, KvEngine e, Strategy s, String id, DecodeOptions o, int budgetTokens, int member,
-            int stepCount, boolean quality, Acc acc) {
-        SparseAttention sparse = new SparseAttention(shape);
-        float[] output = new float[heads.queryHeads * heads.headDim];
-        try (KvSequence seq = e.openSequence(id); KvDecoder d = seq.decoder(o)) {
-            // Untimed steps first: the first opens the layers (window, medoid index); all warm the JIT,
-            // which otherwise bills the first strategy's few timed steps for compiling the shared path.
-            for (int warm = 0; warm < WARM_UP_STEPS * layers; warm++) {
-                int l = warm % layers;
-                float[] q = f.query(l, 10_000 + member, warm / layers);
-                d.prefetch(l, q).await().close();
-            }
-            synchronized (acc) {
-                acc.measuredFrom = Math.min(acc.measuredFrom, System.nanoTime());
-            }
-            DecodeStats warm = d.stats();
-            DecodeStats before = warm;
-            for (int step = 0; step < stepCount; step++) {
-                for (int l = 0; l < layers; l++) {
-                    float[] q = f.query(l, member * stepCount, step);
-                    // Every strategy selects inside the decoder (a baseline through its SelectionStrategy).
-                    KvView view = d.prefetch(l, q);
-                    try (KvView v = view.await()) {
-                        DecodeStats after = d.stats();
-                        acc.select(after.selectNanos() - before.selectNanos());
-                        synchronized (acc) {
-                            acc.fetches++;
-                            acc.rows += ViewScores.entryRows(v);
-                            acc.bytes += after.bytesRead() - before.bytesRead();
-                            acc.reads += after.readRequests() - before.readRequests();
-                            acc.ioNanos += after.ioNanos() - before.ioNanos();
-                        }
-                        before = after;
-                        long bad = ViewScores.mismatches(v, f.keys[l], f.values[l]);
-                        synchronized (acc) {
-                            acc.rowsChecked += v.tokenCount();
-                            acc.mismatches += bad;
-                        }
-                        if (quality) {
-                            int[] positions = ViewScores.positions(v);
-                            ExactAttention.Result ex = f.exact[l][step];
-                            sparse.attend(v, q, output);
-                            // A per-head view: each query head's mass on the rows that hold its KV head.
-                            double mass = v.partialRows()
-                                    ? QualityMetrics.attentionMassRecall(f.headWeights(l, step), shape.groupSize(), v)
-                                    : QualityMetrics.attentionMassRecall(ex.weights(), positions);
-                            double topK = v.partialRows() ? ViewScores.headTopK(v, ex.weights(), budgetTokens)
-                                    : QualityMetrics.topKRecall(ex.weights(), positions, budgetTokens);
-                            synchronized (acc) {
-                                acc.mass += mass;
-                                acc.topK += topK;
-                                acc.error += QualityMetrics.relativeError(ex.output(), output);
-                                acc.quality++;
-                            }
-                        }
-                    }
-                }
-            }
-            DecodeStats st = d.stats();
-            DecodeStats timed = st.since(warm);
-            synchronized (acc) {
-                acc.fetchLatency = acc.fetchLatency.plus(timed.fetchLatency());
-                acc.ioLatency = acc.ioLatency.plus(timed.ioLatency());
-                acc.cacheHits += st.cacheHits();
-                acc.cacheMisses += st.cacheMisses();
-                // Every DRAM tier a strategy keeps: window, hot cache, KVSwap's reuse buffer (with its
-                // compressed K cache, which the index column counts too).
-                acc.dram += st.cacheBytes() + st.windowBytes() + st.reuseBytes();
-                if (acc.first == null) {
-                    acc.first = timed;
-                }
-            }
-        }
-    }
-
-    private Row row(String section, CompareFixture f, Strategy s, double share, int batch, int ssds, boolean simulated,
-            int stepCount, Acc a, double fioMiBs, long index) {
-        double stepsDone = (double) stepCount * batch;
-        double io = a.ioNanos / 1e9;
-        long hits = a.cacheHits + a.cacheMisses;
-        return new Row(section, f.n, share, batch, ssds, simulated, s.name(), a.rows / (double) a.fetches,
-                a.quality == 0 ? Double.NaN : a.mass / a.quality, a.quality == 0 ? Double.NaN : a.topK / a.quality,
-                a.quality == 0 ? Double.NaN : a.error / a.quality, a.medianSelectMicros(), a.bytes / stepsDone,
-                a.reads / stepsDone, a.ioNanos / 1e6 / stepsDone, io > 0 ? a.bytes / io / MIB : 0, fioMiBs,
-                a.bytes / (a.wallNanos / 1e9) / MIB, stepsDone / (a.wallNanos / 1e9),
-                hits == 0 ? 0 : a.cacheHits / (double) hits, a.dram / batch, index, a.rowsChecked, a.mismatches,
-                f.coActivationShare.getOrDefault(s.layout(), Double.NaN), a.fetchLatency, a.ioLatency);
-    }
-
     private long index(CompareFixture f, Strategy s) {
         return s.decoderSelects() ? f.medoidIndexBytes.getOrDefault(s.layout(), 0L)
                 : f.indexBytes.getOrDefault(s.name(), 0L);
@@ -606,18 +422,18 @@ public final class CompareCommand implements Callable<Integer> {
         List<Row> rows = new ArrayList<>();
         for (Strategy s : chosen) {
             for (double b : spend.budgets) {
-                Acc a = decode(f, f.engine, s, b, 1, steps, true);
+                DecodeRun a = DecodeRun.decode(this, f, f.engine, s, b, 1, steps, true);
                 double fioMiBs = 0;
                 if (fio && b == spend.budget && a.first.readRequests() > 0) {
                     fioMiBs = fioLikeFetch(f, s, a);
                     step();
                 }
-                rows.add(row("quality", f, s, b, 1, devices, false, steps, a, fioMiBs, index(f, s)));
+                rows.add(a.row("quality", f, s, b, 1, devices, false, steps, fioMiBs, index(f, s)));
                 step();
             }
             for (int batch : batches) {
-                Acc a = decode(f, f.engine, s, spend.budget, batch, steps, false);
-                rows.add(row("batch", f, s, spend.budget, batch, devices, false, steps, a, 0, index(f, s)));
+                DecodeRun a = DecodeRun.decode(this, f, f.engine, s, spend.budget, batch, steps, false);
+                rows.add(a.row("batch", f, s, spend.budget, batch, devices, false, steps, 0, index(f, s)));
                 step();
             }
         }
@@ -629,7 +445,7 @@ public final class CompareCommand implements Callable<Integer> {
      * flight and bursts), about {@code --fio-seconds} of reads at the fetch's own bandwidth; 0 (no
      * ratio reported) when the job cannot match the fetch, with the reason on stderr.
      */
-    private double fioLikeFetch(CompareFixture f, Strategy s, Acc a) throws IOException, InterruptedException {
+    private double fioLikeFetch(CompareFixture f, Strategy s, DecodeRun a) throws IOException, InterruptedException {
         if (a.ioNanos < fioRuns.fioMinIoMillis * 1_000_000L) {
             System.err.printf(java.util.Locale.ROOT, "compare: no fio ratio for %s: its timed fetches read for %.0f ms,"
                     + " under --fio-min-io-ms %d (a burst that short is not comparable with a steady fio run; use more"
@@ -665,8 +481,8 @@ public final class CompareCommand implements Callable<Integer> {
                 f.store(e, chosen);
                 step();
                 for (Strategy s : chosen) {
-                    Acc a = decode(f, e, s, spend.budget, 1, scaling.scalingSteps, false);
-                    rows.add(row("scaling", f, s, spend.budget, 1, count, true, scaling.scalingSteps, a, 0, index(f, s)));
+                    DecodeRun a = DecodeRun.decode(this, f, e, s, spend.budget, 1, scaling.scalingSteps, false);
+                    rows.add(a.row("scaling", f, s, spend.budget, 1, count, true, scaling.scalingSteps, 0, index(f, s)));
                     step();
                 }
             } finally {
