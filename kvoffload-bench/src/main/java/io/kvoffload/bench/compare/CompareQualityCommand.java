@@ -1,5 +1,6 @@
 package io.kvoffload.bench.compare;
 
+import io.kvoffload.bench.report.NanoSamples;
 import io.kvoffload.KvShape;
 import io.kvoffload.attention.ExactAttention;
 import io.kvoffload.attention.QualityMetrics;
@@ -124,8 +125,8 @@ public final class CompareQualityCommand implements Callable<Integer> {
         final int budget;
         final String strategy;
         double mass, topK, error, selected, blocks, scoredBytes;
-        int samples;
-        long[] nanos = new long[16];
+        /** Each step's selection time; one per scored step. */
+        final NanoSamples latency = new NanoSamples();
         long buildNanos, indexBytes;
         int builds;
 
@@ -134,19 +135,6 @@ public final class CompareQualityCommand implements Callable<Integer> {
             this.share = share;
             this.budget = budget;
             this.strategy = strategy;
-        }
-
-        void addLatency(long n) {
-            if (samples == nanos.length) {
-                nanos = Arrays.copyOf(nanos, nanos.length * 2);
-            }
-            nanos[samples++] = n;
-        }
-
-        double medianMicros() {
-            long[] s = Arrays.copyOf(nanos, samples);
-            Arrays.sort(s);
-            return samples == 0 ? Double.NaN : (s.length % 2 == 1 ? s[s.length / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2.0) / 1e3;
         }
     }
 
@@ -286,7 +274,7 @@ public final class CompareQualityCommand implements Callable<Integer> {
                             long t1 = System.nanoTime();
                             int[] chosen = Arrays.copyOf(out, count);
                             Cell c = row[b];
-                            c.addLatency(t1 - t0);
+                            c.latency.add(t1 - t0);
                             c.scoredBytes += sel.lastScoredBytes();
                             c.selected += count;
                             c.blocks += distinctBlocks(chosen, block);
@@ -332,10 +320,10 @@ public final class CompareQualityCommand implements Callable<Integer> {
                 + "| select µs (median) | " + block + "-token blocks read | MiB read | read amp. | scored MiB/step |");
         out.println("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
         for (Cell c : cells) {
-            int k = c.samples;
+            int k = c.latency.size();
             double blocks = c.blocks / k;
             out.printf(Locale.ROOT, "| %s%% (%,d) | %s | %,.0f | %.3f | %.3f | %.3f | %,.0f | %,.0f | %.2f | %.2f | %.2f |%n",
-                    CompareReport.pct(c.share), c.budget, c.strategy, c.selected / k, c.mass / k, c.topK / k, c.error / k, c.medianMicros(),
+                    CompareReport.pct(c.share), c.budget, c.strategy, c.selected / k, c.mass / k, c.topK / k, c.error / k, c.latency.medianMicros(),
                     blocks, blocks * block * shape.entryBytes() / MIB, blocks * block / (c.selected / k),
                     c.scoredBytes / k / MIB);
         }
@@ -361,11 +349,11 @@ public final class CompareQualityCommand implements Callable<Integer> {
                 + "mass_recall,topk_recall,output_rel_error,select_us_median,blocks_read,bytes_read,read_amplification,"
                 + "scored_bytes_per_step,index_bytes,build_seconds\n");
         for (Cell c : cells) {
-            int k = c.samples;
+            int k = c.latency.size();
             double blocks = c.blocks / k;
             sb.append(String.format(Locale.ROOT, "%d,%s,%d,%s,%d,%d,%.1f,%.5f,%.5f,%.5f,%.1f,%.1f,%.0f,%.4f,%.0f,%d,%.4f%n",
                     c.tokens, c.share, c.budget, c.strategy, layers, steps, c.selected / k, c.mass / k, c.topK / k,
-                    c.error / k, c.medianMicros(), blocks, blocks * block * shape.entryBytes(),
+                    c.error / k, c.latency.medianMicros(), blocks, blocks * block * shape.entryBytes(),
                     blocks * block / (c.selected / k), c.scoredBytes / k, c.indexBytes / c.builds,
                     c.buildNanos / 1e9 / c.builds));
         }

@@ -15,8 +15,8 @@ import io.kvoffload.bench.compare.CompareCommand.Row;
 import io.kvoffload.bench.compare.IoStrategies.Layout;
 import io.kvoffload.bench.compare.IoStrategies.Strategy;
 import io.kvoffload.strategy.kvswap.KvSwap;
+import io.kvoffload.bench.report.NanoSamples;
 import io.kvoffload.strategy.swarm.Swarm;
-import java.util.Arrays;
 
 /**
  * One strategy's decoding run in {@code compare}: {@code batch} sequences decoded at once through the
@@ -37,8 +37,8 @@ final class DecodeRun {
     double error;
     /** Steps whose quality was scored (the first member's). */
     long qualitySteps;
-    long[] selectNanos = new long[64];
-    int selectSamples;
+    /** Each timed fetch's selection time. */
+    final NanoSamples selectNanos = new NanoSamples();
     long bytes;
     long reads;
     long ioNanos;
@@ -57,16 +57,7 @@ final class DecodeRun {
     LatencyHistogram ioLatency = LatencyHistogram.empty();
 
     synchronized void select(long nanos) {
-        if (selectSamples == selectNanos.length) {
-            selectNanos = Arrays.copyOf(selectNanos, selectNanos.length * 2);
-        }
-        selectNanos[selectSamples++] = nanos;
-    }
-
-    double medianSelectMicros() {
-        long[] s = Arrays.copyOf(selectNanos, selectSamples);
-        Arrays.sort(s);
-        return s.length == 0 ? Double.NaN : s[s.length / 2] / 1e3;
+        selectNanos.add(nanos);
     }
 
     private DecodeRun(CompareCommand cmd) {
@@ -205,7 +196,7 @@ final class DecodeRun {
         long hits = cacheHits + cacheMisses;
         return new Row(section, f.n, share, batch, ssds, simulated, s.name(), rows / (double) fetches,
                 qualitySteps == 0 ? Double.NaN : mass / qualitySteps, qualitySteps == 0 ? Double.NaN : topK / qualitySteps,
-                qualitySteps == 0 ? Double.NaN : error / qualitySteps, medianSelectMicros(), bytes / stepsDone,
+                qualitySteps == 0 ? Double.NaN : error / qualitySteps, selectNanos.medianMicros(), bytes / stepsDone,
                 reads / stepsDone, ioNanos / 1e6 / stepsDone, io > 0 ? bytes / io / CompareCommand.MIB : 0, fioMiBs,
                 bytes / (wallNanos / 1e9) / CompareCommand.MIB, stepsDone / (wallNanos / 1e9),
                 hits == 0 ? 0 : cacheHits / (double) hits, dram / batch, index, rowsChecked, mismatches,
