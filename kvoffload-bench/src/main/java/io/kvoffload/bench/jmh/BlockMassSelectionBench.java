@@ -40,7 +40,7 @@ import org.openjdk.jmh.annotations.Warmup;
 @Fork(value = 1, jvmArgsAppend = {"--enable-native-access=ALL-UNNAMED", "--add-modules=jdk.incubator.vector",
         "-XX:MaxDirectMemorySize=8g", "-Xmx8g"})
 public class BlockMassSelectionBench {
-    static final int QUERY_HEADS = 32, KV_HEADS = 8, HEAD_DIM = 128, SINKS = 4, WINDOW = 256;
+    static final int SINKS = 4, WINDOW = 256;
     static final double BUDGET_SHARE = 0.1;
     static final long SEED = 24301;
 
@@ -67,6 +67,13 @@ public class BlockMassSelectionBench {
         @Param({"1"})
         int headGroups;
 
+        /**
+         * The layer's shape as {@code queryHeads:kvHeads:headDim}: Llama-3-8B's by default; e.g.
+         * {@code 71:1:64} (Falcon-7B's multi-query attention) or {@code 64:8:128} (Llama-3-70B's).
+         */
+        @Param({"32:8:128"})
+        String shape;
+
         LayerSelector selector;
         FetchPlan plan = new FetchPlan();
         float[][] queries;
@@ -75,13 +82,15 @@ public class BlockMassSelectionBench {
 
         @Setup
         public void setup() {
-            KvShape shape = new KvShape(1, QUERY_HEADS, KV_HEADS, HEAD_DIM, DType.BF16);
-            Workload workload = keys.equals("hashed") ? null : WorkloadFamily.byName(keys).create(shape, tokens, SEED);
-            LayerKv layer = workload == null ? new SelectionFixture.HashedKeys(tokens, KV_HEADS, HEAD_DIM, SEED) : workload.layer(0);
-            selector = Strategies.named(strategy).openLayer(new KeysContext(shape, 0, layer, SINKS, WINDOW, null, null,
+            KvShape layerShape = shape(shape);
+            Workload workload = keys.equals("hashed") ? null : WorkloadFamily.byName(keys).create(layerShape, tokens, SEED);
+            LayerKv layer = workload == null
+                    ? new SelectionFixture.HashedKeys(tokens, layerShape.kvHeads(), layerShape.headDim(), SEED)
+                    : workload.layer(0);
+            selector = Strategies.named(strategy).openLayer(new KeysContext(layerShape, 0, layer, SINKS, WINDOW, null, null,
                     headGroups));
             budget = (int) Math.ceil(BUDGET_SHARE * tokens) - SINKS - WINDOW;
-            plan.heads(KV_HEADS, headGroups);
+            plan.heads(layerShape.kvHeads(), headGroups);
             plan.ensureCapacity(budget + 64);
             SplittableRandom r = new SplittableRandom(SEED ^ 0x5DEECE66DL);
             queries = new float[16][];
@@ -90,7 +99,7 @@ public class BlockMassSelectionBench {
                     queries[k] = workload.query(0, 256 + k); // decoding steps, as select-eval scores them
                     continue;
                 }
-                queries[k] = new float[QUERY_HEADS * HEAD_DIM];
+                queries[k] = new float[layerShape.queryHeads() * layerShape.headDim()];
                 for (int i = 0; i < queries[k].length; i++) {
                     queries[k][i] = (float) r.nextGaussian();
                 }
@@ -116,17 +125,31 @@ public class BlockMassSelectionBench {
         @Param({"131072", "1048576"})
         int tokens;
 
+        /** As {@link Mass#shape}. */
+        @Param({"32:8:128"})
+        String shape;
+
         SelectionFixture fixture;
 
         @Setup
         public void setup() {
-            fixture = new SelectionFixture(true, tokens, QUERY_HEADS, KV_HEADS, HEAD_DIM, 16, BUDGET_SHARE, SEED);
+            KvShape s = shape(shape);
+            fixture = new SelectionFixture(true, tokens, s.queryHeads(), s.kvHeads(), s.headDim(), 16, BUDGET_SHARE, SEED);
         }
 
         @TearDown
         public void tearDown() {
             fixture.close();
         }
+    }
+
+    /** One layer of {@code queryHeads:kvHeads:headDim}, BF16. */
+    static KvShape shape(String spec) {
+        String[] p = spec.split(":");
+        if (p.length != 3) {
+            throw new IllegalArgumentException("shape = '" + spec + "'; allowed: queryHeads:kvHeads:headDim, e.g. 32:8:128");
+        }
+        return new KvShape(1, Integer.parseInt(p[0]), Integer.parseInt(p[1]), Integer.parseInt(p[2]), DType.BF16);
     }
 
     @Benchmark

@@ -34,7 +34,7 @@ import io.kvoffload.strategy.LayoutUnits;
  * a retrieval head's sharp query averaged with three that look elsewhere no longer finds its block.
  * {@link Combination#QUERY_HEAD_MASS} gives every query head its own softmax row ({@code groupSize}
  * times the sweep); {@link Combination#CLUSTERED_HEAD_MASS} merges each KV head's query heads, step
- * by step, into half as many rows ({@link QueryRows#clusterRows}) by Ward's criterion (heads whose queries lie
+ * by step, into half as many rows, at most eight ({@link QueryRows#clusterRows}), by Ward's criterion (heads whose queries lie
  * close share a row; the others keep theirs) and weighs each row by its heads: most of the
  * per-query-head gain at half its sweep.
  *

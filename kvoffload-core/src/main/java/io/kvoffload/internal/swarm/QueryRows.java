@@ -6,7 +6,7 @@ import io.kvoffload.internal.swarm.BlockMassIndex.Combination;
  * The query rows a {@link BlockMassIndex} step scores each KV head with, and what each row weighs:
  * the mean of the KV head's query heads ({@link Combination#HEAD_MASS}, {@link
  * Combination#SUM_LOGITS}), each query head ({@link Combination#QUERY_HEAD_MASS}), or the query heads
- * merged, step by step, into half as many clusters ({@link Combination#CLUSTERED_HEAD_MASS}). Rows
+ * merged, step by step, into half as many clusters, at most eight ({@link Combination#CLUSTERED_HEAD_MASS}). Rows
  * are scaled by {@code 1/√d}; KV head {@code h}'s rows are {@code [h × perHead(), (h + 1) × perHead())}.
  * Allocation-free after construction.
  */
@@ -22,6 +22,7 @@ final class QueryRows {
     private final float[] weight;     // per row: 1, or (clustered) its cluster's share of the KV head's query heads
     private final float[] clusterSum; // one KV head's query clusters, summed vectors
     private final int[] clusterSize;
+    private final double[] mergeCost; // one KV head's Ward merge costs, pair (a < b) at [a × groupSize + b]
 
     QueryRows(Combination combination, int queryHeads, int kvHeads, int headDim) {
         this.combination = combination;
@@ -42,16 +43,27 @@ final class QueryRows {
         boolean clustered = combination == Combination.CLUSTERED_HEAD_MASS;
         this.clusterSum = new float[clustered ? groupSize * headDim : 0];
         this.clusterSize = new int[clustered ? groupSize : 0];
+        this.mergeCost = new double[clustered && groupSize > perHead ? groupSize * groupSize : 0];
     }
 
     /**
+     * Rows per KV head with {@link Combination#CLUSTERED_HEAD_MASS} at most: past eight clusters the
+     * rows stop buying recall while the sweep grows with them. On multi-query shapes (71, 48 and 64
+     * query heads on one KV head, 64 on two) eight rows instead of half the group are within ±0.002 ×
+     * the oracle's recall and take 0.42 instead of 0.98 ms a step at 128K tokens (docs/benchmarks.md,
+     * "Large query-head groups").
+     */
+    static final int MAX_CLUSTER_ROWS = 8;
+
+    /**
      * Rows per KV head with {@link Combination#CLUSTERED_HEAD_MASS} for a group of {@code groupSize}
-     * query heads: half of them, at least two (at most the group): each row stands for two heads on
-     * average, which recovers most of what one row per query head gains over the group's mean query
-     * at half its sweep (docs/benchmarks.md, "Clustered query heads").
+     * query heads: half of them, at least two (at most the group) and at most {@link
+     * #MAX_CLUSTER_ROWS}: each row stands for two heads on average, which recovers most of what one row
+     * per query head gains over the group's mean query at half its sweep (docs/benchmarks.md,
+     * "Clustered query heads").
      */
     static int clusterRows(int groupSize) {
-        return Math.min(groupSize, Math.max(2, (groupSize + 1) / 2));
+        return Math.min(groupSize, Math.max(2, Math.min(MAX_CLUSTER_ROWS, (groupSize + 1) / 2)));
     }
 
     /** Rows per KV head. */
@@ -76,7 +88,7 @@ final class QueryRows {
 
     /** DRAM the rows and their scratch hold. */
     long memoryBytes() {
-        return 4L * (rows.length + weight.length + clusterSum.length + clusterSize.length);
+        return 4L * (rows.length + weight.length + clusterSum.length + clusterSize.length) + 8L * mergeCost.length;
     }
 
     /**
@@ -111,44 +123,66 @@ final class QueryRows {
     /**
      * KV head {@code h}'s query heads merged into its {@link #perHead} rows, agglomeratively by Ward's
      * criterion: each time, the two clusters whose merge adds the least squared distance of their
-     * queries to their mean ({@code n_a n_b / (n_a + n_b) × ‖μ_a − μ_b‖²}). A row's estimated logits
-     * err from each member head's own by {@code (q − μ)·k}, so this keeps that error smallest: heads
-     * that attend alike share a row, and a head that attends apart or more sharply (a larger query: a
-     * retrieval head) keeps its own. A row's query is its cluster's mean (scaled); its weight the
-     * cluster's share of the group's query heads.
+     * queries to their mean ({@code Δ(a, b) = n_a n_b / (n_a + n_b) × ‖μ_a − μ_b‖²}). A row's estimated
+     * logits err from each member head's own by {@code (q − μ)·k}, so this keeps that error smallest:
+     * heads that attend alike share a row, and a head that attends apart or more sharply (a larger
+     * query: a retrieval head) keeps its own. A row's query is its cluster's mean (scaled); its weight
+     * the cluster's share of the group's query heads.
+     *
+     * <p>The merge costs are computed once from the heads' queries and then updated by the
+     * Lance–Williams recurrence for Ward's method, {@code Δ(k, a∪b) = ((n_k + n_a) Δ(k, a) + (n_k + n_b)
+     * Δ(k, b) − n_k Δ(a, b)) / (n_k + n_a + n_b)}: {@code O(g² d)} a step instead of recomputing every
+     * pair's distance after each merge ({@code O(g³ d)}, 2 ms a step for a 71-query-head MQA group).
+     * Ties go to the lowest pair {@code (a, b)}, the merged cluster keeps the index {@code a}.
      */
     private void cluster(float[] query, int h) {
         int d = headDim, g = groupSize;
         float[] sum = clusterSum;
         int[] size = clusterSize;
+        double[] cost = mergeCost;
         System.arraycopy(query, h * g * d, sum, 0, g * d);
         java.util.Arrays.fill(size, 0, g, 1);
+        if (g > perHead) {
+            for (int a = 0; a < g; a++) {
+                for (int b = a + 1; b < g; b++) {
+                    double dist = 0;
+                    for (int j = 0; j < d; j++) {
+                        double diff = (double) sum[a * d + j] - sum[b * d + j];
+                        dist += diff * diff;
+                    }
+                    cost[a * g + b] = 0.5 * dist; // two single heads: n_a n_b / (n_a + n_b) = 1/2
+                }
+            }
+        }
         for (int live = g; live > perHead; live--) {
             int bestA = -1, bestB = -1;
             double best = Double.POSITIVE_INFINITY;
             for (int a = 0; a < g; a++) {
-                for (int b = a + 1; b < g && size[a] > 0; b++) {
-                    if (size[b] == 0) {
-                        continue;
-                    }
-                    float ia = 1f / size[a], ib = 1f / size[b];
-                    double dist = 0;
-                    for (int j = 0; j < d; j++) {
-                        float diff = sum[a * d + j] * ia - sum[b * d + j] * ib;
-                        dist += diff * diff;
-                    }
-                    double cost = (double) size[a] * size[b] / (size[a] + size[b]) * dist;
-                    if (cost < best) {
-                        best = cost;
+                if (size[a] == 0) {
+                    continue;
+                }
+                for (int b = a + 1; b < g; b++) {
+                    if (size[b] != 0 && cost[a * g + b] < best) {
+                        best = cost[a * g + b];
                         bestA = a;
                         bestB = b;
                     }
                 }
             }
+            int na = size[bestA], nb = size[bestB];
+            for (int k = 0; k < g; k++) {
+                if (size[k] == 0 || k == bestA || k == bestB) {
+                    continue;
+                }
+                int nk = size[k];
+                int ka = k < bestA ? k * g + bestA : bestA * g + k;
+                int kb = k < bestB ? k * g + bestB : bestB * g + k;
+                cost[ka] = ((nk + na) * cost[ka] + (nk + nb) * cost[kb] - nk * best) / (nk + na + nb);
+            }
             for (int j = 0; j < d; j++) {
                 sum[bestA * d + j] += sum[bestB * d + j];
             }
-            size[bestA] += size[bestB];
+            size[bestA] = na + nb;
             size[bestB] = 0;
         }
         for (int c = 0, r = h * perHead; c < g; c++) {

@@ -1,0 +1,117 @@
+package io.kvoffload.internal.swarm;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.kvoffload.internal.swarm.BlockMassIndex.Combination;
+import java.util.SplittableRandom;
+import net.jqwik.api.Example;
+import net.jqwik.api.ForAll;
+import net.jqwik.api.Property;
+import net.jqwik.api.constraints.IntRange;
+
+/**
+ * {@link QueryRows}' clustered rows: the Lance–Williams update of Ward's merge costs merges the same
+ * query heads as recomputing every pair's distance from the clusters' means after each merge, and a
+ * group keeps half its heads as rows, at least two and at most {@link QueryRows#MAX_CLUSTER_ROWS}.
+ */
+class QueryRowsProperties {
+
+    @Property(tries = 300)
+    void lanceWilliamsMergesWhatRecomputedWardDistancesMerge(@ForAll @IntRange(min = 1, max = 3) int kvHeads,
+            @ForAll @IntRange(min = 2, max = 40) int groupSize, @ForAll @IntRange(min = 1, max = 24) int headDim,
+            @ForAll long seed) {
+        SplittableRandom r = new SplittableRandom(seed);
+        int queryHeads = kvHeads * groupSize;
+        float[] query = new float[queryHeads * headDim];
+        for (int q = 0; q < queryHeads; q++) {
+            if (q > 0 && r.nextInt(4) == 0) { // a copy of an earlier head: merges at cost 0, ties among them
+                System.arraycopy(query, r.nextInt(q) * headDim, query, q * headDim, headDim);
+                continue;
+            }
+            double spread = r.nextInt(3) == 0 ? 4 : 1; // some heads sharper (larger queries) than others
+            for (int j = 0; j < headDim; j++) {
+                query[q * headDim + j] = (float) (r.nextGaussian() * spread);
+            }
+        }
+        QueryRows rows = new QueryRows(Combination.CLUSTERED_HEAD_MASS, queryHeads, kvHeads, headDim);
+        rows.build(query);
+        int perHead = QueryRows.clusterRows(groupSize);
+        assertEquals(kvHeads * perHead, rows.count());
+        float[] expectedRows = new float[kvHeads * perHead * headDim];
+        float[] expectedWeights = new float[kvHeads * perHead];
+        for (int h = 0; h < kvHeads; h++) {
+            recomputedWard(query, h, groupSize, headDim, perHead, expectedRows, expectedWeights);
+        }
+        assertArrayEquals(expectedRows, java.util.Arrays.copyOf(rows.rows(), expectedRows.length), 1e-6f,
+                "the rows of groups of " + groupSize + " × " + headDim);
+        for (int i = 0; i < expectedWeights.length; i++) {
+            assertEquals(expectedWeights[i], rows.weight(i), 0f, "weight of row " + i);
+        }
+    }
+
+    @Example
+    void aGroupKeepsHalfItsHeadsAsRowsBetweenTwoAndEight() {
+        assertEquals(1, QueryRows.clusterRows(1));
+        assertEquals(2, QueryRows.clusterRows(2));
+        assertEquals(2, QueryRows.clusterRows(4));
+        assertEquals(4, QueryRows.clusterRows(7));
+        assertEquals(8, QueryRows.clusterRows(16));
+        for (int g = 2; g <= 128; g++) {
+            int rows = QueryRows.clusterRows(g);
+            assertTrue(rows >= 2 && rows <= QueryRows.MAX_CLUSTER_ROWS && rows <= g, g + " heads: " + rows + " rows");
+        }
+        assertEquals(QueryRows.MAX_CLUSTER_ROWS, new QueryRows(Combination.CLUSTERED_HEAD_MASS, 71, 1, 64).count(),
+                "71 query heads on one KV head (multi-query attention)");
+    }
+
+    /**
+     * Ward's agglomeration as first written: after each merge every live pair's cost {@code n_a n_b /
+     * (n_a + n_b) × ‖μ_a − μ_b‖²} is recomputed from the clusters' means; ties to the lowest pair.
+     */
+    static void recomputedWard(float[] query, int h, int g, int d, int perHead, float[] rows, float[] weights) {
+        float[] sum = java.util.Arrays.copyOfRange(query, h * g * d, (h + 1) * g * d);
+        int[] size = new int[g];
+        java.util.Arrays.fill(size, 1);
+        for (int live = g; live > perHead; live--) {
+            int bestA = -1, bestB = -1;
+            double best = Double.POSITIVE_INFINITY;
+            for (int a = 0; a < g; a++) {
+                for (int b = a + 1; b < g && size[a] > 0; b++) {
+                    if (size[b] == 0) {
+                        continue;
+                    }
+                    double dist = 0;
+                    for (int j = 0; j < d; j++) {
+                        double diff = (double) sum[a * d + j] / size[a] - (double) sum[b * d + j] / size[b];
+                        dist += diff * diff;
+                    }
+                    double cost = (double) size[a] * size[b] / (size[a] + size[b]) * dist;
+                    if (bestA < 0 || cost < best - 1e-9 * Math.max(1, best)) { // rounding apart, the first lowest pair
+                        best = cost;
+                        bestA = a;
+                        bestB = b;
+                    }
+                }
+            }
+            for (int j = 0; j < d; j++) {
+                sum[bestA * d + j] += sum[bestB * d + j];
+            }
+            size[bestA] += size[bestB];
+            size[bestB] = 0;
+        }
+        float scale = (float) (1.0 / Math.sqrt(d));
+        for (int c = 0, r = h * perHead; c < g; c++) {
+            if (size[c] == 0) {
+                continue;
+            }
+            float per = scale / size[c];
+            for (int j = 0; j < d; j++) {
+                rows[r * d + j] = sum[c * d + j] * per;
+            }
+            weights[r] = (float) size[c] / g;
+            r++;
+        }
+    }
+}
