@@ -13,6 +13,8 @@ import io.kvoffload.testing.KvTestData;
 import io.kvoffload.testing.KvViews;
 import io.kvoffload.testing.Layouts;
 import io.kvoffload.testing.TestEngines;
+import io.kvoffload.workload.SyntheticWorkload;
+import io.kvoffload.workload.WorkloadSpec;
 import java.lang.foreign.Arena;
 import java.lang.foreign.ValueLayout;
 import java.nio.ByteBuffer;
@@ -93,6 +95,33 @@ class HeadShardedPlacementTest {
                     v.await();
                     BitSet seen = KvViews.assertBitExact(v, expected(l));
                     assertEquals(positions.length, seen.cardinality(), "layer " + l + " rows");
+                }
+            }
+        }
+    }
+
+    /**
+     * An MHA layer of 96 KV heads (more than a per-head mask names) sharded over 4 directories: the
+     * default strategy lays it out, selects one shared set for every head group, and every view row is
+     * bit-exact.
+     */
+    @Test
+    void theDefaultStrategyDecodesNinetySixKvHeadsBitExact() {
+        KvShape wide = new KvShape(1, 96, 96, 8, DType.BF16);
+        SyntheticWorkload w = new SyntheticWorkload(WorkloadSpec.builder(wide, TOKENS).seed(SEED).build());
+        try (KvEngine e = KvEngine.open(config(4))) {
+            byte[][] expected = TestEngines.storeLaidOut(e, "wide", w, TOKENS, Strategies.defaultStrategy())[0];
+            try (KvSequence s = e.openSequence("wide")) {
+                assertEquals(4, Layouts.clusterLayout(s, 0).shards(), "24 KV heads a device");
+                DecodeOptions o = DecodeOptions.builder().sparsity(0.25).sinkTokens(4).localWindow(32).cacheBytes(0)
+                        .build();
+                try (KvDecoder d = s.decoder(o)) {
+                    for (int step = 0; step < 3; step++) {
+                        try (KvView v = d.prefetch(0, w.query(0, step)).await()) {
+                            BitSet seen = KvViews.assertBitExact(v, expected);
+                            assertTrue(seen.cardinality() > 36 && seen.cardinality() <= 150, "rows " + seen.cardinality());
+                        }
+                    }
                 }
             }
         }

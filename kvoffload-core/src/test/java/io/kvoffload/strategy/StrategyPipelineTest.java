@@ -12,6 +12,7 @@ import io.kvoffload.KvEngine;
 import io.kvoffload.KvSequence;
 import io.kvoffload.KvShape;
 import io.kvoffload.KvView;
+import io.kvoffload.testing.AdjustedLayerContext;
 import io.kvoffload.testing.TestLayerContext;
 import io.kvoffload.testing.KvViews;
 import io.kvoffload.testing.TestEngines;
@@ -158,7 +159,7 @@ class StrategyPipelineTest {
                             public int member(int u, int i) { return layerClusters[u][i]; }
                             public int coActivationUnits() { return 1; }
                         };
-                        LayerSelector sel = strategy.openLayer(new Adjusted(new TestLayerContext(SHAPE, l, dense(l), SINKS,
+                        LayerSelector sel = strategy.openLayer(new AdjustedLayerContext(new TestLayerContext(SHAPE, l, dense(l), SINKS,
                                 WINDOW), units, 1));
                         try (KvView view = d.prefetch(l, q).await()) {
                             BitSet got = KvViews.assertBitExact(view, expectedBytes(l));
@@ -261,7 +262,7 @@ class StrategyPipelineTest {
                     for (int l = 0; l < shape.layers(); l++) {
                         float[] q = io.kvoffload.testing.PerHeadViews.rounded(new java.util.Random(step * 7 + l),
                                 DType.F32, shape.queryHeads() * shape.headDim(), 1f);
-                        LayerSelector sel = Strategies.named(reference).openLayer(new Adjusted(new TestLayerContext(shape,
+                        LayerSelector sel = Strategies.named(reference).openLayer(new AdjustedLayerContext(new TestLayerContext(shape,
                                 l, stored[l].dense(), SINKS, WINDOW), null, shape.kvHeads()));
                         int[][] want = perGroupRows(sel, l, tokens, q, sparsity, shape.kvHeads());
                         try (KvView v = d.prefetch(l, q).await()) {
@@ -313,20 +314,6 @@ class StrategyPipelineTest {
             out[h] = rows.stream().toArray();
         }
         return out;
-    }
-
-    /**
-     * {@code base} with the layout's units (or null) and {@code headGroups} stored head groups, as the
-     * pipeline's context hands them to a strategy.
-     */
-    record Adjusted(LayerContext base, LayoutUnits layoutUnits, int headGroups) implements LayerContext {
-        public KvShape shape() { return base.shape(); }
-        public int layer() { return base.layer(); }
-        public int tokens() { return base.tokens(); }
-        public int laidOutTokens() { return base.laidOutTokens(); }
-        public int sinkTokens() { return base.sinkTokens(); }
-        public int localWindow() { return base.localWindow(); }
-        public LayerKv keys() { return base.keys(); }
     }
 
     /** Sinks, window and what {@code sel} adds at {@code sparsity}: the rows a view must hold. */

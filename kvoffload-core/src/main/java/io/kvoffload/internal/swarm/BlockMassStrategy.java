@@ -40,8 +40,8 @@ public final class BlockMassStrategy implements SelectionStrategy {
     private final boolean perHead;
     /**
      * Choose per layer: the shared ranking where the layout reads a token whole, per-head sets where it
-     * stores head groups apart ({@link LayerContext#headGroups()} above 1); both with the combination
-     * given ({@code mass-auto}: {@link Combination#CLUSTERED_HEAD_MASS}).
+     * stores head groups apart ({@link LayerContext#headGroups()} above 1) of at most 64 KV heads; both
+     * with the combination given ({@code mass-auto}: {@link Combination#CLUSTERED_HEAD_MASS}).
      */
     private final boolean auto;
 
@@ -191,15 +191,18 @@ public final class BlockMassStrategy implements SelectionStrategy {
                     scoring, combination, pruneLogit);
             return new UnitLayer(index, units, laidOut, context.sinkTokens(), context.localWindow());
         }
-        boolean heads = perHead || auto && context.headGroups() > 1;
+        // Per-head sets name their KV heads in a 64-bit mask: beyond 64 KV heads (an MHA layer of 96)
+        // the default ranks one shared set, which reads every head group of a token, instead of failing.
+        int kvHeads = context.shape().kvHeads();
+        boolean heads = perHead || auto && context.headGroups() > 1 && kvHeads <= Long.SIZE;
         BlockMassIndex index = new BlockMassIndex(context.keys(), laidOut, context.shape().queryHeads(), blockTokens,
                 scoring, combination, pruneLogit);
         if (heads) {
-            if (context.shape().kvHeads() > Long.SIZE) {
+            if (kvHeads > Long.SIZE) {
                 throw new IllegalArgumentException("strategy " + name + " needs at most " + Long.SIZE + " KV heads; the"
-                        + " shape has kvHeads = " + context.shape().kvHeads());
+                        + " shape has kvHeads = " + kvHeads + " (mass-auto ranks one shared set there)");
             }
-            return new HeadLayer(index, context.shape().kvHeads(), context.sinkTokens(),
+            return new HeadLayer(index, kvHeads, context.sinkTokens(),
                     context.localWindow());
         }
         return new Layer(index, context.sinkTokens(), context.localWindow());

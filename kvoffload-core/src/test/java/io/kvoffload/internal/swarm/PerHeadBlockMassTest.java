@@ -21,6 +21,7 @@ import io.kvoffload.strategy.FetchPlan;
 import io.kvoffload.strategy.LayerSelector;
 import io.kvoffload.strategy.SelectionStrategy;
 import io.kvoffload.strategy.Strategies;
+import io.kvoffload.testing.AdjustedLayerContext;
 import java.util.BitSet;
 import net.jqwik.api.ForAll;
 import net.jqwik.api.Property;
@@ -202,6 +203,33 @@ class PerHeadBlockMassTest {
         plan.heads(4, 4);
         BlockMassStrategyTest.assertAllocationFreeAfterWarmUp(Strategies.named("head-qmass-mix").openLayer(context(shape,
                 kv, tokens)), tokens, query(8, 64, 5), plan);
+    }
+
+    /**
+     * Head sharding of more than 64 KV heads (an MHA layer of 96): per-head masks cannot name them, so
+     * the default ranks one shared set, the blocks {@code cmass-mix} takes, for every head; the
+     * explicitly per-head variant refuses the layer by name.
+     */
+    @Test
+    void theDefaultRanksOneSharedSetBeyondSixtyFourKvHeads() {
+        KvShape wide = new KvShape(1, 96, 96, 8, DType.F32);
+        int tokens = 600, total = 160;
+        DenseLayerKv kv = keys(tokens, 96, 8, 3);
+        float[] q = query(96, 8, 4);
+        LayerSelector auto = Strategies.named("mass-auto").openLayer(new AdjustedLayerContext(context(wide, kv, tokens), null, 4));
+        LayerSelector shared = Strategies.named("cmass-mix").openLayer(context(wide, kv, tokens));
+        BitSet[] sets = step(auto, tokens, 96, 4, q, total);
+        BitSet expected = new BitSet();
+        for (int t : BlockMassStrategyTest.step(shared, tokens, q, total)) {
+            expected.set(t);
+        }
+        for (BitSet set : sets) {
+            assertEquals(expected, set, "every head group attends the shared set");
+        }
+        assertTrue(expected.cardinality() > SINKS + WINDOW, "the selector added blocks");
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+                () -> Strategies.named("head-cmass-mix").openLayer(new AdjustedLayerContext(context(wide, kv, tokens), null, 4)));
+        assertTrue(e.getMessage().contains("kvHeads = 96"), e.getMessage());
     }
 
     @Test
