@@ -1,6 +1,5 @@
 package io.kvoffload.internal.swarm;
 
-import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -39,15 +38,22 @@ class QueryRowsProperties {
         rows.build(query);
         int perHead = QueryRows.clusterRows(groupSize);
         assertEquals(kvHeads * perHead, rows.count());
-        float[] expectedRows = new float[kvHeads * perHead * headDim];
-        float[] expectedWeights = new float[kvHeads * perHead];
+        float scale = (float) (1.0 / Math.sqrt(headDim));
         for (int h = 0; h < kvHeads; h++) {
-            recomputedWard(query, h, groupSize, headDim, perHead, expectedRows, expectedWeights);
-        }
-        assertArrayEquals(expectedRows, java.util.Arrays.copyOf(rows.rows(), expectedRows.length), 1e-6f,
-                "the rows of groups of " + groupSize + " × " + headDim);
-        for (int i = 0; i < expectedWeights.length; i++) {
-            assertEquals(expectedWeights[i], rows.weight(i), 0f, "weight of row " + i);
+            float[] sum = java.util.Arrays.copyOfRange(query, h * groupSize * headDim, (h + 1) * groupSize * headDim);
+            int[] size = recomputedWard(sum, groupSize, headDim, perHead);
+            int row = h * perHead; // the clusters in index order are the KV head's rows
+            for (int c = 0; c < groupSize; c++) {
+                if (size[c] == 0) {
+                    continue;
+                }
+                assertEquals((float) size[c] / groupSize, rows.weight(row), 0f, "weight of row " + row);
+                for (int j = 0; j < headDim; j++) {
+                    assertEquals(sum[c * headDim + j] * (scale / size[c]), rows.rows()[row * headDim + j], 1e-6f,
+                            "row " + row + ", dimension " + j + " of groups of " + groupSize + " × " + headDim);
+                }
+                row++;
+            }
         }
     }
 
@@ -68,10 +74,11 @@ class QueryRowsProperties {
 
     /**
      * Ward's agglomeration as first written: after each merge every live pair's cost {@code n_a n_b /
-     * (n_a + n_b) × ‖μ_a − μ_b‖²} is recomputed from the clusters' means; ties to the lowest pair.
+     * (n_a + n_b) × ‖μ_a − μ_b‖²} is recomputed from the clusters' means; ties to the lowest pair. Merges
+     * the group's query vectors in {@code sum} in place (a merged cluster keeps the lower index) and
+     * returns each index's cluster size (0 once merged away).
      */
-    static void recomputedWard(float[] query, int h, int g, int d, int perHead, float[] rows, float[] weights) {
-        float[] sum = java.util.Arrays.copyOfRange(query, h * g * d, (h + 1) * g * d);
+    static int[] recomputedWard(float[] sum, int g, int d, int perHead) {
         int[] size = new int[g];
         java.util.Arrays.fill(size, 1);
         for (int live = g; live > perHead; live--) {
@@ -101,17 +108,6 @@ class QueryRowsProperties {
             size[bestA] += size[bestB];
             size[bestB] = 0;
         }
-        float scale = (float) (1.0 / Math.sqrt(d));
-        for (int c = 0, r = h * perHead; c < g; c++) {
-            if (size[c] == 0) {
-                continue;
-            }
-            float per = scale / size[c];
-            for (int j = 0; j < d; j++) {
-                rows[r * d + j] = sum[c * d + j] * per;
-            }
-            weights[r] = (float) size[c] / g;
-            r++;
-        }
+        return size;
     }
 }
