@@ -14,17 +14,10 @@ import io.kvoffload.internal.io.DeviceModel;
 import io.kvoffload.internal.io.FaultInjectingBackend;
 import io.kvoffload.internal.obs.Degradations;
 import io.kvoffload.internal.obs.Flight;
-import io.kvoffload.spi.Availability;
 import io.kvoffload.spi.DeviceTier;
-import io.kvoffload.spi.DeviceTierOptions;
-import io.kvoffload.spi.DeviceTierProvider;
 import io.kvoffload.spi.DramSlabListener;
-import io.kvoffload.spi.HostSlots;
 import io.kvoffload.spi.IoBackend;
 import io.kvoffload.spi.IoBatch;
-import io.kvoffload.spi.IoBackendProvider;
-import io.kvoffload.spi.IoDevice;
-import io.kvoffload.spi.IoOptions;
 import java.io.IOException;
 import java.lang.foreign.MemorySegment;
 import java.nio.file.Path;
@@ -138,7 +131,7 @@ public final class Store implements AutoCloseable {
         this.dram = new DramPool(config.dramBudgetBytes(), Math.max(config.dramSlabBytes(), maxAlign),
                 config.dramHugePages());
         this.elastic = new ElasticDramPool(dram, config.dramBudgetBytes(), config.dramSlabBytes());
-        IoBackend real = openBackend(config, devices);
+        IoBackend real = TierProviders.openBackend(config, devices);
         // A device model makes each directory behave like an SSD of its own (docs/configuration.md).
         try {
             IoBackend b = config.deviceModel() == null ? real : DeviceModel.wrap(real, config.deviceModel());
@@ -165,7 +158,7 @@ public final class Store implements AutoCloseable {
         }
         DeviceTier tier = null;
         try {
-            tier = openDeviceTier(config, dram);
+            tier = TierProviders.openDeviceTier(config, dram);
             if (tier != null && tier.dramSlabListener() != null) {
                 dram.addListener(tier.dramSlabListener());
             }
@@ -197,108 +190,6 @@ public final class Store implements AutoCloseable {
                 .limit(Math.max(0, config.metadataCopies() - out.size()))
                 .forEach(d -> out.add(d.directory().resolve(DevicePool.MANIFEST_DIR)));
         return out;
-    }
-
-    /**
-     * Opens the device tier the configuration asks for: none for {@code gpu = off}; the first
-     * available provider for {@code auto} (none, with the reasons logged, when no provider works);
-     * for {@code on}, the first available provider or a {@link KvException} naming every reason.
-     */
-    private static DeviceTier openDeviceTier(KvConfig config, DramPool dram) {
-        if (config.gpu() == KvConfig.Gpu.OFF) {
-            return null;
-        }
-        List<String> reasons = new ArrayList<>();
-        for (DeviceTierProvider p : ServiceLoader.load(DeviceTierProvider.class)) {
-            Availability a = p.probe();
-            if (!a.available()) {
-                reasons.add(p.name() + ": " + a.reason());
-                continue;
-            }
-            DeviceTier t = p.open(new DeviceTierOptions(config.gpuDevice(), config.gpuCacheBudgetBytes()),
-                    dramSlots(dram));
-            LOG.info("device tier {} ({})", p.name(), t.describe());
-            return t;
-        }
-        String why = reasons.isEmpty()
-                ? "no device tier provider on the class path (add kvoffload-cuda)"
-                : String.join("; ", reasons);
-        if (config.gpu() == KvConfig.Gpu.ON) {
-            throw new KvException("gpu = on but no GPU tier is available here: " + why);
-        }
-        LOG.info("running without a GPU tier: {}", why);
-        return null;
-    }
-
-    private static HostSlots dramSlots(DramPool dram) {
-        return bytes -> {
-            DramSlot slot = dram.acquire(bytes);
-            return new HostSlots.Lease() {
-                private boolean closed;
-
-                @Override
-                public java.lang.foreign.MemorySegment segment() {
-                    return slot.segment();
-                }
-
-                @Override
-                public int slabId() {
-                    return slot.slabId();
-                }
-
-                @Override
-                public synchronized void close() {
-                    if (!closed) {
-                        closed = true;
-                        dram.release(slot);
-                    }
-                }
-            };
-        };
-    }
-
-    private static IoBackend openBackend(KvConfig config, List<DevicePool> devices) throws IOException {
-        List<IoBackendProvider> providers = new ArrayList<>();
-        for (IoBackendProvider p : ServiceLoader.load(IoBackendProvider.class)) {
-            providers.add(p);
-        }
-        providers.sort(Comparator.comparingInt(IoBackendProvider::priority).reversed());
-        List<IoDevice> ioDevices = devices.stream()
-                .map(d -> new IoDevice(d.index(), d.poolFile(), d.sizeBytes(), d.alignment()))
-                .toList();
-        IoOptions options = new IoOptions(config.directIo(), config.queueDepth(), config.ioThreadsPerDevice());
-        String wanted = config.ioBackend();
-        if (!KvConfig.AUTO.equals(wanted)) {
-            for (IoBackendProvider p : providers) {
-                if (p.name().equals(wanted)) {
-                    Availability a = p.probe();
-                    if (!a.available()) {
-                        throw new KvException("ioBackend = '" + wanted + "' is not available here: " + a.reason());
-                    }
-                    LOG.info("I/O backend {} (configured)", wanted);
-                    return p.open(ioDevices, options);
-                }
-            }
-            throw new IllegalArgumentException("ioBackend = '" + wanted + "' is unknown; allowed: 'auto' or one of "
-                    + providers.stream().map(IoBackendProvider::name).toList());
-        }
-        IOException lastFailure = null;
-        for (IoBackendProvider p : providers) {
-            Availability a = p.probe();
-            if (!a.available()) {
-                LOG.info("I/O backend {} not available: {}", p.name(), a.reason());
-                continue;
-            }
-            try {
-                IoBackend b = p.open(ioDevices, options);
-                LOG.info("I/O backend {} ({})", p.name(), a.reason());
-                return b;
-            } catch (IOException | RuntimeException e) {
-                LOG.warn("I/O backend {} failed to open, trying the next: {}", p.name(), e.toString());
-                lastFailure = e instanceof IOException io ? io : new IOException(e);
-            }
-        }
-        throw new IOException("no I/O backend could be opened", lastFailure);
     }
 
     public KvConfig config() {
