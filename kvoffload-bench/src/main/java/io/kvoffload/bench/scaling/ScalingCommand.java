@@ -84,10 +84,10 @@ public final class ScalingCommand implements Callable<Integer> {
     double seconds;
 
     @Mixin
-    Reads reads = new Reads();
+    ReadMixOptions reads = new ReadMixOptions();
 
     @Mixin
-    Host host = new Host();
+    HostLimitOptions host = new HostLimitOptions();
 
     @Mixin
     ReportOptions report = new ReportOptions("kvoffload-bench/target/reports/scaling");
@@ -302,7 +302,7 @@ public final class ScalingCommand implements Callable<Integer> {
     }
 
     /**
-     * The decode-like read workload: {@link Reads#inflight} batches of {@link Reads#batchSize} random reads
+     * The decode-like read workload: {@link ReadMixOptions#inflight} batches of {@link ReadMixOptions#batchSize} random reads
      * of 4 KiB multiples in [min, max], each batch spread over the devices by least-loaded bucket
      * (bytes, as Swarm's scheduler balances), refilled and resubmitted as soon as it completes.
      * Every 4 KiB block read is checked against the pattern {@link #writeAll} wrote.
@@ -595,68 +595,5 @@ public final class ScalingCommand implements Callable<Integer> {
     /** For tests: where the summary is printed. */
     void console(PrintStream out) {
         this.console = out;
-    }
-
-    /** The decode-like read mix: batches of random reads of 4 KiB multiples, several batches in flight. */
-    static final class Reads {
-        @Option(names = "--batch", defaultValue = "64", description = "Reads per batch (default: ${DEFAULT-VALUE}).")
-        int batchSize;
-
-        @Option(names = "--inflight", defaultValue = "4",
-                description = "Batches in flight; queue depth = batch × inflight (default: ${DEFAULT-VALUE}).")
-        int inflight;
-
-        @Option(names = "--min-kib", defaultValue = "4", description = "Smallest read in KiB (default: ${DEFAULT-VALUE}).")
-        int minKib;
-
-        @Option(names = "--max-kib", defaultValue = "64", description = "Largest read in KiB (default: ${DEFAULT-VALUE}).")
-        int maxKib;
-
-        void validate() {
-            if (batchSize < 1 || batchSize > 4096) {
-                throw new IllegalArgumentException("--batch = " + batchSize + " is out of range; allowed: 1..4096");
-            }
-            if (inflight < 1 || inflight > 64) {
-                throw new IllegalArgumentException("--inflight = " + inflight + " is out of range; allowed: 1..64");
-            }
-            if (minKib < 4 || maxKib > 1024 || minKib > maxKib || minKib % 4 != 0 || maxKib % 4 != 0) {
-                throw new IllegalArgumentException("--min-kib = " + minKib + ", --max-kib = " + maxKib
-                        + " are out of range; allowed: multiples of 4 with 4 <= min <= max <= 1024");
-            }
-        }
-
-        /** Reads in flight: batch × inflight. */
-        int queueDepth() {
-            return batchSize * inflight;
-        }
-
-        int minBytes() {
-            return minKib << 10;
-        }
-
-        int maxBytes() {
-            return maxKib << 10;
-        }
-    }
-
-    /** The host (the one disk) limits the device model is scaled to: given, or measured at the start. */
-    static final class Host {
-        @Option(names = "--host-bandwidth", description = "The disk's bandwidth for scaling the model, e.g. 1400MiB"
-                + " (per second). Default: measured at the start.")
-        String hostBandwidth;
-
-        @Option(names = "--host-iops", description = "The disk's IOPS for scaling the model. Default: measured.")
-        Long hostIops;
-
-        @Option(names = "--calibrate-seconds", defaultValue = "1.0",
-                description = "Time of each host measurement (4 KiB and 64 KiB reads) (default: ${DEFAULT-VALUE}).")
-        double calibrateSeconds;
-
-        void validate() {
-            if (!(calibrateSeconds > 0 && calibrateSeconds <= 60)) {
-                throw new IllegalArgumentException("--calibrate-seconds = " + calibrateSeconds
-                        + " is out of range; allowed: (0, 60]");
-            }
-        }
     }
 }
