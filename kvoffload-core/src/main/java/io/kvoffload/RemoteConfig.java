@@ -189,13 +189,13 @@ public final class RemoteConfig {
                 case "usernameEnv" -> b.usernameEnv(String.valueOf(x));
                 case "passwordEnv" -> b.passwordEnv(String.valueOf(x));
                 case "passwordFile" -> b.passwordFile(base.resolve(String.valueOf(x)));
-                case "tls" -> b.tls(KvConfig.parseBool(k, x));
-                case "connectTimeoutMillis" -> b.connectTimeoutMillis(KvConfig.parseInt(k, x));
-                case "commandTimeoutMillis" -> b.commandTimeoutMillis(KvConfig.parseInt(k, x));
+                case "tls" -> b.tls(ConfigFile.parseBool(k, x));
+                case "connectTimeoutMillis" -> b.connectTimeoutMillis(ConfigFile.parseInt(k, x));
+                case "commandTimeoutMillis" -> b.commandTimeoutMillis(ConfigFile.parseInt(k, x));
                 case "keyPrefix" -> b.keyPrefix(String.valueOf(x));
-                case "ttlSeconds" -> b.ttlSeconds(KvConfig.parseLong(k, x));
+                case "ttlSeconds" -> b.ttlSeconds(ConfigFile.parseLong(k, x));
                 case "budget" -> b.budgetBytes(KvConfig.parseSize(k, x));
-                case "publishQueue" -> b.publishQueue(KvConfig.parseInt(k, x));
+                case "publishQueue" -> b.publishQueue(ConfigFile.parseInt(k, x));
                 default -> { } // seeds, read above
             }
         }

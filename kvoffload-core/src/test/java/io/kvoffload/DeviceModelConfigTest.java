@@ -36,33 +36,33 @@ class DeviceModelConfigTest {
         assertEquals(100_000L, s.latencyNanos());
         assertEquals(32, s.queueDepth());
         assertEquals(0.25, s.effectiveScale(2), 1e-12); // min(1 GB / (8 × 500 MB), 100k / (8 × 50k))
-        assertNull(KvConfig.parseDeviceModel("none"));
-        assertNull(KvConfig.parseDeviceModel(null));
-        assertEquals(DeviceModelSpec.LOW_END, KvConfig.parseDeviceModel("Low-End").profile());
-        assertEquals(0.5, KvConfig.parseDeviceModel(Map.of("profile", "high-end", "scale", 0.5)).scale());
+        assertNull(ConfigFile.parseDeviceModel("none"));
+        assertNull(ConfigFile.parseDeviceModel(null));
+        assertEquals(DeviceModelSpec.LOW_END, ConfigFile.parseDeviceModel("Low-End").profile());
+        assertEquals(0.5, ConfigFile.parseDeviceModel(Map.of("profile", "high-end", "scale", 0.5)).scale());
         assertNull(KvConfig.builder().ssdDirectories(dir).build().deviceModel(), "no model by default");
     }
 
     @Test
     void badValuesNameKeyValueAndRange() {
-        assertMessage(() -> KvConfig.parseDeviceModel(Map.of("profile", "custom", "bandwidth", "1GB", "iops", 1000,
+        assertMessage(() -> ConfigFile.parseDeviceModel(Map.of("profile", "custom", "bandwidth", "1GB", "iops", 1000,
                 "latencyMicros", 2_000_000)), "deviceModel.latencyMicros = 2000000", "0..1000000");
-        assertMessage(() -> KvConfig.parseDeviceModel(Map.of("profile", "custom", "bandwidth", "10KB", "iops", 1000,
+        assertMessage(() -> ConfigFile.parseDeviceModel(Map.of("profile", "custom", "bandwidth", "10KB", "iops", 1000,
                 "latencyMicros", 0)), "deviceModel.bandwidth = 10000", "1000000..");
-        assertMessage(() -> KvConfig.parseDeviceModel(Map.of("profile", "high-end", "iops", 1000)), "deviceModel.iops",
+        assertMessage(() -> ConfigFile.parseDeviceModel(Map.of("profile", "high-end", "iops", 1000)), "deviceModel.iops",
                 "only allowed with profile 'custom'");
-        assertMessage(() -> KvConfig.parseDeviceModel(Map.of("profile", "high-end", "speed", 1)), "deviceModel.speed",
+        assertMessage(() -> ConfigFile.parseDeviceModel(Map.of("profile", "high-end", "speed", 1)), "deviceModel.speed",
                 "allowed keys");
-        assertMessage(() -> KvConfig.parseDeviceModel(Map.of("profile", "custom", "iops", 1000)),
+        assertMessage(() -> ConfigFile.parseDeviceModel(Map.of("profile", "custom", "iops", 1000)),
                 "deviceModel.bandwidth is missing", "latencyMicros");
-        assertMessage(() -> KvConfig.parseDeviceModel(Map.of("iops", 1000)), "deviceModel.profile is missing",
+        assertMessage(() -> ConfigFile.parseDeviceModel(Map.of("iops", 1000)), "deviceModel.profile is missing",
                 "high-end");
-        assertMessage(() -> KvConfig.parseDeviceModel(Map.of("profile", "high-end", "scale", "fast")),
+        assertMessage(() -> ConfigFile.parseDeviceModel(Map.of("profile", "high-end", "scale", "fast")),
                 "deviceModel.scale = 'fast'", "not a number");
-        assertMessage(() -> KvConfig.parseDeviceModel(Map.of("profile", "high-end", "scale", 3)),
+        assertMessage(() -> ConfigFile.parseDeviceModel(Map.of("profile", "high-end", "scale", 3)),
                 "deviceModel.scale = 3.0", "(0, 1]");
-        assertMessage(() -> KvConfig.parseDeviceModel(42), "deviceModel = '42'", "high-end");
-        assertMessage(() -> KvConfig.parseDeviceModel("mid-range"), "deviceModel.profile = 'mid-range'", "low-end");
+        assertMessage(() -> ConfigFile.parseDeviceModel(42), "deviceModel = '42'", "high-end");
+        assertMessage(() -> ConfigFile.parseDeviceModel("mid-range"), "deviceModel.profile = 'mid-range'", "low-end");
         List<Path> dirs = TestEngines.deviceDirs(dir, 4);
         assertMessage(() -> KvConfig.builder().ssdDirectories(dirs)
                 .deviceModel(DeviceModelSpec.highEnd().withScaleDevices(2)).build(), "deviceModel.scaleDevices = 2",

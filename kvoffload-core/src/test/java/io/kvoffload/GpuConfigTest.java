@@ -21,7 +21,7 @@ class GpuConfigTest {
         assertEquals(KvConfig.Gpu.AUTO, c.gpu());
         assertEquals(0, c.gpuDevice());
         assertEquals(256L << 20, c.gpuCacheBudgetBytes());
-        KvConfig f = KvConfig.fromMap(Map.of("ssdDirectories", java.util.List.of("."), "gpu", "ON", "gpuDevice", 1,
+        KvConfig f = ConfigFile.fromMap(Map.of("ssdDirectories", java.util.List.of("."), "gpu", "ON", "gpuDevice", 1,
                 "gpuCacheBudget", "2GiB"), dir);
         assertEquals(KvConfig.Gpu.ON, f.gpu());
         assertEquals(1, f.gpuDevice());

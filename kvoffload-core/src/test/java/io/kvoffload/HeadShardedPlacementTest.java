@@ -130,9 +130,9 @@ class HeadShardedPlacementTest {
     @Test
     void placementIsTokenStripedByDefaultSetByNameInJsonAndABadNameIsRefused() {
         assertEquals(Placement.TOKEN_STRIPED, KvConfig.builder().ssdDirectories(root).build().placement());
-        assertEquals(Placement.HEAD_SHARDED, KvConfig.fromMap(java.util.Map.of("ssdDirectories",
+        assertEquals(Placement.HEAD_SHARDED, ConfigFile.fromMap(java.util.Map.of("ssdDirectories",
                 java.util.List.of("a"), "placement", "head-sharded"), root).placement());
-        IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> KvConfig.fromMap(
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> ConfigFile.fromMap(
                 java.util.Map.of("ssdDirectories", java.util.List.of("a"), "placement", "by-head"), root));
         assertTrue(e.getMessage().contains("placement = 'by-head'") && e.getMessage().contains("HEAD_SHARDED"),
                 e.getMessage());

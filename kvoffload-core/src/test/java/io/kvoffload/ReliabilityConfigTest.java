@@ -36,7 +36,7 @@ class ReliabilityConfigTest {
         assertEquals("640", c.fileMode());
         assertEquals(1, c.metadataCopies());
         assertEquals(new FaultInjection(9, 0.5, 0.1, 0.2, 0.3, 0.4, 0.05, 0.01, 7, 1, 100, 0, 3), c.faultInjection());
-        assertEquals(FaultInjection.builder(0).build(), KvConfig.fromMap(java.util.Map.of("ssdDirectories",
+        assertEquals(FaultInjection.builder(0).build(), ConfigFile.fromMap(java.util.Map.of("ssdDirectories",
                 java.util.List.of("a"), "faultInjection", java.util.Map.of()), root).faultInjection());
     }
 
@@ -49,7 +49,7 @@ class ReliabilityConfigTest {
                 () -> KvConfig.builder().ssdDirectories(root).fileMode("200").build());
         assertTrue(b.getMessage().contains("fileMode = '200'"), b.getMessage());
         IllegalArgumentException c = assertThrows(IllegalArgumentException.class,
-                () -> KvConfig.fromMap(java.util.Map.of("ssdDirectories", java.util.List.of("a"), "faultInjection",
+                () -> ConfigFile.fromMap(java.util.Map.of("ssdDirectories", java.util.List.of("a"), "faultInjection",
                         java.util.Map.of("eoi", 0.1)), root));
         assertTrue(c.getMessage().contains("faultInjection.eoi") && c.getMessage().contains("eio"), c.getMessage());
         IllegalArgumentException d = assertThrows(IllegalArgumentException.class,

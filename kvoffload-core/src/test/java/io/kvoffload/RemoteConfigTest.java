@@ -50,7 +50,7 @@ class RemoteConfigTest {
         assertEquals("prod:", o.keyPrefix());
         assertFalse(o.toString().contains("s3cret"), o.toString());
         assertFalse(r.toString().contains("s3cret"), r.toString());
-        assertNull(KvConfig.fromMap(Map.of("ssdDirectories", List.of("a"), "remote", "none"), root).remote());
+        assertNull(ConfigFile.fromMap(Map.of("ssdDirectories", List.of("a"), "remote", "none"), root).remote());
     }
 
     @Test
@@ -112,10 +112,10 @@ class RemoteConfigTest {
             });
             assertTrue(e.getMessage().contains(c[1]) && e.getMessage().contains(c[2]), c[0] + ": " + e.getMessage());
         }
-        IllegalArgumentException key = assertThrows(IllegalArgumentException.class, () -> KvConfig.fromMap(
+        IllegalArgumentException key = assertThrows(IllegalArgumentException.class, () -> ConfigFile.fromMap(
                 Map.of("ssdDirectories", List.of("a"), "remote", Map.of("seeds", List.of("redis://h:1"), "ttl", 5)), root));
         assertTrue(key.getMessage().contains("remote.ttl") && key.getMessage().contains("ttlSeconds"), key.getMessage());
-        IllegalArgumentException notList = assertThrows(IllegalArgumentException.class, () -> KvConfig.fromMap(
+        IllegalArgumentException notList = assertThrows(IllegalArgumentException.class, () -> ConfigFile.fromMap(
                 Map.of("ssdDirectories", List.of("a"), "remote", Map.of("seeds", "redis://h:1")), root));
         assertTrue(notList.getMessage().contains("remote.seeds = 'redis://h:1'"), notList.getMessage());
     }
