@@ -26,8 +26,8 @@ import org.openjdk.jmh.annotations.TearDown;
 import org.openjdk.jmh.annotations.Warmup;
 
 /**
- * Issue #16's selection time: one decoding step's selection of one Llama-3-8B-shaped layer (32 query
- * heads on 8 KV heads × 128) at a 10% budget, by a {@link io.kvoffload.internal.swarm.BlockMassStrategy}
+ * Issue #16's selection time: one decoding step's selection of one layer (Llama-3-8B's by default, 32
+ * query heads on 8 KV heads × 128; {@code shape} names others) at a 10% budget, by a {@link io.kvoffload.internal.swarm.BlockMassStrategy}
  * variant ({@code strategy}: its int8 block summaries, per-head softmax shares, top blocks into a
  * {@link FetchPlan}), against the naive full scan of every token's float32 key in the same run
  * ({@link SelectionFixture}, as in {@link MedoidSelectionBench}). One thread, so one core. Run with
@@ -146,10 +146,14 @@ public class BlockMassSelectionBench {
     /** One layer of {@code queryHeads:kvHeads:headDim}, BF16. */
     static KvShape shape(String spec) {
         String[] p = spec.split(":");
-        if (p.length != 3) {
-            throw new IllegalArgumentException("shape = '" + spec + "'; allowed: queryHeads:kvHeads:headDim, e.g. 32:8:128");
+        try {
+            if (p.length == 3) {
+                return new KvShape(1, Integer.parseInt(p[0]), Integer.parseInt(p[1]), Integer.parseInt(p[2]), DType.BF16);
+            }
+        } catch (NumberFormatException e) {
+            // falls through to the message below
         }
-        return new KvShape(1, Integer.parseInt(p[0]), Integer.parseInt(p[1]), Integer.parseInt(p[2]), DType.BF16);
+        throw new IllegalArgumentException("shape = '" + spec + "'; allowed: queryHeads:kvHeads:headDim, e.g. 32:8:128");
     }
 
     @Benchmark
