@@ -201,14 +201,12 @@ final class ConfigFile {
     }
 
     static int parseInt(String name, Object v) {
-        if (v instanceof Number n && n.doubleValue() == n.intValue()) {
-            return n.intValue();
+        long n = parseLong(name, v);
+        if (n != (int) n) {
+            throw new IllegalArgumentException(name + " = '" + v + "' is out of range; allowed: " + Integer.MIN_VALUE
+                    + ".." + Integer.MAX_VALUE);
         }
-        try {
-            return Integer.parseInt(String.valueOf(v).trim());
-        } catch (NumberFormatException e) {
-            throw new IllegalArgumentException(name + " = '" + v + "' is not an integer");
-        }
+        return (int) n;
     }
 
     static Placement parsePlacement(String name, Object v) {

@@ -38,6 +38,14 @@ class GpuConfigTest {
         e = assertThrows(IllegalArgumentException.class,
                 () -> KvConfig.builder().ssdDirectories(dir).gpuCacheBudgetBytes(-5).build());
         assertTrue(e.getMessage().startsWith("gpuCacheBudgetBytes = -5"), e.getMessage());
+        // An integer key of a configuration file: not a number, a fraction, or beyond 32 bits.
+        for (Object bad : new Object[] {"two", 1.5, 3_000_000_000L, "3000000000"}) {
+            e = assertThrows(IllegalArgumentException.class,
+                    () -> ConfigFile.fromMap(Map.of("ssdDirectories", java.util.List.of("."), "gpuDevice", bad), dir));
+            assertTrue(e.getMessage().startsWith("gpuDevice = '" + bad + "' is "), e.getMessage());
+            assertTrue(e.getMessage().contains(bad instanceof Long || "3000000000".equals(bad)
+                    ? "out of range; allowed: -2147483648..2147483647" : "not an integer"), e.getMessage());
+        }
     }
 
     @Test
