@@ -319,6 +319,34 @@ public final class DeviceSet {
         members.add(m);
     }
 
+    /**
+     * Whether every member device of {@code record} and every folder of {@code manifestDirs} can be
+     * reached: none missing, failed or unidentified, every directory that may hold manifests
+     * listable. Only then can a deletion remove every copy of a manifest, and a tombstone be given up.
+     */
+    public boolean everyMemberReachable(StoreRecord record, List<Path> manifestDirs) {
+        if (!unavailable.isEmpty() || hasUnidentified()) {
+            return false;
+        }
+        for (StoreRecord.Member x : record.members()) {
+            if (healthy.stream().noneMatch(d -> d.uuid().equals(x.uuid()))) {
+                return false;
+            }
+        }
+        for (DevicePool d : healthy) {
+            if (d.failure() != null || !java.nio.file.Files.isDirectory(d.directory())) {
+                return false;
+            }
+        }
+        for (Path d : manifestDirs) {
+            if (java.nio.file.Files.exists(d) && !(java.nio.file.Files.isReadable(d)
+                    && java.nio.file.Files.isExecutable(d))) {
+                return false;
+            }
+        }
+        return true;
+    }
+
     /** Writes {@code rec} to every healthy device; succeeds when at least one copy is durable. */
     public void writeRecord(StoreRecord rec, FileModes modes) throws IOException {
         IOException last = null;

@@ -27,9 +27,6 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.ServiceLoader;
-import java.util.concurrent.CopyOnWriteArrayList;
-import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
 import java.util.function.Consumer;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -63,11 +60,10 @@ public final class Store implements AutoCloseable {
     private final IoStats stats;
     private DeviceTier deviceTier;
     private FaultInjectingBackend faults;
-    private final List<Consumer<SequenceInfo>> evictionListeners = new CopyOnWriteArrayList<>();
-    private final Degradations degradations = new Degradations(this::listenerThread);
+    private final ListenerThread listeners = new ListenerThread();
+    private final Degradations degradations = new Degradations(listeners::executor);
     private volatile java.util.function.Predicate<String> evictFirst = id -> false;
     private volatile RemoteCopy remoteCopy; // null without a remote tier
-    private ExecutorService listenerThread; // started with the first eviction a listener must hear of
 
     public Store(KvConfig config) throws IOException {
         this.config = config;
@@ -100,7 +96,7 @@ public final class Store implements AutoCloseable {
                     manifests, shared, tombstones);
             this.quarantine = recovery.load();
             recovery.reReplicate();
-            if (tombstones.pending() && everyMemberReachable()) {
+            if (tombstones.pending() && deviceSet.everyMemberReachable(record, manifests.readDirs())) {
                 tombstones.collect(); // every device has now seen each deletion: nothing left to outvote
             }
             for (DeviceSet.Unavailable u : deviceSet.unavailable()) {
@@ -362,20 +358,8 @@ public final class Store implements AutoCloseable {
         stats.evictions.increment();
         LOG.info("evicted sequence {} ({} bytes) to make room", m.id(), m.storedBytes());
         Flight.eviction(m.id(), m.tokenCount(), m.storedBytes());
-        if (!evictionListeners.isEmpty()) {
-            SequenceInfo info = new SequenceInfo(m.id(), m.shape(), m.tokenCount(),
-                    m.storedBytes(), m.commitNumber(), m.commitMillis(), 0);
-            // Listeners run off the store lock (they may call back into the engine), in eviction order.
-            listenerThread().execute(() -> {
-                for (Consumer<SequenceInfo> l : evictionListeners) {
-                    try {
-                        l.accept(info);
-                    } catch (RuntimeException e) {
-                        LOG.warn("an eviction listener failed for {}", info.id(), e);
-                    }
-                }
-            });
-        }
+        listeners.evicted(new SequenceInfo(m.id(), m.shape(), m.tokenCount(), m.storedBytes(), m.commitNumber(),
+                m.commitMillis(), 0));
     }
 
     /** The store's identity, shared by its devices' records. */
@@ -434,18 +418,7 @@ public final class Store implements AutoCloseable {
 
     /** Adds a listener told about each eviction (on a dedicated thread). */
     public void addEvictionListener(Consumer<SequenceInfo> listener) {
-        evictionListeners.add(listener);
-    }
-
-    private synchronized ExecutorService listenerThread() {
-        if (listenerThread == null) {
-            listenerThread = Executors.newSingleThreadExecutor(r -> {
-                Thread t = new Thread(r, "kvoffload-listeners");
-                t.setDaemon(true);
-                return t;
-            });
-        }
-        return listenerThread;
+        listeners.addEvictionListener(listener);
     }
 
     private void freeAll(SequenceCatalog.Entry e) {
@@ -498,26 +471,12 @@ public final class Store implements AutoCloseable {
 
     /**
      * Makes the store record's high-water marks cover {@code ends} before a manifest that uses the
-     * space is written: quarantine after an unreadable manifest relies on them. Marks move in steps
-     * of a 32nd of the pool so that the record is rewritten rarely.
+     * space is written: quarantine after an unreadable manifest relies on them ({@link
+     * StoreRecord#withHighWater}).
      */
     private synchronized void raiseHighWater(long[] ends) throws IOException {
-        List<StoreRecord.Member> members = new ArrayList<>(record.members());
-        boolean changed = false;
-        for (int d = 0; d < ends.length; d++) {
-            DevicePool p = devices.get(d);
-            for (int i = 0; i < members.size(); i++) {
-                StoreRecord.Member x = members.get(i);
-                if (x.uuid().equals(p.uuid()) && ends[d] > x.highWater()) {
-                    long step = Math.max(p.alignment(), p.sizeBytes() / 32);
-                    long hw = Math.min(p.sizeBytes(), (ends[d] + step - 1) / step * step);
-                    members.set(i, new StoreRecord.Member(x.uuid(), x.poolBytes(), x.alignment(), x.lastPath(), hw));
-                    changed = true;
-                }
-            }
-        }
-        if (changed) {
-            StoreRecord next = new StoreRecord(record.storeUuid(), record.generation() + 1, null, List.copyOf(members));
+        StoreRecord next = record.withHighWater(devices, ends);
+        if (next != record) {
             deviceSet.writeRecord(next, modes);
             record = next;
         }
@@ -587,7 +546,7 @@ public final class Store implements AutoCloseable {
      * collected once every device is back ({@link Tombstones}).
      */
     private void forget(Manifest m) throws IOException {
-        if (everyMemberReachable() || !(tombstones.mayBeHeldAway(m.id()) || failedSinceOpen())) {
+        if (deviceSet.everyMemberReachable(record, manifests.readDirs()) || !(tombstones.mayBeHeldAway(m.id()) || failedSinceOpen())) {
             // Nothing unreachable can hold a copy: of a device away since open, only a sequence that
             // existed then can; a device failed since may hold any. Removing every copy suffices.
             manifests.delete(m.id());
@@ -612,34 +571,6 @@ public final class Store implements AutoCloseable {
             }
         }
         return false;
-    }
-
-    /**
-     * Whether every member device's manifest folder can be reached: none missing, failed or
-     * unidentified, every directory that may hold manifests listable. Only then can a deletion
-     * remove every copy of a manifest, and a tombstone be given up.
-     */
-    private boolean everyMemberReachable() {
-        if (!deviceSet.unavailable().isEmpty() || deviceSet.hasUnidentified()) {
-            return false;
-        }
-        for (StoreRecord.Member x : record.members()) {
-            if (!deviceUuids.contains(x.uuid())) {
-                return false;
-            }
-        }
-        for (DevicePool d : devices) {
-            if (d.failure() != null || !java.nio.file.Files.isDirectory(d.directory())) {
-                return false;
-            }
-        }
-        for (Path d : manifests.readDirs()) {
-            if (java.nio.file.Files.exists(d) && !(java.nio.file.Files.isReadable(d)
-                    && java.nio.file.Files.isExecutable(d))) {
-                return false;
-            }
-        }
-        return true;
     }
 
     /**
@@ -669,11 +600,7 @@ public final class Store implements AutoCloseable {
                         deviceTier.close();
                     }
                 } finally {
-                    synchronized (this) {
-                        if (listenerThread != null) {
-                            listenerThread.shutdown(); // queued notifications still run
-                        }
-                    }
+                    listeners.shutdown(); // queued notifications still run
                     lock.close();
                 }
             }

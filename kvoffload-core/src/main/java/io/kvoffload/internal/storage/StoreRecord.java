@@ -51,6 +51,29 @@ public record StoreRecord(String storeUuid, long generation, String self, List<M
         return new StoreRecord(storeUuid, generation, uuid, members);
     }
 
+    /**
+     * This record with each device's high-water mark raised to cover {@code ends[d]} (device {@code d}
+     * of {@code devices}), or this record itself when every mark already does. Marks move in steps of
+     * a 32nd of the pool so that the record is rewritten rarely.
+     */
+    StoreRecord withHighWater(List<DevicePool> devices, long[] ends) {
+        List<Member> next = new java.util.ArrayList<>(members);
+        boolean changed = false;
+        for (int d = 0; d < ends.length; d++) {
+            DevicePool p = devices.get(d);
+            for (int i = 0; i < next.size(); i++) {
+                Member x = next.get(i);
+                if (x.uuid().equals(p.uuid()) && ends[d] > x.highWater()) {
+                    long step = Math.max(p.alignment(), p.sizeBytes() / 32);
+                    long hw = Math.min(p.sizeBytes(), (ends[d] + step - 1) / step * step);
+                    next.set(i, new Member(x.uuid(), x.poolBytes(), x.alignment(), x.lastPath(), hw));
+                    changed = true;
+                }
+            }
+        }
+        return changed ? new StoreRecord(storeUuid, generation + 1, null, List.copyOf(next)) : this;
+    }
+
     byte[] encode() throws IOException {
         Map<String, Object> m = new LinkedHashMap<>();
         m.put("format", FORMAT);
