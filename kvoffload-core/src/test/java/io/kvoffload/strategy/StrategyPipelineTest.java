@@ -172,17 +172,19 @@ class StrategyPipelineTest {
     }
 
     /**
-     * Under head sharding the default keeps a hot cache per head group: the same query again reads
+     * Under head sharding the default keeps a hot cache per head group, over 16-token pages (Quest's) and
+     * over its own 8-token ones: the same query again reads
      * fewer bytes (the group shards it cached come from DRAM), every view stays bit-exact for every head
      * a row holds, and each KV head attends the same rows as the first time.
      */
-    @Test
-    void theDefaultCachesHeadGroupShardsUnderHeadSharding() throws Exception {
+    @ParameterizedTest
+    @ValueSource(strings = {"quest", "mass-auto"})
+    void theDefaultCachesHeadGroupShardsUnderHeadSharding(String layout) throws Exception {
         KvShape shape = new KvShape(1, 8, 4, 32, DType.BF16);
         int tokens = 1024;
         try (KvEngine e = KvEngine.open(io.kvoffload.testing.PerHeadViews.config(root, 4).build())) {
             io.kvoffload.testing.PerHeadViews.Layer[] stored = io.kvoffload.testing.PerHeadViews.store(e, "c", shape,
-                    tokens, 43);
+                    tokens, 43, layout);
             DecodeOptions o = DecodeOptions.builder().sparsity(0.1).sinkTokens(SINKS).localWindow(WINDOW).build();
             try (KvSequence s = e.openSequence("c"); KvDecoder d = s.decoder(o)) {
                 float[] q = io.kvoffload.testing.PerHeadViews.rounded(new java.util.Random(3), DType.F32,
@@ -229,7 +231,18 @@ class StrategyPipelineTest {
      */
     @Test
     void theDefaultReadsPerHeadGroupsUnderHeadSharding() throws Exception {
+        // Over Quest's 16-token pages the default keeps 16-token blocks, whole units the hot cache can hold.
         assertReadsPerHeadGroups(null, "quest", "head-cmass-mix");
+    }
+
+    /**
+     * A short layer the default lays out itself is stored in 8-token pages and ranked in 8-token blocks:
+     * it reads exactly what {@code mass-auto-8} chooses, bit-exact.
+     */
+    @Test
+    void theDefaultRanksEightTokenBlocksOverItsOwnLayoutOfAShortLayer() throws Exception {
+        assertEquals(8, Strategies.defaultStrategy().pageTokens(1024));
+        assertReadsPerHeadGroups(null, "mass-auto", "mass-auto-8");
     }
 
     /**

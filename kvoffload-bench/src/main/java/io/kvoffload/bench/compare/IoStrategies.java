@@ -29,7 +29,8 @@ public final class IoStrategies {
         KVSWAP_GROUPS,
         /**
          * The strategy's own offline phase ({@code SelectionStrategy.layOut}), one sequence per such
-         * strategy: SparF's page groups plus its dimension-major copy of K.
+         * strategy: SparF's page groups plus its dimension-major copy of K, the block-mass strategies'
+         * pages of their own size.
          */
         OWN
     }
@@ -74,8 +75,11 @@ public final class IoStrategies {
             new Strategy("sparf-qh", Layout.OWN, "sparf-qh", "SparF from flash, top-r dimensions per query head"
                     + " (Algorithm 1 as written; under GQA a KV head's slices are its query heads' union)"),
             new Strategy("swarm", Layout.SWARM, null, "Swarm: co-activation clusters, medoid index, replicas, Eq. 7"),
-            new Strategy("mass-auto", Layout.POSITIONAL, "mass-auto", "The library's default: cmass-mix, or"
-                    + " head-cmass-mix where the layout stores KV-head groups apart (--placement head-sharded)"),
+            new Strategy("mass-auto", Layout.OWN, "mass-auto", "The library's default: cmass-mix, or"
+                    + " head-cmass-mix where the layout stores KV-head groups apart (--placement head-sharded);"
+                    + " 8-token blocks and pages up to 65,536 tokens, 16 beyond"),
+            new Strategy("mass-auto-16", Layout.OWN, "mass-auto-16", "mass-auto with 16-token blocks and pages"
+                    + " at every length (the default before blocks followed the layer's length)"),
             new Strategy("mass-auto-8", Layout.OWN, "mass-auto-8", "mass-auto over 8-token blocks and pages:"
                     + " tighter bounds and a higher ceiling at twice the index and the sweep"),
             new Strategy("cmass-mix", Layout.POSITIONAL, "cmass-mix", "mass-mix with each KV head's query heads"

@@ -44,6 +44,11 @@ public final class BlockMassStrategy implements SelectionStrategy {
      * with the combination given ({@code mass-auto}: {@link Combination#CLUSTERED_HEAD_MASS}).
      */
     private final boolean auto;
+    /**
+     * The longest layer (laid-out tokens) ranked in {@link #FINE_BLOCK_TOKENS}-token blocks when
+     * {@link #blockTokens} is larger; 0: never.
+     */
+    private final int fineUpTo;
 
     /**
      * The prune bound of {@code mass-mix}, in nats: the sweep terms a step skips move no block's
@@ -70,6 +75,16 @@ public final class BlockMassStrategy implements SelectionStrategy {
      * targets on every family but the structureless control, at twice the index and twice the sweep.
      */
     public static final int FINE_BLOCK_TOKENS = 8;
+
+    /**
+     * The longest layer, in laid-out tokens, that the default ({@code mass-auto}) ranks in
+     * {@link #FINE_BLOCK_TOKENS}-token blocks and pages; longer layers get 16-token ones. Up to here the
+     * finer index has no more blocks than the 16-token one at 131,072 tokens, so a step sweeps no more
+     * than it does there (issue #16's 1 ms target at 128K), while finer blocks are closer to the oracle
+     * on every family and shape measured (docs/benchmarks.md, "Finer blocks" and "Block size by layer
+     * length"). Beyond it the time targets (1 ms at 128K, 8 ms at 1M) leave no room for twice the sweep.
+     */
+    public static final int FINE_BLOCK_MAX_TOKENS = 65536;
 
     /**
      * @param name the registry name
@@ -108,7 +123,7 @@ public final class BlockMassStrategy implements SelectionStrategy {
      */
     public BlockMassStrategy(String name, Scoring scoring, Combination combination, int blockTokens, float pruneLogit,
             boolean layoutUnits, boolean perHead) {
-        this(name, scoring, combination, blockTokens, pruneLogit, layoutUnits, perHead, false);
+        this(name, scoring, combination, blockTokens, pruneLogit, layoutUnits, perHead, false, 0);
     }
 
     /**
@@ -120,13 +135,23 @@ public final class BlockMassStrategy implements SelectionStrategy {
      * "Per-head token sets", "Clustered query heads").
      */
     public static BlockMassStrategy auto(String name, int blockTokens) {
+        return auto(name, blockTokens, 0);
+    }
+
+    /**
+     * {@link #auto(String, int)} with {@link #FINE_BLOCK_TOKENS}-token blocks and pages on layers of at
+     * most {@code fineUpTo} laid-out tokens (the default, {@code mass-auto}, with
+     * {@link #FINE_BLOCK_MAX_TOKENS}).
+     */
+    public static BlockMassStrategy auto(String name, int blockTokens, int fineUpTo) {
         return new BlockMassStrategy(name, Scoring.MIX, Combination.CLUSTERED_HEAD_MASS, blockTokens, AUTO_PRUNE_LOGIT,
-                false, false, true);
+                false, false, true, fineUpTo);
     }
 
     private BlockMassStrategy(String name, Scoring scoring, Combination combination, int blockTokens, float pruneLogit,
-            boolean layoutUnits, boolean perHead, boolean auto) {
+            boolean layoutUnits, boolean perHead, boolean auto, int fineUpTo) {
         this.auto = auto;
+        this.fineUpTo = Checks.inRange("fineUpTo", fineUpTo, 0, Integer.MAX_VALUE);
         if (perHead && (layoutUnits || combination == Combination.SUM_LOGITS)) {
             throw new IllegalArgumentException("perHead = true with layoutUnits = " + layoutUnits + ", combination = "
                     + combination + "; allowed: positional blocks and a mass combination (HEAD_MASS, QUERY_HEAD_MASS)");
@@ -146,8 +171,9 @@ public final class BlockMassStrategy implements SelectionStrategy {
     /** The variants the library registers, the chosen one ({@code mass-auto}, the library's default) first. */
     public static List<SelectionStrategy> variants() {
         return List.of(
-                auto("mass-auto", 16),
+                auto("mass-auto", 16, FINE_BLOCK_MAX_TOKENS),
                 auto("mass-auto-8", FINE_BLOCK_TOKENS),
+                auto("mass-auto-16", 16),
                 new BlockMassStrategy("mass-mix", Scoring.MIX, Combination.HEAD_MASS, 16, PRUNE_LOGIT),
                 new BlockMassStrategy("mass-mix-full", Scoring.MIX, Combination.HEAD_MASS, 16),
                 new BlockMassStrategy("mass-bound", Scoring.BOUND, Combination.HEAD_MASS, 16),
@@ -179,6 +205,48 @@ public final class BlockMassStrategy implements SelectionStrategy {
     }
 
     @Override
+    public int pageTokens(int tokens) {
+        return blockTokens(tokens);
+    }
+
+    /** Tokens per block (and page) over a layer of {@code tokens} laid-out tokens. */
+    int blockTokens(int tokens) {
+        return tokens <= fineUpTo ? Math.min(blockTokens, FINE_BLOCK_TOKENS) : blockTokens;
+    }
+
+    /**
+     * Tokens per block over a layer of {@code tokens} laid-out tokens stored as {@code units} (null: not
+     * known): the finer blocks only where each is whole pages of the layout. A layer laid out in coarser
+     * pages (by another strategy, or before blocks followed the length) keeps {@link #blockTokens}, so
+     * every chosen block stays whole units the hot cache can admit.
+     */
+    private int blockTokens(int tokens, LayoutUnits units) {
+        int bt = blockTokens(tokens);
+        return bt == blockTokens || units == null || pagesWithin(units, tokens, bt) ? bt : blockTokens;
+    }
+
+    /** Whether {@code units} are consecutive pages of one size that divides {@code bt}. */
+    private static boolean pagesWithin(LayoutUnits units, int tokens, int bt) {
+        int n = units.count();
+        int page = n == 0 ? 0 : units.size(0);
+        if (units.coActivationUnits() != 0 || page < 1 || bt % page != 0 || n != (tokens + page - 1) / page) {
+            return false;
+        }
+        for (int u = 0; u < n; u++) {
+            int size = units.size(u);
+            if (size != Math.min(page, tokens - u * page)) {
+                return false;
+            }
+            for (int i = 0; i < size; i++) {
+                if (units.member(u, i) != u * page + i) {
+                    return false;
+                }
+            }
+        }
+        return true;
+    }
+
+    @Override
     public LayerSelector openLayer(LayerContext context) {
         Checks.notNull("context", context);
         int laidOut = context.laidOutTokens();
@@ -195,8 +263,8 @@ public final class BlockMassStrategy implements SelectionStrategy {
         // the default ranks one shared set, which reads every head group of a token, instead of failing.
         int kvHeads = context.shape().kvHeads();
         boolean heads = perHead || auto && context.headGroups() > 1 && kvHeads <= Long.SIZE;
-        BlockMassIndex index = new BlockMassIndex(context.keys(), laidOut, context.shape().queryHeads(), blockTokens,
-                scoring, combination, pruneLogit);
+        BlockMassIndex index = new BlockMassIndex(context.keys(), laidOut, context.shape().queryHeads(),
+                blockTokens(laidOut, units), scoring, combination, pruneLogit);
         if (heads) {
             if (kvHeads > Long.SIZE) {
                 throw new IllegalArgumentException("strategy " + name + " needs at most " + Long.SIZE + " KV heads; the"
@@ -212,7 +280,8 @@ public final class BlockMassStrategy implements SelectionStrategy {
     public String toString() {
         return "BlockMassStrategy{" + name + ", " + scoring + ", " + combination + ", " + blockTokens + ", prune "
                 + pruneLogit + (layoutUnits ? ", layout units" : "") + (perHead ? ", per head" : "")
-                + (auto ? ", per head where heads are stored apart" : "") + "}";
+                + (auto ? ", per head where heads are stored apart" : "")
+                + (fineUpTo > 0 ? ", " + FINE_BLOCK_TOKENS + "-token blocks up to " + fineUpTo + " tokens" : "") + "}";
     }
 
     /** One layer's selector: scores, masks the free blocks, takes the top blocks whole. */

@@ -331,6 +331,48 @@ class BlockMassStrategyTest {
         assertTrue(added > 0 && added <= 16, "one block adds 1..16 rows, added " + added);
     }
 
+    /**
+     * The default ranks 8-token blocks (and lays out 8-token pages) on layers of up to
+     * {@link BlockMassStrategy#FINE_BLOCK_MAX_TOKENS} laid-out tokens and 16-token ones beyond: on each
+     * side of the bound it selects exactly what the fixed-size twin ({@code mass-auto-8},
+     * {@code mass-auto-16}) selects.
+     */
+    @Test
+    void theDefaultsBlocksFollowTheLayersLength() {
+        SelectionStrategy auto = Strategies.named("mass-auto");
+        int max = BlockMassStrategy.FINE_BLOCK_MAX_TOKENS;
+        assertEquals(8, auto.pageTokens(1));
+        assertEquals(8, auto.pageTokens(max));
+        assertEquals(16, auto.pageTokens(max + 1));
+        assertEquals(8, Strategies.named("mass-auto-8").pageTokens(max + 1));
+        assertEquals(16, Strategies.named("mass-auto-16").pageTokens(100));
+        KvShape shape = new KvShape(1, 2, 1, 8, DType.F32);
+        for (int tokens : new int[] {4000, max, max + 1}) {
+            DenseLayerKv kv = keys(tokens, 1, 8, tokens);
+            String twin = tokens <= max ? "mass-auto-8" : "mass-auto-16";
+            LayerSelector a = auto.openLayer(context(shape, kv, tokens));
+            LayerSelector b = Strategies.named(twin).openLayer(context(shape, kv, tokens));
+            int budget = tokens / 10;
+            for (int seed = 0; seed < 3; seed++) {
+                float[] q = query(2, 8, seed);
+                int[] got = step(a, tokens, q, budget);
+                assertArrayEquals(step(b, tokens, q, budget), got, tokens + " tokens: " + twin + "'s selection");
+                int bt = tokens <= max ? 8 : 16, windowFrom = tokens - WINDOW;
+                java.util.BitSet set = new java.util.BitSet();
+                for (int t : got) {
+                    set.set(t);
+                }
+                for (int t : got) {
+                    if (t >= SINKS && t < windowFrom) { // the rest of t's block between the sinks and the window
+                        int from = Math.max(SINKS, t / bt * bt), to = Math.min(windowFrom, t / bt * bt + bt);
+                        assertEquals(to - from, set.get(from, to).cardinality(),
+                                tokens + " tokens: whole " + bt + "-token blocks, position " + t);
+                    }
+                }
+            }
+        }
+    }
+
     @Test
     void badInputIsNamed() {
         DenseLayerKv kv = keys(64, 2, 8, 1);
