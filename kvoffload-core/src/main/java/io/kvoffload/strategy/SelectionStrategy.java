@@ -45,19 +45,9 @@ public interface SelectionStrategy {
     }
 
     /**
-     * Tokens per page of the default layout for a layer of {@code tokens} laid-out tokens (default
-     * {@link #pageTokens()}): a strategy whose selection granularity depends on the layer's length
-     * (the default {@code mass-auto}: finer blocks where the layer is short enough that scoring them
-     * stays within its time budget) lays its pages out to match.
-     */
-    default int pageTokens(int tokens) {
-        return pageTokens();
-    }
-
-    /**
      * The offline phase for {@code layer} of a writable sequence: lays the layer's appended tokens
      * out so the pipeline can fetch single entries. The default writes consecutive pages of
-     * {@link #pageTokens(int)} tokens as the pipeline's unit layout (each entry with its own checksum,
+     * {@link #pageTokens()} tokens as the pipeline's unit layout (each entry with its own checksum,
      * each page spread round robin over the SSDs, written all or nothing); {@link KvSequence#commit}
      * persists it.
      *
@@ -69,7 +59,7 @@ public interface SelectionStrategy {
             throw new IllegalArgumentException("layer " + layer + " of sequence " + sequence.id()
                     + " holds no tokens; append its KV before laying it out");
         }
-        UnitLayouts.write(sequence, layer, pages(tokens, pageTokens(tokens)));
+        UnitLayouts.write(sequence, layer, pages(tokens, pageTokens()));
     }
 
     /**

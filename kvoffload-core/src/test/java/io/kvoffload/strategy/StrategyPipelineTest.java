@@ -180,7 +180,7 @@ class StrategyPipelineTest {
     @ParameterizedTest
     @ValueSource(strings = {"quest", "mass-auto"})
     void theDefaultCachesHeadGroupShardsUnderHeadSharding(String layout) throws Exception {
-        KvShape shape = new KvShape(1, 8, 4, 32, DType.BF16);
+        KvShape shape = new KvShape(1, 8, 4, 128, DType.BF16); // 512-byte head-group slices: the default's 8-token pages
         int tokens = 1024;
         try (KvEngine e = KvEngine.open(io.kvoffload.testing.PerHeadViews.config(root, 4).build())) {
             io.kvoffload.testing.PerHeadViews.Layer[] stored = io.kvoffload.testing.PerHeadViews.store(e, "c", shape,
@@ -236,13 +236,13 @@ class StrategyPipelineTest {
     }
 
     /**
-     * A short layer the default lays out itself is stored in 8-token pages and ranked in 8-token blocks:
-     * it reads exactly what {@code mass-auto-8} chooses, bit-exact.
+     * A short layer the default lays out itself, head sharded in 512-byte slices, is stored in 8-token
+     * pages (one aligned read per slice) and ranked in 8-token blocks: it reads exactly what
+     * {@code mass-auto-8} chooses, bit-exact.
      */
     @Test
     void theDefaultRanksEightTokenBlocksOverItsOwnLayoutOfAShortLayer() throws Exception {
-        assertEquals(8, Strategies.defaultStrategy().pageTokens(1024));
-        assertReadsPerHeadGroups(null, "mass-auto", "mass-auto-8");
+        assertReadsPerHeadGroups(new KvShape(2, 8, 4, 128, DType.BF16), null, "mass-auto", "mass-auto-8", 8);
     }
 
     /**
@@ -260,12 +260,23 @@ class StrategyPipelineTest {
      * every view against what {@code reference} chooses per head group.
      */
     private void assertReadsPerHeadGroups(String strategy, String layout, String reference) throws Exception {
-        KvShape shape = new KvShape(2, 8, 4, 32, DType.BF16);
+        assertReadsPerHeadGroups(new KvShape(2, 8, 4, 32, DType.BF16), strategy, layout, reference, 0);
+    }
+
+    /** The same over {@code shape}, checking that the layout holds pages of {@code pageTokens} (0: any). */
+    private void assertReadsPerHeadGroups(KvShape shape, String strategy, String layout, String reference, int pageTokens)
+            throws Exception {
         int tokens = 1024;
         double sparsity = 0.1;
         try (KvEngine e = KvEngine.open(io.kvoffload.testing.PerHeadViews.config(root, 4).build())) {
             io.kvoffload.testing.PerHeadViews.Layer[] stored = io.kvoffload.testing.PerHeadViews.store(e, "h", shape,
                     tokens, 41, layout);
+            if (pageTokens > 0) {
+                try (KvSequence s = e.openSequence("h")) {
+                    var pages = io.kvoffload.internal.sequence.SequenceAccess.of(s).ledger().layer(0).clusters();
+                    assertEquals(tokens / pageTokens, pages.clusterCount(), "pages of " + pageTokens + " tokens");
+                }
+            }
             DecodeOptions.Builder b = DecodeOptions.builder().sparsity(sparsity).sinkTokens(SINKS).localWindow(WINDOW);
             DecodeOptions o = (strategy == null ? b : b.strategy(strategy)).build();
             boolean partial = false;

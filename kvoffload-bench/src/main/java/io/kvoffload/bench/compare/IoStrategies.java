@@ -77,7 +77,7 @@ public final class IoStrategies {
             new Strategy("swarm", Layout.SWARM, null, "Swarm: co-activation clusters, medoid index, replicas, Eq. 7"),
             new Strategy("mass-auto", Layout.OWN, "mass-auto", "The library's default: cmass-mix, or"
                     + " head-cmass-mix where the layout stores KV-head groups apart (--placement head-sharded);"
-                    + " 8-token blocks and pages up to 65,536 tokens, 16 beyond"),
+                    + " blocks and pages sized per layer (the finest that fill a read, at most 8,192 a layer)"),
             new Strategy("mass-auto-16", Layout.OWN, "mass-auto-16", "mass-auto with 16-token blocks and pages"
                     + " at every length (the default before blocks followed the layer's length)"),
             new Strategy("mass-auto-8", Layout.OWN, "mass-auto-8", "mass-auto over 8-token blocks and pages:"

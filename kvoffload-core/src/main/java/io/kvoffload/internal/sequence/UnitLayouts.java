@@ -4,6 +4,7 @@ import io.kvoffload.KvSequence;
 import io.kvoffload.internal.storage.ClusterLayout;
 import io.kvoffload.internal.storage.ClusterLayoutWriter;
 import io.kvoffload.internal.storage.ClusterPlan;
+import io.kvoffload.internal.storage.HeadShards;
 import io.kvoffload.internal.util.Checks;
 import java.util.BitSet;
 
@@ -50,6 +51,21 @@ public final class UnitLayouts {
                     run(sequence.shape().entryBytes(), align)));
             return null;
         });
+    }
+
+    /**
+     * What one token of a unit layout of {@code sequence} costs on one device, as {@code [slice bytes,
+     * read alignment]}: the whole entry under token striping, one head group's slice under head sharding
+     * ({@link HeadShards#shards}), and the largest read alignment of the SSDs. A page whose slice is
+     * under the alignment is padded to it on disk and in every read.
+     */
+    public static int[] deviceSlice(KvSequence sequence) {
+        SequenceHooks hooks = SequenceAccess.of(sequence);
+        hooks.checkOpen();
+        var store = hooks.store();
+        int shards = HeadShards.shards(store.config().placement(), sequence.shape(), store.devices().size());
+        int align = store.devices().stream().mapToInt(d -> d.alignment()).max().orElse(1);
+        return new int[] {sequence.shape().entryBytes() / shards, align};
     }
 
     /**

@@ -1,5 +1,8 @@
 package io.kvoffload.internal.swarm;
 
+import io.kvoffload.KvSequence;
+import io.kvoffload.KvShape;
+import io.kvoffload.internal.sequence.UnitLayouts;
 import io.kvoffload.internal.storage.HeadShards;
 import io.kvoffload.internal.util.PartialTopK;
 import io.kvoffload.internal.swarm.BlockMassIndex.Combination;
@@ -45,10 +48,10 @@ public final class BlockMassStrategy implements SelectionStrategy {
      */
     private final boolean auto;
     /**
-     * The longest layer (laid-out tokens) ranked in {@link #FINE_BLOCK_TOKENS}-token blocks when
-     * {@link #blockTokens} is larger; 0: never.
+     * Blocks sized per layer ({@link #adaptiveBlockTokens}), {@link #blockTokens} the coarsest: the
+     * default. Otherwise every layer gets {@link #blockTokens}.
      */
-    private final int fineUpTo;
+    private final boolean adaptive;
 
     /**
      * The prune bound of {@code mass-mix}, in nats: the sweep terms a step skips move no block's
@@ -77,14 +80,19 @@ public final class BlockMassStrategy implements SelectionStrategy {
     public static final int FINE_BLOCK_TOKENS = 8;
 
     /**
-     * The longest layer, in laid-out tokens, that the default ({@code mass-auto}) ranks in
-     * {@link #FINE_BLOCK_TOKENS}-token blocks and pages; longer layers get 16-token ones. Up to here the
-     * finer index has no more blocks than the 16-token one at 131,072 tokens, so a step sweeps no more
-     * than it does there (issue #16's 1 ms target at 128K), while finer blocks are closer to the oracle
-     * on every family and shape measured (docs/benchmarks.md, "Finer blocks" and "Block size by layer
-     * length"). Beyond it the time targets (1 ms at 128K, 8 ms at 1M) leave no room for twice the sweep.
+     * The most blocks the default's finer blocks may give a layer: the 16-token index's count at 131,072
+     * tokens. Up to it a step sweeps no more than there, where it meets issue #16's 1 ms target, while
+     * finer blocks are closer to the oracle on every family and shape measured (docs/benchmarks.md,
+     * "Finer blocks", "Block size by layer length"); beyond 131,072 tokens every layer gets 16-token
+     * blocks, as the 8 ms target at 1M leaves no room for more.
      */
-    public static final int FINE_BLOCK_MAX_TOKENS = 65536;
+    public static final int MAX_FINE_BLOCKS = 8192;
+
+    /**
+     * The read unit assumed where a layer's context names no stored layout (in memory): the 4 KiB of
+     * O_DIRECT reads on the SSDs this library targets. A stored layout's own pages take precedence.
+     */
+    static final int READ_ALIGNMENT = 4096;
 
     /**
      * @param name the registry name
@@ -123,7 +131,7 @@ public final class BlockMassStrategy implements SelectionStrategy {
      */
     public BlockMassStrategy(String name, Scoring scoring, Combination combination, int blockTokens, float pruneLogit,
             boolean layoutUnits, boolean perHead) {
-        this(name, scoring, combination, blockTokens, pruneLogit, layoutUnits, perHead, false, 0);
+        this(name, scoring, combination, blockTokens, pruneLogit, layoutUnits, perHead, false, false);
     }
 
     /**
@@ -135,23 +143,22 @@ public final class BlockMassStrategy implements SelectionStrategy {
      * "Per-head token sets", "Clustered query heads").
      */
     public static BlockMassStrategy auto(String name, int blockTokens) {
-        return auto(name, blockTokens, 0);
+        return auto(name, blockTokens, false);
     }
 
     /**
-     * {@link #auto(String, int)} with {@link #FINE_BLOCK_TOKENS}-token blocks and pages on layers of at
-     * most {@code fineUpTo} laid-out tokens (the default, {@code mass-auto}, with
-     * {@link #FINE_BLOCK_MAX_TOKENS}).
+     * {@link #auto(String, int)}, with {@code adaptive} the block size chosen per layer
+     * ({@link #adaptiveBlockTokens}, at most {@code blockTokens}): the default, {@code mass-auto}.
      */
-    public static BlockMassStrategy auto(String name, int blockTokens, int fineUpTo) {
+    public static BlockMassStrategy auto(String name, int blockTokens, boolean adaptive) {
         return new BlockMassStrategy(name, Scoring.MIX, Combination.CLUSTERED_HEAD_MASS, blockTokens, AUTO_PRUNE_LOGIT,
-                false, false, true, fineUpTo);
+                false, false, true, adaptive);
     }
 
     private BlockMassStrategy(String name, Scoring scoring, Combination combination, int blockTokens, float pruneLogit,
-            boolean layoutUnits, boolean perHead, boolean auto, int fineUpTo) {
+            boolean layoutUnits, boolean perHead, boolean auto, boolean adaptive) {
         this.auto = auto;
-        this.fineUpTo = Checks.inRange("fineUpTo", fineUpTo, 0, Integer.MAX_VALUE);
+        this.adaptive = adaptive;
         if (perHead && (layoutUnits || combination == Combination.SUM_LOGITS)) {
             throw new IllegalArgumentException("perHead = true with layoutUnits = " + layoutUnits + ", combination = "
                     + combination + "; allowed: positional blocks and a mass combination (HEAD_MASS, QUERY_HEAD_MASS)");
@@ -171,7 +178,7 @@ public final class BlockMassStrategy implements SelectionStrategy {
     /** The variants the library registers, the chosen one ({@code mass-auto}, the library's default) first. */
     public static List<SelectionStrategy> variants() {
         return List.of(
-                auto("mass-auto", 16, FINE_BLOCK_MAX_TOKENS),
+                auto("mass-auto", 16, true),
                 auto("mass-auto-8", FINE_BLOCK_TOKENS),
                 auto("mass-auto-16", 16),
                 new BlockMassStrategy("mass-mix", Scoring.MIX, Combination.HEAD_MASS, 16, PRUNE_LOGIT),
@@ -204,46 +211,80 @@ public final class BlockMassStrategy implements SelectionStrategy {
         return blockTokens;
     }
 
-    @Override
-    public int pageTokens(int tokens) {
-        return blockTokens(tokens);
-    }
-
-    /** Tokens per block (and page) over a layer of {@code tokens} laid-out tokens. */
-    int blockTokens(int tokens) {
-        return tokens <= fineUpTo ? Math.min(blockTokens, FINE_BLOCK_TOKENS) : blockTokens;
+    /**
+     * Tokens per block for a layer of {@code tokens} tokens whose slice of a token on one device is
+     * {@code sliceBytes} (the entry, or one head group's slice under head sharding), on devices that read
+     * {@code alignment}-byte units: the smallest power of two up to {@code coarsest} such that a block's
+     * slice fills one aligned read (finer blocks would be padded on disk and in every read) and the layer
+     * has at most {@link #MAX_FINE_BLOCKS} blocks (the sweep costs no more than the 16-token one at
+     * 128K); {@code coarsest} where none does both.
+     */
+    static int adaptiveBlockTokens(int tokens, long sliceBytes, int alignment, int coarsest) {
+        int bt = 1;
+        while (bt < coarsest && (bt * sliceBytes < alignment || (tokens + (long) bt - 1) / bt > MAX_FINE_BLOCKS)) {
+            bt <<= 1;
+        }
+        return Math.min(bt, coarsest);
     }
 
     /**
-     * Tokens per block over a layer of {@code tokens} laid-out tokens stored as {@code units} (null: not
-     * known): the finer blocks only where each is whole pages of the layout. A layer laid out in coarser
-     * pages (by another strategy, or before blocks followed the length) keeps {@link #blockTokens}, so
-     * every chosen block stays whole units the hot cache can admit.
+     * The default's offline phase: the default page layout ({@link SelectionStrategy#layOut}) in pages of
+     * the layer's {@link #adaptiveBlockTokens} for the engine's SSDs and placement.
      */
-    private int blockTokens(int tokens, LayoutUnits units) {
-        int bt = blockTokens(tokens);
-        return bt == blockTokens || units == null || pagesWithin(units, tokens, bt) ? bt : blockTokens;
+    @Override
+    public void layOut(KvSequence sequence, int layer) {
+        Checks.notNull("sequence", sequence);
+        int tokens = sequence.tokenCount(layer);
+        if (!adaptive || tokens == 0) {
+            SelectionStrategy.super.layOut(sequence, layer);
+            return;
+        }
+        int[] slice = UnitLayouts.deviceSlice(sequence);
+        UnitLayouts.write(sequence, layer,
+                SelectionStrategy.pages(tokens, adaptiveBlockTokens(tokens, slice[0], slice[1], blockTokens)));
     }
 
-    /** Whether {@code units} are consecutive pages of one size that divides {@code bt}. */
-    private static boolean pagesWithin(LayoutUnits units, int tokens, int bt) {
+    /**
+     * Tokens per block over a layer: {@link #blockTokens}, or for the default {@link #adaptiveBlockTokens}
+     * where the layout is not known (in memory), and over a stored layout of consecutive pages of
+     * {@code p} tokens the adaptive size if {@code p} divides it, else {@code p}: a chosen block is then
+     * always whole pages, which the hot cache can hold (a layer laid out in 16-token pages, by another
+     * strategy or before blocks were sized per layer, keeps 16-token blocks). Any other layout keeps
+     * {@link #blockTokens}.
+     */
+    private int blockTokens(LayerContext context, int laidOut, LayoutUnits units) {
+        if (!adaptive) {
+            return blockTokens;
+        }
+        KvShape shape = context.shape();
+        int bt = adaptiveBlockTokens(laidOut, shape.entryBytes() / Math.max(1, context.headGroups()), READ_ALIGNMENT,
+                blockTokens);
+        if (units == null) {
+            return bt;
+        }
+        int page = pageSize(units, laidOut);
+        return page < 1 ? blockTokens : page < bt && bt % page == 0 ? bt : page;
+    }
+
+    /** The page size if {@code units} are consecutive pages of one size over {@code tokens}, else 0. */
+    private static int pageSize(LayoutUnits units, int tokens) {
         int n = units.count();
         int page = n == 0 ? 0 : units.size(0);
-        if (units.coActivationUnits() != 0 || page < 1 || bt % page != 0 || n != (tokens + page - 1) / page) {
-            return false;
+        if (units.coActivationUnits() != 0 || page < 1 || n != (tokens + page - 1) / page) {
+            return 0;
         }
         for (int u = 0; u < n; u++) {
             int size = units.size(u);
             if (size != Math.min(page, tokens - u * page)) {
-                return false;
+                return 0;
             }
             for (int i = 0; i < size; i++) {
                 if (units.member(u, i) != u * page + i) {
-                    return false;
+                    return 0;
                 }
             }
         }
-        return true;
+        return page;
     }
 
     @Override
@@ -264,7 +305,7 @@ public final class BlockMassStrategy implements SelectionStrategy {
         int kvHeads = context.shape().kvHeads();
         boolean heads = perHead || auto && context.headGroups() > 1 && kvHeads <= Long.SIZE;
         BlockMassIndex index = new BlockMassIndex(context.keys(), laidOut, context.shape().queryHeads(),
-                blockTokens(laidOut, units), scoring, combination, pruneLogit);
+                blockTokens(context, laidOut, units), scoring, combination, pruneLogit);
         if (heads) {
             if (kvHeads > Long.SIZE) {
                 throw new IllegalArgumentException("strategy " + name + " needs at most " + Long.SIZE + " KV heads; the"
@@ -281,7 +322,7 @@ public final class BlockMassStrategy implements SelectionStrategy {
         return "BlockMassStrategy{" + name + ", " + scoring + ", " + combination + ", " + blockTokens + ", prune "
                 + pruneLogit + (layoutUnits ? ", layout units" : "") + (perHead ? ", per head" : "")
                 + (auto ? ", per head where heads are stored apart" : "")
-                + (fineUpTo > 0 ? ", " + FINE_BLOCK_TOKENS + "-token blocks up to " + fineUpTo + " tokens" : "") + "}";
+                + (adaptive ? ", blocks sized per layer" : "") + "}";
     }
 
     /** One layer's selector: scores, masks the free blocks, takes the top blocks whole. */

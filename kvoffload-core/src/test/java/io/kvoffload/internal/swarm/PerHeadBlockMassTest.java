@@ -207,8 +207,8 @@ class PerHeadBlockMassTest {
 
     /**
      * Head sharding of more than 64 KV heads (an MHA layer of 96): per-head masks cannot name them, so
-     * the default ranks one shared set, the blocks {@code cmass-mix} takes (over 8-token blocks: the layer
-     * is short), for every head; the
+     * the default ranks one shared set, the blocks {@code cmass-mix} takes (over the layer's finer blocks),
+     * for every head; the
      * explicitly per-head variant refuses the layer by name.
      */
     @Test
@@ -218,8 +218,10 @@ class PerHeadBlockMassTest {
         DenseLayerKv kv = keys(tokens, 96, 8, 3);
         float[] q = query(96, 8, 4);
         LayerSelector auto = Strategies.named("mass-auto").openLayer(new AdjustedLayerContext(context(wide, kv, tokens), null, 4));
-        // A 600-token layer: the default's 8-token blocks, ranked as one set (mass-auto-8 with one head group).
-        LayerSelector shared = Strategies.named("mass-auto-8").openLayer(context(wide, kv, tokens));
+        // A 600-token layer of 1.5 KiB head-group slices: the default's 4-token blocks, ranked as one set.
+        int bt = BlockMassStrategy.adaptiveBlockTokens(tokens, wide.entryBytes() / 4, BlockMassStrategy.READ_ALIGNMENT, 16);
+        assertEquals(4, bt);
+        LayerSelector shared = BlockMassStrategy.auto("fixed", bt).openLayer(context(wide, kv, tokens));
         BitSet[] sets = step(auto, tokens, 96, 4, q, total);
         BitSet expected = new BitSet();
         for (int t : BlockMassStrategyTest.step(shared, tokens, q, total)) {
