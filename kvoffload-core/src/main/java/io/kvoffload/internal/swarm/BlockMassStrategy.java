@@ -48,7 +48,7 @@ public final class BlockMassStrategy implements SelectionStrategy {
      */
     private final boolean auto;
     /**
-     * Blocks sized per layer ({@link #adaptiveBlockTokens}), {@link #blockTokens} the coarsest: the
+     * Blocks sized per layer ({@link BlockSize#adaptive}), {@link #blockTokens} the coarsest: the
      * default. Otherwise every layer gets {@link #blockTokens}.
      */
     private final boolean adaptive;
@@ -78,21 +78,6 @@ public final class BlockMassStrategy implements SelectionStrategy {
      * targets on every family but the structureless control, at twice the index and twice the sweep.
      */
     public static final int FINE_BLOCK_TOKENS = 8;
-
-    /**
-     * The most blocks the default's finer blocks may give a layer: the 16-token index's count at 131,072
-     * tokens. Up to it a step sweeps no more than there, where it meets issue #16's 1 ms target, while
-     * finer blocks are closer to the oracle on every family and shape measured (docs/benchmarks.md,
-     * "Finer blocks", "Block size by layer length"); beyond 131,072 tokens every layer gets 16-token
-     * blocks, as the 8 ms target at 1M leaves no room for more.
-     */
-    public static final int MAX_FINE_BLOCKS = 8192;
-
-    /**
-     * The read unit assumed where a layer's context names no stored layout (in memory): the 4 KiB of
-     * O_DIRECT reads on the SSDs this library targets. A stored layout's own pages take precedence.
-     */
-    static final int READ_ALIGNMENT = 4096;
 
     /**
      * @param name the registry name
@@ -148,7 +133,7 @@ public final class BlockMassStrategy implements SelectionStrategy {
 
     /**
      * {@link #auto(String, int)}, with {@code adaptive} the block size chosen per layer
-     * ({@link #adaptiveBlockTokens}, at most {@code blockTokens}): the default, {@code mass-auto}.
+     * ({@link BlockSize#adaptive}, at most {@code blockTokens}): the default, {@code mass-auto}.
      */
     public static BlockMassStrategy auto(String name, int blockTokens, boolean adaptive) {
         return new BlockMassStrategy(name, Scoring.MIX, Combination.CLUSTERED_HEAD_MASS, blockTokens, AUTO_PRUNE_LOGIT,
@@ -212,24 +197,8 @@ public final class BlockMassStrategy implements SelectionStrategy {
     }
 
     /**
-     * Tokens per block for a layer of {@code tokens} tokens whose slice of a token on one device is
-     * {@code sliceBytes} (the entry, or one head group's slice under head sharding), on devices that read
-     * {@code alignment}-byte units: the smallest power of two up to {@code coarsest} such that a block's
-     * slice fills one aligned read (finer blocks would be padded on disk and in every read) and the layer
-     * has at most {@link #MAX_FINE_BLOCKS} blocks (the sweep costs no more than the 16-token one at
-     * 128K); {@code coarsest} where none does both.
-     */
-    static int adaptiveBlockTokens(int tokens, long sliceBytes, int alignment, int coarsest) {
-        int bt = 1;
-        while (bt < coarsest && (bt * sliceBytes < alignment || (tokens + (long) bt - 1) / bt > MAX_FINE_BLOCKS)) {
-            bt <<= 1;
-        }
-        return Math.min(bt, coarsest);
-    }
-
-    /**
      * The default's offline phase: the default page layout ({@link SelectionStrategy#layOut}) in pages of
-     * the layer's {@link #adaptiveBlockTokens} for the engine's SSDs and placement.
+     * the layer's {@link BlockSize#adaptive} for the engine's SSDs and placement.
      */
     @Override
     public void layOut(KvSequence sequence, int layer) {
@@ -241,11 +210,11 @@ public final class BlockMassStrategy implements SelectionStrategy {
         }
         int[] slice = UnitLayouts.deviceSlice(sequence);
         UnitLayouts.write(sequence, layer,
-                SelectionStrategy.pages(tokens, adaptiveBlockTokens(tokens, slice[0], slice[1], blockTokens)));
+                SelectionStrategy.pages(tokens, BlockSize.adaptive(tokens, slice[0], slice[1], blockTokens)));
     }
 
     /**
-     * Tokens per block over a layer: {@link #blockTokens}, or for the default {@link #adaptiveBlockTokens}
+     * Tokens per block over a layer: {@link #blockTokens}, or for the default {@link BlockSize#adaptive}
      * where the layout is not known (in memory), and over a stored layout of consecutive pages of
      * {@code p} tokens the adaptive size if {@code p} divides it, else {@code p}: a chosen block is then
      * always whole pages, which the hot cache can hold (a layer laid out in 16-token pages, by another
@@ -257,34 +226,13 @@ public final class BlockMassStrategy implements SelectionStrategy {
             return blockTokens;
         }
         KvShape shape = context.shape();
-        int bt = adaptiveBlockTokens(laidOut, shape.entryBytes() / Math.max(1, context.headGroups()), READ_ALIGNMENT,
-                blockTokens);
+        int bt = BlockSize.adaptive(laidOut, shape.entryBytes() / Math.max(1, context.headGroups()),
+                BlockSize.READ_ALIGNMENT, blockTokens);
         if (units == null) {
             return bt;
         }
-        int page = pageSize(units, laidOut);
+        int page = BlockSize.pages(units, laidOut);
         return page < 1 ? blockTokens : page < bt && bt % page == 0 ? bt : page;
-    }
-
-    /** The page size if {@code units} are consecutive pages of one size over {@code tokens}, else 0. */
-    private static int pageSize(LayoutUnits units, int tokens) {
-        int n = units.count();
-        int page = n == 0 ? 0 : units.size(0);
-        if (units.coActivationUnits() != 0 || page < 1 || n != (tokens + page - 1) / page) {
-            return 0;
-        }
-        for (int u = 0; u < n; u++) {
-            int size = units.size(u);
-            if (size != Math.min(page, tokens - u * page)) {
-                return 0;
-            }
-            for (int i = 0; i < size; i++) {
-                if (units.member(u, i) != u * page + i) {
-                    return 0;
-                }
-            }
-        }
-        return page;
     }
 
     @Override

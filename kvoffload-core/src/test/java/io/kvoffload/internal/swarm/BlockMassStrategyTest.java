@@ -332,45 +332,6 @@ class BlockMassStrategyTest {
     }
 
     /**
-     * The default's block size: the smallest power of two up to 16 whose slice fills an aligned read and
-     * that leaves the layer at most {@link BlockMassStrategy#MAX_FINE_BLOCKS} blocks.
-     */
-    @Property(tries = 200)
-    void theAdaptiveBlockIsTheFinestThatFillsAReadWithinTheBlockCount(
-            @ForAll @IntRange(min = 1, max = 4_000_000) int tokens, @ForAll @IntRange(min = 1, max = 20_000) int slice,
-            @ForAll("alignments") int alignment) {
-        int bt = BlockMassStrategy.adaptiveBlockTokens(tokens, slice, alignment, 16);
-        assertTrue(Integer.bitCount(bt) == 1 && bt <= 16, "a power of two up to 16: " + bt);
-        boolean fits = (long) bt * slice >= alignment && (tokens + bt - 1L) / bt <= BlockMassStrategy.MAX_FINE_BLOCKS;
-        assertTrue(fits || bt == 16, bt + " tokens: fills a read within the block count, or the coarsest");
-        if (bt > 1) {
-            int half = bt / 2;
-            assertTrue((long) half * slice < alignment || (tokens + half - 1L) / half > BlockMassStrategy.MAX_FINE_BLOCKS,
-                    "half of " + bt + " would do as well");
-        }
-    }
-
-    @net.jqwik.api.Provide
-    net.jqwik.api.Arbitrary<Integer> alignments() {
-        return net.jqwik.api.Arbitraries.of(512, 4096, 8192);
-    }
-
-    @Test
-    void adaptiveBlockExamples() {
-        // Llama-3-8B's BF16 entries (4 KiB) whole: 2 tokens at 16K, 4 at 32K, 8 at 64K, 16 from 128K.
-        assertEquals(2, BlockMassStrategy.adaptiveBlockTokens(16384, 4096, 4096, 16));
-        assertEquals(4, BlockMassStrategy.adaptiveBlockTokens(32768, 4096, 4096, 16));
-        assertEquals(8, BlockMassStrategy.adaptiveBlockTokens(65536, 4096, 4096, 16));
-        assertEquals(16, BlockMassStrategy.adaptiveBlockTokens(131072, 4096, 4096, 16));
-        assertEquals(16, BlockMassStrategy.adaptiveBlockTokens(1 << 20, 4096, 4096, 16));
-        assertEquals(1, BlockMassStrategy.adaptiveBlockTokens(5000, 4096, 4096, 16));
-        // Head sharded over 8 SSDs: 512-byte slices need 8 tokens to fill a read.
-        assertEquals(8, BlockMassStrategy.adaptiveBlockTokens(16384, 512, 4096, 16));
-        assertEquals(16, BlockMassStrategy.adaptiveBlockTokens(100, 128, 4096, 16));
-        assertEquals(8, BlockMassStrategy.adaptiveBlockTokens(100, 128, 4096, 8));
-    }
-
-    /**
      * The default ranks the layer's adaptive blocks: exactly what the fixed-size strategy of that size
      * selects, whole blocks, at several lengths (1 KiB entries: 4 tokens fill a read; 8 beyond 32,768
      * tokens; 16 beyond 65,536).
@@ -382,7 +343,7 @@ class BlockMassStrategyTest {
         int[][] cases = {{4000, 4}, {40000, 8}, {70000, 16}};
         for (int[] c : cases) {
             int tokens = c[0], bt = c[1];
-            assertEquals(bt, BlockMassStrategy.adaptiveBlockTokens(tokens, shape.entryBytes(), BlockMassStrategy.READ_ALIGNMENT, 16));
+            assertEquals(bt, BlockSize.adaptive(tokens, shape.entryBytes(), BlockSize.READ_ALIGNMENT, 16));
             DenseLayerKv kv = keys(tokens, 1, 128, tokens);
             LayerSelector a = auto.openLayer(context(shape, kv, tokens));
             LayerSelector b = BlockMassStrategy.auto("fixed", bt).openLayer(context(shape, kv, tokens));

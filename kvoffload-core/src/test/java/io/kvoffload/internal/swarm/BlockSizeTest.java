@@ -1,0 +1,73 @@
+package io.kvoffload.internal.swarm;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import net.jqwik.api.Arbitraries;
+import net.jqwik.api.Arbitrary;
+import net.jqwik.api.ForAll;
+import net.jqwik.api.Property;
+import net.jqwik.api.Provide;
+import net.jqwik.api.constraints.IntRange;
+import org.junit.jupiter.api.Test;
+
+/** {@link BlockSize}: the default's block size per layer (selection through it: {@code BlockMassStrategyTest}). */
+class BlockSizeTest {
+    /**
+     * The default's block size: the smallest power of two up to 16 whose slice fills an aligned read and
+     * that leaves the layer at most {@link BlockSize#MAX_FINE_BLOCKS} blocks.
+     */
+    @Property(tries = 200)
+    void theAdaptiveBlockIsTheFinestThatFillsAReadWithinTheBlockCount(
+            @ForAll @IntRange(min = 1, max = 4_000_000) int tokens, @ForAll @IntRange(min = 1, max = 20_000) int slice,
+            @ForAll("alignments") int alignment) {
+        int bt = BlockSize.adaptive(tokens, slice, alignment, 16);
+        assertTrue(Integer.bitCount(bt) == 1 && bt <= 16, "a power of two up to 16: " + bt);
+        boolean fits = (long) bt * slice >= alignment && (tokens + bt - 1L) / bt <= BlockSize.MAX_FINE_BLOCKS;
+        assertTrue(fits || bt == 16, bt + " tokens: fills a read within the block count, or the coarsest");
+        if (bt > 1) {
+            int half = bt / 2;
+            assertTrue((long) half * slice < alignment || (tokens + half - 1L) / half > BlockSize.MAX_FINE_BLOCKS,
+                    "half of " + bt + " would do as well");
+        }
+    }
+
+    @Provide
+    Arbitrary<Integer> alignments() {
+        return Arbitraries.of(512, 4096, 8192);
+    }
+
+    @Test
+    void adaptiveBlockExamples() {
+        // Llama-3-8B's BF16 entries (4 KiB) whole: 2 tokens at 16K, 4 at 32K, 8 at 64K, 16 from 128K.
+        assertEquals(2, BlockSize.adaptive(16384, 4096, 4096, 16));
+        assertEquals(4, BlockSize.adaptive(32768, 4096, 4096, 16));
+        assertEquals(8, BlockSize.adaptive(65536, 4096, 4096, 16));
+        assertEquals(16, BlockSize.adaptive(131072, 4096, 4096, 16));
+        assertEquals(16, BlockSize.adaptive(1 << 20, 4096, 4096, 16));
+        assertEquals(1, BlockSize.adaptive(5000, 4096, 4096, 16));
+        // Head sharded over 8 SSDs: 512-byte slices need 8 tokens to fill a read.
+        assertEquals(8, BlockSize.adaptive(16384, 512, 4096, 16));
+        assertEquals(16, BlockSize.adaptive(100, 128, 4096, 16));
+        assertEquals(8, BlockSize.adaptive(100, 128, 4096, 8));
+    }
+
+
+    @Test
+    void pagesAreFoundOnlyInConsecutiveEqualPages() {
+        assertEquals(8, BlockSize.pages(units(new int[][] {{0, 1, 2, 3, 4, 5, 6, 7}, {8, 9, 10}}, 0), 11));
+        assertEquals(0, BlockSize.pages(units(new int[][] {{0, 1, 2}, {3, 4, 5, 6}}, 0), 7), "unequal pages");
+        assertEquals(0, BlockSize.pages(units(new int[][] {{0, 2}, {1, 3}}, 0), 4), "not consecutive");
+        assertEquals(0, BlockSize.pages(units(new int[][] {{0, 1}, {2, 3}}, 1), 4), "co-activation clusters");
+        assertEquals(0, BlockSize.pages(units(new int[][] {{0, 1}}, 0), 4), "not covering the layer");
+    }
+
+    private static io.kvoffload.strategy.LayoutUnits units(int[][] u, int coActivation) {
+        return new io.kvoffload.strategy.LayoutUnits() {
+            @Override public int count() { return u.length; }
+            @Override public int size(int unit) { return u[unit].length; }
+            @Override public int member(int unit, int i) { return u[unit][i]; }
+            @Override public int coActivationUnits() { return coActivation; }
+        };
+    }
+}
