@@ -34,6 +34,19 @@ public final class UnitLayouts {
      * @throws IllegalArgumentException if the layer holds no tokens or {@code units} is not as allowed
      */
     public static void write(KvSequence sequence, int layer, int[][] units) {
+        write(sequence, layer, units, 1);
+    }
+
+    /**
+     * {@link #write(KvSequence, int, int[][])} with runs of at least {@code minRun} members: under token
+     * striping a unit of at most {@code minRun} members is then whole on one device, one extent and one
+     * read, and the next unit goes to the next device. For small pages read apart (the default
+     * strategy's finer blocks), where spreading each over the SSDs would cost one small read per member.
+     *
+     * @param minRun members per device run at the least, 1..2^20 (the alignment may ask for more)
+     */
+    public static void write(KvSequence sequence, int layer, int[][] units, int minRun) {
+        Checks.inRange("minRun", minRun, 1, 1 << 20);
         SequenceHooks hooks = SequenceAccess.of(sequence);
         hooks.checkOpen();
         hooks.exclusive(() -> {
@@ -48,7 +61,7 @@ public final class UnitLayouts {
             checkUnits("units", tokens, units);
             int align = hooks.store().devices().stream().mapToInt(d -> d.alignment()).max().orElse(1);
             install(hooks, layer, roundRobin(units, hooks.store().devices().size(),
-                    run(sequence.shape().entryBytes(), align)));
+                    Math.max(minRun, run(sequence.shape().entryBytes(), align))));
             return null;
         });
     }

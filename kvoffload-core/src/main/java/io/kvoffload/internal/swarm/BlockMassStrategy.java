@@ -198,7 +198,8 @@ public final class BlockMassStrategy implements SelectionStrategy {
 
     /**
      * The default's offline phase: the default page layout ({@link SelectionStrategy#layOut}) in pages of
-     * the layer's {@link BlockSize#adaptive} for the engine's SSDs and placement.
+     * the layer's {@link BlockSize#adaptive} for the engine's SSDs and placement, each page whole on one
+     * SSD under token striping (consecutive pages on consecutive SSDs).
      */
     @Override
     public void layOut(KvSequence sequence, int layer) {
@@ -209,8 +210,9 @@ public final class BlockMassStrategy implements SelectionStrategy {
             return;
         }
         int[] slice = UnitLayouts.deviceSlice(sequence);
-        UnitLayouts.write(sequence, layer,
-                SelectionStrategy.pages(tokens, BlockSize.adaptive(tokens, slice[0], slice[1], blockTokens)));
+        int page = BlockSize.adaptive(tokens, slice[0], slice[1], blockTokens);
+        // Each page whole on one device: a chosen block is one read, not one per SSD it would span.
+        UnitLayouts.write(sequence, layer, SelectionStrategy.pages(tokens, page), page);
     }
 
     /**

@@ -56,4 +56,35 @@ class UnitLayoutRunsTest {
             TestEngines.assertExact(e, "runs", 7, tokens);
         }
     }
+
+    /**
+     * The default strategy's own layout: pages of its per-layer block size (4 tokens of 2 KiB entries at
+     * 17,000 tokens), each whole on one device as one extent (an alignment run alone would split it over
+     * two), consecutive pages on consecutive devices; everything reads back bit-exact.
+     */
+    @Test
+    void theDefaultsPagesAreEachWholeOnOneDevice() {
+        KvShape shape = new KvShape(1, 4, 4, 128, DType.BF16); // 2 KiB entries: an aligned read holds 2
+        int tokens = 17_000;
+        try (KvEngine e = KvEngine.open(TestEngines.config(TestEngines.deviceDirs(root, 4), "portable")
+                .deviceCapacityBytes(64L << 20).build())) {
+            try (KvSequence s = e.createSequence("pages", shape)) {
+                TestEngines.append(s, 11, tokens, 512);
+                Strategies.defaultStrategy().layOut(s, 0);
+                s.commit();
+                ClusterLayout c = SequenceAccess.of(s).ledger().layer(0).clusters();
+                assertEquals(tokens / 4, c.clusterCount(), "4-token pages");
+                for (int page = 0; page < c.clusterCount(); page++) {
+                    int[] members = c.members(page);
+                    assertEquals(page % 4, c.device(members[0], 0), "page " + page + " on the next device");
+                    for (int i = 1; i < members.length; i++) {
+                        assertEquals(c.device(members[0], 0), c.device(members[i], 0), "page " + page + " member " + i);
+                        assertEquals(c.offset(members[i - 1], 0) + shape.entryBytes(), c.offset(members[i], 0),
+                                "page " + page + " member " + i);
+                    }
+                }
+            }
+            TestEngines.assertExact(e, "pages", 11, tokens);
+        }
+    }
 }
