@@ -38,10 +38,13 @@ public final class UnitLayouts {
     }
 
     /**
-     * {@link #write(KvSequence, int, int[][])} with runs of at least {@code minRun} members: under token
-     * striping a unit of at most {@code minRun} members is then whole on one device, one extent and one
-     * read, and the next unit goes to the next device. For small pages read apart (the default
-     * strategy's finer blocks), where spreading each over the SSDs would cost one small read per member.
+     * {@link #write(KvSequence, int, int[][])} with runs of at least {@code minRun} members. Where that is
+     * more than the alignment asks for, the units are placed {@link #packed}: under token striping
+     * {@code minRun} consecutive members, across unit boundaries, share a device, so a unit of at most
+     * {@code minRun} members is whole on one device, neighbouring small units are adjacent extents of one
+     * device (one read when read together), and the next run goes to the next device. For small pages
+     * read apart (the default strategy's finer blocks), where spreading each over the SSDs would cost one
+     * small read per member.
      *
      * @param minRun members per device run at the least, 1..2^20 (the alignment may ask for more)
      */
@@ -60,8 +63,8 @@ public final class UnitLayouts {
             }
             checkUnits("units", tokens, units);
             int align = hooks.store().devices().stream().mapToInt(d -> d.alignment()).max().orElse(1);
-            install(hooks, layer, roundRobin(units, hooks.store().devices().size(),
-                    Math.max(minRun, run(sequence.shape().entryBytes(), align))));
+            int devices = hooks.store().devices().size(), run = run(sequence.shape().entryBytes(), align);
+            install(hooks, layer, minRun > run ? packed(units, devices, minRun) : roundRobin(units, devices, run));
             return null;
         });
     }
@@ -210,6 +213,41 @@ public final class UnitLayouts {
                 int from = k * run, len = Math.min(run, members.length - from);
                 System.arraycopy(members, from, out, at, len);
                 at += len;
+            }
+            return out;
+        });
+    }
+
+    /**
+     * Checked units placed round robin by a running member count: member {@code i} of unit {@code u} goes
+     * to device {@code floor((P(u) + i) / run) mod devices}, where {@code P(u)} counts the members of the
+     * units before {@code u}. Runs continue across unit boundaries, so units smaller than a run share its
+     * device; with a run that is a multiple of every unit's size, each unit is whole on one device.
+     */
+    static ClusterPlan packed(int[][] units, int devices, int run) {
+        Checks.inRange("devices", devices, 1, 4096);
+        Checks.positive("run", run);
+        long[] first = new long[units.length];
+        int tokens = 0;
+        long p = 0;
+        for (int u = 0; u < units.length; u++) {
+            first[u] = p;
+            p += units[u].length;
+            for (int t : units[u]) {
+                tokens = Math.max(tokens, t + 1);
+            }
+        }
+        return ClusterPlan.of(tokens, units.length, 0, 0, unit -> units[unit][0], (unit, device) -> {
+            int[] members = units[unit];
+            int n = 0;
+            for (int i = 0; i < members.length; i++) {
+                n += (first[unit] + i) / run % devices == device ? 1 : 0;
+            }
+            int[] out = new int[n];
+            for (int i = 0, at = 0; i < members.length; i++) {
+                if ((first[unit] + i) / run % devices == device) {
+                    out[at++] = members[i];
+                }
             }
             return out;
         });

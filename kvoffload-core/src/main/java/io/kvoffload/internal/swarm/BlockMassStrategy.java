@@ -198,8 +198,8 @@ public final class BlockMassStrategy implements SelectionStrategy {
 
     /**
      * The default's offline phase: the default page layout ({@link SelectionStrategy#layOut}) in pages of
-     * the layer's {@link BlockSize#adaptive} for the engine's SSDs and placement, each page whole on one
-     * SSD under token striping (consecutive pages on consecutive SSDs).
+     * the layer's {@link BlockSize#adaptive} for the engine's SSDs and placement; under token striping each
+     * page whole on one SSD, in runs of {@link BlockSize#run} tokens per SSD.
      */
     @Override
     public void layOut(KvSequence sequence, int layer) {
@@ -211,8 +211,9 @@ public final class BlockMassStrategy implements SelectionStrategy {
         }
         int[] slice = UnitLayouts.deviceSlice(sequence);
         int page = BlockSize.adaptive(tokens, slice[0], slice[1], blockTokens);
-        // Each page whole on one device: a chosen block is one read, not one per SSD it would span.
-        UnitLayouts.write(sequence, layer, SelectionStrategy.pages(tokens, page), page);
+        // Each page whole on one device, and neighbouring small pages together up to a run of
+        // BlockSize.RUN_BYTES: a chosen block, or a span of them, is one read instead of one per SSD.
+        UnitLayouts.write(sequence, layer, SelectionStrategy.pages(tokens, page), BlockSize.run(page, slice[0]));
     }
 
     /**

@@ -27,6 +27,23 @@ final class BlockSize {
     static final int READ_ALIGNMENT = 4096;
 
     /**
+     * The bytes of consecutive tokens the default's layout keeps together on one SSD (token striped):
+     * from about this read size an NVMe SSD is bound by bandwidth rather than by operations (the
+     * high-end profile's 1.1 M IOPS × 16 KiB is 18 GB/s, over its 6.9 GB/s; this VM's disk reads 16 KiB
+     * at 3 × the rate of 4 KiB, docs/benchmarks.md "io_uring backend against fio").
+     */
+    static final int RUN_BYTES = 16 << 10;
+
+    /**
+     * Tokens per device run of the default's layout with pages of {@code page} tokens of {@code
+     * sliceBytes} each: a whole number of pages holding at least {@link #RUN_BYTES}.
+     */
+    static int run(int page, long sliceBytes) {
+        long pages = Math.max(1, (RUN_BYTES + page * sliceBytes - 1) / (page * sliceBytes));
+        return (int) Math.min(1 << 20, page * pages);
+    }
+
+    /**
      * Tokens per block for a layer of {@code tokens} tokens whose slice of a token on one device is
      * {@code sliceBytes} (the entry, or one head group's slice under head sharding), on devices that read
      * {@code alignment}-byte units: the smallest power of two up to {@code coarsest} such that a block's

@@ -60,7 +60,8 @@ class UnitLayoutRunsTest {
     /**
      * The default strategy's own layout: pages of its per-layer block size (4 tokens of 2 KiB entries at
      * 17,000 tokens), each whole on one device as one extent (an alignment run alone would split it over
-     * two), consecutive pages on consecutive devices; everything reads back bit-exact.
+     * two), two adjacent pages a device (16 KiB runs), the next two on the next device; everything reads
+     * back bit-exact.
      */
     @Test
     void theDefaultsPagesAreEachWholeOnOneDevice() {
@@ -74,13 +75,19 @@ class UnitLayoutRunsTest {
                 s.commit();
                 ClusterLayout c = SequenceAccess.of(s).ledger().layer(0).clusters();
                 assertEquals(tokens / 4, c.clusterCount(), "4-token pages");
+                // Runs of 16 KiB: two 4-token pages of 2 KiB entries a device, adjacent, then the next device.
                 for (int page = 0; page < c.clusterCount(); page++) {
                     int[] members = c.members(page);
-                    assertEquals(page % 4, c.device(members[0], 0), "page " + page + " on the next device");
+                    assertEquals(page / 2 % 4, c.device(members[0], 0), "page " + page + "'s device");
                     for (int i = 1; i < members.length; i++) {
                         assertEquals(c.device(members[0], 0), c.device(members[i], 0), "page " + page + " member " + i);
                         assertEquals(c.offset(members[i - 1], 0) + shape.entryBytes(), c.offset(members[i], 0),
                                 "page " + page + " member " + i);
+                    }
+                    if (page % 2 == 1) { // right after the run's first page on the same SSD: one read for both
+                        int[] before = c.members(page - 1);
+                        assertEquals(c.offset(before[before.length - 1], 0) + shape.entryBytes(), c.offset(members[0], 0),
+                                "page " + page + " follows page " + (page - 1));
                     }
                 }
             }

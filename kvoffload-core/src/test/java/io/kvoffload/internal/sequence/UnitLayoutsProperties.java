@@ -86,6 +86,38 @@ class UnitLayoutsProperties {
         }
     }
 
+    /**
+     * Packed runs: every member once, member {@code i} of a unit whose predecessors hold {@code P}
+     * members on device {@code floor((P + i) / run) mod devices}; pages whose size divides the run are
+     * each whole on one device.
+     */
+    @Property(tries = 300)
+    void packedRunsContinueAcrossUnitsAndKeepSmallPagesWhole(@ForAll @IntRange(min = 1, max = 300) int tokens,
+            @ForAll @IntRange(min = 1, max = 16) int pageTokens, @ForAll @IntRange(min = 1, max = 9) int devices,
+            @ForAll @IntRange(min = 1, max = 4) int pagesPerRun) {
+        int[][] units = SelectionStrategy.pages(tokens, pageTokens);
+        int run = pageTokens * pagesPerRun;
+        ClusterPlan plan = UnitLayouts.packed(units, devices, run);
+        int[] deviceOf = new int[tokens];
+        java.util.Arrays.fill(deviceOf, -1);
+        for (int u = 0; u < units.length; u++) {
+            int placed = 0;
+            for (int d = 0; d < devices; d++) {
+                int[] on = plan.tokensOn(u, d);
+                placed += on.length;
+                assertTrue(on.length == 0 || on.length == units[u].length, "page " + u + " split over devices");
+                for (int t : on) {
+                    assertEquals(-1, deviceOf[t], "token " + t + " placed twice");
+                    deviceOf[t] = d;
+                }
+            }
+            assertEquals(units[u].length, placed, "page " + u);
+        }
+        for (int t = 0; t < tokens; t++) {
+            assertEquals(t / run % devices, deviceOf[t], "token " + t);
+        }
+    }
+
     @Example
     void aRunFillsOneAlignedRead() {
         assertEquals(8, UnitLayouts.run(512, 4096));

@@ -54,6 +54,16 @@ class BlockSizeTest {
 
 
     @Test
+    void runsHoldWholePagesOfAtLeastSixteenKibibytes() {
+        assertEquals(4, BlockSize.run(1, 4096));   // 4 KiB entries: 4 one-token pages a device
+        assertEquals(4, BlockSize.run(2, 4096));
+        assertEquals(16, BlockSize.run(16, 4096)); // a 64 KiB page is a run by itself
+        assertEquals(8, BlockSize.run(4, 2048));
+        assertEquals(32, BlockSize.run(8, 512));
+        assertEquals(12, BlockSize.run(3, 1500));  // whole pages: 18,000 bytes
+    }
+
+    @Test
     void pagesAreFoundOnlyInConsecutiveEqualPages() {
         assertEquals(8, BlockSize.pages(units(new int[][] {{0, 1, 2, 3, 4, 5, 6, 7}, {8, 9, 10}}, 0), 11));
         assertEquals(0, BlockSize.pages(units(new int[][] {{0, 1, 2}, {3, 4, 5, 6}}, 0), 7), "unequal pages");
