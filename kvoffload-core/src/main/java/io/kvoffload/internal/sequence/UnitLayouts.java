@@ -188,21 +188,11 @@ public final class UnitLayouts {
     static ClusterPlan roundRobin(int[][] units, int devices, int run) {
         Checks.inRange("devices", devices, 1, 4096);
         Checks.positive("run", run);
-        int[] start = new int[units.length];
-        int tokens = 0;
-        long p = 0;
-        for (int u = 0; u < units.length; u++) {
-            start[u] = (int) (p % devices);
-            p += (units[u].length + run - 1) / run;
-            for (int t : units[u]) {
-                tokens = Math.max(tokens, t + 1);
-            }
-        }
-        int covered = tokens;
-        return ClusterPlan.of(covered, units.length, 0, 0, unit -> units[unit][0], (unit, device) -> {
+        long[] pointer = runningStarts(units, n -> (n + run - 1) / run);
+        return ClusterPlan.of(covered(units), units.length, 0, 0, unit -> units[unit][0], (unit, device) -> {
             int[] members = units[unit];
             int runs = (members.length + run - 1) / run;
-            int first = Math.floorMod(device - start[unit], devices); // first run on this device
+            int first = Math.floorMod(device - (int) (pointer[unit] % devices), devices); // first run on this device
             int n = 0;
             for (int k = first; k < runs; k += devices) {
                 n += Math.min(run, members.length - k * run);
@@ -227,17 +217,8 @@ public final class UnitLayouts {
     static ClusterPlan packed(int[][] units, int devices, int run) {
         Checks.inRange("devices", devices, 1, 4096);
         Checks.positive("run", run);
-        long[] first = new long[units.length];
-        int tokens = 0;
-        long p = 0;
-        for (int u = 0; u < units.length; u++) {
-            first[u] = p;
-            p += units[u].length;
-            for (int t : units[u]) {
-                tokens = Math.max(tokens, t + 1);
-            }
-        }
-        return ClusterPlan.of(tokens, units.length, 0, 0, unit -> units[unit][0], (unit, device) -> {
+        long[] first = runningStarts(units, n -> n);
+        return ClusterPlan.of(covered(units), units.length, 0, 0, unit -> units[unit][0], (unit, device) -> {
             int[] members = units[unit];
             int n = 0;
             for (int i = 0; i < members.length; i++) {
@@ -251,5 +232,27 @@ public final class UnitLayouts {
             }
             return out;
         });
+    }
+
+    /** Each unit's running pointer before it, the pointer advancing by {@code step} of each unit's size. */
+    private static long[] runningStarts(int[][] units, java.util.function.IntUnaryOperator step) {
+        long[] start = new long[units.length];
+        long p = 0;
+        for (int u = 0; u < units.length; u++) {
+            start[u] = p;
+            p += step.applyAsInt(units[u].length);
+        }
+        return start;
+    }
+
+    /** One past the largest position in {@code units}. */
+    private static int covered(int[][] units) {
+        int tokens = 0;
+        for (int[] unit : units) {
+            for (int t : unit) {
+                tokens = Math.max(tokens, t + 1);
+            }
+        }
+        return tokens;
     }
 }
