@@ -212,12 +212,18 @@ public final class UnitLayouts {
      * Checked units placed round robin by a running member count: member {@code i} of unit {@code u} goes
      * to device {@code floor((P(u) + i) / run) mod devices}, where {@code P(u)} counts the members of the
      * units before {@code u}. Runs continue across unit boundaries, so units smaller than a run share its
-     * device; with a run that is a multiple of every unit's size, each unit is whole on one device.
+     * device; with a run that is a multiple of every unit's size, each unit is whole on one device. Under
+     * head sharding the units of one run share their rotation ({@link ClusterPlan#rotationStep}), so each
+     * head group's slices of the run lie side by side on one device.
      */
     static ClusterPlan packed(int[][] units, int devices, int run) {
         Checks.inRange("devices", devices, 1, 4096);
         Checks.positive("run", run);
         long[] first = runningStarts(units, n -> n);
+        return packedPlan(units, devices, run, first).withRotationSteps(u -> first[u] / run);
+    }
+
+    private static ClusterPlan packedPlan(int[][] units, int devices, int run, long[] first) {
         return ClusterPlan.of(covered(units), units.length, 0, 0, unit -> units[unit][0], (unit, device) -> {
             int[] members = units[unit];
             int n = 0;

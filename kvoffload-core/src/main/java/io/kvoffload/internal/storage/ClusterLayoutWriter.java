@@ -135,7 +135,7 @@ public final class ClusterLayoutWriter {
                 }
             }
         }
-        int[] rotation = HeadShards.rotations(layer, members, plan.clusteredTokens(), devices);
+        int[] rotation = HeadShards.rotations(layer, members, plan.clusteredTokens(), devices, plan::rotationStep);
         int segs = Math.multiplyExact(clusters, shards);
         int[] clusterSeg = new int[clusters + 1];
         int[] segFirst = new int[segs + 1];

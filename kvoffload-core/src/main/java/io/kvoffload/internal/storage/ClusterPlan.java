@@ -24,6 +24,30 @@ public interface ClusterPlan {
     /** The cluster's tokens stored on {@code device}, in slot order (may be empty). */
     int[] tokensOn(int cluster, int device);
 
+    /**
+     * The step of cluster {@code cluster}'s head-sharded rotation ({@link HeadShards#rotations}):
+     * clusters with the same step put each head group on the same device. By default each cluster its
+     * own step (consecutive clusters one device further); a packed plan gives a run of small
+     * neighbouring units one step, so their slices of a head group lie side by side on one SSD.
+     */
+    default long rotationStep(int cluster) {
+        return cluster;
+    }
+
+    /** This plan with {@code step} as its {@link #rotationStep}. */
+    default ClusterPlan withRotationSteps(java.util.function.IntToLongFunction step) {
+        ClusterPlan plan = this;
+        return new ClusterPlan() {
+            @Override public int clusteredTokens() { return plan.clusteredTokens(); }
+            @Override public int clusterCount() { return plan.clusterCount(); }
+            @Override public double tau() { return plan.tau(); }
+            @Override public int coActivationClusters() { return plan.coActivationClusters(); }
+            @Override public int medoid(int cluster) { return plan.medoid(cluster); }
+            @Override public int[] tokensOn(int cluster, int device) { return plan.tokensOn(cluster, device); }
+            @Override public long rotationStep(int cluster) { return step.applyAsLong(cluster); }
+        };
+    }
+
     /** Where a plan puts each cluster's tokens: per (cluster, device), the tokens in slot order. */
     @FunctionalInterface
     interface Placement {

@@ -79,6 +79,15 @@ public final class HeadShards {
      * @param tokens tokens of the layer (ids below it)
      */
     public static int[] rotations(int layer, int[][] members, int tokens, int devices) {
+        return rotations(layer, members, tokens, devices, u -> u);
+    }
+
+    /**
+     * {@link #rotations(int, int[][], int, int)} with unit {@code u} starting at {@code (layer + step(u))
+     * mod N} instead of {@code (layer + u) mod N}: units with one step share their rotation.
+     */
+    public static int[] rotations(int layer, int[][] members, int tokens, int devices,
+            java.util.function.IntToLongFunction step) {
         int[] rotation = new int[members.length];
         int[] copies = new int[tokens];
         for (int[] m : members) {
@@ -89,7 +98,7 @@ public final class HeadShards {
         // Rotations taken per replicated token (a bit each; beyond 64 devices collisions are not avoided).
         long[] taken = new long[tokens];
         for (int u = 0; u < members.length; u++) {
-            int start = rotation(layer, u, devices);
+            int start = (int) Math.floorMod(layer + step.applyAsLong(u), (long) devices);
             int best = start;
             int bestCollisions = Integer.MAX_VALUE;
             for (int i = 0; i < Math.min(devices, 64) && bestCollisions > 0; i++) {

@@ -94,4 +94,42 @@ class UnitLayoutRunsTest {
             TestEngines.assertExact(e, "pages", 11, tokens);
         }
     }
+
+    /**
+     * Head sharded, the default's layout keeps a run of its small pages at one rotation: 8-token pages of
+     * 512-byte head-group slices, four pages (16 KiB) a run, each head group's slices of the run side by
+     * side on one device, the next run one device further; everything reads back bit-exact.
+     */
+    @Test
+    void headShardedRunsShareARotation() {
+        KvShape shape = new KvShape(1, 4, 4, 128, DType.BF16); // 2 KiB entries, 512-byte slices on 4 devices
+        int tokens = 3000, shards = 4, devices = 4;
+        try (KvEngine e = KvEngine.open(TestEngines.config(TestEngines.deviceDirs(root, devices), "portable")
+                .placement(io.kvoffload.Placement.HEAD_SHARDED).build())) {
+            try (KvSequence s = e.createSequence("sharded", shape)) {
+                TestEngines.append(s, 13, tokens, 512);
+                Strategies.defaultStrategy().layOut(s, 0);
+                s.commit();
+                ClusterLayout c = SequenceAccess.of(s).ledger().layer(0).clusters();
+                assertEquals(shards, c.shards());
+                assertEquals((tokens + 7) / 8, c.clusterCount(), "8-token pages");
+                for (int page = 0; page < c.clusterCount(); page++) {
+                    int[] members = c.members(page);
+                    for (int g = 0; g < shards; g++) {
+                        int device = io.kvoffload.internal.storage.HeadShards.device(
+                                io.kvoffload.internal.storage.HeadShards.rotation(0, page / 4, devices), g, shards, devices);
+                        for (int t : members) {
+                            assertEquals(device, c.device(t * shards + g, 0), "page " + page + " head group " + g);
+                        }
+                        if (page % 4 != 0) { // within a run: right after the previous page's slices
+                            int[] before = c.members(page - 1);
+                            assertEquals(c.offset(before[before.length - 1] * shards + g, 0) + shape.entryBytes() / shards,
+                                    c.offset(members[0] * shards + g, 0), "page " + page + " head group " + g);
+                        }
+                    }
+                }
+            }
+            TestEngines.assertExact(e, "sharded", 13, tokens);
+        }
+    }
 }
