@@ -79,7 +79,9 @@ public final class UnitLayouts {
         SequenceHooks hooks = SequenceAccess.of(sequence);
         hooks.checkOpen();
         var store = hooks.store();
-        int shards = HeadShards.shards(store.config().placement(), sequence.shape(), store.devices().size());
+        // As the layout writers decide: a store with unsalted checksums (written before head sharding) never shards.
+        int shards = hooks.checksum().salted()
+                ? HeadShards.shards(store.config().placement(), sequence.shape(), store.devices().size()) : 1;
         int align = store.devices().stream().mapToInt(d -> d.alignment()).max().orElse(1);
         return new int[] {sequence.shape().entryBytes() / shards, align};
     }
