@@ -62,28 +62,34 @@ public final class UnitLayouts {
                         + " holds no tokens; append its KV before laying it out");
             }
             checkUnits("units", tokens, units);
-            int align = hooks.store().devices().stream().mapToInt(d -> d.alignment()).max().orElse(1);
-            int devices = hooks.store().devices().size(), run = run(sequence.shape().entryBytes(), align);
+            int devices = hooks.store().devices().size(), run = run(sequence.shape().entryBytes(), alignment(hooks));
             install(hooks, layer, minRun > run ? packed(units, devices, minRun) : roundRobin(units, devices, run));
             return null;
         });
     }
 
     /**
-     * What one token of a unit layout of {@code sequence} costs on one device, as {@code [slice bytes,
-     * read alignment]}: the whole entry under token striping, one head group's slice under head sharding
-     * ({@link HeadShards#shards}), and the largest read alignment of the SSDs. A page whose slice is
-     * under the alignment is padded to it on disk and in every read.
+     * What one token of a unit layout costs on one device: {@code bytes}, the whole entry under token
+     * striping or one head group's slice under head sharding ({@link HeadShards#shards}), on SSDs that
+     * read {@code alignment}-byte units. A page whose slice is under the alignment is padded to it on
+     * disk and in every read.
      */
-    public static int[] deviceSlice(KvSequence sequence) {
+    public record DeviceSlice(int bytes, int alignment) {}
+
+    /** The {@link DeviceSlice} of {@code sequence}'s unit layouts. */
+    public static DeviceSlice deviceSlice(KvSequence sequence) {
         SequenceHooks hooks = SequenceAccess.of(sequence);
         hooks.checkOpen();
         var store = hooks.store();
         // As the layout writers decide: a store with unsalted checksums (written before head sharding) never shards.
         int shards = hooks.checksum().salted()
                 ? HeadShards.shards(store.config().placement(), sequence.shape(), store.devices().size()) : 1;
-        int align = store.devices().stream().mapToInt(d -> d.alignment()).max().orElse(1);
-        return new int[] {sequence.shape().entryBytes() / shards, align};
+        return new DeviceSlice(sequence.shape().entryBytes() / shards, alignment(hooks));
+    }
+
+    /** The largest read alignment of the store's SSDs. */
+    private static int alignment(SequenceHooks hooks) {
+        return hooks.store().devices().stream().mapToInt(d -> d.alignment()).max().orElse(1);
     }
 
     /**
@@ -222,10 +228,6 @@ public final class UnitLayouts {
         Checks.inRange("devices", devices, 1, 4096);
         Checks.positive("run", run);
         long[] first = runningStarts(units, n -> n);
-        return packedPlan(units, devices, run, first).withRotationSteps(u -> first[u] / run);
-    }
-
-    private static ClusterPlan packedPlan(int[][] units, int devices, int run, long[] first) {
         return ClusterPlan.of(covered(units), units.length, 0, 0, unit -> units[unit][0], (unit, device) -> {
             int[] members = units[unit];
             int n = 0;
@@ -239,7 +241,7 @@ public final class UnitLayouts {
                 }
             }
             return out;
-        });
+        }, unit -> first[unit] / run);
     }
 
     /** Each unit's running pointer before it, the pointer advancing by {@code step} of each unit's size. */

@@ -1,5 +1,6 @@
 package io.kvoffload.internal.storage;
 
+import java.util.function.IntToLongFunction;
 import java.util.function.IntUnaryOperator;
 
 /**
@@ -34,20 +35,6 @@ public interface ClusterPlan {
         return cluster;
     }
 
-    /** This plan with {@code step} as its {@link #rotationStep}. */
-    default ClusterPlan withRotationSteps(java.util.function.IntToLongFunction step) {
-        ClusterPlan plan = this;
-        return new ClusterPlan() {
-            @Override public int clusteredTokens() { return plan.clusteredTokens(); }
-            @Override public int clusterCount() { return plan.clusterCount(); }
-            @Override public double tau() { return plan.tau(); }
-            @Override public int coActivationClusters() { return plan.coActivationClusters(); }
-            @Override public int medoid(int cluster) { return plan.medoid(cluster); }
-            @Override public int[] tokensOn(int cluster, int device) { return plan.tokensOn(cluster, device); }
-            @Override public long rotationStep(int cluster) { return step.applyAsLong(cluster); }
-        };
-    }
-
     /** Where a plan puts each cluster's tokens: per (cluster, device), the tokens in slot order. */
     @FunctionalInterface
     interface Placement {
@@ -60,17 +47,24 @@ public interface ClusterPlan {
      */
     static ClusterPlan of(int clusteredTokens, int clusterCount, double tau, int coActivationClusters,
             IntUnaryOperator medoid, Placement placement) {
-        return new Parts(clusteredTokens, clusterCount, tau, coActivationClusters, medoid, placement);
+        return of(clusteredTokens, clusterCount, tau, coActivationClusters, medoid, placement, c -> c);
+    }
+
+    /** {@link #of} with {@code rotationSteps} as the plan's {@link #rotationStep}. */
+    static ClusterPlan of(int clusteredTokens, int clusterCount, double tau, int coActivationClusters,
+            IntUnaryOperator medoid, Placement placement, IntToLongFunction rotationSteps) {
+        return new Parts(clusteredTokens, clusterCount, tau, coActivationClusters, medoid, placement, rotationSteps);
     }
 
     /** The same clusters placed by {@code placement}. */
     default ClusterPlan placedBy(Placement placement) {
-        return of(clusteredTokens(), clusterCount(), tau(), coActivationClusters(), this::medoid, placement);
+        return of(clusteredTokens(), clusterCount(), tau(), coActivationClusters(), this::medoid, placement,
+                this::rotationStep);
     }
 
     /** {@link #of}'s plan; medoids and placement are asked lazily. */
     record Parts(int clusteredTokens, int clusterCount, double tau, int coActivationClusters, IntUnaryOperator medoids,
-            Placement placement) implements ClusterPlan {
+            Placement placement, IntToLongFunction rotationSteps) implements ClusterPlan {
         @Override
         public int medoid(int cluster) {
             return medoids.applyAsInt(cluster);
@@ -79,6 +73,11 @@ public interface ClusterPlan {
         @Override
         public int[] tokensOn(int cluster, int device) {
             return placement.tokensOn(cluster, device);
+        }
+
+        @Override
+        public long rotationStep(int cluster) {
+            return rotationSteps.applyAsLong(cluster);
         }
     }
 }

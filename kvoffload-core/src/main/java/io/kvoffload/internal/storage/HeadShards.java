@@ -55,12 +55,12 @@ public final class HeadShards {
     }
 
     /**
-     * The rotation (device of head group 0) of unit {@code unit} of {@code layer} when no replica
-     * moves it: {@code (layer + unit) mod N}, so consecutive units (and the first units of
-     * consecutive layers) start one device further.
+     * The rotation (device of head group 0) of the unit at rotation step {@code step} of {@code layer}
+     * when no replica moves it: {@code (layer + step) mod N}, so consecutive steps (by default
+     * consecutive units, and the first units of consecutive layers) start one device further.
      */
-    public static int rotation(int layer, int unit, int devices) {
-        return (int) (((long) layer + unit) % devices);
+    public static int rotation(int layer, long step, int devices) {
+        return (int) Math.floorMod(layer + step, (long) devices);
     }
 
     /** The head group KV head {@code head} of {@code kvHeads} is in, with {@code shards} groups. */
@@ -70,21 +70,15 @@ public final class HeadShards {
 
     /**
      * Each unit's rotation (the device of its head group 0): unit {@code u} of {@code layer} starts
-     * at {@code (layer + u) mod N}, unless a token it shares with an earlier unit (Swarm's replicas)
+     * at {@code (layer + step(u)) mod N} (the plan's {@link ClusterPlan#rotationStep}: {@code u}, or one
+     * step for a packed run of units), unless a token it shares with an earlier unit (Swarm's replicas)
      * already has a copy at that rotation — then the next rotation free for all its shared tokens,
      * or the one with fewest collisions. Copies at different rotations hold each head group on
      * different devices, so one failed device leaves every head group of the token a copy.
      *
      * @param members each unit's tokens
      * @param tokens tokens of the layer (ids below it)
-     */
-    public static int[] rotations(int layer, int[][] members, int tokens, int devices) {
-        return rotations(layer, members, tokens, devices, u -> u);
-    }
-
-    /**
-     * {@link #rotations(int, int[][], int, int)} with unit {@code u} starting at {@code (layer + step(u))
-     * mod N} instead of {@code (layer + u) mod N}: units with one step share their rotation.
+     * @param step each unit's rotation step
      */
     public static int[] rotations(int layer, int[][] members, int tokens, int devices,
             java.util.function.IntToLongFunction step) {
@@ -98,7 +92,7 @@ public final class HeadShards {
         // Rotations taken per replicated token (a bit each; beyond 64 devices collisions are not avoided).
         long[] taken = new long[tokens];
         for (int u = 0; u < members.length; u++) {
-            int start = (int) Math.floorMod(layer + step.applyAsLong(u), (long) devices);
+            int start = rotation(layer, step.applyAsLong(u), devices);
             int best = start;
             int bestCollisions = Integer.MAX_VALUE;
             for (int i = 0; i < Math.min(devices, 64) && bestCollisions > 0; i++) {

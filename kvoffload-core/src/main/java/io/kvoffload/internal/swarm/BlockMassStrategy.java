@@ -209,11 +209,11 @@ public final class BlockMassStrategy implements SelectionStrategy {
             SelectionStrategy.super.layOut(sequence, layer);
             return;
         }
-        int[] slice = UnitLayouts.deviceSlice(sequence);
-        int page = BlockSize.adaptive(tokens, slice[0], slice[1], blockTokens);
+        UnitLayouts.DeviceSlice slice = UnitLayouts.deviceSlice(sequence);
+        int page = BlockSize.adaptive(tokens, slice.bytes(), slice.alignment(), blockTokens);
         // Each page whole on one device, and neighbouring small pages together up to a run of
         // BlockSize.RUN_BYTES: a chosen block, or a span of them, is one read instead of one per SSD.
-        UnitLayouts.write(sequence, layer, SelectionStrategy.pages(tokens, page), BlockSize.run(page, slice[0]));
+        UnitLayouts.write(sequence, layer, SelectionStrategy.pages(tokens, page), BlockSize.run(page, slice.bytes()));
     }
 
     /**
