@@ -19,6 +19,7 @@ import io.kvoffload.bench.fio.FetchFioJob;
 import io.kvoffload.bench.fio.FetchShape;
 import io.kvoffload.bench.fio.Fio;
 import io.kvoffload.internal.swarm.Clustering;
+import io.kvoffload.strategy.kvswap.GroupOptions;
 import io.kvoffload.workload.TraceHeader;
 import io.kvoffload.workload.TraceWorkload;
 import io.kvoffload.workload.Workload;
@@ -210,6 +211,7 @@ public final class CompareCommand implements Callable<Integer> {
             validate();
             console = pw;
             shape = heads.shape(layers);
+            range("--kvswap-rank", store.kvswapRank, 0, shape.kvHeads() * shape.headDim());
             source = traced;
             return run();
         } finally {
@@ -269,9 +271,10 @@ public final class CompareCommand implements Callable<Integer> {
         long t0 = System.nanoTime();
         List<Row> rows = new ArrayList<>();
         console.printf(Locale.ROOT, "compare: %s, %d layers, prefixes %s, budgets %s, batches %s, %d steps, %d SSD"
-                + " directories (%s), positional groups of %d, cache %.0f%% of a layer, %s%n", shape.fingerprint(), layers,
-                Arrays.toString(sizes), Arrays.toString(spend.budgets), Arrays.toString(batches), steps, devices,
-                store.placement, group, store.cacheShare * 100, Runtime.version());
+                + " directories (%s), positional groups of %d, cache %.0f%% of a layer, KVSwap rank %d, %s%n",
+                shape.fingerprint(), layers, Arrays.toString(sizes), Arrays.toString(spend.budgets),
+                Arrays.toString(batches), steps, devices, store.placement, group, store.cacheShare * 100,
+                GroupOptions.defaults().withRank(store.kvswapRank).rankFor(shape), Runtime.version());
         console.flush();
         bar = progress.bar("compare", work, 500);
         try {

@@ -248,8 +248,9 @@ final class CompareFixture implements AutoCloseable {
                 for (int l = 0; l < cmd.layers; l++) {
                     s.appendKv(l, keys[l], values[l]);
                     if (layout == Layout.KVSWAP_GROUPS) {
-                        // The paper's NVMe setting: G = 4, σ = 8; the compressed K cache is its index.
-                        index += KvSwap.groupLayer(s, l, GroupOptions.defaults()).compressedKeyBytes();
+                        // The paper's NVMe setting: G = 4, σ = 8 (or --kvswap-rank); the compressed K cache is its index.
+                        index += KvSwap.groupLayer(s, l, GroupOptions.defaults().withRank(cmd.store.kvswapRank))
+                                .compressedKeyBytes();
                         continue;
                     }
                     if (layout == Layout.POSITIONAL) {

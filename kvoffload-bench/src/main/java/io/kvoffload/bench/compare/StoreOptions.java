@@ -6,7 +6,7 @@ import picocli.CommandLine.Option;
 
 /**
  * How {@code compare} stores and caches every strategy's layer ({@code --placement},
- * {@code --cache-share}), as a picocli mixin of {@code compare} and of {@code compare-sweep}, which
+ * {@code --cache-share}, and KVSwap's adapter rank {@code --kvswap-rank}), as a picocli mixin of {@code compare} and of {@code compare-sweep}, which
  * hands them on to each cell's compare run.
  */
 final class StoreOptions {
@@ -21,6 +21,11 @@ final class StoreOptions {
                     + " with the units it read whole; KVSwap keeps its own reuse buffer besides) (default: ${DEFAULT-VALUE}).")
     double cacheShare;
 
+    @Option(names = "--kvswap-rank", defaultValue = "0",
+            description = "Rank of KVSwap's low-rank K adapter: 0 for kvHeads × headDim / 8 (a compression of 8 at any"
+                    + " KV-head count), or 1..kvHeads × headDim (the paper's is headDim) (default: ${DEFAULT-VALUE}).")
+    int kvswapRank;
+
     /** {@code --placement} as the library's enum (the names of {@code KvConfig}'s JSON). */
     Placement placement() {
         return switch (placement) {
@@ -33,6 +38,7 @@ final class StoreOptions {
 
     /** These options as arguments of a compare run. */
     List<String> args() {
-        return List.of("--placement", placement, "--cache-share", String.valueOf(cacheShare));
+        return List.of("--placement", placement, "--cache-share", String.valueOf(cacheShare), "--kvswap-rank",
+                String.valueOf(kvswapRank));
     }
 }

@@ -137,5 +137,38 @@ class CompareCommandTest {
         KvoRun run = KvoRun.of("compare", "--budgets", "1.5", "--out", root.toString());
         assertTrue(run.code() != 0);
         assertTrue(run.err().contains("--budgets = 1.5 is out of range; allowed: (0, 1]"), run.toString());
+        KvoRun rank = KvoRun.of("compare", "--shape", "gqa8", "--query-heads", "8", "--kvswap-rank", "200",
+                "--out", root.toString());
+        assertTrue(rank.code() != 0);
+        assertTrue(rank.err().contains("--kvswap-rank = 200 is out of range; allowed: 0..128"), rank.toString());
+    }
+
+    /**
+     * {@code --kvswap-rank} reaches KVSwap's adapter: its compressed K cache (the index the CSV reports)
+     * holds {@code rank} values a token, so doubling the rank doubles it; 0 is σ = 8, the run's header
+     * names the rank used, and the views stay bit-exact.
+     */
+    @Test
+    void kvswapRankSetsTheAdapterRank() throws Exception {
+        long[] index = new long[3];
+        int[] ranks = {8, 16, 0};
+        for (int i = 0; i < ranks.length; i++) {
+            Path out = root.resolve("rank-" + ranks[i]);
+            KvoRun run = KvoRun.of("compare", "--shape", "gqa4", "--query-heads", "8", "--head-dim", "64",
+                    "--sizes", "1024", "--layers", "1", "--steps", "1", "--budgets", "0.1", "--batches", "1",
+                    "--ssd-counts", "1", "--scaling-steps", "1", "--fio-seconds", "0", "--strategies", "kvswap",
+                    "--kvswap-rank", String.valueOf(ranks[i]), "--out", out.toString(), "--work", root.toString(),
+                    "--backend", "portable", "--no-progress");
+            assertEquals(0, run.code(), run.toString());
+            assertTrue(run.out().contains("KVSwap rank " + (ranks[i] == 0 ? 16 : ranks[i])), run.out());
+            List<List<String>> csv = CsvWriter.read(out.resolve("compare.csv"));
+            int section = csv.get(0).indexOf("section"), bytes = csv.get(0).indexOf("index_bytes");
+            int bad = csv.get(0).indexOf("row_mismatches");
+            List<String> quality = csv.stream().skip(1).filter(r -> r.get(section).equals("quality")).findFirst().orElseThrow();
+            assertEquals("0", quality.get(bad), "view rows equal the source KV");
+            index[i] = Long.parseLong(quality.get(bytes));
+        }
+        assertTrue(index[0] > 0 && index[1] == 2 * index[0], java.util.Arrays.toString(index));
+        assertEquals(index[1], index[2], "0: 2 KV heads × 64 / 8 = rank 16");
     }
 }
