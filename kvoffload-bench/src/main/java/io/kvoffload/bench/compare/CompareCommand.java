@@ -19,7 +19,6 @@ import io.kvoffload.bench.fio.FetchFioJob;
 import io.kvoffload.bench.fio.FetchShape;
 import io.kvoffload.bench.fio.Fio;
 import io.kvoffload.internal.swarm.Clustering;
-import io.kvoffload.strategy.kvswap.GroupOptions;
 import io.kvoffload.workload.TraceHeader;
 import io.kvoffload.workload.TraceWorkload;
 import io.kvoffload.workload.Workload;
@@ -274,7 +273,7 @@ public final class CompareCommand implements Callable<Integer> {
                 + " directories (%s), positional groups of %d, cache %.0f%% of a layer, KVSwap rank %d, %s%n",
                 shape.fingerprint(), layers, Arrays.toString(sizes), Arrays.toString(spend.budgets),
                 Arrays.toString(batches), steps, devices, store.placement, group, store.cacheShare * 100,
-                GroupOptions.defaults().withRank(store.kvswapRank).rankFor(shape), Runtime.version());
+                store.kvswapRank(shape), Runtime.version());
         console.flush();
         bar = progress.bar("compare", work, 500);
         try {

@@ -17,7 +17,6 @@ import io.kvoffload.internal.swarm.CoActivationProfile;
 import io.kvoffload.internal.swarm.ExpansionRule;
 import io.kvoffload.internal.util.ElementCodec;
 import io.kvoffload.strategy.DenseLayerKv;
-import io.kvoffload.strategy.kvswap.GroupOptions;
 import io.kvoffload.strategy.kvswap.KvSwap;
 import io.kvoffload.strategy.swarm.ClusterOptions;
 import io.kvoffload.strategy.swarm.ClusterSummary;
@@ -249,8 +248,7 @@ final class CompareFixture implements AutoCloseable {
                     s.appendKv(l, keys[l], values[l]);
                     if (layout == Layout.KVSWAP_GROUPS) {
                         // The paper's NVMe setting: G = 4, σ = 8 (or --kvswap-rank); the compressed K cache is its index.
-                        index += KvSwap.groupLayer(s, l, GroupOptions.defaults().withRank(cmd.store.kvswapRank))
-                                .compressedKeyBytes();
+                        index += KvSwap.groupLayer(s, l, cmd.store.kvswap()).compressedKeyBytes();
                         continue;
                     }
                     if (layout == Layout.POSITIONAL) {

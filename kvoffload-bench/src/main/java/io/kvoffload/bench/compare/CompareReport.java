@@ -121,10 +121,12 @@ final class CompareReport {
         }
         sb.append(String.format(Locale.ROOT, "%s: %d layers of %d query heads on %d KV heads × %d, BF16 (%d B entries);"
                 + " %d decoding steps per run; sinks %d, window %d (DRAM); hot-cluster cache %.0f%% of a layer's KV;"
-                + " %d SSD directories on one disk (measured); positional layout in %d-token clusters; total %.0f s."
+                + " %d SSD directories on one disk (measured); positional layout in %d-token clusters; KVSwap's"
+                + " adapter rank %d; total %.0f s."
                 + " DRAM MiB: the decoder's window, hot cache and KVSwap's reuse buffer and compressed K (also in index MiB)."
                 + " fio: %s.%n%n", shape.fingerprint(), cmd.layers, cmd.heads.queryHeads, cmd.heads.kvHeads, cmd.heads.headDim, shape.entryBytes(), cmd.steps,
-                cmd.local.sinks, cmd.local.window, cmd.store.cacheShare * 100, cmd.devices, cmd.group, seconds,
+                cmd.local.sinks, cmd.local.window, cmd.store.cacheShare * 100, cmd.devices, cmd.group,
+                cmd.store.kvswapRank(shape), seconds,
                 fio ? "the fetch's reads replayed (io_uring, O_DIRECT): its size mix, random reads inside its"
                         + " sequence's extents, its reads in flight submitted and reaped as one burst, about "
                         + cmd.fioRuns.fioSeconds + " s" : "not run"));

@@ -1,13 +1,15 @@
 package io.kvoffload.bench.compare;
 
+import io.kvoffload.KvShape;
 import io.kvoffload.Placement;
+import io.kvoffload.strategy.kvswap.GroupOptions;
 import java.util.List;
 import picocli.CommandLine.Option;
 
 /**
  * How {@code compare} stores and caches every strategy's layer ({@code --placement},
- * {@code --cache-share}, and KVSwap's adapter rank {@code --kvswap-rank}), as a picocli mixin of {@code compare} and of {@code compare-sweep}, which
- * hands them on to each cell's compare run.
+ * {@code --cache-share}, KVSwap's adapter rank {@code --kvswap-rank}), as a picocli mixin of
+ * {@code compare} and of {@code compare-sweep}, which hands them on to each cell's compare run.
  */
 final class StoreOptions {
 
@@ -25,6 +27,16 @@ final class StoreOptions {
             description = "Rank of KVSwap's low-rank K adapter: 0 for kvHeads × headDim / 8 (a compression of 8 at any"
                     + " KV-head count), or 1..kvHeads × headDim (the paper's is headDim) (default: ${DEFAULT-VALUE}).")
     int kvswapRank;
+
+    /** KVSwap's adapter options of these runs: the paper's NVMe setting (G = 4), at {@code --kvswap-rank}. */
+    GroupOptions kvswap() {
+        return GroupOptions.defaults().withRank(kvswapRank);
+    }
+
+    /** The rank KVSwap's adapter gets on {@code shape} ({@code --kvswap-rank}, or σ = 8 for 0). */
+    int kvswapRank(KvShape shape) {
+        return kvswap().rankFor(shape);
+    }
 
     /** {@code --placement} as the library's enum (the names of {@code KvConfig}'s JSON). */
     Placement placement() {
