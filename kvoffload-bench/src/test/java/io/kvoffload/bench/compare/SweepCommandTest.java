@@ -23,7 +23,7 @@ class SweepCommandTest {
         int code = KvoMain.run("compare-sweep", "--families", "default,control", "--shapes", "mha,gqa4",
                 "--head-dims", "64", "--query-heads", "4", "--tokens", "2048", "--budgets", "0.2,0.3", "--budget", "0.2", "--steps", "1",
                 "--profile-queries", "8", "--strategies", "oracle,quest,kvswap,swarm", "--backend", "portable",
-                "--work", root.toString(), "--out", out.toString());
+                "--kvswap-rank", "8", "--work", root.toString(), "--out", out.toString());
         assertEquals(0, code);
         List<List<String>> csv = CsvWriter.read(out.resolve("sweep.csv"));
         List<String> h = csv.get(0);
@@ -38,10 +38,12 @@ class SweepCommandTest {
         }
         for (String cell : List.of("default-mha-d64", "default-gqa4-d64", "control-mha-d64", "control-gqa4-d64")) {
             assertTrue(Files.size(out.resolve("recall-vs-bytes-" + cell + ".png")) > 1000, cell);
-            assertTrue(Files.exists(out.resolve(cell).resolve("summary.md")), cell);
+            String summary = Files.readString(out.resolve(cell).resolve("summary.md"), StandardCharsets.UTF_8);
+            assertTrue(summary.contains("KVSwap's adapter rank 8"), cell + ": the sweep's options reach each cell");
         }
         String md = Files.readString(out.resolve("sweep.md"), StandardCharsets.UTF_8);
         assertTrue(md.contains("| control | swarm |") && md.contains("mha d64: recall (× oracle)"), md);
+        assertTrue(md.contains("token-striped, cache 5% of a layer, KVSwap's rank 8"), md);
     }
 
     @Test
