@@ -24,8 +24,9 @@ final class StoreOptions {
     double cacheShare;
 
     @Option(names = "--kvswap-rank", defaultValue = "0",
-            description = "Rank of KVSwap's low-rank K adapter: 0 for kvHeads × headDim / 8 (a compression of 8 at any"
-                    + " KV-head count), or 1..kvHeads × headDim (the paper's is headDim) (default: ${DEFAULT-VALUE}).")
+            description = "Rank of KVSwap's low-rank K adapter: 0 for kvHeads × headDim / " + GroupOptions.DEFAULT_COMPRESSION
+                    + " (the same compression at any KV-head count), or 1..kvHeads × headDim (the paper's is headDim)"
+                    + " (default: ${DEFAULT-VALUE}).")
     int kvswapRank;
 
     /** KVSwap's adapter options of these runs: the paper's NVMe setting (G = 4), at {@code --kvswap-rank}. */
@@ -36,6 +37,12 @@ final class StoreOptions {
     /** The rank KVSwap's adapter gets on {@code shape} ({@code --kvswap-rank}, or σ = 8 for 0). */
     int kvswapRank(KvShape shape) {
         return kvswap().rankFor(shape);
+    }
+
+    /** {@code --kvswap-rank} as a report names it whatever the shape: the number, or the automatic rank's rule. */
+    String kvswapRankName() {
+        return kvswapRank == GroupOptions.AUTO_RANK ? "kvHeads × headDim / " + GroupOptions.DEFAULT_COMPRESSION
+                : String.valueOf(kvswapRank);
     }
 
     /** {@code --placement} as the library's enum (the names of {@code KvConfig}'s JSON). */

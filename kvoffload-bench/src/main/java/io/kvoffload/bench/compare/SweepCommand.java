@@ -173,7 +173,7 @@ public final class SweepCommand implements Callable<Integer> {
         String md = String.format(Locale.ROOT, "# compare-sweep%n%n%d query heads, %d tokens, %d layer(s), %d steps,"
                 + " budgets %s, seed %d, %s, cache %.0f%% of a layer, KVSwap's rank %s; %.0f s.%n%n", queryHeads,
                 workload.tokens, workload.layers, steps, spend.joined(), workload.seed, store.placement, store.cacheShare * 100,
-                store.kvswapRank == 0 ? "kvHeads × headDim / 8" : String.valueOf(store.kvswapRank), seconds)
+                store.kvswapRankName(), seconds)
                 + table(cells, spend.budget);
         Files.writeString(report.out.resolve("sweep.md"), md, StandardCharsets.UTF_8);
     }
