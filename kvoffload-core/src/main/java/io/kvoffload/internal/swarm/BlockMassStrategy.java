@@ -210,7 +210,7 @@ public final class BlockMassStrategy implements SelectionStrategy {
             return;
         }
         UnitLayouts.DeviceSlice slice = UnitLayouts.deviceSlice(sequence);
-        int page = BlockSize.adaptive(tokens, slice.bytes(), slice.alignment(), blockTokens);
+        int page = BlockSize.adaptive(tokens, slice.bytes(), slice.alignment(), blockTokens, sequence.shape(), combination);
         // Each page whole on one device, and neighbouring small pages together up to a run of
         // BlockSize.RUN_BYTES: a chosen block, or a span of them, is one read instead of one per SSD.
         UnitLayouts.write(sequence, layer, SelectionStrategy.pages(tokens, page), BlockSize.run(page, slice.bytes()));
@@ -230,7 +230,7 @@ public final class BlockMassStrategy implements SelectionStrategy {
         }
         KvShape shape = context.shape();
         int bt = BlockSize.adaptive(laidOut, shape.entryBytes() / Math.max(1, context.headGroups()),
-                BlockSize.READ_ALIGNMENT, blockTokens);
+                BlockSize.READ_ALIGNMENT, blockTokens, shape, combination);
         if (units == null) {
             return bt;
         }

@@ -1,5 +1,7 @@
 package io.kvoffload.internal.swarm;
 
+import io.kvoffload.KvShape;
+import io.kvoffload.internal.util.Checks;
 import io.kvoffload.strategy.LayoutUnits;
 
 /**
@@ -16,7 +18,8 @@ final class BlockSize {
      * tokens. Up to it a step sweeps no more than there, where it meets issue #16's 1 ms target, while
      * finer blocks are closer to the oracle on every family and shape measured (docs/benchmarks.md,
      * "Finer blocks", "Block size by layer length"); beyond 131,072 tokens every layer gets 16-token
-     * blocks, as the 8 ms target at 1M leaves no room for more.
+     * blocks, as the 8 ms target at 1M leaves no room for more (a narrower shape may take more: {@link
+     * #maxBlocks}).
      */
     static final int MAX_FINE_BLOCKS = 8192;
 
@@ -46,17 +49,39 @@ final class BlockSize {
     /**
      * Tokens per block for a layer of {@code tokens} tokens whose slice of a token on one device is
      * {@code sliceBytes} (the entry, or one head group's slice under head sharding), on devices that read
-     * {@code alignment}-byte units: the smallest power of two up to {@code coarsest} such that a block's
-     * slice fills one aligned read (finer blocks would be padded on disk and in every read) and the layer
-     * has at most {@link #MAX_FINE_BLOCKS} blocks (the sweep costs no more than the 16-token one at
-     * 128K); {@code coarsest} where none does both.
+     * {@code alignment}-byte units, scored with {@code rowDims} query-row dimensions per block (KV heads
+     * × rows per KV head × head dim): the smallest power of two up to {@code coarsest} such that a
+     * block's slice fills one aligned read (finer blocks would be padded on disk and in every read) and
+     * the layer has at most {@link #maxBlocks} blocks (the sweep costs no more than the reference
+     * shape's 16-token one at 128K); {@code coarsest} where none does both.
      */
-    static int adaptive(int tokens, long sliceBytes, int alignment, int coarsest) {
+    static int adaptive(int tokens, long sliceBytes, int alignment, int coarsest, long rowDims) {
+        long most = maxBlocks(rowDims);
         int bt = 1;
-        while (bt < coarsest && (bt * sliceBytes < alignment || (tokens + (long) bt - 1) / bt > MAX_FINE_BLOCKS)) {
+        while (bt < coarsest && (bt * sliceBytes < alignment || (tokens + (long) bt - 1) / bt > most)) {
             bt <<= 1;
         }
         return Math.min(bt, coarsest);
+    }
+
+    /**
+     * The most blocks a layer scored with {@code rowDims} query-row dimensions per block may have:
+     * {@link #MAX_FINE_BLOCKS}, or more on a shape whose sweep per block is narrower than the reference
+     * ({@link QueryRows#REFERENCE_ROW_DIMS}), so that the sweep costs what the reference's does (12
+     * query heads on 2 KV heads × 64: 768 row dimensions, 21,845 blocks). A wider shape keeps {@link
+     * #MAX_FINE_BLOCKS}: its selection time grows with its width, as it did before blocks were sized
+     * per layer.
+     */
+    static long maxBlocks(long rowDims) {
+        Checks.positive("rowDims", rowDims);
+        return Math.max(MAX_FINE_BLOCKS, (long) MAX_FINE_BLOCKS * QueryRows.REFERENCE_ROW_DIMS / rowDims);
+    }
+
+    /** {@link #adaptive} for a layer of {@code shape} scored by {@code combination}'s query rows. */
+    static int adaptive(int tokens, long sliceBytes, int alignment, int coarsest, KvShape shape,
+            BlockMassIndex.Combination combination) {
+        long rows = QueryRows.perHead(combination, shape.queryHeads(), shape.kvHeads(), shape.headDim());
+        return adaptive(tokens, sliceBytes, alignment, coarsest, (long) shape.kvHeads() * rows * shape.headDim());
     }
 
     /** The page size if {@code units} are consecutive pages of one size over {@code tokens}, else 0. */

@@ -6,7 +6,8 @@ import io.kvoffload.internal.swarm.BlockMassIndex.Combination;
  * The query rows a {@link BlockMassIndex} step scores each KV head with, and what each row weighs:
  * the mean of the KV head's query heads ({@link Combination#HEAD_MASS}, {@link
  * Combination#SUM_LOGITS}), each query head ({@link Combination#QUERY_HEAD_MASS}), or the query heads
- * merged, step by step, into half as many clusters, at most eight ({@link Combination#CLUSTERED_HEAD_MASS}). Rows
+ * merged, step by step, into half as many clusters or as many as the sweep affords, at most eight
+ * ({@link Combination#CLUSTERED_HEAD_MASS}, {@link #clusterRows(int, int, int)}). Rows
  * are scaled by {@code 1/√d}; KV head {@code h}'s rows are {@code [h × perHead(), (h + 1) × perHead())}.
  * Allocation-free after construction.
  */
@@ -25,16 +26,17 @@ final class QueryRows {
     private final double[] mergeCost; // one KV head's Ward merge costs, pair (a < b) at [a × groupSize + b]
 
     QueryRows(Combination combination, int queryHeads, int kvHeads, int headDim) {
+        this(combination, queryHeads, kvHeads, headDim, perHead(combination, queryHeads, kvHeads, headDim));
+    }
+
+    /** With {@code perHead} rows per KV head, 1..the group (tests pin the clustering this way). */
+    QueryRows(Combination combination, int queryHeads, int kvHeads, int headDim, int perHead) {
         this.combination = combination;
         this.queryHeads = queryHeads;
         this.kvHeads = kvHeads;
         this.headDim = headDim;
         this.groupSize = queryHeads / kvHeads;
-        this.perHead = switch (combination) {
-            case QUERY_HEAD_MASS -> groupSize;
-            case CLUSTERED_HEAD_MASS -> clusterRows(groupSize);
-            default -> 1;
-        };
+        this.perHead = io.kvoffload.internal.util.Checks.inRange("perHead", perHead, 1, Math.max(1, groupSize));
         this.scale = (float) (1.0 / Math.sqrt(headDim));
         int count = kvHeads * perHead;
         this.rows = new float[count * headDim];
@@ -64,6 +66,40 @@ final class QueryRows {
      */
     static int clusterRows(int groupSize) {
         return Math.min(groupSize, Math.max(2, Math.min(MAX_CLUSTER_ROWS, (groupSize + 1) / 2)));
+    }
+
+    /**
+     * Query-row dimensions (KV heads × rows per KV head × head dim) one block's sweep may cost where a
+     * shape leaves room: Llama-3-8B's layer (8 KV heads × 128) with its two clustered rows per KV head,
+     * the shape issue #16's time targets were met on. A layer with fewer KV heads or smaller heads
+     * spends what it saves on rows, up to one per query head ({@link #clusterRows(int, int, int)}), and
+     * on finer blocks ({@link BlockSize#adaptive}).
+     */
+    static final int REFERENCE_ROW_DIMS = 2048;
+
+    /**
+     * Rows per KV head with {@link Combination#CLUSTERED_HEAD_MASS} for {@code kvHeads} groups of {@code
+     * groupSize} query heads of {@code headDim} dimensions: {@link #clusterRows(int) half the group}, or
+     * more where {@link #REFERENCE_ROW_DIMS} affords them, at most the group and {@link
+     * #MAX_CLUSTER_ROWS}. Merging heads blurs a sharp retrieval head into its neighbours; on small
+     * shapes (12 query heads on 2 KV heads × 64, 32 on 8 × 64, 16 on 4 × 64) one row per query head
+     * lifted retrieval-heads recall by 0.02–0.08 × the oracle's and cut its output error up to 3.7-fold,
+     * and was within noise of half the rows elsewhere (docs/benchmarks.md, "Query rows by the sweep's
+     * cost").
+     */
+    static int clusterRows(int groupSize, int kvHeads, int headDim) {
+        long afford = REFERENCE_ROW_DIMS / ((long) kvHeads * headDim);
+        return (int) Math.min(Math.min(groupSize, MAX_CLUSTER_ROWS), Math.max(clusterRows(groupSize), afford));
+    }
+
+    /** Rows per KV head {@code combination} scores a layer of this shape with. */
+    static int perHead(Combination combination, int queryHeads, int kvHeads, int headDim) {
+        int groupSize = queryHeads / kvHeads;
+        return switch (combination) {
+            case QUERY_HEAD_MASS -> groupSize;
+            case CLUSTERED_HEAD_MASS -> clusterRows(groupSize, kvHeads, headDim);
+            default -> 1;
+        };
     }
 
     /** Rows per KV head. */

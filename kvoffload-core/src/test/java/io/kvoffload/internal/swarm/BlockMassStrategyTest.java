@@ -193,17 +193,19 @@ class BlockMassStrategyTest {
 
     @Test
     void clusteredRowsKeepAnOutlyingQueryHeadApartAndWeighEachRowByItsHeads() {
-        DenseLayerKv kv = keys(300, 2, 16, 21);
-        float[] q = query(8, 16, 22); // 4 query heads on each of 2 KV heads: two rows each
-        System.arraycopy(q, 0, q, 16, 16); // KV head 0: heads 0–2 alike, head 3 apart
-        System.arraycopy(q, 0, q, 32, 16);
-        for (int j = 0; j < 16; j++) {
-            q[48 + j] = 5 * q[48 + j];
+        int d = 128, kvHeads = 8, queryHeads = 32; // Llama-3-8B's groups: 4 query heads, two rows each
+        DenseLayerKv kv = keys(300, kvHeads, d, 21);
+        float[] q = query(queryHeads, d, 22);
+        System.arraycopy(q, 0, q, d, d); // KV head 0: heads 0–2 alike, head 3 apart
+        System.arraycopy(q, 0, q, 2 * d, d);
+        for (int j = 0; j < d; j++) {
+            q[3 * d + j] = 5 * q[3 * d + j];
         }
-        BlockMassIndex clustered = new BlockMassIndex(kv, 300, 8, 16, Scoring.MIX, Combination.CLUSTERED_HEAD_MASS);
-        BlockMassIndex perHead = new BlockMassIndex(kv, 300, 8, 16, Scoring.MIX, Combination.QUERY_HEAD_MASS);
+        BlockMassIndex clustered = new BlockMassIndex(kv, 300, queryHeads, 16, Scoring.MIX, Combination.CLUSTERED_HEAD_MASS);
+        BlockMassIndex perHead = new BlockMassIndex(kv, 300, queryHeads, 16, Scoring.MIX, Combination.QUERY_HEAD_MASS);
+        assertEquals(2, clustered.rowsPerHead());
         int blocks = clustered.blocks();
-        float[] c = new float[4 * blocks], p = new float[8 * blocks], scores = new float[blocks];
+        float[] c = new float[2 * kvHeads * blocks], p = new float[queryHeads * blocks], scores = new float[blocks];
         clustered.score(q, scores);
         clustered.headShares(c);
         perHead.score(q, new float[blocks]);
@@ -212,25 +214,37 @@ class BlockMassStrategyTest {
             assertEquals(p[b], c[b], 1e-5f, "row 0: heads 0–2, whose mean is head 0's query");
             assertEquals(p[3 * blocks + b], c[blocks + b], 0f, "row 1: head 3 alone, exactly its own shares");
         }
-        float[] summed = new float[blocks];
-        float[] weights = {0.75f, 0.25f, 0, 0};
-        for (int r = 2; r < 4; r++) { // KV head 1's rows: two clusters of its four heads, weights from their sizes
+        for (int r = 2; r < 2 * kvHeads; r++) { // the other KV heads' rows: clusters of their four heads
             double mass = 0;
             for (int b = 0; b < blocks; b++) {
                 mass += c[r * blocks + b];
             }
             assertEquals(1.0, mass, 1e-4);
         }
-        for (int b = 0; b < blocks; b++) {
-            summed[b] = weights[0] * c[b] + weights[1] * c[blocks + b];
-        }
         double kvHead0 = 0, total = 0;
         for (int b = 0; b < blocks; b++) {
-            kvHead0 += summed[b];
+            kvHead0 += 0.75f * c[b] + 0.25f * c[blocks + b];
             total += scores[b];
         }
         assertEquals(1.0, kvHead0, 1e-4, "KV head 0's rows weigh 3/4 and 1/4");
-        assertEquals(2.0, total, 1e-4, "each KV head's weighted rows sum to 1");
+        assertEquals(kvHeads, total, 1e-3, "each KV head's weighted rows sum to 1");
+    }
+
+    /** Where the sweep affords it (a narrow shape), every query head keeps its own row: exactly its own shares. */
+    @Test
+    void aNarrowShapeGivesEveryQueryHeadItsRow() {
+        DenseLayerKv kv = keys(300, 2, 16, 21);
+        float[] q = query(8, 16, 22);
+        BlockMassIndex clustered = new BlockMassIndex(kv, 300, 8, 16, Scoring.MIX, Combination.CLUSTERED_HEAD_MASS);
+        BlockMassIndex perHead = new BlockMassIndex(kv, 300, 8, 16, Scoring.MIX, Combination.QUERY_HEAD_MASS);
+        assertEquals(4, clustered.rowsPerHead());
+        int blocks = clustered.blocks();
+        float[] c = new float[8 * blocks], p = new float[8 * blocks];
+        clustered.score(q, new float[blocks]);
+        clustered.headShares(c);
+        perHead.score(q, new float[blocks]);
+        perHead.headShares(p);
+        assertArrayEquals(p, c, 1e-6f);
     }
 
     @Property(tries = 40)
@@ -333,17 +347,19 @@ class BlockMassStrategyTest {
 
     /**
      * The default ranks the layer's adaptive blocks: exactly what the fixed-size strategy of that size
-     * selects, whole blocks, at several lengths (1 KiB entries: 4 tokens fill a read; 8 beyond 32,768
-     * tokens; 16 beyond 65,536).
+     * selects, whole blocks, at several lengths (1 KiB entries: 4 tokens fill a read; on this narrow
+     * shape, one KV head × 128 scored with two rows, the layer may have 65,536 of them before the
+     * blocks grow: {@link BlockSize#maxBlocks}).
      */
     @Test
     void theDefaultRanksTheLayersAdaptiveBlocks() {
         SelectionStrategy auto = Strategies.named("mass-auto");
         KvShape shape = new KvShape(1, 2, 1, 128, DType.F32); // 1 KiB entries
-        int[][] cases = {{4000, 4}, {40000, 8}, {70000, 16}};
+        int[][] cases = {{4000, 4}, {70000, 4}};
         for (int[] c : cases) {
             int tokens = c[0], bt = c[1];
-            assertEquals(bt, BlockSize.adaptive(tokens, shape.entryBytes(), BlockSize.READ_ALIGNMENT, 16));
+            assertEquals(bt, BlockSize.adaptive(tokens, shape.entryBytes(), BlockSize.READ_ALIGNMENT, 16, shape,
+                    BlockMassIndex.Combination.CLUSTERED_HEAD_MASS));
             DenseLayerKv kv = keys(tokens, 1, 128, tokens);
             LayerSelector a = auto.openLayer(context(shape, kv, tokens));
             LayerSelector b = BlockMassStrategy.auto("fixed", bt).openLayer(context(shape, kv, tokens));

@@ -1,6 +1,7 @@
 package io.kvoffload.internal.swarm;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import net.jqwik.api.Arbitraries;
@@ -13,6 +14,8 @@ import org.junit.jupiter.api.Test;
 
 /** {@link BlockSize}: the default's block size per layer (selection through it: {@code BlockMassStrategyTest}). */
 class BlockSizeTest {
+    private static final long REF = QueryRows.REFERENCE_ROW_DIMS;
+
     /**
      * The default's block size: the smallest power of two up to 16 whose slice fills an aligned read and
      * that leaves the layer at most {@link BlockSize#MAX_FINE_BLOCKS} blocks.
@@ -21,7 +24,7 @@ class BlockSizeTest {
     void theAdaptiveBlockIsTheFinestThatFillsAReadWithinTheBlockCount(
             @ForAll @IntRange(min = 1, max = 4_000_000) int tokens, @ForAll @IntRange(min = 1, max = 20_000) int slice,
             @ForAll("alignments") int alignment) {
-        int bt = BlockSize.adaptive(tokens, slice, alignment, 16);
+        int bt = BlockSize.adaptive(tokens, slice, alignment, 16, REF);
         assertTrue(Integer.bitCount(bt) == 1 && bt <= 16, "a power of two up to 16: " + bt);
         boolean fits = (long) bt * slice >= alignment && (tokens + bt - 1L) / bt <= BlockSize.MAX_FINE_BLOCKS;
         assertTrue(fits || bt == 16, bt + " tokens: fills a read within the block count, or the coarsest");
@@ -40,18 +43,48 @@ class BlockSizeTest {
     @Test
     void adaptiveBlockExamples() {
         // Llama-3-8B's BF16 entries (4 KiB) whole: 2 tokens at 16K, 4 at 32K, 8 at 64K, 16 from 128K.
-        assertEquals(2, BlockSize.adaptive(16384, 4096, 4096, 16));
-        assertEquals(4, BlockSize.adaptive(32768, 4096, 4096, 16));
-        assertEquals(8, BlockSize.adaptive(65536, 4096, 4096, 16));
-        assertEquals(16, BlockSize.adaptive(131072, 4096, 4096, 16));
-        assertEquals(16, BlockSize.adaptive(1 << 20, 4096, 4096, 16));
-        assertEquals(1, BlockSize.adaptive(5000, 4096, 4096, 16));
+        assertEquals(2, BlockSize.adaptive(16384, 4096, 4096, 16, REF));
+        assertEquals(4, BlockSize.adaptive(32768, 4096, 4096, 16, REF));
+        assertEquals(8, BlockSize.adaptive(65536, 4096, 4096, 16, REF));
+        assertEquals(16, BlockSize.adaptive(131072, 4096, 4096, 16, REF));
+        assertEquals(16, BlockSize.adaptive(1 << 20, 4096, 4096, 16, REF));
+        assertEquals(1, BlockSize.adaptive(5000, 4096, 4096, 16, REF));
         // Head sharded over 8 SSDs: 512-byte slices need 8 tokens to fill a read.
-        assertEquals(8, BlockSize.adaptive(16384, 512, 4096, 16));
-        assertEquals(16, BlockSize.adaptive(100, 128, 4096, 16));
-        assertEquals(8, BlockSize.adaptive(100, 128, 4096, 8));
+        assertEquals(8, BlockSize.adaptive(16384, 512, 4096, 16, REF));
+        assertEquals(16, BlockSize.adaptive(100, 128, 4096, 16, REF));
+        assertEquals(8, BlockSize.adaptive(100, 128, 4096, 8, REF));
     }
 
+
+    /**
+     * A narrower sweep buys finer blocks within the same sweep cost; a wider one keeps the reference's
+     * block count.
+     */
+    @Property(tries = 200)
+    void aNarrowerSweepTakesFinerBlocksAtTheSameCost(@ForAll @IntRange(min = 1, max = 4_000_000) int tokens,
+            @ForAll @IntRange(min = 1, max = 20_000) int slice, @ForAll("alignments") int alignment,
+            @ForAll @IntRange(min = 64, max = 16384) int rowDims) {
+        int bt = BlockSize.adaptive(tokens, slice, alignment, 16, rowDims);
+        int ref = BlockSize.adaptive(tokens, slice, alignment, 16, REF);
+        assertTrue(rowDims <= REF ? bt <= ref : bt == ref, rowDims + " row dims: " + bt + " tokens against " + ref);
+        long blocks = (tokens + bt - 1L) / bt;
+        assertTrue(bt == 16 || blocks * Math.min(rowDims, REF) <= (long) BlockSize.MAX_FINE_BLOCKS * REF,
+                blocks + " blocks of " + rowDims + " row dims cost more than the reference sweep");
+    }
+
+    @Test
+    void narrowShapesExamples() {
+        // 12 query heads on 2 KV heads × 64: six rows per KV head, 768 row dims, 21,845 blocks at most.
+        io.kvoffload.KvShape small = new io.kvoffload.KvShape(1, 12, 2, 64, io.kvoffload.DType.BF16);
+        assertEquals(21845, BlockSize.maxBlocks(768));
+        assertEquals(8, BlockSize.adaptive(131072, 512, 4096, 16, small, BlockMassIndex.Combination.CLUSTERED_HEAD_MASS));
+        assertEquals(16, BlockSize.adaptive(131072, 512, 4096, 16, 2048));
+        // Llama-3-8B (32 on 8 × 128): two rows, the reference; MHA and wider shapes keep its count.
+        io.kvoffload.KvShape llama = new io.kvoffload.KvShape(1, 32, 8, 128, io.kvoffload.DType.BF16);
+        assertEquals(16, BlockSize.adaptive(131072, 4096, 4096, 16, llama, BlockMassIndex.Combination.CLUSTERED_HEAD_MASS));
+        assertEquals(BlockSize.MAX_FINE_BLOCKS, BlockSize.maxBlocks(4096));
+        assertThrows(IllegalArgumentException.class, () -> BlockSize.maxBlocks(0));
+    }
 
     @Test
     void runsHoldWholePagesOfAtLeastSixteenKibibytes() {

@@ -5,9 +5,12 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.kvoffload.internal.swarm.BlockMassIndex.Combination;
 import java.util.SplittableRandom;
+import net.jqwik.api.Arbitraries;
+import net.jqwik.api.Arbitrary;
 import net.jqwik.api.Example;
 import net.jqwik.api.ForAll;
 import net.jqwik.api.Property;
+import net.jqwik.api.Provide;
 import net.jqwik.api.constraints.IntRange;
 
 /**
@@ -34,9 +37,9 @@ class QueryRowsProperties {
                 query[q * headDim + j] = (float) (r.nextGaussian() * spread);
             }
         }
-        QueryRows rows = new QueryRows(Combination.CLUSTERED_HEAD_MASS, queryHeads, kvHeads, headDim);
+        int perHead = QueryRows.clusterRows(groupSize); // half the group, whatever the sweep would afford: merges to check
+        QueryRows rows = new QueryRows(Combination.CLUSTERED_HEAD_MASS, queryHeads, kvHeads, headDim, perHead);
         rows.build(query);
-        int perHead = QueryRows.clusterRows(groupSize);
         assertEquals(kvHeads * perHead, rows.count());
         float scale = (float) (1.0 / Math.sqrt(headDim));
         for (int h = 0; h < kvHeads; h++) {
@@ -70,6 +73,28 @@ class QueryRowsProperties {
         }
         assertEquals(QueryRows.MAX_CLUSTER_ROWS, new QueryRows(Combination.CLUSTERED_HEAD_MASS, 71, 1, 64).count(),
                 "71 query heads on one KV head (multi-query attention)");
+    }
+
+    @Example
+    void aNarrowShapeSpendsTheReferenceSweepOnMoreRows() {
+        assertEquals(2, QueryRows.clusterRows(4, 8, 128), "Llama-3-8B: the reference, half the group");
+        assertEquals(6, QueryRows.clusterRows(6, 2, 64), "12 on 2 × 64: every query head its row");
+        assertEquals(4, QueryRows.clusterRows(4, 8, 64), "32 on 8 × 64");
+        assertEquals(5, QueryRows.clusterRows(7, 4, 96), "28 on 4 × 96: 2048 / 384 rows");
+        assertEquals(4, QueryRows.clusterRows(8, 8, 128), "Llama-3-70B keeps half its group");
+        assertEquals(QueryRows.MAX_CLUSTER_ROWS, QueryRows.clusterRows(71, 1, 64), "multi-query: at most eight");
+        assertEquals(1, QueryRows.clusterRows(1, 32, 128), "MHA");
+        assertEquals(12, new QueryRows(Combination.CLUSTERED_HEAD_MASS, 12, 2, 64).count());
+    }
+
+    @Property(tries = 200)
+    void rowsStayWithinTheGroupAndTheCap(@ForAll @IntRange(min = 1, max = 64) int groupSize,
+            @ForAll @IntRange(min = 1, max = 64) int kvHeads, @ForAll("dims") int headDim) {
+        int rows = QueryRows.clusterRows(groupSize, kvHeads, headDim);
+        assertTrue(rows >= QueryRows.clusterRows(groupSize) && rows <= Math.min(groupSize, QueryRows.MAX_CLUSTER_ROWS),
+                groupSize + " heads on " + kvHeads + " × " + headDim + ": " + rows + " rows");
+        assertTrue(rows == QueryRows.clusterRows(groupSize)
+                || (long) kvHeads * rows * headDim <= QueryRows.REFERENCE_ROW_DIMS, "more rows than the sweep affords");
     }
 
     /**
@@ -109,5 +134,10 @@ class QueryRowsProperties {
             size[bestB] = 0;
         }
         return size;
+    }
+
+    @Provide
+    Arbitrary<Integer> dims() {
+        return Arbitraries.of(64, 80, 96, 128, 256);
     }
 }
