@@ -49,14 +49,14 @@ final class BlockSize {
     /**
      * Tokens per block for a layer of {@code tokens} tokens whose slice of a token on one device is
      * {@code sliceBytes} (the entry, or one head group's slice under head sharding), on devices that read
-     * {@code alignment}-byte units, scored with {@code rowDims} query-row dimensions per block (KV heads
-     * × rows per KV head × head dim): the smallest power of two up to {@code coarsest} such that a
-     * block's slice fills one aligned read (finer blocks would be padded on disk and in every read) and
-     * the layer has at most {@link #maxBlocks} blocks (the sweep costs no more than the reference
-     * shape's 16-token one at 128K); {@code coarsest} where none does both.
+     * {@code alignment}-byte units, where scoring a block costs {@code sweepCost} ({@link
+     * QueryRows#sweepCost}): the smallest power of two up to {@code coarsest} such that a block's slice
+     * fills one aligned read (finer blocks would be padded on disk and in every read) and the layer has
+     * at most {@link #maxBlocks} blocks (the sweep costs no more than the reference shape's 16-token one
+     * at 128K); {@code coarsest} where none does both.
      */
-    static int adaptive(int tokens, long sliceBytes, int alignment, int coarsest, long rowDims) {
-        long most = maxBlocks(rowDims);
+    static int adaptive(int tokens, long sliceBytes, int alignment, int coarsest, long sweepCost) {
+        long most = maxBlocks(sweepCost);
         int bt = 1;
         while (bt < coarsest && (bt * sliceBytes < alignment || (tokens + (long) bt - 1) / bt > most)) {
             bt <<= 1;
@@ -65,23 +65,23 @@ final class BlockSize {
     }
 
     /**
-     * The most blocks a layer scored with {@code rowDims} query-row dimensions per block may have:
-     * {@link #MAX_FINE_BLOCKS}, or more on a shape whose sweep per block is narrower than the reference
-     * ({@link QueryRows#REFERENCE_ROW_DIMS}), so that the sweep costs what the reference's does (12
-     * query heads on 2 KV heads × 64: 768 row dimensions, 21,845 blocks). A wider shape keeps {@link
-     * #MAX_FINE_BLOCKS}: its selection time grows with its width, as it did before blocks were sized
-     * per layer.
+     * The most blocks a layer whose block costs {@code sweepCost} to score may have: {@link
+     * #MAX_FINE_BLOCKS}, or more on a shape cheaper than the reference ({@link
+     * QueryRows#REFERENCE_SWEEP}), so that its sweep costs what the reference's does (12 query heads on 2
+     * KV heads × 64, six rows of 96: 18,204 blocks). A costlier shape keeps {@link #MAX_FINE_BLOCKS}: its
+     * selection time grows with its width, as it did before blocks were sized per layer.
      */
-    static long maxBlocks(long rowDims) {
-        Checks.positive("rowDims", rowDims);
-        return Math.max(MAX_FINE_BLOCKS, (long) MAX_FINE_BLOCKS * QueryRows.REFERENCE_ROW_DIMS / rowDims);
+    static long maxBlocks(long sweepCost) {
+        Checks.positive("sweepCost", sweepCost);
+        return Math.max(MAX_FINE_BLOCKS, (long) MAX_FINE_BLOCKS * QueryRows.REFERENCE_SWEEP / sweepCost);
     }
 
     /** {@link #adaptive} for a layer of {@code shape} scored by {@code combination}'s query rows. */
     static int adaptive(int tokens, long sliceBytes, int alignment, int coarsest, KvShape shape,
             BlockMassIndex.Combination combination) {
-        long rows = QueryRows.perHead(combination, shape.queryHeads(), shape.kvHeads(), shape.headDim());
-        return adaptive(tokens, sliceBytes, alignment, coarsest, (long) shape.kvHeads() * rows * shape.headDim());
+        int rows = QueryRows.perHead(combination, shape.queryHeads(), shape.kvHeads(), shape.headDim());
+        return adaptive(tokens, sliceBytes, alignment, coarsest, QueryRows.sweepCost(shape.kvHeads(), rows,
+                shape.headDim()));
     }
 
     /** The page size if {@code units} are consecutive pages of one size over {@code tokens}, else 0. */

@@ -69,26 +69,37 @@ final class QueryRows {
     }
 
     /**
-     * Query-row dimensions (KV heads × rows per KV head × head dim) one block's sweep may cost where a
-     * shape leaves room: Llama-3-8B's layer (8 KV heads × 128) with its two clustered rows per KV head,
-     * the shape issue #16's time targets were met on. A layer with fewer KV heads or smaller heads
-     * spends what it saves on rows, up to one per query head ({@link #clusterRows(int, int, int)}), and
-     * on finer blocks ({@link BlockSize#adaptive}).
+     * What scoring one block costs per query row beyond its {@code headDim} multiply-adds, in the same
+     * units: the row's exponential, share and normaliser terms. Fitted on JMH's {@code blockMass} at 1M
+     * tokens (docs/benchmarks.md, "Query rows by the sweep's cost"): four rows of 64 dimensions per KV
+     * head cost 1.19 × two of 128, although both sweep 2,048 dimensions.
      */
-    static final int REFERENCE_ROW_DIMS = 2048;
+    static final int ROW_OVERHEAD = 32;
+
+    /**
+     * What one block's scoring may cost ({@link #sweepCost}) where a shape leaves room: Llama-3-8B's
+     * layer (8 KV heads × 128) with its two clustered rows per KV head, the shape issue #16's time targets
+     * were met on. A layer with fewer KV heads or smaller heads spends what it saves on rows, up to one
+     * per query head ({@link #clusterRows(int, int, int)}), and on finer blocks ({@link BlockSize#adaptive}).
+     */
+    static final int REFERENCE_SWEEP = 8 * 2 * (128 + ROW_OVERHEAD);
+
+    /** What scoring one block costs with {@code rowsPerHead} rows for each of {@code kvHeads} heads of {@code headDim}. */
+    static long sweepCost(int kvHeads, int rowsPerHead, int headDim) {
+        return (long) kvHeads * rowsPerHead * (headDim + ROW_OVERHEAD);
+    }
 
     /**
      * Rows per KV head with {@link Combination#CLUSTERED_HEAD_MASS} for {@code kvHeads} groups of {@code
      * groupSize} query heads of {@code headDim} dimensions: {@link #clusterRows(int) half the group}, or
-     * more where {@link #REFERENCE_ROW_DIMS} affords them, at most the group and {@link
-     * #MAX_CLUSTER_ROWS}. Merging heads blurs a sharp retrieval head into its neighbours; on small
-     * shapes (12 query heads on 2 KV heads × 64, 32 on 8 × 64, 16 on 4 × 64) one row per query head
-     * lifted retrieval-heads recall by 0.02–0.08 × the oracle's and cut its output error up to 3.7-fold,
-     * and was within noise of half the rows elsewhere (docs/benchmarks.md, "Query rows by the sweep's
-     * cost").
+     * more where {@link #REFERENCE_SWEEP} affords them, at most the group and {@link #MAX_CLUSTER_ROWS}.
+     * Merging heads blurs a sharp retrieval head into its neighbours; on narrow shapes (12 query heads
+     * on 2 KV heads × 64, 32 on 8 × 64, 16 on 4 × 64) more rows lifted retrieval-heads recall by up to
+     * 0.08 × the oracle's and cut its output error up to 3.7-fold, within noise of half the rows elsewhere
+     * (docs/benchmarks.md, "Query rows by the sweep's cost").
      */
     static int clusterRows(int groupSize, int kvHeads, int headDim) {
-        long afford = REFERENCE_ROW_DIMS / ((long) kvHeads * headDim);
+        long afford = REFERENCE_SWEEP / sweepCost(kvHeads, 1, headDim);
         return (int) Math.min(Math.min(groupSize, MAX_CLUSTER_ROWS), Math.max(clusterRows(groupSize), afford));
     }
 

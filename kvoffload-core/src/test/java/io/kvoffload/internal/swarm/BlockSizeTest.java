@@ -14,7 +14,7 @@ import org.junit.jupiter.api.Test;
 
 /** {@link BlockSize}: the default's block size per layer (selection through it: {@code BlockMassStrategyTest}). */
 class BlockSizeTest {
-    private static final long REF = QueryRows.REFERENCE_ROW_DIMS;
+    private static final long REF = QueryRows.REFERENCE_SWEEP;
 
     /**
      * The default's block size: the smallest power of two up to 16 whose slice fills an aligned read and
@@ -57,32 +57,33 @@ class BlockSizeTest {
 
 
     /**
-     * A narrower sweep buys finer blocks within the same sweep cost; a wider one keeps the reference's
+     * A cheaper sweep buys finer blocks within the same sweep cost; a costlier one keeps the reference's
      * block count.
      */
     @Property(tries = 200)
-    void aNarrowerSweepTakesFinerBlocksAtTheSameCost(@ForAll @IntRange(min = 1, max = 4_000_000) int tokens,
+    void aCheaperSweepTakesFinerBlocksAtTheSameCost(@ForAll @IntRange(min = 1, max = 4_000_000) int tokens,
             @ForAll @IntRange(min = 1, max = 20_000) int slice, @ForAll("alignments") int alignment,
-            @ForAll @IntRange(min = 64, max = 16384) int rowDims) {
-        int bt = BlockSize.adaptive(tokens, slice, alignment, 16, rowDims);
+            @ForAll @IntRange(min = 64, max = 16384) int cost) {
+        int bt = BlockSize.adaptive(tokens, slice, alignment, 16, cost);
         int ref = BlockSize.adaptive(tokens, slice, alignment, 16, REF);
-        assertTrue(rowDims <= REF ? bt <= ref : bt == ref, rowDims + " row dims: " + bt + " tokens against " + ref);
+        assertTrue(cost <= REF ? bt <= ref : bt == ref, "cost " + cost + ": " + bt + " tokens against " + ref);
         long blocks = (tokens + bt - 1L) / bt;
-        assertTrue(bt == 16 || blocks * Math.min(rowDims, REF) <= (long) BlockSize.MAX_FINE_BLOCKS * REF,
-                blocks + " blocks of " + rowDims + " row dims cost more than the reference sweep");
+        assertTrue(bt == 16 || blocks * Math.min(cost, REF) <= (long) BlockSize.MAX_FINE_BLOCKS * REF,
+                blocks + " blocks of cost " + cost + " cost more than the reference sweep");
     }
 
     @Test
     void narrowShapesExamples() {
-        // 12 query heads on 2 KV heads × 64: six rows per KV head, 768 row dims, 21,845 blocks at most.
+        // 12 query heads on 2 KV heads × 64: six rows per KV head of 64 + 32, 18,204 blocks at most.
         io.kvoffload.KvShape small = new io.kvoffload.KvShape(1, 12, 2, 64, io.kvoffload.DType.BF16);
-        assertEquals(21845, BlockSize.maxBlocks(768));
+        assertEquals(2 * 6 * 96, QueryRows.sweepCost(2, 6, 64));
+        assertEquals(18204, BlockSize.maxBlocks(QueryRows.sweepCost(2, 6, 64)));
         assertEquals(8, BlockSize.adaptive(131072, 512, 4096, 16, small, BlockMassIndex.Combination.CLUSTERED_HEAD_MASS));
-        assertEquals(16, BlockSize.adaptive(131072, 512, 4096, 16, 2048));
+        assertEquals(16, BlockSize.adaptive(131072, 512, 4096, 16, REF));
         // Llama-3-8B (32 on 8 × 128): two rows, the reference; MHA and wider shapes keep its count.
         io.kvoffload.KvShape llama = new io.kvoffload.KvShape(1, 32, 8, 128, io.kvoffload.DType.BF16);
         assertEquals(16, BlockSize.adaptive(131072, 4096, 4096, 16, llama, BlockMassIndex.Combination.CLUSTERED_HEAD_MASS));
-        assertEquals(BlockSize.MAX_FINE_BLOCKS, BlockSize.maxBlocks(4096));
+        assertEquals(BlockSize.MAX_FINE_BLOCKS, BlockSize.maxBlocks(2 * REF));
         assertThrows(IllegalArgumentException.class, () -> BlockSize.maxBlocks(0));
     }
 

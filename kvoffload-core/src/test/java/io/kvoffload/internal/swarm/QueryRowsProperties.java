@@ -79,8 +79,8 @@ class QueryRowsProperties {
     void aNarrowShapeSpendsTheReferenceSweepOnMoreRows() {
         assertEquals(2, QueryRows.clusterRows(4, 8, 128), "Llama-3-8B: the reference, half the group");
         assertEquals(6, QueryRows.clusterRows(6, 2, 64), "12 on 2 × 64: every query head its row");
-        assertEquals(4, QueryRows.clusterRows(4, 8, 64), "32 on 8 × 64");
-        assertEquals(5, QueryRows.clusterRows(7, 4, 96), "28 on 4 × 96: 2048 / 384 rows");
+        assertEquals(3, QueryRows.clusterRows(4, 8, 64), "32 on 8 × 64: 2560 / (8 × 96) rows");
+        assertEquals(5, QueryRows.clusterRows(7, 4, 96), "28 on 4 × 96: 2560 / (4 × 128) rows");
         assertEquals(4, QueryRows.clusterRows(8, 8, 128), "Llama-3-70B keeps half its group");
         assertEquals(QueryRows.MAX_CLUSTER_ROWS, QueryRows.clusterRows(71, 1, 64), "multi-query: at most eight");
         assertEquals(1, QueryRows.clusterRows(1, 32, 128), "MHA");
@@ -94,7 +94,7 @@ class QueryRowsProperties {
         assertTrue(rows >= QueryRows.clusterRows(groupSize) && rows <= Math.min(groupSize, QueryRows.MAX_CLUSTER_ROWS),
                 groupSize + " heads on " + kvHeads + " × " + headDim + ": " + rows + " rows");
         assertTrue(rows == QueryRows.clusterRows(groupSize)
-                || (long) kvHeads * rows * headDim <= QueryRows.REFERENCE_ROW_DIMS, "more rows than the sweep affords");
+                || QueryRows.sweepCost(kvHeads, rows, headDim) <= QueryRows.REFERENCE_SWEEP, "more rows than the sweep affords");
     }
 
     /**
