@@ -231,18 +231,20 @@ class StrategyPipelineTest {
      */
     @Test
     void theDefaultReadsPerHeadGroupsUnderHeadSharding() throws Exception {
-        // Over Quest's 16-token pages the default keeps 16-token blocks, whole units the hot cache can hold.
-        assertReadsPerHeadGroups(null, "quest", "head-cmass-mix");
+        // Quest's 16-token pages of 128-byte slices are half a read: the default ranks them in 8-token
+        // parts (a quarter read each), and completes the pages it chose in part for the hot cache.
+        assertReadsPerHeadGroups(null, "quest", Strategies.named("mass-auto-8"));
     }
 
     /**
      * A short layer the default lays out itself, head sharded in 512-byte slices, is stored in 8-token
-     * pages (one aligned read per slice) and ranked in 8-token blocks: it reads exactly what
-     * {@code mass-auto-8} chooses, bit-exact.
+     * pages (one aligned read per slice) and ranked in 2-token parts (a quarter read): it reads exactly
+     * what the 2-token strategy chooses, bit-exact.
      */
     @Test
-    void theDefaultRanksEightTokenBlocksOverItsOwnLayoutOfAShortLayer() throws Exception {
-        assertReadsPerHeadGroups(new KvShape(2, 8, 4, 128, DType.BF16), null, "mass-auto", "mass-auto-8", 8);
+    void theDefaultRanksPartsOfItsOwnPagesOfAShortLayer() throws Exception {
+        assertReadsPerHeadGroups(new KvShape(2, 8, 4, 128, DType.BF16), null, "mass-auto",
+                io.kvoffload.internal.swarm.BlockMassStrategy.auto("two-token", 2), 8);
     }
 
     /**
@@ -252,19 +254,20 @@ class StrategyPipelineTest {
     @Test
     void theFineDefaultReadsPerHeadGroupsOfEightTokenPages() throws Exception {
         assertEquals(8, Strategies.named("mass-auto-8").pageTokens());
-        assertReadsPerHeadGroups("mass-auto-8", "mass-auto-8", "mass-auto-8");
+        assertReadsPerHeadGroups("mass-auto-8", "mass-auto-8", Strategies.named("mass-auto-8"));
     }
 
     /**
      * Decodes with {@code strategy} (null: the default) over layers laid out by {@code layout}, and checks
      * every view against what {@code reference} chooses per head group.
      */
-    private void assertReadsPerHeadGroups(String strategy, String layout, String reference) throws Exception {
+    private void assertReadsPerHeadGroups(String strategy, String layout, SelectionStrategy reference) throws Exception {
         assertReadsPerHeadGroups(new KvShape(2, 8, 4, 32, DType.BF16), strategy, layout, reference, 0);
     }
 
     /** The same over {@code shape}, checking that the layout holds pages of {@code pageTokens} (0: any). */
-    private void assertReadsPerHeadGroups(KvShape shape, String strategy, String layout, String reference, int pageTokens)
+    private void assertReadsPerHeadGroups(KvShape shape, String strategy, String layout, SelectionStrategy reference,
+            int pageTokens)
             throws Exception {
         int tokens = 1024;
         double sparsity = 0.1;
@@ -286,7 +289,7 @@ class StrategyPipelineTest {
                     for (int l = 0; l < shape.layers(); l++) {
                         float[] q = io.kvoffload.testing.PerHeadViews.rounded(new java.util.Random(step * 7 + l),
                                 DType.F32, shape.queryHeads() * shape.headDim(), 1f);
-                        LayerSelector sel = Strategies.named(reference).openLayer(new AdjustedLayerContext(new TestLayerContext(shape,
+                        LayerSelector sel = reference.openLayer(new AdjustedLayerContext(new TestLayerContext(shape,
                                 l, stored[l].dense(), SINKS, WINDOW), null, shape.kvHeads()));
                         int[][] want = perGroupRows(sel, l, tokens, q, sparsity, shape.kvHeads());
                         try (KvView v = d.prefetch(l, q).await()) {

@@ -53,6 +53,8 @@ public final class EntryFetch implements HotClusterCache.TokenSource, StagedRead
     private boolean perHeadRows;
     private int[] concat = new int[1024];
     private int concatSize;
+    /** Entries read only to complete pages chosen in part, for the hot cache ({@link #complete}). */
+    private final PageCompletion completion = new PageCompletion();
     private long startNanos;
     private ReplicaFailover failover; // created on the first failed read
     private final int alignment;
@@ -97,10 +99,16 @@ public final class EntryFetch implements HotClusterCache.TokenSource, StagedRead
         unitFetch.read(layout, layer, plan.units());
     }
 
+    /** The read alignment of the store's SSDs. */
+    public int alignment() {
+        return alignment;
+    }
+
     /** Starts a step's rows over a layer of {@code tokens} tokens. */
     public void beginRows(int tokens) {
         viewRows.begin(tokens);
         concatSize = 0;
+        completion.clear();
         planned = false;
         external = false;
         perHeadRows = false;
@@ -147,6 +155,47 @@ public final class EntryFetch implements HotClusterCache.TokenSource, StagedRead
     }
 
     /**
+     * Asks for head group {@code group} of {@code token} (group 0 of a token-striped layout) only to
+     * complete a page chosen in part ({@link PageCompletion}), unless a row already wants it. Call after
+     * every row of the step is added. Residents are dropped by the scheduler as any read.
+     */
+    public void complete(int token, int group, int shards) {
+        if (wants(token, group, shards)) {
+            return;
+        }
+        completion.want(shards == 1 ? token : token * shards + group);
+    }
+
+    /** Whether a row of this step wants {@code token}'s head group {@code group} (of a plan's step). */
+    private boolean wants(int token, int group, int shards) {
+        if (!viewRows.contains(token)) {
+            return false;
+        }
+        if (shards == 1 || !perHeadRows) {
+            return true;
+        }
+        long want = rowHeads[viewRows.row(token)];
+        return want == FetchPlan.ALL_HEADS || (want & HeadShards.groupBits(group, plan.kvHeads() / shards)) != 0;
+    }
+
+    /**
+     * The KV heads of {@code token} this step read only to complete a page ({@link #complete}) and that
+     * landed: every bit when a token-striped entry did, else the bits of each head group that did.
+     */
+    public long completedHeads(int token, int shards, int kvHeads) {
+        if (shards == 1) {
+            return completion.offsetOf(token) >= 0 ? -1L : 0;
+        }
+        long heads = 0;
+        for (int g = 0; g < shards; g++) {
+            if (completion.offsetOf(token * shards + g) >= 0) {
+                heads |= HeadShards.groupBits(g, kvHeads / shards);
+            }
+        }
+        return heads;
+    }
+
+    /**
      * Plans the reads against {@code layout} and {@code residency}, submits them in one batch and
      * starts the I/O clock; {@code t0} is when selection began.
      */
@@ -160,13 +209,16 @@ public final class EntryFetch implements HotClusterCache.TokenSource, StagedRead
             unit = layout.storedEntryBytes();
             scheduler.entryBytes(unit);
         }
-        if (concatSize > 0 && shards == 1) {
-            scheduler.plan(concat, concatSize, layout, residency);
+        int extra = completion.wantedCount();
+        if (concatSize + extra > 0 && shards == 1) {
+            reserveReads(extra);
+            System.arraycopy(completion.wanted(), 0, concat, concatSize, extra);
+            scheduler.plan(concat, concatSize + extra, layout, residency);
             reads.fill(scheduler);
-        } else if (concatSize > 0) {
+        } else if (concatSize + extra > 0) {
             // Every token is read as its head groups, each from the device that holds that group;
             // under a per-head plan only the groups that hold a head the token is wanted for.
-            int n = concatSize * shards;
+            int n = concatSize * shards + extra;
             if (keys.length < n) {
                 keys = new int[Math.max(n, keys.length * 2)];
             }
@@ -184,7 +236,8 @@ public final class EntryFetch implements HotClusterCache.TokenSource, StagedRead
                     }
                 }
             }
-            n = k;
+            System.arraycopy(completion.wanted(), 0, keys, k, extra);
+            n = k + extra;
             if (partial) {
                 view.expectPartialRows(); // before any row is written
             }
@@ -279,7 +332,12 @@ public final class EntryFetch implements HotClusterCache.TokenSource, StagedRead
 
         @Override
         public void copyEntry(int token, MemorySegment dst, long offset) {
-            view.copyShardTo(viewRows.row(token), shard, shards, dst, offset);
+            long bits = HeadShards.groupBits(shard, view.keyHeads() / shards);
+            if (viewRows.contains(token) && (view.headMask(viewRows.row(token)) & bits) == bits) {
+                view.copyShardTo(viewRows.row(token), shard, shards, dst, offset);
+            } else {
+                completion.copy(token * shards + shard, reads.memory(), unit, dst, offset);
+            }
         }
     }
 
@@ -305,7 +363,11 @@ public final class EntryFetch implements HotClusterCache.TokenSource, StagedRead
 
     @Override
     public void copyEntry(int token, MemorySegment dst, long offset) {
-        view.copyEntryTo(viewRows.row(token), dst, offset);
+        if (viewRows.contains(token)) {
+            view.copyEntryTo(viewRows.row(token), dst, offset);
+        } else {
+            completion.copy(token, reads.memory(), unit, dst, offset);
+        }
     }
 
     /** Run {@code r} landed: verify each entry and put it in the view. */
@@ -322,15 +384,36 @@ public final class EntryFetch implements HotClusterCache.TokenSource, StagedRead
         long runAt = reads.at(r);
         long runOffset = sched.runOffset(r);
         int e = -2; // the entry verified last: the run's next one is usually e + 1
+        int completing = 0;
         for (int k = 0; k < n; k++) {
             int key = planned[first + k];
             long at = runAt + (long) k * unit;
+            long fileOffset = runOffset + (long) k * unit;
+            if (completes(key)) {
+                // Read only for the cache: a copy that does not verify is left out (its page stays
+                // uncached) and reported; it never fails the step, whose rows do not need it.
+                int c = checksums ? check(key, dev, fileOffset, at, e + 1) : e + 1;
+                if (c >= 0) {
+                    completion.landed(key, at);
+                } else {
+                    verifier.mismatch(dev, layer, key / s, false);
+                }
+                e = c >= 0 ? c : ~c;
+                completing++;
+                continue;
+            }
             if (checksums) {
-                e = verify(key, dev, runOffset + (long) k * unit, at, e + 1);
+                e = verify(key, dev, fileOffset, at, e + 1);
             }
             put(key, mem, at);
         }
-        counters.tokensFetched += s == 1 ? n : shardZeroKeys(planned, first, n);
+        counters.tokensFetched += s == 1 ? n - completing : shardZeroKeys(planned, first, n);
+    }
+
+    /** Whether planned key {@code key} was read only to complete a page ({@link #complete}). */
+    private boolean completes(int key) {
+        return completion.wantedCount() > 0
+                && !wants(shards == 1 ? key : key / shards, shards == 1 ? 0 : key % shards, shards);
     }
 
     /** Puts stored entry {@code key} (a whole entry, or a token's head group) into the view. */
@@ -350,6 +433,9 @@ public final class EntryFetch implements HotClusterCache.TokenSource, StagedRead
         for (int k = first; k < first + n; k++) {
             int key = planned[k];
             int g = key % shards;
+            if (completes(key)) {
+                continue; // read only to complete a page
+            }
             if (g == 0 || perHeadRows && firstGroup(rowHeads[viewRows.row(key / shards)], perGroup) == g) {
                 c++;
             }
@@ -370,29 +456,46 @@ public final class EntryFetch implements HotClusterCache.TokenSource, StagedRead
         // The read failed: serve each of its entries from another copy (which repairs this one).
         BucketScheduler sched = scheduler;
         int dev = sched.runDevice(run);
+        int completing = 0;
         for (int k = 0; k < sched.runEntries(run); k++) {
             int key = sched.plannedEntries()[sched.runFirst(run) + k];
+            if (completes(key)) {
+                completing++; // read only for the cache: its page stays uncached
+                continue;
+            }
             long at = reads.at(run) + (long) k * unit;
             failover().recover(layout, layer, key, dev, sched.runOffset(run) + (long) k * unit,
                     "read failed: " + e.getMessage(), reads.memory(), at);
             put(key, reads.memory(), at);
         }
-        counters.tokensFetched += shards == 1 ? sched.runEntries(run)
+        counters.tokensFetched += shards == 1 ? sched.runEntries(run) - completing
                 : shardZeroKeys(sched.plannedEntries(), sched.runFirst(run), sched.runEntries(run));
     }
 
-    /** Verifies stored entry {@code key} read from ({@code dev}, {@code fileOffset}); returns its entry id. */
-    private int verify(int key, int dev, long fileOffset, long at, int hint) {
+    /**
+     * Checks stored entry {@code key} read from ({@code dev}, {@code fileOffset}): its entry id when it
+     * verifies, else the id's complement (negative).
+     */
+    private int check(int key, int dev, long fileOffset, long at, int hint) {
         int e = layout.entryAt(key, dev, fileOffset, hint);
         // Seeded with the key wanted, so an entry from elsewhere fails even when its bytes are intact.
         int actual = reads.checksum(checksum, layout.checksumKind(), layer, key, at, unit);
         if (actual != layout.entryCrc(e)) {
+            return ~e;
+        }
+        verifier.verified();
+        return e;
+    }
+
+    /** Verifies stored entry {@code key} read from ({@code dev}, {@code fileOffset}); returns its entry id. */
+    private int verify(int key, int dev, long fileOffset, long at, int hint) {
+        int c = check(key, dev, fileOffset, at, hint);
+        int e = c >= 0 ? c : ~c;
+        if (c < 0) {
             verifier.mismatch(dev, layer, key / shards, false);
             // Another copy, if the key has one, serves the fetch and repairs this one; else this throws.
             failover().recover(layout, layer, key, dev, fileOffset, "checksum mismatch", reads.memory(), at);
-            return e;
         }
-        verifier.verified();
         return e;
     }
 

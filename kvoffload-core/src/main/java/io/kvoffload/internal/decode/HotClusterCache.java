@@ -72,6 +72,11 @@ public final class HotClusterCache implements AutoCloseable {
         return -1;
     }
 
+    /** Whether this copy, stored entry {@code entry} of the layout, is cached (not just another copy of its token). */
+    public boolean holds(int entry) {
+        return slotOfEntry[entry] >= 0;
+    }
+
     /** The memory holding {@code slot} ({@link #slotOffset} says where). */
     public MemorySegment slotSegment(int slot) {
         return units.segment(slot);

@@ -33,6 +33,10 @@ public final class PlannedLayer extends EntryLayer {
     /** The activated clusters whose rows hold one head group: what that group's cache steps with. */
     private int[] groupActivated = new int[0];
     private final io.kvoffload.internal.util.StampSet seen = new io.kvoffload.internal.util.StampSet();
+    /** Per page a step's plan touched ({@link #completePages}): the page, the KV heads wanted of it. */
+    private int[] touched = new int[0];
+    private long[] pageWant = new long[0];
+    private int[] pageSlot = new int[0];
 
     public PlannedLayer(SelectionStrategy strategy, SequenceHooks store, DecodeOptions options, int layer,
             DecodeCounters counters) {
@@ -170,7 +174,63 @@ public final class PlannedLayer extends EntryLayer {
                 f.addRead(t); // residents are dropped by the scheduler (Eq. 8)
             }
         }
+        if (cache != null || shardCaches != null) {
+            completePages(f, plan, perHead, shards, laidOut);
+        }
         launch(f, view, rows, t0);
+    }
+
+    /**
+     * Asks for the rest of every page the plan chose in part, where the page is one aligned read on
+     * one device per head group (the read brings it whole anyway): then the hot cache can admit it
+     * ({@link PageCompletion}). Under a per-head plan, the head groups any of its chosen tokens is
+     * wanted for.
+     */
+    private void completePages(EntryFetch f, FetchPlan plan, boolean perHead, int shards, int laidOut) {
+        ClusterLayout l = layout;
+        int clusters = l.clusterCount(), n = 0;
+        if (pageWant.length < clusters) {
+            pageWant = new long[clusters];
+            pageSlot = new int[clusters];
+            touched = new int[clusters];
+        }
+        seen.clear(clusters);
+        int c = -1, from = 0, to = 0, slot = -1;
+        for (int i = 0; i < plan.size(); i++) {
+            int t = plan.position(i);
+            if (t >= laidOut) {
+                continue;
+            }
+            int e = l.replica(t, 0);
+            if (e < from || e >= to) {
+                c = clusterOf(l, e, clusters);
+                from = l.firstEntry(c);
+                to = from + l.size(c);
+                if (seen.add(c)) {
+                    pageSlot[c] = n;
+                    pageWant[n] = 0;
+                    touched[n++] = c;
+                }
+                slot = pageSlot[c];
+            }
+            pageWant[slot] |= perHead ? plan.kvHeadMask(i) : FetchPlan.ALL_HEADS;
+        }
+        int perGroup = sequence.shape().kvHeads() / shards;
+        for (int k = 0; k < n; k++) {
+            c = touched[k];
+            if ((long) l.size(c) * l.storedEntryBytes() > f.alignment()
+                    || l.clusterSegmentEnd(c) - l.clusterSegmentStart(c) != shards) {
+                continue; // more than one read: completing it would cost reads
+            }
+            for (int e = l.firstEntry(c), end = e + l.size(c); e < end; e++) {
+                int t = l.entryToken(e);
+                for (int g = 0; g < shards; g++) {
+                    if (pageWant[k] == FetchPlan.ALL_HEADS || (pageWant[k] & HeadShards.groupBits(g, perGroup)) != 0) {
+                        f.complete(t, g, shards);
+                    }
+                }
+            }
+        }
     }
 
     @Override
@@ -178,7 +238,7 @@ public final class PlannedLayer extends EntryLayer {
         f.gather();
         if (f.planned) {
             if (cache != null || shardCaches != null) {
-                int n = activate(f.plan, f.viewRows, view);
+                int n = activate(f.plan, f.viewRows, view, f);
                 if (cache != null) {
                     cache.step(activated, n, f);
                 }
@@ -218,7 +278,7 @@ public final class PlannedLayer extends EntryLayer {
      * cluster the step read in part is not activated (a token-set strategy picks single tokens of a
      * page). A position's cluster is that of its first copy (entries are cluster-major).
      */
-    private int activate(FetchPlan plan, ViewRows rows, ViewBuffer view) {
+    private int activate(FetchPlan plan, ViewRows rows, ViewBuffer view, EntryFetch f) {
         ClusterLayout l = layout;
         int clusters = l.clusterCount();
         if (activated.length < clusters) {
@@ -239,7 +299,7 @@ public final class PlannedLayer extends EntryLayer {
                 from = l.firstEntry(c);
                 to = from + l.size(c);
                 if (seen.add(c)) {
-                    long held = heldHeads(l, c, rows, view);
+                    long held = heldHeads(l, c, rows, view, f);
                     if (held != 0) {
                         heldHeads[n] = held;
                         activated[n++] = c;
@@ -251,16 +311,39 @@ public final class PlannedLayer extends EntryLayer {
     }
 
     /**
-     * The KV heads every member of cluster {@code c} has in its view row (-1 where every row is whole),
-     * or 0 when a member has no row.
+     * The KV heads every member of cluster {@code c} holds this step (-1 where every row is whole), or 0
+     * when a member holds none: in its view row, read to complete the page ({@link #completePages}), or
+     * already in the hot cache.
      */
-    private static long heldHeads(ClusterLayout l, int c, ViewRows rows, ViewBuffer view) {
+    private long heldHeads(ClusterLayout l, int c, ViewRows rows, ViewBuffer view, EntryFetch f) {
         long held = -1L;
+        int shards = l.shards(), kvHeads = sequence.shape().kvHeads();
         for (int e = l.firstEntry(c), end = e + l.size(c); e < end && held != 0; e++) {
             int t = l.entryToken(e);
-            held = rows.contains(t) ? held & view.headMask(rows.row(t)) : 0;
+            long m = rows.contains(t) ? view.headMask(rows.row(t)) : 0;
+            if (m != -1L) {
+                m |= f.completedHeads(t, shards, kvHeads) | cachedHeads(e, shards, kvHeads);
+            }
+            held &= m;
         }
         return held;
+    }
+
+    /**
+     * The KV heads of stored entry {@code e} (this copy: a token another cluster also holds may be
+     * cached through that one only) the hot cache holds: every bit for a whole entry, else its head groups'.
+     */
+    private long cachedHeads(int e, int shards, int kvHeads) {
+        if (cache != null) {
+            return cache.holds(e) ? -1L : 0;
+        }
+        long heads = 0;
+        for (int g = 0; shardCaches != null && g < shards; g++) {
+            if (shardCaches.of(g).holds(e)) {
+                heads |= HeadShards.groupBits(g, kvHeads / shards);
+            }
+        }
+        return heads;
     }
 
     /** The cluster whose entries include {@code entry}: the last whose first entry is at or before it. */

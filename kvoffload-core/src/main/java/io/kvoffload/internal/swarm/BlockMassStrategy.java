@@ -217,25 +217,30 @@ public final class BlockMassStrategy implements SelectionStrategy {
     }
 
     /**
-     * Tokens per block over a layer: {@link #blockTokens}, or for the default {@link BlockSize#adaptive}
-     * where the layout is not known (in memory), and over a stored layout of consecutive pages of
-     * {@code p} tokens the adaptive size if {@code p} divides it, else {@code p}: a chosen block is then
-     * always whole pages, which the hot cache can hold (a layer laid out in 16-token pages, by another
-     * strategy or before blocks were sized per layer, keeps 16-token blocks). Any other layout keeps
-     * {@link #blockTokens}.
+     * Tokens per block over a layer: {@link #blockTokens}, or for the default the blocks it ranks over
+     * the layer's pages: {@link BlockSize#adaptive} pages where the layout is not known (in memory), and
+     * over a stored layout of consecutive pages of {@code p} tokens the adaptive size if {@code p} divides
+     * it (a layer laid out in finer pages, as a shorter one was, ranks whole pages of the coarser size),
+     * else {@code p}. Either way a page of at most one aligned read is ranked in parts ({@link
+     * BlockSize#ranked}): a chosen part costs the page's read, so the choice is finer at the same reads.
+     * Any other layout keeps {@link #blockTokens}.
      */
     private int blockTokens(LayerContext context, int laidOut, LayoutUnits units) {
         if (!adaptive) {
             return blockTokens;
         }
         KvShape shape = context.shape();
-        int bt = BlockSize.adaptive(laidOut, shape.entryBytes() / Math.max(1, context.headGroups()),
-                BlockSize.READ_ALIGNMENT, blockTokens, shape, combination);
-        if (units == null) {
+        long slice = shape.entryBytes() / Math.max(1, context.headGroups());
+        long cost = BlockSize.sweepCost(shape, combination);
+        int bt = BlockSize.adaptive(laidOut, slice, BlockSize.READ_ALIGNMENT, blockTokens, cost);
+        int page = units == null ? bt : BlockSize.pages(units, laidOut);
+        if (page < 1) {
+            return blockTokens;
+        }
+        if (page < bt && bt % page == 0) {
             return bt;
         }
-        int page = BlockSize.pages(units, laidOut);
-        return page < 1 ? blockTokens : page < bt && bt % page == 0 ? bt : page;
+        return BlockSize.ranked(laidOut, slice, BlockSize.READ_ALIGNMENT, page, cost);
     }
 
     @Override

@@ -76,12 +76,42 @@ final class BlockSize {
         return Math.max(MAX_FINE_BLOCKS, (long) MAX_FINE_BLOCKS * QueryRows.REFERENCE_SWEEP / sweepCost);
     }
 
+    /**
+     * The parts of one aligned read a page's ranked blocks may cut it into: a block's slice holds at
+     * least a quarter of a read. Where a slice is small (512-byte entries, a head group's 256–512-byte
+     * slice), a page must be 8 or 16 tokens to fill a read, and ranking whole pages left sharp heads and
+     * short spans 0.82–0.96 × the oracle's recall at 5–9 × its output error; quarter-read blocks brought
+     * every such cell to 0.93–1.02 × at most 2.3 × the error, reading 1.5–3 × the bytes of whole pages,
+     * below 0.6 × the oracle's wherever the layout stores head groups apart (docs/benchmarks.md,
+     * "Ranking parts of a read").
+     */
+    static final int PARTS_PER_READ = 4;
+
+    /**
+     * Tokens per ranked block over pages of {@code page} tokens whose slice on one device is {@code
+     * sliceBytes}: where a page is at most one {@code alignment}-byte read (reading part of it costs the
+     * same read), the finest power of two dividing the page whose slice holds at least {@code alignment /
+     * }{@link #PARTS_PER_READ} bytes and that leaves at most {@link #maxBlocks} blocks; otherwise, or where
+     * none is finer, the page (a chosen block stays a whole unit of a larger page's reads).
+     */
+    static int ranked(int tokens, long sliceBytes, int alignment, int page, long sweepCost) {
+        if (page < 2 || (long) page * sliceBytes > alignment) {
+            return page;
+        }
+        int bt = adaptive(tokens, sliceBytes, Math.max(1, alignment / PARTS_PER_READ), page, sweepCost);
+        return page % bt == 0 ? bt : page;
+    }
+
     /** {@link #adaptive} for a layer of {@code shape} scored by {@code combination}'s query rows. */
     static int adaptive(int tokens, long sliceBytes, int alignment, int coarsest, KvShape shape,
             BlockMassIndex.Combination combination) {
+        return adaptive(tokens, sliceBytes, alignment, coarsest, sweepCost(shape, combination));
+    }
+
+    /** What scoring one block of a layer of {@code shape} costs with {@code combination}'s query rows. */
+    static long sweepCost(KvShape shape, BlockMassIndex.Combination combination) {
         int rows = QueryRows.perHead(combination, shape.queryHeads(), shape.kvHeads(), shape.headDim());
-        return adaptive(tokens, sliceBytes, alignment, coarsest, QueryRows.sweepCost(shape.kvHeads(), rows,
-                shape.headDim()));
+        return QueryRows.sweepCost(shape.kvHeads(), rows, shape.headDim());
     }
 
     /** The page size if {@code units} are consecutive pages of one size over {@code tokens}, else 0. */

@@ -346,20 +346,21 @@ class BlockMassStrategyTest {
     }
 
     /**
-     * The default ranks the layer's adaptive blocks: exactly what the fixed-size strategy of that size
-     * selects, whole blocks, at several lengths (1 KiB entries: 4 tokens fill a read; on this narrow
-     * shape, one KV head × 128 scored with two rows, the layer may have 65,536 of them before the
-     * blocks grow: {@link BlockSize#maxBlocks}).
+     * The default ranks parts of the layer's adaptive pages: exactly what the fixed-size strategy of the
+     * part's size selects, whole parts, at several lengths (1 KiB entries: 4-token pages fill a read, and
+     * a part holds at least a quarter read, one token; on this narrow shape, one KV head × 128 scored with
+     * two rows, the layer may have 65,536 parts before they grow: {@link BlockSize#maxBlocks}).
      */
     @Test
-    void theDefaultRanksTheLayersAdaptiveBlocks() {
+    void theDefaultRanksPartsOfTheLayersAdaptivePages() {
         SelectionStrategy auto = Strategies.named("mass-auto");
         KvShape shape = new KvShape(1, 2, 1, 128, DType.F32); // 1 KiB entries
-        int[][] cases = {{4000, 4}, {70000, 4}};
+        long cost = BlockSize.sweepCost(shape, BlockMassIndex.Combination.CLUSTERED_HEAD_MASS);
+        int[][] cases = {{4000, 1}, {70000, 2}};
         for (int[] c : cases) {
             int tokens = c[0], bt = c[1];
-            assertEquals(bt, BlockSize.adaptive(tokens, shape.entryBytes(), BlockSize.READ_ALIGNMENT, 16, shape,
-                    BlockMassIndex.Combination.CLUSTERED_HEAD_MASS));
+            assertEquals(4, BlockSize.adaptive(tokens, shape.entryBytes(), BlockSize.READ_ALIGNMENT, 16, cost));
+            assertEquals(bt, BlockSize.ranked(tokens, shape.entryBytes(), BlockSize.READ_ALIGNMENT, 4, cost));
             DenseLayerKv kv = keys(tokens, 1, 128, tokens);
             LayerSelector a = auto.openLayer(context(shape, kv, tokens));
             LayerSelector b = BlockMassStrategy.auto("fixed", bt).openLayer(context(shape, kv, tokens));
