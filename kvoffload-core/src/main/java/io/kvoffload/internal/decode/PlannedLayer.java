@@ -37,6 +37,8 @@ public final class PlannedLayer extends EntryLayer {
     private int[] touched = new int[0];
     private long[] pageWant = new long[0];
     private int[] pageSlot = new int[0];
+    /** Per position of the step's plan, its layout cluster or -1 ({@link #pagesOfPlan}). */
+    private int[] planPage = new int[0];
 
     public PlannedLayer(SelectionStrategy strategy, SequenceHooks store, DecodeOptions options, int layer,
             DecodeCounters counters) {
@@ -174,8 +176,11 @@ public final class PlannedLayer extends EntryLayer {
                 f.addRead(t); // residents are dropped by the scheduler (Eq. 8)
             }
         }
+        if (layout != null) {
+            pagesOfPlan(plan, laidOut); // for completePages now and activate at finish
+        }
         if (cache != null || shardCaches != null) {
-            completePages(f, plan, perHead, shards, laidOut);
+            completePages(f, plan, perHead, shards);
         }
         launch(f, view, rows, t0);
     }
@@ -186,7 +191,7 @@ public final class PlannedLayer extends EntryLayer {
      * ({@link PageCompletion}). Under a per-head plan, the head groups any of its chosen tokens is
      * wanted for.
      */
-    private void completePages(EntryFetch f, FetchPlan plan, boolean perHead, int shards, int laidOut) {
+    private void completePages(EntryFetch f, FetchPlan plan, boolean perHead, int shards) {
         ClusterLayout l = layout;
         int clusters = l.clusterCount(), n = 0;
         if (pageWant.length < clusters) {
@@ -195,25 +200,17 @@ public final class PlannedLayer extends EntryLayer {
             touched = new int[clusters];
         }
         seen.clear(clusters);
-        int c = -1, from = 0, to = 0, slot = -1;
+        int c;
         for (int i = 0; i < plan.size(); i++) {
-            int t = plan.position(i);
-            if (t >= laidOut) {
+            if ((c = planPage[i]) < 0) {
                 continue;
             }
-            int e = l.replica(t, 0);
-            if (e < from || e >= to) {
-                c = clusterOf(l, e, clusters);
-                from = l.firstEntry(c);
-                to = from + l.size(c);
-                if (seen.add(c)) {
-                    pageSlot[c] = n;
-                    pageWant[n] = 0;
-                    touched[n++] = c;
-                }
-                slot = pageSlot[c];
+            if (seen.add(c)) {
+                pageSlot[c] = n;
+                pageWant[n] = 0;
+                touched[n++] = c;
             }
-            pageWant[slot] |= perHead ? plan.kvHeadMask(i) : FetchPlan.ALL_HEADS;
+            pageWant[pageSlot[c]] |= perHead ? plan.kvHeadMask(i) : FetchPlan.ALL_HEADS;
         }
         int perGroup = sequence.shape().kvHeads() / shards;
         for (int k = 0; k < n; k++) {
@@ -272,11 +269,11 @@ public final class PlannedLayer extends EntryLayer {
     }
 
     /**
-     * The layout clusters holding the plan's laid-out positions whose every member is a row of the
-     * view, each once, into {@link #activated}, and the KV heads all their rows hold into {@link
-     * #heldHeads}; returns how many. The cache copies an admitted cluster's entries from the view, so a
-     * cluster the step read in part is not activated (a token-set strategy picks single tokens of a
-     * page). A position's cluster is that of its first copy (entries are cluster-major).
+     * The layout clusters holding the plan's laid-out positions whose every member the step holds
+     * ({@link #heldHeads}: a row of the view, an entry read to complete the page, or one the cache has),
+     * each once, into {@link #activated}, and the KV heads all of them hold into {@link #heldHeads};
+     * returns how many. The cache copies an admitted cluster's entries from the step, so a larger page a
+     * token-set strategy read in part is not activated.
      */
     private int activate(FetchPlan plan, ViewRows rows, ViewBuffer view, EntryFetch f) {
         ClusterLayout l = layout;
@@ -286,11 +283,35 @@ public final class PlannedLayer extends EntryLayer {
             heldHeads = new long[clusters];
         }
         seen.clear(clusters);
-        int laidOut = l.clusteredTokens(), n = 0;
-        int c = -1, from = 0, to = 0; // the last position's cluster and its entries: blocks come in runs
+        int n = 0, c;
         for (int i = 0; i < plan.size(); i++) {
+            if ((c = planPage[i]) >= 0 && seen.add(c)) {
+                long held = heldHeads(l, c, rows, view, f);
+                if (held != 0) {
+                    heldHeads[n] = held;
+                    activated[n++] = c;
+                }
+            }
+        }
+        return n;
+    }
+
+    /**
+     * The layout cluster of each of the plan's positions into {@link #planPage} (-1 past the laid-out
+     * tokens), for {@link #completePages} and {@link #activate}. A position's cluster is that of its
+     * first copy (entries are cluster-major); blocks come in runs, so most positions reuse the last one's.
+     */
+    private void pagesOfPlan(FetchPlan plan, int laidOut) {
+        ClusterLayout l = layout;
+        int clusters = l.clusterCount(), size = plan.size();
+        if (planPage.length < size) {
+            planPage = new int[Math.max(size, planPage.length * 2)];
+        }
+        int c = -1, from = 0, to = 0;
+        for (int i = 0; i < size; i++) {
             int t = plan.position(i);
             if (t >= laidOut) {
+                planPage[i] = -1;
                 continue;
             }
             int e = l.replica(t, 0);
@@ -298,16 +319,9 @@ public final class PlannedLayer extends EntryLayer {
                 c = clusterOf(l, e, clusters);
                 from = l.firstEntry(c);
                 to = from + l.size(c);
-                if (seen.add(c)) {
-                    long held = heldHeads(l, c, rows, view, f);
-                    if (held != 0) {
-                        heldHeads[n] = held;
-                        activated[n++] = c;
-                    }
-                }
             }
+            planPage[i] = c;
         }
-        return n;
     }
 
     /**
