@@ -79,11 +79,10 @@ final class BlockSize {
     /**
      * The parts of one aligned read a page's ranked blocks may cut it into: a block's slice holds at
      * least a quarter of a read. Where a slice is small (512-byte entries, a head group's 256–512-byte
-     * slice), a page must be 8 or 16 tokens to fill a read, and ranking whole pages left sharp heads and
-     * short spans 0.82–0.96 × the oracle's recall at 5–9 × its output error; quarter-read blocks brought
-     * every such cell to 0.93–1.02 × at most 2.3 × the error, reading 1.5–3 × the bytes of whole pages,
-     * below 0.6 × the oracle's wherever the layout stores head groups apart (docs/benchmarks.md,
-     * "Ranking parts of a read").
+     * slice), a page must be 8 or 16 tokens to fill a read. On the 36 structured cells where parts apply
+     * (docs/benchmarks.md, "Ranking parts of a read"), ranking whole pages gave 0.82–1.02 × the oracle's
+     * recall at up to 9.4 × its output error; quarter-read parts give 0.91–1.04 × at up to 3.1 ×, reading
+     * 1.4–2.7 × the bytes of whole pages (at most 0.64 × the oracle's).
      */
     static final int PARTS_PER_READ = 4;
 
