@@ -176,10 +176,10 @@ public final class PlannedLayer extends EntryLayer {
                 f.addRead(t); // residents are dropped by the scheduler (Eq. 8)
             }
         }
-        if (layout != null) {
-            pagesOfPlan(plan, laidOut); // for completePages now and activate at finish
-        }
+        // The cache cannot change while a fetch is in flight (KvDecoder.setCacheBytes), so finish
+        // activates over the pages mapped here.
         if (cache != null || shardCaches != null) {
+            pagesOfPlan(plan, laidOut);
             completePages(f, plan, perHead, shards);
         }
         launch(f, view, rows, t0);

@@ -1,6 +1,7 @@
 package io.kvoffload.internal.swarm;
 
 import io.kvoffload.internal.swarm.BlockMassIndex.Combination;
+import io.kvoffload.internal.util.Checks;
 
 /**
  * The query rows a {@link BlockMassIndex} step scores each KV head with, and what each row weighs:
@@ -36,7 +37,7 @@ final class QueryRows {
         this.kvHeads = kvHeads;
         this.headDim = headDim;
         this.groupSize = queryHeads / kvHeads;
-        this.perHead = io.kvoffload.internal.util.Checks.inRange("perHead", perHead, 1, Math.max(1, groupSize));
+        this.perHead = Checks.inRange("perHead", perHead, 1, Math.max(1, groupSize));
         this.scale = (float) (1.0 / Math.sqrt(headDim));
         int count = kvHeads * perHead;
         this.rows = new float[count * headDim];
