@@ -37,11 +37,15 @@ class PageCompletionTest {
     Path root;
 
     private byte[][] store(KvEngine e, String id) {
-        SyntheticWorkload w = new SyntheticWorkload(WorkloadSpec.builder(SHAPE, TOKENS).seed(29).build());
+        return store(e, id, SHAPE, PAGE);
+    }
+
+    private static byte[][] store(KvEngine e, String id, KvShape shape, int page) {
+        SyntheticWorkload w = new SyntheticWorkload(WorkloadSpec.builder(shape, TOKENS).seed(29).build());
         byte[][][] kv = TestEngines.storeLaidOut(e, id, w, TOKENS, Strategies.defaultStrategy());
         try (KvSequence s = e.openSequence(id)) {
-            assertEquals(TOKENS / PAGE, SequenceAccess.of(s).ledger().layer(0).clusters().clusterCount(),
-                    "the default's 8-token pages");
+            assertEquals(TOKENS / page, SequenceAccess.of(s).ledger().layer(0).clusters().clusterCount(),
+                    "the default's " + page + "-token pages");
         }
         return kv[0];
     }
@@ -51,8 +55,12 @@ class PageCompletionTest {
     }
 
     private static float[] query(long seed) {
+        return query(SHAPE, seed);
+    }
+
+    private static float[] query(KvShape shape, long seed) {
         java.util.Random r = new java.util.Random(seed);
-        float[] q = new float[SHAPE.queryHeads() * SHAPE.headDim()];
+        float[] q = new float[shape.queryHeads() * shape.headDim()];
         for (int i = 0; i < q.length; i++) {
             q[i] = (float) r.nextGaussian();
         }
@@ -61,9 +69,13 @@ class PageCompletionTest {
 
     /** Whether some laid-out page holds a chosen row and a row not chosen. */
     private static boolean choosesPartOfAPage(BitSet rows, int windowFrom) {
-        for (int p = 0; p < windowFrom / PAGE; p++) {
-            int in = rows.get(p * PAGE, p * PAGE + PAGE).cardinality();
-            if (in > 0 && in < PAGE && p * PAGE >= 4) {
+        return choosesPartOfAPage(rows, windowFrom, PAGE);
+    }
+
+    private static boolean choosesPartOfAPage(BitSet rows, int windowFrom, int page) {
+        for (int p = 0; p < windowFrom / page; p++) {
+            int in = rows.get(p * page, p * page + page).cardinality();
+            if (in > 0 && in < page && p * page >= 4) {
                 return true;
             }
         }
@@ -104,6 +116,45 @@ class PageCompletionTest {
                 DecodeStats second = d.stats();
                 assertTrue(second.cacheHits() > 0, second.toString());
                 assertEquals(0, second.bytesRead() - first.bytesRead(), "every chosen page came from the cache");
+            }
+        }
+    }
+
+    /**
+     * Pages of more than one read (1.5 KiB entries: 4-token pages of 6 KiB) are ranked in parts too (one
+     * token each), but not completed: the rest of such a page would cost reads of its own. A step with the
+     * cache reads exactly what one without it reads, the view holds the chosen rows only, bit-exact, and
+     * the same query again reads only the pages it chose in part (those it chose whole come from the cache).
+     */
+    @Test
+    void pagesOfSeveralReadsAreRankedInPartsAndNotCompleted() {
+        KvShape wide = new KvShape(1, 8, 4, 96, DType.BF16); // 1.5 KiB entries
+        try (KvEngine e = TestEngines.open(TestEngines.config(TestEngines.deviceDirs(root, 4), "portable").build())) {
+            byte[][] expected = store(e, "w", wide, 4);
+            float[] q = query(wide, 11);
+            BitSet rows;
+            long bytes;
+            try (KvSequence s = e.openSequence("w"); KvDecoder d = s.decoder(options(0))) {
+                try (KvView v = d.prefetch(0, q).await()) {
+                    rows = KvViews.assertBitExact(v, expected);
+                }
+                bytes = d.stats().bytesRead();
+            }
+            assertTrue(choosesPartOfAPage(rows, TOKENS - 64, 4), "the step chooses part of a page: " + rows);
+            try (KvSequence s = e.openSequence("w"); KvDecoder d = s.decoder(options(8L << 20))) {
+                try (KvView v = d.prefetch(0, q).await()) {
+                    assertEquals(rows, KvViews.assertBitExact(v, expected), "the view holds the chosen rows only");
+                }
+                DecodeStats first = d.stats();
+                assertEquals(bytes, first.bytesRead(), "nothing is read to complete a page of several reads");
+                try (KvView v = d.prefetch(0, q).await()) {
+                    assertEquals(rows, KvViews.assertBitExact(v, expected));
+                }
+                DecodeStats second = d.stats();
+                long again = second.bytesRead() - first.bytesRead();
+                assertTrue(second.cacheHits() > 0, "pages chosen whole are cached: " + second);
+                assertTrue(again > 0 && again < bytes, "pages chosen in part are read again, the rest is not: "
+                        + again + " of " + bytes);
             }
         }
     }

@@ -221,8 +221,8 @@ public final class BlockMassStrategy implements SelectionStrategy {
      * the layer's pages: {@link BlockSize#adaptive} pages where the layout is not known (in memory), and
      * over a stored layout of consecutive pages of {@code p} tokens the adaptive size if {@code p} divides
      * it (a layer laid out in finer pages, as a shorter one was, ranks whole pages of the coarser size),
-     * else {@code p}. Either way a page of at most one aligned read is ranked in parts ({@link
-     * BlockSize#ranked}): a chosen part costs the page's read, so the choice is finer at the same reads.
+     * else {@code p}. Either way the page is ranked in parts ({@link BlockSize#ranked}): a chosen part
+     * costs at most the page's reads, so the choice is finer at no more reads.
      * Any other layout keeps {@link #blockTokens}.
      */
     private int blockTokens(LayerContext context, int laidOut, LayoutUnits units) {

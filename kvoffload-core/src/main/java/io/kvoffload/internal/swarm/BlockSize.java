@@ -88,13 +88,16 @@ final class BlockSize {
 
     /**
      * Tokens per ranked block over pages of {@code page} tokens whose slice on one device is {@code
-     * sliceBytes}: where a page is at most one {@code alignment}-byte read (reading part of it costs the
-     * same read), the finest power of two dividing the page whose slice holds at least {@code alignment /
-     * }{@link #PARTS_PER_READ} bytes and that leaves at most {@link #maxBlocks} blocks; otherwise, or where
-     * none is finer, the page (a chosen block stays a whole unit of a larger page's reads).
+     * sliceBytes}: the finest power of two dividing the page whose slice holds at least {@code alignment /
+     * }{@link #PARTS_PER_READ} bytes and that leaves at most {@link #maxBlocks} blocks; the page where none
+     * is finer. A part of a page of one read costs that read; a part of a page of several reads (6 KiB
+     * pages of 1.5 KiB entries, 16-token pages of 320–384-byte slices of 80- and 96-dim heads) costs the
+     * reads it touches, at most the page's. On those pages, parts took per-head recall from 0.90–0.98 ×
+     * the oracle's at up to 5.2 × its error to 0.97–1.06 × at up to 2.3 ×, at 0.29–0.47 × its bytes
+     * (docs/benchmarks.md, "Parts of pages of more than one read").
      */
     static int ranked(int tokens, long sliceBytes, int alignment, int page, long sweepCost) {
-        if (page < 2 || (long) page * sliceBytes > alignment) {
+        if (page < 2) {
             return page;
         }
         int bt = adaptive(tokens, sliceBytes, Math.max(1, alignment / PARTS_PER_READ), page, sweepCost);

@@ -57,6 +57,42 @@ class BlockSizeTest {
 
 
     /**
+     * A page is ranked in parts: the finest power of two dividing it whose slice holds a quarter read
+     * within the block count, whether the page is one read or several; the page where none is finer.
+     */
+    @Property(tries = 300)
+    void pagesAreRankedInTheFinestPartsOfAQuarterRead(@ForAll @IntRange(min = 1, max = 4_000_000) int tokens,
+            @ForAll @IntRange(min = 1, max = 20_000) int slice, @ForAll("alignments") int alignment,
+            @ForAll @IntRange(min = 0, max = 5) int pageLog, @ForAll @IntRange(min = 64, max = 16384) int cost) {
+        int page = 1 << pageLog;
+        int bt = BlockSize.ranked(tokens, slice, alignment, page, cost);
+        assertTrue(bt >= 1 && page % bt == 0, bt + " divides the page of " + page);
+        long most = BlockSize.maxBlocks(cost);
+        int quarter = alignment / BlockSize.PARTS_PER_READ;
+        if (bt < page) {
+            assertTrue((long) bt * slice >= quarter, bt + " tokens of " + slice + " B hold a quarter read");
+            assertTrue((tokens + bt - 1L) / bt <= most, "within the block count");
+        }
+        for (int finer = bt / 2; finer >= 1; finer /= 2) {
+            assertTrue((long) finer * slice < quarter || (tokens + finer - 1L) / finer > most,
+                    finer + " tokens would have done");
+        }
+    }
+
+    @Test
+    void rankedExamples() {
+        // 512-byte entries in 8-token pages (one read): 2-token parts.
+        assertEquals(2, BlockSize.ranked(16384, 512, 4096, 8, REF));
+        // 1.5 KiB entries in 4-token pages (6 KiB, two reads): 1-token parts while the count allows.
+        assertEquals(1, BlockSize.ranked(4096, 1536, 4096, 4, REF));
+        // 384-byte slices of 96-dim heads in 16-token pages (6 KiB): 4-token parts.
+        assertEquals(4, BlockSize.ranked(16384, 384, 4096, 16, REF));
+        // 4 KiB entries: a page of one token has no parts; at 128K the block count keeps 16-token pages whole.
+        assertEquals(1, BlockSize.ranked(16384, 4096, 4096, 1, REF));
+        assertEquals(16, BlockSize.ranked(131072, 4096, 4096, 16, REF));
+    }
+
+    /**
      * A cheaper sweep buys finer blocks within the same sweep cost; a costlier one keeps the reference's
      * block count.
      */

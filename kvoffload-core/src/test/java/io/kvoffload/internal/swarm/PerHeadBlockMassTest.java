@@ -218,10 +218,13 @@ class PerHeadBlockMassTest {
         DenseLayerKv kv = keys(tokens, 96, 8, 3);
         float[] q = query(96, 8, 4);
         LayerSelector auto = Strategies.named("mass-auto").openLayer(new AdjustedLayerContext(context(wide, kv, tokens), null, 4));
-        // A 600-token layer of 1.5 KiB head-group slices: the default's 4-token blocks, ranked as one set.
-        int bt = BlockSize.adaptive(tokens, wide.entryBytes() / 4, BlockSize.READ_ALIGNMENT, 16, wide,
-                BlockMassIndex.Combination.CLUSTERED_HEAD_MASS);
-        assertEquals(4, bt);
+        // A 600-token layer of 1.5 KiB head-group slices: the default's 4-token pages, ranked in 1-token
+        // parts as one set.
+        long slice = wide.entryBytes() / 4;
+        long cost = BlockSize.sweepCost(wide, BlockMassIndex.Combination.CLUSTERED_HEAD_MASS);
+        assertEquals(4, BlockSize.adaptive(tokens, slice, BlockSize.READ_ALIGNMENT, 16, cost));
+        int bt = BlockSize.ranked(tokens, slice, BlockSize.READ_ALIGNMENT, 4, cost);
+        assertEquals(1, bt);
         LayerSelector shared = BlockMassStrategy.auto("fixed", bt).openLayer(context(wide, kv, tokens));
         BitSet[] sets = step(auto, tokens, 96, 4, q, total);
         BitSet expected = new BitSet();
