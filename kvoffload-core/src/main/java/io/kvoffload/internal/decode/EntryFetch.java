@@ -81,6 +81,7 @@ public final class EntryFetch implements HotClusterCache.TokenSource, StagedRead
         this.counters = counters;
         this.scheduler = new BucketScheduler(store.devices().size(), entryBytes, Math.max(1, (256 << 10) / entryBytes),
                 mode);
+        this.scheduler.readAlignment(alignment);
         this.reads = new StagedReads(store, alignment);
         this.alignment = alignment;
     }
@@ -379,7 +380,7 @@ public final class EntryFetch implements HotClusterCache.TokenSource, StagedRead
         int dev = sched.runDevice(r);
         int first = sched.runFirst(r);
         int n = sched.runEntries(r);
-        counters.countRead(reads.length(r));
+        reads.countRead(r, counters);
         int s = shards;
         long runAt = reads.at(r);
         long runOffset = sched.runOffset(r);

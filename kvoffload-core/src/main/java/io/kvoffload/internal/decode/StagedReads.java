@@ -13,7 +13,8 @@ import java.nio.ByteBuffer;
 import java.util.zip.CRC32C;
 
 /**
- * One fetch's reads: the runs a {@link BucketScheduler} planned, each one aligned read into a
+ * One fetch's reads: the runs a {@link BucketScheduler} planned, in the aligned reads it grouped them
+ * into (runs that share or touch an aligned block are one read, so no block is read twice), into a
  * single DRAM staging slot, all in one {@link IoBatch}. Shared by the Swarm and KVSwap fetch paths.
  * The slot, the batch and the bookkeeping grow only when a plan is larger than any before (with
  * headroom, since growing costs a DRAM slot inside {@code prefetch}); a fetch allocates nothing.
@@ -33,6 +34,11 @@ public final class StagedReads implements AutoCloseable {
     private DramSlot staging;
     private ByteBuffer stagingBytes; // a view of the slot made once, so checksums create no buffers
     private long[] runStaging = new long[64];
+    /** Per run: the bytes and request its read counts, on the read's first run; 0 on the others. */
+    private long[] runReadBytes = new long[64];
+    /** Per request: the first run of the read it carries, and (at {@code reads}) the run count. */
+    private int[] readRuns = new int[65];
+    private int reads;
     /** Which runs have been handed to the sink in this fetch (one bit per run). */
     private long[] landedRuns = new long[1];
     private int runs;
@@ -45,16 +51,25 @@ public final class StagedReads implements AutoCloseable {
         this.alignment = alignment;
     }
 
-    /** Fills the batch with one aligned read per run of {@code sched}'s plan; returns the run count. */
+    /**
+     * Fills the batch with one aligned read per read of {@code sched}'s plan ({@link
+     * BucketScheduler#reads}); returns the run count.
+     */
     public int fill(BucketScheduler sched) {
         runs = 0;
+        reads = 0;
         int n = sched.runs();
         if (n == 0) {
             return 0;
         }
+        if (sched.readAlignment() != 0 && sched.readAlignment() != alignment) {
+            throw new IllegalStateException("the plan's reads are aligned to " + sched.readAlignment()
+                    + " bytes, these to " + alignment);
+        }
+        int m = sched.reads();
         long need = 0;
-        for (int r = 0; r < n; r++) {
-            need += alignedLength(sched, r);
+        for (int i = 0; i < m; i++) {
+            need += readEnd(sched, i) - readStart(sched, i);
         }
         if (staging == null || staging.byteSize() < need) {
             if (staging != null) {
@@ -65,11 +80,15 @@ public final class StagedReads implements AutoCloseable {
             staging = store.dram().acquire(Long.highestOneBit(need + need / 4 - 1) << 1);
             stagingBytes = staging.segment().asByteBuffer();
         }
-        if (batch == null || batch.capacity() < n) {
-            batch = store.backend().newBatch(Math.max(n + n / 2, 64));
+        if (batch == null || batch.capacity() < m) {
+            batch = store.backend().newBatch(Math.max(m + m / 2, 64));
         }
         if (runStaging.length < n) {
             runStaging = new long[Math.max(n, runStaging.length * 2)];
+            runReadBytes = new long[runStaging.length];
+        }
+        if (readRuns.length < m + 1) {
+            readRuns = new int[Math.max(m + 1, readRuns.length * 2)];
         }
         if (landedRuns.length * 64 < n) {
             landedRuns = new long[(Math.max(n, landedRuns.length * 128) + 63) / 64];
@@ -77,18 +96,34 @@ public final class StagedReads implements AutoCloseable {
         java.util.Arrays.fill(landedRuns, 0, (n + 63) / 64, 0L);
         MemorySegment mem = staging.segment();
         long o = 0;
-        for (int r = 0; r < n; r++) {
-            long start = sched.runOffset(r) & -alignment;
-            long len = alignedLength(sched, r);
-            batch.addRead(sched.runDevice(r), start, mem, o, len, r);
-            runStaging[r] = o + (sched.runOffset(r) - start);
+        for (int i = 0; i < m; i++) {
+            long start = readStart(sched, i), len = readEnd(sched, i) - start;
+            int first = sched.readFirstRun(i), to = sched.readFirstRun(i + 1);
+            batch.addRead(sched.runDevice(first), start, mem, o, len, i);
+            readRuns[i] = first;
+            for (int r = first; r < to; r++) {
+                runStaging[r] = o + (sched.runOffset(r) - start);
+                runReadBytes[r] = r == first ? len : 0;
+            }
             o += len;
         }
+        readRuns[m] = n;
         runs = n;
+        reads = m;
         if (shared != null) {
             shared.planned(sched);
         }
         return n;
+    }
+
+    private long readStart(BucketScheduler sched, int i) {
+        return sched.runOffset(sched.readFirstRun(i)) & -alignment;
+    }
+
+    /** Where read {@code i} ends: its last run's end, aligned up (runs of a read ascend by offset). */
+    private long readEnd(BucketScheduler sched, int i) {
+        int last = sched.readFirstRun(i + 1) - 1;
+        return Checks.alignUp(sched.runOffset(last) + sched.runBytes(last), alignment);
     }
 
     /** Whether this fetch is a member of a batch's {@link SharedPlan}. */
@@ -120,11 +155,6 @@ public final class StagedReads implements AutoCloseable {
             }
             s.leave(sharedMember);
         }
-    }
-
-    private long alignedLength(BucketScheduler sched, int r) {
-        long start = sched.runOffset(r) & -alignment;
-        return Checks.alignUp(sched.runOffset(r) + sched.runBytes(r), alignment) - start;
     }
 
     public int runs() {
@@ -195,10 +225,12 @@ public final class StagedReads implements AutoCloseable {
                 doneAt = finished ? System.nanoTime() : 0;
                 int landed = batch.completedCount();
                 for (; seen < landed; seen++) {
-                    int r = batch.completedRequest(seen); // one request per run, added in run order
-                    landedRuns[r >>> 6] |= 1L << r;
-                    sink.landed(r);
-                    if ((sincePoll += batch.length(r)) >= REFILL_BYTES) {
+                    int i = batch.completedRequest(seen); // one request per read, added in read order
+                    for (int r = readRuns[i]; r < readRuns[i + 1]; r++) {
+                        landedRuns[r >>> 6] |= 1L << r;
+                        sink.landed(r);
+                    }
+                    if ((sincePoll += batch.length(i)) >= REFILL_BYTES) {
                         sincePoll = 0;
                         store.backend().poll();
                     }
@@ -234,9 +266,15 @@ public final class StagedReads implements AutoCloseable {
         }
     }
 
-    /** Bytes run {@code r} transferred (its aligned read). */
-    public long length(int r) {
-        return batch.length(r);
+    /**
+     * Counts in {@code counters} the aligned read that carries run {@code r}, once: on the read's first
+     * run (its bytes and one request); nothing on its other runs.
+     */
+    public void countRead(int r, DecodeCounters counters) {
+        long bytes = runReadBytes[r];
+        if (bytes > 0) {
+            counters.countRead(bytes);
+        }
     }
 
     /** Where run {@code r}'s first entry starts in {@link #memory()}. */
@@ -268,6 +306,7 @@ public final class StagedReads implements AutoCloseable {
             batch.clear();
         }
         runs = 0;
+        reads = 0;
     }
 
     @Override

@@ -78,6 +78,7 @@ final class UnitFetch implements StagedReads.RunSink, AutoCloseable {
         if (scheduler == null || schedulerStride != stride) {
             scheduler = new BucketScheduler(store.devices().size(), stride, Math.max(1, (256 << 10) / stride),
                     BucketScheduler.Mode.BALANCED);
+            scheduler.readAlignment(alignment);
             schedulerStride = stride;
         }
         return scheduler;
@@ -89,7 +90,7 @@ final class UnitFetch implements StagedReads.RunSink, AutoCloseable {
         int[] planned = sched.plannedEntries();
         int first = sched.runFirst(r);
         int stride = layout.stride();
-        counters.countRead(reads.length(r));
+        reads.countRead(r, counters);
         MemorySegment mem = reads.memory();
         for (int k = 0; k < sched.runEntries(r); k++) {
             int unit = planned[first + k];
@@ -121,7 +122,7 @@ final class UnitFetch implements StagedReads.RunSink, AutoCloseable {
             again.fill(sched);
             again.submit();
             again.gatherAsLanded(r -> {
-                counters.countRead(again.length(r));
+                again.countRead(r, counters);
                 int unit = sched.plannedEntries()[sched.runFirst(r)];
                 long at = again.at(r);
                 int actual = again.checksum(checksum, EntryChecksum.Kind.UNIT, layer, unit, at, layout.unitBytes());

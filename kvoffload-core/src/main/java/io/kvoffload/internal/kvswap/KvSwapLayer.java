@@ -158,6 +158,7 @@ public final class KvSwapLayer implements LayerFetcher {
         int groups = layout.groupCount();
         this.scheduler = new BucketScheduler(store.devices().size(), stride, Math.max(1, (256 << 10) / stride),
                 BucketScheduler.Mode.BALANCED);
+        this.scheduler.readAlignment(layers.alignment());
         int cap = Math.max(16, groupsFor(tokens));
         this.selected = new int[cap];
         this.requested = new int[cap];
@@ -339,7 +340,7 @@ public final class KvSwapLayer implements LayerFetcher {
         int dev = sched.runDevice(r);
         int first = sched.runFirst(r);
         int n = sched.runEntries(r);
-        counters.countRead(reads.length(r));
+        reads.countRead(r, counters);
         for (int k = 0; k < n; k++) {
             int key = planned[first + k];
             int grp = key / shards;

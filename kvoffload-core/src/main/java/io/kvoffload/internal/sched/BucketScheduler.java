@@ -15,9 +15,14 @@ import java.util.Arrays;
  *   <li>An entry with one replica goes to its SSD's bucket; an entry with several goes to the
  *       bucket, among the SSDs holding a copy, with the fewest entries so far (ties: the lowest
  *       device index, so plans are deterministic).
- *   <li>Each bucket is sorted by file offset and adjacent entries are merged into one read (up to
+ *   <li>Each bucket is sorted by file offset and adjacent entries are merged into one run (up to
  *       {@code maxRunEntries}).
- *   <li>The heads of all buckets are interleaved into one batch, so one submission feeds every SSD.
+ *   <li>With a {@linkplain #readAlignment read alignment}, neighbouring runs of a bucket whose aligned
+ *       spans share an aligned block are one read (O_DIRECT reads whole aligned blocks, so two runs in
+ *       one block would read it twice), and so are runs whose spans touch, up to {@code maxRunEntries}
+ *       entries' bytes (one request instead of two).
+ *   <li>The heads of all buckets' reads are interleaved into one batch, so one submission feeds every
+ *       SSD; a read's runs are consecutive.
  * </ol>
  *
  * The ablations of the paper's Fig. 14 are {@link Mode}s. All working arrays are allocated up front
@@ -105,6 +110,14 @@ public final class BucketScheduler {
     private int plannedSize;
     private int[][] bucketRunStart;
     private int[] bucketRuns;
+    // Reads: runs sharing aligned blocks, per bucket (as run indices into bucketRunStart), then in batch order.
+    private int readAlignment;
+    private int[][] bucketReadStart;
+    private int[] bucketReads;
+    private int reads;
+    /** Batch order: read {@code i}'s runs are {@code [readFirstRun[i], readFirstRun[i + 1])}. */
+    private int[] readFirstRun;
+    private int[] runRead;
     /** Entries other sequences of a batch already put on each device (null: none), see {@link #carryLoad}. */
     private int[] carriedLoad;
 
@@ -115,6 +128,7 @@ public final class BucketScheduler {
         this.mode = Checks.notNull("mode", mode);
         bucketSize = new int[devices];
         bucketRuns = new int[devices];
+        bucketReads = new int[devices];
         ensureCapacity(1024);
     }
 
@@ -168,6 +182,26 @@ public final class BucketScheduler {
         bucketEntry = new int[devices][c];
         bucketOffset = new long[devices][c];
         bucketRunStart = new int[devices][c];
+        bucketReadStart = new int[devices][c + 1];
+        readFirstRun = new int[c + 1];
+        runRead = new int[c];
+    }
+
+    /**
+     * Sets the alignment of the reads that will carry the plans that follow ({@code 0}: every run is
+     * its own read). Runs of one device whose aligned spans share or touch an aligned block then form
+     * one read, so no block is read twice in a plan and abutting runs take one request.
+     */
+    public void readAlignment(int alignment) {
+        if (alignment != 0 && (alignment < 0 || Integer.bitCount(alignment) != 1)) {
+            throw new IllegalArgumentException("alignment = " + alignment + "; allowed: 0 or a power of two");
+        }
+        this.readAlignment = alignment;
+    }
+
+    /** The alignment {@link #readAlignment} set, 0 where every run is its own read. */
+    public int readAlignment() {
+        return readAlignment;
     }
 
     /**
@@ -276,24 +310,69 @@ public final class BucketScheduler {
             }
             totalRuns += bucketRuns[d];
         }
-        // Interleave the heads of all buckets: run 0 of every device, then run 1, …
+        for (int d = 0; d < devices; d++) {
+            groupReads(d);
+        }
+        // Interleave the heads of all buckets: read 0 of every device, then read 1, …
         runs = 0;
+        reads = 0;
         for (int round = 0; runs < totalRuns; round++) {
             for (int d = 0; d < devices; d++) {
-                if (round >= bucketRuns[d]) {
+                if (round >= bucketReads[d]) {
                     continue;
                 }
-                int start = bucketRunStart[d][round];
-                int end = round + 1 < bucketRuns[d] ? bucketRunStart[d][round + 1] : bucketSize[d];
-                runDevice[runs] = d;
-                runOffset[runs] = bucketOffset[d][start];
-                runFirst[runs] = plannedSize;
-                runCount[runs] = end - start;
-                System.arraycopy(bucketEntry[d], start, planned, plannedSize, end - start);
-                plannedSize += end - start;
-                runs++;
+                readFirstRun[reads] = runs;
+                for (int k = bucketReadStart[d][round], to = bucketReadStart[d][round + 1]; k < to; k++) {
+                    int start = bucketRunStart[d][k];
+                    int end = k + 1 < bucketRuns[d] ? bucketRunStart[d][k + 1] : bucketSize[d];
+                    runDevice[runs] = d;
+                    runOffset[runs] = bucketOffset[d][start];
+                    runFirst[runs] = plannedSize;
+                    runCount[runs] = end - start;
+                    runRead[runs] = reads;
+                    System.arraycopy(bucketEntry[d], start, planned, plannedSize, end - start);
+                    plannedSize += end - start;
+                    runs++;
+                }
+                reads++;
             }
         }
+        readFirstRun[reads] = runs;
+    }
+
+    /**
+     * Groups bucket {@code d}'s runs (in offset order) into reads: a run joins the read before it where
+     * its aligned span starts inside that read's last aligned block, or right after it while the read
+     * stays within {@code maxRunEntries} entries' bytes.
+     */
+    private void groupReads(int d) {
+        int n = bucketRuns[d];
+        int[] at = bucketReadStart[d];
+        bucketReads[d] = 0;
+        if (n == 0) {
+            at[0] = 0;
+            return;
+        }
+        long[] off = bucketOffset[d];
+        long a = readAlignment, cap = (long) maxRunEntries * entryBytes;
+        long readStart = 0, readEnd = -1;
+        for (int k = 0; k < n; k++) {
+            int start = bucketRunStart[d][k];
+            int end = k + 1 < n ? bucketRunStart[d][k + 1] : bucketSize[d];
+            long from = off[start], to = off[start] + (long) (end - start) * entryBytes;
+            long alignedFrom = a == 0 ? from : from & -a;
+            long alignedTo = a == 0 ? to : (to + a - 1) & -a;
+            // A run in the read's last block joins it (else that block is read twice); one that only
+            // touches it joins while the read stays within the cap (one request instead of two).
+            if (a != 0 && k > 0 && (alignedFrom < readEnd || alignedFrom == readEnd && alignedTo - readStart <= cap)) {
+                readEnd = Math.max(readEnd, alignedTo);
+                continue;
+            }
+            at[bucketReads[d]++] = k;
+            readStart = alignedFrom;
+            readEnd = alignedTo;
+        }
+        at[bucketReads[d]] = n;
     }
 
     /**
@@ -347,9 +426,24 @@ public final class BucketScheduler {
 
     // ---- the plan ----
 
-    /** Number of reads in the batch. */
+    /** Number of runs in the batch (entries at one stride from {@link #runOffset}). */
     public int runs() {
         return runs;
+    }
+
+    /** Number of reads in the batch: each one or more consecutive runs ({@link #readAlignment}). */
+    public int reads() {
+        return reads;
+    }
+
+    /** The first run of read {@code i}; its runs end where read {@code i + 1}'s begin ({@code i < reads()}). */
+    public int readFirstRun(int i) {
+        return readFirstRun[i];
+    }
+
+    /** The read that carries run {@code r}. */
+    public int runRead(int r) {
+        return runRead[r];
     }
 
     public int runDevice(int i) {

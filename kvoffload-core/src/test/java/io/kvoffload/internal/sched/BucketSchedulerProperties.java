@@ -140,6 +140,93 @@ class BucketSchedulerProperties {
         assertEquals(nonEmpty, firstDevices.size());
     }
 
+    /**
+     * Reads group a plan's runs without reading an aligned block twice: each read is consecutive runs of
+     * one device in ascending offset order; on each device no two reads share an aligned block; reads
+     * that touch are apart only where one would outgrow {@code maxRunEntries} entries' bytes; without a
+     * read alignment every run is its own read. Entries are small and of any size, on
+     * one copy each, so parts of pages land in the same aligned blocks.
+     */
+    @Property(tries = 300)
+    void readsNeverReadAnAlignedBlockTwice(@ForAll long seed, @ForAll @IntRange(min = 1, max = 4) int devices,
+            @ForAll @IntRange(min = 64, max = 6144) int entry, @ForAll @IntRange(min = 0, max = 2000) int n) {
+        Random rnd = new Random(seed);
+        int entries = 1 + rnd.nextInt(3000);
+        ReplicaTable t = new ReplicaTable(entries);
+        long[] next = new long[devices];
+        for (int e = 0; e < entries; e++) {
+            int d = rnd.nextInt(devices);
+            t.device[e] = new int[] {d};
+            t.offset[e] = new long[] {next[d]};
+            next[d] += entry + (rnd.nextInt(8) == 0 ? entry : 0); // packed, now and then a gap
+        }
+        int[] selected = clusters(rnd, entries, n);
+        int maxRun = 1 + rnd.nextInt(64);
+        int align = 4096;
+        BucketScheduler s = new BucketScheduler(devices, entry, maxRun, BucketScheduler.Mode.BALANCED);
+        s.readAlignment(align);
+        s.plan(selected, n, t, null);
+        assertEquals(0, s.reads() == 0 ? 0 : s.readFirstRun(0));
+        assertEquals(s.runs(), s.readFirstRun(s.reads()));
+        long cap = (long) maxRun * entry;
+        Map<Integer, List<long[]>> spans = new HashMap<>();
+        for (int i = 0; i < s.reads(); i++) {
+            int first = s.readFirstRun(i), to = s.readFirstRun(i + 1);
+            assertTrue(to > first, "read " + i + " carries a run");
+            long start = s.runOffset(first) & -align, end = 0;
+            for (int r = first; r < to; r++) {
+                assertEquals(i, s.runRead(r));
+                assertEquals(s.runDevice(first), s.runDevice(r), "one device per read");
+                long runStart = s.runOffset(r) & -align;
+                if (r > first) {
+                    assertTrue(runStart <= end, "run " + r + " shares or touches the read's blocks");
+                    assertTrue(s.runOffset(r) >= s.runOffset(r - 1) + s.runBytes(r - 1), "ascending offsets");
+                }
+                end = Math.max(end, (s.runOffset(r) + s.runBytes(r) + align - 1) & -align);
+            }
+            spans.computeIfAbsent(s.runDevice(first), k -> new java.util.ArrayList<>()).add(new long[] {start, end, to - first});
+        }
+        for (List<long[]> l : spans.values()) {
+            l.sort((a, b) -> Long.compare(a[0], b[0]));
+            for (int k = 1; k < l.size(); k++) {
+                long[] prev = l.get(k - 1), cur = l.get(k);
+                assertTrue(cur[0] >= prev[1], "two reads of one device share an aligned block");
+                if (cur[0] == prev[1]) {
+                    // They touch: kept apart only because one read would have outgrown the cap.
+                    assertTrue(cur[1] - prev[0] > cap, "touching reads within the cap are one");
+                }
+            }
+        }
+        BucketScheduler plain = new BucketScheduler(devices, entry, maxRun, BucketScheduler.Mode.BALANCED);
+        plain.plan(selected, n, t, null);
+        assertEquals(plain.runs(), plain.reads(), "without a read alignment each run is a read");
+        assertEquals(plain.runs(), s.runs(), "reads group runs, they do not change them");
+    }
+
+    @Test
+    void runsInOneAlignedBlockAreOneRead() {
+        // 1.5 KiB entries packed on one device: 0 at [0, 1536), 2 at [3072, 4608), 5 at [7680, 9216),
+        // 9 at [13824, 15360). Runs {0} and {2} share the block [0, 4096); {5} shares [4096, 8192) with
+        // {2}; {9} starts in [12288, 16384), which touches the read's end at 12288.
+        ReplicaTable t = new ReplicaTable(12);
+        for (int e = 0; e < 12; e++) {
+            t.device[e] = new int[] {0};
+            t.offset[e] = new long[] {e * 1536L};
+        }
+        int[] sel = {9, 0, 5, 2};
+        BucketScheduler s = new BucketScheduler(1, 1536, 2, BucketScheduler.Mode.BALANCED);
+        s.readAlignment(4096);
+        s.plan(sel, sel.length, t, null);
+        assertEquals(4, s.runs());
+        // The cap (2 entries, 3 KiB) keeps the touching run apart; the overlapping ones join regardless.
+        assertEquals(2, s.reads());
+        assertEquals(List.of(0, 3, 4), List.of(s.readFirstRun(0), s.readFirstRun(1), s.readFirstRun(2)));
+        BucketScheduler wide = new BucketScheduler(1, 1536, 64, BucketScheduler.Mode.BALANCED);
+        wide.readAlignment(4096);
+        wide.plan(sel, sel.length, t, null);
+        assertEquals(1, wide.reads(), "within the cap the touching run joins too");
+    }
+
     @Test
     void ablationsBehaveAsInFig14() {
         // Entry 0 on devices {0,1}, entry 1 on {0,1}, entry 2 only on 0; clusters share entry 0.
