@@ -34,8 +34,8 @@ import picocli.CommandLine.Spec;
  * on one synthetic workload and shape. Per strategy it reports attention-mass recall and the output's
  * relative error against dense attention (and both as a ratio to the oracle's), the rows attended,
  * the bytes a step would read from the SSDs (the default positional layout: each block of
- * {@code --block} tokens one extent, each run of consecutive selected entries one aligned read of
- * 4 KiB pages, sinks and window from DRAM) and the median selection time. No I/O is done: {@code
+ * {@code --block} tokens one extent, each 4 KiB page of it that holds a selected entry read once,
+ * sinks and window from DRAM) and the median selection time. No I/O is done: {@code
  * kvo bench compare} runs the strategies through the real pipeline.
  */
 @Command(name = "select-eval", mixinStandardHelpOptions = true,
@@ -536,31 +536,33 @@ public final class SelectEvalCommand implements Callable<Integer> {
 
     /**
      * Bytes the SSD reads for {@code set} in the positional layout: sinks and window are DRAM rows;
-     * each run of consecutive positions inside one block extent is one read of whole 4 KiB pages.
+     * every 4 KiB page of a block extent that holds part of a selected entry is read once, as the
+     * pipeline's reads do (entries that share an aligned block are one read, {@code BucketScheduler}).
      */
     long readBytes(int[] set, long entryBytes) {
         int[] s = set.clone();
         Arrays.sort(s);
         int windowFrom = local.windowFrom(size.tokens);
-        long bytes = 0;
-        int i = 0;
-        while (i < s.length) {
-            int p = s[i];
+        long pages = 0;
+        int lastBlock = -1;
+        long lastPage = -1; // the highest page of lastBlock counted so far
+        for (int p : s) {
             if (p < local.sinks || p >= windowFrom) {
-                i++;
                 continue;
             }
             int blockNo = p / block;
-            int j = i;
-            while (j + 1 < s.length && s[j + 1] == s[j] + 1 && s[j + 1] / block == blockNo && s[j + 1] < windowFrom) {
-                j++;
-            }
             long from = (long) (p - blockNo * block) * entryBytes;
-            long to = (long) (s[j] + 1 - blockNo * block) * entryBytes;
-            bytes += (to + 4095) / 4096 * 4096 - from / 4096 * 4096;
-            i = j + 1;
+            long first = from / 4096, last = (from + entryBytes - 1) / 4096;
+            if (blockNo != lastBlock) {
+                lastBlock = blockNo;
+                lastPage = -1;
+            }
+            if (last > lastPage) {
+                pages += last - Math.max(first, lastPage + 1) + 1;
+                lastPage = last;
+            }
         }
-        return bytes;
+        return pages * 4096;
     }
 
     private static void print(PrintWriter out, Cell[] cells, double samples) {

@@ -60,7 +60,7 @@ class SelectEvalCommandTest {
     }
 
     @Test
-    void bytesModelReadsAlignedRunsWithinBlocksAndNothingFromDram() {
+    void bytesModelReadsEachAlignedPageOfABlockOnceAndNothingFromDram() {
         SelectEvalCommand c = new SelectEvalCommand();
         new CommandLine(c).parseArgs("--tokens", "1000", "--block", "16", "--sinks", "4", "--window", "100");
         // 1 KiB entries: a run of 4 inside one block is one 4 KiB page; 8 scattered tokens are 8 pages.
@@ -69,6 +69,10 @@ class SelectEvalCommandTest {
         // A run across a block boundary is two reads (two extents); sinks and window cost nothing.
         assertEquals(2 * 4096, c.readBytes(new int[] {30, 31, 32, 33}, 1024));
         assertEquals(0, c.readBytes(new int[] {0, 1, 2, 3, 900, 950, 999}, 1024));
+        // Two entries in one 4 KiB page are one page read, as the pipeline reads them (one aligned read);
+        // 1.5 KiB entries 0 and 2 of a block share the page [0, 4096), entry 2 also reaches into the next.
+        assertEquals(4096, c.readBytes(new int[] {20, 22}, 1024));
+        assertEquals(2 * 4096, c.readBytes(new int[] {16, 18}, 1536));
         // 4 KiB entries: every entry is a page.
         assertEquals(16 * 4096, c.readBytes(java.util.stream.IntStream.range(16, 32).toArray(), 4096));
     }
