@@ -103,8 +103,7 @@ class PageCompletionTest {
                     assertEquals(rows, KvViews.assertBitExact(v, expected), "the view holds the chosen rows only");
                 }
                 DecodeStats first = d.stats();
-                // Reading the pages whole even saves what two parts of one page cost apart (the same
-                // aligned read twice).
+                // The rest of each page comes with the block its parts are read from.
                 assertTrue(first.bytesRead() <= bytes, "completing the pages costs no byte: " + first.bytesRead()
                         + " against " + bytes);
                 assertTrue(first.readRequests() <= requests, "and no request: " + first.readRequests() + " against "

@@ -81,15 +81,16 @@ class BlockSizeTest {
 
     @Test
     void rankedExamples() {
-        // 512-byte entries in 8-token pages (one read): 2-token parts.
-        assertEquals(2, BlockSize.ranked(16384, 512, 4096, 8, REF));
-        // 1.5 KiB entries in 4-token pages (6 KiB, two reads): 1-token parts while the count allows.
-        assertEquals(1, BlockSize.ranked(4096, 1536, 4096, 4, REF));
-        // 384-byte slices of 96-dim heads in 16-token pages (6 KiB): 4-token parts.
-        assertEquals(4, BlockSize.ranked(16384, 384, 4096, 16, REF));
-        // 4 KiB entries: a page of one token has no parts; at 128K the block count keeps 16-token pages whole.
-        assertEquals(1, BlockSize.ranked(16384, 4096, 4096, 1, REF));
-        assertEquals(16, BlockSize.ranked(131072, 4096, 4096, 16, REF));
+        int[][] cases = { // {parts, tokens, slice bytes, page tokens}
+            {2, 16384, 512, 8}, // 512-byte entries in 8-token pages (one read): 2-token parts
+            {1, 4096, 1536, 4}, // 1.5 KiB entries in 4-token pages (6 KiB, two reads): 1-token parts
+            {4, 16384, 384, 16}, // 384-byte slices of 96-dim heads in 16-token pages (6 KiB): 4-token parts
+            {1, 16384, 4096, 1}, // 4 KiB entries: a page of one token has no parts
+            {16, 131072, 4096, 16}, // at 128K the block count keeps 16-token pages of 4 KiB entries whole
+        };
+        for (int[] c : cases) {
+            assertEquals(c[0], BlockSize.ranked(c[1], c[2], 4096, c[3], REF), java.util.Arrays.toString(c));
+        }
     }
 
     /**
