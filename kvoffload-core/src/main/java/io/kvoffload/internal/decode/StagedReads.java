@@ -14,7 +14,8 @@ import java.util.zip.CRC32C;
 
 /**
  * One fetch's reads: the runs a {@link BucketScheduler} planned, in the aligned reads it grouped them
- * into (runs that share or touch an aligned block are one read, so no block is read twice), into a
+ * into (runs that share an aligned block are one read, so no block is read twice; runs that touch are
+ * one up to a size cap), into a
  * single DRAM staging slot, all in one {@link IoBatch}. Shared by the Swarm and KVSwap fetch paths.
  * The slot, the batch and the bookkeeping grow only when a plan is larger than any before (with
  * headroom, since growing costs a DRAM slot inside {@code prefetch}); a fetch allocates nothing.

@@ -189,8 +189,9 @@ public final class BucketScheduler {
 
     /**
      * Sets the alignment of the reads that will carry the plans that follow ({@code 0}: every run is
-     * its own read). Runs of one device whose aligned spans share or touch an aligned block then form
-     * one read, so no block is read twice in a plan and abutting runs take one request.
+     * its own read). Runs of one device whose aligned spans share an aligned block then form one read,
+     * so no block is read twice in a plan; runs whose spans touch do too, up to {@code maxRunEntries}
+     * entries' bytes, so they take one request.
      */
     public void readAlignment(int alignment) {
         if (alignment != 0 && (alignment < 0 || Integer.bitCount(alignment) != 1)) {
