@@ -74,30 +74,74 @@ public final class ManifestStore {
         return readDirs;
     }
 
-    /** Makes {@code m} durable in every write directory and drops stale copies elsewhere. */
+    /**
+     * Makes {@code m} durable in every write directory and drops stale copies elsewhere. If a directory
+     * fails, the directories this call already changed get their previous generation back before the
+     * failure is thrown: a commit that fails leaves no copy of its number, so the retry that takes the
+     * same number (the sequence's last commit is still the one before) is the only copy of it. Left in
+     * place, the failed attempt's copy would become the retry's {@code .prev}, the two would disagree,
+     * and recovery would fall back past the acknowledged retry ({@code CommitRetryTest}).
+     */
     public void write(Manifest m) throws IOException {
         byte[] bytes = ManifestCodec.encode(m);
         List<Path> dirs = writeDirs;
-        for (Path d : dirs) {
-            Path target = d.resolve(m.id() + SUFFIX);
-            Path tmp = AtomicFiles.writeTemporary(target, bytes, modes);
-            try {
-                if (Files.exists(target, LinkOption.NOFOLLOW_LINKS)) {
-                    Files.move(target, d.resolve(m.id() + PREV_SUFFIX), StandardCopyOption.ATOMIC_MOVE,
-                            StandardCopyOption.REPLACE_EXISTING);
+        boolean[] movedAside = new boolean[dirs.size()];
+        boolean[] placed = new boolean[dirs.size()];
+        int reached = 0;
+        try {
+            for (; reached < dirs.size(); reached++) {
+                Path d = dirs.get(reached);
+                Path target = d.resolve(m.id() + SUFFIX);
+                Path tmp = AtomicFiles.writeTemporary(target, bytes, modes);
+                try {
+                    if (Files.exists(target, LinkOption.NOFOLLOW_LINKS)) {
+                        Files.move(target, d.resolve(m.id() + PREV_SUFFIX), StandardCopyOption.ATOMIC_MOVE,
+                                StandardCopyOption.REPLACE_EXISTING);
+                        movedAside[reached] = true;
+                    }
+                    Files.move(tmp, target, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
+                    placed[reached] = true;
+                } catch (IOException | RuntimeException e) {
+                    Files.deleteIfExists(tmp);
+                    throw e;
                 }
-                Files.move(tmp, target, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
-            } catch (IOException | RuntimeException e) {
-                Files.deleteIfExists(tmp);
-                throw e;
+                AtomicFiles.syncDirectory(d);
             }
-            AtomicFiles.syncDirectory(d);
+        } catch (IOException | RuntimeException e) {
+            restore(m.id(), dirs, reached, movedAside, placed, e);
+            throw e;
         }
         for (String suffix : new String[] {PREV_SUFFIX, SUFFIX}) {
             for (Path d : readDirs) {
                 if (!dirs.contains(d)) {
                     deleteIn(d, m.id() + suffix, false);
                 }
+            }
+        }
+    }
+
+    /**
+     * Undoes a failed {@link #write} in directories {@code 0..reached}: the copy moved aside goes back
+     * (over the new one, if it was placed), or the new copy is removed where there was none before.
+     * What cannot be undone is added to {@code failure}.
+     */
+    private static void restore(String id, List<Path> dirs, int reached, boolean[] movedAside, boolean[] placed,
+            Exception failure) {
+        for (int i = Math.min(reached, dirs.size() - 1); i >= 0; i--) {
+            if (!movedAside[i] && !placed[i]) {
+                continue;
+            }
+            Path d = dirs.get(i);
+            try {
+                if (movedAside[i]) {
+                    Files.move(d.resolve(id + PREV_SUFFIX), d.resolve(id + SUFFIX), StandardCopyOption.ATOMIC_MOVE,
+                            StandardCopyOption.REPLACE_EXISTING);
+                } else {
+                    Files.deleteIfExists(d.resolve(id + SUFFIX));
+                }
+                AtomicFiles.syncDirectory(d);
+            } catch (IOException | RuntimeException undo) {
+                failure.addSuppressed(undo);
             }
         }
     }
