@@ -57,4 +57,55 @@ class ManifestReReplicationTest {
             }
         }
     }
+
+    /**
+     * The copy written again is byte for byte the one recovery used, and the copy that was there is left
+     * as it was: a re-encoded copy beside the original (moved to {@code .prev}) made the copies of one
+     * commit disagree at the next open, and the sequence was quarantined (found 2026-11-28 by the fault
+     * campaign, on sequences laid out in clusters with replicas).
+     */
+    @Test
+    void theCopyWrittenAgainIsTheSameBytesAndTheOtherCopyIsLeftAlone() throws Exception {
+        List<Path> d = TestEngines.deviceDirs(root, 3);
+        KvConfig all = DeletionDurabilityTest.config(d);
+        KvShape shape = new KvShape(2, 8, 2, 16, DType.BF16);
+        int tokens = 40;
+        try (KvEngine e = KvEngine.open(all); KvSequence s = e.createSequence("c", shape)) {
+            TestEngines.append(s, 3, tokens, 16);
+            for (int l = 0; l < shape.layers(); l++) {
+                io.kvoffload.strategy.swarm.Swarm.clusterLayer(s, l, clustersWithReplicas(tokens),
+                        io.kvoffload.strategy.swarm.ClusterOptions.defaults());
+            }
+            s.commit();
+        }
+        List<Path> holders = DeletionDurabilityTest.holdersOf(d, "c");
+        assertEquals(2, holders.size(), holders.toString());
+        Path kept = holders.get(0).resolve("manifests").resolve("c.kvom");
+        byte[] original = Files.readAllBytes(kept);
+        Files.delete(holders.get(1).resolve("manifests").resolve("c.kvom"));
+        try (KvEngine e = KvEngine.open(all)) {
+            TestEngines.assertExact(e, "c", 3, tokens);
+        }
+        assertEquals(holders, DeletionDurabilityTest.holdersOf(d, "c"), "the missing copy is written again");
+        org.junit.jupiter.api.Assertions.assertArrayEquals(original, Files.readAllBytes(kept), "the kept copy as it was");
+        org.junit.jupiter.api.Assertions.assertArrayEquals(original,
+                Files.readAllBytes(holders.get(1).resolve("manifests").resolve("c.kvom")), "the same bytes again");
+        try (KvEngine e = KvEngine.open(all)) {
+            assertTrue(e.stats().quarantine().isEmpty(), e.stats().quarantine().toString());
+            TestEngines.assertExact(e, "c", 3, tokens);
+        }
+    }
+
+    /** Blocks of 8 consecutive tokens, and every odd token a second time in clusters of 8 (replicas). */
+    static int[][] clustersWithReplicas(int tokens) {
+        List<int[]> out = new ArrayList<>();
+        for (int t = 0; t < tokens; t += 8) {
+            out.add(java.util.stream.IntStream.range(t, Math.min(tokens, t + 8)).toArray());
+        }
+        int[] odd = java.util.stream.IntStream.iterate(1, t -> t < tokens, t -> t + 2).toArray();
+        for (int i = 0; i < odd.length; i += 8) {
+            out.add(java.util.Arrays.copyOfRange(odd, i, Math.min(odd.length, i + 8)));
+        }
+        return out.toArray(int[][]::new);
+    }
 }

@@ -42,7 +42,7 @@ final class ManifestRecovery {
      * writes them again, so that a device going away later cannot hide the only copy, which would
      * let the sequence's extents be handed to another.
      */
-    final List<Manifest> underReplicated = new ArrayList<>();
+    final List<ManifestStore.Copy> underReplicated = new ArrayList<>();
 
     ManifestRecovery(KvConfig config, DeviceSet deviceSet, StoreRecord record, List<DevicePool> devices,
             List<String> deviceUuids, SequenceCatalog catalog, ManifestStore manifests, SharedExtents shared,
@@ -114,7 +114,7 @@ final class ManifestRecovery {
                     }
                     loaded = true;
                     if (currentCopiesInWriteDirs(copies, c.manifest().commitNumber()) < manifests.writeDirs().size()) {
-                        underReplicated.add(c.manifest());
+                        underReplicated.add(c);
                     }
                 } else {
                     reasons.add(c.file() + ": " + why);
@@ -159,13 +159,15 @@ final class ManifestRecovery {
     }
 
     /**
-     * Writes every {@link #underReplicated} sequence's manifest to every write directory again. A
-     * failure is logged and leaves the sequence as it was (still served from the copy it has).
+     * Writes every {@link #underReplicated} sequence's copy, byte for byte, to each write directory
+     * that lacks it ({@link ManifestStore#replicate}). A failure is logged and leaves the sequence as it
+     * was (still served from the copy it has).
      */
     void reReplicate() {
-        for (Manifest m : underReplicated) {
+        for (ManifestStore.Copy c : underReplicated) {
+            Manifest m = c.manifest();
             try {
-                manifests.write(m);
+                manifests.replicate(c);
                 LOG.warn("sequence {}: commit {} had fewer manifest copies than the {} directories commits write to"
                         + " (a crash part-way through its commit?); written to all of them again", m.id(),
                         m.commitNumber(), manifests.writeDirs().size());

@@ -83,19 +83,56 @@ public final class ManifestStore {
      * and recovery would fall back past the acknowledged retry ({@code CommitRetryTest}).
      */
     public void write(Manifest m) throws IOException {
-        byte[] bytes = ManifestCodec.encode(m);
         List<Path> dirs = writeDirs;
+        writeTo(dirs, m.id(), ManifestCodec.encode(m));
+        dropElsewhere(m.id(), dirs);
+    }
+
+    /**
+     * Writes the bytes of {@code source}, a copy recovery verified and uses, to each write directory that
+     * holds no current copy of its commit, and drops copies outside the write directories. The bytes are
+     * the file's own, not a re-encoding, and a directory that has the commit already is left alone, so the
+     * copies of the commit stay identical (a re-encoded copy differs in bytes, and copies of one commit
+     * that differ are not trusted at the next open).
+     *
+     * @throws IOException if the source cannot be read, no longer holds what was verified, or a write fails
+     */
+    public void replicate(Copy source) throws IOException {
+        Manifest m = source.manifest();
+        byte[] bytes = AtomicFiles.readRegular(source.file());
+        if (digest(bytes) != source.digest()) {
+            throw new IOException(source.file() + " changed since it was verified");
+        }
+        List<Path> missing = new ArrayList<>();
+        for (Path d : writeDirs) {
+            Path f = d.resolve(m.id() + SUFFIX);
+            Copy c = Files.isRegularFile(f, LinkOption.NOFOLLOW_LINKS) ? load(f, m.id()) : null;
+            if (c == null || c.manifest() == null || c.manifest().commitNumber() != m.commitNumber()
+                    || c.digest() != source.digest()) {
+                missing.add(d);
+            }
+        }
+        writeTo(missing, m.id(), bytes);
+        dropElsewhere(m.id(), writeDirs);
+    }
+
+    /**
+     * Makes {@code bytes} the current copy of {@code id} in each of {@code dirs}, the one there before
+     * becoming its previous generation. If a directory fails, the directories this call already changed
+     * get their previous generation back before the failure is thrown.
+     */
+    private void writeTo(List<Path> dirs, String id, byte[] bytes) throws IOException {
         boolean[] movedAside = new boolean[dirs.size()];
         boolean[] placed = new boolean[dirs.size()];
         int reached = 0;
         try {
             for (; reached < dirs.size(); reached++) {
                 Path d = dirs.get(reached);
-                Path target = d.resolve(m.id() + SUFFIX);
+                Path target = d.resolve(id + SUFFIX);
                 Path tmp = AtomicFiles.writeTemporary(target, bytes, modes);
                 try {
                     if (Files.exists(target, LinkOption.NOFOLLOW_LINKS)) {
-                        Files.move(target, d.resolve(m.id() + PREV_SUFFIX), StandardCopyOption.ATOMIC_MOVE,
+                        Files.move(target, d.resolve(id + PREV_SUFFIX), StandardCopyOption.ATOMIC_MOVE,
                                 StandardCopyOption.REPLACE_EXISTING);
                         movedAside[reached] = true;
                     }
@@ -108,20 +145,24 @@ public final class ManifestStore {
                 AtomicFiles.syncDirectory(d);
             }
         } catch (IOException | RuntimeException e) {
-            restore(m.id(), dirs, reached, movedAside, placed, e);
+            restore(id, dirs, reached, movedAside, placed, e);
             throw e;
         }
+    }
+
+    /** Removes the copies of {@code id} in the read directories other than {@code kept}. */
+    private void dropElsewhere(String id, List<Path> kept) throws IOException {
         for (String suffix : new String[] {PREV_SUFFIX, SUFFIX}) {
             for (Path d : readDirs) {
-                if (!dirs.contains(d)) {
-                    deleteIn(d, m.id() + suffix, false);
+                if (!kept.contains(d)) {
+                    deleteIn(d, id + suffix, false);
                 }
             }
         }
     }
 
     /**
-     * Undoes a failed {@link #write} in directories {@code 0..reached}: the copy moved aside goes back
+     * Undoes a failed {@link #writeTo} in directories {@code 0..reached}: the copy moved aside goes back
      * (over the new one, if it was placed), or the new copy is removed where there was none before.
      * What cannot be undone is added to {@code failure}.
      */
@@ -209,6 +250,13 @@ public final class ManifestStore {
         }
     }
 
+    /** CRC32C of a whole manifest file and its length: the {@link Copy#digest} copies are compared by. */
+    static long digest(byte[] bytes) {
+        java.util.zip.CRC32C c = new java.util.zip.CRC32C();
+        c.update(bytes);
+        return c.getValue() ^ ((long) bytes.length << 32);
+    }
+
     /**
      * One copy of a manifest: decoded, or the reason it could not be.
      *
@@ -254,9 +302,7 @@ public final class ManifestStore {
             if (!id.equals(m.id())) {
                 return new Copy(p, "file name does not match sequence id " + m.id());
             }
-            java.util.zip.CRC32C c = new java.util.zip.CRC32C();
-            c.update(bytes);
-            return new Copy(p, m, null, c.getValue() ^ ((long) bytes.length << 32));
+            return new Copy(p, m, null, digest(bytes));
         } catch (IOException | RuntimeException e) { // a hostile file may fail in any way; it is only ever a bad copy
             return new Copy(p, String.valueOf(e.getMessage()));
         }
