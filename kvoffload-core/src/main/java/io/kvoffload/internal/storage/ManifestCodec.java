@@ -134,10 +134,14 @@ public final class ManifestCodec {
             for (BlockTable t : m.layers()) {
                 out.writeInt(t.size());
                 for (int b = 0; b < t.size(); b++) {
-                    out.writeShort(t.hasExtent(b) ? t.device(b) : NO_EXTENT);
-                    out.writeLong(t.offset(b));
-                    out.writeInt(t.length(b));
-                    out.writeInt(t.crc(b));
+                    // A block without an extent records zeros, not what its table slot last held
+                    // (decoding ignores them): the encoding is canonical, so a decoded manifest encodes
+                    // to the same bytes and its copies compare equal.
+                    boolean extent = t.hasExtent(b);
+                    out.writeShort(extent ? t.device(b) : NO_EXTENT);
+                    out.writeLong(extent ? t.offset(b) : 0);
+                    out.writeInt(extent ? t.length(b) : 0);
+                    out.writeInt(extent ? t.crc(b) : 0);
                     if (version >= SHARED_BLOCKS_VERSION) {
                         writeOrigin(out, t, b);
                     }

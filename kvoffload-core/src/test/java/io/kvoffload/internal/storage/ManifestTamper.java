@@ -34,6 +34,11 @@ public final class ManifestTamper {
         return out;
     }
 
+    /** A manifest file's bytes decoded and encoded again. */
+    public static byte[] reencode(byte[] file) {
+        return ManifestCodec.encode(ManifestCodec.decode(file));
+    }
+
     public static Path file(KvConfig cfg, String id) {
         return files(cfg, id).get(0);
     }
