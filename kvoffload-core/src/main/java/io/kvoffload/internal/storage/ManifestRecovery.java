@@ -169,7 +169,7 @@ final class ManifestRecovery {
             try {
                 manifests.replicate(c);
                 LOG.warn("sequence {}: commit {} had fewer manifest copies than the {} directories commits write to"
-                        + " (a crash part-way through its commit?); written to all of them again", m.id(),
+                        + " (a crash part-way through its commit?); its copy written again where it was missing", m.id(),
                         m.commitNumber(), manifests.writeDirs().size());
             } catch (IOException e) {
                 LOG.warn("sequence {}: could not restore its missing manifest copies: {}", m.id(), e.toString());
