@@ -115,6 +115,34 @@ class ManifestReReplicationTest {
                 io.kvoffload.internal.storage.ManifestTamper.reencode(file));
     }
 
+    /**
+     * Copies of one commit that differ only in bytes decoding ignores agree: a store written before the
+     * encoding was canonical (a re-replicated copy beside the original) opens with its sequence instead
+     * of quarantining it. A copy that says something else still disagrees (MetadataFuzzProperties).
+     */
+    @Test
+    void copiesThatDifferOnlyInIgnoredBytesAgree() throws Exception {
+        List<Path> d = TestEngines.deviceDirs(root, 3);
+        KvConfig all = DeletionDurabilityTest.config(d);
+        KvShape shape = new KvShape(2, 8, 2, 16, DType.BF16);
+        try (KvEngine e = KvEngine.open(all); KvSequence s = e.createSequence("c", shape)) {
+            TestEngines.append(s, 3, 40, 16);
+            io.kvoffload.strategy.swarm.Swarm.clusterLayer(s, 1, clustersWithReplicas(40),
+                    io.kvoffload.strategy.swarm.ClusterOptions.defaults());
+            s.commit();
+        }
+        List<Path> holders = DeletionDurabilityTest.holdersOf(d, "c");
+        assertEquals(2, holders.size(), holders.toString());
+        Path second = holders.get(1).resolve("manifests").resolve("c.kvom");
+        byte[] stale = io.kvoffload.internal.storage.ManifestTamper.withStaleEmptySlot(Files.readAllBytes(second));
+        assertTrue(!java.util.Arrays.equals(stale, Files.readAllBytes(second)));
+        Files.write(second, stale);
+        try (KvEngine e = KvEngine.open(all)) {
+            assertTrue(e.stats().quarantine().isEmpty(), e.stats().quarantine().toString());
+            TestEngines.assertExact(e, "c", 3, 40);
+        }
+    }
+
     /** Blocks of 8 consecutive tokens, and every odd token a second time in clusters of 8 (replicas). */
     static int[][] clustersWithReplicas(int tokens) {
         List<int[]> out = new ArrayList<>();

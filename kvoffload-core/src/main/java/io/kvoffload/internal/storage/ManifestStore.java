@@ -100,7 +100,13 @@ public final class ManifestStore {
     public void replicate(Copy source) throws IOException {
         Manifest m = source.manifest();
         byte[] bytes = AtomicFiles.readRegular(source.file());
-        if (digest(bytes) != source.digest()) {
+        Manifest again;
+        try {
+            again = bytes == null ? null : ManifestCodec.decode(bytes);
+        } catch (RuntimeException e) {
+            again = null;
+        }
+        if (again == null || digest(bytes, again) != source.digest()) {
             throw new IOException(source.file() + " changed since it was verified");
         }
         List<Path> missing = new ArrayList<>();
@@ -250,8 +256,22 @@ public final class ManifestStore {
         }
     }
 
-    /** CRC32C of a whole manifest file and its length: the {@link Copy#digest} copies are compared by. */
-    static long digest(byte[] bytes) {
+    /**
+     * What copies of one commit are compared by ({@link Copy#digest}): CRC32C and length of the file
+     * encoded again from {@code m}, its decoding, in the file's own format version. Two copies agree when
+     * they decode to the same manifest, also where an earlier encoder left bytes that decoding ignores
+     * (the table slots of blocks without an extent, before the encoding was canonical); a copy rewritten
+     * to say something else still differs. The file's own bytes where it cannot be encoded again.
+     */
+    static long digest(byte[] file, Manifest m) {
+        try {
+            return digest(ManifestCodec.encode(m, java.nio.ByteBuffer.wrap(file).getInt(4)));
+        } catch (RuntimeException e) {
+            return digest(file);
+        }
+    }
+
+    private static long digest(byte[] bytes) {
         java.util.zip.CRC32C c = new java.util.zip.CRC32C();
         c.update(bytes);
         return c.getValue() ^ ((long) bytes.length << 32);
@@ -260,7 +280,7 @@ public final class ManifestStore {
     /**
      * One copy of a manifest: decoded, or the reason it could not be.
      *
-     * @param digest CRC32C of the whole file, so copies of one generation can be compared
+     * @param digest what copies of one generation are compared by ({@link #digest(byte[], Manifest)})
      */
     public record Copy(Path file, Manifest manifest, String error, long digest) {
         Copy(Path file, String error) {
@@ -302,7 +322,7 @@ public final class ManifestStore {
             if (!id.equals(m.id())) {
                 return new Copy(p, "file name does not match sequence id " + m.id());
             }
-            return new Copy(p, m, null, digest(bytes));
+            return new Copy(p, m, null, digest(bytes, m));
         } catch (IOException | RuntimeException e) { // a hostile file may fail in any way; it is only ever a bad copy
             return new Copy(p, String.valueOf(e.getMessage()));
         }

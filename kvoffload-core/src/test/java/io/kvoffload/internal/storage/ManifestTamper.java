@@ -34,6 +34,39 @@ public final class ManifestTamper {
         return out;
     }
 
+    /**
+     * {@code file} with the table slot of its first block without an extent holding non-zero bytes (an
+     * offset), its CRC recomputed: what the encoder wrote before it was canonical. Decoding ignores them.
+     */
+    public static byte[] withStaleEmptySlot(byte[] file) {
+        Manifest m = ManifestCodec.decode(file);
+        int pos = 4 + 4 + 2 + m.id().getBytes(java.nio.charset.StandardCharsets.UTF_8).length + 4 * 4 + 1 + 4 + 4;
+        for (String u : m.deviceUuids()) {
+            pos += 2 + u.getBytes(java.nio.charset.StandardCharsets.UTF_8).length;
+        }
+        pos += 4 + 4 * m.tokenCount();
+        // device, offset, length, crc, and from version 7 an origin byte (an own block's)
+        int slot = 2 + 8 + 4 + 4 + (java.nio.ByteBuffer.wrap(file).getInt(4) >= ManifestCodec.SHARED_BLOCKS_VERSION ? 1 : 0);
+        for (var t : m.layers()) {
+            pos += 4;
+            for (int b = 0; b < t.size(); b++, pos += slot) {
+                if (!t.hasExtent(b)) {
+                    byte[] out = file.clone();
+                    java.nio.ByteBuffer buf = java.nio.ByteBuffer.wrap(out);
+                    if ((buf.getShort(pos) & 0xFFFF) != 0xFFFF) {
+                        throw new IllegalStateException("no empty-slot marker at " + pos);
+                    }
+                    buf.putLong(pos + 2, 123_456L);
+                    java.util.zip.CRC32C crc = new java.util.zip.CRC32C();
+                    crc.update(out, 0, out.length - 4);
+                    buf.putInt(out.length - 4, (int) crc.getValue());
+                    return out;
+                }
+            }
+        }
+        throw new IllegalStateException("the manifest has no block without an extent");
+    }
+
     /** A manifest file's bytes decoded and encoded again. */
     public static byte[] reencode(byte[] file) {
         return ManifestCodec.encode(ManifestCodec.decode(file));
