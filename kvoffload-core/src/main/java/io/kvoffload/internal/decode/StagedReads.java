@@ -37,9 +37,8 @@ public final class StagedReads implements AutoCloseable {
     private long[] runStaging = new long[64];
     /** Per run: the bytes and request its read counts, on the read's first run; 0 on the others. */
     private long[] runReadBytes = new long[64];
-    /** Per request: the first run of the read it carries, and (at {@code reads}) the run count. */
+    /** Per request: the first run of the read it carries; after the last, the run count. */
     private int[] readRuns = new int[65];
-    private int reads;
     /** Which runs have been handed to the sink in this fetch (one bit per run). */
     private long[] landedRuns = new long[1];
     private int runs;
@@ -58,7 +57,6 @@ public final class StagedReads implements AutoCloseable {
      */
     public int fill(BucketScheduler sched) {
         runs = 0;
-        reads = 0;
         int n = sched.runs();
         if (n == 0) {
             return 0;
@@ -110,7 +108,6 @@ public final class StagedReads implements AutoCloseable {
         }
         readRuns[m] = n;
         runs = n;
-        reads = m;
         if (shared != null) {
             shared.planned(sched);
         }
@@ -307,7 +304,6 @@ public final class StagedReads implements AutoCloseable {
             batch.clear();
         }
         runs = 0;
-        reads = 0;
     }
 
     @Override

@@ -117,7 +117,6 @@ public final class BucketScheduler {
     private int reads;
     /** Batch order: read {@code i}'s runs are {@code [readFirstRun[i], readFirstRun[i + 1])}. */
     private int[] readFirstRun;
-    private int[] runRead;
     /** Entries other sequences of a batch already put on each device (null: none), see {@link #carryLoad}. */
     private int[] carriedLoad;
 
@@ -184,7 +183,6 @@ public final class BucketScheduler {
         bucketRunStart = new int[devices][c];
         bucketReadStart = new int[devices][c + 1];
         readFirstRun = new int[c + 1];
-        runRead = new int[c];
     }
 
     /**
@@ -330,7 +328,6 @@ public final class BucketScheduler {
                     runOffset[runs] = bucketOffset[d][start];
                     runFirst[runs] = plannedSize;
                     runCount[runs] = end - start;
-                    runRead[runs] = reads;
                     System.arraycopy(bucketEntry[d], start, planned, plannedSize, end - start);
                     plannedSize += end - start;
                     runs++;
@@ -442,10 +439,6 @@ public final class BucketScheduler {
         return readFirstRun[i];
     }
 
-    /** The read that carries run {@code r}. */
-    public int runRead(int r) {
-        return runRead[r];
-    }
 
     public int runDevice(int i) {
         return runDevice[i];
