@@ -88,6 +88,30 @@ class StrategyPipelineTest {
         assertDecodesAsSelected(strategy, name);
     }
 
+    /**
+     * Equal rows (issue #16): a baseline attends exactly the step's budget, sinks and window inside
+     * it. Each baseline keeps its own sinks and window inside its budget; handed the pipeline's whole
+     * budget, those overlapped the resident rows and it attended 3–22% fewer rows than the budget.
+     */
+    @ParameterizedTest
+    @ValueSource(strings = {"oracle", "quest", "infllm", "pqcache", "clusterkv", "sparq", "sparf-memory"})
+    void everyBaselineAttendsExactlyTheBudget(String name) throws Exception {
+        SelectionStrategy strategy = Strategies.named(name);
+        double sparsity = 0.1;
+        try (KvEngine e = KvEngine.open(TestEngines.config(TestEngines.deviceDirs(root, 2), "portable").build())) {
+            TestEngines.storeLaidOut(e, name, w, TOKENS, strategy);
+            DecodeOptions o = DecodeOptions.builder().strategy(strategy).sparsity(sparsity).sinkTokens(SINKS)
+                    .localWindow(WINDOW).build();
+            try (KvSequence s = e.openSequence(name); KvDecoder d = s.decoder(o)) {
+                for (int l = 0; l < SHAPE.layers(); l++) {
+                    try (KvView v = d.prefetch(l, w.query(l, 0)).await()) {
+                        assertEquals((int) Math.ceil(sparsity * TOKENS), v.tokenCount(), name + " layer " + l);
+                    }
+                }
+            }
+        }
+    }
+
     @Test
     void aThirdPartyStrategyRegistersAndRunsThroughThePipeline() throws Exception {
         SelectionStrategy mine = MINE;

@@ -58,6 +58,36 @@ abstract class AbstractSelector implements BaselineSelector {
         BaselineSelector.checkSelect(this, queryHeads, headDim, query, budgetTokens, out);
     }
 
+    /**
+     * Selects for a pipeline that already attends the tokens before {@code from} (its sinks) and from
+     * {@code to} on (its window): exactly {@code min(budgetTokens, to − from)} distinct positions of
+     * {@code [from, to)}, chosen by this baseline's scoring, so that every strategy attends the same
+     * rows (issue #16: sinks and window inside the budget). {@link #select} keeps the baseline's own
+     * sinks and window inside its budget instead; in a pipeline those overlap the resident rows, and
+     * the baseline would attend 3–22% fewer rows than the budget. The baseline's own always-kept
+     * tokens inside the range (PQCache's and ClusterKV's sinks, InfLLM's initial tokens) come first;
+     * a unit (a page, a block) that does not fit whole is cut, its later tokens left out.
+     *
+     * @param out room for at least {@code min(budgetTokens, to − from)} positions
+     * @return how many positions were written: {@code min(budgetTokens, to − from)}, fewer only where
+     *     NaN scores would have to be chosen
+     */
+    public abstract int selectBetween(float[] query, int budgetTokens, int from, int to, int[] out);
+
+    /** Checks the arguments of {@link #selectBetween} ({@link BaselineSelector#checkBetween}). */
+    final void checkBetween(float[] query, int budgetTokens, int from, int to, int[] out) {
+        BaselineSelector.checkBetween(this, queryHeads, headDim, query, budgetTokens, from, to, out);
+    }
+
+    /**
+     * Writes the tokens of {@code [a, b) ∩ [from, to)} at {@code out[at …]}, stopping at {@code
+     * limit}; returns the new end. A baseline's always-kept tokens inside {@link #selectBetween}'s range.
+     */
+    static int keep(int[] out, int at, int limit, int a, int b, int from, int to) {
+        int lo = Math.max(a, from), hi = Math.min(b, to);
+        return range(out, at, lo, Math.max(lo, Math.min(hi, lo + limit - at)));
+    }
+
     static void checkBudget(int budgetTokens) {
         Checks.positive("budgetTokens", budgetTokens);
     }

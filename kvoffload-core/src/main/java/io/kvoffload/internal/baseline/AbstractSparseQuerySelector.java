@@ -76,9 +76,29 @@ abstract class AbstractSparseQuerySelector extends AbstractSelector {
         score(query);
         int w = Math.min(localWindow, tokens);
         if (budgetTokens <= w) { // the +1 of Algorithm 1 puts the window first; the budget cuts into it
-            return pick(tokens - w, tokens, budgetTokens, out, 0, tokens);
+            return pick(tokens - w, tokens, budgetTokens, out, 0, tokens, tokens);
         }
-        return pick(0, tokens - w, budgetTokens - w, out, 0, tokens - w);
+        return pick(0, tokens - w, budgetTokens - w, out, 0, tokens - w, tokens);
+    }
+
+    /**
+     * This selector's window inside {@code [from, to)} first (in a pipeline it is the pipeline's, so
+     * nothing of it is), then the top of the rest by ŝ.
+     */
+    @Override
+    public final int selectBetween(float[] query, int budgetTokens, int from, int to, int[] out) {
+        checkBetween(query, budgetTokens, from, to, out);
+        int k = Math.min(budgetTokens, to - from);
+        if (k == to - from) {
+            lastScoredBytes = 0;
+            return pick(from, to, k, out, 0, to, to);
+        }
+        score(query);
+        int w = Math.max(from, Math.min(to, tokens - Math.min(localWindow, tokens)));
+        if (k <= to - w) { // the budget cuts into the window, as in select
+            return pick(w, to, k, out, 0, to, to);
+        }
+        return pick(from, w, k - (to - w), out, 0, w, to);
     }
 
     /** Everything, when the budget covers the layer: no scoring is needed. */
@@ -86,9 +106,9 @@ abstract class AbstractSparseQuerySelector extends AbstractSelector {
 
     /**
      * Writes the top {@code k} scores of {@code [from, to)} at {@code out[at …]}, then the tokens
-     * {@code [windowFrom, tokens)} (all kept), and returns the end.
+     * {@code [windowFrom, windowTo)} (all kept), and returns the end.
      */
-    abstract int pick(int from, int to, int k, int[] out, int at, int windowFrom);
+    abstract int pick(int from, int to, int k, int[] out, int at, int windowFrom, int windowTo);
 
     /** Fills {@link #scores} with ŝ averaged over the query heads. */
     final void score(float[] query) {

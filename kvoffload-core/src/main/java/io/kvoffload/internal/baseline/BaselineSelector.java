@@ -32,6 +32,28 @@ public interface BaselineSelector extends TokenSelector {
             throw new IllegalArgumentException("out.length = " + out.length + " is too small; allowed: at least maxSelected("
                     + budgetTokens + ") = " + need);
         }
+        checkQuery(query);
+    }
+
+    /**
+     * Checks the arguments of {@code AbstractSelector.selectBetween}: as {@link #checkSelect}, with a range {@code
+     * 0 ≤ from ≤ to ≤ tokens()} and an output array of at least {@code min(budgetTokens, to − from)}.
+     */
+    static void checkBetween(BaselineSelector selector, int queryHeads, int headDim, float[] query, int budgetTokens,
+            int from, int to, int[] out) {
+        Checks.notNull("query", query);
+        Checks.notNull("out", out);
+        Checks.queryRows(query, queryHeads, headDim);
+        Checks.positive("budgetTokens", budgetTokens);
+        if (from < 0 || from > to || to > selector.tokens()) {
+            throw new IllegalArgumentException("from = " + from + ", to = " + to + "; allowed: 0 <= from <= to <= tokens() = "
+                    + selector.tokens());
+        }
+        Checks.capacity("out", out.length, Math.min(budgetTokens, to - from));
+        checkQuery(query);
+    }
+
+    private static void checkQuery(float[] query) {
         for (int i = 0; i < query.length; i++) {
             if (!Float.isFinite(query[i])) {
                 throw new IllegalArgumentException("query[" + i + "] = " + query[i] + "; allowed: finite values");

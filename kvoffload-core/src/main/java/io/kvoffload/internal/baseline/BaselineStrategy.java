@@ -18,7 +18,7 @@ public final class BaselineStrategy implements SelectionStrategy {
     /** Builds one layer's selector. */
     @FunctionalInterface
     interface Factory {
-        BaselineSelector build(LayerKv kv, int queryHeads, int localWindow, int sinkTokens);
+        AbstractSelector build(LayerKv kv, int queryHeads, int localWindow, int sinkTokens);
     }
 
     /** Seed of PQCache's and ClusterKV's k-means (fixed: a layer's index is the same in every decoder). */
@@ -51,9 +51,9 @@ public final class BaselineStrategy implements SelectionStrategy {
 
     @Override
     public LayerSelector openLayer(LayerContext context) {
-        BaselineSelector selector = factory.build(context.keys(), context.shape().queryHeads(), context.localWindow(),
+        AbstractSelector selector = factory.build(context.keys(), context.shape().queryHeads(), context.localWindow(),
                 context.sinkTokens());
-        return new Layer(selector);
+        return new Layer(selector, context.sinkTokens(), context.localWindow());
     }
 
     @Override
@@ -61,26 +61,38 @@ public final class BaselineStrategy implements SelectionStrategy {
         return "BaselineStrategy{" + name + "}";
     }
 
-    /** Hands the selector's token set to the plan; its output buffer grows with the largest budget seen. */
+    /**
+     * Hands the selector's choice among the tokens the pipeline does not already hold (between the
+     * sinks and the window) to the plan: the plan's budget in fresh rows, as every strategy spends it.
+     * The output buffer grows with the largest budget seen.
+     */
     private static final class Layer implements LayerSelector {
-        private final BaselineSelector selector;
+        private final AbstractSelector selector;
+        private final int sinks;
+        private final int window;
         private int[] out = new int[0];
 
-        Layer(BaselineSelector selector) {
+        Layer(AbstractSelector selector, int sinks, int window) {
             this.selector = selector;
+            this.sinks = sinks;
+            this.window = window;
         }
 
         @Override
         public void select(float[] query, FetchPlan plan) {
-            int budget = Math.min(plan.budget(), selector.tokens());
+            int tokens = selector.tokens();
+            int from = Math.min(sinks, tokens);
+            // The window starts `window` tokens before the layer's end; tokens past the selector's are
+            // in it (appended after the layer was opened).
+            int to = (int) Math.max(from, Math.min(tokens, (long) plan.tokens() - window));
+            int budget = Math.min(plan.budget(), to - from);
             if (budget <= 0) {
                 return;
             }
-            int most = selector.maxSelected(budget);
-            if (out.length < most) {
-                out = new int[most];
+            if (out.length < budget) {
+                out = new int[budget];
             }
-            int n = selector.select(query, budget, out);
+            int n = selector.selectBetween(query, budget, from, to, out);
             plan.addAll(out, n);
         }
 

@@ -119,6 +119,21 @@ public final class ClusterKVSelector extends AbstractSelector {
         return n + topK.top(scores, sinks, tokens, dynamic, out, n);
     }
 
+    /** ClusterKV's sinks inside {@code [from, to)} first, then the best-scoring tokens of the rest. */
+    @Override
+    public int selectBetween(float[] query, int budgetTokens, int from, int to, int[] out) {
+        checkBetween(query, budgetTokens, from, to, out);
+        int limit = Math.min(budgetTokens, to - from);
+        int n = keep(out, 0, limit, 0, sinks, from, to);
+        int lo = Math.max(from, Math.min(sinks, to));
+        if (n == limit || lo >= to) {
+            lastScoredBytes = 0;
+            return n;
+        }
+        lastScoredBytes = score(query);
+        return n + topK.top(scores, lo, to, limit - n, out, n);
+    }
+
     /**
      * Every non-sink token's score into {@code dst} (at least {@link #tokens()} long; sinks get 0): the
      * sum over KV heads of its cluster's {@code q̄·centroid/√d}.

@@ -56,6 +56,7 @@ public final class InfLLMSelector extends AbstractSelector {
     private final float[] scores;
     private final int[] chosen;
     private final PartialTopK topK;
+    private final UnitBudget budget;
 
     /** InfLLM's defaults (128 initial tokens, 128-token blocks, 4 representatives) with a budget-derived block count. */
     public InfLLMSelector(LayerKv kv, int queryHeads, int localWindow) {
@@ -90,6 +91,7 @@ public final class InfLLMSelector extends AbstractSelector {
         this.scores = new float[blocks];
         this.chosen = new int[blocks];
         this.topK = new PartialTopK(blocks);
+        this.budget = new UnitBudget(memoryFrom, blockSize, memoryTo);
     }
 
     private void buildBlockKeys(float[] k, float[] dst) {
@@ -194,6 +196,27 @@ public final class InfLLMSelector extends AbstractSelector {
             lastScoredBytes = 0;
         }
         return range(out, n, memoryTo, tokens);
+    }
+
+    /**
+     * The initial tokens and the local window inside {@code [from, to)} first (in a pipeline the
+     * window is the pipeline's, so nothing of it is), then the best blocks (at most {@code
+     * topBlocks} where it is fixed), the last one cut to the budget.
+     */
+    @Override
+    public int selectBetween(float[] query, int budgetTokens, int from, int to, int[] out) {
+        checkBetween(query, budgetTokens, from, to, out);
+        int limit = Math.min(budgetTokens, to - from);
+        int n = keep(out, 0, limit, 0, memoryFrom, from, to);
+        n = keep(out, n, limit, memoryTo, tokens, from, to);
+        int left = topBlocks == BUDGET_DERIVED ? limit - n : Math.min(limit - n, topBlocks * blockSize);
+        lastScoredBytes = 0;
+        if (left > 0 && blocks > 0) {
+            blockScores(query, scores);
+            lastScoredBytes = indexBytes();
+            n = budget.take(scores, left, from, to, out, n);
+        }
+        return n;
     }
 
     /**

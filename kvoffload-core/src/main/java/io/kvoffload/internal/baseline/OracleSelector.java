@@ -51,6 +51,15 @@ public final class OracleSelector extends AbstractSelector {
         return topK.top(weights, 0, tokens, Math.min(budgetTokens, tokens), out, 0);
     }
 
+    /** The exact top {@code budgetTokens} of {@code [from, to)}. */
+    @Override
+    public int selectBetween(float[] query, int budgetTokens, int from, int to, int[] out) {
+        checkBetween(query, budgetTokens, from, to, out);
+        weights(query, weights);
+        lastScoredBytes = indexBytes();
+        return topK.top(weights, from, to, Math.min(budgetTokens, to - from), out, 0);
+    }
+
     /**
      * The exact per-token attention weights of {@code query}, averaged over the query heads (they sum
      * to 1), into {@code dst} (at least {@link #tokens()} long). Allocation-free.

@@ -138,11 +138,36 @@ public final class PQCacheSelector extends AbstractSelector {
         if (dynamic > 0) {
             score(query);
             n += topK.top(scores, from, to, dynamic, out, n);
-            lastScoredBytes = (long) (to - from) * kvHeads * subspaces + 4L * kvHeads * subspaces * centroids * subDim;
+            lastScoredBytes = scoredBytes();
         } else {
             lastScoredBytes = 0;
         }
         return range(out, n, to, tokens);
+    }
+
+    /**
+     * PQCache's sinks and window inside {@code [from, to)} first, then the best-scoring tokens
+     * between them.
+     */
+    @Override
+    public int selectBetween(float[] query, int budgetTokens, int from, int to, int[] out) {
+        checkBetween(query, budgetTokens, from, to, out);
+        int limit = Math.min(budgetTokens, to - from);
+        int n = keep(out, 0, limit, 0, this.from, from, to);
+        n = keep(out, n, limit, this.to, tokens, from, to);
+        int lo = Math.max(from, this.from), hi = Math.min(to, this.to);
+        if (n == limit || lo >= hi) {
+            lastScoredBytes = 0;
+            return n;
+        }
+        score(query);
+        lastScoredBytes = scoredBytes();
+        return n + topK.top(scores, lo, hi, limit - n, out, n);
+    }
+
+    /** What a step's scoring reads: the codes between the sinks and the window, and the codebooks. */
+    private long scoredBytes() {
+        return (long) (to - from) * kvHeads * subspaces + 4L * kvHeads * subspaces * centroids * subDim;
     }
 
     /**

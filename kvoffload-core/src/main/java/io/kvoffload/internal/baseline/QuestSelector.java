@@ -35,6 +35,7 @@ public final class QuestSelector extends AbstractSelector {
     private final float[] scores;
     private final int[] chosen;
     private final PartialTopK topK;
+    private final UnitBudget budget;
 
     /** Quest with pages of {@value #DEFAULT_PAGE_SIZE} tokens. */
     public QuestSelector(LayerKv kv, int queryHeads) {
@@ -72,6 +73,7 @@ public final class QuestSelector extends AbstractSelector {
         this.scores = new float[pages];
         this.chosen = new int[pages];
         this.topK = new PartialTopK(pages);
+        this.budget = new UnitBudget(0, pageSize, tokens);
     }
 
     @Override
@@ -105,6 +107,15 @@ public final class QuestSelector extends AbstractSelector {
         }
         lastScoredBytes = indexBytes();
         return n;
+    }
+
+    /** The best pages overlapping {@code [from, to)}, their tokens in it, the last page cut to the budget. */
+    @Override
+    public int selectBetween(float[] query, int budgetTokens, int from, int to, int[] out) {
+        checkBetween(query, budgetTokens, from, to, out);
+        score(query);
+        lastScoredBytes = indexBytes();
+        return budget.take(scores, budgetTokens, from, to, out, 0);
     }
 
     /**

@@ -76,7 +76,7 @@ public final class SparFSelector extends AbstractSparseQuerySelector {
     }
 
     @Override
-    int pick(int from, int to, int k, int[] out, int at, int windowFrom) {
+    int pick(int from, int to, int k, int[] out, int at, int windowFrom, int windowTo) {
         int n = at;
         int groups = 0;
         int lastGroup = -1;
@@ -118,7 +118,7 @@ public final class SparFSelector extends AbstractSparseQuerySelector {
                 g0 = g1;
             }
         }
-        for (int t = windowFrom; t < tokens; t++) { // the local window is read whole
+        for (int t = windowFrom; t < windowTo; t++) { // the local window is read whole
             out[n++] = t;
             if (t / groupSize != lastGroup) {
                 lastGroup = t / groupSize;

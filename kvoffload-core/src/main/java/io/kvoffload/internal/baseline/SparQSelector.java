@@ -50,8 +50,8 @@ public final class SparQSelector extends AbstractSparseQuerySelector {
     }
 
     @Override
-    int pick(int from, int to, int k, int[] out, int at, int windowFrom) {
+    int pick(int from, int to, int k, int[] out, int at, int windowFrom, int windowTo) {
         int n = at + topK.top(scores, from, to, k, out, at);
-        return range(out, n, windowFrom, tokens);
+        return range(out, n, windowFrom, windowTo);
     }
 }
