@@ -64,7 +64,7 @@ abstract class AbstractSelector implements BaselineSelector {
      * {@code [from, to)}, chosen by this baseline's scoring, so that every strategy attends the same
      * rows (issue #16: sinks and window inside the budget). {@link #select} keeps the baseline's own
      * sinks and window inside its budget instead; in a pipeline those overlap the resident rows, and
-     * the baseline would attend 3–22% fewer rows than the budget. The baseline's own always-kept
+     * the baseline would attend up to 38% fewer rows than the budget. The baseline's own always-kept
      * tokens inside the range (PQCache's and ClusterKV's sinks, InfLLM's initial tokens) come first;
      * a unit (a page, a block) that does not fit whole is cut, its later tokens left out.
      *
