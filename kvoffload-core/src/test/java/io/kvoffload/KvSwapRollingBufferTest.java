@@ -137,7 +137,8 @@ class KvSwapRollingBufferTest {
         c.append(keys, 0, full);
         GroupPredictor p = new GroupPredictor(c, SHAPE.queryHeads(), G);
         int[] groups = new int[p.groupCount()];
-        int m = p.selectGroups(q, GroupPredictor.groupsFor(BUDGET, G), groups);
+        // Groups between the sinks and the window, until their tokens there fill the budget.
+        int m = p.selectGroupsBetween(q, BUDGET, SINKS, windowStart, groups);
         BitSet want = new BitSet();
         want.set(0, SINKS);
         want.set(windowStart, end);

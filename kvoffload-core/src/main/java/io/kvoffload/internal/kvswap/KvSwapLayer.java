@@ -29,9 +29,11 @@ import java.util.Arrays;
  * scheduler and I/O path as Swarm's:
  * <ol>
  *   <li>the {@link GroupPredictor} scores the query against the layer's compressed K cache (in DRAM,
- *       {@code tokens × r}) and picks the top {@code M = ⌈budget / G⌉} groups;</li>
- *   <li>groups wholly in DRAM (sinks, the window, which is also KVSwap's rolling buffer: tokens not
- *       yet in a stored group) need nothing; the others are looked up in the {@link ReuseBuffer}
+ *       {@code tokens × r}) and picks the top groups among those with tokens between the sinks and
+ *       the window, {@code M = ⌈budget / G⌉} of them or, where a group straddles an edge, as many
+ *       more as fill the budget (the sinks and window are in the view already, as for every strategy);</li>
+ *   <li>tokens of a chosen group in DRAM (sinks, the window, which is also KVSwap's rolling buffer:
+ *       tokens not yet in a stored group) need nothing; the others are looked up in the {@link ReuseBuffer}
  *       (one DRAM slot per group), whose hits need no I/O;</li>
  *   <li>the misses go through the {@link BucketScheduler} with the {@link GroupLayout} as its
  *       replica table (unit = one group, one copy), so groups adjacent on a device merge into one
@@ -189,10 +191,15 @@ public final class KvSwapLayer implements LayerFetcher {
      * At least one group.
      */
     private int groupsFor(int tokens, int resident) {
+        return (int) Math.max(1, (freshBudget(tokens, resident) + g - 1) / g);
+    }
+
+    /** Rows a step adds to its {@code resident} sinks and window: the budget given, or {@code ⌈sparsity × tokens⌉} less them. */
+    private int freshBudget(int tokens, int resident) {
         long budget = options.budgetTokens() == DecodeOptions.AUTO
                 ? Math.max(0, (long) Math.ceil(options.sparsity() * tokens) - resident)
                 : options.budgetTokens();
-        return (int) Math.max(1, (budget + g - 1) / g);
+        return (int) Math.min(budget, tokens);
     }
 
     // ------------------------------------------------------------------ one step
@@ -215,14 +222,16 @@ public final class KvSwapLayer implements LayerFetcher {
         for (int t = window.start(); t < tokens; t++) {
             rows = viewRows.add(t, rows);
         }
-        int want = groupsFor(tokens, rows);
+        int want = groupsFor(tokens, rows) + 2; // the two groups the sinks' and window's edges cut may count less
         if (selected.length < want) {
             selected = new int[want];
             requested = new int[want];
             missGroups = new int[want];
             missKeys = new int[want * shards];
         }
-        int m = predictor.selectGroups(query, want, selected);
+        // Only groups with tokens between the sinks and the window are candidates, until those tokens fill
+        // the budget: every strategy attends the same rows.
+        int m = predictor.selectGroupsBetween(query, freshBudget(tokens, rows), window.sinkEnd(), window.start(), selected);
         counters.unitsSelected += m;
         int stored = layout.groupCount();
         int req = 0;

@@ -45,6 +45,45 @@ class GroupPredictorProperties {
         return s;
     }
 
+    /**
+     * Between the pipeline's sinks and window: groups with tokens in the range, best first, just
+     * enough for those tokens to reach the budget (the last brings under G more), none scoring below
+     * a candidate left out.
+     */
+    @Property(tries = 300)
+    void betweenTheSinksAndTheWindowTheBudgetIsFilledBestFirst(@ForAll long seed,
+            @ForAll @IntRange(min = 1, max = 400) int tokens, @ForAll @IntRange(min = 1, max = 17) int groupSize,
+            @ForAll @IntRange(min = 1, max = 200) int budget, @ForAll @IntRange(min = 0, max = 40) int sinks,
+            @ForAll @IntRange(min = 0, max = 80) int window) {
+        Case c = randomCase(seed, tokens, groupSize, budget);
+        GroupPredictor p = c.predictor();
+        int from = Math.min(sinks, tokens), to = Math.max(from, tokens - window);
+        int[] out = new int[GroupPredictor.groupsFor(budget, groupSize) + 2];
+        int n = p.selectGroupsBetween(c.query(), budget, from, to, out);
+        boolean[] chosen = new boolean[p.groupCount()];
+        int fresh = 0, lastRanked = 0;
+        float worstChosen = Float.POSITIVE_INFINITY;
+        for (int i = 0; i < n; i++) {
+            int g = out[i], first = g * groupSize;
+            assertTrue(i == 0 || g > out[i - 1], "ascending and distinct");
+            int inRange = Math.min(to, first + groupSize) - Math.max(from, first);
+            assertTrue(inRange > 0, "group " + g + " has no token in [" + from + ", " + to + ")");
+            fresh += inRange;
+            chosen[g] = true;
+            if (!(p.groupScore(g) > worstChosen)) { // ties rank the higher id lower
+                worstChosen = p.groupScore(g);
+                lastRanked = inRange;
+            }
+        }
+        assertTrue(fresh >= Math.min(budget, to - from), "tokens in the range " + fresh + " < budget " + budget);
+        assertTrue(n == 0 || fresh - lastRanked < budget, "a group more than the budget needs: " + fresh + " for " + budget);
+        for (int g = from / groupSize; g * groupSize < to; g++) {
+            if (!chosen[g]) {
+                assertTrue(!(p.groupScore(g) > worstChosen), "group " + g + " left out outscores a chosen one");
+            }
+        }
+    }
+
     @Property(tries = 300)
     void selectsTheTopMGroupsByTheirBestToken(@ForAll long seed, @ForAll @IntRange(min = 0, max = 400) int tokens,
             @ForAll @IntRange(min = 1, max = 17) int groupSize, @ForAll @IntRange(min = 0, max = 200) int budget) {
