@@ -291,6 +291,21 @@ class StrategyPipelineTest {
                     assertEquals(tokens / pageTokens, pages.clusterCount(), "pages of " + pageTokens + " tokens");
                 }
             }
+            // The reference ranks over the layout's own pages, as the pipeline's selector does (parts of a
+            // page of one read are exchanged by the reads they open).
+            LayoutUnits[] layoutPages = new LayoutUnits[shape.layers()];
+            try (KvSequence s = e.openSequence("h")) {
+                for (int l = 0; l < shape.layers(); l++) {
+                    var c = io.kvoffload.internal.sequence.SequenceAccess.of(s).ledger().layer(l).clusters();
+                    int[] offsets = c.memberOffsets(), members = c.allMembers();
+                    layoutPages[l] = new LayoutUnits() {
+                        public int count() { return offsets.length - 1; }
+                        public int size(int u) { return offsets[u + 1] - offsets[u]; }
+                        public int member(int u, int i) { return members[offsets[u] + i]; }
+                        public int coActivationUnits() { return 0; }
+                    };
+                }
+            }
             DecodeOptions.Builder b = DecodeOptions.builder().sparsity(sparsity).sinkTokens(SINKS).localWindow(WINDOW);
             DecodeOptions o = (strategy == null ? b : b.strategy(strategy)).build();
             boolean partial = false;
@@ -301,7 +316,7 @@ class StrategyPipelineTest {
                         float[] q = io.kvoffload.testing.PerHeadViews.rounded(new java.util.Random(step * 7 + l),
                                 DType.F32, shape.queryHeads() * shape.headDim(), 1f);
                         LayerSelector sel = reference.openLayer(new AdjustedLayerContext(new TestLayerContext(shape,
-                                l, stored[l].dense(), SINKS, WINDOW), null, shape.kvHeads()));
+                                l, stored[l].dense(), SINKS, WINDOW), layoutPages[l], shape.kvHeads()));
                         int[][] want = perGroupRows(sel, l, tokens, q, sparsity, shape.kvHeads());
                         try (KvView v = d.prefetch(l, q).await()) {
                             io.kvoffload.testing.PerHeadViews.assertHeldHeadsBitExact(v, stored[l]);

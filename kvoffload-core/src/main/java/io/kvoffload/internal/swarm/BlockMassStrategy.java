@@ -262,15 +262,33 @@ public final class BlockMassStrategy implements SelectionStrategy {
         boolean heads = perHead || auto && context.headGroups() > 1 && kvHeads <= Long.SIZE;
         BlockMassIndex index = new BlockMassIndex(context.keys(), laidOut, context.shape().queryHeads(),
                 blockTokens(context, laidOut, units), scoring, combination, pruneLogit);
+        int perRead = partsPerRead(context, units, laidOut, index.blockTokens());
         if (heads) {
             if (kvHeads > Long.SIZE) {
                 throw new IllegalArgumentException("strategy " + name + " needs at most " + Long.SIZE + " KV heads; the"
                         + " shape has kvHeads = " + kvHeads + " (mass-auto ranks one shared set there)");
             }
-            return new HeadLayer(index, kvHeads, context.sinkTokens(),
-                    context.localWindow());
+            return new HeadLayer(index, kvHeads, context.sinkTokens(), context.localWindow(),
+                    perRead > 1 ? new ReadExchange(kvHeads, index.blocks(), perRead) : null);
         }
-        return new Layer(index, context.sinkTokens(), context.localWindow());
+        return new Layer(index, context.sinkTokens(), context.localWindow(),
+                perRead > 1 ? new ReadExchange(1, index.blocks(), perRead) : null);
+    }
+
+    /**
+     * Ranked parts in one aligned read where the layer's pages are one read each, cut in whole parts
+     * of {@code blockTokens}; else 1 (no {@link ReadExchange}). Without a layout (a layer ranked in
+     * memory) the pages are taken to be one read, as the default lays them out.
+     */
+    private static int partsPerRead(LayerContext context, LayoutUnits units, int laidOut, int blockTokens) {
+        long slice = context.shape().entryBytes() / Math.max(1, context.headGroups());
+        if (slice < 1 || slice > BlockSize.READ_ALIGNMENT || BlockSize.READ_ALIGNMENT % slice != 0) {
+            return 1;
+        }
+        int readTokens = (int) (BlockSize.READ_ALIGNMENT / slice);
+        int page = units == null ? readTokens : BlockSize.pages(units, laidOut);
+        int perRead = page == readTokens && readTokens % blockTokens == 0 ? readTokens / blockTokens : 1;
+        return Integer.bitCount(perRead) == 1 ? perRead : 1;
     }
 
     @Override
@@ -290,11 +308,13 @@ public final class BlockMassStrategy implements SelectionStrategy {
         private final int[] chosen;
         private final int[] range = new int[2];
         private final PartialTopK topK;
+        private final ReadExchange exchange; // null where pages are not ranked in parts of one read
 
-        Layer(BlockMassIndex index, int sinks, int window) {
+        Layer(BlockMassIndex index, int sinks, int window, ReadExchange exchange) {
             this.index = index;
             this.sinks = sinks;
             this.window = window;
+            this.exchange = exchange;
             this.scores = new float[index.blocks()];
             this.chosen = new int[index.blocks()];
             this.topK = new PartialTopK(index.blocks());
@@ -316,6 +336,9 @@ public final class BlockMassStrategy implements SelectionStrategy {
             // block that overlaps the sinks or the window adds fewer than blockTokens).
             int want = budget >= fresh ? candidates : Math.min(candidates, budget / bt);
             int n = topK.top(scores, 0, blocks, want, chosen, 0);
+            if (exchange != null && n < candidates) {
+                exchange.exchange(scores, 1, chosen, n);
+            }
             plan.ensureCapacity(plan.size() + n * bt);
             for (int i = 0; i < n; i++) {
                 int from = chosen[i] * bt;
@@ -325,7 +348,7 @@ public final class BlockMassStrategy implements SelectionStrategy {
 
         @Override
         public long memoryBytes() {
-            return index.memoryBytes() + 8L * scores.length;
+            return index.memoryBytes() + 8L * scores.length + (exchange == null ? 0 : exchange.memoryBytes());
         }
     }
 
@@ -366,9 +389,11 @@ public final class BlockMassStrategy implements SelectionStrategy {
         private final int[] chosen;
         private final int[] range = new int[2];
         private final PartialTopK topK;
+        private final ReadExchange exchange; // null where pages are not ranked in parts of one read
 
-        HeadLayer(BlockMassIndex index, int kvHeads, int sinks, int window) {
+        HeadLayer(BlockMassIndex index, int kvHeads, int sinks, int window, ReadExchange exchange) {
             this.index = index;
+            this.exchange = exchange;
             this.kvHeads = kvHeads;
             this.rowsPerHead = index.rowsPerHead();
             this.sinks = sinks;
@@ -425,6 +450,9 @@ public final class BlockMassStrategy implements SelectionStrategy {
             long want = budget >= fresh ? (long) candidates * groups
                     : Math.min((long) candidates * groups, (long) budget * groups / bt);
             int n = topK.top(pairs, 0, groups * blocks, (int) want, chosen, 0);
+            if (exchange != null && n < (long) candidates * groups) {
+                exchange.exchange(pairs, groups, chosen, n);
+            }
             int added = 0;
             for (int i = 0, g = 0, groupEnd = blocks; i < n; i++) { // chosen ascends: group by group
                 while (chosen[i] >= groupEnd) {
@@ -449,7 +477,8 @@ public final class BlockMassStrategy implements SelectionStrategy {
 
         @Override
         public long memoryBytes() {
-            return index.memoryBytes() + 4L * (pairs.length + chosen.length) + 8L * blockHeads.length;
+            return index.memoryBytes() + 4L * (pairs.length + chosen.length) + 8L * blockHeads.length
+                    + (exchange == null ? 0 : exchange.memoryBytes());
         }
     }
 

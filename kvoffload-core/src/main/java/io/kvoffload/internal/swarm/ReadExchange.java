@@ -1,0 +1,186 @@
+package io.kvoffload.internal.swarm;
+
+/**
+ * Gives up ranked parts that open an aligned read alone for parts of reads the step opens anyway.
+ * A page of one aligned read is ranked in parts ({@link BlockSize#ranked}); the top parts by
+ * estimated share often sit one to a read, and each such read costs 4 KiB for a part's tokens,
+ * while the other parts of a read that holds two chosen parts cost nothing more. Where a free part
+ * holds at least {@code 1/RATE} of the share of a part alone in its read, the exchange keeps the
+ * rows, gives up a little estimated mass and saves the read. Pairs are exchanged lowest alone part
+ * against highest free part while that holds (equal shares: the lower pair first), so every exchange
+ * saves one read.
+ *
+ * <p>A step's parts are indexed as (group, part) pairs, {@code group × parts + part}, group by group
+ * (one group for a token-striped layer, the head groups of a per-head one); part {@code b} of a
+ * group is in its read {@code b / partsPerRead}. Allocation-free after construction; a step costs a
+ * few passes over the chosen parts and two heaps over the short lists of parts it may exchange,
+ * popped only as far as the exchanges go.
+ */
+final class ReadExchange {
+    /**
+     * A part alone in its read is exchanged for a free part holding at least half its estimated share:
+     * on Llama-3-8B's layer per head at 16K tokens, recall 1.024 → 1.021 × the oracle's and bytes
+     * 0.608 → 0.502 × (docs/benchmarks.md, "Parts for reads a step opens anyway").
+     */
+    static final float RATE = 2f;
+
+    private final int parts;
+    private final int shift;        // log2 of the parts in one read
+    private final int readsPerGroup;
+    private final byte[] count;     // chosen parts per read
+    private final int[] readOf;     // the read of each chosen part
+    private final float[] giveUp;   // −share of each chosen part alone in its read, compacted
+    private final int[] giveUpPair;
+    private final float[] free;     // share of each unchosen candidate in a read with two chosen parts, compacted
+    private final int[] freePair;
+    private final long[] kept;      // the chosen pairs after the exchange
+
+    /**
+     * @param groups the most groups a step ranks
+     * @param parts parts per group
+     * @param partsPerRead parts in one aligned read, a power of two of at least 2
+     */
+    ReadExchange(int groups, int parts, int partsPerRead) {
+        if (partsPerRead < 2 || Integer.bitCount(partsPerRead) != 1 || groups < 1 || parts < 1) {
+            throw new IllegalArgumentException("groups = " + groups + ", parts = " + parts + ", partsPerRead = " + partsPerRead
+                    + "; allowed: groups and parts >= 1, partsPerRead a power of two >= 2");
+        }
+        this.parts = parts;
+        this.shift = Integer.numberOfTrailingZeros(partsPerRead);
+        this.readsPerGroup = (parts + partsPerRead - 1) / partsPerRead;
+        int pairs = groups * parts;
+        this.count = new byte[groups * readsPerGroup];
+        this.readOf = new int[pairs];
+        this.giveUp = new float[pairs];
+        this.giveUpPair = new int[pairs];
+        this.free = new float[pairs];
+        this.freePair = new int[pairs];
+        this.kept = new long[(pairs + 63) >>> 6];
+    }
+
+    /**
+     * Exchanges parts of {@code chosen[0, n)} (ascending pairs of {@code groups} groups) that open a
+     * read alone for unchosen candidates of reads with two or more chosen parts; {@code scores} holds
+     * every pair's estimated share, {@code −∞} for a pair that is not a candidate. Rewrites {@code
+     * chosen[0, n)}, still ascending; the count does not change.
+     */
+    void exchange(float[] scores, int groups, int[] chosen, int n) {
+        java.util.Arrays.fill(count, 0, groups * readsPerGroup, (byte) 0);
+        java.util.Arrays.fill(kept, 0, (groups * parts + 63) >>> 6, 0L);
+        // chosen ascends group by group: each part's read without a division (partsPerRead is a power of two)
+        for (int i = 0, base = 0, end = parts, firstRead = 0; i < n; i++) {
+            int c = chosen[i];
+            while (c >= end) {
+                base = end;
+                end += parts;
+                firstRead += readsPerGroup;
+            }
+            int r = firstRead + ((c - base) >>> shift);
+            readOf[i] = r;
+            kept[c >>> 6] |= 1L << c;
+            if (count[r] < Byte.MAX_VALUE) {
+                count[r]++;
+            }
+        }
+        int gives = 0;
+        for (int i = 0; i < n; i++) {
+            if (count[readOf[i]] == 1) {
+                int c = chosen[i];
+                giveUp[gives] = -scores[c];
+                giveUpPair[gives++] = c;
+            }
+        }
+        if (gives == 0) {
+            return;
+        }
+        int frees = 0;
+        for (int i = 0, last = -1, base = 0, end = parts; i < n; i++) { // a read's chosen parts are consecutive
+            int c = chosen[i], r = readOf[i];
+            while (c >= end) {
+                base = end;
+                end += parts;
+            }
+            if (r == last || count[r] < 2) {
+                continue;
+            }
+            last = r;
+            int from = base + ((c - base) >>> shift << shift);
+            for (int p = from, to = Math.min(end, from + (1 << shift)); p < to; p++) {
+                if (scores[p] > Float.NEGATIVE_INFINITY && (kept[p >>> 6] & 1L << p) == 0) {
+                    free[frees] = scores[p];
+                    freePair[frees++] = p;
+                }
+            }
+        }
+        // The highest free part against the lowest alone part, popped from two heaps while it pays: the
+        // lists are sorted no further than the exchanges go.
+        heapify(free, freePair, frees);
+        heapify(giveUp, giveUpPair, gives);
+        int exchanged = 0;
+        while (frees > 0 && gives > 0 && free[0] * RATE >= -giveUp[0]) {
+            int drop = giveUpPair[0], add = freePair[0];
+            kept[drop >>> 6] &= ~(1L << drop);
+            kept[add >>> 6] |= 1L << add;
+            frees = pop(free, freePair, frees);
+            gives = pop(giveUp, giveUpPair, gives);
+            exchanged++;
+        }
+        if (exchanged == 0) {
+            return;
+        }
+        int out = 0;
+        for (int w = 0, words = (groups * parts + 63) >>> 6; w < words; w++) {
+            for (long bits = kept[w]; bits != 0; bits &= bits - 1) {
+                chosen[out++] = (w << 6) + Long.numberOfTrailingZeros(bits);
+            }
+        }
+    }
+
+    /** Orders {@code key[0, n)} (with its {@code pair}s) as a max-heap; equal keys put the lower pair first. */
+    private static void heapify(float[] key, int[] pair, int n) {
+        for (int i = n / 2 - 1; i >= 0; i--) {
+            siftDown(key, pair, i, n);
+        }
+    }
+
+    /** Removes the heap's top; returns the new size. */
+    private static int pop(float[] key, int[] pair, int n) {
+        n--;
+        key[0] = key[n];
+        pair[0] = pair[n];
+        siftDown(key, pair, 0, n);
+        return n;
+    }
+
+    private static void siftDown(float[] key, int[] pair, int i, int n) {
+        float k = key[i];
+        int p = pair[i];
+        while (true) {
+            int c = 2 * i + 1;
+            if (c >= n) {
+                break;
+            }
+            if (c + 1 < n && above(key[c + 1], pair[c + 1], key[c], pair[c])) {
+                c++;
+            }
+            if (!above(key[c], pair[c], k, p)) {
+                break;
+            }
+            key[i] = key[c];
+            pair[i] = pair[c];
+            i = c;
+        }
+        key[i] = k;
+        pair[i] = p;
+    }
+
+    private static boolean above(float k1, int p1, float k2, int p2) {
+        return k1 > k2 || (k1 == k2 && p1 < p2);
+    }
+
+    /** DRAM the exchange's scratch holds. */
+    long memoryBytes() {
+        return count.length + 4L * (readOf.length + giveUp.length + giveUpPair.length + free.length + freePair.length)
+                + 8L * kept.length;
+    }
+}

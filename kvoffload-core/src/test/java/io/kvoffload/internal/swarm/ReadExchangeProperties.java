@@ -1,0 +1,141 @@
+package io.kvoffload.internal.swarm;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.kvoffload.internal.util.TopK;
+import java.util.Arrays;
+import java.util.BitSet;
+import java.util.SplittableRandom;
+import net.jqwik.api.ForAll;
+import net.jqwik.api.Property;
+import net.jqwik.api.constraints.IntRange;
+import org.junit.jupiter.api.Test;
+
+/**
+ * {@link ReadExchange}: the rows stay, each exchange closes a read a part held alone and takes a
+ * part of a read that stays open, and an exchange is made only where the part taken holds at least
+ * {@code 1/RATE} of the share of the part given up.
+ */
+class ReadExchangeProperties {
+
+    @Property(tries = 300)
+    void keepsTheRowsAndSavesOneReadPerExchange(@ForAll @IntRange(min = 1, max = 4) int groups,
+            @ForAll @IntRange(min = 1, max = 60) int parts, @ForAll @IntRange(min = 1, max = 3) int perReadLog,
+            @ForAll @IntRange(min = 0, max = 100) int share, @ForAll long seed) {
+        SplittableRandom rnd = new SplittableRandom(seed);
+        int perRead = 1 << perReadLog;
+        int pairs = groups * parts;
+        float[] scores = new float[pairs];
+        for (int i = 0; i < pairs; i++) { // some non-candidates (the sinks' and window's parts), ties now and then
+            scores[i] = rnd.nextInt(10) == 0 ? Float.NEGATIVE_INFINITY
+                    : rnd.nextInt(4) == 0 ? 0.5f : (float) Math.pow(rnd.nextDouble(), 3);
+        }
+        int candidates = (int) Arrays.stream(toDoubles(scores)).filter(s -> s > Double.NEGATIVE_INFINITY).count();
+        int n = Math.min(candidates, pairs * share / 100);
+        int[] chosen = TopK.indices(scores.clone(), n);
+        Arrays.sort(chosen);
+        int[] before = chosen.clone();
+        float[] original = scores.clone();
+        int[] out = Arrays.copyOf(chosen, pairs);
+        new ReadExchange(groups, parts, perRead).exchange(scores, groups, out, n);
+        int[] after = Arrays.copyOf(out, n);
+
+        BitSet was = bits(before), now = bits(after);
+        for (int i = 1; i < n; i++) {
+            assertTrue(after[i] > after[i - 1], "ascending and distinct");
+        }
+        for (int c : after) {
+            assertTrue(original[c] > Float.NEGATIVE_INFINITY, "pair " + c + " is not a candidate");
+        }
+        int[] countBefore = readCounts(before, groups, parts, perRead);
+        BitSet dropped = (BitSet) was.clone();
+        dropped.andNot(now);
+        BitSet added = (BitSet) now.clone();
+        added.andNot(was);
+        assertEquals(dropped.cardinality(), added.cardinality());
+        int exchanges = dropped.cardinality();
+        for (int c = dropped.nextSetBit(0); c >= 0; c = dropped.nextSetBit(c + 1)) {
+            assertEquals(1, countBefore[read(c, parts, perRead)], "part " + c + " given up did not open its read alone");
+        }
+        for (int c = added.nextSetBit(0); c >= 0; c = added.nextSetBit(c + 1)) {
+            assertTrue(countBefore[read(c, parts, perRead)] >= 2, "part " + c + " taken is not in a read that stays open");
+        }
+        assertEquals(reads(before, parts, perRead) - exchanges, reads(after, parts, perRead), "one read saved per exchange");
+        // The exchanged pairs, lowest given up against highest taken, each pay at the rate.
+        float[] give = shares(dropped, original), take = shares(added, original);
+        Arrays.sort(give);
+        Arrays.sort(take);
+        for (int k = 0; k < exchanges; k++) {
+            assertTrue(take[exchanges - 1 - k] * ReadExchange.RATE >= give[k],
+                    "exchange " + k + ": took " + take[exchanges - 1 - k] + " for " + give[k]);
+        }
+    }
+
+    @Test
+    void anAlonePartIsGivenUpForAFreePartOfHalfItsShare() {
+        // One group, reads of 4 parts: parts 0 and 1 share read 0, part 4 opens read 1 alone.
+        float[] scores = {0.9f, 0.8f, 0.45f, 0.1f, 0.85f, 0.05f, 0.05f, 0.05f};
+        int[] chosen = {0, 1, 4, 0, 0, 0, 0, 0};
+        new ReadExchange(1, 8, 4).exchange(scores, 1, chosen, 3);
+        assertArrayEquals(new int[] {0, 1, 2}, Arrays.copyOf(chosen, 3), "0.45 × 2 >= 0.85: read 1 is saved");
+        float[] dear = {0.9f, 0.8f, 0.40f, 0.1f, 0.85f, 0.05f, 0.05f, 0.05f};
+        int[] kept = {0, 1, 4, 0, 0, 0, 0, 0};
+        new ReadExchange(1, 8, 4).exchange(dear, 1, kept, 3);
+        assertArrayEquals(new int[] {0, 1, 4}, Arrays.copyOf(kept, 3), "0.40 × 2 < 0.85: no exchange");
+    }
+
+    @Test
+    void badArgumentsAreNamed() {
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> new ReadExchange(1, 8, 3));
+        assertTrue(e.getMessage().contains("partsPerRead = 3"), e.getMessage());
+    }
+
+    private static double[] toDoubles(float[] f) {
+        double[] d = new double[f.length];
+        for (int i = 0; i < f.length; i++) {
+            d[i] = f[i];
+        }
+        return d;
+    }
+
+    private static BitSet bits(int[] a) {
+        BitSet b = new BitSet();
+        for (int c : a) {
+            b.set(c);
+        }
+        return b;
+    }
+
+    private static float[] shares(BitSet set, float[] scores) {
+        float[] s = new float[set.cardinality()];
+        int i = 0;
+        for (int c = set.nextSetBit(0); c >= 0; c = set.nextSetBit(c + 1)) {
+            s[i++] = scores[c];
+        }
+        return s;
+    }
+
+    private static int read(int pair, int parts, int perRead) {
+        int readsPerGroup = (parts + perRead - 1) / perRead;
+        return pair / parts * readsPerGroup + pair % parts / perRead;
+    }
+
+    private static int[] readCounts(int[] chosen, int groups, int parts, int perRead) {
+        int[] count = new int[groups * ((parts + perRead - 1) / perRead)];
+        for (int c : chosen) {
+            count[read(c, parts, perRead)]++;
+        }
+        return count;
+    }
+
+    private static int reads(int[] chosen, int parts, int perRead) {
+        BitSet r = new BitSet();
+        for (int c : chosen) {
+            r.set(read(c, parts, perRead));
+        }
+        return r.cardinality();
+    }
+}
