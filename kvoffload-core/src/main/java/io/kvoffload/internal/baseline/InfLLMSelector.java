@@ -209,7 +209,7 @@ public final class InfLLMSelector extends AbstractSelector {
         int limit = Math.min(budgetTokens, to - from);
         int n = keep(out, 0, limit, 0, memoryFrom, from, to);
         n = keep(out, n, limit, memoryTo, tokens, from, to);
-        int left = topBlocks == BUDGET_DERIVED ? limit - n : Math.min(limit - n, topBlocks * blockSize);
+        int left = topBlocks == BUDGET_DERIVED ? limit - n : (int) Math.min(limit - n, (long) topBlocks * blockSize);
         lastScoredBytes = 0;
         if (left > 0 && blocks > 0) {
             blockScores(query, scores);

@@ -12,7 +12,7 @@ package io.kvoffload.internal.swarm;
  *
  * <p>A step's parts are indexed as (group, part) pairs, {@code group × parts + part}, group by group
  * (one group for a token-striped layer, the head groups of a per-head one); part {@code b} of a
- * group is in its read {@code b / partsPerRead}. Allocation-free after construction; a step costs a
+ * group is in its read {@code b / partsPerRead}. Allocation-free once a step has chosen as many parts; a step costs a
  * few passes over the chosen parts and two heaps over the short lists of parts it may exchange,
  * popped only as far as the exchanges go.
  */
@@ -28,11 +28,13 @@ final class ReadExchange {
     private final int shift;        // log2 of the parts in one read
     private final int readsPerGroup;
     private final byte[] count;     // chosen parts per read
-    private final int[] readOf;     // the read of each chosen part
-    private final float[] giveUp;   // −share of each chosen part alone in its read, compacted
-    private final int[] giveUpPair;
-    private final float[] free;     // share of each unchosen candidate in a read with two chosen parts, compacted
-    private final int[] freePair;
+    // Sized by the largest step seen (a step's chosen parts, not the layer's pairs): a step allocates
+    // only when it chooses more parts than any before.
+    private int[] readOf = new int[0];       // the read of each chosen part
+    private float[] giveUp = new float[0];   // −share of each chosen part alone in its read, compacted
+    private int[] giveUpPair = new int[0];
+    private float[] free = new float[0];     // share of each unchosen candidate in a read with two chosen parts, compacted
+    private int[] freePair = new int[0];
     private final long[] kept;      // the chosen pairs after the exchange
 
     /**
@@ -50,11 +52,6 @@ final class ReadExchange {
         this.readsPerGroup = (parts + partsPerRead - 1) / partsPerRead;
         int pairs = groups * parts;
         this.count = new byte[groups * readsPerGroup];
-        this.readOf = new int[pairs];
-        this.giveUp = new float[pairs];
-        this.giveUpPair = new int[pairs];
-        this.free = new float[pairs];
-        this.freePair = new int[pairs];
         this.kept = new long[(pairs + 63) >>> 6];
     }
 
@@ -65,6 +62,14 @@ final class ReadExchange {
      * chosen[0, n)}, still ascending; the count does not change.
      */
     void exchange(float[] scores, int groups, int[] chosen, int n) {
+        if (readOf.length < n) {
+            readOf = new int[n];
+            giveUp = new float[n];
+            giveUpPair = new int[n];
+            int most = (int) Math.min((long) n << shift, 64L * kept.length); // the rest of each chosen part's read
+            free = new float[most];
+            freePair = new int[most];
+        }
         java.util.Arrays.fill(count, 0, groups * readsPerGroup, (byte) 0);
         java.util.Arrays.fill(kept, 0, (groups * parts + 63) >>> 6, 0L);
         // chosen ascends group by group: each part's read without a division (partsPerRead is a power of two)

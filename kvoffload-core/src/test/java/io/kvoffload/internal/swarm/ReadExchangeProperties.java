@@ -87,6 +87,38 @@ class ReadExchangeProperties {
         assertArrayEquals(new int[] {0, 1, 4}, Arrays.copyOf(kept, 3), "0.40 × 2 < 0.85: no exchange");
     }
 
+    /** A step allocates nothing once a step has chosen as many parts (the decode hot path). */
+    @Test
+    void aStepAllocatesNothingOnceWarm() {
+        int groups = 8, parts = 2048, pairs = groups * parts;
+        SplittableRandom rnd = new SplittableRandom(3);
+        float[] scores = new float[pairs];
+        for (int i = 0; i < pairs; i++) {
+            scores[i] = (float) Math.pow(rnd.nextDouble(), 4);
+        }
+        int n = pairs / 10;
+        int[] top = TopK.indices(scores.clone(), n);
+        Arrays.sort(top);
+        int[] chosen = new int[pairs];
+        ReadExchange exchange = new ReadExchange(groups, parts, 4);
+        int[] sink = {0};
+        Runnable step = () -> {
+            System.arraycopy(top, 0, chosen, 0, n);
+            exchange.exchange(scores, groups, chosen, n);
+            sink[0] += chosen[n - 1];
+        };
+        for (int i = 0; i < 3000; i++) { // the JIT compiles the step before it is measured
+            step.run();
+        }
+        assertTrue(!Arrays.equals(top, Arrays.copyOf(chosen, n)), "the step exchanges parts");
+        long allocated = io.kvoffload.testing.Allocations.leastOverWindows(() -> {
+            for (int i = 0; i < 20; i++) {
+                step.run();
+            }
+        }, 20);
+        assertEquals(0, allocated, "bytes allocated by 20 steps (" + sink[0] + ")");
+    }
+
     @Test
     void badArgumentsAreNamed() {
         IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> new ReadExchange(1, 8, 3));
