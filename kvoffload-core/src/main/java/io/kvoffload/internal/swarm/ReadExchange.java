@@ -12,9 +12,9 @@ package io.kvoffload.internal.swarm;
  *
  * <p>A step's parts are indexed as (group, part) pairs, {@code group × parts + part}, group by group
  * (one group for a token-striped layer, the head groups of a per-head one); part {@code b} of a
- * group is in its read {@code b / partsPerRead}. Allocation-free once a step has chosen as many parts; a step costs a
- * few passes over the chosen parts and two heaps over the short lists of parts it may exchange,
- * popped only as far as the exchanges go.
+ * group is in its read {@code b / partsPerRead}. Allocation-free once a step has chosen as many
+ * parts as any before. A step costs a few passes over the chosen parts and two heaps over the short
+ * lists of parts it may exchange, popped only as far as the exchanges go.
  */
 final class ReadExchange {
     /**
