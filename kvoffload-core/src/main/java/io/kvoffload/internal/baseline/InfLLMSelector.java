@@ -1,5 +1,6 @@
 package io.kvoffload.internal.baseline;
 
+import io.kvoffload.internal.select.UnitBudget;
 import io.kvoffload.internal.util.PartialTopK;
 import io.kvoffload.internal.util.TopK;
 import io.kvoffload.internal.util.Checks;

@@ -2,6 +2,7 @@ package io.kvoffload.internal.kvswap;
 
 
 import io.kvoffload.internal.select.TokenSelector;
+import io.kvoffload.internal.select.UnitBudget;
 import io.kvoffload.internal.util.Checks;
 import io.kvoffload.internal.util.PartialTopK;
 
@@ -185,7 +186,7 @@ public final class GroupPredictor implements TokenSelector {
      * many as it takes for those tokens to reach {@code budget}, ids ascending into {@code out}. The
      * last group may bring up to G − 1 tokens more (a group is what KVSwap reads). Groups wholly in
      * the sinks or the window are not candidates: ranked among the rest, they cost rows of the budget
-     * that the pipeline attends anyway.
+     * that the pipeline attends anyway ({@link UnitBudget#cover}).
      *
      * @param out room for {@code ⌈budget / G⌉ + 2} ids (the two groups the range cuts may hold fewer
      *     than G of its tokens)
@@ -194,26 +195,7 @@ public final class GroupPredictor implements TokenSelector {
     public int selectGroupsBetween(float[] query, int budget, int from, int to, int[] out) {
         Checks.inRange("budget", budget, 0, Integer.MAX_VALUE);
         scoreGroups(query);
-        int end = Math.min(to, cache.tokens());
-        if (budget == 0 || from >= end) {
-            selectedCount = 0;
-            return 0;
-        }
-        int g0 = from / groupSize, g1 = Math.min(scoredGroups, (end + groupSize - 1) / groupSize);
-        int m = Math.min(g1 - g0, groupsFor(budget, groupSize));
-        int c;
-        while (true) { // the groups the range cuts hold fewer of its tokens: then take more
-            c = topK.top(groupScores, g0, g1, m, selected, 0);
-            long fresh = 0;
-            for (int i = 0; i < c; i++) {
-                int first = selected[i] * groupSize;
-                fresh += Math.min(end, first + groupSize) - Math.max(from, first);
-            }
-            if (fresh >= budget || m == g1 - g0) {
-                break;
-            }
-            m = (int) Math.min(g1 - g0, m + (budget - fresh + groupSize - 1) / groupSize);
-        }
+        int c = UnitBudget.cover(topK, groupScores, 0, groupSize, cache.tokens(), budget, from, to, selected);
         Checks.capacity("out", out.length, c);
         System.arraycopy(selected, 0, out, 0, c);
         selectedCount = c;

@@ -222,7 +222,8 @@ public final class KvSwapLayer implements LayerFetcher {
         for (int t = window.start(); t < tokens; t++) {
             rows = viewRows.add(t, rows);
         }
-        int want = groupsFor(tokens, rows) + 2; // the two groups the sinks' and window's edges cut may count less
+        int fresh = freshBudget(tokens, rows);
+        int want = (int) Math.max(1, (fresh + g - 1L) / g) + 2; // the two groups the sinks' and window's edges cut may count less
         if (selected.length < want) {
             selected = new int[want];
             requested = new int[want];
@@ -231,7 +232,7 @@ public final class KvSwapLayer implements LayerFetcher {
         }
         // Only groups with tokens between the sinks and the window are candidates, until those tokens fill
         // the budget: every strategy attends the same rows.
-        int m = predictor.selectGroupsBetween(query, freshBudget(tokens, rows), window.sinkEnd(), window.start(), selected);
+        int m = predictor.selectGroupsBetween(query, fresh, window.sinkEnd(), window.start(), selected);
         counters.unitsSelected += m;
         int stored = layout.groupCount();
         int req = 0;

@@ -230,7 +230,7 @@ public final class BlockMassStrategy implements SelectionStrategy {
             return blockTokens;
         }
         KvShape shape = context.shape();
-        long slice = shape.entryBytes() / Math.max(1, context.headGroups());
+        long slice = sliceBytes(context);
         long cost = BlockSize.sweepCost(shape, combination);
         int bt = BlockSize.adaptive(laidOut, slice, BlockSize.READ_ALIGNMENT, blockTokens, cost);
         int page = units == null ? bt : BlockSize.pages(units, laidOut);
@@ -275,13 +275,18 @@ public final class BlockMassStrategy implements SelectionStrategy {
                 perRead > 1 ? new ReadExchange(1, index.blocks(), perRead) : null);
     }
 
+    /** What one device holds of a token: its whole entry, or under head sharding one head group's slice. */
+    private static long sliceBytes(LayerContext context) {
+        return context.shape().entryBytes() / Math.max(1, context.headGroups());
+    }
+
     /**
      * Ranked parts in one aligned read where the layer's pages are one read each, cut in whole parts
      * of {@code blockTokens}; else 1 (no {@link ReadExchange}). Without a layout (a layer ranked in
      * memory) the pages are taken to be one read, as the default lays them out.
      */
     private static int partsPerRead(LayerContext context, LayoutUnits units, int laidOut, int blockTokens) {
-        long slice = context.shape().entryBytes() / Math.max(1, context.headGroups());
+        long slice = sliceBytes(context);
         if (slice < 1 || slice > BlockSize.READ_ALIGNMENT || BlockSize.READ_ALIGNMENT % slice != 0) {
             return 1;
         }
