@@ -25,6 +25,18 @@ import net.jqwik.api.constraints.IntRange;
  */
 class SelectBetweenProperties {
 
+    /** A range outside the layer, a non-positive budget or a short output array is named, not clipped. */
+    @org.junit.jupiter.api.Test
+    void badArgumentsAreNamed() {
+        DenseLayerKv kv = Layers.random(64, 1, 8, false, 1);
+        OracleSelector s = new OracleSelector(kv, 2);
+        float[] q = Layers.query(2, 8, false, new SplittableRandom(1));
+        Layers.assertMessage(() -> s.selectBetween(q, 4, 10, 5, new int[4]), "from = 10, to = 5", "tokens() = 64");
+        Layers.assertMessage(() -> s.selectBetween(q, 4, 0, 65, new int[4]), "to = 65");
+        Layers.assertMessage(() -> s.selectBetween(q, 0, 0, 64, new int[4]), "budgetTokens");
+        Layers.assertMessage(() -> s.selectBetween(q, 8, 0, 64, new int[4]), "out.length = 4", "at least 8");
+    }
+
     @Provide
     Arbitrary<String> baselines() {
         return Arbitraries.of(Layers.NAMES.stream().filter(n -> !n.equals("swarm")).toList());
