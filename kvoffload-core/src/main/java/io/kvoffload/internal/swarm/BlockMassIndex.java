@@ -34,8 +34,9 @@ import io.kvoffload.strategy.LayoutUnits;
  * a retrieval head's sharp query averaged with three that look elsewhere no longer finds its block.
  * {@link Combination#QUERY_HEAD_MASS} gives every query head its own softmax row ({@code groupSize}
  * times the sweep); {@link Combination#CLUSTERED_HEAD_MASS} merges each KV head's query heads, step
- * by step, into half as many rows, at most eight ({@link QueryRows#clusterRows}), by Ward's criterion (heads whose queries lie
- * close share a row; the others keep theirs) and weighs each row by its heads: most of the
+ * by step, into half as many rows, at most eight a KV head on average ({@link QueryRows#clusterRows}), by Ward's
+ * criterion (heads whose queries lie close share a row; the others keep theirs), pooled over the layer's
+ * KV heads so that the rows go where the heads differ, and weighs each row by its heads: most of the
  * per-query-head gain at half its sweep.
  *
  * <p><b>Cost.</b> The summaries are stored dimension-major ({@code [head][dim][block]}), so scoring
@@ -88,7 +89,6 @@ public final class BlockMassIndex {
     private final float[] norms;          // per row of logits: its softmax normaliser (mass combinations)
     private final float[] chunk;
     private final float[] rchunk0, rchunk1;
-    private final int rowsPerHead;    // estimate rows per KV head (QueryRows.perHead)
     private final int[] termCount;    // queued terms of each of a KV head's rows, at [row × 2 × headDim …]
     private final SweepTerms terms;   // one KV head's queued sweep terms (two per dimension and row at most)
 
@@ -190,10 +190,9 @@ public final class BlockMassIndex {
         this.chunk = new float[Math.min(CHUNK, blocks)];
         this.rchunk0 = new float[rep0 != null ? chunk.length : 0];
         this.rchunk1 = new float[rep0 != null ? chunk.length : 0];
-        this.rowsPerHead = queryRows.perHead();
-        int termSlots = rowsPerHead * 2 * headDim;
+        int termSlots = queryRows.maxPerHead() * 2 * headDim;
         this.terms = new SweepTerms(termSlots, pruneLogit);
-        this.termCount = new int[rowsPerHead];
+        this.termCount = new int[queryRows.maxPerHead()];
     }
 
     private void summarise(LayerKv kv) {
@@ -387,9 +386,17 @@ public final class BlockMassIndex {
         return norms[r] * queryRows.weight(r);
     }
 
-    /** Estimate rows per KV head: 1, its query heads, or its query-head clusters. */
+    /**
+     * Estimate rows per KV head: 1, its query heads, or its query-head clusters (with {@link
+     * Combination#CLUSTERED_HEAD_MASS} on average: a step gives each KV head its own count, {@link #rowStart}).
+     */
     int rowsPerHead() {
-        return rowsPerHead;
+        return queryRows.perHead();
+    }
+
+    /** KV head {@code h}'s first estimate row in the last step; its rows end at {@code rowStart(h + 1)}. */
+    int rowStart(int h) {
+        return queryRows.rowStart(h);
     }
 
     /** {@link #score}; with a mass combination {@code scores} may be null (the shares only). */
@@ -461,9 +468,9 @@ public final class BlockMassIndex {
      * from the cache for the other query heads.
      */
     private void headLogits(int h) {
-        int d = headDim, r0 = h * rowsPerHead;
+        int d = headDim, r0 = queryRows.rowStart(h), here = queryRows.rowStart(h + 1) - r0;
         float[] headQuery = queryRows.rows();
-        for (int k = 0; k < rowsPerHead; k++) {
+        for (int k = 0; k < here; k++) {
             int q0 = (r0 + k) * d, base = k * 2 * d, queued = base;
             if (max != null) {
                 float w = scoring == Scoring.BOUND ? 1f : 0.5f;
@@ -492,7 +499,7 @@ public final class BlockMassIndex {
         boolean mass = combination != Combination.SUM_LOGITS; // a block's mass counts its tokens: start from ln(size)
         for (int from = 0; from < blocks; from += CHUNK) {
             int n = Math.min(CHUNK, blocks - from);
-            for (int k = 0; k < rowsPerHead; k++) {
+            for (int k = 0; k < here; k++) {
                 if (mass) {
                     System.arraycopy(logBlockTokens, from, acc, 0, n);
                 } else {

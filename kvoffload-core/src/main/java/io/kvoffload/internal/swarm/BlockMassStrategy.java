@@ -385,7 +385,6 @@ public final class BlockMassStrategy implements SelectionStrategy {
      */
     static final class HeadLayer implements LayerSelector {
         private final BlockMassIndex index;
-        private final int rowsPerHead;
         private final int kvHeads;
         private final int sinks;
         private final int window;
@@ -400,7 +399,6 @@ public final class BlockMassStrategy implements SelectionStrategy {
             this.index = index;
             this.exchange = exchange;
             this.kvHeads = kvHeads;
-            this.rowsPerHead = index.rowsPerHead();
             this.sinks = sinks;
             this.window = window;
             int blocks = index.blocks();
@@ -426,14 +424,14 @@ public final class BlockMassStrategy implements SelectionStrategy {
             float[] shares = index.shares(query);
             long fresh = freeRange(index, sinks, plan.tokens() - window, range); // per group
             int lo = range[0], hi = range[1], candidates = hi - lo;
-            int perPair = rowsPerHead * perGroup;
             for (int g = 0; g < groups; g++) {
                 int base = g * blocks;
+                int r0 = index.rowStart(g * perGroup), perPair = index.rowStart((g + 1) * perGroup) - r0;
                 java.util.Arrays.fill(pairs, base, base + lo, Float.NEGATIVE_INFINITY); // sinks' and window's blocks
                 java.util.Arrays.fill(pairs, base + hi, base + blocks, Float.NEGATIVE_INFINITY);
                 // The group's rows two at a time: one pass over its pairs per two rows, candidate blocks only.
                 for (int k = 0; k < perPair; k += 2) {
-                    int r = g * perPair + k;
+                    int r = r0 + k;
                     int src = r * blocks;
                     float n0 = index.shareNorm(r);
                     boolean two = k + 1 < perPair;

@@ -7,10 +7,11 @@ import io.kvoffload.internal.util.Checks;
  * The query rows a {@link BlockMassIndex} step scores each KV head with, and what each row weighs:
  * the mean of the KV head's query heads ({@link Combination#HEAD_MASS}, {@link
  * Combination#SUM_LOGITS}), each query head ({@link Combination#QUERY_HEAD_MASS}), or the query heads
- * merged, step by step, into half as many clusters or as many as the sweep affords, at most eight
- * ({@link Combination#CLUSTERED_HEAD_MASS}, {@link #clusterRows(int, int, int)}). Rows
- * are scaled by {@code 1/√d}; KV head {@code h}'s rows are {@code [h × perHead(), (h + 1) × perHead())}.
- * Allocation-free after construction.
+ * merged, step by step, into half as many clusters or as many as the sweep affords, at most eight a
+ * KV head on average ({@link Combination#CLUSTERED_HEAD_MASS}, {@link #clusterRows(int, int, int)}),
+ * pooled over the layer so that a KV head whose query heads differ keeps more rows than one whose heads
+ * agree. Rows are scaled by {@code 1/√d}; KV head {@code h}'s rows are {@code [rowStart(h),
+ * rowStart(h + 1))}. Allocation-free after construction.
  */
 final class QueryRows {
     private final Combination combination;
@@ -22,9 +23,11 @@ final class QueryRows {
     private final float scale;
     private final float[] rows;       // rows × headDim, scaled
     private final float[] weight;     // per row: 1, or (clustered) its cluster's share of the KV head's query heads
-    private final float[] clusterSum; // one KV head's query clusters, summed vectors
-    private final int[] clusterSize;
-    private final double[] mergeCost; // one KV head's Ward merge costs, pair (a < b) at [a × groupSize + b]
+    private final float[] clusterSum; // every KV head's query clusters, summed vectors, head h's at [h × groupSize × headDim …]
+    private final int[] clusterSize;  // head h's cluster c at [h × groupSize + c]; 0: merged away
+    private final double[] mergeCost; // head h's Ward merge costs, pair (a < b) at [h × groupSize² + a × groupSize + b]
+    private final int[] rowStart;     // KV head h's rows: [rowStart[h], rowStart[h + 1])
+    private final int maxPerHead;
 
     QueryRows(Combination combination, int queryHeads, int kvHeads, int headDim) {
         this(combination, queryHeads, kvHeads, headDim, perHead(combination, queryHeads, kvHeads, headDim));
@@ -44,9 +47,14 @@ final class QueryRows {
         this.weight = new float[count];
         java.util.Arrays.fill(weight, 1f);
         boolean clustered = combination == Combination.CLUSTERED_HEAD_MASS;
-        this.clusterSum = new float[clustered ? groupSize * headDim : 0];
-        this.clusterSize = new int[clustered ? groupSize : 0];
-        this.mergeCost = new double[clustered && groupSize > perHead ? groupSize * groupSize : 0];
+        this.clusterSum = new float[clustered ? kvHeads * groupSize * headDim : 0];
+        this.clusterSize = new int[clustered ? kvHeads * groupSize : 0];
+        this.mergeCost = new double[clustered && groupSize > perHead ? kvHeads * groupSize * groupSize : 0];
+        this.rowStart = new int[kvHeads + 1];
+        for (int h = 0; h <= kvHeads; h++) {
+            rowStart[h] = h * perHead;
+        }
+        this.maxPerHead = clustered ? Math.min(groupSize, count - (kvHeads - 1)) : perHead;
     }
 
     /**
@@ -114,9 +122,19 @@ final class QueryRows {
         };
     }
 
-    /** Rows per KV head. */
+    /** Rows per KV head on average: {@link #count()} / KV heads. */
     int perHead() {
         return perHead;
+    }
+
+    /** The most rows one KV head can have. */
+    int maxPerHead() {
+        return maxPerHead;
+    }
+
+    /** KV head {@code h}'s first row; its rows end at {@code rowStart(h + 1)} (valid after {@link #build}). */
+    int rowStart(int h) {
+        return rowStart[h];
     }
 
     /** All rows. */
@@ -152,9 +170,7 @@ final class QueryRows {
             }
         }
         if (combination == Combination.CLUSTERED_HEAD_MASS) {
-            for (int h = 0; h < kvHeads; h++) {
-                cluster(query, h);
-            }
+            cluster(query);
             return;
         }
         boolean own = perHead == groupSize; // one row per query head (also MHA)
@@ -169,80 +185,100 @@ final class QueryRows {
     }
 
     /**
-     * KV head {@code h}'s query heads merged into its {@link #perHead} rows, agglomeratively by Ward's
-     * criterion: each time, the two clusters whose merge adds the least squared distance of their
-     * queries to their mean ({@code Δ(a, b) = n_a n_b / (n_a + n_b) × ‖μ_a − μ_b‖²}). A row's estimated
-     * logits err from each member head's own by {@code (q − μ)·k}, so this keeps that error smallest:
-     * heads that attend alike share a row, and a head that attends apart or more sharply (a larger
-     * query: a retrieval head) keeps its own. A row's query is its cluster's mean (scaled); its weight
-     * the cluster's share of the group's query heads.
+     * The layer's query heads merged into {@link #count()} rows, agglomeratively by Ward's criterion,
+     * every KV head's heads in one pool: each time, the two clusters of one KV head whose merge adds
+     * the least squared distance of their queries to their mean ({@code Δ(a, b) = n_a n_b / (n_a + n_b)
+     * × ‖μ_a − μ_b‖²}), whichever KV head they belong to. A row's estimated logits err from each member
+     * head's own by {@code (q − μ)·k}, so this keeps that error smallest: heads that attend alike share
+     * a row, and a head that attends apart or more sharply (a larger query: a retrieval head) keeps its
+     * own. Pooling spends the rows where the heads differ: a KV head whose query heads agree ends with
+     * one row, one whose heads look at three different things keeps three, instead of every KV head
+     * keeping {@link #perHead} (the same sweep, since a step sweeps every row once). A KV head keeps at
+     * least one row and at most its group. A row's query is its cluster's mean (scaled); its weight the
+     * cluster's share of its KV head's query heads, so each KV head's rows weigh 1 together.
      *
      * <p>The merge costs are computed once from the heads' queries and then updated by the
      * Lance–Williams recurrence for Ward's method, {@code Δ(k, a∪b) = ((n_k + n_a) Δ(k, a) + (n_k + n_b)
-     * Δ(k, b) − n_k Δ(a, b)) / (n_k + n_a + n_b)}: {@code O(g² d)} a step instead of recomputing every
-     * pair's distance after each merge ({@code O(g³ d)}, 2 ms a step for a 71-query-head MQA group).
-     * Ties go to the lowest pair {@code (a, b)}, the merged cluster keeps the index {@code a}.
+     * Δ(k, b) − n_k Δ(a, b)) / (n_k + n_a + n_b)}: {@code O(g² d)} a KV head instead of recomputing
+     * every pair's distance after each merge ({@code O(g³ d)}, 2 ms a step for a 71-query-head MQA
+     * group). Ties go to the lowest (KV head, a, b); the merged cluster keeps the index {@code a}; a KV
+     * head's rows are its clusters in index order, from {@link #rowStart}.
      */
-    private void cluster(float[] query, int h) {
-        int d = headDim, g = groupSize;
+    private void cluster(float[] query) {
+        int d = headDim, g = groupSize, gg = g * g;
         float[] sum = clusterSum;
         int[] size = clusterSize;
         double[] cost = mergeCost;
-        System.arraycopy(query, h * g * d, sum, 0, g * d);
-        java.util.Arrays.fill(size, 0, g, 1);
-        if (g > perHead) {
-            for (int a = 0; a < g; a++) {
-                for (int b = a + 1; b < g; b++) {
-                    double dist = 0;
-                    for (int j = 0; j < d; j++) {
-                        double diff = (double) sum[a * d + j] - sum[b * d + j];
-                        dist += diff * diff;
+        System.arraycopy(query, 0, sum, 0, queryHeads * d);
+        java.util.Arrays.fill(size, 0, queryHeads, 1);
+        int count = weight.length;
+        if (queryHeads > count) {
+            for (int h = 0; h < kvHeads; h++) {
+                int q0 = h * g * d;
+                for (int a = 0; a < g; a++) {
+                    for (int b = a + 1; b < g; b++) {
+                        double dist = 0;
+                        for (int j = 0; j < d; j++) {
+                            double diff = (double) sum[q0 + a * d + j] - sum[q0 + b * d + j];
+                            dist += diff * diff;
+                        }
+                        cost[h * gg + a * g + b] = 0.5 * dist; // two single heads: n_a n_b / (n_a + n_b) = 1/2
                     }
-                    cost[a * g + b] = 0.5 * dist; // two single heads: n_a n_b / (n_a + n_b) = 1/2
                 }
             }
         }
-        for (int live = g; live > perHead; live--) {
-            int bestA = -1, bestB = -1;
+        for (int live = queryHeads; live > count; live--) {
+            int bestH = -1, bestA = -1, bestB = -1;
             double best = Double.POSITIVE_INFINITY;
-            for (int a = 0; a < g; a++) {
-                if (size[a] == 0) {
-                    continue;
-                }
-                for (int b = a + 1; b < g; b++) {
-                    if (size[b] != 0 && cost[a * g + b] < best) {
-                        best = cost[a * g + b];
-                        bestA = a;
-                        bestB = b;
+            for (int h = 0; h < kvHeads; h++) {
+                int s0 = h * g, c0 = h * gg;
+                for (int a = 0; a < g; a++) {
+                    if (size[s0 + a] == 0) {
+                        continue;
+                    }
+                    for (int b = a + 1; b < g; b++) {
+                        if (size[s0 + b] != 0 && cost[c0 + a * g + b] < best) {
+                            best = cost[c0 + a * g + b];
+                            bestH = h;
+                            bestA = a;
+                            bestB = b;
+                        }
                     }
                 }
             }
-            int na = size[bestA], nb = size[bestB];
+            int s0 = bestH * g, c0 = bestH * gg;
+            int na = size[s0 + bestA], nb = size[s0 + bestB];
             for (int k = 0; k < g; k++) {
-                if (size[k] == 0 || k == bestA || k == bestB) {
+                if (size[s0 + k] == 0 || k == bestA || k == bestB) {
                     continue;
                 }
-                int nk = size[k];
-                int ka = k < bestA ? k * g + bestA : bestA * g + k;
-                int kb = k < bestB ? k * g + bestB : bestB * g + k;
+                int nk = size[s0 + k];
+                int ka = c0 + (k < bestA ? k * g + bestA : bestA * g + k);
+                int kb = c0 + (k < bestB ? k * g + bestB : bestB * g + k);
                 cost[ka] = ((nk + na) * cost[ka] + (nk + nb) * cost[kb] - nk * best) / (nk + na + nb);
             }
             for (int j = 0; j < d; j++) {
-                sum[bestA * d + j] += sum[bestB * d + j];
+                sum[(s0 + bestA) * d + j] += sum[(s0 + bestB) * d + j];
             }
-            size[bestA] = na + nb;
-            size[bestB] = 0;
+            size[s0 + bestA] = na + nb;
+            size[s0 + bestB] = 0;
         }
-        for (int c = 0, r = h * perHead; c < g; c++) {
-            if (size[c] == 0) {
-                continue;
+        int r = 0;
+        for (int h = 0; h < kvHeads; h++) {
+            rowStart[h] = r;
+            for (int c = h * g, end = c + g; c < end; c++) {
+                if (size[c] == 0) {
+                    continue;
+                }
+                float per = scale / size[c];
+                for (int j = 0; j < d; j++) {
+                    rows[r * d + j] = sum[c * d + j] * per;
+                }
+                weight[r] = (float) size[c] / g;
+                r++;
             }
-            float per = scale / size[c];
-            for (int j = 0; j < d; j++) {
-                rows[r * d + j] = sum[c * d + j] * per;
-            }
-            weight[r] = (float) size[c] / g;
-            r++;
         }
+        rowStart[kvHeads] = r;
     }
+
 }

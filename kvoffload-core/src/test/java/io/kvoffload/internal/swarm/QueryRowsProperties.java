@@ -15,8 +15,9 @@ import net.jqwik.api.constraints.IntRange;
 
 /**
  * {@link QueryRows}' clustered rows: the Lance–Williams update of Ward's merge costs merges the same
- * query heads as recomputing every pair's distance from the clusters' means after each merge, and a
- * group keeps half its heads as rows, at least two and at most {@link QueryRows#MAX_CLUSTER_ROWS}.
+ * query heads as recomputing every pair's distance from the clusters' means after each merge (every KV
+ * head's heads in one pool), each KV head keeps between one row and its group, and a layer keeps half
+ * its heads as rows, at least two and at most {@link QueryRows#MAX_CLUSTER_ROWS} a KV head on average.
  */
 class QueryRowsProperties {
 
@@ -42,11 +43,12 @@ class QueryRowsProperties {
         rows.build(query);
         assertEquals(kvHeads * perHead, rows.count());
         float scale = (float) (1.0 / Math.sqrt(headDim));
+        float[] sum = query.clone();
+        int[] size = recomputedWard(sum, kvHeads, groupSize, headDim, kvHeads * perHead);
+        int row = 0;
         for (int h = 0; h < kvHeads; h++) {
-            float[] sum = java.util.Arrays.copyOfRange(query, h * groupSize * headDim, (h + 1) * groupSize * headDim);
-            int[] size = recomputedWard(sum, groupSize, headDim, perHead);
-            int row = h * perHead; // the clusters in index order are the KV head's rows
-            for (int c = 0; c < groupSize; c++) {
+            assertEquals(row, rows.rowStart(h), "KV head " + h + "'s first row");
+            for (int c = h * groupSize; c < (h + 1) * groupSize; c++) { // a KV head's clusters in index order are its rows
                 if (size[c] == 0) {
                     continue;
                 }
@@ -58,6 +60,49 @@ class QueryRowsProperties {
                 row++;
             }
         }
+        assertEquals(rows.count(), rows.rowStart(kvHeads));
+    }
+
+    @Property(tries = 300)
+    void everyKvHeadKeepsBetweenOneRowAndItsGroupAndItsRowsWeighOne(@ForAll @IntRange(min = 1, max = 8) int kvHeads,
+            @ForAll @IntRange(min = 2, max = 16) int groupSize, @ForAll @IntRange(min = 1, max = 16) int headDim,
+            @ForAll long seed) {
+        SplittableRandom r = new SplittableRandom(seed);
+        int queryHeads = kvHeads * groupSize;
+        float[] query = new float[queryHeads * headDim];
+        for (int i = 0; i < query.length; i++) {
+            query[i] = (float) (r.nextGaussian() * (1 + r.nextInt(8)));
+        }
+        QueryRows rows = new QueryRows(Combination.CLUSTERED_HEAD_MASS, queryHeads, kvHeads, headDim,
+                QueryRows.clusterRows(groupSize));
+        rows.build(query);
+        for (int h = 0; h < kvHeads; h++) {
+            int n = rows.rowStart(h + 1) - rows.rowStart(h);
+            assertTrue(n >= 1 && n <= Math.min(groupSize, rows.maxPerHead()), "KV head " + h + ": " + n + " rows");
+            double weight = 0;
+            for (int row = rows.rowStart(h); row < rows.rowStart(h + 1); row++) {
+                weight += rows.weight(row);
+            }
+            assertEquals(1.0, weight, 1e-6, "KV head " + h + "'s rows weigh its query heads");
+        }
+    }
+
+    @Example
+    void rowsGoToTheKvHeadWhoseQueryHeadsDiffer() {
+        // KV head 0: four copies of one query (they attend alike); KV head 1: three queries far apart and a
+        // near-copy of one of them. Four rows in all, two a head on average: head 0 needs one, head 1 three.
+        int d = 4;
+        float[] query = {
+                1, 0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0,
+                9, 0, 0, 0, 0, 9, 0, 0, 0, 0, 9, 0, 0, 0, 9.1f, 0};
+        QueryRows rows = new QueryRows(Combination.CLUSTERED_HEAD_MASS, 8, 2, d, 2);
+        rows.build(query);
+        assertEquals(4, rows.count());
+        assertEquals(0, rows.rowStart(0));
+        assertEquals(1, rows.rowStart(1), "KV head 0's alike query heads share one row");
+        assertEquals(1f, rows.weight(0), 0f);
+        assertEquals(4, rows.rowStart(2), "KV head 1 keeps a row for each query that looks elsewhere");
+        assertEquals(0.5f, rows.weight(3), 0f, "the near-copies share a row");
     }
 
     @Example
@@ -98,32 +143,36 @@ class QueryRowsProperties {
     }
 
     /**
-     * Ward's agglomeration as first written: after each merge every live pair's cost {@code n_a n_b /
-     * (n_a + n_b) × ‖μ_a − μ_b‖²} is recomputed from the clusters' means; ties to the lowest pair. Merges
-     * the group's query vectors in {@code sum} in place (a merged cluster keeps the lower index) and
-     * returns each index's cluster size (0 once merged away).
+     * Ward's agglomeration as first written, every KV head's query heads in one pool: after each merge
+     * every live pair's cost {@code n_a n_b / (n_a + n_b) × ‖μ_a − μ_b‖²} (both of one KV head) is
+     * recomputed from the clusters' means; ties to the lowest (KV head, a, b). Merges the query vectors
+     * in {@code sum} (KV head h's group at {@code [h × g, (h + 1) × g)}) in place until {@code rows}
+     * clusters are left (a merged cluster keeps the lower index) and returns each index's cluster size
+     * (0 once merged away).
      */
-    static int[] recomputedWard(float[] sum, int g, int d, int perHead) {
-        int[] size = new int[g];
+    static int[] recomputedWard(float[] sum, int kvHeads, int g, int d, int rows) {
+        int[] size = new int[kvHeads * g];
         java.util.Arrays.fill(size, 1);
-        for (int live = g; live > perHead; live--) {
+        for (int live = kvHeads * g; live > rows; live--) {
             int bestA = -1, bestB = -1;
             double best = Double.POSITIVE_INFINITY;
-            for (int a = 0; a < g; a++) {
-                for (int b = a + 1; b < g && size[a] > 0; b++) {
-                    if (size[b] == 0) {
-                        continue;
-                    }
-                    double dist = 0;
-                    for (int j = 0; j < d; j++) {
-                        double diff = (double) sum[a * d + j] / size[a] - (double) sum[b * d + j] / size[b];
-                        dist += diff * diff;
-                    }
-                    double cost = (double) size[a] * size[b] / (size[a] + size[b]) * dist;
-                    if (bestA < 0 || cost < best - 1e-9 * Math.max(1, best)) { // rounding apart, the first lowest pair
-                        best = cost;
-                        bestA = a;
-                        bestB = b;
+            for (int h = 0; h < kvHeads; h++) {
+                for (int a = h * g; a < (h + 1) * g; a++) {
+                    for (int b = a + 1; b < (h + 1) * g && size[a] > 0; b++) {
+                        if (size[b] == 0) {
+                            continue;
+                        }
+                        double dist = 0;
+                        for (int j = 0; j < d; j++) {
+                            double diff = (double) sum[a * d + j] / size[a] - (double) sum[b * d + j] / size[b];
+                            dist += diff * diff;
+                        }
+                        double cost = (double) size[a] * size[b] / (size[a] + size[b]) * dist;
+                        if (bestA < 0 || cost < best - 1e-9 * Math.max(1, best)) { // rounding apart, the first lowest pair
+                            best = cost;
+                            bestA = a;
+                            bestB = b;
+                        }
                     }
                 }
             }
