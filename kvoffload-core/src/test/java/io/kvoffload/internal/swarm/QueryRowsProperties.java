@@ -22,22 +22,11 @@ import net.jqwik.api.constraints.IntRange;
 class QueryRowsProperties {
 
     @Property(tries = 300)
-    void lanceWilliamsMergesWhatRecomputedWardDistancesMerge(@ForAll @IntRange(min = 1, max = 3) int kvHeads,
+    void lanceWilliamsMergesWhatRecomputedWardDistancesMerge(@ForAll @IntRange(min = 1, max = 6) int kvHeads,
             @ForAll @IntRange(min = 2, max = 40) int groupSize, @ForAll @IntRange(min = 1, max = 24) int headDim,
             @ForAll long seed) {
-        SplittableRandom r = new SplittableRandom(seed);
         int queryHeads = kvHeads * groupSize;
-        float[] query = new float[queryHeads * headDim];
-        for (int q = 0; q < queryHeads; q++) {
-            if (q > 0 && r.nextInt(4) == 0) { // a copy of an earlier head: merges at cost 0, ties among them
-                System.arraycopy(query, r.nextInt(q) * headDim, query, q * headDim, headDim);
-                continue;
-            }
-            double spread = r.nextInt(3) == 0 ? 4 : 1; // some heads sharper (larger queries) than others
-            for (int j = 0; j < headDim; j++) {
-                query[q * headDim + j] = (float) (r.nextGaussian() * spread);
-            }
-        }
+        float[] query = queries(seed, queryHeads, headDim);
         int perHead = QueryRows.clusterRows(groupSize); // half the group, whatever the sweep would afford: merges to check
         QueryRows rows = new QueryRows(Combination.CLUSTERED_HEAD_MASS, queryHeads, kvHeads, headDim, perHead);
         rows.build(query);
@@ -61,27 +50,12 @@ class QueryRowsProperties {
             }
         }
         assertEquals(rows.count(), rows.rowStart(kvHeads));
-    }
-
-    @Property(tries = 300)
-    void everyKvHeadKeepsBetweenOneRowAndItsGroupAndItsRowsWeighOne(@ForAll @IntRange(min = 1, max = 8) int kvHeads,
-            @ForAll @IntRange(min = 2, max = 16) int groupSize, @ForAll @IntRange(min = 1, max = 16) int headDim,
-            @ForAll long seed) {
-        SplittableRandom r = new SplittableRandom(seed);
-        int queryHeads = kvHeads * groupSize;
-        float[] query = new float[queryHeads * headDim];
-        for (int i = 0; i < query.length; i++) {
-            query[i] = (float) (r.nextGaussian() * (1 + r.nextInt(8)));
-        }
-        QueryRows rows = new QueryRows(Combination.CLUSTERED_HEAD_MASS, queryHeads, kvHeads, headDim,
-                QueryRows.clusterRows(groupSize));
-        rows.build(query);
-        for (int h = 0; h < kvHeads; h++) {
+        for (int h = 0; h < kvHeads; h++) { // pooled: each KV head keeps between one row and its group, weighing 1
             int n = rows.rowStart(h + 1) - rows.rowStart(h);
             assertTrue(n >= 1 && n <= Math.min(groupSize, rows.maxPerHead()), "KV head " + h + ": " + n + " rows");
             double weight = 0;
-            for (int row = rows.rowStart(h); row < rows.rowStart(h + 1); row++) {
-                weight += rows.weight(row);
+            for (int w = rows.rowStart(h); w < rows.rowStart(h + 1); w++) {
+                weight += rows.weight(w);
             }
             assertEquals(1.0, weight, 1e-6, "KV head " + h + "'s rows weigh its query heads");
         }
@@ -140,6 +114,26 @@ class QueryRowsProperties {
                 groupSize + " heads on " + kvHeads + " × " + headDim + ": " + rows + " rows");
         assertTrue(rows == QueryRows.clusterRows(groupSize)
                 || QueryRows.sweepCost(kvHeads, rows, headDim) <= QueryRows.REFERENCE_SWEEP, "more rows than the sweep affords");
+    }
+
+    /**
+     * Random queries of {@code queryHeads} heads: some heads sharper (larger) than others, and some
+     * copies of an earlier head, which merge at cost 0 and tie among themselves.
+     */
+    static float[] queries(long seed, int queryHeads, int headDim) {
+        SplittableRandom r = new SplittableRandom(seed);
+        float[] query = new float[queryHeads * headDim];
+        for (int q = 0; q < queryHeads; q++) {
+            if (q > 0 && r.nextInt(4) == 0) {
+                System.arraycopy(query, r.nextInt(q) * headDim, query, q * headDim, headDim);
+                continue;
+            }
+            double spread = r.nextInt(3) == 0 ? 4 : 1;
+            for (int j = 0; j < headDim; j++) {
+                query[q * headDim + j] = (float) (r.nextGaussian() * spread);
+            }
+        }
+        return query;
     }
 
     /**
