@@ -154,7 +154,8 @@ final class QueryRows {
 
     /** DRAM the rows and their scratch hold. */
     long memoryBytes() {
-        return 4L * (rows.length + weight.length + clusterSum.length + clusterSize.length) + 8L * mergeCost.length;
+        return 4L * (rows.length + weight.length + clusterSum.length + clusterSize.length + rowStart.length)
+                + 8L * mergeCost.length;
     }
 
     /**
