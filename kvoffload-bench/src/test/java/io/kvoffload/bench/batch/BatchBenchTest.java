@@ -19,7 +19,7 @@ class BatchBenchTest {
 
     @Test
     void tinyBatchesReportBandwidthAgainstFio() {
-        assumeTrue(Fio.available(), "fio is not installed (./kvo test and .ci/run install it)");
+        assumeTrue(Fio.available(), "fio is not installed (./kvo test and .ci/run install it as root on Debian)");
         KvoRun run = KvoRun.of("batch", "--batches", "1,2", "--tokens", "2048", "--layers", "2", "--devices", "2",
                 "--seconds", "0.2", "--rounds", "1", "--fio-seconds", "1", "--dir", root.toString());
         assertEquals(0, run.code(), run.toString());
