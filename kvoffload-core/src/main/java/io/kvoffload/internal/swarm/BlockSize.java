@@ -112,8 +112,8 @@ final class BlockSize {
 
     /** What scoring one block of a layer of {@code shape} costs with {@code combination}'s query rows. */
     static long sweepCost(KvShape shape, BlockMassIndex.Combination combination) {
-        int rows = QueryRows.perHead(combination, shape.queryHeads(), shape.kvHeads(), shape.headDim());
-        return QueryRows.sweepCost(shape.kvHeads(), rows, shape.headDim());
+        int rows = QueryRows.count(combination, shape.queryHeads(), shape.kvHeads(), shape.headDim());
+        return QueryRows.sweepCost(rows, shape.headDim());
     }
 
     /** The page size if {@code units} are consecutive pages of one size over {@code tokens}, else 0. */

@@ -8,7 +8,7 @@ import io.kvoffload.internal.util.Checks;
  * the mean of the KV head's query heads ({@link Combination#HEAD_MASS}, {@link
  * Combination#SUM_LOGITS}), each query head ({@link Combination#QUERY_HEAD_MASS}), or the query heads
  * merged, step by step, into half as many clusters or as many as the sweep affords, at most eight a
- * KV head on average ({@link Combination#CLUSTERED_HEAD_MASS}, {@link #clusterRows(int, int, int)}),
+ * KV head on average ({@link Combination#CLUSTERED_HEAD_MASS}, {@link #layerRows}),
  * pooled over the layer so that a KV head whose query heads differ keeps more rows than one whose heads
  * agree. Rows are scaled by {@code 1/√d}; KV head {@code h}'s rows are {@code [rowStart(h),
  * rowStart(h + 1))}. Allocation-free after construction.
@@ -30,29 +30,33 @@ final class QueryRows {
     private final int maxPerHead;
 
     QueryRows(Combination combination, int queryHeads, int kvHeads, int headDim) {
-        this(combination, queryHeads, kvHeads, headDim, perHead(combination, queryHeads, kvHeads, headDim));
+        this(combination, queryHeads, kvHeads, headDim, count(combination, queryHeads, kvHeads, headDim));
     }
 
-    /** With {@code perHead} rows per KV head, 1..the group (tests pin the clustering this way). */
-    QueryRows(Combination combination, int queryHeads, int kvHeads, int headDim, int perHead) {
+    /**
+     * With {@code count} rows in all: with {@link Combination#CLUSTERED_HEAD_MASS} one per KV head up to
+     * one per query head (tests pin the clustering this way); otherwise the combination's own count.
+     */
+    QueryRows(Combination combination, int queryHeads, int kvHeads, int headDim, int count) {
         this.combination = combination;
         this.queryHeads = queryHeads;
         this.kvHeads = kvHeads;
         this.headDim = headDim;
         this.groupSize = queryHeads / kvHeads;
-        this.perHead = Checks.inRange("perHead", perHead, 1, Math.max(1, groupSize));
+        boolean clustered = combination == Combination.CLUSTERED_HEAD_MASS;
+        int own = count(combination, queryHeads, kvHeads, headDim);
+        Checks.inRange("count", count, clustered ? kvHeads : own, clustered ? queryHeads : own);
+        this.perHead = count / kvHeads;
         this.scale = (float) (1.0 / Math.sqrt(headDim));
-        int count = kvHeads * perHead;
         this.rows = new float[count * headDim];
         this.weight = new float[count];
         java.util.Arrays.fill(weight, 1f);
-        boolean clustered = combination == Combination.CLUSTERED_HEAD_MASS;
         this.clusterSum = new float[clustered ? kvHeads * groupSize * headDim : 0];
         this.clusterSize = new int[clustered ? kvHeads * groupSize : 0];
-        this.mergeCost = new double[clustered && groupSize > perHead ? kvHeads * groupSize * groupSize : 0];
+        this.mergeCost = new double[clustered && queryHeads > count ? kvHeads * groupSize * groupSize : 0];
         this.rowStart = new int[kvHeads + 1];
         for (int h = 0; h <= kvHeads; h++) {
-            rowStart[h] = h * perHead;
+            rowStart[h] = (int) ((long) h * count / kvHeads); // until the first clustering
         }
         this.maxPerHead = clustered ? Math.min(groupSize, count - (kvHeads - 1)) : perHead;
     }
@@ -89,36 +93,38 @@ final class QueryRows {
      * What one block's scoring may cost ({@link #sweepCost}) where a shape leaves room: Llama-3-8B's
      * layer (8 KV heads × 128) with its two clustered rows per KV head, the shape issue #16's time targets
      * were met on. A layer with fewer KV heads or smaller heads spends what it saves on rows, up to one
-     * per query head ({@link #clusterRows(int, int, int)}), and on finer blocks ({@link BlockSize#adaptive}).
+     * per query head ({@link #layerRows}), and on finer blocks ({@link BlockSize#adaptive}).
      */
     static final int REFERENCE_SWEEP = 8 * 2 * (128 + ROW_OVERHEAD);
 
-    /** What scoring one block costs with {@code rowsPerHead} rows for each of {@code kvHeads} heads of {@code headDim}. */
-    static long sweepCost(int kvHeads, int rowsPerHead, int headDim) {
-        return (long) kvHeads * rowsPerHead * (headDim + ROW_OVERHEAD);
+    /** What scoring one block costs with {@code rows} rows of {@code headDim}. */
+    static long sweepCost(int rows, int headDim) {
+        return (long) rows * (headDim + ROW_OVERHEAD);
     }
 
     /**
-     * Rows per KV head with {@link Combination#CLUSTERED_HEAD_MASS} for {@code kvHeads} groups of {@code
-     * groupSize} query heads of {@code headDim} dimensions: {@link #clusterRows(int) half the group}, or
-     * more where {@link #REFERENCE_SWEEP} affords them, at most the group and {@link #MAX_CLUSTER_ROWS}.
-     * Merging heads blurs a sharp retrieval head into its neighbours; on narrow shapes (12 query heads
-     * on 2 KV heads × 64, 32 on 8 × 64, 16 on 4 × 64) more rows lifted retrieval-heads recall by up to
-     * 0.08 × the oracle's and cut its output error up to 3.7-fold, within noise of half the rows elsewhere
-     * (docs/benchmarks.md, "Query rows by the sweep's cost").
+     * Rows of a layer with {@link Combination#CLUSTERED_HEAD_MASS} for {@code kvHeads} groups of {@code
+     * groupSize} query heads of {@code headDim} dimensions: {@link #clusterRows(int) half of each group},
+     * or as many as {@link #REFERENCE_SWEEP} affords, at most each group and {@link #MAX_CLUSTER_ROWS} a
+     * KV head. The rows are the layer's, pooled over its KV heads ({@link #cluster}), so the sweep's
+     * room counts in whole rows of the layer, not of each KV head. Merging heads blurs a sharp retrieval
+     * head into its neighbours; on narrow shapes (12 query heads on 2 KV heads × 64, 32 on 8 × 64, 16 on
+     * 4 × 64) more rows lifted retrieval-heads recall by up to 0.08 × the oracle's and cut its output
+     * error up to 3.7-fold, within noise of half the rows elsewhere (docs/benchmarks.md, "Query rows by
+     * the sweep's cost").
      */
-    static int clusterRows(int groupSize, int kvHeads, int headDim) {
-        long afford = REFERENCE_SWEEP / sweepCost(kvHeads, 1, headDim);
-        return (int) Math.min(Math.min(groupSize, MAX_CLUSTER_ROWS), Math.max(clusterRows(groupSize), afford));
+    static int layerRows(int groupSize, int kvHeads, int headDim) {
+        long afford = REFERENCE_SWEEP / sweepCost(1, headDim);
+        long cap = (long) kvHeads * Math.min(groupSize, MAX_CLUSTER_ROWS);
+        return (int) Math.min(cap, Math.max((long) kvHeads * clusterRows(groupSize), afford));
     }
 
-    /** Rows per KV head {@code combination} scores a layer of this shape with. */
-    static int perHead(Combination combination, int queryHeads, int kvHeads, int headDim) {
-        int groupSize = queryHeads / kvHeads;
+    /** Rows {@code combination} scores a layer of this shape with, in all. */
+    static int count(Combination combination, int queryHeads, int kvHeads, int headDim) {
         return switch (combination) {
-            case QUERY_HEAD_MASS -> groupSize;
-            case CLUSTERED_HEAD_MASS -> clusterRows(groupSize, kvHeads, headDim);
-            default -> 1;
+            case QUERY_HEAD_MASS -> queryHeads;
+            case CLUSTERED_HEAD_MASS -> layerRows(queryHeads / kvHeads, kvHeads, headDim);
+            default -> kvHeads;
         };
     }
 

@@ -113,8 +113,8 @@ class BlockSizeTest {
     void narrowShapesExamples() {
         // 12 query heads on 2 KV heads × 64: six rows per KV head of 64 + 32, 18,204 blocks at most.
         io.kvoffload.KvShape small = new io.kvoffload.KvShape(1, 12, 2, 64, io.kvoffload.DType.BF16);
-        assertEquals(2 * 6 * 96, QueryRows.sweepCost(2, 6, 64));
-        assertEquals(18204, BlockSize.maxBlocks(QueryRows.sweepCost(2, 6, 64)));
+        assertEquals(2 * 6 * 96, QueryRows.sweepCost(12, 64));
+        assertEquals(18204, BlockSize.maxBlocks(QueryRows.sweepCost(12, 64)));
         assertEquals(8, BlockSize.adaptive(131072, 512, 4096, 16, small, BlockMassIndex.Combination.CLUSTERED_HEAD_MASS));
         assertEquals(16, BlockSize.adaptive(131072, 512, 4096, 16, REF));
         // Llama-3-8B (32 on 8 × 128): two rows, the reference; MHA and wider shapes keep its count.

@@ -27,13 +27,13 @@ class QueryRowsProperties {
             @ForAll long seed) {
         int queryHeads = kvHeads * groupSize;
         float[] query = queries(seed, queryHeads, headDim);
-        int perHead = QueryRows.clusterRows(groupSize); // half the group, whatever the sweep would afford: merges to check
-        QueryRows rows = new QueryRows(Combination.CLUSTERED_HEAD_MASS, queryHeads, kvHeads, headDim, perHead);
+        int count = kvHeads * QueryRows.clusterRows(groupSize); // half of each group, whatever the sweep would afford
+        QueryRows rows = new QueryRows(Combination.CLUSTERED_HEAD_MASS, queryHeads, kvHeads, headDim, count);
         rows.build(query);
-        assertEquals(kvHeads * perHead, rows.count());
+        assertEquals(count, rows.count());
         float scale = (float) (1.0 / Math.sqrt(headDim));
         float[] sum = query.clone();
-        int[] size = recomputedWard(sum, kvHeads, groupSize, headDim, kvHeads * perHead);
+        int[] size = recomputedWard(sum, kvHeads, groupSize, headDim, count);
         int row = 0;
         for (int h = 0; h < kvHeads; h++) {
             assertEquals(row, rows.rowStart(h), "KV head " + h + "'s first row");
@@ -69,7 +69,7 @@ class QueryRowsProperties {
         float[] query = {
                 1, 0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0,
                 9, 0, 0, 0, 0, 9, 0, 0, 0, 0, 9, 0, 0, 0, 9.1f, 0};
-        QueryRows rows = new QueryRows(Combination.CLUSTERED_HEAD_MASS, 8, 2, d, 2);
+        QueryRows rows = new QueryRows(Combination.CLUSTERED_HEAD_MASS, 8, 2, d, 4);
         rows.build(query);
         assertEquals(4, rows.count());
         assertEquals(0, rows.rowStart(0));
@@ -96,24 +96,27 @@ class QueryRowsProperties {
 
     @Example
     void aNarrowShapeSpendsTheReferenceSweepOnMoreRows() {
-        assertEquals(2, QueryRows.clusterRows(4, 8, 128), "Llama-3-8B: the reference, half the group");
-        assertEquals(6, QueryRows.clusterRows(6, 2, 64), "12 on 2 × 64: every query head its row");
-        assertEquals(3, QueryRows.clusterRows(4, 8, 64), "32 on 8 × 64: 2560 / (8 × 96) rows");
-        assertEquals(5, QueryRows.clusterRows(7, 4, 96), "28 on 4 × 96: 2560 / (4 × 128) rows");
-        assertEquals(4, QueryRows.clusterRows(8, 8, 128), "Llama-3-70B keeps half its group");
-        assertEquals(QueryRows.MAX_CLUSTER_ROWS, QueryRows.clusterRows(71, 1, 64), "multi-query: at most eight");
-        assertEquals(1, QueryRows.clusterRows(1, 32, 128), "MHA");
+        assertEquals(16, QueryRows.layerRows(4, 8, 128), "Llama-3-8B: the reference, half of each group");
+        assertEquals(12, QueryRows.layerRows(6, 2, 64), "12 on 2 × 64: every query head its row");
+        assertEquals(26, QueryRows.layerRows(4, 8, 64), "32 on 8 × 64: 2560 / 96 rows");
+        assertEquals(22, QueryRows.layerRows(4, 8, 80), "32 on 8 × 80: 2560 / 112 rows");
+        assertEquals(20, QueryRows.layerRows(7, 4, 96), "28 on 4 × 96: 2560 / 128 rows");
+        assertEquals(32, QueryRows.layerRows(8, 8, 128), "Llama-3-70B keeps half of each group");
+        assertEquals(QueryRows.MAX_CLUSTER_ROWS, QueryRows.layerRows(71, 1, 64), "multi-query: at most eight");
+        assertEquals(32, QueryRows.layerRows(1, 32, 128), "MHA");
         assertEquals(12, new QueryRows(Combination.CLUSTERED_HEAD_MASS, 12, 2, 64).count());
+        assertEquals(22, new QueryRows(Combination.CLUSTERED_HEAD_MASS, 32, 8, 80).count());
     }
 
     @Property(tries = 200)
-    void rowsStayWithinTheGroupAndTheCap(@ForAll @IntRange(min = 1, max = 64) int groupSize,
+    void rowsStayWithinTheGroupsAndTheCap(@ForAll @IntRange(min = 1, max = 64) int groupSize,
             @ForAll @IntRange(min = 1, max = 64) int kvHeads, @ForAll("dims") int headDim) {
-        int rows = QueryRows.clusterRows(groupSize, kvHeads, headDim);
-        assertTrue(rows >= QueryRows.clusterRows(groupSize) && rows <= Math.min(groupSize, QueryRows.MAX_CLUSTER_ROWS),
+        int rows = QueryRows.layerRows(groupSize, kvHeads, headDim);
+        int half = kvHeads * QueryRows.clusterRows(groupSize);
+        assertTrue(rows >= half && rows <= kvHeads * Math.min(groupSize, QueryRows.MAX_CLUSTER_ROWS),
                 groupSize + " heads on " + kvHeads + " × " + headDim + ": " + rows + " rows");
-        assertTrue(rows == QueryRows.clusterRows(groupSize)
-                || QueryRows.sweepCost(kvHeads, rows, headDim) <= QueryRows.REFERENCE_SWEEP, "more rows than the sweep affords");
+        assertTrue(rows == half || QueryRows.sweepCost(rows, headDim) <= QueryRows.REFERENCE_SWEEP,
+                "more rows than the sweep affords");
     }
 
     /**
