@@ -223,7 +223,7 @@ public final class KvSwapLayer implements LayerFetcher {
             rows = viewRows.add(t, rows);
         }
         int fresh = freshBudget(tokens, rows);
-        int want = (int) Math.max(1, (fresh + g - 1L) / g) + 2; // the two groups the sinks' and window's edges cut may count less
+        int want = groupsFor(tokens, rows) + 2; // the two groups the sinks' and window's edges cut may count less
         if (selected.length < want) {
             selected = new int[want];
             requested = new int[want];

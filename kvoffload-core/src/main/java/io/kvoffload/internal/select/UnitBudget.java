@@ -40,7 +40,7 @@ public final class UnitBudget {
             return 0;
         }
         int u0 = (lo - base) / size, u1 = (hi - base + size - 1) / size;
-        int k = Math.min(u1 - u0, ceilDiv(budget, size));
+        int k = Math.min(u1 - u0, Math.ceilDiv(budget, size));
         while (true) {
             int c = topK.top(scores, u0, u1, k, out, 0);
             long tokens = 0;
@@ -89,9 +89,5 @@ public final class UnitBudget {
     private static int tokensIn(int unit, int base, int size, int lo, int hi) {
         int s = base + unit * size;
         return Math.max(0, Math.min(hi, s + size) - Math.max(lo, s));
-    }
-
-    private static int ceilDiv(int a, int b) {
-        return (a + b - 1) / b;
     }
 }

@@ -426,15 +426,15 @@ public final class BlockMassStrategy implements SelectionStrategy {
             int lo = range[0], hi = range[1], candidates = hi - lo;
             for (int g = 0; g < groups; g++) {
                 int base = g * blocks;
-                int r0 = index.rowStart(g * perGroup), perPair = index.rowStart((g + 1) * perGroup) - r0;
+                int r0 = index.rowStart(g * perGroup), groupRows = index.rowStart((g + 1) * perGroup) - r0;
                 java.util.Arrays.fill(pairs, base, base + lo, Float.NEGATIVE_INFINITY); // sinks' and window's blocks
                 java.util.Arrays.fill(pairs, base + hi, base + blocks, Float.NEGATIVE_INFINITY);
                 // The group's rows two at a time: one pass over its pairs per two rows, candidate blocks only.
-                for (int k = 0; k < perPair; k += 2) {
+                for (int k = 0; k < groupRows; k += 2) {
                     int r = r0 + k;
                     int src = r * blocks;
                     float n0 = index.shareNorm(r);
-                    boolean two = k + 1 < perPair;
+                    boolean two = k + 1 < groupRows;
                     int src1 = two ? src + blocks : src;
                     float n1 = two ? index.shareNorm(r + 1) : 0f;
                     if (k == 0) {
