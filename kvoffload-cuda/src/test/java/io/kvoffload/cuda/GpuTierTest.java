@@ -101,10 +101,15 @@ class GpuTierTest {
                         back2.toArray(ValueLayout.JAVA_BYTE));
                 assertTrue(tier.hotBlockAddress(hot.block(0, 0)) != 0);
 
-                // A second load into the same slot without a release would race the kernel: refused.
-                b.load(hostView).release(kernel.handle());
+                // A load that comes round to a slot whose view was never released would race the
+                // kernel: refused. Slots go round-robin, so the other slots are loaded (and released)
+                // first; the first real-GPU run (H100) showed that a fixed count of loads misses it.
                 GpuLayerView unreleased = b.load(hostView);
-                assertThrows(IllegalStateException.class, () -> b.load(hostView));
+                for (int i = 1; i < b.depth(); i++) {
+                    b.load(hostView).release(kernel.handle());
+                }
+                IllegalStateException refused = assertThrows(IllegalStateException.class, () -> b.load(hostView));
+                assertTrue(refused.getMessage().contains("never released"), refused.getMessage());
                 unreleased.release(kernel.handle());
                 b.synchronize(); // the copies have read the KvView: it may be closed now
             }
@@ -194,8 +199,10 @@ class GpuTierTest {
             end.synchronize();
             float both = CudaEvent.elapsedMillis(start, end);
             double hidden = (copyMs + spinMs - both) / copyMs;
-            System.out.printf("copy %.2f ms, kernel %.2f ms, together %.2f ms: %.0f%% of the copy hidden%n", copyMs,
-                    spinMs, both, hidden * 100);
+            // Each time is one measurement: noise can put "together" under max(copy, kernel), and the
+            // share over 100% (the H100 run gave 106%); the assertion only asks for real overlap.
+            System.out.printf("copy %.2f ms, kernel %.2f ms, together %.2f ms (serial %.2f, ideal %.2f): %.0f%% of the"
+                    + " copy hidden%n", copyMs, spinMs, both, copyMs + spinMs, Math.max(copyMs, spinMs), hidden * 100);
             assertTrue(hidden > 0.5, "copies should overlap the kernel: " + hidden);
         }
     }
