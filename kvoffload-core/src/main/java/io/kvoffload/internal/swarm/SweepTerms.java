@@ -12,6 +12,7 @@ final class SweepTerms {
     private final byte[][] termRow;
     private final int[] termOff;
     private final float[] termReach;  // |coef| × spread
+    private final float[] cutScratch; // the reaches being pruned, reordered by the selection of the cut
     private final float pruneLogit;   // terms reaching at most this much together are skipped; 0: none
     private long termsQueued;         // sweep terms before and after pruning, over all steps
     private long termsSwept;
@@ -25,6 +26,7 @@ final class SweepTerms {
         this.termRow = new byte[slots][];
         this.termOff = new int[slots];
         this.termReach = new float[slots];
+        this.cutScratch = new float[slots];
         this.pruneLogit = pruneLogit;
     }
 
@@ -35,7 +37,7 @@ final class SweepTerms {
 
     /** Bytes the queue holds (its references counted as 8). */
     long memoryBytes() {
-        return 20L * termCoef.length;
+        return 24L * termCoef.length;
     }
 
     /** Queues {@code coef × row[off …]} for {@link #sweep}; returns the new count. */
@@ -63,32 +65,17 @@ final class SweepTerms {
     /** {@link #prune} of the {@code count} terms queued from {@code base}, kept ones moved to the front. */
     private int dropSmallest(int base, int count) {
         int end = base + count;
-        float total = 0, top = 0;
+        float total = 0;
         for (int t = base; t < end; t++) {
             total += termReach[t];
-            top = Math.max(top, termReach[t]);
         }
         if (total <= pruneLogit) {
             return 0;
         }
-        // The largest threshold whose terms at or below it reach at most pruneLogit together.
-        float lo = 0, hi = top;
-        for (int it = 0; it < 24; it++) {
-            float mid = 0.5f * (lo + hi), below = 0;
-            for (int t = base; t < end; t++) {
-                if (termReach[t] <= mid) {
-                    below += termReach[t];
-                }
-            }
-            if (below <= pruneLogit) {
-                lo = mid;
-            } else {
-                hi = mid;
-            }
-        }
+        float cut = smallestKept(base, count);
         int kept = base;
         for (int t = base; t < end; t++) {
-            if (termReach[t] > lo) {
+            if (termReach[t] >= cut) {
                 termCoef[kept] = termCoef[t];
                 termRow[kept] = termRow[t];
                 termOff[kept] = termOff[t];
@@ -97,6 +84,50 @@ final class SweepTerms {
             }
         }
         return kept - base;
+    }
+
+    /**
+     * The smallest reach kept: the reaches below it sum to at most {@code pruneLogit}, and with the
+     * terms of its value they would not. A weighted quickselect (three-way partitions of a copy, about
+     * three passes over the terms in all) instead of a bisection on the threshold, which took 24 passes
+     * and 5–6% of a step (docs/benchmarks.md, "Pruning's cut by selection"). Needs the reaches to sum
+     * to more than {@code pruneLogit}.
+     */
+    private float smallestKept(int base, int count) {
+        float[] a = cutScratch;
+        System.arraycopy(termReach, base, a, 0, count);
+        int lo = 0, hi = count;      // a[0, lo) dropped, a[hi, count) kept, the cut among a[lo, hi)
+        float budget = pruneLogit;   // what the dropped terms may still reach
+        float keptMin = Float.POSITIVE_INFINITY;
+        while (lo < hi) {
+            float p = a[(lo + hi) >>> 1];
+            int lt = lo, i = lo, gt = hi;
+            float less = 0, equal = 0;
+            while (i < gt) {          // a[lo, lt) < p, a[lt, i) == p, a[gt, hi) > p
+                float v = a[i];
+                if (v < p) {
+                    a[i++] = a[lt];
+                    a[lt++] = v;
+                    less += v;
+                } else if (v > p) {
+                    a[i] = a[--gt];
+                    a[gt] = v;
+                } else {
+                    i++;
+                    equal += v;
+                }
+            }
+            if (less > budget) {
+                hi = lt;              // the cut lies among the smaller reaches; p's are kept
+                keptMin = p;
+            } else if (less + equal > budget) {
+                return p;             // every reach below p is dropped, p's are kept
+            } else {
+                budget -= less + equal;
+                lo = gt;              // p's and below are dropped; the cut lies above
+            }
+        }
+        return keptMin;
     }
 
     /**
