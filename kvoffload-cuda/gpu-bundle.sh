@@ -15,8 +15,10 @@ fi
 export JAVA_HOME PATH="$JAVA_HOME/bin:$PATH"
 work=kvoffload-cuda/target/gpu-bundle
 rm -rf "$work" && mkdir -p "$work/lib"
-console=org.junit.platform:junit-platform-console-standalone:1.14.1 # the platform of junit 5.14.1 (parent pom)
 ./mvnw -B -ntp -q -pl kvoffload-cuda -am install -DskipTests
+# JUnit 5.x.y runs on the JUnit Platform 1.x.y: the console launcher of the parent pom's JUnit.
+junit=$(./mvnw -B -ntp -q help:evaluate -Dexpression=junit.version -DforceStdout)
+console=org.junit.platform:junit-platform-console-standalone:1.${junit#5.}
 ./mvnw -B -ntp -q -pl kvoffload-cuda test-compile dependency:build-classpath -Dmdep.includeScope=test \
   -Dmdep.outputFile="$PWD/$work/classpath.txt"
 ./mvnw -B -ntp -q dependency:copy -Dartifact="$console" -DoutputDirectory="$PWD/$work" -Dmdep.stripVersion=true

@@ -79,7 +79,7 @@ class SweepTermsProperties {
         }
     }
 
-    /** The order of the terms kept is the order they were queued in, each with its own coefficient. */
+    /** Reaches that sum exactly to the bound are all dropped; the two larger ones are swept with their rows. */
     @Test
     void keptTermsKeepTheirCoefficientAndRow() {
         SweepTerms terms = new SweepTerms(6, 1f);
@@ -88,7 +88,7 @@ class SweepTermsProperties {
         for (int t = 0; t < 6; t++) {
             terms.term(t, 1f, rows[t], 0, spreads[t]);
         }
-        // 0.1 + 0.2 + 0.3 + 0.4 = 1.0 ≤ 1: four dropped, 3 and 2 kept in order.
+        // 0.1 + 0.2 + 0.3 + 0.4 = 1.0 ≤ 1: four dropped, the reaches 3 and 2 kept.
         assertEquals(2, terms.prune(0, 6));
         float[] acc = new float[1];
         terms.sweep(acc, 1, 0, 2, 0);
