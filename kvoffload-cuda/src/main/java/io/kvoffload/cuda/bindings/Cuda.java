@@ -214,17 +214,6 @@ public final class Cuda {
         check(JCuda.cudaMemcpyAsync(dst, src, bytes, kind, stream.handle()), call, bytes + " bytes" + where);
     }
 
-    /** Synchronous host-to-device copy (the benchmark's plain pinned cudaMemcpy baseline). */
-    public static void copyToDevice(DeviceMemory dst, long dstOffset, MemorySegment src, long srcOffset, long bytes) {
-        Bounds.checkDevice("dst", dst, dstOffset, bytes);
-        Bounds.checkHost("src", src, srcOffset, bytes);
-        if (bytes == 0) {
-            return;
-        }
-        check(JCuda.cudaMemcpy(dst.ptr().at(dstOffset), new HostPtr(src.address() + srcOffset), bytes,
-                cudaMemcpyKind.cudaMemcpyHostToDevice), "cudaMemcpy(HostToDevice)", bytes + " bytes");
-    }
-
     /** Fills device bytes with {@code value} on {@code stream}. */
     public static void memsetAsync(DeviceMemory dst, long offset, int value, long bytes, CudaStream stream) {
         Bounds.checkDevice("dst", dst, offset, bytes);
