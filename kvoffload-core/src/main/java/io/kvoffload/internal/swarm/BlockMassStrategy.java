@@ -345,9 +345,12 @@ public final class BlockMassStrategy implements SelectionStrategy {
                 exchange.exchange(scores, 1, chosen, n);
             }
             plan.ensureCapacity(plan.size() + n * bt);
-            for (int i = 0; i < n; i++) {
-                int from = chosen[i] * bt;
-                plan.addRange(from, Math.min(index.tokens(), from + bt), FetchPlan.ALL_HEADS);
+            for (int i = 0; i < n; ) { // chosen ascends: one range per run of consecutive blocks
+                int first = chosen[i], end = first + 1;
+                for (i++; i < n && chosen[i] == end; i++) {
+                    end++;
+                }
+                plan.addRange(first * bt, Math.min(index.tokens(), end * bt), FetchPlan.ALL_HEADS);
             }
         }
 
@@ -457,24 +460,32 @@ public final class BlockMassStrategy implements SelectionStrategy {
                 exchange.exchange(pairs, groups, chosen, n);
             }
             int added = 0;
+            long groupHeads = HeadShards.groupBits(0, perGroup);
             for (int i = 0, g = 0, groupEnd = blocks; i < n; i++) { // chosen ascends: group by group
                 while (chosen[i] >= groupEnd) {
                     g++;
                     groupEnd += blocks;
+                    groupHeads = HeadShards.groupBits(g, perGroup);
                 }
                 int b = chosen[i] - (groupEnd - blocks);
-                if (blockHeads[b] == 0) {
-                    chosen[added++] = b; // chosen[0, added) becomes the distinct blocks (i ≥ added: already read)
-                }
-                blockHeads[b] |= HeadShards.groupBits(g, perGroup);
+                added += blockHeads[b] == 0 ? 1 : 0;
+                blockHeads[b] |= groupHeads;
             }
             plan.ensureCapacity(plan.size() + added * bt);
             long all = HeadShards.headBits(0, kvHeads);
-            for (int i = 0; i < added; i++) {
-                int b = chosen[i];
-                long heads = blockHeads[b] == all ? FetchPlan.ALL_HEADS : blockHeads[b];
-                blockHeads[b] = 0;
-                plan.addRange(b * bt, Math.min(index.tokens(), b * bt + bt), heads);
+            // One range per run of consecutive blocks read for the same heads, in block order; every
+            // block, not only the candidates, so that no chosen block's heads outlive the step.
+            for (int b = 0; b < blocks; ) {
+                long heads = blockHeads[b];
+                if (heads == 0) {
+                    b++;
+                    continue;
+                }
+                int first = b;
+                do {
+                    blockHeads[b++] = 0;
+                } while (b < blocks && blockHeads[b] == heads);
+                plan.addRange(first * bt, Math.min(index.tokens(), b * bt), heads == all ? FetchPlan.ALL_HEADS : heads);
             }
         }
 

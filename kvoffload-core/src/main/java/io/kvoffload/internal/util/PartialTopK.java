@@ -22,10 +22,10 @@ public final class PartialTopK {
     private static final int RUN = 4096;
     /**
      * Vector lanes of the candidate pass ({@link VectorCompaction}), or 0 for the scalar loop: the
-     * Vector API where {@link Softmax#VECTORISED} allows it and a vector holds 16 lanes (AVX-512, whose
-     * compressing store the JIT emits; with fewer lanes compress is emulated and slower than scalar).
+     * Vector API where {@link Softmax#VECTORISED} allows it and a vector holds at least 8 lanes (AVX2 or
+     * AVX-512).
      */
-    private static final int VECTOR_LANES = Softmax.VECTORISED && VectorCompaction.lanes() >= 16
+    private static final int VECTOR_LANES = Softmax.VECTORISED && VectorCompaction.lanes() >= 8
             ? VectorCompaction.lanes() : 0;
 
     private final int[] keys;
@@ -48,6 +48,14 @@ public final class PartialTopK {
     /** @param capacity the longest range ever asked for */
     public PartialTopK(int capacity) {
         this(capacity, SAMPLED_FROM, true);
+    }
+
+    /**
+     * @param capacity the longest range ever asked for
+     * @param vector whether the candidate pass may use the Vector API ({@code TopKBench} measures both)
+     */
+    public PartialTopK(int capacity, boolean vector) {
+        this(capacity, SAMPLED_FROM, vector);
     }
 
     /**
@@ -143,14 +151,8 @@ public final class PartialTopK {
             if (m + (end - run) > cand.length - compactLanes) {
                 return -1; // more reach the threshold than the arrays hold: the sample was unrepresentative
             }
-            if (compactLanes > 0) {
-                m = VectorCompaction.atLeast(scores, run, end, reach, cand, m);
-                continue;
-            }
-            for (int i = run; i < end; i++) { // branch-free compaction: write always, advance when it reaches
-                cand[m] = i;
-                m += scores[i] >= reach ? 1 : 0;
-            }
+            m = compactLanes > 0 ? VectorCompaction.atLeast(scores, run, end, reach, cand, m)
+                    : atLeast(scores, run, end, reach, cand, m);
         }
         if (m < k) {
             return -1;
@@ -159,6 +161,19 @@ public final class PartialTopK {
             vals[j] = scores[cand[j]];
         }
         return emit(vals, 0, m, k, kthLargest(vals, 0, m, k), cand, out, outOffset);
+    }
+
+    /**
+     * The candidate pass without the Vector API: appends to {@code out} from {@code m} the indices {@code
+     * i ∈ [from, to)} with {@code scores[i] ≥ reach}, ascending, and returns the new count. Branch-free:
+     * it writes every index and advances past those that reach ({@code out} needs room for one more).
+     */
+    static int atLeast(float[] scores, int from, int to, float reach, int[] out, int m) {
+        for (int i = from; i < to; i++) {
+            out[m] = i;
+            m += scores[i] >= reach ? 1 : 0;
+        }
+        return m;
     }
 
     long sampledCalls() {
