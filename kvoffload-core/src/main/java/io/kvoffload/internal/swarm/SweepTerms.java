@@ -131,9 +131,8 @@ final class SweepTerms {
     }
 
     /**
-     * {@code acc[i] += Σ coef_t × row_t[off_t + i]} over the queued terms, four at a time (the last one
-     * to three together): one load and store of the accumulators per four int8 rows keeps the sweep on
-     * the rows' bandwidth. The terms are added in queue order, so the sums do not depend on the grouping. {@link
+     * {@code acc[i] += Σ coef_t × row_t[off_t + i]} over the queued terms, four at a time: one load and
+     * store of the accumulators per four int8 rows keeps the sweep on the rows' bandwidth. {@link
      * Math#fma} because Java never fuses {@code a × b + c} itself: a multiply and an add per term
      * otherwise (5–10% of a step at 128K tokens, docs/benchmarks.md).
      */
@@ -147,25 +146,8 @@ final class SweepTerms {
                 acc[i] = Math.fma(c3, x3[o3 + i], Math.fma(c2, x2[o2 + i], Math.fma(c1, x1[o1 + i], Math.fma(c0, x0[o0 + i], acc[i]))));
             }
         }
-        switch (terms - t) { // the last one to three terms in one pass too: a pass per term costs twice
-            case 3 -> {
-                float c0 = termCoef[t], c1 = termCoef[t + 1], c2 = termCoef[t + 2];
-                byte[] x0 = termRow[t], x1 = termRow[t + 1], x2 = termRow[t + 2];
-                int o0 = termOff[t] + from, o1 = termOff[t + 1] + from, o2 = termOff[t + 2] + from;
-                for (int i = 0; i < n; i++) {
-                    acc[i] = Math.fma(c2, x2[o2 + i], Math.fma(c1, x1[o1 + i], Math.fma(c0, x0[o0 + i], acc[i])));
-                }
-            }
-            case 2 -> {
-                float c0 = termCoef[t], c1 = termCoef[t + 1];
-                byte[] x0 = termRow[t], x1 = termRow[t + 1];
-                int o0 = termOff[t] + from, o1 = termOff[t + 1] + from;
-                for (int i = 0; i < n; i++) {
-                    acc[i] = Math.fma(c1, x1[o1 + i], Math.fma(c0, x0[o0 + i], acc[i]));
-                }
-            }
-            case 1 -> axpy(acc, n, termCoef[t], termRow[t], termOff[t] + from);
-            default -> { }
+        for (; t < terms; t++) {
+            axpy(acc, n, termCoef[t], termRow[t], termOff[t] + from);
         }
     }
 
