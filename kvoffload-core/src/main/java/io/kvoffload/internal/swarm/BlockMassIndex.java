@@ -86,7 +86,7 @@ public final class BlockMassIndex {
     private final float[] logBlockTokens; // ln(tokens of block b)
     private final QueryRows queryRows;    // the step's query rows (one per KV head, query head or cluster)
     private final float[] logits;         // kvHeads × blocks: logits, then (mass combinations) exp(logit − row max)
-    private final float[] norms;          // per row of logits: its softmax normaliser (mass combinations)
+    private final float[] norms;          // per row of logits: its maximum while swept, then its softmax normaliser
     private final float[] chunk;
     private final float[] rchunk0, rchunk1;
     private final int[] termCount;    // queued terms of each of a KV head's rows, at [row × 2 × headDim …]
@@ -423,7 +423,7 @@ public final class BlockMassIndex {
         }
         for (int h = 0; h < rows; h++) { // the logits already hold ln(block tokens): the sweep starts from it
             int base = h * blocks;
-            float norm = Softmax.exponentiateRanking(logits, base, blocks);
+            float norm = Softmax.exponentiateRanking(logits, base, blocks, norms[h]); // norms[h]: the row's max so far
             norms[h] = norm;
             if (scores != null) {
                 float w = norm * queryRows.weight(h);
@@ -509,7 +509,9 @@ public final class BlockMassIndex {
                 if (rep0 != null) {
                     addRepresentatives(acc, n, (r0 + k) * d, h, from);
                 }
-                System.arraycopy(acc, 0, logits, (r0 + k) * blocks + from, n);
+                // The row's maximum as it is written, in its normaliser's slot until scoreInto exponentiates it.
+                norms[r0 + k] = Softmax.copyMax(acc, 0, logits, (r0 + k) * blocks + from, n,
+                        from == 0 ? Float.NEGATIVE_INFINITY : norms[r0 + k]);
             }
         }
     }

@@ -49,9 +49,37 @@ public final class Softmax {
      */
     public static float exponentiateRanking(float[] x, int off, int n) {
         if (VECTORISED && n >= VECTOR_MIN) {
-            return VectorSoftmax.exponentiate(x, off, n);
+            return VectorSoftmax.exponentiate(x, off, n, VectorSoftmax.max(x, off, n));
         }
         return exponentiate(x, off, n);
+    }
+
+    /**
+     * {@link #exponentiateRanking(float[], int, int)} of a row whose maximum the caller already has
+     * ({@code max}, e.g. from {@link #copyMax} as the row was written): one pass over the row fewer.
+     */
+    public static float exponentiateRanking(float[] x, int off, int n, float max) {
+        if (VECTORISED && n >= VECTOR_MIN) {
+            return VectorSoftmax.exponentiate(x, off, n, max);
+        }
+        return exponentiate(x, off, n, max);
+    }
+
+    /**
+     * Copies {@code src[srcOff, srcOff + n)} to {@code dst[dstOff …]} and returns the larger of {@code
+     * max} and the largest element copied ({@link Math#max}'s order: NaN wins), so that a row written in
+     * chunks has its maximum for {@link #exponentiateRanking(float[], int, int, float)}.
+     */
+    public static float copyMax(float[] src, int srcOff, float[] dst, int dstOff, int n, float max) {
+        if (VECTORISED && n >= VectorSoftmax.lanes()) {
+            return VectorSoftmax.copyMax(src, srcOff, dst, dstOff, n, max);
+        }
+        for (int i = 0; i < n; i++) {
+            float v = src[srcOff + i];
+            dst[dstOff + i] = v;
+            max = Math.max(max, v);
+        }
+        return max;
     }
 
     /**
@@ -66,6 +94,11 @@ public final class Softmax {
         for (int i = off; i < off + n; i++) {
             max = Math.max(max, x[i]);
         }
+        return exponentiate(x, off, n, max);
+    }
+
+    /** {@link #exponentiate(float[], int, int)} given the row's maximum {@code max}. */
+    static float exponentiate(float[] x, int off, int n, float max) {
         double sum = 0;
         for (int i = off; i < off + n; i++) {
             float e = (float) Math.exp(x[i] - max);

@@ -21,7 +21,8 @@ final class VectorSoftmax {
         return S.length();
     }
 
-    static float exponentiate(float[] x, int off, int n) {
+    /** The largest of {@code x[off, off + n)} ({@link Math#max}'s order: NaN wins; −∞ for none). */
+    static float max(float[] x, int off, int n) {
         int end = off + n, lanes = S.length(), bound = off + S.loopBound(n);
         FloatVector top = FloatVector.broadcast(S, Float.NEGATIVE_INFINITY);
         int i = off;
@@ -32,8 +33,33 @@ final class VectorSoftmax {
         for (; i < end; i++) {
             max = Math.max(max, x[i]);
         }
+        return max;
+    }
+
+    /** {@link Softmax#copyMax} through the Vector API. */
+    static float copyMax(float[] src, int srcOff, float[] dst, int dstOff, int n, float max) {
+        int lanes = S.length(), bound = S.loopBound(n);
+        FloatVector top = FloatVector.broadcast(S, max);
+        int i = 0;
+        for (; i < bound; i += lanes) {
+            FloatVector v = FloatVector.fromArray(S, src, srcOff + i);
+            v.intoArray(dst, dstOff + i);
+            top = top.max(v);
+        }
+        max = top.reduceLanes(VectorOperators.MAX);
+        for (; i < n; i++) {
+            float v = src[srcOff + i];
+            dst[dstOff + i] = v;
+            max = Math.max(max, v);
+        }
+        return max;
+    }
+
+    /** {@link Softmax#exponentiateRanking(float[], int, int, float)}: {@code max} is the row's maximum. */
+    static float exponentiate(float[] x, int off, int n, float max) {
+        int end = off + n, lanes = S.length(), bound = off + S.loopBound(n);
         double total = 0;
-        i = off;
+        int i = off;
         while (i < bound) {
             FloatVector sum = FloatVector.zero(S);
             int stop = Math.min(bound, i + FLUSH * lanes);

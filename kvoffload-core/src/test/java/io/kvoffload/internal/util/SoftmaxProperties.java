@@ -1,5 +1,6 @@
 package io.kvoffload.internal.util;
 
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -52,11 +53,52 @@ class SoftmaxProperties {
         float[] y = x.clone();
         float scalar = Softmax.exponentiate(x, pad, n);
         // The vector path itself, whatever the row length (exponentiateRanking takes it from VECTOR_MIN on).
-        float ranking = Softmax.VECTORISED ? VectorSoftmax.exponentiate(y, pad, n) : Softmax.exponentiateRanking(y, pad, n);
+        float ranking = Softmax.VECTORISED ? VectorSoftmax.exponentiate(y, pad, n, VectorSoftmax.max(y, pad, n))
+                : Softmax.exponentiateRanking(y, pad, n);
         assertEquals(scalar, ranking, 1e-5 * scalar);
         for (int i = 0; i < x.length; i++) {
             assertEquals(x[i], y[i], 1e-6f * Math.max(1f, Math.abs(x[i])), "element " + i);
         }
+    }
+
+    /**
+     * A row written in chunks through {@link Softmax#copyMax} is copied exactly and yields its maximum (NaN
+     * wins, as with {@link Math#max}); exponentiating it with that maximum is bit-identical to letting
+     * the exponentiation find the maximum itself, on the vector path and the scalar one.
+     */
+    @Property(tries = 200)
+    void copyMaxGivesTheRowsMaximumForItsExponentials(@ForAll @IntRange(min = 1, max = 5000) int n,
+            @ForAll @IntRange(min = 1, max = 700) int chunk, @ForAll @IntRange(min = 0, max = 9) int pad,
+            @ForAll boolean nan, @ForAll long seed) {
+        java.util.SplittableRandom r = new java.util.SplittableRandom(seed);
+        float[] src = new float[n];
+        for (int i = 0; i < n; i++) {
+            src[i] = r.nextInt(20) == 0 ? Float.NEGATIVE_INFINITY : (float) (r.nextGaussian() * 20);
+        }
+        if (nan) {
+            src[r.nextInt(n)] = Float.NaN;
+        }
+        float[] dst = new float[n + 2 * pad];
+        java.util.Arrays.fill(dst, 7f);
+        float max = Float.NEGATIVE_INFINITY, expected = Float.NEGATIVE_INFINITY;
+        for (int from = 0; from < n; from += chunk) {
+            int len = Math.min(chunk, n - from);
+            max = Softmax.copyMax(src, from, dst, pad + from, len, max);
+        }
+        for (float v : src) {
+            expected = Math.max(expected, v);
+        }
+        assertEquals(expected, max);
+        for (int i = 0; i < dst.length; i++) {
+            float want = i < pad || i >= pad + n ? 7f : src[i - pad];
+            assertEquals(Float.floatToRawIntBits(want), Float.floatToRawIntBits(dst[i]), "element " + i);
+        }
+        if (nan) {
+            return; // a NaN row's exponentials are NaN either way; callers never rank one
+        }
+        float[] given = dst.clone();
+        assertEquals(Softmax.exponentiateRanking(dst, pad, n), Softmax.exponentiateRanking(given, pad, n, max));
+        assertArrayEquals(dst, given);
     }
 
     /** A long row goes through the vector path (when present) and still matches the scalar exponentials. */
