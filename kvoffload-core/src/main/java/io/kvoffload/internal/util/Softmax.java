@@ -68,10 +68,12 @@ public final class Softmax {
     /**
      * Copies {@code src[srcOff, srcOff + n)} to {@code dst[dstOff …]} and returns the larger of {@code
      * max} and the largest element copied ({@link Math#max}'s order: NaN wins), so that a row written in
-     * chunks has its maximum for {@link #exponentiateRanking(float[], int, int, float)}.
+     * chunks has its maximum for {@link #exponentiateRanking(float[], int, int, float)}. Vectorised from
+     * {@link #VECTOR_MIN} elements, as the exponentials are, so that short rows never run Vector API
+     * code before C2 has compiled it.
      */
     public static float copyMax(float[] src, int srcOff, float[] dst, int dstOff, int n, float max) {
-        if (VECTORISED && n >= VectorSoftmax.lanes()) {
+        if (VECTORISED && n >= VECTOR_MIN) {
             return VectorSoftmax.copyMax(src, srcOff, dst, dstOff, n, max);
         }
         for (int i = 0; i < n; i++) {
