@@ -76,6 +76,11 @@ public final class Softmax {
         if (VECTORISED && n >= VECTOR_MIN) {
             return VectorSoftmax.copyMax(src, srcOff, dst, dstOff, n, max);
         }
+        return copyMaxScalar(src, srcOff, dst, dstOff, n, max);
+    }
+
+    /** {@link #copyMax} element by element (also the vector path's tail). */
+    static float copyMaxScalar(float[] src, int srcOff, float[] dst, int dstOff, int n, float max) {
         for (int i = 0; i < n; i++) {
             float v = src[srcOff + i];
             dst[dstOff + i] = v;

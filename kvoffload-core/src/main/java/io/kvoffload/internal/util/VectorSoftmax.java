@@ -46,13 +46,7 @@ final class VectorSoftmax {
             v.intoArray(dst, dstOff + i);
             top = top.max(v);
         }
-        max = top.reduceLanes(VectorOperators.MAX);
-        for (; i < n; i++) {
-            float v = src[srcOff + i];
-            dst[dstOff + i] = v;
-            max = Math.max(max, v);
-        }
-        return max;
+        return Softmax.copyMaxScalar(src, srcOff + i, dst, dstOff + i, n - i, top.reduceLanes(VectorOperators.MAX));
     }
 
     /** {@link Softmax#exponentiateRanking(float[], int, int, float)}: {@code max} is the row's maximum. */
