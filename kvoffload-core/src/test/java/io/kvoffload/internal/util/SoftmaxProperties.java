@@ -107,6 +107,11 @@ class SoftmaxProperties {
         assertEquals(Float.floatToRawIntBits(own), Float.floatToRawIntBits(max));
         float[] given = dst.clone();
         float norm = Softmax.exponentiateRanking(dst, pad, n), givenNorm = Softmax.exponentiateRanking(given, pad, n, max);
+        if (expected == Float.NEGATIVE_INFINITY) {
+            // A row of only -inf (likely for short rows: one element in 20 is): NaN either way, as documented.
+            assertTrue(Float.isNaN(norm) && Float.isNaN(givenNorm), norm + " " + givenNorm);
+            return;
+        }
         // Equal up to the vector EXP's last bit, which differs between the interpreter and C2 (not between
         // the two calls' arguments: the maximum is the same bits).
         assertEquals(norm, givenNorm, 1e-6f * Math.abs(norm));
