@@ -3,12 +3,9 @@ package io.kvoffload.internal.swarm;
 import io.kvoffload.KvSequence;
 import io.kvoffload.KvShape;
 import io.kvoffload.internal.sequence.UnitLayouts;
-import io.kvoffload.internal.storage.HeadShards;
-import io.kvoffload.internal.util.PartialTopK;
 import io.kvoffload.internal.swarm.BlockMassIndex.Combination;
 import io.kvoffload.internal.swarm.BlockMassIndex.Scoring;
 import io.kvoffload.internal.util.Checks;
-import io.kvoffload.internal.util.StampSet;
 import io.kvoffload.strategy.LayoutUnits;
 import io.kvoffload.strategy.FetchPlan;
 import io.kvoffload.strategy.LayerContext;
@@ -254,7 +251,7 @@ public final class BlockMassStrategy implements SelectionStrategy {
         if (layoutUnits && units != null && units.coActivationUnits() > 0) {
             BlockMassIndex index = new BlockMassIndex(context.keys(), laidOut, context.shape().queryHeads(), units,
                     scoring, combination, pruneLogit);
-            return new UnitLayer(index, units, laidOut, context.sinkTokens(), context.localWindow());
+            return new UnitSelector(index, units, laidOut, context.sinkTokens(), context.localWindow());
         }
         // Per-head sets name their KV heads in a 64-bit mask: beyond 64 KV heads (an MHA layer of 96)
         // the default ranks one shared set, which reads every head group of a token, instead of failing.
@@ -268,10 +265,10 @@ public final class BlockMassStrategy implements SelectionStrategy {
                 throw new IllegalArgumentException("strategy " + name + " needs at most " + Long.SIZE + " KV heads; the"
                         + " shape has kvHeads = " + kvHeads + " (mass-auto ranks one shared set there)");
             }
-            return new HeadLayer(index, kvHeads, context.sinkTokens(), context.localWindow(),
+            return new HeadGroupSelector(index, kvHeads, context.sinkTokens(), context.localWindow(),
                     perRead > 1 ? new ReadExchange(kvHeads, index.blocks(), perRead) : null);
         }
-        return new Layer(index, context.sinkTokens(), context.localWindow(),
+        return new SharedSetSelector(index, context.sinkTokens(), context.localWindow(),
                 perRead > 1 ? new ReadExchange(1, index.blocks(), perRead) : null);
     }
 
@@ -302,297 +299,5 @@ public final class BlockMassStrategy implements SelectionStrategy {
                 + pruneLogit + (layoutUnits ? ", layout units" : "") + (perHead ? ", per head" : "")
                 + (auto ? ", per head where heads are stored apart" : "")
                 + (adaptive ? ", blocks sized per layer" : "") + "}";
-    }
-
-    /** One layer's selector: scores, masks the free blocks, takes the top blocks whole. */
-    static final class Layer implements LayerSelector {
-        private final BlockMassIndex index;
-        private final int sinks;
-        private final int window;
-        private final float[] scores;
-        private final int[] chosen;
-        private final int[] range = new int[2];
-        private final PartialTopK topK;
-        private final ReadExchange exchange; // null where pages are not ranked in parts of one read
-
-        Layer(BlockMassIndex index, int sinks, int window, ReadExchange exchange) {
-            this.index = index;
-            this.sinks = sinks;
-            this.window = window;
-            this.exchange = exchange;
-            this.scores = new float[index.blocks()];
-            this.chosen = new int[index.blocks()];
-            this.topK = new PartialTopK(index.blocks());
-        }
-
-        @Override
-        public void select(float[] query, FetchPlan plan) {
-            int budget = plan.budget();
-            if (budget <= 0) {
-                return;
-            }
-            index.score(query, scores);
-            int bt = index.blockTokens(), blocks = index.blocks();
-            long fresh = freeRange(index, sinks, plan.tokens() - window, range);
-            int candidates = range[1] - range[0];
-            java.util.Arrays.fill(scores, 0, range[0], Float.NEGATIVE_INFINITY);
-            java.util.Arrays.fill(scores, range[1], blocks, Float.NEGATIVE_INFINITY);
-            // Whole blocks within the budget; all of them when the budget covers what they add (a
-            // block that overlaps the sinks or the window adds fewer than blockTokens).
-            int want = budget >= fresh ? candidates : Math.min(candidates, budget / bt);
-            int n = topK.top(scores, 0, blocks, want, chosen, 0);
-            if (exchange != null && n < candidates) {
-                exchange.exchange(scores, 1, chosen, n);
-            }
-            plan.ensureCapacity(plan.size() + n * bt);
-            for (int i = 0; i < n; ) { // chosen ascends: one range per run of consecutive blocks
-                int first = chosen[i], end = first + 1;
-                for (i++; i < n && chosen[i] == end; i++) {
-                    end++;
-                }
-                plan.addRange(first * bt, Math.min(index.tokens(), end * bt), FetchPlan.ALL_HEADS);
-            }
-        }
-
-        @Override
-        public long memoryBytes() {
-            return index.memoryBytes() + 8L * scores.length + (exchange == null ? 0 : exchange.memoryBytes());
-        }
-    }
-
-    /**
-     * The candidate blocks, those with a token past the sinks and before the window (which starts at
-     * {@code windowFrom}, clamped at 0), as {@code range = [first, end)}: consecutive, since the sinks
-     * open the layer and the window closes it. Returns the tokens they add beyond the sinks and the
-     * window.
-     */
-    static long freeRange(BlockMassIndex index, int sinks, int windowFrom, int[] range) {
-        int bt = index.blockTokens(), tokens = index.tokens();
-        int free = Math.min(Math.max(0, windowFrom), tokens); // tokens at or past it are the window's or not laid out
-        if (free <= sinks) {
-            range[0] = range[1] = 0;
-            return 0;
-        }
-        range[0] = sinks / bt; // the first block that ends past the sinks
-        range[1] = (free + bt - 1) / bt; // the first block that starts at or past the window
-        return free - sinks;
-    }
-
-    /**
-     * One layer's per-head selector: each head's estimated shares of the blocks, summed per head group
-     * of the plan ({@link FetchPlan#headGroups()}), ranked as (group, block) pairs pooled over the
-     * groups — a sharp head spends few blocks and a diffuse one many — within the budget counted in
-     * whole entries (a pair is {@code 1 / headGroups} of its block's entries). Each chosen block is
-     * added once, for the KV heads of the groups that chose it. With one group it takes exactly the
-     * blocks {@link Layer} takes.
-     */
-    static final class HeadLayer implements LayerSelector {
-        private final BlockMassIndex index;
-        private final int kvHeads;
-        private final int sinks;
-        private final int window;
-        private final float[] pairs;
-        private final long[] blockHeads;
-        private final int[] chosen;
-        private final int[] range = new int[2];
-        private final PartialTopK topK;
-        private final ReadExchange exchange; // null where pages are not ranked in parts of one read
-
-        HeadLayer(BlockMassIndex index, int kvHeads, int sinks, int window, ReadExchange exchange) {
-            this.index = index;
-            this.exchange = exchange;
-            this.kvHeads = kvHeads;
-            this.sinks = sinks;
-            this.window = window;
-            int blocks = index.blocks();
-            this.pairs = new float[kvHeads * blocks];
-            this.blockHeads = new long[blocks];
-            this.chosen = new int[kvHeads * blocks];
-            this.topK = new PartialTopK(kvHeads * blocks);
-        }
-
-        @Override
-        public void select(float[] query, FetchPlan plan) {
-            int budget = plan.budget();
-            if (budget <= 0) {
-                return;
-            }
-            int groups = plan.headGroups();
-            if (kvHeads % groups != 0 || groups > kvHeads) {
-                throw new IllegalStateException("plan.headGroups() = " + groups + " does not divide the layer's "
-                        + kvHeads + " KV heads");
-            }
-            int perGroup = kvHeads / groups;
-            int bt = index.blockTokens(), blocks = index.blocks();
-            float[] shares = index.shares(query);
-            long fresh = freeRange(index, sinks, plan.tokens() - window, range); // per group
-            int lo = range[0], hi = range[1], candidates = hi - lo;
-            for (int g = 0; g < groups; g++) {
-                int base = g * blocks;
-                int r0 = index.rowStart(g * perGroup), groupRows = index.rowStart((g + 1) * perGroup) - r0;
-                java.util.Arrays.fill(pairs, base, base + lo, Float.NEGATIVE_INFINITY); // sinks' and window's blocks
-                java.util.Arrays.fill(pairs, base + hi, base + blocks, Float.NEGATIVE_INFINITY);
-                // The group's rows two at a time: one pass over its pairs per two rows, candidate blocks only.
-                for (int k = 0; k < groupRows; k += 2) {
-                    int r = r0 + k;
-                    int src = r * blocks;
-                    float n0 = index.shareNorm(r);
-                    boolean two = k + 1 < groupRows;
-                    int src1 = two ? src + blocks : src;
-                    float n1 = two ? index.shareNorm(r + 1) : 0f;
-                    if (k == 0) {
-                        for (int b = lo; b < hi; b++) {
-                            pairs[base + b] = Math.fma(shares[src1 + b], n1, shares[src + b] * n0);
-                        }
-                    } else {
-                        for (int b = lo; b < hi; b++) {
-                            pairs[base + b] += Math.fma(shares[src1 + b], n1, shares[src + b] * n0);
-                        }
-                    }
-                }
-            }
-            // Pairs within the budget in entries (a pair reads 1/groups of its block's entries); every
-            // candidate pair once the budget covers what they add, so a full budget attends every token.
-            long want = budget >= fresh ? (long) candidates * groups
-                    : Math.min((long) candidates * groups, (long) budget * groups / bt);
-            int n = topK.top(pairs, 0, groups * blocks, (int) want, chosen, 0);
-            if (exchange != null && n < (long) candidates * groups) {
-                exchange.exchange(pairs, groups, chosen, n);
-            }
-            int added = 0;
-            long groupHeads = HeadShards.groupBits(0, perGroup);
-            for (int i = 0, g = 0, groupEnd = blocks; i < n; i++) { // chosen ascends: group by group
-                while (chosen[i] >= groupEnd) {
-                    g++;
-                    groupEnd += blocks;
-                    groupHeads = HeadShards.groupBits(g, perGroup);
-                }
-                int b = chosen[i] - (groupEnd - blocks);
-                added += blockHeads[b] == 0 ? 1 : 0;
-                blockHeads[b] |= groupHeads;
-            }
-            plan.ensureCapacity(plan.size() + added * bt);
-            long all = HeadShards.headBits(0, kvHeads);
-            // One range per run of consecutive blocks read for the same heads, in block order; every
-            // block, not only the candidates, so that no chosen block's heads outlive the step.
-            for (int b = 0; b < blocks; ) {
-                long heads = blockHeads[b];
-                if (heads == 0) {
-                    b++;
-                    continue;
-                }
-                int first = b;
-                do {
-                    blockHeads[b++] = 0;
-                } while (b < blocks && blockHeads[b] == heads);
-                plan.addRange(first * bt, Math.min(index.tokens(), b * bt), heads == all ? FetchPlan.ALL_HEADS : heads);
-            }
-        }
-
-        @Override
-        public long memoryBytes() {
-            return index.memoryBytes() + 4L * (pairs.length + chosen.length) + 8L * blockHeads.length
-                    + (exchange == null ? 0 : exchange.memoryBytes());
-        }
-    }
-
-    /**
-     * One layer's selector over the layout's units (Swarm's co-activation clusters and blocks): scores
-     * them, then takes whole units best first (Swarm's {@link ClusterSelection} walk) while their tokens
-     * beyond the sinks, the window and the units already taken fit the budget; a unit that does not fit
-     * is passed over, and the walk stops after {@link #MISFITS} in a row. A budget that covers every
-     * laid-out token beyond the sinks and the window takes them all (dense attention).
-     */
-    static final class UnitLayer implements LayerSelector {
-        /** Units passed over in a row (too large for what is left) before a step stops looking. */
-        static final int MISFITS = 32;
-
-        private final BlockMassIndex index;
-        private final int[] offsets;
-        private final int[] members;
-        private final int[] sizes;
-        private final int[] lowest;  // each unit's smallest member: units wholly in the window are skipped early
-        private final int laidOut;
-        private final int sinks;
-        private final int window;
-        private final float[] scores;
-        private final ClusterSelection selection;
-        private final StampSet taken = new StampSet();
-
-        UnitLayer(BlockMassIndex index, LayoutUnits units, int laidOut, int sinks, int window) {
-            this.index = index;
-            int n = units.count();
-            this.offsets = new int[n + 1];
-            this.sizes = new int[n];
-            this.lowest = new int[n];
-            for (int u = 0; u < n; u++) {
-                sizes[u] = units.size(u);
-                offsets[u + 1] = offsets[u] + sizes[u];
-            }
-            this.members = new int[offsets[n]];
-            for (int u = 0; u < n; u++) {
-                int low = Integer.MAX_VALUE;
-                for (int i = 0; i < sizes[u]; i++) {
-                    int t = units.member(u, i);
-                    members[offsets[u] + i] = t;
-                    low = Math.min(low, t);
-                }
-                lowest[u] = low;
-            }
-            this.laidOut = laidOut;
-            this.sinks = sinks;
-            this.window = window;
-            this.scores = new float[n];
-            this.selection = new ClusterSelection(n);
-        }
-
-        @Override
-        public void select(float[] query, FetchPlan plan) {
-            int budget = plan.budget();
-            if (budget <= 0) {
-                return;
-            }
-            int freeFrom = Math.max(0, plan.tokens() - window); // the window starts here
-            int from = Math.min(sinks, laidOut), to = Math.min(freeFrom, laidOut);
-            if (budget >= to - from) { // every laid-out token the sinks and window leave out
-                plan.addRange(from, Math.max(from, to), FetchPlan.ALL_HEADS);
-                return;
-            }
-            index.score(query, scores);
-            taken.clear(laidOut);
-            selection.begin(scores, sizes, scores.length, budget);
-            int added = 0, misfits = 0;
-            for (int u = selection.next(); u >= 0 && added < budget && misfits < MISFITS; u = selection.next()) {
-                if (lowest[u] >= freeFrom) {
-                    continue; // wholly in the window
-                }
-                int fresh = 0;
-                for (int i = offsets[u]; i < offsets[u + 1]; i++) {
-                    int t = members[i];
-                    fresh += t >= sinks && t < freeFrom && !taken.contains(t) ? 1 : 0;
-                }
-                if (fresh == 0) {
-                    continue;
-                }
-                if (added + fresh > budget) {
-                    misfits++;
-                    continue;
-                }
-                misfits = 0;
-                plan.ensureCapacity(plan.size() + fresh);
-                for (int i = offsets[u]; i < offsets[u + 1]; i++) {
-                    int t = members[i];
-                    if (t >= sinks && t < freeFrom && taken.add(t)) {
-                        plan.add(t);
-                    }
-                }
-                added += fresh;
-            }
-        }
-
-        @Override
-        public long memoryBytes() {
-            return index.memoryBytes() + 4L * (scores.length * 4L + members.length);
-        }
     }
 }
