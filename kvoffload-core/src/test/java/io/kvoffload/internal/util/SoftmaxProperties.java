@@ -120,6 +120,24 @@ class SoftmaxProperties {
         }
     }
 
+    /**
+     * A row of only -inf (a head every token is masked from) gives a NaN normaliser, as documented, on the
+     * scalar path and the vector one, with its maximum found or given: callers skip such a row.
+     */
+    @org.junit.jupiter.api.Test
+    void aRowOfOnlyMinusInfinityGivesNaN() {
+        for (int n : new int[] {1, 3, Softmax.VECTOR_MIN + 3}) {
+            float[] row = new float[n];
+            java.util.Arrays.fill(row, Float.NEGATIVE_INFINITY);
+            float[] copy = new float[n];
+            float max = Softmax.copyMax(row, 0, copy, 0, n, Float.NEGATIVE_INFINITY);
+            assertEquals(Float.NEGATIVE_INFINITY, max, "n = " + n);
+            assertTrue(Float.isNaN(Softmax.exponentiate(row.clone(), 0, n)), "n = " + n);
+            assertTrue(Float.isNaN(Softmax.exponentiateRanking(row.clone(), 0, n)), "n = " + n);
+            assertTrue(Float.isNaN(Softmax.exponentiateRanking(copy, 0, n, max)), "n = " + n);
+        }
+    }
+
     /** A long row goes through the vector path (when present) and still matches the scalar exponentials. */
     @org.junit.jupiter.api.Test
     void longRowsUseTheVectorPath() {
