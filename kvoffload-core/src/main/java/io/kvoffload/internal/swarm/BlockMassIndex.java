@@ -511,7 +511,7 @@ public final class BlockMassIndex {
                 }
                 // The row's maximum as it is written, in its normaliser's slot until scoreInto exponentiates it.
                 norms[r0 + k] = Softmax.copyMax(acc, 0, logits, (r0 + k) * blocks + from, n,
-                        from == 0 ? Float.NEGATIVE_INFINITY : norms[r0 + k]);
+                        from == 0 ? Float.NEGATIVE_INFINITY : norms[r0 + k], blocks);
             }
         }
     }

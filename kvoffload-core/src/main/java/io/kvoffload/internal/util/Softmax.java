@@ -68,12 +68,15 @@ public final class Softmax {
     /**
      * Copies {@code src[srcOff, srcOff + n)} to {@code dst[dstOff …]} and returns the larger of {@code
      * max} and the largest element copied ({@link Math#max}'s order: NaN wins), so that a row written in
-     * chunks has its maximum for {@link #exponentiateRanking(float[], int, int, float)}. Vectorised from
-     * {@link #VECTOR_MIN} elements, as the exponentials are, so that short rows never run Vector API
-     * code before C2 has compiled it.
+     * chunks has its maximum for {@link #exponentiateRanking(float[], int, int, float)}. Vectorised where
+     * the whole row ({@code rowLength} elements, of which this is a chunk) has at least {@link
+     * #VECTOR_MIN}, as its exponentials are: every chunk of a long row, its short last one too (judged by
+     * its own length, the last 2,154 of a 100,000-token layer's 6,250 blocks ran the scalar loop, about
+     * 10% of a striped step; docs/benchmarks.md), while short rows never run Vector API code before C2
+     * has compiled it.
      */
-    public static float copyMax(float[] src, int srcOff, float[] dst, int dstOff, int n, float max) {
-        if (VECTORISED && n >= VECTOR_MIN) {
+    public static float copyMax(float[] src, int srcOff, float[] dst, int dstOff, int n, float max, int rowLength) {
+        if (VECTORISED && rowLength >= VECTOR_MIN) {
             return VectorSoftmax.copyMax(src, srcOff, dst, dstOff, n, max);
         }
         return copyMaxScalar(src, srcOff, dst, dstOff, n, max);

@@ -84,10 +84,10 @@ class SoftmaxProperties {
         float max = Float.NEGATIVE_INFINITY, vectorMax = max, expected = max;
         for (int from = 0; from < n; from += chunk) {
             int len = Math.min(chunk, n - from);
-            max = Softmax.copyMax(src, from, dst, pad + from, len, max);
+            max = Softmax.copyMax(src, from, dst, pad + from, len, max, n);
             // The vector path itself, whatever the chunk (Softmax takes it from VECTOR_MIN elements on).
             vectorMax = Softmax.VECTORISED ? VectorSoftmax.copyMax(src, from, vectorDst, pad + from, len, vectorMax)
-                    : Softmax.copyMax(src, from, vectorDst, pad + from, len, vectorMax);
+                    : Softmax.copyMax(src, from, vectorDst, pad + from, len, vectorMax, n);
         }
         for (float v : src) {
             expected = Math.max(expected, v);
@@ -130,7 +130,7 @@ class SoftmaxProperties {
             float[] row = new float[n];
             java.util.Arrays.fill(row, Float.NEGATIVE_INFINITY);
             float[] copy = new float[n];
-            float max = Softmax.copyMax(row, 0, copy, 0, n, Float.NEGATIVE_INFINITY);
+            float max = Softmax.copyMax(row, 0, copy, 0, n, Float.NEGATIVE_INFINITY, n);
             assertEquals(Float.NEGATIVE_INFINITY, max, "n = " + n);
             assertTrue(Float.isNaN(Softmax.exponentiate(row.clone(), 0, n)), "n = " + n);
             assertTrue(Float.isNaN(Softmax.exponentiateRanking(row.clone(), 0, n)), "n = " + n);
