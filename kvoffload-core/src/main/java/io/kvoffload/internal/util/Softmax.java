@@ -72,7 +72,7 @@ public final class Softmax {
      * the whole row ({@code rowLength} elements, of which this is a chunk) has at least {@link
      * #VECTOR_MIN}, as its exponentials are: every chunk of a long row, its short last one too (judged by
      * its own length, the last 2,154 of a 100,000-token layer's 6,250 blocks ran the scalar loop, about
-     * 10% of a striped step; docs/benchmarks.md), while short rows never run Vector API code before C2
+     * 9% of a striped step; docs/benchmarks.md), while short rows never run Vector API code before C2
      * has compiled it.
      */
     public static float copyMax(float[] src, int srcOff, float[] dst, int dstOff, int n, float max, int rowLength) {
