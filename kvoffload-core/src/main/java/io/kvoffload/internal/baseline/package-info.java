@@ -19,10 +19,11 @@
  *
  * <h2>Hot path</h2>
  * {@code select} allocates nothing once warmed up: scratch buffers are sized at construction, and
- * top-k choices use an expected-linear quickselect ({@link io.kvoffload.internal.util.PartialTopK}),
+ * top-k choices use a linear radix select ({@link io.kvoffload.internal.util.PartialTopK}),
  * never a full sort of the per-token scores. Ties are broken by the lower position everywhere, so
  * every selector is deterministic.
  *
- * <p>Exported only to the benchmark module (the comparison harness and JMH).
+ * <p>Not exported from the module; the benchmarks (the comparison harness and JMH) run on the class
+ * path and use it directly.
  */
 package io.kvoffload.internal.baseline;

@@ -13,6 +13,6 @@
  * {@link io.kvoffload.internal.kvswap.FetchCostModel}).
  *
  * <p>These classes decide which groups to read and where they go; the storage engine moves the
- * bytes. Exported only to kvoffload's own modules.
+ * bytes. Not exported from the module: the engine reaches them through the public API.
  */
 package io.kvoffload.internal.kvswap;

@@ -4,6 +4,7 @@
  * Algorithm 1), the DRAM medoid index with its route table ({@link MedoidIndex}) and round-robin
  * multi-SSD placement ({@link ClusterPlacement}, Eq. 7).
  *
- * <p>Exported only to kvoffload's own modules; the engine reaches it through the public API.
+ * <p>Not exported from the module: the engine reaches it through the public API (the benchmarks run
+ * on the class path).
  */
 package io.kvoffload.internal.swarm;
