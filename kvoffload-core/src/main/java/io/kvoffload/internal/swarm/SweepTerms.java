@@ -8,15 +8,17 @@ package io.kvoffload.internal.swarm;
  * Allocation-free after construction.
  */
 final class SweepTerms {
+    /** Mantissa bits that split a reach's power-of-two bucket ({@link #smallestKept}). */
+    private static final int MANTISSA_BITS = 3;
+    /** Buckets of a float's bits: sign and exponent, then the mantissa's top {@link #MANTISSA_BITS}. */
+    private static final int BUCKETS = 1 << (9 + MANTISSA_BITS);
+
     private final float[] termCoef;
     private final byte[][] termRow;
     private final int[] termOff;
     private final float[] termReach;  // |coef| × spread
     private final float[] cutScratch; // the reaches of the bucket that holds the cut, sorted
-    private static final int MANTISSA_BITS = 3;
-    private static final int BUCKETS = 1 << (9 + MANTISSA_BITS); // sign and exponent bits, then the mantissa's top
-    private final int[] bucketCount = new int[BUCKETS];
-    private final float[] bucketSum = new float[BUCKETS];
+    private final float[] bucketSum = new float[BUCKETS]; // the reaches' sum per bucket (zero between calls)
     private final float pruneLogit;   // terms reaching at most this much together are skipped; 0: none
     private long termsQueued;         // sweep terms before and after pruning, over all steps
     private long termsSwept;
@@ -41,7 +43,7 @@ final class SweepTerms {
 
     /** Bytes the queue holds (its references counted as 8). */
     long memoryBytes() {
-        return 24L * termCoef.length + 8L * BUCKETS;
+        return 24L * termCoef.length + 4L * BUCKETS;
     }
 
     /** Queues {@code coef × row[off …]} for {@link #sweep}; returns the new count. */
@@ -93,14 +95,13 @@ final class SweepTerms {
     /**
      * The smallest reach kept: the reaches below it sum to at most {@code pruneLogit}, and with the
      * terms of its value they would not. One pass buckets the reaches by their float bits (exponent and
-     * top three mantissa bits: the buckets ascend with the value) with each bucket's count and sum; a
+     * top three mantissa bits: the buckets ascend with the value) with each bucket's sum; a
      * walk up the buckets finds the one where the dropped sum would pass the bound, and only that
      * bucket's few reaches are sorted. Branch-light where the weighted quickselect it replaced took
      * about 3 µs a row of 128 terms in mispredicted partitions (docs/benchmarks.md, "Pruning's cut by
      * buckets"). Needs the reaches to sum to more than {@code pruneLogit}.
      */
     private float smallestKept(int base, int count) {
-        int[] n = bucketCount;
         float[] sum = bucketSum;
         int lo = BUCKETS, hi = -1;
         for (int t = base, end = base + count; t < end; t++) {
@@ -109,7 +110,6 @@ final class SweepTerms {
                 continue; // reaches nothing: always dropped (the bound is positive here)
             }
             int b = bucket(r);
-            n[b]++;
             sum[b] += r;
             lo = Math.min(lo, b);
             hi = Math.max(hi, b);
@@ -129,7 +129,6 @@ final class SweepTerms {
             }
         }
         java.util.Arrays.sort(a, 0, m);
-        java.util.Arrays.fill(n, lo, hi + 1, 0);
         java.util.Arrays.fill(sum, lo, hi + 1, 0);
         for (int i = 0; i < m; ) {
             float v = a[i];
