@@ -40,23 +40,13 @@ public final class Softmax {
     }
 
     /**
-     * {@link #exponentiate}'s result for a row of estimates that is ranked, not attended: the same
-     * exponentials to about 1e-7 relative and a sum within float rounding, but computed 16 lanes at
-     * a time where {@link #VECTORISED} and the row has at least {@link #VECTOR_MIN} elements (several
-     * times faster: {@code Math.exp} stays scalar in C2) and summed in a different order, so not
-     * bit-identical to {@link #exponentiate}. Attention and its
-     * references keep {@link #exponentiate}, whose results a full selection reproduces bit for bit.
-     */
-    public static float exponentiateRanking(float[] x, int off, int n) {
-        if (VECTORISED && n >= VECTOR_MIN) {
-            return VectorSoftmax.exponentiate(x, off, n, VectorSoftmax.max(x, off, n));
-        }
-        return exponentiate(x, off, n);
-    }
-
-    /**
-     * {@link #exponentiateRanking(float[], int, int)} of a row whose maximum the caller already has
-     * ({@code max}, e.g. from {@link #copyMax} as the row was written): one pass over the row fewer.
+     * {@link #exponentiate}'s result for a row of estimates that is ranked, not attended, given the row's
+     * maximum {@code max} (e.g. from {@link #copyMax} as the row was written, so no pass looks for it):
+     * the same exponentials to about 1e-7 relative and a sum within float rounding, but computed 16
+     * lanes at a time where {@link #VECTORISED} and the row has at least {@link #VECTOR_MIN} elements
+     * (several times faster: {@code Math.exp} stays scalar in C2) and summed in a different order, so
+     * not bit-identical to {@link #exponentiate}. Attention and its references keep {@link
+     * #exponentiate}, whose results a full selection reproduces bit for bit.
      */
     public static float exponentiateRanking(float[] x, int off, int n, float max) {
         if (VECTORISED && n >= VECTOR_MIN) {
@@ -68,7 +58,7 @@ public final class Softmax {
     /**
      * Copies {@code src[srcOff, srcOff + n)} to {@code dst[dstOff …]} and returns the larger of {@code
      * max} and the largest element copied ({@link Math#max}'s order: NaN wins), so that a row written in
-     * chunks has its maximum for {@link #exponentiateRanking(float[], int, int, float)}. Vectorised where
+     * chunks has its maximum for {@link #exponentiateRanking}. Vectorised where
      * the whole row ({@code rowLength} elements, of which this is a chunk) has at least {@link
      * #VECTOR_MIN}, as its exponentials are: every chunk of a long row, its short last one too (judged by
      * its own length, the last 2,154 of a 100,000-token layer's 6,250 blocks ran the scalar loop, about

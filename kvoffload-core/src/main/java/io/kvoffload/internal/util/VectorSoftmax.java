@@ -21,21 +21,6 @@ final class VectorSoftmax {
         return S.length();
     }
 
-    /** The largest of {@code x[off, off + n)} ({@link Math#max}'s order: NaN wins; −∞ for none). */
-    static float max(float[] x, int off, int n) {
-        int end = off + n, lanes = S.length(), bound = off + S.loopBound(n);
-        FloatVector top = FloatVector.broadcast(S, Float.NEGATIVE_INFINITY);
-        int i = off;
-        for (; i < bound; i += lanes) {
-            top = top.max(FloatVector.fromArray(S, x, i));
-        }
-        float max = top.reduceLanes(VectorOperators.MAX);
-        for (; i < end; i++) {
-            max = Math.max(max, x[i]);
-        }
-        return max;
-    }
-
     /** {@link Softmax#copyMax} through the Vector API. */
     static float copyMax(float[] src, int srcOff, float[] dst, int dstOff, int n, float max) {
         int lanes = S.length(), bound = S.loopBound(n);
@@ -49,7 +34,7 @@ final class VectorSoftmax {
         return Softmax.copyMaxScalar(src, srcOff + i, dst, dstOff + i, n - i, top.reduceLanes(VectorOperators.MAX));
     }
 
-    /** {@link Softmax#exponentiateRanking(float[], int, int, float)}: {@code max} is the row's maximum. */
+    /** {@link Softmax#exponentiateRanking}: {@code max} is the row's maximum. */
     static float exponentiate(float[] x, int off, int n, float max) {
         int end = off + n, lanes = S.length(), bound = off + S.loopBound(n);
         double total = 0;
