@@ -183,7 +183,8 @@ public final class BlockMassIndex {
                 r.quantise();
             }
         }
-        this.queryRows = new QueryRows(combination, queryHeads, kvHeads, headDim);
+        this.queryRows = new QueryRows(combination, queryHeads, kvHeads, headDim,
+                QueryRows.countFor(combination, queryHeads, kvHeads, headDim, blocks, BlockSize.sweepBudget(tokens)));
         int rows = queryRows.count();
         this.logits = new float[rows * blocks];
         this.norms = new float[rows];

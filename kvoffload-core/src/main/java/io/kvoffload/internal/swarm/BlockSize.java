@@ -110,10 +110,27 @@ final class BlockSize {
         return adaptive(tokens, sliceBytes, alignment, coarsest, sweepCost(shape, combination));
     }
 
-    /** What scoring one block of a layer of {@code shape} costs with {@code combination}'s query rows. */
+    /**
+     * What scoring one block of a layer of {@code shape} costs with the fewest query rows {@code
+     * combination} keeps ({@link QueryRows#minLayerRows} where it clusters): the blocks are sized by it,
+     * and the rows then take what room the blocks leave ({@link QueryRows#countFor}).
+     */
     static long sweepCost(KvShape shape, BlockMassIndex.Combination combination) {
-        int rows = QueryRows.count(combination, shape.queryHeads(), shape.kvHeads(), shape.headDim());
-        return QueryRows.sweepCost(rows, shape.headDim());
+        int q = shape.queryHeads(), kv = shape.kvHeads(), d = shape.headDim();
+        int rows = QueryRows.count(combination, q, kv, d);
+        if (combination == BlockMassIndex.Combination.CLUSTERED_HEAD_MASS) {
+            rows = Math.min(rows, QueryRows.minLayerRows(q / kv, kv));
+        }
+        return QueryRows.sweepCost(rows, d);
+    }
+
+    /**
+     * What one step's sweep may cost over a layer of {@code tokens} tokens: the reference shape's
+     * ({@link QueryRows#REFERENCE_SWEEP} a block) over {@link #MAX_FINE_BLOCKS} blocks, or over 16-token
+     * blocks beyond 131,072 tokens, where the time targets grow with the length (1 ms at 128K, 8 ms at 1M).
+     */
+    static long sweepBudget(int tokens) {
+        return (long) QueryRows.REFERENCE_SWEEP * Math.max(MAX_FINE_BLOCKS, ((long) tokens + 15) / 16);
     }
 
     /** The page size if {@code units} are consecutive pages of one size over {@code tokens}, else 0. */

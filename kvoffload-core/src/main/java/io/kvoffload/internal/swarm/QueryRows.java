@@ -119,7 +119,35 @@ final class QueryRows {
         return (int) Math.min(cap, Math.max((long) kvHeads * clusterRows(groupSize), afford));
     }
 
-    /** Rows {@code combination} scores a layer of this shape with, in all. */
+    /**
+     * The fewest rows a layer with {@link Combination#CLUSTERED_HEAD_MASS} keeps however long it is:
+     * half of each group ({@link #clusterRows}). {@link #layerRows} adds rows where a block's sweep
+     * leaves room; a long layer gives that room back to finer blocks first ({@link #countFor}).
+     */
+    static int minLayerRows(int groupSize, int kvHeads) {
+        return kvHeads * clusterRows(groupSize);
+    }
+
+    /**
+     * Rows {@code combination} scores a layer of this shape with when it has {@code blocks} blocks and
+     * a step may sweep {@code budget} ({@link #sweepCost} × blocks): with {@link
+     * Combination#CLUSTERED_HEAD_MASS} as many as the budget affords between {@link #minLayerRows} and
+     * {@link #layerRows}; the others their own {@link #count}. On two-KV-head layers at 128K tokens the
+     * rows {@link #layerRows} affords left only 16-token blocks, 0.87–0.95 × the oracle's recall per head;
+     * 13 and 8 rows over 8-token blocks, at the same sweep, gave 0.97–0.99 × (docs/benchmarks.md, "Rows
+     * give way to finer blocks").
+     */
+    static int countFor(Combination combination, int queryHeads, int kvHeads, int headDim, long blocks, long budget) {
+        int most = count(combination, queryHeads, kvHeads, headDim);
+        if (combination != Combination.CLUSTERED_HEAD_MASS) {
+            return most;
+        }
+        int fewest = Math.min(most, minLayerRows(queryHeads / kvHeads, kvHeads));
+        long afford = budget / Math.max(1, blocks * (headDim + ROW_OVERHEAD));
+        return (int) Math.max(fewest, Math.min(most, afford));
+    }
+
+    /** Rows {@code combination} scores a layer of this shape with, in all, where its blocks leave room. */
     static int count(Combination combination, int queryHeads, int kvHeads, int headDim) {
         return switch (combination) {
             case QUERY_HEAD_MASS -> queryHeads;

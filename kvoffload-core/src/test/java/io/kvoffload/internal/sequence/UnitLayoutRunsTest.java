@@ -59,14 +59,15 @@ class UnitLayoutRunsTest {
 
     /**
      * The default strategy's own layout: pages of its per-layer block size (4 tokens of 2 KiB entries at
-     * 17,000 tokens, on a layer that costs the reference sweep to score: 4 KV heads × 4 rows of 128), each whole on one device as one extent (an alignment run alone would split it over
+     * 34,000 tokens, on a layer whose fewest rows, 4 KV heads × 2 of 128, cost half the reference sweep:
+     * 8,500 blocks), each whole on one device as one extent (an alignment run alone would split it over
      * two), two adjacent pages a device (16 KiB runs), the next two on the next device; everything reads
      * back bit-exact.
      */
     @Test
     void theDefaultsPagesAreEachWholeOnOneDevice() {
         KvShape shape = new KvShape(1, 16, 4, 128, DType.BF16); // 2 KiB entries: an aligned read holds 2
-        int tokens = 17_000;
+        int tokens = 34_000;
         try (KvEngine e = KvEngine.open(TestEngines.config(TestEngines.deviceDirs(root, 4), "portable")
                 .deviceCapacityBytes(64L << 20).build())) {
             try (KvSequence s = e.createSequence("pages", shape)) {

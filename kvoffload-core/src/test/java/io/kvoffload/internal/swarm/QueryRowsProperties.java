@@ -108,6 +108,36 @@ class QueryRowsProperties {
         assertEquals(22, new QueryRows(Combination.CLUSTERED_HEAD_MASS, 32, 8, 80).count());
     }
 
+    @Example
+    void aLongNarrowLayerGivesRowsBackToFinerBlocks() {
+        Combination c = Combination.CLUSTERED_HEAD_MASS;
+        // Llama-3-8B's layer keeps its 16 rows at every length (the reference: nothing to give back).
+        assertEquals(16, QueryRows.countFor(c, 32, 8, 128, 8192, BlockSize.sweepBudget(16384)));
+        assertEquals(16, QueryRows.countFor(c, 32, 8, 128, 8192, BlockSize.sweepBudget(131072)));
+        assertEquals(16, QueryRows.countFor(c, 32, 8, 128, 65536, BlockSize.sweepBudget(1 << 20)));
+        // 14 on 2 × 64 (Qwen2.5-0.5B): every head its row on a short layer and at 1M (16-token blocks);
+        // at 128K its 8-token blocks leave room for 13 (2560 × 8192 / (16,384 × 96)).
+        assertEquals(14, QueryRows.countFor(c, 14, 2, 64, 4096, BlockSize.sweepBudget(16384)));
+        assertEquals(13, QueryRows.countFor(c, 14, 2, 64, 16384, BlockSize.sweepBudget(131072)));
+        assertEquals(14, QueryRows.countFor(c, 14, 2, 64, 65536, BlockSize.sweepBudget(1 << 20)));
+        // Never fewer than half of each group, however many blocks; other combinations keep their count.
+        assertEquals(8, QueryRows.countFor(c, 14, 2, 64, 1 << 22, BlockSize.sweepBudget(131072)));
+        assertEquals(2, QueryRows.countFor(Combination.HEAD_MASS, 14, 2, 64, 16384, BlockSize.sweepBudget(131072)));
+        assertEquals(14, QueryRows.countFor(Combination.QUERY_HEAD_MASS, 14, 2, 64, 1 << 22, 1));
+    }
+
+    @Property(tries = 300)
+    void rowsForABlockCountStayWithinTheirBoundsAndTheBudget(@ForAll @IntRange(min = 1, max = 64) int groupSize,
+            @ForAll @IntRange(min = 1, max = 16) int kvHeads, @ForAll("dims") int headDim,
+            @ForAll @IntRange(min = 1, max = 1 << 22) int blocks, @ForAll @IntRange(min = 1, max = 1 << 24) int tokens) {
+        long budget = BlockSize.sweepBudget(tokens);
+        int rows = QueryRows.countFor(Combination.CLUSTERED_HEAD_MASS, groupSize * kvHeads, kvHeads, headDim, blocks, budget);
+        int fewest = QueryRows.minLayerRows(groupSize, kvHeads), most = QueryRows.layerRows(groupSize, kvHeads, headDim);
+        assertTrue(rows >= fewest && rows <= most, rows + " rows outside [" + fewest + ", " + most + "]");
+        assertTrue(rows == fewest || QueryRows.sweepCost(rows, headDim) * blocks <= budget,
+                rows + " rows over " + blocks + " blocks sweep more than " + budget);
+    }
+
     @Property(tries = 200)
     void rowsStayWithinTheGroupsAndTheCap(@ForAll @IntRange(min = 1, max = 64) int groupSize,
             @ForAll @IntRange(min = 1, max = 64) int kvHeads, @ForAll("dims") int headDim) {
