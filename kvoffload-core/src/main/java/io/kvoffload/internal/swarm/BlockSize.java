@@ -112,16 +112,12 @@ final class BlockSize {
 
     /**
      * What scoring one block of a layer of {@code shape} costs with the fewest query rows {@code
-     * combination} keeps ({@link QueryRows#minLayerRows} where it clusters): the blocks are sized by it,
-     * and the rows then take what room the blocks leave ({@link QueryRows#countFor}).
+     * combination} keeps ({@link QueryRows#fewestRows}): the blocks are sized by it, and the rows then
+     * take what room the blocks leave ({@link QueryRows#countFor}).
      */
     static long sweepCost(KvShape shape, BlockMassIndex.Combination combination) {
-        int q = shape.queryHeads(), kv = shape.kvHeads(), d = shape.headDim();
-        int rows = QueryRows.count(combination, q, kv, d);
-        if (combination == BlockMassIndex.Combination.CLUSTERED_HEAD_MASS) {
-            rows = Math.min(rows, QueryRows.minLayerRows(q / kv, kv));
-        }
-        return QueryRows.sweepCost(rows, d);
+        int d = shape.headDim();
+        return QueryRows.sweepCost(QueryRows.fewestRows(combination, shape.queryHeads(), shape.kvHeads(), d), d);
     }
 
     /**

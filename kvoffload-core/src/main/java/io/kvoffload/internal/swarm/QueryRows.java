@@ -120,29 +120,35 @@ final class QueryRows {
     }
 
     /**
-     * The fewest rows a layer with {@link Combination#CLUSTERED_HEAD_MASS} keeps however long it is:
-     * half of each group ({@link #clusterRows}). {@link #layerRows} adds rows where a block's sweep
-     * leaves room; a long layer gives that room back to finer blocks first ({@link #countFor}).
-     */
-    static int minLayerRows(int groupSize, int kvHeads) {
-        return kvHeads * clusterRows(groupSize);
-    }
-
-    /**
-     * Rows {@code combination} scores a layer of this shape with when it has {@code blocks} blocks and
-     * a step may sweep {@code budget} ({@link #sweepCost} × blocks): with {@link
-     * Combination#CLUSTERED_HEAD_MASS} as many as the budget affords between {@link #minLayerRows} and
-     * {@link #layerRows}; the others their own {@link #count}. On two-KV-head layers at 128K tokens the
-     * rows {@link #layerRows} affords left only 16-token blocks, 0.87–0.95 × the oracle's recall per head;
-     * 13 and 8 rows over 8-token blocks, at the same sweep, gave 0.97–0.99 × (docs/benchmarks.md, "Rows
+     * The fewest rows {@code combination} keeps on a layer of this shape however long it is: with {@link
+     * Combination#CLUSTERED_HEAD_MASS} three quarters of what {@link #layerRows} affords, at least half of
+     * each group ({@link #clusterRows}); the others their {@link #count}. The blocks are sized by these
+     * rows ({@link BlockSize#sweepCost}) and the rows then take the room the blocks leave ({@link
+     * #countFor}): a long layer gives up to a quarter of its rows for blocks half as long. Giving up half
+     * (12 query heads on 2 KV heads × 64 at 128K: 6 rows over 4-token blocks instead of 12 over 8) cost
+     * retrieval heads 0.008 × the oracle's recall and 1.5 × the output error (docs/benchmarks.md, "Rows
      * give way to finer blocks").
      */
-    static int countFor(Combination combination, int queryHeads, int kvHeads, int headDim, long blocks, long budget) {
+    static int fewestRows(Combination combination, int queryHeads, int kvHeads, int headDim) {
         int most = count(combination, queryHeads, kvHeads, headDim);
         if (combination != Combination.CLUSTERED_HEAD_MASS) {
             return most;
         }
-        int fewest = Math.min(most, minLayerRows(queryHeads / kvHeads, kvHeads));
+        int threeQuarters = (3 * most + 3) / 4;
+        return Math.min(most, Math.max(kvHeads * clusterRows(queryHeads / kvHeads), threeQuarters));
+    }
+
+    /**
+     * Rows {@code combination} scores a layer of this shape with when it has {@code blocks} blocks and
+     * a step may sweep {@code budget} ({@link #sweepCost} × blocks): as many as the budget affords
+     * between {@link #fewestRows} and {@link #count}. On two-KV-head layers at 128K tokens the rows
+     * {@link #layerRows} affords left only 16-token blocks, 0.87–0.95 × the oracle's recall per head; 13
+     * and 8 rows over 8-token blocks, at the same sweep, gave 0.96–0.99 × (docs/benchmarks.md, "Rows give
+     * way to finer blocks").
+     */
+    static int countFor(Combination combination, int queryHeads, int kvHeads, int headDim, long blocks, long budget) {
+        int most = count(combination, queryHeads, kvHeads, headDim);
+        int fewest = fewestRows(combination, queryHeads, kvHeads, headDim);
         long afford = budget / Math.max(1, blocks * (headDim + ROW_OVERHEAD));
         return (int) Math.max(fewest, Math.min(most, afford));
     }

@@ -59,7 +59,7 @@ class UnitLayoutRunsTest {
 
     /**
      * The default strategy's own layout: pages of its per-layer block size (4 tokens of 2 KiB entries at
-     * 34,000 tokens, on a layer whose fewest rows, 4 KV heads × 2 of 128, cost half the reference sweep:
+     * 34,000 tokens, on a layer whose fewest rows, 12 of 128, cost three quarters of the reference sweep:
      * 8,500 blocks), each whole on one device as one extent (an alignment run alone would split it over
      * two), two adjacent pages a device (16 KiB runs), the next two on the next device; everything reads
      * back bit-exact.

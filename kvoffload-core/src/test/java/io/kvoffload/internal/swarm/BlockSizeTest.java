@@ -122,10 +122,10 @@ class BlockSizeTest {
         assertEquals(16, BlockSize.adaptive(131072, 4096, 4096, 16, llama, BlockMassIndex.Combination.CLUSTERED_HEAD_MASS));
         assertEquals(BlockSize.MAX_FINE_BLOCKS, BlockSize.maxBlocks(2 * REF));
         // 14 on 2 × 64 per head group (256-byte slices, 16-token pages in quarter-read parts): blocks are
-        // sized by its fewest rows (8 of 64 + 32), so 128K takes 8-token parts, not 16.
+        // sized by its fewest rows (11 of 64 + 32), so 128K takes 8-token parts, not 16.
         io.kvoffload.KvShape qwen = new io.kvoffload.KvShape(1, 14, 2, 64, io.kvoffload.DType.BF16);
         long qwenCost = BlockSize.sweepCost(qwen, BlockMassIndex.Combination.CLUSTERED_HEAD_MASS);
-        assertEquals(8 * 96, qwenCost);
+        assertEquals(11 * 96, qwenCost);
         assertEquals(8, BlockSize.ranked(131072, 256, 4096, 16, qwenCost));
         assertEquals(16, BlockSize.ranked(131072, 256, 4096, 16, QueryRows.sweepCost(14, 64)), "every row: 16");
         assertThrows(IllegalArgumentException.class, () -> BlockSize.maxBlocks(0));

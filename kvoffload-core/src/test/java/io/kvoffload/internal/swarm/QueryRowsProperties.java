@@ -120,8 +120,14 @@ class QueryRowsProperties {
         assertEquals(14, QueryRows.countFor(c, 14, 2, 64, 4096, BlockSize.sweepBudget(16384)));
         assertEquals(13, QueryRows.countFor(c, 14, 2, 64, 16384, BlockSize.sweepBudget(131072)));
         assertEquals(14, QueryRows.countFor(c, 14, 2, 64, 65536, BlockSize.sweepBudget(1 << 20)));
-        // Never fewer than half of each group, however many blocks; other combinations keep their count.
-        assertEquals(8, QueryRows.countFor(c, 14, 2, 64, 1 << 22, BlockSize.sweepBudget(131072)));
+        // Never fewer than three quarters of its rows (11 of 14), however many blocks: 12 on 2 × 64 keeps
+        // all 12 over 8-token blocks at 128K rather than 6 over 4-token ones.
+        assertEquals(11, QueryRows.fewestRows(c, 14, 2, 64));
+        assertEquals(11, QueryRows.countFor(c, 14, 2, 64, 1 << 22, BlockSize.sweepBudget(131072)));
+        assertEquals(9, QueryRows.fewestRows(c, 12, 2, 64));
+        assertEquals(12, QueryRows.countFor(c, 12, 2, 64, 16384, BlockSize.sweepBudget(131072)));
+        assertEquals(16, QueryRows.fewestRows(c, 32, 8, 128), "the reference gives nothing up");
+        // Other combinations keep their count.
         assertEquals(2, QueryRows.countFor(Combination.HEAD_MASS, 14, 2, 64, 16384, BlockSize.sweepBudget(131072)));
         assertEquals(14, QueryRows.countFor(Combination.QUERY_HEAD_MASS, 14, 2, 64, 1 << 22, 1));
     }
@@ -132,8 +138,11 @@ class QueryRowsProperties {
             @ForAll @IntRange(min = 1, max = 1 << 22) int blocks, @ForAll @IntRange(min = 1, max = 1 << 24) int tokens) {
         long budget = BlockSize.sweepBudget(tokens);
         int rows = QueryRows.countFor(Combination.CLUSTERED_HEAD_MASS, groupSize * kvHeads, kvHeads, headDim, blocks, budget);
-        int fewest = QueryRows.minLayerRows(groupSize, kvHeads), most = QueryRows.layerRows(groupSize, kvHeads, headDim);
+        int fewest = QueryRows.fewestRows(Combination.CLUSTERED_HEAD_MASS, groupSize * kvHeads, kvHeads, headDim);
+        int most = QueryRows.layerRows(groupSize, kvHeads, headDim);
         assertTrue(rows >= fewest && rows <= most, rows + " rows outside [" + fewest + ", " + most + "]");
+        assertTrue(4L * fewest >= 3L * most && fewest >= kvHeads * QueryRows.clusterRows(groupSize) || fewest == most,
+                "gives up more than a quarter of " + most + " rows, or half a group: " + fewest);
         assertTrue(rows == fewest || QueryRows.sweepCost(rows, headDim) * blocks <= budget,
                 rows + " rows over " + blocks + " blocks sweep more than " + budget);
     }
