@@ -143,7 +143,7 @@ final class QueryRows {
      * a step may sweep {@code budget} ({@link #sweepCost} × blocks): as many as the budget affords
      * between {@link #fewestRows} and {@link #count}. On two-KV-head layers at 128K tokens the rows
      * {@link #layerRows} affords left only 16-token blocks, 0.87–0.95 × the oracle's recall per head; 13
-     * and 8 rows over 8-token blocks, at the same sweep, gave 0.96–0.99 × (docs/benchmarks.md, "Rows give
+     * and 8 rows over 8-token blocks, at the same sweep, gave 0.955–0.99 × (docs/benchmarks.md, "Rows give
      * way to finer blocks").
      */
     static int countFor(Combination combination, int queryHeads, int kvHeads, int headDim, long blocks, long budget) {
