@@ -17,9 +17,9 @@ final class BlockSize {
      * The most blocks the default's finer blocks may give a layer: the 16-token index's count at 131,072
      * tokens. Up to it a step sweeps no more than there, where it meets issue #16's 1 ms target, while
      * finer blocks are closer to the oracle on every family and shape measured (docs/benchmarks.md,
-     * "Finer blocks", "Block size by layer length"); beyond 131,072 tokens every layer gets 16-token
-     * blocks, as the 8 ms target at 1M leaves no room for more (a narrower shape may take more: {@link
-     * #maxBlocks}).
+     * "Finer blocks", "Block size by layer length"); beyond 131,072 tokens the reference's layer gets
+     * 16-token blocks, as the 8 ms target at 1M leaves no room for more (a layer cheaper to score may take
+     * finer ones at the same cost: {@link #maxBlocks}).
      */
     static final int MAX_FINE_BLOCKS = 8192;
 
@@ -52,11 +52,11 @@ final class BlockSize {
      * {@code alignment}-byte units, where scoring a block costs {@code sweepCost} ({@link
      * QueryRows#sweepCost}): the smallest power of two up to {@code coarsest} such that a block's slice
      * fills one aligned read (finer blocks would be padded on disk and in every read) and the layer has
-     * at most {@link #maxBlocks} blocks (the sweep costs no more than the reference shape's 16-token one
-     * at 128K); {@code coarsest} where none does both.
+     * at most {@link #maxBlocks} blocks (the sweep costs no more than the reference shape's at the same
+     * length, {@link #sweepBudget}); {@code coarsest} where none does both.
      */
     static int adaptive(int tokens, long sliceBytes, int alignment, int coarsest, long sweepCost) {
-        long most = maxBlocks(sweepCost);
+        long most = maxBlocks(sweepCost, tokens);
         int bt = 1;
         while (bt < coarsest && (bt * sliceBytes < alignment || (tokens + (long) bt - 1) / bt > most)) {
             bt <<= 1;
@@ -65,15 +65,19 @@ final class BlockSize {
     }
 
     /**
-     * The most blocks a layer whose block costs {@code sweepCost} to score may have: {@link
-     * #MAX_FINE_BLOCKS}, or more on a shape cheaper than the reference ({@link
-     * QueryRows#REFERENCE_SWEEP}), so that its sweep costs what the reference's does (12 query heads on 2
-     * KV heads × 64, six rows of 96: 18,204 blocks). A costlier shape keeps {@link #MAX_FINE_BLOCKS}: its
-     * selection time grows with its width, as it did before blocks were sized per layer.
+     * The most blocks a layer of {@code tokens} tokens whose block costs {@code sweepCost} to score may
+     * have: {@link #MAX_FINE_BLOCKS}, or more on a shape cheaper than the reference ({@link
+     * QueryRows#REFERENCE_SWEEP}), so that its sweep costs what the reference's does ({@link
+     * #sweepBudget}; 12 query heads on 2 KV heads × 64, six rows of 96: 18,204 blocks up to 128K). Beyond
+     * 131,072 tokens the reference has 16-token blocks and a cheaper shape finer ones at its cost: 14 on 2
+     * × 64 takes 8-token blocks at 1M, where 16-token ones gave its `default` family 0.894 × the oracle's
+     * recall per head (docs/benchmarks.md, "Rows give way to finer blocks"). A costlier shape keeps
+     * {@link #MAX_FINE_BLOCKS} up to 128K, and 16-token blocks beyond: its selection time grows with its
+     * width, as it did before blocks were sized per layer.
      */
-    static long maxBlocks(long sweepCost) {
+    static long maxBlocks(long sweepCost, int tokens) {
         Checks.positive("sweepCost", sweepCost);
-        return Math.max(MAX_FINE_BLOCKS, (long) MAX_FINE_BLOCKS * QueryRows.REFERENCE_SWEEP / sweepCost);
+        return Math.max(MAX_FINE_BLOCKS, sweepBudget(tokens) / sweepCost);
     }
 
     /**

@@ -149,7 +149,7 @@ final class QueryRows {
     static int countFor(Combination combination, int queryHeads, int kvHeads, int headDim, long blocks, long budget) {
         int most = count(combination, queryHeads, kvHeads, headDim);
         int fewest = fewestRows(combination, queryHeads, kvHeads, headDim);
-        long afford = budget / Math.max(1, blocks * (headDim + ROW_OVERHEAD));
+        long afford = budget / Math.max(1, blocks * sweepCost(1, headDim));
         return (int) Math.max(fewest, Math.min(most, afford));
     }
 

@@ -67,7 +67,7 @@ class BlockSizeTest {
         int page = 1 << pageLog;
         int bt = BlockSize.ranked(tokens, slice, alignment, page, cost);
         assertTrue(bt >= 1 && page % bt == 0, bt + " divides the page of " + page);
-        long most = BlockSize.maxBlocks(cost);
+        long most = BlockSize.maxBlocks(cost, tokens);
         int quarter = alignment / BlockSize.PARTS_PER_READ;
         if (bt < page) {
             assertTrue((long) bt * slice >= quarter, bt + " tokens of " + slice + " B hold a quarter read");
@@ -105,7 +105,7 @@ class BlockSizeTest {
         int ref = BlockSize.adaptive(tokens, slice, alignment, 16, REF);
         assertTrue(cost <= REF ? bt <= ref : bt == ref, "cost " + cost + ": " + bt + " tokens against " + ref);
         long blocks = (tokens + bt - 1L) / bt;
-        assertTrue(bt == 16 || blocks * Math.min(cost, REF) <= (long) BlockSize.MAX_FINE_BLOCKS * REF,
+        assertTrue(bt == 16 || blocks * Math.min(cost, REF) <= BlockSize.sweepBudget(tokens),
                 blocks + " blocks of cost " + cost + " cost more than the reference sweep");
     }
 
@@ -114,13 +114,15 @@ class BlockSizeTest {
         // 12 query heads on 2 KV heads × 64: six rows per KV head of 64 + 32, 18,204 blocks at most.
         io.kvoffload.KvShape small = new io.kvoffload.KvShape(1, 12, 2, 64, io.kvoffload.DType.BF16);
         assertEquals(2 * 6 * 96, QueryRows.sweepCost(12, 64));
-        assertEquals(18204, BlockSize.maxBlocks(QueryRows.sweepCost(12, 64)));
+        assertEquals(18204, BlockSize.maxBlocks(QueryRows.sweepCost(12, 64), 131072));
+        assertEquals(2560L * 65536 / 1152, BlockSize.maxBlocks(QueryRows.sweepCost(12, 64), 1 << 20), "8 × the budget at 1M");
         assertEquals(8, BlockSize.adaptive(131072, 512, 4096, 16, small, BlockMassIndex.Combination.CLUSTERED_HEAD_MASS));
         assertEquals(16, BlockSize.adaptive(131072, 512, 4096, 16, REF));
         // Llama-3-8B (32 on 8 × 128): two rows, the reference; MHA and wider shapes keep its count.
         io.kvoffload.KvShape llama = new io.kvoffload.KvShape(1, 32, 8, 128, io.kvoffload.DType.BF16);
         assertEquals(16, BlockSize.adaptive(131072, 4096, 4096, 16, llama, BlockMassIndex.Combination.CLUSTERED_HEAD_MASS));
-        assertEquals(BlockSize.MAX_FINE_BLOCKS, BlockSize.maxBlocks(2 * REF));
+        assertEquals(BlockSize.MAX_FINE_BLOCKS, BlockSize.maxBlocks(2 * REF, 131072));
+        assertEquals(16, BlockSize.adaptive(1 << 20, 512, 4096, 16, 2 * REF), "costlier: 16-token blocks at 1M");
         // 14 on 2 × 64 per head group (256-byte slices, 16-token pages in quarter-read parts): blocks are
         // sized by its fewest rows (11 of 64 + 32), so 128K takes 8-token parts, not 16.
         io.kvoffload.KvShape qwen = new io.kvoffload.KvShape(1, 14, 2, 64, io.kvoffload.DType.BF16);
@@ -128,7 +130,10 @@ class BlockSizeTest {
         assertEquals(11 * 96, qwenCost);
         assertEquals(8, BlockSize.ranked(131072, 256, 4096, 16, qwenCost));
         assertEquals(16, BlockSize.ranked(131072, 256, 4096, 16, QueryRows.sweepCost(14, 64)), "every row: 16");
-        assertThrows(IllegalArgumentException.class, () -> BlockSize.maxBlocks(0));
+        // At 1M its budget is eight times 128K's: 8-token parts still, where Llama-3-8B's layer keeps 16.
+        assertEquals(8, BlockSize.ranked(1 << 20, 256, 4096, 16, qwenCost));
+        assertEquals(16, BlockSize.adaptive(1 << 20, 4096, 4096, 16, REF));
+        assertThrows(IllegalArgumentException.class, () -> BlockSize.maxBlocks(0, 131072));
     }
 
     @Test
