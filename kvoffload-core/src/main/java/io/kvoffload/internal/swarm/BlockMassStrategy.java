@@ -160,7 +160,7 @@ public final class BlockMassStrategy implements SelectionStrategy {
     /** The variants the library registers, the chosen one ({@code mass-auto}, the library's default) first. */
     public static List<SelectionStrategy> variants() {
         return List.of(
-                auto("mass-auto", 16, true),
+                auto("mass-auto", BlockSize.COARSEST, true),
                 auto("mass-auto-8", FINE_BLOCK_TOKENS),
                 auto("mass-auto-16", 16),
                 new BlockMassStrategy("mass-mix", Scoring.MIX, Combination.HEAD_MASS, 16, PRUNE_LOGIT),

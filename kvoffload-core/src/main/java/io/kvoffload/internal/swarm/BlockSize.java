@@ -130,8 +130,12 @@ final class BlockSize {
      * blocks beyond 131,072 tokens, where the time targets grow with the length (1 ms at 128K, 8 ms at 1M).
      */
     static long sweepBudget(int tokens) {
-        return (long) QueryRows.REFERENCE_SWEEP * Math.max(MAX_FINE_BLOCKS, ((long) tokens + 15) / 16);
+        long coarse = ((long) tokens + COARSEST - 1) / COARSEST;
+        return (long) QueryRows.REFERENCE_SWEEP * Math.max(MAX_FINE_BLOCKS, coarse);
     }
+
+    /** The default's coarsest block, Swarm's 16 tokens: the reference layer's block from 128K tokens on. */
+    static final int COARSEST = 16;
 
     /** The page size if {@code units} are consecutive pages of one size over {@code tokens}, else 0. */
     static int pages(LayoutUnits units, int tokens) {
