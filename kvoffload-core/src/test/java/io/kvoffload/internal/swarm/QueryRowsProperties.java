@@ -115,11 +115,12 @@ class QueryRowsProperties {
         assertEquals(16, QueryRows.countFor(c, 32, 8, 128, 8192, BlockSize.sweepBudget(16384)));
         assertEquals(16, QueryRows.countFor(c, 32, 8, 128, 8192, BlockSize.sweepBudget(131072)));
         assertEquals(16, QueryRows.countFor(c, 32, 8, 128, 65536, BlockSize.sweepBudget(1 << 20)));
-        // 14 on 2 × 64 (Qwen2.5-0.5B): every head its row on a short layer and at 1M (16-token blocks);
-        // at 128K its 8-token blocks leave room for 13 (2560 × 8192 / (16,384 × 96)).
+        // 14 on 2 × 64 (Qwen2.5-0.5B): every head its row on a short layer, and over 16-token blocks at 1M;
+        // its 8-token blocks leave room for 13 at 128K (2560 × 8192 / (16,384 × 96)) and at 1M alike.
         assertEquals(14, QueryRows.countFor(c, 14, 2, 64, 4096, BlockSize.sweepBudget(16384)));
         assertEquals(13, QueryRows.countFor(c, 14, 2, 64, 16384, BlockSize.sweepBudget(131072)));
         assertEquals(14, QueryRows.countFor(c, 14, 2, 64, 65536, BlockSize.sweepBudget(1 << 20)));
+        assertEquals(13, QueryRows.countFor(c, 14, 2, 64, 131072, BlockSize.sweepBudget(1 << 20)));
         // Never fewer than three quarters of its rows (11 of 14), however many blocks: 12 on 2 × 64 keeps
         // all 12 over 8-token blocks at 128K rather than 6 over 4-token ones.
         assertEquals(11, QueryRows.fewestRows(c, 14, 2, 64));
