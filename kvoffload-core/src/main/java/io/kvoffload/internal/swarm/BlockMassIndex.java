@@ -61,12 +61,8 @@ public final class BlockMassIndex {
     public enum Combination { SUM_LOGITS, HEAD_MASS, QUERY_HEAD_MASS, CLUSTERED_HEAD_MASS }
 
 
-    /**
-     * Blocks per sweep: one chunk of accumulators (16 KiB) stays in the L1 cache while each kept row
-     * streams a 4 KiB run. Runs of 1,024 blocks were 5–15% slower (docs/benchmarks.md, "Clustered
-     * query heads"): a layer's summaries outgrow the caches and shorter runs stream worse from DRAM.
-     */
-    private static final int CHUNK = 4096;
+    /** Blocks per sweep ({@link SweepTerms#CHUNK}). */
+    private static final int CHUNK = SweepTerms.CHUNK;
 
     private final Scoring scoring;
     private final Combination combination;
@@ -90,6 +86,7 @@ public final class BlockMassIndex {
     private final float[] chunk;
     private final float[] rchunk0, rchunk1;
     private final int[] termCount;    // queued terms of each of a KV head's rows, at [row × 2 × headDim …]
+    private final int[] sharedTerms;  // of a pair of rows (2k, 2k + 1) at [2k]: the terms both sweep (SweepTerms#pairUp)
     private final SweepTerms terms;   // one KV head's queued sweep terms (two per dimension and row at most)
 
     /**
@@ -188,12 +185,13 @@ public final class BlockMassIndex {
         int rows = queryRows.count();
         this.logits = new float[rows * blocks];
         this.norms = new float[rows];
-        this.chunk = new float[Math.min(CHUNK, blocks)];
-        this.rchunk0 = new float[rep0 != null ? chunk.length : 0];
-        this.rchunk1 = new float[rep0 != null ? chunk.length : 0];
+        this.chunk = new float[CHUNK + Math.min(CHUNK, blocks)]; // a pair of rows: the second from CHUNK
+        this.rchunk0 = new float[rep0 != null ? Math.min(CHUNK, blocks) : 0];
+        this.rchunk1 = new float[rep0 != null ? Math.min(CHUNK, blocks) : 0];
         int termSlots = queryRows.maxPerHead() * 2 * headDim;
         this.terms = new SweepTerms(termSlots, pruneLogit);
         this.termCount = new int[queryRows.maxPerHead()];
+        this.sharedTerms = new int[queryRows.maxPerHead()];
     }
 
     private void summarise(LayerKv kv) {
@@ -496,25 +494,49 @@ public final class BlockMassIndex {
             }
             termCount[k] = terms.prune(base, queued - base);
         }
+        // Rows two by two: the terms both rows of a pair sweep are converted once for the two (their
+        // query heads' signs agree on a dimension, and neither pruned it). The representatives sweep apart.
+        boolean pairs = rep0 == null;
+        for (int k = 0; pairs && k + 1 < here; k += 2) {
+            sharedTerms[k] = terms.pairUp(k * 2 * d, termCount[k], (k + 1) * 2 * d, termCount[k + 1]);
+        }
         float[] acc = chunk;
-        boolean mass = combination != Combination.SUM_LOGITS; // a block's mass counts its tokens: start from ln(size)
         for (int from = 0; from < blocks; from += CHUNK) {
             int n = Math.min(CHUNK, blocks - from);
             for (int k = 0; k < here; k++) {
-                if (mass) {
-                    System.arraycopy(logBlockTokens, from, acc, 0, n);
-                } else {
-                    java.util.Arrays.fill(acc, 0, n, 0f);
+                boolean pair = pairs && k + 1 < here;
+                int shared = pair ? sharedTerms[k] : 0;
+                startRow(acc, 0, from, n);
+                if (pair) {
+                    startRow(acc, CHUNK, from, n);
+                    terms.sweepPair(acc, n, k * 2 * d, (k + 1) * 2 * d, shared, from);
                 }
-                terms.sweep(acc, n, k * 2 * d, termCount[k], from);
+                terms.sweep(acc, 0, n, k * 2 * d + shared, termCount[k] - shared, from);
                 if (rep0 != null) {
                     addRepresentatives(acc, n, (r0 + k) * d, h, from);
                 }
-                // The row's maximum as it is written, in its normaliser's slot until scoreInto exponentiates it.
-                norms[r0 + k] = Softmax.copyMax(acc, 0, logits, (r0 + k) * blocks + from, n,
-                        from == 0 ? Float.NEGATIVE_INFINITY : norms[r0 + k], blocks);
+                finishRow(acc, 0, r0 + k, from, n);
+                if (pair) {
+                    k++;
+                    terms.sweep(acc, CHUNK, n, k * 2 * d + shared, termCount[k] - shared, from);
+                    finishRow(acc, CHUNK, r0 + k, from, n);
+                }
             }
         }
+    }
+
+    /** A row's chunk of accumulators before its sweep: ln(block tokens) (a block's mass counts its tokens), or 0. */
+    private void startRow(float[] acc, int at, int from, int n) {
+        if (combination != Combination.SUM_LOGITS) {
+            System.arraycopy(logBlockTokens, from, acc, at, n);
+        } else {
+            java.util.Arrays.fill(acc, at, at + n, 0f);
+        }
+    }
+
+    /** Writes row {@code r}'s swept chunk to its logits, its maximum so far in its normaliser's slot until scoreInto exponentiates it. */
+    private void finishRow(float[] acc, int at, int r, int from, int n) {
+        norms[r] = Softmax.copyMax(acc, at, logits, r * blocks + from, n, from == 0 ? Float.NEGATIVE_INFINITY : norms[r], blocks);
     }
 
     /** Adds the log-sum-exp estimate of the two representatives to {@code acc} (REPS scorings). */
@@ -527,8 +549,8 @@ public final class BlockMassIndex {
         float[] headQuery = queryRows.rows();
         for (int j = 0; j < d; j++) {
             float q = headQuery[q0 + j];
-            SweepTerms.axpy(a0, n, q * rep0.scale(h, j), r0, j * blocks + from);
-            SweepTerms.axpy(a1, n, q * rep1.scale(h, j), r1, j * blocks + from);
+            SweepTerms.axpy(a0, 0, n, q * rep0.scale(h, j), r0, j * blocks + from);
+            SweepTerms.axpy(a1, 0, n, q * rep1.scale(h, j), r1, j * blocks + from);
         }
         float w = scoring == Scoring.REPS ? 1f : 0.5f;
         float[] lc0 = logCount0[h], lc1 = logCount1[h];

@@ -8,6 +8,14 @@ package io.kvoffload.internal.swarm;
  * Allocation-free after construction.
  */
 final class SweepTerms {
+    /**
+     * Blocks per sweep: one chunk of accumulators (16 KiB) stays in the L1 cache while each kept row
+     * streams a 4 KiB run; a pair of rows ({@link #sweepPair}) keeps its second chunk this far into the
+     * accumulators, a constant, so that the JIT sees the two never overlap and vectorises. Runs of 1,024
+     * blocks were 5–15% slower (docs/benchmarks.md, "Clustered query heads"): a layer's summaries
+     * outgrow the caches and shorter runs stream worse from DRAM.
+     */
+    static final int CHUNK = 4096;
     /** Mantissa bits that split a reach's power-of-two bucket ({@link #smallestKept}). */
     private static final int MANTISSA_BITS = 3;
     /** Buckets of a float's bits: sign and exponent, then the mantissa's top {@link #MANTISSA_BITS}. */
@@ -18,6 +26,10 @@ final class SweepTerms {
     private final int[] termOff;
     private final float[] termReach;  // |coef| × spread
     private final float[] cutScratch; // the reaches of the bucket that holds the cut, sorted
+    private final float[] pairCoef;   // two rows' terms reordered by pairUp, before they are copied back
+    private final byte[][] pairRow;
+    private final int[] pairOff;
+    private final int[] sharedAt;     // pairUp: the first row's shared terms' slots
     private final float[] bucketSum = new float[BUCKETS]; // the reaches' sum per bucket (zero between calls)
     private final float pruneLogit;   // terms reaching at most this much together are skipped; 0: none
     private long termsQueued;         // sweep terms before and after pruning, over all steps
@@ -33,6 +45,10 @@ final class SweepTerms {
         this.termOff = new int[slots];
         this.termReach = new float[slots];
         this.cutScratch = new float[slots];
+        this.pairCoef = new float[slots];
+        this.pairRow = new byte[slots][];
+        this.pairOff = new int[slots];
+        this.sharedAt = new int[slots];
         this.pruneLogit = pruneLogit;
     }
 
@@ -43,7 +59,7 @@ final class SweepTerms {
 
     /** Bytes the queue holds (its references counted as 8). */
     long memoryBytes() {
-        return 24L * termCoef.length + 4L * BUCKETS;
+        return 44L * termCoef.length + 4L * BUCKETS;
     }
 
     /** Queues {@code coef × row[off …]} for {@link #sweep}; returns the new count. */
@@ -152,30 +168,121 @@ final class SweepTerms {
     }
 
     /**
-     * {@code acc[i] += Σ coef_t × row_t[off_t + i]} over the queued terms, four at a time: one load and
+     * {@code acc[at + i] += Σ coef_t × row_t[off_t + i]} over the queued terms, four at a time: one load and
      * store of the accumulators per four int8 rows keeps the sweep on the rows' bandwidth. {@link
      * Math#fma} because Java never fuses {@code a × b + c} itself: a multiply and an add per term
      * otherwise (5–10% of a step at 128K tokens, docs/benchmarks.md).
      */
-    void sweep(float[] acc, int n, int base, int count, int from) {
+    void sweep(float[] acc, int at, int n, int base, int count, int from) {
         int t = base, terms = base + count;
         for (; t + 3 < terms; t += 4) {
             float c0 = termCoef[t], c1 = termCoef[t + 1], c2 = termCoef[t + 2], c3 = termCoef[t + 3];
             byte[] x0 = termRow[t], x1 = termRow[t + 1], x2 = termRow[t + 2], x3 = termRow[t + 3];
             int o0 = termOff[t] + from, o1 = termOff[t + 1] + from, o2 = termOff[t + 2] + from, o3 = termOff[t + 3] + from;
             for (int i = 0; i < n; i++) {
-                acc[i] = Math.fma(c3, x3[o3 + i], Math.fma(c2, x2[o2 + i], Math.fma(c1, x1[o1 + i], Math.fma(c0, x0[o0 + i], acc[i]))));
+                acc[at + i] = Math.fma(c3, x3[o3 + i], Math.fma(c2, x2[o2 + i], Math.fma(c1, x1[o1 + i],
+                        Math.fma(c0, x0[o0 + i], acc[at + i]))));
             }
         }
         for (; t < terms; t++) {
-            axpy(acc, n, termCoef[t], termRow[t], termOff[t] + from);
+            axpy(acc, at, n, termCoef[t], termRow[t], termOff[t] + from);
         }
     }
 
-    /** {@code acc[i] += a × x[off + i]} for {@code i < n}: the vectorised sweep. */
-    static void axpy(float[] acc, int n, float a, byte[] x, int off) {
+    /**
+     * Reorders two rows' kept terms (after {@link #prune}: {@code aCount} from {@code a}, {@code bCount}
+     * from {@code b}, disjoint) so that the terms both rows sweep over the same summary bytes (one row
+     * array at one offset, each with its own coefficient) come first in each, pairwise in the same
+     * order, the others after them in their order; returns how many are shared. {@link #sweepPair}
+     * converts each shared run of int8 once for both rows. The terms' reaches are not moved: pruning is
+     * over for the step. Rows queued in ascending offsets (one term per offset, as every scoring
+     * queues them) are matched completely; otherwise some shared terms stay apart, which costs time,
+     * never a term.
+     */
+    int pairUp(int a, int aCount, int b, int bCount) {
+        int shared = 0;
+        for (int i = a, j = b, ea = a + aCount, eb = b + bCount; i < ea && j < eb; ) {
+            int oi = termOff[i], oj = termOff[j];
+            if (oi != oj) {
+                i += oi < oj ? 1 : 0;
+                j += oj < oi ? 1 : 0;
+                continue;
+            }
+            if (termRow[i] == termRow[j]) {
+                sharedAt[shared] = i;
+                sharedAt[aCount + shared++] = j; // the second row's slots after the first row's (aCount ≥ shared)
+            }
+            i++;
+            j++;
+        }
+        if (shared > 0) {
+            reorder(a, aCount, 0, shared);
+            reorder(b, bCount, aCount, shared);
+        }
+        return shared;
+    }
+
+    /** Writes one row's terms back with its shared ones (their slots at {@code sharedAt[at …]}) first. */
+    private void reorder(int base, int count, int at, int shared) {
+        int w = 0;
+        for (int s = 0; s < shared; s++) {
+            w = copyToPair(sharedAt[at + s], w);
+        }
+        for (int t = base, s = 0, end = base + count; t < end; t++) {
+            if (s < shared && sharedAt[at + s] == t) {
+                s++;
+            } else {
+                w = copyToPair(t, w);
+            }
+        }
+        System.arraycopy(pairCoef, 0, termCoef, base, count);
+        System.arraycopy(pairRow, 0, termRow, base, count);
+        System.arraycopy(pairOff, 0, termOff, base, count);
+    }
+
+    private int copyToPair(int t, int w) {
+        pairCoef[w] = termCoef[t];
+        pairRow[w] = termRow[t];
+        pairOff[w] = termOff[t];
+        return w + 1;
+    }
+
+    /**
+     * {@link #sweep} of two rows' first {@code shared} terms (from {@link #pairUp}: the same bytes, two
+     * coefficients) into {@code acc[0, n)} and {@code acc[CHUNK, CHUNK + n)}, each int8 converted once
+     * for both: a conversion costs about what a fused multiply-add does, so a shared term costs
+     * two-thirds of two terms swept apart.
+     */
+    void sweepPair(float[] acc, int n, int a, int b, int shared, int from) {
+        int t = 0;
+        for (; t + 3 < shared; t += 4) {
+            float a0 = termCoef[a + t], a1 = termCoef[a + t + 1], a2 = termCoef[a + t + 2], a3 = termCoef[a + t + 3];
+            float b0 = termCoef[b + t], b1 = termCoef[b + t + 1], b2 = termCoef[b + t + 2], b3 = termCoef[b + t + 3];
+            byte[] x0 = termRow[a + t], x1 = termRow[a + t + 1], x2 = termRow[a + t + 2], x3 = termRow[a + t + 3];
+            int o0 = termOff[a + t] + from, o1 = termOff[a + t + 1] + from, o2 = termOff[a + t + 2] + from,
+                    o3 = termOff[a + t + 3] + from;
+            for (int i = 0; i < n; i++) {
+                float v0 = x0[o0 + i], v1 = x1[o1 + i], v2 = x2[o2 + i], v3 = x3[o3 + i];
+                acc[i] = Math.fma(a3, v3, Math.fma(a2, v2, Math.fma(a1, v1, Math.fma(a0, v0, acc[i]))));
+                acc[CHUNK + i] = Math.fma(b3, v3, Math.fma(b2, v2, Math.fma(b1, v1, Math.fma(b0, v0, acc[CHUNK + i]))));
+            }
+        }
+        for (; t < shared; t++) {
+            float ca = termCoef[a + t], cb = termCoef[b + t];
+            byte[] x = termRow[a + t];
+            int o = termOff[a + t] + from;
+            for (int i = 0; i < n; i++) {
+                float v = x[o + i];
+                acc[i] = Math.fma(ca, v, acc[i]);
+                acc[CHUNK + i] = Math.fma(cb, v, acc[CHUNK + i]);
+            }
+        }
+    }
+
+    /** {@code acc[at + i] += a × x[off + i]} for {@code i < n}: the vectorised sweep. */
+    static void axpy(float[] acc, int at, int n, float a, byte[] x, int off) {
         for (int i = 0; i < n; i++) {
-            acc[i] = Math.fma(a, x[off + i], acc[i]);
+            acc[at + i] = Math.fma(a, x[off + i], acc[at + i]);
         }
     }
 }

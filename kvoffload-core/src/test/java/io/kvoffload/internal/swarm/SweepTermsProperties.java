@@ -14,7 +14,8 @@ import org.junit.jupiter.api.Test;
 /**
  * {@link SweepTerms#prune}: the dropped terms are the smallest reaches, they reach at most the bound
  * together, no further value's terms could be dropped with them, and each kept term is swept once
- * with its own coefficient and row.
+ * with its own coefficient and row; {@link SweepTerms#pairUp} and {@link SweepTerms#sweepPair}: two rows
+ * swept as a pair get what each gets swept apart, and every term both sweep is converted once for the two.
  */
 class SweepTermsProperties {
 
@@ -45,7 +46,7 @@ class SweepTermsProperties {
         int kept = terms.prune(base, count);
 
         float[] acc = new float[count];
-        terms.sweep(acc, count, base, kept, 0);
+        terms.sweep(acc, 0, count, base, kept, 0);
         List<Integer> keptIdx = new ArrayList<>();
         for (int t = 0; t < count; t++) {
             if (acc[t] != 0) {
@@ -91,7 +92,68 @@ class SweepTermsProperties {
         // 0.1 + 0.2 + 0.3 + 0.4 = 1.0 ≤ 1: four dropped, the reaches 3 and 2 kept.
         assertEquals(2, terms.prune(0, 6));
         float[] acc = new float[1];
-        terms.sweep(acc, 1, 0, 2, 0);
+        terms.sweep(acc, 0, 1, 0, 2, 0);
         assertEquals(2f + 4f, acc[0], 0f, "rows 2 and 4 swept");
+    }
+
+    /**
+     * Two rows' terms over one head's two summary arrays (a side per dimension each, some dimensions
+     * pruned, in ascending offsets or shuffled): the pair's shared terms, then each row's own, sum to
+     * exactly what each row sweeps apart (small integers: every sum is exact in float), in both
+     * accumulator chunks; in ascending order every dimension both keep on one side is shared.
+     */
+    @Property(tries = 300)
+    void aPairSweepsWhatEachRowSweepsApart(@ForAll @IntRange(min = 1, max = 40) int dims,
+            @ForAll @IntRange(min = 1, max = 60) int length, @ForAll boolean shuffled, @ForAll long seed) {
+        SplittableRandom rnd = new SplittableRandom(seed);
+        byte[] hi = new byte[dims * length], lo = new byte[dims * length];
+        for (int i = 0; i < hi.length; i++) {
+            hi[i] = (byte) (rnd.nextInt(17) - 8);
+            lo[i] = (byte) (rnd.nextInt(17) - 8);
+        }
+        int from = rnd.nextInt(length), n = 1 + rnd.nextInt(length - from);
+        SweepTerms terms = new SweepTerms(4 * dims, 0f);
+        float[][] expected = new float[2][n];
+        int[] count = new int[2];
+        boolean[][] side = new boolean[2][dims];  // true: hi
+        boolean[][] kept = new boolean[2][dims];
+        for (int r = 0; r < 2; r++) {
+            List<Integer> order = new ArrayList<>();
+            for (int j = 0; j < dims; j++) {
+                order.add(j);
+            }
+            if (shuffled) {
+                java.util.Collections.shuffle(order, new java.util.Random(rnd.nextLong()));
+            }
+            for (int j : order) {
+                kept[r][j] = rnd.nextInt(4) != 0;
+                side[r][j] = rnd.nextBoolean();
+                if (!kept[r][j]) {
+                    continue;
+                }
+                float coef = rnd.nextInt(11) - 5;
+                byte[] row = side[r][j] ? hi : lo;
+                count[r] = terms.term(r * 2 * dims + count[r], coef, row, j * length, 1f) - r * 2 * dims;
+                for (int i = 0; i < n; i++) {
+                    expected[r][i] += coef * row[j * length + from + i];
+                }
+            }
+        }
+        int shared = terms.pairUp(0, count[0], 2 * dims, count[1]);
+        if (!shuffled) {
+            int both = 0;
+            for (int j = 0; j < dims; j++) {
+                both += kept[0][j] && kept[1][j] && side[0][j] == side[1][j] ? 1 : 0;
+            }
+            assertEquals(both, shared, "every dimension both rows keep on one side is shared");
+        }
+        float[] acc = new float[SweepTerms.CHUNK + n];
+        terms.sweepPair(acc, n, 0, 2 * dims, shared, from);
+        terms.sweep(acc, 0, n, shared, count[0] - shared, from);
+        terms.sweep(acc, SweepTerms.CHUNK, n, 2 * dims + shared, count[1] - shared, from);
+        for (int i = 0; i < n; i++) {
+            assertEquals(expected[0][i], acc[i], 0f, "first row, block " + i);
+            assertEquals(expected[1][i], acc[SweepTerms.CHUNK + i], 0f, "second row, block " + i);
+        }
     }
 }
