@@ -184,7 +184,16 @@ final class SweepTerms {
                         Math.fma(c0, x0[o0 + i], acc[at + i]))));
             }
         }
-        for (; t < terms; t++) {
+        if (terms - t >= 2) { // two of the last one to three terms in one pass over the accumulators
+            float c0 = termCoef[t], c1 = termCoef[t + 1];
+            byte[] x0 = termRow[t], x1 = termRow[t + 1];
+            int o0 = termOff[t] + from, o1 = termOff[t + 1] + from;
+            for (int i = 0; i < n; i++) {
+                acc[at + i] = Math.fma(c1, x1[o1 + i], Math.fma(c0, x0[o0 + i], acc[at + i]));
+            }
+            t += 2;
+        }
+        if (t < terms) {
             axpy(acc, at, n, termCoef[t], termRow[t], termOff[t] + from);
         }
     }
@@ -267,7 +276,18 @@ final class SweepTerms {
                 acc[CHUNK + i] = Math.fma(b3, v3, Math.fma(b2, v2, Math.fma(b1, v1, Math.fma(b0, v0, acc[CHUNK + i]))));
             }
         }
-        for (; t < shared; t++) {
+        if (shared - t >= 2) {
+            float a0 = termCoef[a + t], a1 = termCoef[a + t + 1], b0 = termCoef[b + t], b1 = termCoef[b + t + 1];
+            byte[] x0 = termRow[a + t], x1 = termRow[a + t + 1];
+            int o0 = termOff[a + t] + from, o1 = termOff[a + t + 1] + from;
+            for (int i = 0; i < n; i++) {
+                float v0 = x0[o0 + i], v1 = x1[o1 + i];
+                acc[i] = Math.fma(a1, v1, Math.fma(a0, v0, acc[i]));
+                acc[CHUNK + i] = Math.fma(b1, v1, Math.fma(b0, v0, acc[CHUNK + i]));
+            }
+            t += 2;
+        }
+        if (t < shared) {
             float ca = termCoef[a + t], cb = termCoef[b + t];
             byte[] x = termRow[a + t];
             int o = termOff[a + t] + from;
