@@ -86,7 +86,8 @@ public final class BlockMassIndex {
     private final float[] chunk;
     private final float[] rchunk0, rchunk1;
     private final int[] termCount;    // queued terms of each of a KV head's rows, at [row × 2 × headDim …]
-    private final int[] sharedTerms;  // of a pair of rows (2k, 2k + 1) at [2k]: the terms both sweep (SweepTerms#pairUp)
+    private final int[] sharedTerms;  // of pair p of a KV head's rows: the terms both sweep (SweepTerms#pairUp)
+    private final int[] rowOrder;     // a KV head's rows as pairs (rowOrder[2p], rowOrder[2p + 1]), then the one left
     private final SweepTerms terms;   // one KV head's queued sweep terms (two per dimension and row at most)
 
     /**
@@ -192,6 +193,7 @@ public final class BlockMassIndex {
         this.terms = new SweepTerms(termSlots, pruneLogit);
         this.termCount = new int[queryRows.maxPerHead()];
         this.sharedTerms = new int[queryRows.maxPerHead()];
+        this.rowOrder = new int[queryRows.maxPerHead()];
     }
 
     private void summarise(LayerKv kv) {
@@ -496,20 +498,21 @@ public final class BlockMassIndex {
         }
         // Rows two by two: the terms both rows of a pair sweep are converted once for the two (their
         // query heads' signs agree on a dimension, and neither pruned it). The representatives sweep apart.
-        boolean pairs = rep0 == null;
-        for (int k = 0; pairs && k + 1 < here; k += 2) {
-            sharedTerms[k] = terms.pairUp(k * 2 * d, termCount[k], (k + 1) * 2 * d, termCount[k + 1]);
+        int pairs = pairRows(here, rep0 == null);
+        for (int p = 0; p < pairs; p++) {
+            int k = rowOrder[2 * p], l = rowOrder[2 * p + 1];
+            sharedTerms[p] = terms.pairUp(k * 2 * d, termCount[k], l * 2 * d, termCount[l]);
         }
         float[] acc = chunk;
         for (int from = 0; from < blocks; from += CHUNK) {
             int n = Math.min(CHUNK, blocks - from);
-            for (int k = 0; k < here; k++) {
-                boolean pair = pairs && k + 1 < here;
-                int shared = pair ? sharedTerms[k] : 0;
+            for (int i = 0; i < here; i++) {
+                boolean pair = i < 2 * pairs;
+                int k = rowOrder[i], shared = pair ? sharedTerms[i / 2] : 0;
                 startRow(acc, 0, from, n);
                 if (pair) {
                     startRow(acc, CHUNK, from, n);
-                    terms.sweepPair(acc, n, k * 2 * d, (k + 1) * 2 * d, shared, from);
+                    terms.sweepPair(acc, n, k * 2 * d, rowOrder[i + 1] * 2 * d, shared, from);
                 }
                 terms.sweep(acc, 0, n, k * 2 * d + shared, termCount[k] - shared, from);
                 if (rep0 != null) {
@@ -517,12 +520,48 @@ public final class BlockMassIndex {
                 }
                 finishRow(acc, 0, r0 + k, from, n);
                 if (pair) {
-                    k++;
-                    terms.sweep(acc, CHUNK, n, k * 2 * d + shared, termCount[k] - shared, from);
-                    finishRow(acc, CHUNK, r0 + k, from, n);
+                    int l = rowOrder[++i];
+                    terms.sweep(acc, CHUNK, n, l * 2 * d + shared, termCount[l] - shared, from);
+                    finishRow(acc, CHUNK, r0 + l, from, n);
                 }
             }
         }
+    }
+
+    /**
+     * Orders a KV head's {@code here} rows into {@link #rowOrder} as pairs (greedily, the two unpaired
+     * rows that share the most kept terms first), the row left over last; returns the pairs. With three
+     * rows a KV head (Llama-3-8B's layer at 128K) the best two of three pairs share about a quarter more
+     * terms than rows 0 and 1. Without {@code pair}, the rows in order and no pairs.
+     */
+    private int pairRows(int here, boolean pair) {
+        int d = headDim, pairs = pair ? here / 2 : 0;
+        for (int k = 0; k < here; k++) {
+            rowOrder[k] = k;
+        }
+        for (int p = 0; p < pairs && here > 2; p++) { // rows from 2p on are unpaired
+            int best = -1, bi = 2 * p, bj = 2 * p + 1;
+            for (int i = 2 * p; i < here; i++) {
+                for (int j = i + 1; j < here; j++) {
+                    int a = rowOrder[i], b = rowOrder[j];
+                    int s = terms.shared(a * 2 * d, termCount[a], b * 2 * d, termCount[b]);
+                    if (s > best) {
+                        best = s;
+                        bi = i;
+                        bj = j;
+                    }
+                }
+            }
+            swapRows(2 * p, bi); // bj > bi ≥ 2p: the first swap leaves it in place
+            swapRows(2 * p + 1, bj);
+        }
+        return pairs;
+    }
+
+    private void swapRows(int i, int j) {
+        int t = rowOrder[i];
+        rowOrder[i] = rowOrder[j];
+        rowOrder[j] = t;
     }
 
     /** A row's chunk of accumulators before its sweep: ln(block tokens) (a block's mass counts its tokens), or 0. */

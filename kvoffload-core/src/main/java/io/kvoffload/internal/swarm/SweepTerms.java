@@ -209,6 +209,21 @@ final class SweepTerms {
      * never a term.
      */
     int pairUp(int a, int aCount, int b, int bCount) {
+        int shared = match(a, aCount, b, bCount, true);
+        if (shared > 0) {
+            reorder(a, aCount, 0, shared);
+            reorder(b, bCount, aCount, shared);
+        }
+        return shared;
+    }
+
+    /** How many terms {@link #pairUp} would find shared by the two rows, without moving any. */
+    int shared(int a, int aCount, int b, int bCount) {
+        return match(a, aCount, b, bCount, false);
+    }
+
+    /** The terms two rows share, by a merge over their offsets; {@code record}: their slots into {@code sharedAt}. */
+    private int match(int a, int aCount, int b, int bCount, boolean record) {
         int shared = 0;
         for (int i = a, j = b, ea = a + aCount, eb = b + bCount; i < ea && j < eb; ) {
             int oi = termOff[i], oj = termOff[j];
@@ -218,15 +233,14 @@ final class SweepTerms {
                 continue;
             }
             if (termRow[i] == termRow[j]) {
-                sharedAt[shared] = i;
-                sharedAt[aCount + shared++] = j; // the second row's slots after the first row's (aCount ≥ shared)
+                if (record) {
+                    sharedAt[shared] = i;
+                    sharedAt[aCount + shared] = j; // the second row's slots after the first row's (aCount ≥ shared)
+                }
+                shared++;
             }
             i++;
             j++;
-        }
-        if (shared > 0) {
-            reorder(a, aCount, 0, shared);
-            reorder(b, bCount, aCount, shared);
         }
         return shared;
     }

@@ -108,6 +108,41 @@ class BlockMassStrategyTest {
         }
     }
 
+    /**
+     * Rows that share summary runs (a KV head's query rows paired by the terms they share) get the
+     * estimate each gets swept alone: every query head of a per-query-head index against an index of
+     * one query head per KV head, up to the summation order's rounding.
+     */
+    @Property(tries = 40)
+    void pairedRowsEstimateWhatEachRowEstimatesAlone(@ForAll @IntRange(min = 2, max = 300) int tokens,
+            @ForAll @IntRange(min = 1, max = 3) int kvHeads, @ForAll @IntRange(min = 2, max = 7) int group,
+            @ForAll @IntRange(min = 0, max = 40) int tenthsOfNats, @ForAll long seed) {
+        int d = 16, qh = kvHeads * group, bt = 4;
+        DenseLayerKv kv = keys(tokens, kvHeads, d, seed);
+        float[] q = query(qh, d, seed + 1);
+        BlockMassIndex paired = new BlockMassIndex(kv, tokens, qh, bt, Scoring.MIX, Combination.QUERY_HEAD_MASS,
+                tenthsOfNats / 10f);
+        BlockMassIndex alone = new BlockMassIndex(kv, tokens, kvHeads, bt, Scoring.MIX, Combination.QUERY_HEAD_MASS,
+                tenthsOfNats / 10f);
+        int blocks = paired.blocks();
+        paired.score(q, new float[blocks]);
+        float[] p = new float[qh * blocks], a = new float[kvHeads * blocks], one = new float[kvHeads * d];
+        paired.headShares(p);
+        for (int g = 0; g < group; g++) {
+            for (int h = 0; h < kvHeads; h++) { // KV head h's g-th query head, alone on its KV head
+                System.arraycopy(q, (h * group + g) * d, one, h * d, d);
+            }
+            alone.score(one, new float[blocks]);
+            alone.headShares(a);
+            for (int h = 0; h < kvHeads; h++) {
+                for (int b = 0; b < blocks; b++) {
+                    float want = a[h * blocks + b], got = p[(h * group + g) * blocks + b];
+                    assertEquals(want, got, 1e-4f * want + 1e-9f, "KV head " + h + ", query head " + g + ", block " + b);
+                }
+            }
+        }
+    }
+
     @Property(tries = 60)
     void pruningMovesNoBlockAgainstAnotherByMoreThanTheBound(@ForAll @IntRange(min = 2, max = 400) int tokens,
             @ForAll @IntRange(min = 1, max = 3) int kvHeads, @ForAll @IntRange(min = 1, max = 3) int group,
