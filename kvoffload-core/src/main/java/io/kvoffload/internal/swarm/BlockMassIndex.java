@@ -573,7 +573,10 @@ public final class BlockMassIndex {
         }
     }
 
-    /** Writes row {@code r}'s swept chunk to its logits, its maximum so far in its normaliser's slot until scoreInto exponentiates it. */
+    /**
+     * Writes row {@code r}'s swept chunk to its logits, and its maximum so far to its normaliser's slot,
+     * where it stays until scoreInto exponentiates the row.
+     */
     private void finishRow(float[] acc, int at, int r, int from, int n) {
         norms[r] = Softmax.copyMax(acc, at, logits, r * blocks + from, n, from == 0 ? Float.NEGATIVE_INFINITY : norms[r], blocks);
     }

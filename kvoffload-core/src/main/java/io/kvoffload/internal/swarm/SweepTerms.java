@@ -9,10 +9,11 @@ package io.kvoffload.internal.swarm;
  */
 final class SweepTerms {
     /**
-     * Blocks per sweep: one chunk of accumulators (16 KiB) stays in the L1 cache while each kept row
+     * Blocks per sweep: a row's chunk of accumulators (16 KiB) stays in the cache while each kept row
      * streams a 4 KiB run; a pair of rows ({@link #sweepPair}) keeps its second chunk this far into the
-     * accumulators, a constant, so that the JIT sees the two never overlap and vectorises. Runs of 1,024
-     * blocks were 5–15% slower (docs/benchmarks.md, "Clustered query heads"): a layer's summaries
+     * accumulators, a constant, so that the JIT sees the two never overlap and vectorises (at a variable
+     * distance it leaves the loop scalar). Runs of 1,024 blocks were 5–15% slower (docs/benchmarks.md,
+     * "Clustered query heads"), and 2,048 for pairs ("Rows share their conversions"): a layer's summaries
      * outgrow the caches and shorter runs stream worse from DRAM.
      */
     static final int CHUNK = 4096;
