@@ -88,6 +88,7 @@ public final class BlockMassIndex {
     private final int[] termCount;    // queued terms of each of a KV head's rows, at [row × 2 × headDim …]
     private final int[] sharedTerms;  // of pair p of a KV head's rows: the terms both sweep (SweepTerms#pairUp)
     private final int[] rowOrder;     // a KV head's rows as pairs (rowOrder[2p], rowOrder[2p + 1]), then the one left
+    private final int[] pairShared;   // pairRows: rows a < b of a KV head share [a × rows + b] terms
     private final SweepTerms terms;   // one KV head's queued sweep terms (two per dimension and row at most)
 
     /**
@@ -194,6 +195,7 @@ public final class BlockMassIndex {
         this.termCount = new int[queryRows.maxPerHead()];
         this.sharedTerms = new int[queryRows.maxPerHead()];
         this.rowOrder = new int[queryRows.maxPerHead()];
+        this.pairShared = new int[queryRows.maxPerHead() * queryRows.maxPerHead()];
     }
 
     private void summarise(LayerKv kv) {
@@ -342,6 +344,7 @@ public final class BlockMassIndex {
         long arrays = (max != null ? 2 : 0) + (mean != null ? 1 : 0) + (mixHi != null ? 2 : 0) + (rep0 != null ? 2 : 0);
         return arrays * ((long) kvHeads * blocks * headDim + 4L * kvHeads * headDim) + (rep0 != null ? 8L * kvHeads * blocks : 0)
                 + 4L * (blocks + logits.length + chunk.length + rchunk0.length + rchunk1.length + norms.length)
+                + 4L * (termCount.length + sharedTerms.length + rowOrder.length + pairShared.length)
                 + queryRows.memoryBytes() + terms.memoryBytes();
     }
 
@@ -539,12 +542,20 @@ public final class BlockMassIndex {
         for (int k = 0; k < here; k++) {
             rowOrder[k] = k;
         }
-        for (int p = 0; p < pairs && here > 2; p++) { // rows from 2p on are unpaired
+        if (pairs == 0 || here == 2) {
+            return pairs;
+        }
+        for (int a = 0; a < here; a++) { // each pair's shared terms, counted once for the greedy passes
+            for (int b = a + 1; b < here; b++) {
+                pairShared[a * here + b] = terms.shared(a * 2 * d, termCount[a], b * 2 * d, termCount[b]);
+            }
+        }
+        for (int p = 0; p < pairs; p++) { // rows from 2p on are unpaired
             int best = -1, bi = 2 * p, bj = 2 * p + 1;
             for (int i = 2 * p; i < here; i++) {
                 for (int j = i + 1; j < here; j++) {
-                    int a = rowOrder[i], b = rowOrder[j];
-                    int s = terms.shared(a * 2 * d, termCount[a], b * 2 * d, termCount[b]);
+                    int a = Math.min(rowOrder[i], rowOrder[j]), b = Math.max(rowOrder[i], rowOrder[j]);
+                    int s = pairShared[a * here + b];
                     if (s > best) {
                         best = s;
                         bi = i;
