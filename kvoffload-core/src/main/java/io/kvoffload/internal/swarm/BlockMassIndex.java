@@ -86,9 +86,7 @@ public final class BlockMassIndex {
     private final float[] chunk;
     private final float[] rchunk0, rchunk1;
     private final int[] termCount;    // queued terms of each of a KV head's rows, at [row × 2 × headDim …]
-    private final int[] sharedTerms;  // of pair p of a KV head's rows: the terms both sweep (SweepTerms#pairUp)
-    private final int[] rowOrder;     // a KV head's rows as pairs (rowOrder[2p], rowOrder[2p + 1]), then the one left
-    private final int[] pairShared;   // pairRows: rows a < b of a KV head share [a × rows + b] terms
+    private final RowPairs rowPairs;  // a KV head's rows paired by the summary runs they share
     private final SweepTerms terms;   // one KV head's queued sweep terms (two per dimension and row at most)
 
     /**
@@ -193,9 +191,7 @@ public final class BlockMassIndex {
         int termSlots = queryRows.maxPerHead() * 2 * headDim;
         this.terms = new SweepTerms(termSlots, pruneLogit);
         this.termCount = new int[queryRows.maxPerHead()];
-        this.sharedTerms = new int[queryRows.maxPerHead()];
-        this.rowOrder = new int[queryRows.maxPerHead()];
-        this.pairShared = new int[queryRows.maxPerHead() * queryRows.maxPerHead()];
+        this.rowPairs = new RowPairs(queryRows.maxPerHead());
     }
 
     private void summarise(LayerKv kv) {
@@ -344,7 +340,7 @@ public final class BlockMassIndex {
         long arrays = (max != null ? 2 : 0) + (mean != null ? 1 : 0) + (mixHi != null ? 2 : 0) + (rep0 != null ? 2 : 0);
         return arrays * ((long) kvHeads * blocks * headDim + 4L * kvHeads * headDim) + (rep0 != null ? 8L * kvHeads * blocks : 0)
                 + 4L * (blocks + logits.length + chunk.length + rchunk0.length + rchunk1.length + norms.length)
-                + 4L * (termCount.length + sharedTerms.length + rowOrder.length + pairShared.length)
+                + 4L * termCount.length + rowPairs.memoryBytes()
                 + queryRows.memoryBytes() + terms.memoryBytes();
     }
 
@@ -501,21 +497,18 @@ public final class BlockMassIndex {
         }
         // Rows two by two: the terms both rows of a pair sweep are converted once for the two (their
         // query heads' signs agree on a dimension, and neither pruned it). The representatives sweep apart.
-        int pairs = pairRows(here, rep0 == null);
-        for (int p = 0; p < pairs; p++) {
-            int k = rowOrder[2 * p], l = rowOrder[2 * p + 1];
-            sharedTerms[p] = terms.pairUp(k * 2 * d, termCount[k], l * 2 * d, termCount[l]);
-        }
+        rowPairs.pair(terms, termCount, here, 2 * d, rep0 == null);
+        int pairs = rowPairs.pairs();
         float[] acc = chunk;
         for (int from = 0; from < blocks; from += CHUNK) {
             int n = Math.min(CHUNK, blocks - from);
             for (int i = 0; i < here; i++) {
                 boolean pair = i < 2 * pairs;
-                int k = rowOrder[i], shared = pair ? sharedTerms[i / 2] : 0;
+                int k = rowPairs.row(i), shared = pair ? rowPairs.shared(i / 2) : 0;
                 startRow(acc, 0, from, n);
                 if (pair) {
                     startRow(acc, CHUNK, from, n);
-                    terms.sweepPair(acc, n, k * 2 * d, rowOrder[i + 1] * 2 * d, shared, from);
+                    terms.sweepPair(acc, n, k * 2 * d, rowPairs.row(i + 1) * 2 * d, shared, from);
                 }
                 terms.sweep(acc, 0, n, k * 2 * d + shared, termCount[k] - shared, from);
                 if (rep0 != null) {
@@ -523,56 +516,12 @@ public final class BlockMassIndex {
                 }
                 finishRow(acc, 0, r0 + k, from, n);
                 if (pair) {
-                    int l = rowOrder[++i];
+                    int l = rowPairs.row(++i);
                     terms.sweep(acc, CHUNK, n, l * 2 * d + shared, termCount[l] - shared, from);
                     finishRow(acc, CHUNK, r0 + l, from, n);
                 }
             }
         }
-    }
-
-    /**
-     * Orders a KV head's {@code here} rows into {@link #rowOrder} as pairs (greedily, the two unpaired
-     * rows that share the most kept terms first), the row left over last; returns the pairs. With three
-     * rows a KV head (Llama-3-8B's layer at 128K) the best two of three pairs share about a quarter more
-     * terms than rows 0 and 1. Without {@code pair}, the rows in order and no pairs.
-     */
-    private int pairRows(int here, boolean pair) {
-        int d = headDim, pairs = pair ? here / 2 : 0;
-        for (int k = 0; k < here; k++) {
-            rowOrder[k] = k;
-        }
-        if (pairs == 0 || here == 2) {
-            return pairs;
-        }
-        for (int a = 0; a < here; a++) { // each pair's shared terms, counted once for the greedy passes
-            for (int b = a + 1; b < here; b++) {
-                pairShared[a * here + b] = terms.shared(a * 2 * d, termCount[a], b * 2 * d, termCount[b]);
-            }
-        }
-        for (int p = 0; p < pairs; p++) { // rows from 2p on are unpaired
-            int best = -1, bi = 2 * p, bj = 2 * p + 1;
-            for (int i = 2 * p; i < here; i++) {
-                for (int j = i + 1; j < here; j++) {
-                    int a = Math.min(rowOrder[i], rowOrder[j]), b = Math.max(rowOrder[i], rowOrder[j]);
-                    int s = pairShared[a * here + b];
-                    if (s > best) {
-                        best = s;
-                        bi = i;
-                        bj = j;
-                    }
-                }
-            }
-            swapRows(2 * p, bi); // bj > bi ≥ 2p: the first swap leaves it in place
-            swapRows(2 * p + 1, bj);
-        }
-        return pairs;
-    }
-
-    private void swapRows(int i, int j) {
-        int t = rowOrder[i];
-        rowOrder[i] = rowOrder[j];
-        rowOrder[j] = t;
     }
 
     /** A row's chunk of accumulators before its sweep: ln(block tokens) (a block's mass counts its tokens), or 0. */
