@@ -67,24 +67,24 @@ public final class BlockMassIndex {
     private final Scoring scoring;
     private final Combination combination;
     private final int tokens;
-    private final int blockTokens;
+    private final int blockTokens;  // ranked blocks: tokens each, and how many
     private final int blocks;
+    private final int scoredTokens; // scored blocks: a ranked block's parts of this many tokens, and how many
+    private final int scored;
     private final int kvHeads;
     private final int headDim;
     private final int queryHeads;
-    private final Int8Rows max;   // dim-major: element (h, j, b) at [h][j * blocks + b]; null unless a bound is used
+    private final Int8Rows max;   // dim-major: element (h, j, b) at [h][j * scored + b]; null unless a bound is used
     private final Int8Rows min;
     private final Int8Rows mean;  // null unless MEAN
     private final Int8Rows mixHi; // (M + μ) / 2 and (m + μ) / 2: MIX's rows, one read per dimension; null unless MIX
     private final Int8Rows mixLo;
-    private final Int8Rows rep0, rep1;        // two representatives (2-means) per block; null unless REPS*
-    private final float[][] logCount0, logCount1; // ln(members) of each representative
+    private final BlockRepresentatives reps;  // two representatives (2-means) per block; null unless REPS*
     private final float[] logBlockTokens; // ln(tokens of block b)
     private final QueryRows queryRows;    // the step's query rows (one per KV head, query head or cluster)
-    private final float[] logits;         // kvHeads × blocks: logits, then (mass combinations) exp(logit − row max)
+    private final float[] logits;         // rows × scored: logits, then exp(logit − row max), then (parts) rows × blocks
     private final float[] norms;          // per row of logits: its maximum while swept, then its softmax normaliser
     private final float[] chunk;
-    private final float[] rchunk0, rchunk1;
     private final int[] termCount;    // queued terms of each of a KV head's rows, at [row × 2 × headDim …]
     private final RowPairs rowPairs;  // a KV head's rows paired by the summary runs they share
     private final SweepTerms terms;   // one KV head's queued sweep terms (two per dimension and row at most)
@@ -111,7 +111,20 @@ public final class BlockMassIndex {
      */
     public BlockMassIndex(LayerKv kv, int tokens, int queryHeads, int blockTokens, Scoring scoring, Combination combination,
             float pruneLogit) {
-        this(kv, tokens, queryHeads, blockTokens, null, scoring, combination, pruneLogit);
+        this(kv, tokens, queryHeads, blockTokens, null, scoring, combination, pruneLogit, false);
+    }
+
+    /**
+     * As above, with {@code scoreParts} each block scored in as many parts as the step's sweep budget
+     * leaves room for after the query rows ({@link BlockSize#scoredParts}): a part of {@code blockTokens
+     * / p} tokens is summarised and estimated on its own, and a block's share is the sum of its parts'
+     * (the mass of a block is the sum of its tokens'). Finer summaries bound and average fewer keys, so a
+     * block's estimate is closer to its true mass where the layer is short enough to afford them; the
+     * blocks ranked, and so the reads, stay the same.
+     */
+    public BlockMassIndex(LayerKv kv, int tokens, int queryHeads, int blockTokens, Scoring scoring, Combination combination,
+            float pruneLogit, boolean scoreParts) {
+        this(kv, tokens, queryHeads, blockTokens, null, scoring, combination, pruneLogit, scoreParts);
     }
 
     /**
@@ -123,11 +136,11 @@ public final class BlockMassIndex {
      */
     public BlockMassIndex(LayerKv kv, int tokens, int queryHeads, LayoutUnits units, Scoring scoring,
             Combination combination, float pruneLogit) {
-        this(kv, tokens, queryHeads, 1, Checks.notNull("units", units), scoring, combination, pruneLogit);
+        this(kv, tokens, queryHeads, 1, Checks.notNull("units", units), scoring, combination, pruneLogit, false);
     }
 
     private BlockMassIndex(LayerKv kv, int tokens, int queryHeads, int blockTokens, LayoutUnits units, Scoring scoring,
-            Combination combination, float pruneLogit) {
+            Combination combination, float pruneLogit, boolean scoreParts) {
         Checks.notNull("kv", kv);
         this.scoring = Checks.notNull("scoring", scoring);
         this.combination = Checks.notNull("combination", combination);
@@ -141,30 +154,35 @@ public final class BlockMassIndex {
         Checks.queryHeads(queryHeads, kvHeads);
         this.queryHeads = queryHeads;
         this.blocks = units == null ? (tokens + blockTokens - 1) / blockTokens : Checks.positive("units.count()", units.count());
-        if ((long) blocks * headDim > Integer.MAX_VALUE - 8) {
-            throw new IllegalArgumentException("blocks × headDim = " + (long) blocks * headDim
+        long budget = BlockSize.sweepBudget(tokens);
+        int rowCount = QueryRows.countFor(combination, queryHeads, kvHeads, headDim, blocks, budget);
+        boolean twoReps = scoring == Scoring.REPS || scoring == Scoring.REPS_BOUND;
+        int parts = scoreParts && units == null && !twoReps && combination != Combination.SUM_LOGITS
+                ? BlockSize.scoredParts(tokens, blockTokens, QueryRows.sweepCost(rowCount, headDim), budget) : 1;
+        this.scoredTokens = blockTokens / parts;
+        this.scored = parts == 1 ? blocks : (tokens + scoredTokens - 1) / scoredTokens;
+        if ((long) scored * headDim > Integer.MAX_VALUE - 8) {
+            throw new IllegalArgumentException("blocks × headDim = " + (long) scored * headDim
                     + " does not fit one array; allowed: up to " + (Integer.MAX_VALUE - 8));
         }
-        boolean reps = scoring == Scoring.REPS || scoring == Scoring.REPS_BOUND;
-        if (reps && units != null) {
+        if (twoReps && units != null) {
             throw new IllegalArgumentException("scoring = " + scoring + " needs positional blocks; allowed over layout units: "
                     + "BOUND, MEAN, MIX");
         }
         boolean mix = scoring == Scoring.MIX;
         boolean bounds = scoring == Scoring.BOUND || scoring == Scoring.REPS_BOUND;
         boolean means = scoring == Scoring.MEAN;
-        this.rep0 = reps ? new Int8Rows(kvHeads, headDim, blocks, Int8Rows.Rounding.NEAREST) : null;
-        this.rep1 = reps ? new Int8Rows(kvHeads, headDim, blocks, Int8Rows.Rounding.NEAREST) : null;
-        this.logCount0 = reps ? new float[kvHeads][blocks] : null;
-        this.logCount1 = reps ? new float[kvHeads][blocks] : null;
-        this.max = bounds ? new Int8Rows(kvHeads, headDim, blocks, Int8Rows.Rounding.UP) : null;
-        this.min = bounds ? new Int8Rows(kvHeads, headDim, blocks, Int8Rows.Rounding.DOWN) : null;
-        this.mean = means ? new Int8Rows(kvHeads, headDim, blocks, Int8Rows.Rounding.NEAREST) : null;
-        this.mixHi = mix ? new Int8Rows(kvHeads, headDim, blocks, Int8Rows.Rounding.NEAREST) : null;
-        this.mixLo = mix ? new Int8Rows(kvHeads, headDim, blocks, Int8Rows.Rounding.NEAREST) : null;
-        this.logBlockTokens = new float[blocks];
-        for (int b = 0; b < blocks; b++) {
-            int size = units == null ? Math.min(blockTokens, tokens - b * blockTokens) : units.size(b);
+        this.reps = twoReps ? new BlockRepresentatives(kvHeads, headDim, blocks, CHUNK) : null;
+        this.max = bounds ? new Int8Rows(kvHeads, headDim, scored, Int8Rows.Rounding.UP) : null;
+        this.min = bounds ? new Int8Rows(kvHeads, headDim, scored, Int8Rows.Rounding.DOWN) : null;
+        this.mean = means ? new Int8Rows(kvHeads, headDim, scored, Int8Rows.Rounding.NEAREST) : null;
+        this.mixHi = mix ? new Int8Rows(kvHeads, headDim, scored, Int8Rows.Rounding.NEAREST) : null;
+        // A one-token part's two MIX rows are the same key: one array, and query rows share every term.
+        this.mixLo = !mix ? null : scoredTokens == 1 && units == null ? mixHi
+                : new Int8Rows(kvHeads, headDim, scored, Int8Rows.Rounding.NEAREST);
+        this.logBlockTokens = new float[scored];
+        for (int b = 0; b < scored; b++) {
+            int size = units == null ? Math.min(scoredTokens, tokens - b * scoredTokens) : units.size(b);
             if (size < 1) {
                 throw new IllegalArgumentException("units.size(" + b + ") = " + size + "; allowed: 1 or more");
             }
@@ -175,19 +193,19 @@ public final class BlockMassIndex {
         } else {
             summariseUnits(kv, units);
         }
-        for (Int8Rows r : new Int8Rows[] {max, min, mean, mixHi, mixLo, rep0, rep1}) {
+        for (Int8Rows r : new Int8Rows[] {max, min, mean, mixHi, mixLo == mixHi ? null : mixLo}) {
             if (r != null) {
                 r.quantise();
             }
         }
-        this.queryRows = new QueryRows(combination, queryHeads, kvHeads, headDim,
-                QueryRows.countFor(combination, queryHeads, kvHeads, headDim, blocks, BlockSize.sweepBudget(tokens)));
+        if (reps != null) {
+            reps.quantise();
+        }
+        this.queryRows = new QueryRows(combination, queryHeads, kvHeads, headDim, rowCount);
         int rows = queryRows.count();
-        this.logits = new float[rows * blocks];
+        this.logits = new float[rows * scored];
         this.norms = new float[rows];
-        this.chunk = new float[CHUNK + Math.min(CHUNK, blocks)]; // a pair of rows: the second from CHUNK
-        this.rchunk0 = new float[rep0 != null ? Math.min(CHUNK, blocks) : 0];
-        this.rchunk1 = new float[rep0 != null ? Math.min(CHUNK, blocks) : 0];
+        this.chunk = new float[CHUNK + Math.min(CHUNK, scored)]; // a pair of rows: the second from CHUNK
         int termSlots = queryRows.maxPerHead() * 2 * headDim;
         this.terms = new SweepTerms(termSlots, pruneLogit);
         this.termCount = new int[queryRows.maxPerHead()];
@@ -196,11 +214,11 @@ public final class BlockMassIndex {
 
     private void summarise(LayerKv kv) {
         int d = headDim;
-        float[] keys = new float[blockTokens * d];
+        float[] keys = new float[scoredTokens * d];
         float[] hi = new float[d], lo = new float[d], sum = new float[d];
         for (int h = 0; h < kvHeads; h++) {
-            for (int b = 0; b < blocks; b++) {
-                int from = b * blockTokens, n = Math.min(blockTokens, tokens - from);
+            for (int b = 0; b < scored; b++) {
+                int from = b * scoredTokens, n = Math.min(scoredTokens, tokens - from);
                 kv.keys(h, from, n, keys, 0);
                 java.util.Arrays.fill(hi, Float.NEGATIVE_INFINITY);
                 java.util.Arrays.fill(lo, Float.POSITIVE_INFINITY);
@@ -209,10 +227,10 @@ public final class BlockMassIndex {
                     accumulate(keys, t * d, d, from + t, h, hi, lo, sum, 0);
                 }
                 for (int j = 0; j < d; j++) {
-                    stage(h, j * blocks + b, hi[j], lo[j], sum[j] / n);
+                    stage(h, j * scored + b, hi[j], lo[j], sum[j] / n);
                 }
-                if (rep0 != null) {
-                    twoMeans(h, b, keys, n);
+                if (reps != null) {
+                    reps.add(h, b, keys, n);
                 }
             }
         }
@@ -249,7 +267,9 @@ public final class BlockMassIndex {
         }
         if (mixHi != null) {
             mixHi.set(h, at, 0.5f * (hi + mu));
-            mixLo.set(h, at, 0.5f * (lo + mu));
+            if (mixLo != mixHi) {
+                mixLo.set(h, at, 0.5f * (lo + mu));
+            }
         }
     }
 
@@ -309,18 +329,6 @@ public final class BlockMassIndex {
         }
     }
 
-    /** REPS: the block's two 2-means representatives and the log of each one's member count. */
-    private void twoMeans(int h, int b, float[] keys, int n) {
-        float[] c0 = new float[headDim], c1 = new float[headDim];
-        int n0 = TwoMeans.of(keys, n, headDim, c0, c1);
-        for (int j = 0; j < headDim; j++) {
-            rep0.set(h, j * blocks + b, c0[j]);
-            rep1.set(h, j * blocks + b, c1[j]);
-        }
-        logCount0[h][b] = n0 > 0 ? (float) Math.log(n0) : Float.NEGATIVE_INFINITY;
-        logCount1[h][b] = n - n0 > 0 ? (float) Math.log(n - n0) : Float.NEGATIVE_INFINITY;
-    }
-
     /**
      * The share of sweep terms (head × dimension × summary) that scoring actually swept over all
      * steps so far, after pruning: the share of the summaries' bytes a step reads (1 before any step).
@@ -331,15 +339,17 @@ public final class BlockMassIndex {
 
     public int blocks() { return blocks; }
     public int blockTokens() { return blockTokens; }
+    /** Tokens per scored part of a block: {@link #blockTokens()} unless blocks are scored in parts. */
+    int scoredTokens() { return scoredTokens; }
     public int tokens() { return tokens; }
     public Scoring scoring() { return scoring; }
     public Combination combination() { return combination; }
 
     /** DRAM the summaries hold (int8 and their scales), plus the per-step working arrays. */
     public long memoryBytes() {
-        long arrays = (max != null ? 2 : 0) + (mean != null ? 1 : 0) + (mixHi != null ? 2 : 0) + (rep0 != null ? 2 : 0);
-        return arrays * ((long) kvHeads * blocks * headDim + 4L * kvHeads * headDim) + (rep0 != null ? 8L * kvHeads * blocks : 0)
-                + 4L * (blocks + logits.length + chunk.length + rchunk0.length + rchunk1.length + norms.length)
+        long arrays = (max != null ? 2 : 0) + (mean != null ? 1 : 0) + (mixHi != null ? mixLo == mixHi ? 1 : 2 : 0);
+        return arrays * ((long) kvHeads * scored * headDim + 4L * kvHeads * headDim) + (reps != null ? reps.memoryBytes(kvHeads) : 0)
+                + 4L * (scored + logits.length + chunk.length + norms.length)
                 + 4L * termCount.length + rowPairs.memoryBytes()
                 + queryRows.memoryBytes() + terms.memoryBytes();
     }
@@ -422,9 +432,12 @@ public final class BlockMassIndex {
             java.util.Arrays.fill(scores, 0, blocks, 0f);
         }
         for (int h = 0; h < rows; h++) { // the logits already hold ln(block tokens): the sweep starts from it
-            int base = h * blocks;
-            float norm = Softmax.exponentiateRanking(logits, base, blocks, norms[h]); // norms[h]: the row's max so far
+            float norm = Softmax.exponentiateRanking(logits, h * scored, scored, norms[h]); // norms[h]: the row's max so far
             norms[h] = norm;
+            int base = h * blocks;
+            if (scored != blocks) {
+                sumParts(h * scored, base);
+            }
             if (scores != null) {
                 float w = norm * queryRows.weight(h);
                 for (int b = 0; b < blocks; b++) {
@@ -450,8 +463,9 @@ public final class BlockMassIndex {
             throw new IllegalStateException("combination SUM_LOGITS keeps no per-head shares; allowed: HEAD_MASS, QUERY_HEAD_MASS");
         }
         Checks.notNull("dst", dst);
-        if (dst.length < logits.length) {
-            throw new IllegalArgumentException("dst.length = " + dst.length + " is too small; allowed: at least " + logits.length);
+        long need = (long) norms.length * blocks;
+        if (dst.length < need) {
+            throw new IllegalArgumentException("dst.length = " + dst.length + " is too small; allowed: at least " + need);
         }
         for (int r = 0, rows = norms.length; r < rows; r++) {
             float norm = norms[r];
@@ -477,31 +491,31 @@ public final class BlockMassIndex {
                 for (int j = 0; j < d; j++) {
                     float q = headQuery[q0 + j] * w;
                     Int8Rows side = q >= 0 ? max : min;
-                    queued = terms.term(queued, q * side.scale(h, j), side.row(h), j * blocks, side.spread(h, j));
+                    queued = terms.term(queued, q * side.scale(h, j), side.row(h), j * scored, side.spread(h, j));
                 }
             }
             if (mean != null) {
                 for (int j = 0; j < d; j++) {
                     float c = headQuery[q0 + j] * mean.scale(h, j);
-                    queued = terms.term(queued, c, mean.row(h), j * blocks, mean.spread(h, j));
+                    queued = terms.term(queued, c, mean.row(h), j * scored, mean.spread(h, j));
                 }
             }
             if (mixHi != null) {
                 for (int j = 0; j < d; j++) {
                     float q = headQuery[q0 + j];
                     Int8Rows side = q >= 0 ? mixHi : mixLo;
-                    queued = terms.term(queued, q * side.scale(h, j), side.row(h), j * blocks, side.spread(h, j));
+                    queued = terms.term(queued, q * side.scale(h, j), side.row(h), j * scored, side.spread(h, j));
                 }
             }
             termCount[k] = terms.prune(base, queued - base);
         }
         // Rows two by two: the terms both rows of a pair sweep are converted once for the two (their
         // query heads' signs agree on a dimension, and neither pruned it). The representatives sweep apart.
-        rowPairs.pair(terms, termCount, here, 2 * d, rep0 == null);
+        rowPairs.pair(terms, termCount, here, 2 * d, reps == null);
         int pairs = rowPairs.pairs();
         float[] acc = chunk;
-        for (int from = 0; from < blocks; from += CHUNK) {
-            int n = Math.min(CHUNK, blocks - from);
+        for (int from = 0; from < scored; from += CHUNK) {
+            int n = Math.min(CHUNK, scored - from);
             for (int i = 0; i < here; i++) {
                 boolean pair = i < 2 * pairs;
                 int k = rowPairs.row(i), shared = pair ? rowPairs.shared(i / 2) : 0;
@@ -511,8 +525,8 @@ public final class BlockMassIndex {
                     terms.sweepPair(acc, n, k * 2 * d, rowPairs.row(i + 1) * 2 * d, shared, from);
                 }
                 terms.sweep(acc, 0, n, k * 2 * d + shared, termCount[k] - shared, from);
-                if (rep0 != null) {
-                    addRepresentatives(acc, n, (r0 + k) * d, h, from);
+                if (reps != null) {
+                    reps.add(acc, n, headQuery, (r0 + k) * d, h, from, scoring == Scoring.REPS ? 1f : 0.5f, logBlockTokens);
                 }
                 finishRow(acc, 0, r0 + k, from, n);
                 if (pair) {
@@ -521,6 +535,22 @@ public final class BlockMassIndex {
                     finishRow(acc, CHUNK, r0 + l, from, n);
                 }
             }
+        }
+    }
+
+    /**
+     * A row's exponentiated parts at {@code logits[src …]} summed into its blocks at {@code logits[dst …]}
+     * ({@code dst ≤ src}, so each row moves down in place after the rows before it, never over one not yet
+     * summed): a block's mass is the sum of its parts'.
+     */
+    private void sumParts(int src, int dst) {
+        int parts = blockTokens / scoredTokens;
+        for (int b = 0, p = 0; b < blocks; b++, p += parts) {
+            float m = 0;
+            for (int i = src + p, end = src + Math.min(scored, p + parts); i < end; i++) {
+                m += logits[i];
+            }
+            logits[dst + b] = m;
         }
     }
 
@@ -538,29 +568,6 @@ public final class BlockMassIndex {
      * where it stays until scoreInto exponentiates the row.
      */
     private void finishRow(float[] acc, int at, int r, int from, int n) {
-        norms[r] = Softmax.copyMax(acc, at, logits, r * blocks + from, n, from == 0 ? Float.NEGATIVE_INFINITY : norms[r], blocks);
-    }
-
-    /** Adds the log-sum-exp estimate of the two representatives to {@code acc} (REPS scorings). */
-    private void addRepresentatives(float[] acc, int n, int q0, int h, int from) {
-        int d = headDim;
-        float[] a0 = rchunk0, a1 = rchunk1;
-        java.util.Arrays.fill(a0, 0, n, 0f);
-        java.util.Arrays.fill(a1, 0, n, 0f);
-        byte[] r0 = rep0.row(h), r1 = rep1.row(h);
-        float[] headQuery = queryRows.rows();
-        for (int j = 0; j < d; j++) {
-            float q = headQuery[q0 + j];
-            SweepTerms.axpy(a0, 0, n, q * rep0.scale(h, j), r0, j * blocks + from);
-            SweepTerms.axpy(a1, 0, n, q * rep1.scale(h, j), r1, j * blocks + from);
-        }
-        float w = scoring == Scoring.REPS ? 1f : 0.5f;
-        float[] lc0 = logCount0[h], lc1 = logCount1[h];
-        for (int i = 0; i < n; i++) {
-            float x0 = a0[i] + lc0[from + i], x1 = a1[i] + lc1[from + i];
-            float top = Math.max(x0, x1);
-            float lse = top + (float) Math.log(Math.exp(x0 - top) + Math.exp(x1 - top)) - logBlockTokens[from + i];
-            acc[i] += w * lse;
-        }
+        norms[r] = Softmax.copyMax(acc, at, logits, r * scored + from, n, from == 0 ? Float.NEGATIVE_INFINITY : norms[r], scored);
     }
 }

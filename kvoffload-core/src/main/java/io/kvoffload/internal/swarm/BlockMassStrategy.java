@@ -41,7 +41,8 @@ public final class BlockMassStrategy implements SelectionStrategy {
     /**
      * Choose per layer: the shared ranking where the layout reads a token whole, per-head sets where it
      * stores head groups apart ({@link LayerContext#headGroups()} above 1) of at most 64 KV heads; both
-     * with the combination given ({@code mass-auto}: {@link Combination#CLUSTERED_HEAD_MASS}).
+     * with the combination given ({@code mass-auto}: {@link Combination#CLUSTERED_HEAD_MASS}); and each
+     * block scored in parts where the sweep budget has room ({@link BlockSize#scoredParts}).
      */
     private final boolean auto;
     /**
@@ -258,7 +259,7 @@ public final class BlockMassStrategy implements SelectionStrategy {
         int kvHeads = context.shape().kvHeads();
         boolean heads = perHead || auto && context.headGroups() > 1 && kvHeads <= Long.SIZE;
         BlockMassIndex index = new BlockMassIndex(context.keys(), laidOut, context.shape().queryHeads(),
-                blockTokens(context, laidOut, units), scoring, combination, pruneLogit);
+                blockTokens(context, laidOut, units), scoring, combination, pruneLogit, auto);
         int perRead = partsPerRead(context, units, laidOut, index.blockTokens());
         if (heads) {
             if (kvHeads > Long.SIZE) {

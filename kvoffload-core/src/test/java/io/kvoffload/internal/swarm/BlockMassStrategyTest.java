@@ -195,6 +195,59 @@ class BlockMassStrategyTest {
         assertTrue(e.getMessage().contains("pruneLogit = NaN"), e.getMessage());
     }
 
+    /**
+     * Scored in parts, a block's share is the sum of its parts' shares: what an index over blocks of a
+     * part's size estimates for them (a short layer's budget affords one-token parts).
+     */
+    @Property(tries = 40)
+    void aBlockScoredInPartsHasTheSumOfItsPartsShares(@ForAll @IntRange(min = 1, max = 300) int tokens,
+            @ForAll @IntRange(min = 1, max = 2) int kvHeads, @ForAll @IntRange(min = 1, max = 4) int blockLog,
+            @ForAll @IntRange(min = 0, max = 40) int tenthsOfNats, @ForAll long seed) {
+        int d = 16, qh = 2 * kvHeads, bt = 1 << blockLog;
+        DenseLayerKv kv = keys(tokens, kvHeads, d, seed);
+        float[] q = query(qh, d, seed + 1);
+        BlockMassIndex parts = new BlockMassIndex(kv, tokens, qh, bt, Scoring.MIX, Combination.QUERY_HEAD_MASS,
+                tenthsOfNats / 10f, true);
+        assertEquals(1, parts.scoredTokens(), "a short layer scores single tokens");
+        BlockMassIndex single = new BlockMassIndex(kv, tokens, qh, 1, Scoring.MIX, Combination.QUERY_HEAD_MASS,
+                tenthsOfNats / 10f);
+        int blocks = parts.blocks();
+        assertEquals((tokens + bt - 1) / bt, blocks);
+        float[] scores = new float[blocks], ps = new float[qh * blocks], ss = new float[qh * tokens];
+        parts.score(q, scores);
+        parts.headShares(ps);
+        single.score(q, new float[tokens]);
+        single.headShares(ss);
+        for (int r = 0; r < qh; r++) {
+            double total = 0;
+            for (int b = 0; b < blocks; b++) {
+                float want = 0;
+                for (int t = b * bt; t < Math.min(tokens, b * bt + bt); t++) {
+                    want += ss[r * tokens + t];
+                }
+                float got = ps[r * blocks + b];
+                assertEquals(want, got, 1e-4f * want + 1e-6f, "row " + r + ", block " + b);
+                total += got;
+            }
+            assertEquals(1.0, total, 1e-4, "row " + r + " sums to 1");
+        }
+        float[] summed = new float[blocks];
+        for (int r = 0; r < qh; r++) {
+            for (int b = 0; b < blocks; b++) {
+                summed[b] += ps[r * blocks + b];
+            }
+        }
+        assertArrayEquals(summed, scores, 1e-5f, "the scores sum the rows' shares");
+        // A one-token block's MIX rows are its key: one int8 row, MEAN's, with MEAN's estimates.
+        BlockMassIndex mean = new BlockMassIndex(kv, tokens, qh, 1, Scoring.MEAN, Combination.QUERY_HEAD_MASS,
+                tenthsOfNats / 10f);
+        assertEquals(mean.memoryBytes(), single.memoryBytes(), "one int8 row");
+        float[] ms = new float[qh * tokens];
+        mean.score(q, new float[tokens]);
+        mean.headShares(ms);
+        assertArrayEquals(ms, ss, 1e-6f, "MEAN's estimates");
+    }
+
     @Test
     void headSharesAreEachHeadsSoftmaxAndAddUpToTheScores() {
         DenseLayerKv kv = keys(300, 2, 16, 11);

@@ -136,6 +136,40 @@ class BlockSizeTest {
         assertThrows(IllegalArgumentException.class, () -> BlockSize.maxBlocks(0, 131072));
     }
 
+    /**
+     * A block is scored in the most parts (a power of two dividing it) whose sweep fits the budget; one
+     * part more would not fit, or not divide the block.
+     */
+    @Property(tries = 300)
+    void blocksAreScoredInTheMostPartsTheBudgetAffords(@ForAll @IntRange(min = 1, max = 4_000_000) int tokens,
+            @ForAll @IntRange(min = 0, max = 5) int blockLog, @ForAll @IntRange(min = 64, max = 40_000) int rowCost) {
+        int bt = 1 << blockLog;
+        long budget = BlockSize.sweepBudget(tokens);
+        int parts = BlockSize.scoredParts(tokens, bt, rowCost, budget);
+        assertTrue(parts >= 1 && Integer.bitCount(parts) == 1 && bt % parts == 0, parts + " parts of " + bt);
+        long cost = (tokens + (long) bt / parts - 1) / (bt / parts) * rowCost;
+        assertTrue(parts == 1 || cost <= budget, parts + " parts cost " + cost + " > " + budget);
+        if (2 * parts <= bt) {
+            long finer = (tokens + (long) bt / parts / 2 - 1) / (bt / parts / 2) * rowCost;
+            assertTrue(finer > budget, "twice the parts would fit: " + finer + " ≤ " + budget);
+        }
+    }
+
+    @Test
+    void scoredPartsExamples() {
+        // 10 on 2 × 112 at 16K: ten rows of 112 + 32, 4-token blocks: two parts fit the budget, four do not.
+        long budget16 = BlockSize.sweepBudget(16384);
+        assertEquals(2, BlockSize.scoredParts(16384, 4, QueryRows.sweepCost(10, 112), budget16));
+        // Llama-3-8B's layer (two rows a KV head) has no room at 16K (2-token blocks) nor at 128K or 1M.
+        assertEquals(1, BlockSize.scoredParts(16384, 2, REF, budget16));
+        assertEquals(1, BlockSize.scoredParts(131072, 16, REF, BlockSize.sweepBudget(131072)));
+        assertEquals(1, BlockSize.scoredParts(1 << 20, 16, REF, BlockSize.sweepBudget(1 << 20)));
+        // A short layer scores single tokens.
+        assertEquals(16, BlockSize.scoredParts(4096, 16, REF, BlockSize.sweepBudget(4096)));
+        assertEquals(1, BlockSize.scoredParts(4096, 1, REF, BlockSize.sweepBudget(4096)), "a one-token block has no parts");
+        assertThrows(IllegalArgumentException.class, () -> BlockSize.scoredParts(4096, 16, 0, budget16));
+    }
+
     @Test
     void runsHoldWholePagesOfAtLeastSixteenKibibytes() {
         assertEquals(4, BlockSize.run(1, 4096));   // 4 KiB entries: 4 one-token pages a device
