@@ -48,6 +48,11 @@ import io.kvoffload.strategy.LayoutUnits;
  * reach {@code |c| × (max − min of row_j)} is smallest, as long as the dropped reaches sum to at most
  * the bound: no block's estimate moves against another's by more than that, and a step reads only
  * the rows it kept. {@link #score} allocates nothing.
+ *
+ * <p><b>Parts.</b> Where the step's sweep budget has room after the query rows (a short or narrow
+ * layer), the default's index scores each block in parts ({@link BlockSize#scoredParts}): the
+ * summaries, the sweep and the exponentials are per part, and a block's share is the sum of its parts'.
+ * The blocks, their count and what {@link #shares} returns are those ranked.
  */
 public final class BlockMassIndex {
     /** How one head's logit for a block is estimated. */

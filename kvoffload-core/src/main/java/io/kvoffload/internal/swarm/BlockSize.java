@@ -140,9 +140,9 @@ final class BlockSize {
      * part ({@link QueryRows#sweepCost} of the step's rows), fits {@code budget} ({@link #sweepBudget});
      * 1 where none does. The rows take the budget first ({@link QueryRows#countFor}); where a layer is
      * short, or its rows few, a block's parts are then summarised and estimated apart. On 10 query heads
-     * on 2 KV heads × 112 at 16K tokens, with one row per query head already, four parts of each 4-token
-     * block cut `default`'s output error from 3.1 × the oracle's to 0.84 × and lifted `long-documents`'
-     * recall from 0.917 × to 0.952 × (docs/benchmarks.md, "Blocks scored in parts").
+     * on 2 KV heads × 112 at 16K tokens, with one row per query head already, the two parts of each
+     * 4-token block the budget affords cut `default`'s output error from 3.1 × the oracle's to 0.93 × and
+     * lifted `long-documents`' recall from 0.917 × to 0.928 × (docs/benchmarks.md, "Blocks scored in parts").
      */
     static int scoredParts(int tokens, int blockTokens, long rowCost, long budget) {
         Checks.positive("rowCost", rowCost);
