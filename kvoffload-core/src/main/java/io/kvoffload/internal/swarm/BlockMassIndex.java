@@ -49,10 +49,11 @@ import io.kvoffload.strategy.LayoutUnits;
  * the bound: no block's estimate moves against another's by more than that, and a step reads only
  * the rows it kept. {@link #score} allocates nothing.
  *
- * <p><b>Parts.</b> Where the step's sweep budget has room after the query rows (a short or narrow
- * layer), the default's index scores each block in parts ({@link BlockSize#scoredParts}): the
+ * <p><b>Parts.</b> Where the step's sweep budget has room with the fewest query rows (a short or
+ * narrow layer), the default's index scores each block in parts ({@link BlockSize#scoredParts}): the
  * summaries, the sweep and the exponentials are per part, and a block's share is the sum of its parts'.
- * The blocks, their count and what {@link #shares} returns are those ranked.
+ * The rows then take what room the parts leave. The blocks, their count and what {@link #shares}
+ * returns are those ranked.
  */
 public final class BlockMassIndex {
     /** How one head's logit for a block is estimated. */
@@ -121,7 +122,7 @@ public final class BlockMassIndex {
 
     /**
      * As above, with {@code scoreParts} each block scored in as many parts as the step's sweep budget
-     * leaves room for after the query rows ({@link BlockSize#scoredParts}): a part of {@code blockTokens
+     * leaves room for with the fewest query rows ({@link BlockSize#scoredParts}): a part of {@code blockTokens
      * / p} tokens is summarised and estimated on its own, and a block's share is the sum of its parts'
      * (the mass of a block is the sum of its tokens'). Finer summaries bound and average fewer keys, so a
      * block's estimate is closer to its true mass where the layer is short enough to afford them; the
@@ -159,13 +160,15 @@ public final class BlockMassIndex {
         Checks.queryHeads(queryHeads, kvHeads);
         this.queryHeads = queryHeads;
         this.blocks = units == null ? (tokens + blockTokens - 1) / blockTokens : Checks.positive("units.count()", units.count());
+        // Parts are sized, as the blocks are, by the fewest rows; the rows then take the room they leave.
         long budget = BlockSize.sweepBudget(tokens);
-        int rowCount = QueryRows.countFor(combination, queryHeads, kvHeads, headDim, blocks, budget);
         boolean twoReps = scoring == Scoring.REPS || scoring == Scoring.REPS_BOUND;
         int parts = scoreParts && units == null && !twoReps && combination != Combination.SUM_LOGITS
-                ? BlockSize.scoredParts(tokens, blockTokens, QueryRows.sweepCost(rowCount, headDim), budget) : 1;
+                ? BlockSize.scoredParts(tokens, blockTokens, QueryRows.sweepCost(QueryRows.fewestRows(combination,
+                        queryHeads, kvHeads, headDim), headDim), budget) : 1;
         this.scoredTokens = blockTokens / parts;
         this.scored = parts == 1 ? blocks : (tokens + scoredTokens - 1) / scoredTokens;
+        int rowCount = QueryRows.countFor(combination, queryHeads, kvHeads, headDim, scored, budget);
         if ((long) scored * headDim > Integer.MAX_VALUE - 8) {
             throw new IllegalArgumentException("blocks × headDim = " + (long) scored * headDim
                     + " does not fit one array; allowed: up to " + (Integer.MAX_VALUE - 8));

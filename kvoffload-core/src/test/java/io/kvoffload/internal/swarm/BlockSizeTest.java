@@ -157,8 +157,11 @@ class BlockSizeTest {
 
     @Test
     void scoredPartsExamples() {
-        // 10 on 2 × 112 at 16K: ten rows of 112 + 32, 4-token blocks: two parts fit the budget, four do not.
+        // 10 on 2 × 112 at 16K, 4-token blocks: with its fewest rows (eight of 112 + 32) four parts fit the
+        // budget; with all ten rows two would.
         long budget16 = BlockSize.sweepBudget(16384);
+        assertEquals(8, QueryRows.fewestRows(BlockMassIndex.Combination.CLUSTERED_HEAD_MASS, 10, 2, 112));
+        assertEquals(4, BlockSize.scoredParts(16384, 4, QueryRows.sweepCost(8, 112), budget16));
         assertEquals(2, BlockSize.scoredParts(16384, 4, QueryRows.sweepCost(10, 112), budget16));
         // Llama-3-8B's layer (two rows a KV head) has no room at 16K (2-token blocks) nor at 128K or 1M.
         assertEquals(1, BlockSize.scoredParts(16384, 2, REF, budget16));
