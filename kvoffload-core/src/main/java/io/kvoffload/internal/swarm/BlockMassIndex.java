@@ -86,7 +86,7 @@ public final class BlockMassIndex {
     private final Int8Rows mixHi; // (M + μ) / 2 and (m + μ) / 2: MIX's rows, one read per dimension; null unless MIX
     private final Int8Rows mixLo;
     private final BlockRepresentatives reps;  // two representatives (2-means) per block; null unless REPS*
-    private final float[] logBlockTokens; // ln(tokens of block b)
+    private final float[] logBlockTokens; // ln(tokens of scored block b)
     private final QueryRows queryRows;    // the step's query rows (one per KV head, query head or cluster)
     private final float[] logits;         // rows × scored: logits, then exp(logit − row max), then (parts) rows × blocks
     private final float[] norms;          // per row of logits: its maximum while swept, then its softmax normaliser
