@@ -238,7 +238,7 @@ public final class BlockMassIndex {
                     stage(h, j * scored + b, hi[j], lo[j], sum[j] / n);
                 }
                 if (reps != null) {
-                    reps.add(h, b, keys, n);
+                    reps.summarise(h, b, keys, n);
                 }
             }
         }
@@ -534,7 +534,7 @@ public final class BlockMassIndex {
                 }
                 terms.sweep(acc, 0, n, k * 2 * d + shared, termCount[k] - shared, from);
                 if (reps != null) {
-                    reps.add(acc, n, headQuery, (r0 + k) * d, h, from, scoring == Scoring.REPS ? 1f : 0.5f, logBlockTokens);
+                    reps.addEstimate(acc, n, headQuery, (r0 + k) * d, h, from, scoring == Scoring.REPS ? 1f : 0.5f, logBlockTokens);
                 }
                 finishRow(acc, 0, r0 + k, from, n);
                 if (pair) {

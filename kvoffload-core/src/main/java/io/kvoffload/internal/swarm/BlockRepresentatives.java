@@ -26,7 +26,7 @@ final class BlockRepresentatives {
     }
 
     /** Block {@code b}'s representatives for KV head {@code h} from its {@code n} keys ({@code keys[0, n × headDim)}). */
-    void add(int h, int b, float[] keys, int n) {
+    void summarise(int h, int b, float[] keys, int n) {
         float[] c0 = new float[headDim], c1 = new float[headDim];
         int n0 = TwoMeans.of(keys, n, headDim, c0, c1);
         for (int j = 0; j < headDim; j++) {
@@ -54,7 +54,7 @@ final class BlockRepresentatives {
      * [from, from + n)} to {@code acc[0, n)}, for the query row {@code query[q0, q0 + headDim)};
      * {@code logBlockTokens} is each block's {@code ln(tokens)}, which the index's accumulators start from.
      */
-    void add(float[] acc, int n, float[] query, int q0, int h, int from, float weight, float[] logBlockTokens) {
+    void addEstimate(float[] acc, int n, float[] query, int q0, int h, int from, float weight, float[] logBlockTokens) {
         float[] a0 = chunk0, a1 = chunk1;
         java.util.Arrays.fill(a0, 0, n, 0f);
         java.util.Arrays.fill(a1, 0, n, 0f);
