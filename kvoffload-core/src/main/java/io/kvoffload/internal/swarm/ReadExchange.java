@@ -13,8 +13,12 @@ package io.kvoffload.internal.swarm;
  * <p>A step's parts are indexed as (group, part) pairs, {@code group × parts + part}, group by group
  * (one group for a token-striped layer, the head groups of a per-head one); part {@code b} of a
  * group is in its read {@code b / partsPerRead}. Allocation-free once a step has chosen as many
- * parts as any before. A step costs a few passes over the chosen parts and two heaps over the short
- * lists of parts it may exchange, popped only as far as the exchanges go.
+ * parts as any before. A step costs a few passes over the chosen parts and a radix sort of the two
+ * short lists of parts it may exchange: the lowest alone parts in ascending share, the free ones in
+ * descending, equal shares lower pair first, so the exchanges are their first {@code k} pairs, {@code
+ * k} the first where a free part no longer pays. Heaps popped one exchange at a time took 14% of a
+ * step on Llama-3-8B's layer per head at 16K tokens, in mispredicted sift-downs (docs/benchmarks.md,
+ * "Exchanges by a radix sort").
  */
 final class ReadExchange {
     /**
@@ -24,6 +28,9 @@ final class ReadExchange {
      */
     static final float RATE = 2f;
 
+    /** Buckets of one radix pass: keys are sorted a byte at a time, lowest first. */
+    private static final int RADIX = 256;
+
     private final int parts;
     private final int shift;        // log2 of the parts in one read
     private final int readsPerGroup;
@@ -31,10 +38,13 @@ final class ReadExchange {
     // Sized by the largest step seen (a step's chosen parts, not the layer's pairs): a step allocates
     // only when it chooses more parts than any before.
     private int[] readOf = new int[0];       // the read of each chosen part
-    private float[] giveUp = new float[0];   // −share of each chosen part alone in its read, compacted
+    private int[] giveUp = new int[0];       // each chosen part alone in its read: its share's sort key (ascending), compacted
     private int[] giveUpPair = new int[0];
-    private float[] free = new float[0];     // share of each unchosen candidate in a read with two chosen parts, compacted
+    private int[] free = new int[0];         // each unchosen candidate in a read with two chosen parts: its key, descending
     private int[] freePair = new int[0];
+    private int[] sortKey = new int[0];      // the radix sort's other buffers, as long as the longer list
+    private int[] sortPair = new int[0];
+    private final int[] digits = new int[RADIX];
     private final long[] kept;      // the chosen pairs after the exchange
 
     /**
@@ -64,11 +74,13 @@ final class ReadExchange {
     void exchange(float[] scores, int groups, int[] chosen, int n) {
         if (readOf.length < n) {
             readOf = new int[n];
-            giveUp = new float[n];
+            giveUp = new int[n];
             giveUpPair = new int[n];
             int most = (int) Math.min((long) n << shift, 64L * kept.length); // the rest of each chosen part's read
-            free = new float[most];
+            free = new int[most];
             freePair = new int[most];
+            sortKey = new int[Math.max(n, most)];
+            sortPair = new int[sortKey.length];
         }
         java.util.Arrays.fill(count, 0, groups * readsPerGroup, (byte) 0);
         java.util.Arrays.fill(kept, 0, (groups * parts + 63) >>> 6, 0L);
@@ -91,7 +103,7 @@ final class ReadExchange {
         for (int i = 0; i < n; i++) {
             if (count[readOf[i]] == 1) {
                 int c = chosen[i];
-                giveUp[gives] = -scores[c];
+                giveUp[gives] = key(scores[c]);
                 giveUpPair[gives++] = c;
             }
         }
@@ -112,23 +124,21 @@ final class ReadExchange {
             int from = base + ((c - base) >>> shift << shift);
             for (int p = from, to = Math.min(end, from + (1 << shift)); p < to; p++) {
                 if (scores[p] > Float.NEGATIVE_INFINITY && (kept[p >>> 6] & 1L << p) == 0) {
-                    free[frees] = scores[p];
+                    free[frees] = ~key(scores[p]); // descending
                     freePair[frees++] = p;
                 }
             }
         }
-        // The highest free part against the lowest alone part, popped from two heaps while it pays: the
-        // lists are sorted no further than the exchanges go.
-        heapify(free, freePair, frees);
-        heapify(giveUp, giveUpPair, gives);
+        // The highest free part against the lowest alone part while it pays: both lists sorted (stable,
+        // and each was compacted in ascending pairs, so equal shares keep the lower pair first).
+        sort(free, freePair, frees);
+        sort(giveUp, giveUpPair, gives);
         int exchanged = 0;
-        while (frees > 0 && gives > 0 && free[0] * RATE >= -giveUp[0]) {
-            int drop = giveUpPair[0], add = freePair[0];
+        for (int most = Math.min(frees, gives); exchanged < most
+                && scores[freePair[exchanged]] * RATE >= scores[giveUpPair[exchanged]]; exchanged++) {
+            int drop = giveUpPair[exchanged], add = freePair[exchanged];
             kept[drop >>> 6] &= ~(1L << drop);
             kept[add >>> 6] |= 1L << add;
-            frees = pop(free, freePair, frees);
-            gives = pop(giveUp, giveUpPair, gives);
-            exchanged++;
         }
         if (exchanged == 0) {
             return;
@@ -141,51 +151,60 @@ final class ReadExchange {
         }
     }
 
-    /** Orders {@code key[0, n)} (with its {@code pair}s) as a max-heap; equal keys put the lower pair first. */
-    private static void heapify(float[] key, int[] pair, int n) {
-        for (int i = n / 2 - 1; i >= 0; i--) {
-            siftDown(key, pair, i, n);
+    /**
+     * A share's sort key: unsigned order of the keys is the order of the shares ({@code +0} and {@code
+     * −0} apart, though a share is never {@code −0}).
+     */
+    private static int key(float share) {
+        int bits = Float.floatToRawIntBits(share);
+        return bits >= 0 ? bits ^ Integer.MIN_VALUE : ~bits;
+    }
+
+    /**
+     * Sorts {@code key[0, n)} (with its {@code pair}s) by unsigned key, stably: least significant byte
+     * first, a pass skipped where every key has the same byte there. Ends with the sorted lists in
+     * {@code key} and {@code pair} (swapping in this exchange's buffers after an odd number of passes).
+     */
+    private void sort(int[] key, int[] pair, int n) {
+        if (n < 2) {
+            return;
         }
-    }
-
-    /** Removes the heap's top; returns the new size. */
-    private static int pop(float[] key, int[] pair, int n) {
-        n--;
-        key[0] = key[n];
-        pair[0] = pair[n];
-        siftDown(key, pair, 0, n);
-        return n;
-    }
-
-    private static void siftDown(float[] key, int[] pair, int i, int n) {
-        float k = key[i];
-        int p = pair[i];
-        while (true) {
-            int c = 2 * i + 1;
-            if (c >= n) {
-                break;
+        int[] k = key, p = pair, k2 = sortKey, p2 = sortPair;
+        int[] count = digits;
+        for (int shift = 0; shift < Integer.SIZE; shift += 8) {
+            java.util.Arrays.fill(count, 0);
+            for (int i = 0; i < n; i++) {
+                count[(k[i] >>> shift) & (RADIX - 1)]++;
             }
-            if (c + 1 < n && above(key[c + 1], pair[c + 1], key[c], pair[c])) {
-                c++;
+            if (count[(k[0] >>> shift) & (RADIX - 1)] == n) {
+                continue;
             }
-            if (!above(key[c], pair[c], k, p)) {
-                break;
+            for (int b = 0, at = 0; b < RADIX; b++) {
+                int c = count[b];
+                count[b] = at;
+                at += c;
             }
-            key[i] = key[c];
-            pair[i] = pair[c];
-            i = c;
+            for (int i = 0; i < n; i++) {
+                int at = count[(k[i] >>> shift) & (RADIX - 1)]++;
+                k2[at] = k[i];
+                p2[at] = p[i];
+            }
+            int[] t = k;
+            k = k2;
+            k2 = t;
+            t = p;
+            p = p2;
+            p2 = t;
         }
-        key[i] = k;
-        pair[i] = p;
-    }
-
-    private static boolean above(float k1, int p1, float k2, int p2) {
-        return k1 > k2 || (k1 == k2 && p1 < p2);
+        if (k != key) {
+            System.arraycopy(k, 0, key, 0, n);
+            System.arraycopy(p, 0, pair, 0, n);
+        }
     }
 
     /** DRAM the exchange's scratch holds. */
     long memoryBytes() {
-        return count.length + 4L * (readOf.length + giveUp.length + giveUpPair.length + free.length + freePair.length)
-                + 8L * kept.length;
+        return count.length + 4L * (readOf.length + giveUp.length + giveUpPair.length + free.length + freePair.length
+                + sortKey.length + sortPair.length + digits.length) + 8L * kept.length;
     }
 }

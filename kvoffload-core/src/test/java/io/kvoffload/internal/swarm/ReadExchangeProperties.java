@@ -74,6 +74,53 @@ class ReadExchangeProperties {
         }
     }
 
+    /**
+     * The exchange is the greedy one its documentation states, computed here the plain way: the alone
+     * parts by ascending share and the free parts by descending share (equal shares lower pair first),
+     * exchanged pairwise while the free part holds at least {@code 1/RATE} of the alone one's share.
+     */
+    @Property(tries = 300)
+    void exchangesLowestAlonePartsForHighestFreePartsWhileThatPays(@ForAll @IntRange(min = 1, max = 4) int groups,
+            @ForAll @IntRange(min = 1, max = 300) int parts, @ForAll @IntRange(min = 1, max = 3) int perReadLog,
+            @ForAll @IntRange(min = 1, max = 60) int share, @ForAll long seed) {
+        SplittableRandom rnd = new SplittableRandom(seed);
+        int perRead = 1 << perReadLog, pairs = groups * parts;
+        float[] scores = new float[pairs];
+        for (int i = 0; i < pairs; i++) { // wide range of shares, ties now and then, some non-candidates
+            scores[i] = rnd.nextInt(12) == 0 ? Float.NEGATIVE_INFINITY
+                    : rnd.nextInt(5) == 0 ? 0.25f : (float) Math.pow(rnd.nextDouble(), 1 + rnd.nextInt(8));
+        }
+        // Any ascending selection of candidates (not only the top ones): parts alone and free parts at any share.
+        int[] all = java.util.stream.IntStream.range(0, pairs).filter(i -> scores[i] > Float.NEGATIVE_INFINITY).toArray();
+        int[] chosen = java.util.stream.IntStream.of(all).filter(i -> rnd.nextInt(100) < share).toArray();
+        int n = chosen.length;
+        int[] out = Arrays.copyOf(chosen, pairs);
+        new ReadExchange(groups, parts, perRead).exchange(scores, groups, out, n);
+
+        int[] count = readCounts(chosen, groups, parts, perRead);
+        BitSet was = bits(chosen);
+        java.util.List<Integer> alone = new java.util.ArrayList<>(), free = new java.util.ArrayList<>();
+        for (int c : chosen) {
+            if (count[read(c, parts, perRead)] == 1) {
+                alone.add(c);
+            }
+        }
+        for (int c : all) {
+            if (!was.get(c) && count[read(c, parts, perRead)] >= 2) {
+                free.add(c);
+            }
+        }
+        alone.sort((a, b) -> scores[a] != scores[b] ? Float.compare(scores[a], scores[b]) : Integer.compare(a, b));
+        free.sort((a, b) -> scores[a] != scores[b] ? Float.compare(scores[b], scores[a]) : Integer.compare(a, b));
+        BitSet expected = (BitSet) was.clone();
+        for (int k = 0; k < Math.min(alone.size(), free.size())
+                && scores[free.get(k)] * ReadExchange.RATE >= scores[alone.get(k)]; k++) {
+            expected.clear(alone.get(k));
+            expected.set(free.get(k));
+        }
+        assertEquals(expected, bits(Arrays.copyOf(out, n)));
+    }
+
     @Test
     void anAlonePartIsGivenUpForAFreePartOfHalfItsShare() {
         // One group, reads of 4 parts: parts 0 and 1 share read 0, part 4 opens read 1 alone.
