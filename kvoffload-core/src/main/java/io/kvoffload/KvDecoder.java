@@ -103,13 +103,17 @@ public final class KvDecoder implements AutoCloseable {
         return options;
     }
 
-    /** Layer {@code l}'s fetcher, opened on first use: the strategy's own, or the default strategy's for a layer it did not lay out. */
-    private LayerFetcher layer(int l) {
+    /**
+     * Layer {@code l}'s fetcher, opened on first use: the strategy's own, or the default strategy's for a
+     * layer it did not lay out; {@code query}, the opening step's (or null), is offered to the strategy
+     * ({@link io.kvoffload.strategy.LayerContext#openingQuery()}).
+     */
+    private LayerFetcher layer(int l, float[] query) {
         LayerFetcher f = layers[l];
         if (f == null) {
-            f = open(strategy, l);
+            f = open(strategy, l, query);
             if (f == null) {
-                f = open(Strategies.defaultStrategy(), l);
+                f = open(Strategies.defaultStrategy(), l, query);
             }
             if (cacheBytesPerLayer >= 0) {
                 try {
@@ -124,9 +128,9 @@ public final class KvDecoder implements AutoCloseable {
         return f;
     }
 
-    private LayerFetcher open(SelectionStrategy s, int l) {
+    private LayerFetcher open(SelectionStrategy s, int l, float[] query) {
         return s instanceof PipelineStrategy p ? p.openFetcher(layerStore, options, l, counters)
-                : new PlannedLayer(s, layerStore, options, l, counters);
+                : new PlannedLayer(s, layerStore, options, l, counters, query);
     }
 
     /**
@@ -152,7 +156,7 @@ public final class KvDecoder implements AutoCloseable {
                     throw new IllegalArgumentException("query[" + i + "] = " + query[i] + "; allowed: finite values");
                 }
             }
-            LayerFetcher f = layer(layer);
+            LayerFetcher f = layer(layer, query);
             KvView view = freeView(layer);
             long t0 = observer.starting();
             f.start(slots[view.slot], view.rows, query);
@@ -181,7 +185,7 @@ public final class KvDecoder implements AutoCloseable {
             Checks.index("layer", layer, shape.layers());
             Checks.notNull("positions", positions);
             Checks.inRange("count", count, 0, positions.length);
-            LayerFetcher f = layer(layer);
+            LayerFetcher f = layer(layer, null);
             int tokens = f.window().end();
             for (int i = 0; i < count; i++) {
                 if (positions[i] < 0 || positions[i] >= tokens) {
@@ -210,7 +214,7 @@ public final class KvDecoder implements AutoCloseable {
         boolean owned = owner.enter(this);
         try {
             checkOpen();
-            LayerFetcher f = layer(layer);
+            LayerFetcher f = layer(layer, query);
             KvView view = freeView(layer);
             EntryFetch slot = slots[view.slot];
             shared.join(slot);

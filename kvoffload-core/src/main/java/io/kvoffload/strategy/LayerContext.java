@@ -51,4 +51,16 @@ public interface LayerContext {
     default LayoutUnits layoutUnits() {
         return null;
     }
+
+    /**
+     * The query of the decoding step that opens the layer ({@code queryHeads × headDim} floats, head
+     * after head: the decoder opens a layer on its first {@link io.kvoffload.KvDecoder#prefetch(int,
+     * float[])}), or null when the layer opens without one (a prefetch of given positions). A strategy
+     * may calibrate its index on it against the exact attention over {@link #keys()}; the step itself
+     * is then served by the selector returned. A copy: valid, like the keys, only during {@link
+     * SelectionStrategy#openLayer}.
+     */
+    default float[] openingQuery() {
+        return null;
+    }
 }

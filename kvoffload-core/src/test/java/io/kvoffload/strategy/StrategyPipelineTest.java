@@ -1,5 +1,8 @@
 package io.kvoffload.strategy;
 
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertNotSame;
+import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -245,6 +248,41 @@ class StrategyPipelineTest {
         // Quest's 16-token pages of 128-byte slices are half a read: the default ranks them in 8-token
         // parts (a quarter read each), and completes the pages it chose in part for the hot cache.
         assertReadsPerHeadGroups(null, "quest", Strategies.named("mass-auto-8"));
+    }
+
+    /**
+     * A layer opened by a query's prefetch offers the strategy a copy of that query
+     * ({@link LayerContext#openingQuery()}), and one opened by a prefetch of given positions none.
+     */
+    @Test
+    void aLayerIsOpenedWithTheQueryOfItsFirstStep() throws Exception {
+        java.util.Map<Integer, float[]> opened = new java.util.HashMap<>();
+        SelectionStrategy recording = new SelectionStrategy() {
+            @Override
+            public String name() {
+                return "recording";
+            }
+
+            @Override
+            public LayerSelector openLayer(LayerContext context) {
+                opened.put(context.layer(), context.openingQuery());
+                return (query, plan) -> { };
+            }
+        };
+        try (KvEngine e = KvEngine.open(TestEngines.config(TestEngines.deviceDirs(root, 3), "portable").build())) {
+            TestEngines.storeLaidOut(e, "opening", w, TOKENS, recording);
+            DecodeOptions o = DecodeOptions.builder().strategy(recording).sinkTokens(SINKS).localWindow(WINDOW).build();
+            try (KvSequence s = e.openSequence("opening"); KvDecoder d = s.decoder(o)) {
+                float[] q = w.query(0, 0);
+                d.prefetch(0, q).await().close();
+                d.prefetch(0, w.query(0, 1)).await().close(); // an open layer is not opened again
+                assertArrayEquals(q, opened.get(0));
+                assertNotSame(q, opened.get(0), "a copy");
+                d.prefetch(1, new int[] {5, 9}, 2).await().close();
+                assertTrue(opened.containsKey(1));
+                assertNull(opened.get(1));
+            }
+        }
     }
 
     /**

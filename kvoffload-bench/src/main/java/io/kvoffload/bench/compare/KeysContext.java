@@ -12,7 +12,13 @@ import io.kvoffload.strategy.StoredUnits;
  * or with the unit layout a stored sequence holds ({@code compare}'s DRAM index of SparF).
  */
 public record KeysContext(KvShape shape, int layer, LayerKv keys, int sinkTokens, int localWindow, StoredUnits units,
-        LayoutUnits layoutUnits, int headGroups) implements LayerContext {
+        LayoutUnits layoutUnits, int headGroups, float[] openingQuery) implements LayerContext {
+    /** Keys, units and head groups, opened without a query. */
+    public KeysContext(KvShape shape, int layer, LayerKv keys, int sinkTokens, int localWindow, StoredUnits units,
+            LayoutUnits layoutUnits, int headGroups) {
+        this(shape, layer, keys, sinkTokens, localWindow, units, layoutUnits, headGroups, null);
+    }
+
     /** Keys only: no unit layout, no layout units, tokens stored whole. */
     public KeysContext(KvShape shape, int layer, LayerKv keys, int sinkTokens, int localWindow) {
         this(shape, layer, keys, sinkTokens, localWindow, null, null, 1);

@@ -370,8 +370,9 @@ public final class SelectEvalCommand implements Callable<Integer> {
             layerKv[layer] = kv;
             LayerSelector[] selectors = new LayerSelector[chosen.size()];
             for (int i = 0; i < selectors.length; i++) {
+                // Opened with the first scored step's query, as a decoder opens a layer on its first prefetch.
                 selectors[i] = chosen.get(i).openLayer(new KeysContext(shape, layer, kv, local.sinks, local.window, null,
-                        null, headGroups));
+                        null, headGroups, workload.query(layer, firstStep)));
             }
             FetchPlan plan = new FetchPlan();
             for (int s = 0; s < steps; s++) {

@@ -87,11 +87,6 @@ public class BlockMassSelectionBench {
             LayerKv layer = workload == null
                     ? new SelectionFixture.HashedKeys(tokens, layerShape.kvHeads(), layerShape.headDim(), SEED)
                     : workload.layer(0);
-            selector = Strategies.named(strategy).openLayer(new KeysContext(layerShape, 0, layer, SINKS, WINDOW, null, null,
-                    headGroups));
-            budget = (int) Math.ceil(BUDGET_SHARE * tokens) - SINKS - WINDOW;
-            plan.heads(layerShape.kvHeads(), headGroups);
-            plan.ensureCapacity(budget + 64);
             SplittableRandom r = new SplittableRandom(SEED ^ 0x5DEECE66DL);
             queries = new float[16][];
             for (int k = 0; k < queries.length; k++) {
@@ -104,6 +99,12 @@ public class BlockMassSelectionBench {
                     queries[k][i] = (float) r.nextGaussian();
                 }
             }
+            // Opened with the first step's query, as a decoder opens a layer on its first prefetch.
+            selector = Strategies.named(strategy).openLayer(new KeysContext(layerShape, 0, layer, SINKS, WINDOW, null, null,
+                    headGroups, queries[0].clone()));
+            budget = (int) Math.ceil(BUDGET_SHARE * tokens) - SINKS - WINDOW;
+            plan.heads(layerShape.kvHeads(), headGroups);
+            plan.ensureCapacity(budget + 64);
         }
 
         int step() {

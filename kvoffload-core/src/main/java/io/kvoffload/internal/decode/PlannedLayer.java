@@ -40,8 +40,9 @@ public final class PlannedLayer extends EntryLayer {
     /** Per position of the step's plan, its layout cluster or -1 ({@link #pagesOfPlan}). */
     private int[] planPage = new int[0];
 
+    /** @param openingQuery the step's query that opens the layer, or null (copied for the strategy) */
     public PlannedLayer(SelectionStrategy strategy, SequenceHooks store, DecodeOptions options, int layer,
-            DecodeCounters counters) {
+            DecodeCounters counters, float[] openingQuery) {
         super(store, options, layer, counters);
         try {
             int tokens = sequence.tokenCount(layer);
@@ -54,7 +55,8 @@ public final class PlannedLayer extends EntryLayer {
             // The layer's keys, read once into memory when they fit, for the strategy's index.
             try (SequenceLayerKv kv = new SequenceLayerKv(sequence, layer, tokens).keysInMemory(1L << 30)) {
                 s = strategy.openLayer(new Context(shape, layer, tokens, laidOut, options, kv, stored,
-                        layout == null ? null : new Units(layout), layout == null ? 1 : layout.shards()));
+                        layout == null ? null : new Units(layout), layout == null ? 1 : layout.shards(),
+                        openingQuery == null ? null : openingQuery.clone()));
             }
             if (s == null) {
                 throw new IllegalStateException("strategy " + strategy.name() + " returned no selector for layer "
@@ -116,7 +118,7 @@ public final class PlannedLayer extends EntryLayer {
     }
 
     private record Context(KvShape shape, int layer, int tokens, int laidOutTokens, DecodeOptions options, LayerKv keys,
-            StoredUnits units, LayoutUnits layoutUnits, int headGroups) implements LayerContext {
+            StoredUnits units, LayoutUnits layoutUnits, int headGroups, float[] openingQuery) implements LayerContext {
         @Override
         public int sinkTokens() {
             return options.sinkTokens();

@@ -117,7 +117,7 @@ public final class BlockMassIndex {
      */
     public BlockMassIndex(LayerKv kv, int tokens, int queryHeads, int blockTokens, Scoring scoring, Combination combination,
             float pruneLogit) {
-        this(kv, tokens, queryHeads, blockTokens, null, scoring, combination, pruneLogit, false);
+        this(kv, tokens, queryHeads, blockTokens, null, scoring, combination, pruneLogit, false, false);
     }
 
     /**
@@ -130,7 +130,19 @@ public final class BlockMassIndex {
      */
     public BlockMassIndex(LayerKv kv, int tokens, int queryHeads, int blockTokens, Scoring scoring, Combination combination,
             float pruneLogit, boolean scoreParts) {
-        this(kv, tokens, queryHeads, blockTokens, null, scoring, combination, pruneLogit, scoreParts);
+        this(kv, tokens, queryHeads, blockTokens, null, scoring, combination, pruneLogit, scoreParts, false);
+    }
+
+    /**
+     * As above; with {@code partsFirst} the parts are sized by half the fewest query rows (at least one a
+     * KV head) and the rows take what room they leave, so a layer whose sweep has no room for parts with
+     * its fewest rows gets them with half as many ({@link BlockSize#scoredParts}): finer estimates for
+     * fewer query heads apart ({@link BlockSize#partRows}). {@link BlockMassStrategy}'s calibration
+     * chooses between the two on a layer's opening query ({@link SweepCalibration}).
+     */
+    BlockMassIndex(LayerKv kv, int tokens, int queryHeads, int blockTokens, Scoring scoring, Combination combination,
+            float pruneLogit, boolean scoreParts, boolean partsFirst) {
+        this(kv, tokens, queryHeads, blockTokens, null, scoring, combination, pruneLogit, scoreParts, partsFirst);
     }
 
     /**
@@ -142,11 +154,11 @@ public final class BlockMassIndex {
      */
     public BlockMassIndex(LayerKv kv, int tokens, int queryHeads, LayoutUnits units, Scoring scoring,
             Combination combination, float pruneLogit) {
-        this(kv, tokens, queryHeads, 1, Checks.notNull("units", units), scoring, combination, pruneLogit, false);
+        this(kv, tokens, queryHeads, 1, Checks.notNull("units", units), scoring, combination, pruneLogit, false, false);
     }
 
     private BlockMassIndex(LayerKv kv, int tokens, int queryHeads, int blockTokens, LayoutUnits units, Scoring scoring,
-            Combination combination, float pruneLogit, boolean scoreParts) {
+            Combination combination, float pruneLogit, boolean scoreParts, boolean partsFirst) {
         Checks.notNull("kv", kv);
         this.scoring = Checks.notNull("scoring", scoring);
         this.combination = Checks.notNull("combination", combination);
@@ -163,12 +175,12 @@ public final class BlockMassIndex {
         // Parts are sized, as the blocks are, by the fewest rows; the rows then take the room they leave.
         long budget = BlockSize.sweepBudget(tokens);
         boolean twoReps = scoring == Scoring.REPS || scoring == Scoring.REPS_BOUND;
+        int partRows = BlockSize.partRows(combination, queryHeads, kvHeads, headDim, partsFirst);
         int parts = scoreParts && units == null && !twoReps && combination != Combination.SUM_LOGITS
-                ? BlockSize.scoredParts(tokens, blockTokens, QueryRows.sweepCost(QueryRows.fewestRows(combination,
-                        queryHeads, kvHeads, headDim), headDim), budget) : 1;
+                ? BlockSize.scoredParts(tokens, blockTokens, combination, queryHeads, kvHeads, headDim, partsFirst) : 1;
         this.scoredTokens = blockTokens / parts;
         this.scored = parts == 1 ? blocks : (tokens + scoredTokens - 1) / scoredTokens;
-        int rowCount = QueryRows.countFor(combination, queryHeads, kvHeads, headDim, scored, budget);
+        int rowCount = QueryRows.countFor(combination, queryHeads, kvHeads, headDim, scored, budget, partRows);
         if ((long) scored * headDim > Integer.MAX_VALUE - 8) {
             throw new IllegalArgumentException("blocks × headDim = " + (long) scored * headDim
                     + " does not fit one array; allowed: up to " + (Integer.MAX_VALUE - 8));
@@ -349,6 +361,8 @@ public final class BlockMassIndex {
     public int blockTokens() { return blockTokens; }
     /** Tokens per scored part of a block: {@link #blockTokens()} unless blocks are scored in parts. */
     int scoredTokens() { return scoredTokens; }
+    /** The query rows a step scores (in all, over the KV heads). */
+    int queryRowCount() { return norms.length; }
     public int tokens() { return tokens; }
     public Scoring scoring() { return scoring; }
     public Combination combination() { return combination; }

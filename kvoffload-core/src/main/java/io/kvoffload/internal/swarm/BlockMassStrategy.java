@@ -50,6 +50,11 @@ public final class BlockMassStrategy implements SelectionStrategy {
      * default. Otherwise every layer gets {@link #blockTokens}.
      */
     private final boolean adaptive;
+    /**
+     * Where the layer opens with a query ({@link LayerContext#openingQuery()}), choose between more query
+     * rows and blocks scored in parts on it ({@link SweepCalibration}): {@code mass-auto-cal}.
+     */
+    private final boolean calibrate;
 
     /**
      * The prune bound of {@code mass-mix}, in nats: the sweep terms a step skips move no block's
@@ -114,7 +119,7 @@ public final class BlockMassStrategy implements SelectionStrategy {
      */
     public BlockMassStrategy(String name, Scoring scoring, Combination combination, int blockTokens, float pruneLogit,
             boolean layoutUnits, boolean perHead) {
-        this(name, scoring, combination, blockTokens, pruneLogit, layoutUnits, perHead, false, false);
+        this(name, scoring, combination, blockTokens, pruneLogit, layoutUnits, perHead, false, false, false);
     }
 
     /**
@@ -134,14 +139,23 @@ public final class BlockMassStrategy implements SelectionStrategy {
      * ({@link BlockSize#adaptive}, at most {@code blockTokens}): the default, {@code mass-auto}.
      */
     public static BlockMassStrategy auto(String name, int blockTokens, boolean adaptive) {
+        return auto(name, blockTokens, adaptive, false);
+    }
+
+    /**
+     * {@link #auto(String, int, boolean)}, with {@code calibrate} each layer choosing on its opening query
+     * between more query rows and blocks scored in parts ({@link SweepCalibration}).
+     */
+    public static BlockMassStrategy auto(String name, int blockTokens, boolean adaptive, boolean calibrate) {
         return new BlockMassStrategy(name, Scoring.MIX, Combination.CLUSTERED_HEAD_MASS, blockTokens, AUTO_PRUNE_LOGIT,
-                false, false, true, adaptive);
+                false, false, true, adaptive, calibrate);
     }
 
     private BlockMassStrategy(String name, Scoring scoring, Combination combination, int blockTokens, float pruneLogit,
-            boolean layoutUnits, boolean perHead, boolean auto, boolean adaptive) {
+            boolean layoutUnits, boolean perHead, boolean auto, boolean adaptive, boolean calibrate) {
         this.auto = auto;
         this.adaptive = adaptive;
+        this.calibrate = calibrate;
         if (perHead && (layoutUnits || combination == Combination.SUM_LOGITS)) {
             throw new IllegalArgumentException("perHead = true with layoutUnits = " + layoutUnits + ", combination = "
                     + combination + "; allowed: positional blocks and a mass combination (HEAD_MASS, QUERY_HEAD_MASS)");
@@ -162,6 +176,7 @@ public final class BlockMassStrategy implements SelectionStrategy {
     public static List<SelectionStrategy> variants() {
         return List.of(
                 auto("mass-auto", BlockSize.COARSEST, true),
+                auto("mass-auto-cal", BlockSize.COARSEST, true, true),
                 auto("mass-auto-8", FINE_BLOCK_TOKENS),
                 auto("mass-auto-16", 16),
                 new BlockMassStrategy("mass-mix", Scoring.MIX, Combination.HEAD_MASS, 16, PRUNE_LOGIT),
@@ -258,8 +273,29 @@ public final class BlockMassStrategy implements SelectionStrategy {
         // the default ranks one shared set, which reads every head group of a token, instead of failing.
         int kvHeads = context.shape().kvHeads();
         boolean heads = perHead || auto && context.headGroups() > 1 && kvHeads <= Long.SIZE;
-        BlockMassIndex index = new BlockMassIndex(context.keys(), laidOut, context.shape().queryHeads(),
-                blockTokens(context, laidOut, units), scoring, combination, pruneLogit, auto);
+        int bt = blockTokens(context, laidOut, units);
+        BlockMassIndex index = new BlockMassIndex(context.keys(), laidOut, context.shape().queryHeads(), bt, scoring,
+                combination, pruneLogit, auto);
+        LayerSelector selector = selector(context, units, laidOut, index, heads);
+        float[] query = calibrate ? context.openingQuery() : null;
+        KvShape shape = context.shape();
+        if (query == null || BlockSize.scoredParts(laidOut, bt, combination, shape.queryHeads(), shape.kvHeads(),
+                shape.headDim(), true) == bt / index.scoredTokens()) {
+            return selector; // no opening query, or no room for more parts even with half the rows
+        }
+        BlockMassIndex parts = new BlockMassIndex(context.keys(), laidOut, shape.queryHeads(), bt, scoring,
+                combination, pruneLogit, auto, true);
+        LayerSelector other = selector(context, units, laidOut, parts, heads);
+        boolean useParts = SweepCalibration.prefersParts(context.keys(), laidOut, context.shape(),
+                heads ? context.headGroups() : 1, context.layer(), query, selector, other);
+        (useParts ? selector : other).close();
+        return useParts ? other : selector;
+    }
+
+    /** The selector over {@code index}: per head group where {@code heads}, else one shared set. */
+    private LayerSelector selector(LayerContext context, LayoutUnits units, int laidOut, BlockMassIndex index,
+            boolean heads) {
+        int kvHeads = context.shape().kvHeads();
         int perRead = partsPerRead(context, units, laidOut, index.blockTokens());
         if (heads) {
             if (kvHeads > Long.SIZE) {
@@ -299,6 +335,6 @@ public final class BlockMassStrategy implements SelectionStrategy {
         return "BlockMassStrategy{" + name + ", " + scoring + ", " + combination + ", " + blockTokens + ", prune "
                 + pruneLogit + (layoutUnits ? ", layout units" : "") + (perHead ? ", per head" : "")
                 + (auto ? ", per head where heads are stored apart" : "")
-                + (adaptive ? ", blocks sized per layer" : "") + "}";
+                + (adaptive ? ", blocks sized per layer" : "") + (calibrate ? ", rows or parts by the opening query" : "") + "}";
     }
 }

@@ -156,6 +156,31 @@ final class BlockSize {
         return parts;
     }
 
+    /**
+     * {@link #scoredParts(int, int, long, long)} for a layer of this shape scored by {@code combination}'s
+     * rows: the parts {@code new BlockMassIndex(…, scoreParts = true, partsFirst)} scores a block of {@code
+     * blockTokens} in, without building it.
+     */
+    static int scoredParts(int tokens, int blockTokens, BlockMassIndex.Combination combination, int queryHeads,
+            int kvHeads, int headDim, boolean partsFirst) {
+        return scoredParts(tokens, blockTokens,
+                QueryRows.sweepCost(partRows(combination, queryHeads, kvHeads, headDim, partsFirst), headDim),
+                sweepBudget(tokens));
+    }
+
+    /**
+     * The rows a block's parts are sized by: the fewest {@code combination} keeps ({@link
+     * QueryRows#fewestRows}), or with {@code partsFirst} (clustered rows only) half of them, at least one a
+     * KV head, so that a long layer whose sweep has no room for parts with its fewest rows gets them with
+     * half as many (what {@code mass-auto-cal} weighs on a layer's opening query, {@link SweepCalibration}).
+     */
+    static int partRows(BlockMassIndex.Combination combination, int queryHeads, int kvHeads, int headDim,
+            boolean partsFirst) {
+        int fewest = QueryRows.fewestRows(combination, queryHeads, kvHeads, headDim);
+        return partsFirst && combination == BlockMassIndex.Combination.CLUSTERED_HEAD_MASS
+                ? Math.max(kvHeads, fewest / 2) : fewest;
+    }
+
     /** The default's coarsest block, Swarm's 16 tokens: the reference layer's block from 128K tokens on. */
     static final int COARSEST = 16;
 

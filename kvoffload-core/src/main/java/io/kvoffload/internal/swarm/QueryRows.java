@@ -147,10 +147,16 @@ final class QueryRows {
      * way to finer blocks").
      */
     static int countFor(Combination combination, int queryHeads, int kvHeads, int headDim, long blocks, long budget) {
+        return countFor(combination, queryHeads, kvHeads, headDim, blocks, budget,
+                fewestRows(combination, queryHeads, kvHeads, headDim));
+    }
+
+    /** {@link #countFor(Combination, int, int, int, long, long)} with at least {@code fewest} rows instead of {@link #fewestRows}. */
+    static int countFor(Combination combination, int queryHeads, int kvHeads, int headDim, long blocks, long budget,
+            int fewest) {
         int most = count(combination, queryHeads, kvHeads, headDim);
-        int fewest = fewestRows(combination, queryHeads, kvHeads, headDim);
         long afford = budget / Math.max(1, blocks * sweepCost(1, headDim));
-        return (int) Math.max(fewest, Math.min(most, afford));
+        return (int) Math.max(Math.min(fewest, most), Math.min(most, afford));
     }
 
     /** Rows {@code combination} scores a layer of this shape with, in all, where its blocks leave room. */

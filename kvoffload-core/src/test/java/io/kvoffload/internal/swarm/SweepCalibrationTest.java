@@ -1,0 +1,219 @@
+package io.kvoffload.internal.swarm;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.kvoffload.DType;
+import io.kvoffload.KvShape;
+import io.kvoffload.strategy.DenseLayerKv;
+import io.kvoffload.strategy.FetchPlan;
+import io.kvoffload.strategy.LayerContext;
+import io.kvoffload.strategy.LayerKv;
+import io.kvoffload.strategy.LayerSelector;
+import io.kvoffload.strategy.SelectionStrategy;
+import io.kvoffload.strategy.Strategies;
+import io.kvoffload.workload.Workload;
+import io.kvoffload.workload.WorkloadFamily;
+import java.util.SplittableRandom;
+import net.jqwik.api.ForAll;
+import net.jqwik.api.Property;
+import net.jqwik.api.constraints.IntRange;
+import org.junit.jupiter.api.Test;
+
+/**
+ * {@link SweepCalibration} and {@code mass-auto-cal}: the masses are the exact attention each plan holds,
+ * and a layer opened with a query serves the plan of the two configurations that holds more of it (the
+ * parts' only by at least {@link SweepCalibration#MIN_GAIN}), while one opened without a query is {@code
+ * mass-auto}.
+ */
+class SweepCalibrationTest {
+    static final int SINKS = 4, WINDOW = 256;
+
+    /** A plan's mass is each query head's exact softmax weight on the positions planned for its KV head, averaged. */
+    @Property(tries = 40)
+    void massesAreTheExactAttentionEachPlanHolds(@ForAll @IntRange(min = 1, max = 9000) int tokens,
+            @ForAll @IntRange(min = 1, max = 3) int kvHeads, @ForAll @IntRange(min = 1, max = 5) int group,
+            @ForAll long seed) {
+        SplittableRandom r = new SplittableRandom(seed);
+        int d = 8, q = kvHeads * group;
+        KvShape shape = new KvShape(1, q, kvHeads, d, DType.F32);
+        float[][] k = new float[kvHeads][tokens * d];
+        for (float[] head : k) {
+            for (int i = 0; i < head.length; i++) {
+                head[i] = (float) r.nextGaussian();
+            }
+            int late = tokens - 1 - r.nextInt(Math.min(tokens, 100)); // a high logit late: the online maximum rises
+            java.util.Arrays.fill(head, late * d, late * d + d, 3f);
+        }
+        LayerKv kv = new DenseLayerKv(tokens, d, k, k);
+        float[] query = new float[q * d];
+        for (int i = 0; i < query.length; i++) {
+            query[i] = (float) (r.nextGaussian() * 2);
+        }
+        FetchPlan[] plans = new FetchPlan[2];
+        for (int p = 0; p < 2; p++) {
+            plans[p] = new FetchPlan();
+            plans[p].heads(kvHeads, kvHeads);
+            plans[p].begin(0, tokens, tokens);
+            for (int t = 0; t < tokens; t++) {
+                if (r.nextInt(4) == 0) {
+                    plans[p].add(t, r.nextBoolean() ? FetchPlan.ALL_HEADS : 1L << r.nextInt(kvHeads));
+                }
+            }
+        }
+        double[] got = SweepCalibration.masses(kv, tokens, shape, query, plans);
+        for (int p = 0; p < 2; p++) {
+            double want = naiveMass(k, tokens, shape, query, plans[p]);
+            assertEquals(want, got[p], 1e-5 * Math.max(want, 1e-3), "plan " + p); // float logits against double
+        }
+    }
+
+    /**
+     * The rule on real plans: a selector that holds more of the opening query's attention (the default
+     * against InfLLM's representative tokens) replaces the other when it is offered as the parts, never
+     * the other way round, and an equal one is not worth a doubled index. Llama-3-8B's layer at 16K
+     * tokens, per head group.
+     */
+    @Test
+    void thePartsServeOnlyWhenTheyHoldMoreOfTheOpeningQuerysAttention() {
+        KvShape shape = new KvShape(1, 32, 8, 128, DType.BF16);
+        int tokens = 16384;
+        Workload w = WorkloadFamily.byName("retrieval-heads").create(shape, tokens, 24301);
+        DenseLayerKv kv = DenseLayerKv.materialize(w.layer(0), false);
+        float[] query = w.query(0, 256);
+        try (LayerSelector auto = Strategies.named("mass-auto").openLayer(context(shape, kv, null));
+                LayerSelector weak = Strategies.named("infllm").openLayer(context(shape, kv, null))) {
+            FetchPlan a = select(auto, shape, tokens, query), b = select(weak, shape, tokens, query);
+            double[] mass = SweepCalibration.masses(kv, tokens, shape, query, a, b);
+            assertTrue(mass[0] >= mass[1] + SweepCalibration.MIN_GAIN, "the default holds more: " + mass[0] + " " + mass[1]);
+            assertTrue(SweepCalibration.prefersParts(kv, tokens, shape, shape.kvHeads(), 0, query, weak, auto));
+            assertFalse(SweepCalibration.prefersParts(kv, tokens, shape, shape.kvHeads(), 0, query, auto, weak));
+            assertFalse(SweepCalibration.prefersParts(kv, tokens, shape, shape.kvHeads(), 0, query, auto, auto));
+        }
+    }
+
+    /**
+     * Where the layer has room for more parts only with half the rows (Llama-3-8B's at 16K tokens per head
+     * group), the calibrated default builds that index too; what it serves for the opening query holds at
+     * least {@code mass-auto}'s mass, and more by {@code MIN_GAIN} wherever the two differ.
+     */
+    @Test
+    void theCalibratedDefaultNeverServesLessOfTheOpeningQuerysAttention() {
+        KvShape shape = new KvShape(1, 32, 8, 128, DType.BF16);
+        int tokens = 16384;
+        for (String family : new String[] {"default", "mixed-heads"}) {
+            Workload w = WorkloadFamily.byName(family).create(shape, tokens, 99);
+            DenseLayerKv kv = DenseLayerKv.materialize(w.layer(0), false);
+            float[] query = w.query(0, 256);
+            BlockMassIndex rows = new BlockMassIndex(kv, tokens, 32, 2, BlockMassIndex.Scoring.MIX,
+                    BlockMassIndex.Combination.CLUSTERED_HEAD_MASS, BlockMassStrategy.AUTO_PRUNE_LOGIT, true, false);
+            BlockMassIndex parts = new BlockMassIndex(kv, tokens, 32, 2, BlockMassIndex.Scoring.MIX,
+                    BlockMassIndex.Combination.CLUSTERED_HEAD_MASS, BlockMassStrategy.AUTO_PRUNE_LOGIT, true, true);
+            assertEquals(2, rows.scoredTokens(), "no room for parts with the fewest rows");
+            assertEquals(1, parts.scoredTokens(), "room for them with half the rows");
+            assertTrue(parts.queryRowCount() < rows.queryRowCount(), parts.queryRowCount() + " rows");
+            FetchPlan auto = plan(Strategies.named("mass-auto"), shape, kv, null, query);
+            FetchPlan cal = plan(Strategies.named("mass-auto-cal"), shape, kv, query, query);
+            double[] mass = SweepCalibration.masses(kv, tokens, shape, query, auto, cal);
+            assertTrue(samePlan(auto, cal) || mass[1] >= mass[0] + SweepCalibration.MIN_GAIN,
+                    family + ": " + mass[1] + " against " + mass[0]);
+        }
+    }
+
+    /** Without an opening query the calibrated default is {@code mass-auto}, step for step; with one, it is deterministic. */
+    @Test
+    void withoutAnOpeningQueryItIsTheDefaultAndWithOneItIsDeterministic() {
+        KvShape shape = new KvShape(1, 32, 8, 128, DType.BF16);
+        int tokens = 16384;
+        Workload w = WorkloadFamily.byName("default").create(shape, tokens, 7);
+        DenseLayerKv kv = DenseLayerKv.materialize(w.layer(0), false);
+        SelectionStrategy auto = Strategies.named("mass-auto"), cal = Strategies.named("mass-auto-cal");
+        float[] opening = w.query(0, 256);
+        try (LayerSelector a = auto.openLayer(context(shape, kv, null)); LayerSelector c = cal.openLayer(context(shape, kv, null));
+                LayerSelector c1 = cal.openLayer(context(shape, kv, opening));
+                LayerSelector c2 = cal.openLayer(context(shape, kv, opening.clone()))) {
+            for (int step = 256; step < 260; step++) {
+                float[] q = w.query(0, step);
+                assertTrue(samePlan(select(a, shape, tokens, q), select(c, shape, tokens, q)), "step " + step);
+                assertTrue(samePlan(select(c1, shape, tokens, q), select(c2, shape, tokens, q)), "step " + step);
+            }
+        }
+        assertNotEquals(auto.name(), cal.name());
+    }
+
+    private static FetchPlan plan(SelectionStrategy s, KvShape shape, LayerKv kv, float[] opening, float[] query) {
+        try (LayerSelector sel = s.openLayer(context(shape, kv, opening))) {
+            return select(sel, shape, kv.tokens(), query);
+        }
+    }
+
+    private static FetchPlan select(LayerSelector sel, KvShape shape, int tokens, float[] query) {
+        FetchPlan p = new FetchPlan();
+        p.heads(shape.kvHeads(), shape.kvHeads());
+        p.begin(0, tokens, tokens / 10 - SINKS - WINDOW);
+        sel.select(query, p);
+        return p;
+    }
+
+    private static LayerContext context(KvShape shape, LayerKv kv, float[] opening) {
+        return new LayerContext() {
+            @Override public KvShape shape() { return shape; }
+            @Override public int layer() { return 0; }
+            @Override public int tokens() { return kv.tokens(); }
+            @Override public int laidOutTokens() { return kv.tokens(); }
+            @Override public int sinkTokens() { return SINKS; }
+            @Override public int localWindow() { return WINDOW; }
+            @Override public LayerKv keys() { return kv; }
+            @Override public int headGroups() { return shape.kvHeads(); }
+            @Override public float[] openingQuery() { return opening; }
+        };
+    }
+
+    private static boolean samePlan(FetchPlan a, FetchPlan b) {
+        if (a.size() != b.size()) {
+            return false;
+        }
+        for (int i = 0; i < a.size(); i++) {
+            if (a.position(i) != b.position(i) || a.kvHeadMask(i) != b.kvHeadMask(i)) {
+                return false;
+            }
+        }
+        return true;
+    }
+
+    private static double naiveMass(float[][] k, int tokens, KvShape shape, float[] query, FetchPlan plan) {
+        int d = shape.headDim(), group = shape.queryHeads() / shape.kvHeads();
+        double total = 0;
+        for (int h = 0; h < shape.kvHeads(); h++) {
+            boolean[] in = new boolean[tokens];
+            for (int i = 0; i < plan.size(); i++) {
+                long m = plan.kvHeadMask(i);
+                if (m == FetchPlan.ALL_HEADS || (m >>> h & 1L) != 0) {
+                    in[plan.position(i)] = true;
+                }
+            }
+            for (int g = 0; g < group; g++) {
+                double[] l = new double[tokens];
+                double max = Double.NEGATIVE_INFINITY;
+                for (int t = 0; t < tokens; t++) {
+                    double s = 0;
+                    for (int j = 0; j < d; j++) {
+                        s += (double) query[(h * group + g) * d + j] * k[h][t * d + j];
+                    }
+                    l[t] = s / Math.sqrt(d);
+                    max = Math.max(max, l[t]);
+                }
+                double z = 0, held = 0;
+                for (int t = 0; t < tokens; t++) {
+                    double e = Math.exp(l[t] - max);
+                    z += e;
+                    held += in[t] ? e : 0;
+                }
+                total += held / z;
+            }
+        }
+        return total / shape.queryHeads();
+    }
+}
