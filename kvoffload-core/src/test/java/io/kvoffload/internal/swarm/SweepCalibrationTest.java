@@ -30,6 +30,17 @@ import org.junit.jupiter.api.Test;
  */
 class SweepCalibrationTest {
     static final int SINKS = 4, WINDOW = 256;
+    /** Llama-3-8B's layer at 16K tokens: per head group, its sweep has room for parts only with half the rows. */
+    static final KvShape LLAMA = new KvShape(1, 32, 8, 128, DType.BF16);
+    static final int TOKENS = 16384;
+
+    /** Layer 0 of {@code family}'s workload on {@link #LLAMA}, and its keys in memory. */
+    private record Layer(Workload workload, DenseLayerKv kv) {
+        static Layer of(String family, long seed) {
+            Workload w = WorkloadFamily.byName(family).create(LLAMA, TOKENS, seed);
+            return new Layer(w, DenseLayerKv.materialize(w.layer(0), false));
+        }
+    }
 
     /** A plan's mass is each query head's exact softmax weight on the positions planned for its KV head, averaged. */
     @Property(tries = 40)
@@ -78,11 +89,11 @@ class SweepCalibrationTest {
      */
     @Test
     void thePartsServeOnlyWhenTheyHoldMoreOfTheOpeningQuerysAttention() {
-        KvShape shape = new KvShape(1, 32, 8, 128, DType.BF16);
-        int tokens = 16384;
-        Workload w = WorkloadFamily.byName("retrieval-heads").create(shape, tokens, 24301);
-        DenseLayerKv kv = DenseLayerKv.materialize(w.layer(0), false);
-        float[] query = w.query(0, 256);
+        KvShape shape = LLAMA;
+        int tokens = TOKENS;
+        Layer layer = Layer.of("retrieval-heads", 24301);
+        DenseLayerKv kv = layer.kv();
+        float[] query = layer.workload().query(0, 256);
         try (LayerSelector auto = Strategies.named("mass-auto").openLayer(context(shape, kv, null));
                 LayerSelector weak = Strategies.named("infllm").openLayer(context(shape, kv, null))) {
             FetchPlan a = select(auto, shape, tokens, query), b = select(weak, shape, tokens, query);
@@ -101,12 +112,12 @@ class SweepCalibrationTest {
      */
     @Test
     void theCalibratedDefaultNeverServesLessOfTheOpeningQuerysAttention() {
-        KvShape shape = new KvShape(1, 32, 8, 128, DType.BF16);
-        int tokens = 16384;
+        KvShape shape = LLAMA;
+        int tokens = TOKENS;
         for (String family : new String[] {"default", "mixed-heads"}) {
-            Workload w = WorkloadFamily.byName(family).create(shape, tokens, 99);
-            DenseLayerKv kv = DenseLayerKv.materialize(w.layer(0), false);
-            float[] query = w.query(0, 256);
+            Layer layer = Layer.of(family, 99);
+            DenseLayerKv kv = layer.kv();
+            float[] query = layer.workload().query(0, 256);
             BlockMassIndex rows = new BlockMassIndex(kv, tokens, 32, 2, BlockMassIndex.Scoring.MIX,
                     BlockMassIndex.Combination.CLUSTERED_HEAD_MASS, BlockMassStrategy.AUTO_PRUNE_LOGIT, true, false);
             BlockMassIndex parts = new BlockMassIndex(kv, tokens, 32, 2, BlockMassIndex.Scoring.MIX,
@@ -125,10 +136,11 @@ class SweepCalibrationTest {
     /** Without an opening query the calibrated default is {@code mass-auto}, step for step; with one, it is deterministic. */
     @Test
     void withoutAnOpeningQueryItIsTheDefaultAndWithOneItIsDeterministic() {
-        KvShape shape = new KvShape(1, 32, 8, 128, DType.BF16);
-        int tokens = 16384;
-        Workload w = WorkloadFamily.byName("default").create(shape, tokens, 7);
-        DenseLayerKv kv = DenseLayerKv.materialize(w.layer(0), false);
+        KvShape shape = LLAMA;
+        int tokens = TOKENS;
+        Layer layer = Layer.of("default", 7);
+        Workload w = layer.workload();
+        DenseLayerKv kv = layer.kv();
         SelectionStrategy auto = Strategies.named("mass-auto"), cal = Strategies.named("mass-auto-cal");
         float[] opening = w.query(0, 256);
         try (LayerSelector a = auto.openLayer(context(shape, kv, null)); LayerSelector c = cal.openLayer(context(shape, kv, null));
