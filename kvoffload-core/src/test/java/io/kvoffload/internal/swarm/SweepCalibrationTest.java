@@ -89,19 +89,17 @@ class SweepCalibrationTest {
      */
     @Test
     void thePartsServeOnlyWhenTheyHoldMoreOfTheOpeningQuerysAttention() {
-        KvShape shape = LLAMA;
-        int tokens = TOKENS;
         Layer layer = Layer.of("retrieval-heads", 24301);
         DenseLayerKv kv = layer.kv();
         float[] query = layer.workload().query(0, 256);
-        try (LayerSelector auto = Strategies.named("mass-auto").openLayer(context(shape, kv, null));
-                LayerSelector weak = Strategies.named("infllm").openLayer(context(shape, kv, null))) {
-            FetchPlan a = select(auto, shape, tokens, query), b = select(weak, shape, tokens, query);
-            double[] mass = SweepCalibration.masses(kv, tokens, shape, query, a, b);
+        try (LayerSelector auto = Strategies.named("mass-auto").openLayer(context(LLAMA, kv, null));
+                LayerSelector weak = Strategies.named("infllm").openLayer(context(LLAMA, kv, null))) {
+            FetchPlan a = select(auto, LLAMA, TOKENS, query), b = select(weak, LLAMA, TOKENS, query);
+            double[] mass = SweepCalibration.masses(kv, TOKENS, LLAMA, query, a, b);
             assertTrue(mass[0] >= mass[1] + SweepCalibration.MIN_GAIN, "the default holds more: " + mass[0] + " " + mass[1]);
-            assertTrue(SweepCalibration.prefersParts(kv, tokens, shape, shape.kvHeads(), 0, query, weak, auto));
-            assertFalse(SweepCalibration.prefersParts(kv, tokens, shape, shape.kvHeads(), 0, query, auto, weak));
-            assertFalse(SweepCalibration.prefersParts(kv, tokens, shape, shape.kvHeads(), 0, query, auto, auto));
+            assertTrue(SweepCalibration.prefersParts(kv, TOKENS, LLAMA, LLAMA.kvHeads(), 0, query, weak, auto));
+            assertFalse(SweepCalibration.prefersParts(kv, TOKENS, LLAMA, LLAMA.kvHeads(), 0, query, auto, weak));
+            assertFalse(SweepCalibration.prefersParts(kv, TOKENS, LLAMA, LLAMA.kvHeads(), 0, query, auto, auto));
         }
     }
 
@@ -112,22 +110,20 @@ class SweepCalibrationTest {
      */
     @Test
     void theCalibratedDefaultNeverServesLessOfTheOpeningQuerysAttention() {
-        KvShape shape = LLAMA;
-        int tokens = TOKENS;
         for (String family : new String[] {"default", "mixed-heads"}) {
             Layer layer = Layer.of(family, 99);
             DenseLayerKv kv = layer.kv();
             float[] query = layer.workload().query(0, 256);
-            BlockMassIndex rows = new BlockMassIndex(kv, tokens, 32, 2, BlockMassIndex.Scoring.MIX,
+            BlockMassIndex rows = new BlockMassIndex(kv, TOKENS, 32, 2, BlockMassIndex.Scoring.MIX,
                     BlockMassIndex.Combination.CLUSTERED_HEAD_MASS, BlockMassStrategy.AUTO_PRUNE_LOGIT, true, false);
-            BlockMassIndex parts = new BlockMassIndex(kv, tokens, 32, 2, BlockMassIndex.Scoring.MIX,
+            BlockMassIndex parts = new BlockMassIndex(kv, TOKENS, 32, 2, BlockMassIndex.Scoring.MIX,
                     BlockMassIndex.Combination.CLUSTERED_HEAD_MASS, BlockMassStrategy.AUTO_PRUNE_LOGIT, true, true);
             assertEquals(2, rows.scoredTokens(), "no room for parts with the fewest rows");
             assertEquals(1, parts.scoredTokens(), "room for them with half the rows");
             assertTrue(parts.queryRowCount() < rows.queryRowCount(), parts.queryRowCount() + " rows");
-            FetchPlan auto = plan(Strategies.named("mass-auto"), shape, kv, null, query);
-            FetchPlan cal = plan(Strategies.named("mass-auto-cal"), shape, kv, query, query);
-            double[] mass = SweepCalibration.masses(kv, tokens, shape, query, auto, cal);
+            FetchPlan auto = plan(Strategies.named("mass-auto"), LLAMA, kv, null, query);
+            FetchPlan cal = plan(Strategies.named("mass-auto-cal"), LLAMA, kv, query, query);
+            double[] mass = SweepCalibration.masses(kv, TOKENS, LLAMA, query, auto, cal);
             assertTrue(samePlan(auto, cal) || mass[1] >= mass[0] + SweepCalibration.MIN_GAIN,
                     family + ": " + mass[1] + " against " + mass[0]);
         }
@@ -136,20 +132,18 @@ class SweepCalibrationTest {
     /** Without an opening query the calibrated default is {@code mass-auto}, step for step; with one, it is deterministic. */
     @Test
     void withoutAnOpeningQueryItIsTheDefaultAndWithOneItIsDeterministic() {
-        KvShape shape = LLAMA;
-        int tokens = TOKENS;
         Layer layer = Layer.of("default", 7);
         Workload w = layer.workload();
         DenseLayerKv kv = layer.kv();
         SelectionStrategy auto = Strategies.named("mass-auto"), cal = Strategies.named("mass-auto-cal");
         float[] opening = w.query(0, 256);
-        try (LayerSelector a = auto.openLayer(context(shape, kv, null)); LayerSelector c = cal.openLayer(context(shape, kv, null));
-                LayerSelector c1 = cal.openLayer(context(shape, kv, opening));
-                LayerSelector c2 = cal.openLayer(context(shape, kv, opening.clone()))) {
+        try (LayerSelector a = auto.openLayer(context(LLAMA, kv, null)); LayerSelector c = cal.openLayer(context(LLAMA, kv, null));
+                LayerSelector c1 = cal.openLayer(context(LLAMA, kv, opening));
+                LayerSelector c2 = cal.openLayer(context(LLAMA, kv, opening.clone()))) {
             for (int step = 256; step < 260; step++) {
                 float[] q = w.query(0, step);
-                assertTrue(samePlan(select(a, shape, tokens, q), select(c, shape, tokens, q)), "step " + step);
-                assertTrue(samePlan(select(c1, shape, tokens, q), select(c2, shape, tokens, q)), "step " + step);
+                assertTrue(samePlan(select(a, LLAMA, TOKENS, q), select(c, LLAMA, TOKENS, q)), "step " + step);
+                assertTrue(samePlan(select(c1, LLAMA, TOKENS, q), select(c2, LLAMA, TOKENS, q)), "step " + step);
             }
         }
         assertNotEquals(auto.name(), cal.name());
