@@ -173,6 +173,27 @@ class BlockSizeTest {
         assertThrows(IllegalArgumentException.class, () -> BlockSize.scoredParts(4096, 16, 0, budget16));
     }
 
+    /**
+     * {@code mass-auto-cal}'s second index: parts sized by half the fewest rows, at least one a KV head,
+     * where the fewest leave no room (Llama-3-8B's layer at 16K and 128K, 24 on 8 × 64 at 128K).
+     */
+    @Test
+    void partsFirstHalveTheRowsTheyAreSizedBy() {
+        BlockMassIndex.Combination c = BlockMassIndex.Combination.CLUSTERED_HEAD_MASS;
+        assertEquals(16, BlockSize.partRows(c, 32, 8, 128, false));
+        assertEquals(8, BlockSize.partRows(c, 32, 8, 128, true));
+        assertEquals(18, BlockSize.partRows(c, 24, 8, 64, false));
+        assertEquals(9, BlockSize.partRows(c, 24, 8, 64, true));
+        assertEquals(8, BlockSize.partRows(c, 8, 8, 64, true), "at least one a KV head");
+        assertEquals(8, BlockSize.partRows(BlockMassIndex.Combination.HEAD_MASS, 32, 8, 128, true), "clustered rows only");
+        assertEquals(1, BlockSize.scoredParts(16384, 2, c, 32, 8, 128, false));
+        assertEquals(2, BlockSize.scoredParts(16384, 2, c, 32, 8, 128, true));
+        assertEquals(1, BlockSize.scoredParts(131072, 16, c, 32, 8, 128, false));
+        assertEquals(2, BlockSize.scoredParts(131072, 16, c, 32, 8, 128, true));
+        assertEquals(1, BlockSize.scoredParts(131072, 16, c, 24, 8, 64, false));
+        assertEquals(2, BlockSize.scoredParts(131072, 16, c, 24, 8, 64, true));
+    }
+
     @Test
     void runsHoldWholePagesOfAtLeastSixteenKibibytes() {
         assertEquals(4, BlockSize.run(1, 4096));   // 4 KiB entries: 4 one-token pages a device
