@@ -238,13 +238,14 @@ public final class BlockMassStrategy implements SelectionStrategy {
      * costs at most the page's reads, so the choice is finer at no more reads.
      * Any other layout keeps {@link #blockTokens}.
      */
-    private int blockTokens(LayerContext context, int laidOut, LayoutUnits units) {
+    private int blockTokens(LayerContext context, int laidOut, LayoutUnits units, boolean halfRows) {
         if (!adaptive) {
             return blockTokens;
         }
         KvShape shape = context.shape();
         long slice = sliceBytes(context);
-        long cost = BlockSize.sweepCost(shape, combination);
+        long cost = QueryRows.sweepCost(BlockSize.partRows(combination, shape.queryHeads(), shape.kvHeads(),
+                shape.headDim(), halfRows), shape.headDim());
         int bt = BlockSize.adaptive(laidOut, slice, BlockSize.READ_ALIGNMENT, blockTokens, cost);
         int page = units == null ? bt : BlockSize.pages(units, laidOut);
         if (page < 1) {
@@ -273,23 +274,38 @@ public final class BlockMassStrategy implements SelectionStrategy {
         // the default ranks one shared set, which reads every head group of a token, instead of failing.
         int kvHeads = context.shape().kvHeads();
         boolean heads = perHead || auto && context.headGroups() > 1 && kvHeads <= Long.SIZE;
-        int bt = blockTokens(context, laidOut, units);
+        int bt = blockTokens(context, laidOut, units, false);
         BlockMassIndex index = new BlockMassIndex(context.keys(), laidOut, context.shape().queryHeads(), bt, scoring,
                 combination, pruneLogit, auto);
         LayerSelector selector = selector(context, units, laidOut, index, heads);
         float[] query = calibrate ? context.openingQuery() : null;
-        KvShape shape = context.shape();
-        if (query == null || BlockSize.scoredParts(laidOut, bt, combination, shape.queryHeads(), shape.kvHeads(),
-                shape.headDim(), true) == bt / index.scoredTokens()) {
-            return selector; // no opening query, or no room for more parts even with half the rows
+        if (query == null) {
+            return selector;
         }
-        BlockMassIndex parts = new BlockMassIndex(context.keys(), laidOut, shape.queryHeads(), bt, scoring,
-                combination, pruneLogit, auto, true);
-        LayerSelector other = selector(context, units, laidOut, parts, heads);
-        boolean useParts = SweepCalibration.prefersParts(context.keys(), laidOut, context.shape(),
-                heads ? context.headGroups() : 1, context.layer(), query, selector, other);
-        (useParts ? selector : other).close();
-        return useParts ? other : selector;
+        // The sweep's other uses with half the rows: the same blocks scored in more parts, or finer blocks.
+        KvShape shape = context.shape();
+        java.util.List<LayerSelector> candidates = new java.util.ArrayList<>(List.of(selector));
+        if (BlockSize.scoredParts(laidOut, bt, combination, shape.queryHeads(), shape.kvHeads(), shape.headDim(), true)
+                != bt / index.scoredTokens()) {
+            candidates.add(selector(context, units, laidOut, new BlockMassIndex(context.keys(), laidOut,
+                    shape.queryHeads(), bt, scoring, combination, pruneLogit, auto, true), heads));
+        }
+        int fine = blockTokens(context, laidOut, units, true);
+        if (fine < bt) {
+            candidates.add(selector(context, units, laidOut, new BlockMassIndex(context.keys(), laidOut,
+                    shape.queryHeads(), fine, scoring, combination, pruneLogit, auto, true), heads));
+        }
+        if (candidates.size() == 1) {
+            return selector; // no room for either even with half the rows
+        }
+        int chosen = SweepCalibration.choose(context.keys(), laidOut, shape, heads ? context.headGroups() : 1,
+                context.layer(), query, candidates);
+        for (int i = 0; i < candidates.size(); i++) {
+            if (i != chosen) {
+                candidates.get(i).close();
+            }
+        }
+        return candidates.get(chosen);
     }
 
     /** The selector over {@code index}: per head group where {@code heads}, else one shared set. */

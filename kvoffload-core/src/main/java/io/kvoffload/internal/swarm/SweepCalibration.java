@@ -8,14 +8,15 @@ import io.kvoffload.strategy.LayerKv;
 import io.kvoffload.strategy.LayerSelector;
 
 /**
- * A layer's choice between two ways to spend the same sweep, made on the query of the step that opens
- * it: more query rows over whole blocks, or blocks scored in parts with half the rows ({@link
- * BlockMassIndex}'s {@code partsFirst}). Which one ranks closer to the oracle depends on the layer's
- * attention: rows where a KV head's query heads attend apart (retrieval heads), parts where what a head
- * attends comes in runs shorter than a block. Keys alone do not tell, a query does: each selector
- * chooses for the opening query at a 10% budget, and the exact attention over the layer's keys says
- * how much of each query head's mass each choice holds. The parts' index is twice the rows' (a summary
- * per part), so it must hold at least {@link #MIN_GAIN} more of the mass to be kept.
+ * A layer's choice between ways to spend the same sweep, made on the query of the step that opens it:
+ * more query rows over the default's blocks, or, with half the rows ({@link BlockSize#partRows}), the
+ * same blocks scored in more parts or finer blocks. Which ranks closer to the oracle depends on the
+ * layer's attention: rows where a KV head's query heads attend apart (retrieval heads), parts or finer
+ * blocks where what a head attends comes in runs shorter than a block. Keys alone do not tell, a query
+ * does: each selector chooses for the opening query at a 10% budget, and the exact attention over the
+ * layer's keys says how much of each query head's mass each choice holds. The others' indexes are
+ * twice the default's (a summary per part or finer block), so one must hold at least {@link #MIN_GAIN}
+ * more of the mass to be kept.
  *
  * <p>On issue #16's cells at 128K tokens the choice is the better of the two on every one measured
  * (docs/benchmarks.md, "Rows or parts, chosen on the opening query"). It costs one exact attention over
@@ -24,25 +25,34 @@ import io.kvoffload.strategy.LayerSelector;
 final class SweepCalibration {
     private SweepCalibration() {}
 
-    /** Attention mass (a mean over query heads, 0..1) the parts must add to be worth their doubled index. */
+    /** Attention mass (a mean over query heads, 0..1) another candidate must add to be worth its larger index. */
     static final double MIN_GAIN = 0.01;
 
     /** Tokens whose keys one pass reads (per KV head), so that a long layer is never held whole as floats. */
     private static final int RANGE = 4096;
 
     /**
-     * Whether {@code parts} should serve the layer instead of {@code rows}: each plans a step for {@code
-     * query} at a 10% budget ({@code headGroups} as the layout stores them), and {@code parts} holds at
-     * least {@link #MIN_GAIN} more of the exact attention mass, averaged over the query heads.
+     * The candidate that should serve the layer: each plans a step for {@code query} at a 10% budget
+     * ({@code headGroups} as the layout stores them) and the one whose tokens hold the most of the exact
+     * attention mass, averaged over the query heads, is chosen; the first (the default's index) unless
+     * another holds at least {@link #MIN_GAIN} more, since every other has the larger index.
      */
-    static boolean prefersParts(LayerKv kv, int tokens, KvShape shape, int headGroups, int layer, float[] query,
-            LayerSelector rows, LayerSelector parts) {
+    static int choose(LayerKv kv, int tokens, KvShape shape, int headGroups, int layer, float[] query,
+            java.util.List<LayerSelector> candidates) {
         Checks.queryRows(query, shape.queryHeads(), shape.headDim());
-        FetchPlan a = plan(shape, headGroups, layer, tokens), b = plan(shape, headGroups, layer, tokens);
-        rows.select(query, a);
-        parts.select(query, b);
-        double[] mass = masses(kv, tokens, shape, query, a, b);
-        return mass[1] >= mass[0] + MIN_GAIN;
+        FetchPlan[] plans = new FetchPlan[candidates.size()];
+        for (int i = 0; i < plans.length; i++) {
+            plans[i] = plan(shape, headGroups, layer, tokens);
+            candidates.get(i).select(query, plans[i]);
+        }
+        double[] mass = masses(kv, tokens, shape, query, plans);
+        int best = 0;
+        for (int i = 1; i < plans.length; i++) {
+            if (mass[i] >= mass[0] + MIN_GAIN && mass[i] > mass[best]) {
+                best = i;
+            }
+        }
+        return best;
     }
 
     private static FetchPlan plan(KvShape shape, int headGroups, int layer, int tokens) {

@@ -1,7 +1,6 @@
 package io.kvoffload.internal.swarm;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
-import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -16,6 +15,7 @@ import io.kvoffload.strategy.SelectionStrategy;
 import io.kvoffload.strategy.Strategies;
 import io.kvoffload.workload.Workload;
 import io.kvoffload.workload.WorkloadFamily;
+import java.util.List;
 import java.util.SplittableRandom;
 import net.jqwik.api.ForAll;
 import net.jqwik.api.Property;
@@ -24,9 +24,9 @@ import org.junit.jupiter.api.Test;
 
 /**
  * {@link SweepCalibration} and {@code mass-auto-cal}: the masses are the exact attention each plan holds,
- * and a layer opened with a query serves the plan of the two configurations that holds more of it (the
- * parts' only by at least {@link SweepCalibration#MIN_GAIN}), while one opened without a query is {@code
- * mass-auto}.
+ * and a layer opened with a query serves the plan of the configuration that holds most of it (another
+ * than the default's only by at least {@link SweepCalibration#MIN_GAIN}), while one opened without a
+ * query is {@code mass-auto}.
  */
 class SweepCalibrationTest {
     static final int SINKS = 4, WINDOW = 256;
@@ -82,13 +82,13 @@ class SweepCalibrationTest {
     }
 
     /**
-     * The rule on real plans: a selector that holds more of the opening query's attention (the default
-     * against InfLLM's representative tokens) replaces the other when it is offered as the parts, never
-     * the other way round, and an equal one is not worth a doubled index. Llama-3-8B's layer at 16K
+     * The rule on real plans: a candidate that holds more of the opening query's attention (the default
+     * against InfLLM's representative tokens) replaces the first, never the other way round, and an
+     * equal one is not worth a larger index. Llama-3-8B's layer at 16K
      * tokens, per head group.
      */
     @Test
-    void thePartsServeOnlyWhenTheyHoldMoreOfTheOpeningQuerysAttention() {
+    void anotherCandidateServesOnlyWhenItHoldsMoreOfTheOpeningQuerysAttention() {
         Layer layer = Layer.of("retrieval-heads", 24301);
         DenseLayerKv kv = layer.kv();
         float[] query = layer.workload().query(0, 256);
@@ -97,9 +97,10 @@ class SweepCalibrationTest {
             FetchPlan a = select(auto, LLAMA, TOKENS, query), b = select(weak, LLAMA, TOKENS, query);
             double[] mass = SweepCalibration.masses(kv, TOKENS, LLAMA, query, a, b);
             assertTrue(mass[0] >= mass[1] + SweepCalibration.MIN_GAIN, "the default holds more: " + mass[0] + " " + mass[1]);
-            assertTrue(SweepCalibration.prefersParts(kv, TOKENS, LLAMA, LLAMA.kvHeads(), 0, query, weak, auto));
-            assertFalse(SweepCalibration.prefersParts(kv, TOKENS, LLAMA, LLAMA.kvHeads(), 0, query, auto, weak));
-            assertFalse(SweepCalibration.prefersParts(kv, TOKENS, LLAMA, LLAMA.kvHeads(), 0, query, auto, auto));
+            assertEquals(1, SweepCalibration.choose(kv, TOKENS, LLAMA, LLAMA.kvHeads(), 0, query, List.of(weak, auto)));
+            assertEquals(0, SweepCalibration.choose(kv, TOKENS, LLAMA, LLAMA.kvHeads(), 0, query, List.of(auto, weak)));
+            assertEquals(0, SweepCalibration.choose(kv, TOKENS, LLAMA, LLAMA.kvHeads(), 0, query, List.of(auto, auto)));
+            assertEquals(2, SweepCalibration.choose(kv, TOKENS, LLAMA, LLAMA.kvHeads(), 0, query, List.of(weak, weak, auto)));
         }
     }
 
