@@ -78,6 +78,9 @@ public final class IoStrategies {
             new Strategy("mass-auto", Layout.OWN, "mass-auto", "The library's default: cmass-mix, or"
                     + " head-cmass-mix where the layout stores KV-head groups apart (--placement head-sharded);"
                     + " blocks and pages sized per layer (the finest that fill a read, at most 8,192 a layer)"),
+            new Strategy("mass-auto-cal", Layout.OWN, "mass-auto-cal", "mass-auto, each layer choosing on its"
+                    + " opening query among more query rows, blocks scored in parts and finer blocks (the one whose"
+                    + " tokens hold the most of that query's exact attention)"),
             new Strategy("mass-auto-16", Layout.POSITIONAL, "mass-auto-16", "mass-auto with 16-token blocks and pages"
                     + " at every length (the default before blocks followed the layer's length)"),
             new Strategy("mass-auto-8", Layout.OWN, "mass-auto-8", "mass-auto over 8-token blocks and pages:"
