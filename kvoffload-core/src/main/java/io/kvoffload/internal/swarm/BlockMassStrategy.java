@@ -11,6 +11,7 @@ import io.kvoffload.strategy.FetchPlan;
 import io.kvoffload.strategy.LayerContext;
 import io.kvoffload.strategy.LayerSelector;
 import io.kvoffload.strategy.SelectionStrategy;
+import java.util.ArrayList;
 import java.util.List;
 
 /**
@@ -244,8 +245,7 @@ public final class BlockMassStrategy implements SelectionStrategy {
         }
         KvShape shape = context.shape();
         long slice = sliceBytes(context);
-        long cost = QueryRows.sweepCost(BlockSize.partRows(combination, shape.queryHeads(), shape.kvHeads(),
-                shape.headDim(), halfRows), shape.headDim());
+        long cost = BlockSize.sweepCost(shape, combination, halfRows);
         int bt = BlockSize.adaptive(laidOut, slice, BlockSize.READ_ALIGNMENT, blockTokens, cost);
         int page = units == null ? bt : BlockSize.pages(units, laidOut);
         if (page < 1) {
@@ -284,7 +284,7 @@ public final class BlockMassStrategy implements SelectionStrategy {
         }
         // The sweep's other uses with half the rows: the same blocks scored in more parts, or finer blocks.
         KvShape shape = context.shape();
-        java.util.List<LayerSelector> candidates = new java.util.ArrayList<>(List.of(selector));
+        List<LayerSelector> candidates = new ArrayList<>(List.of(selector));
         if (BlockSize.scoredParts(laidOut, bt, combination, shape.queryHeads(), shape.kvHeads(), shape.headDim(), true)
                 != bt / index.scoredTokens()) {
             candidates.add(selector(context, units, laidOut, new BlockMassIndex(context.keys(), laidOut,

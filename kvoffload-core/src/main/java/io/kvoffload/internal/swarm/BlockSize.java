@@ -120,8 +120,13 @@ final class BlockSize {
      * take what room the blocks leave ({@link QueryRows#countFor}).
      */
     static long sweepCost(KvShape shape, BlockMassIndex.Combination combination) {
+        return sweepCost(shape, combination, false);
+    }
+
+    /** {@link #sweepCost(KvShape, BlockMassIndex.Combination)}, or with {@code halfRows} at {@link #partRows}' half. */
+    static long sweepCost(KvShape shape, BlockMassIndex.Combination combination, boolean halfRows) {
         int d = shape.headDim();
-        return QueryRows.sweepCost(QueryRows.fewestRows(combination, shape.queryHeads(), shape.kvHeads(), d), d);
+        return QueryRows.sweepCost(partRows(combination, shape.queryHeads(), shape.kvHeads(), d, halfRows), d);
     }
 
     /**

@@ -55,7 +55,7 @@ class SweepCalibrationTest {
             for (int i = 0; i < head.length; i++) {
                 head[i] = (float) r.nextGaussian();
             }
-            int late = tokens - 1 - r.nextInt(Math.min(tokens, 100)); // a high logit late: the online maximum rises
+            int late = tokens - 1 - r.nextInt(Math.min(tokens, 100)); // a high logit late in the layer
             java.util.Arrays.fill(head, late * d, late * d + d, 3f);
         }
         LayerKv kv = new DenseLayerKv(tokens, d, k, k);
@@ -74,7 +74,7 @@ class SweepCalibrationTest {
                 }
             }
         }
-        double[] got = SweepCalibration.masses(kv, tokens, shape, query, plans);
+        double[] got = SweepCalibration.masses(kv, shape, query, plans);
         for (int p = 0; p < 2; p++) {
             double want = naiveMass(k, tokens, shape, query, plans[p]);
             assertEquals(want, got[p], 1e-5 * Math.max(want, 1e-3), "plan " + p); // float logits against double
@@ -95,7 +95,7 @@ class SweepCalibrationTest {
         try (LayerSelector auto = Strategies.named("mass-auto").openLayer(context(LLAMA, kv, null));
                 LayerSelector weak = Strategies.named("infllm").openLayer(context(LLAMA, kv, null))) {
             FetchPlan a = select(auto, LLAMA, TOKENS, query), b = select(weak, LLAMA, TOKENS, query);
-            double[] mass = SweepCalibration.masses(kv, TOKENS, LLAMA, query, a, b);
+            double[] mass = SweepCalibration.masses(kv, LLAMA, query, a, b);
             assertTrue(mass[0] >= mass[1] + SweepCalibration.MIN_GAIN, "the default holds more: " + mass[0] + " " + mass[1]);
             assertEquals(1, SweepCalibration.choose(kv, TOKENS, LLAMA, LLAMA.kvHeads(), 0, query, List.of(weak, auto)));
             assertEquals(0, SweepCalibration.choose(kv, TOKENS, LLAMA, LLAMA.kvHeads(), 0, query, List.of(auto, weak)));
@@ -124,7 +124,7 @@ class SweepCalibrationTest {
             assertTrue(parts.queryRowCount() < rows.queryRowCount(), parts.queryRowCount() + " rows");
             FetchPlan auto = plan(Strategies.named("mass-auto"), LLAMA, kv, null, query);
             FetchPlan cal = plan(Strategies.named("mass-auto-cal"), LLAMA, kv, query, query);
-            double[] mass = SweepCalibration.masses(kv, TOKENS, LLAMA, query, auto, cal);
+            double[] mass = SweepCalibration.masses(kv, LLAMA, query, auto, cal);
             assertTrue(samePlan(auto, cal) || mass[1] >= mass[0] + SweepCalibration.MIN_GAIN,
                     family + ": " + mass[1] + " against " + mass[0]);
         }
