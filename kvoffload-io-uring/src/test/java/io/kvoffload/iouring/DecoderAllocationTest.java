@@ -37,6 +37,8 @@ import org.junit.jupiter.api.io.TempDir;
 class DecoderAllocationTest {
     static final KvShape SHAPE = new KvShape(2, 8, 2, 64, DType.BF16);
     static final int TOKENS = 4096;
+    /** The most one window may allocate in a deoptimisation's one-off ({@link #assertNoAllocation}). */
+    static final long ONE_OFF_BYTES = 8L << 10;
 
     @TempDir
     Path dir;
@@ -44,9 +46,7 @@ class DecoderAllocationTest {
     @Test
     void decodeStepsAllocateNothing() throws Exception {
         SyntheticWorkload w = new SyntheticWorkload(WorkloadSpec.builder(SHAPE, TOKENS).seed(5).build());
-        KvConfig cfg = TestEngines.config(TestEngines.deviceDirs(dir, 2), "io_uring").build();
-        try (KvEngine e = KvEngine.open(cfg)) {
-            TestEngines.storeClustered(e, "a", w, TOKENS, 100, 32);
+        try (KvEngine e = clusteredEngine(w)) {
             float[][][] queries = queries(w);
             try (KvSequence s = e.openSequence("a");
                     KvDecoder d = s.decoder(DecodeOptions.builder().strategy(Swarm.defaults()).build())) {
@@ -59,6 +59,18 @@ class DecoderAllocationTest {
         }
     }
 
+    /** An io_uring engine on two directories holding sequence "a": {@code w}'s layers, clustered by Swarm's offline phase. */
+    private KvEngine clusteredEngine(SyntheticWorkload w) throws Exception {
+        KvEngine e = KvEngine.open(TestEngines.config(TestEngines.deviceDirs(dir, 2), "io_uring").build());
+        try {
+            TestEngines.storeClustered(e, "a", w, TOKENS, 100, 32);
+            return e;
+        } catch (Exception | Error t) {
+            e.close();
+            throw t;
+        }
+    }
+
     /**
      * The elastic pool: after the hot-cluster caches shrink and grow again between steps (units given
      * back, chunks freed, units taken anew), decoding is allocation-free again once warm.
@@ -66,9 +78,7 @@ class DecoderAllocationTest {
     @Test
     void resizingTheCacheThenDecodingAllocatesNothing() throws Exception {
         SyntheticWorkload w = new SyntheticWorkload(WorkloadSpec.builder(SHAPE, TOKENS).seed(5).build());
-        KvConfig cfg = TestEngines.config(TestEngines.deviceDirs(dir, 2), "io_uring").build();
-        try (KvEngine e = KvEngine.open(cfg)) {
-            TestEngines.storeClustered(e, "a", w, TOKENS, 100, 32);
+        try (KvEngine e = clusteredEngine(w)) {
             float[][][] queries = queries(w);
             try (KvSequence s = e.openSequence("a");
                     KvDecoder d = s.decoder(DecodeOptions.builder().strategy(Swarm.defaults()).cacheBytes(1L << 20)
@@ -203,9 +213,12 @@ class DecoderAllocationTest {
     }
 
     /**
-     * Warms {@code d} up, then counts the thread's allocated bytes over five windows of 100 steps. A
-     * JIT recompilation can rematerialise a few eliminated objects once; one object per step would
-     * show in every window.
+     * Warms {@code d} up, then counts the thread's allocated bytes over five windows of 100 steps. An
+     * allocation on the path, even one object in a hundred steps, shows in every window, so at least
+     * three must allocate nothing. A JIT deoptimisation rematerialises the objects escape analysis
+     * had eliminated, once, in whichever window it falls: a few strings and buffers, 0.2–4 KiB in this
+     * test's runs (a type check or a branch first taken thousands of steps in). So up to two windows
+     * may hold such a one-off, each under {@link #ONE_OFF_BYTES}.
      */
     private static void assertNoAllocation(String what, KvDecoder d, float[][][] queries, int warmUp) {
         assertNoAllocation(what, (float[][] q) -> step(d, q), queries, warmUp);
@@ -228,7 +241,7 @@ class DecoderAllocationTest {
         }
         long zero = windows.stream().filter(b -> b == 0).count();
         assertTrue(zero >= 3, what + ": bytes allocated per window of " + rounds + " decode steps: " + windows);
-        assertTrue(windows.stream().allMatch(b -> b < 16L * rounds), what + ": bytes per window: " + windows);
+        assertTrue(windows.stream().allMatch(b -> b < ONE_OFF_BYTES), what + ": bytes per window: " + windows);
     }
 
     /** 16 steps' queries, per layer. */
