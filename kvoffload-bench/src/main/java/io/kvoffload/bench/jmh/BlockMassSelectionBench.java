@@ -4,6 +4,7 @@ import io.kvoffload.DType;
 import io.kvoffload.KvShape;
 import io.kvoffload.bench.compare.KeysContext;
 import io.kvoffload.bench.swarm.SelectionFixture;
+import io.kvoffload.strategy.DenseLayerKv;
 import io.kvoffload.strategy.FetchPlan;
 import io.kvoffload.strategy.LayerKv;
 import io.kvoffload.strategy.LayerSelector;
@@ -121,6 +122,48 @@ public class BlockMassSelectionBench {
         }
     }
 
+    /**
+     * One layer's keys in memory (a workload family's layer 0), opened again and again with its first
+     * decoding query: what a decoder's first prefetch of a layer costs before it selects (the index
+     * built, and for {@code mass-auto-cal} its three candidates and the query's exact attention).
+     */
+    @State(Scope.Thread)
+    public static class Opening {
+        @Param({"131072", "1048576"})
+        int tokens;
+
+        @Param({"mass-auto", "mass-auto-cal"})
+        String strategy;
+
+        @Param({"mixed-heads"})
+        String keys;
+
+        @Param({"8"})
+        int headGroups;
+
+        @Param({"32:8:128"})
+        String shape;
+
+        KvShape layerShape;
+        LayerKv layer;
+        float[] query;
+
+        @Setup
+        public void setup() {
+            layerShape = shape(shape);
+            Workload workload = WorkloadFamily.byName(keys).create(layerShape, tokens, SEED);
+            layer = DenseLayerKv.materialize(workload.layer(0), false); // generating keys is not opening
+            query = workload.query(0, 256);
+        }
+
+        long open() {
+            try (LayerSelector selector = Strategies.named(strategy).openLayer(new KeysContext(layerShape, 0, layer, SINKS,
+                    WINDOW, null, null, headGroups, query.clone()))) {
+                return selector.memoryBytes();
+            }
+        }
+    }
+
     @State(Scope.Thread)
     public static class Naive {
         @Param({"131072", "1048576"})
@@ -160,6 +203,13 @@ public class BlockMassSelectionBench {
     @Benchmark
     public int blockMass(Mass s) {
         return s.step();
+    }
+
+    /** Opening a layer ({@link Opening}), a whole index build an operation. */
+    @Benchmark
+    @BenchmarkMode(Mode.AverageTime)
+    public long openLayer(Opening s) {
+        return s.open();
     }
 
     @Benchmark

@@ -1,6 +1,7 @@
 package io.kvoffload.internal.swarm;
 
 import io.kvoffload.internal.util.Checks;
+import io.kvoffload.internal.util.KeyBounds;
 import io.kvoffload.internal.util.Softmax;
 import io.kvoffload.strategy.LayerKv;
 import io.kvoffload.strategy.LayoutUnits;
@@ -232,44 +233,78 @@ public final class BlockMassIndex {
         this.rowPairs = new RowPairs(queryRows.maxPerHead());
     }
 
+    /** Scored blocks {@link #summarise} reads and transposes at a time, at most: {@link #RANGE} tokens' keys. */
+    private static final int TILE = 64;
+
+    /**
+     * The summaries of every scored block, a tile of {@link #TILE} blocks at a time: one read of the
+     * tile's keys, each block's largest, smallest and summed elements block-major ({@link KeyBounds}),
+     * then written dimension-major as runs of the tile's blocks (one element per block and dimension
+     * written {@code scored} apart cost a cache miss each). Opening a layer took 3.4 × as long before
+     * (docs/benchmarks.md, "Opening a layer").
+     */
     private void summarise(LayerKv kv) {
-        int d = headDim;
-        float[] keys = new float[scoredTokens * d];
-        float[] hi = new float[d], lo = new float[d], sum = new float[d];
+        int d = headDim, st = scoredTokens, tile = Math.max(1, Math.min(TILE, RANGE / st));
+        float[] keys = new float[tile * st * d];
+        float[] hi = new float[tile * d], lo = new float[tile * d], sum = new float[tile * d];
+        float[] blockKeys = reps != null ? new float[st * d] : null;
+        boolean vector = KeyBounds.vectorised((long) kvHeads * scored);
         for (int h = 0; h < kvHeads; h++) {
-            for (int b = 0; b < scored; b++) {
-                int from = b * scoredTokens, n = Math.min(scoredTokens, tokens - from);
-                kv.keys(h, from, n, keys, 0);
-                java.util.Arrays.fill(hi, Float.NEGATIVE_INFINITY);
-                java.util.Arrays.fill(lo, Float.POSITIVE_INFINITY);
-                java.util.Arrays.fill(sum, 0f);
-                for (int t = 0; t < n; t++) {
-                    accumulate(keys, t * d, d, from + t, h, hi, lo, sum, 0);
+            for (int b0 = 0; b0 < scored; b0 += tile) {
+                int m = Math.min(tile, scored - b0), from = b0 * st, count = Math.min(m * st, tokens - from);
+                kv.keys(h, from, count, keys, 0);
+                for (int i = 0; i < m; i++) {
+                    int at = i * st * d, n = Math.min(st, count - i * st);
+                    KeyBounds.of(keys, at, d, n, hi, lo, sum, i * d, vector);
+                }
+                if (!finite(sum, m * d)) { // a non-finite key makes its block's sum so
+                    requireFinite(keys, count, d, from, h);
+                }
+                for (int i = 0; reps != null && i < m; i++) {
+                    int at = i * st * d, n = Math.min(st, count - i * st);
+                    System.arraycopy(keys, at, blockKeys, 0, n * d);
+                    reps.summarise(h, b0 + i, blockKeys, n);
                 }
                 for (int j = 0; j < d; j++) {
-                    stage(h, j * scored + b, hi[j], lo[j], sum[j] / n);
-                }
-                if (reps != null) {
-                    reps.summarise(h, b, keys, n);
+                    for (int i = 0; i < m; i++) {
+                        int n = Math.min(st, count - i * st);
+                        stage(h, j * scored + b0 + i, hi[i * d + j], lo[i * d + j], sum[i * d + j] / n);
+                    }
                 }
             }
         }
     }
 
+    /** Whether {@code x[0, n)} are all finite. */
+    private static boolean finite(float[] x, int n) {
+        boolean all = true;
+        for (int i = 0; i < n; i++) {
+            all &= Float.isFinite(x[i]);
+        }
+        return all;
+    }
+
     /**
-     * Adds key {@code keys[at, at + d)} (token {@code token}, KV head {@code h}) to the running largest,
-     * smallest and summed elements at {@code [o, o + d)}.
+     * Checks the keys {@code keys[0, count × d)} of tokens {@code first …} (KV head {@code h}).
      *
      * @throws IllegalArgumentException naming the token, head and dimension of a non-finite element
      */
-    private static void accumulate(float[] keys, int at, int d, int token, int h, float[] hi, float[] lo, float[] sum,
-            int o) {
+    private static void requireFinite(float[] keys, int count, int d, int first, int h) {
+        for (int i = 0, n = count * d; i < n; i++) {
+            if (!Float.isFinite(keys[i])) {
+                throw new IllegalArgumentException("key of token " + (first + i / d) + ", KV head " + h + ", dimension "
+                        + i % d + " = " + keys[i] + "; allowed: finite values");
+            }
+        }
+    }
+
+    /**
+     * Adds key {@code keys[at, at + d)} to the running largest, smallest and summed elements at {@code
+     * [o, o + d)} ({@link #requireFinite} has checked it).
+     */
+    private static void accumulate(float[] keys, int at, int d, float[] hi, float[] lo, float[] sum, int o) {
         for (int j = 0; j < d; j++) {
             float v = keys[at + j];
-            if (!Float.isFinite(v)) {
-                throw new IllegalArgumentException("key of token " + token + ", KV head " + h + ", dimension " + j
-                        + " = " + v + "; allowed: finite values");
-            }
             hi[o + j] = Math.max(hi[o + j], v);
             lo[o + j] = Math.min(lo[o + j], v);
             sum[o + j] += v;
@@ -333,10 +368,11 @@ public final class BlockMassIndex {
             for (int from = 0; from < tokens; from += RANGE) {
                 int m = Math.min(RANGE, tokens - from);
                 kv.keys(h, from, m, keys, 0);
+                requireFinite(keys, m, d, from, h);
                 for (int k = 0; k < m; k++) {
                     int t = from + k;
                     for (int x = start[t]; x < start[t + 1]; x++) {
-                        accumulate(keys, k * d, d, t, h, hi, lo, sum, unitOf[x] * d);
+                        accumulate(keys, k * d, d, hi, lo, sum, unitOf[x] * d);
                     }
                 }
             }

@@ -50,18 +50,27 @@ final class Int8Rows {
                 }
                 float scale = big > 0 ? big / 127f : 1f;
                 scales[h * dims + j] = scale;
+                switch (rounding) { // one loop each, so that the JIT vectorises it
+                    case UP -> {
+                        for (int b = 0; b < blocks; b++) {
+                            out[from + b] = (byte) Math.max(-127, Math.min(127, Math.ceil(v[from + b] / scale)));
+                        }
+                    }
+                    case DOWN -> {
+                        for (int b = 0; b < blocks; b++) {
+                            out[from + b] = (byte) Math.max(-127, Math.min(127, Math.floor(v[from + b] / scale)));
+                        }
+                    }
+                    case NEAREST -> {
+                        for (int b = 0; b < blocks; b++) {
+                            out[from + b] = (byte) Math.max(-127, Math.min(127, Math.rint(v[from + b] / scale)));
+                        }
+                    }
+                }
                 int lo = 127, hi = -127;
                 for (int b = 0; b < blocks; b++) {
-                    float x = v[from + b] / scale;
-                    double r = switch (rounding) {
-                        case UP -> Math.ceil(x);
-                        case DOWN -> Math.floor(x);
-                        case NEAREST -> Math.rint(x);
-                    };
-                    byte q = (byte) Math.max(-127, Math.min(127, r));
-                    out[from + b] = q;
-                    lo = Math.min(lo, q);
-                    hi = Math.max(hi, q);
+                    lo = Math.min(lo, out[from + b]);
+                    hi = Math.max(hi, out[from + b]);
                 }
                 spreads[h * dims + j] = Math.max(0, hi - lo);
             }

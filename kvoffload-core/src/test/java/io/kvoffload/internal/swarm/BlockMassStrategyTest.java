@@ -502,4 +502,23 @@ class BlockMassStrategyTest {
                 () -> new BlockMassStrategy("x", Scoring.MIX, Combination.HEAD_MASS, 70000));
         assertTrue(e.getMessage().contains("blockTokens = 70000"), e.getMessage());
     }
+
+    /**
+     * A non-finite key is named wherever it lies, also in a layer long enough for the vectorised
+     * summaries (whose bounds do not check each element) and in the short last block.
+     */
+    @Test
+    void aNonFiniteKeyInALongLayerIsNamed() {
+        int tokens = 16 * 2048 + 5, d = 12; // 2 KV heads × 2,049 blocks: KeyBounds' vector path; 12 dims: its tail
+        for (int[] at : new int[][] {{0, 1, 0}, {1, 16 * 700 + 9, 11}, {1, tokens - 1, 8}, {0, 16 * 64, 3}}) {
+            for (float bad : new float[] {Float.NaN, Float.NEGATIVE_INFINITY}) {
+                DenseLayerKv kv = keys(tokens, 2, d, 3);
+                kv.keyArray(at[0])[at[1] * d + at[2]] = bad;
+                IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+                        () -> new BlockMassIndex(kv, tokens, 8, 16, Scoring.MIX, Combination.CLUSTERED_HEAD_MASS));
+                assertTrue(e.getMessage().contains("key of token " + at[1] + ", KV head " + at[0] + ", dimension " + at[2]
+                        + " = " + bad), e.getMessage());
+            }
+        }
+    }
 }
