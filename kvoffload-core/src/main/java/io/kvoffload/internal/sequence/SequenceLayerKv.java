@@ -26,6 +26,12 @@ public final class SequenceLayerKv implements LayerKv, AutoCloseable {
     private float[] cachedK;
     private float[] cachedV;
 
+    // The keys of the last range of tokens read (at most CHUNK), for the other heads' calls on the
+    // same range: an index summarises a range head by head, which would otherwise read it once a head.
+    private Arena rangeArena;
+    private MemorySegment rangeKeys;
+    private int rangeFrom = -1;
+    private int rangeCount;
     // Profiling scores every query against every key, head by head: reading the layer from the SSDs
     // each time costs queries × heads passes, so keys that fit are read once and kept here.
     private Arena keyArena;
@@ -108,6 +114,12 @@ public final class SequenceLayerKv implements LayerKv, AutoCloseable {
 
     @Override
     public void close() {
+        if (rangeArena != null) {
+            rangeArena.close();
+            rangeArena = null;
+            rangeKeys = null;
+            rangeFrom = -1;
+        }
         if (keyArena != null) {
             keyArena.close();
             keyArena = null;
@@ -140,6 +152,21 @@ public final class SequenceLayerKv implements LayerKv, AutoCloseable {
         }
     }
 
+    /** Reads the keys of tokens {@code [from, from + count)}, {@code count ≤ CHUNK}, into the range cache. */
+    private void readRange(int from, int count) {
+        if (rangeArena == null) {
+            rangeArena = Arena.ofShared(); // closed by close(), on whichever thread
+            rangeKeys = rangeArena.allocate((long) Math.min(CHUNK, Math.max(1, tokens)) * half, 64);
+        }
+        rangeFrom = -1; // a failed read leaves no stale range behind
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment v = arena.allocate((long) count * half, 8);
+            seq.read(layer, from, count, rangeKeys.asSlice(0, (long) count * half), v);
+        }
+        rangeFrom = from;
+        rangeCount = count;
+    }
+
     private void copyLocked(int kvHead, int fromToken, int count, float[] dst, int dstOffset, boolean values) {
         DType dtype = seq.shape().dtype();
         int d = headDim();
@@ -161,6 +188,16 @@ public final class SequenceLayerKv implements LayerKv, AutoCloseable {
             return;
         }
         long headOffset = (long) kvHead * d * dtype.bytes();
+        if (!values && count <= CHUNK) {
+            if (fromToken < rangeFrom || fromToken + count > rangeFrom + rangeCount) {
+                readRange(fromToken, Math.min(CHUNK, tokens - fromToken));
+            }
+            long at = (long) (fromToken - rangeFrom) * half + headOffset;
+            for (int t = 0; t < count; t++) {
+                ElementCodec.read(dtype, rangeKeys, at + (long) t * half, dst, dstOffset + t * d, d);
+            }
+            return;
+        }
         try (Arena arena = Arena.ofConfined()) {
             int chunk = Math.min(CHUNK, Math.max(1, count));
             MemorySegment k = arena.allocate((long) chunk * half, 8);

@@ -241,7 +241,8 @@ public final class BlockMassIndex {
      * tile's keys, each block's largest, smallest and summed elements block-major ({@link KeyBounds}),
      * then written dimension-major as runs of the tile's blocks (one element per block and dimension
      * written {@code scored} apart cost a cache miss each). Opening a layer took 3.4 × as long before
-     * (docs/benchmarks.md, "Opening a layer").
+     * (docs/benchmarks.md, "Opening a layer"). Tokens outer, heads inner: a stored layer's keys are read
+     * range by range, each range once for all heads ({@code SequenceLayerKv} keeps the last one).
      */
     private void summarise(LayerKv kv) {
         int d = headDim, st = scoredTokens, tile = Math.max(1, Math.min(TILE, RANGE / st));
@@ -249,8 +250,8 @@ public final class BlockMassIndex {
         float[] hi = new float[tile * d], lo = new float[tile * d], sum = new float[tile * d];
         float[] blockKeys = reps != null ? new float[st * d] : null;
         boolean vector = KeyBounds.vectorised((long) kvHeads * scored);
-        for (int h = 0; h < kvHeads; h++) {
-            for (int b0 = 0; b0 < scored; b0 += tile) {
+        for (int b0 = 0; b0 < scored; b0 += tile) { // a range of tokens for every head, then the next
+            for (int h = 0; h < kvHeads; h++) {
                 int m = Math.min(tile, scored - b0), from = b0 * st, count = Math.min(m * st, tokens - from);
                 kv.keys(h, from, count, keys, 0);
                 for (int i = 0; i < m; i++) {
