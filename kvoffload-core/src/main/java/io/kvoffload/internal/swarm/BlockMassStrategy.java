@@ -299,7 +299,7 @@ public final class BlockMassStrategy implements SelectionStrategy {
             return selector; // no room for either even with half the rows
         }
         int chosen = SweepCalibration.choose(context.keys(), laidOut, shape, heads ? context.headGroups() : 1,
-                context.layer(), query, candidates);
+                context.layer(), query, candidates, sliceBytes(context));
         for (int i = 0; i < candidates.size(); i++) {
             if (i != chosen) {
                 candidates.get(i).close();

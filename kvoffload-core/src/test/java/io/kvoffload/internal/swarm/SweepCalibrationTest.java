@@ -33,6 +33,8 @@ class SweepCalibrationTest {
     /** Llama-3-8B's layer at 16K tokens: per head group, its sweep has room for parts only with half the rows. */
     static final KvShape LLAMA = new KvShape(1, 32, 8, 128, DType.BF16);
     static final int TOKENS = 16384;
+    /** A token's slice of one device as a whole aligned read: every plan of the same rows opens as many reads. */
+    static final long WHOLE_READ = 4096;
 
     /** Layer 0 of {@code family}'s workload on {@link #LLAMA}, and its keys in memory. */
     private record Layer(Workload workload, DenseLayerKv kv) {
@@ -85,7 +87,7 @@ class SweepCalibrationTest {
      * The rule on real plans: a candidate that holds more of the opening query's attention (the default
      * against InfLLM's representative tokens) replaces the first, never the other way round, and an
      * equal one is not worth a larger index. Llama-3-8B's layer at 16K
-     * tokens, per head group.
+     * tokens, per head group, each token's slice a whole read (so reads do not decide).
      */
     @Test
     void anotherCandidateServesOnlyWhenItHoldsMoreOfTheOpeningQuerysAttention() {
@@ -97,11 +99,78 @@ class SweepCalibrationTest {
             FetchPlan a = select(auto, LLAMA, TOKENS, query), b = select(weak, LLAMA, TOKENS, query);
             double[] mass = SweepCalibration.masses(kv, LLAMA, query, a, b);
             assertTrue(mass[0] >= mass[1] + SweepCalibration.MIN_GAIN, "the default holds more: " + mass[0] + " " + mass[1]);
-            assertEquals(1, SweepCalibration.choose(kv, TOKENS, LLAMA, LLAMA.kvHeads(), 0, query, List.of(weak, auto)));
-            assertEquals(0, SweepCalibration.choose(kv, TOKENS, LLAMA, LLAMA.kvHeads(), 0, query, List.of(auto, weak)));
-            assertEquals(0, SweepCalibration.choose(kv, TOKENS, LLAMA, LLAMA.kvHeads(), 0, query, List.of(auto, auto)));
-            assertEquals(2, SweepCalibration.choose(kv, TOKENS, LLAMA, LLAMA.kvHeads(), 0, query, List.of(weak, weak, auto)));
+            assertEquals(1, SweepCalibration.choose(kv, TOKENS, LLAMA, LLAMA.kvHeads(), 0, query, List.of(weak, auto), WHOLE_READ));
+            assertEquals(0, SweepCalibration.choose(kv, TOKENS, LLAMA, LLAMA.kvHeads(), 0, query, List.of(auto, weak), WHOLE_READ));
+            assertEquals(0, SweepCalibration.choose(kv, TOKENS, LLAMA, LLAMA.kvHeads(), 0, query, List.of(auto, auto), WHOLE_READ));
+            assertEquals(2, SweepCalibration.choose(kv, TOKENS, LLAMA, LLAMA.kvHeads(), 0, query, List.of(weak, weak, auto), WHOLE_READ));
         }
+    }
+
+    /**
+     * A candidate that holds more of the opening query's attention but opens more aligned reads than the
+     * first's plan by over {@link SweepCalibration#MAX_EXTRA_READS} does not serve: one strong token in
+     * every 64, taken one by one (64 reads of 16 tokens each), against one run of 64 tokens (4 reads).
+     * Where each token is a whole read, the two open as many reads and the stronger serves.
+     */
+    @Test
+    void aCandidateThatOpensMoreReadsDoesNotServe() {
+        int tokens = 4096, d = 8;
+        KvShape shape = new KvShape(1, 1, 1, d, DType.F32);
+        float[] k = new float[tokens * d];
+        SplittableRandom r = new SplittableRandom(5);
+        for (int i = 0; i < k.length; i++) {
+            k[i] = (float) (r.nextGaussian() * 0.1);
+        }
+        for (int t = 0; t < tokens; t += 64) {
+            java.util.Arrays.fill(k, t * d, t * d + d, 1.5f); // what the query attends
+        }
+        LayerKv kv = new DenseLayerKv(tokens, d, new float[][] {k}, null);
+        float[] query = new float[d];
+        java.util.Arrays.fill(query, 1f);
+        LayerSelector run = (q, plan) -> plan.addRange(64, 128, FetchPlan.ALL_HEADS);
+        LayerSelector scattered = (q, plan) -> {
+            for (int t = 0; t < tokens; t += 64) {
+                plan.add(t, FetchPlan.ALL_HEADS);
+            }
+        };
+        FetchPlan a = SweepCalibrationTest.select(run, shape, tokens, query);
+        FetchPlan b = SweepCalibrationTest.select(scattered, shape, tokens, query);
+        double[] mass = SweepCalibration.masses(kv, shape, query, a, b);
+        assertTrue(mass[1] >= mass[0] + SweepCalibration.MIN_GAIN, "the scattered tokens hold more: " + mass[1] + " " + mass[0]);
+        assertEquals(4, SweepCalibration.reads(a, tokens, 1, 1, 256));
+        assertEquals(64, SweepCalibration.reads(b, tokens, 1, 1, 256));
+        assertEquals(0, SweepCalibration.choose(kv, tokens, shape, 1, 0, query, List.of(run, scattered), 256));
+        assertEquals(1, SweepCalibration.choose(kv, tokens, shape, 1, 0, query, List.of(run, scattered), WHOLE_READ));
+    }
+
+    /** {@link SweepCalibration#reads}: each (head group, aligned read) a plan touches, once, by the definition. */
+    @Property(tries = 60)
+    void readsCountEachGroupsAlignedReadOnce(@ForAll @IntRange(min = 1, max = 1500) int tokens,
+            @ForAll @IntRange(min = 0, max = 2) int groupsLog, @ForAll @IntRange(min = 50, max = 9000) int sliceBytes,
+            @ForAll long seed) {
+        SplittableRandom r = new SplittableRandom(seed);
+        int kvHeads = 4, groups = 1 << groupsLog, perGroup = kvHeads / groups;
+        long slice = sliceBytes; // on and off the 4 KiB alignment, a token over two reads or more
+        FetchPlan plan = new FetchPlan();
+        plan.heads(kvHeads, groups);
+        plan.begin(0, tokens, tokens);
+        java.util.Set<Long> want = new java.util.HashSet<>();
+        for (int t = 0; t < tokens; t++) {
+            if (r.nextInt(5) != 0) {
+                continue;
+            }
+            long mask = groups == 1 || r.nextBoolean() ? FetchPlan.ALL_HEADS
+                    : ((1L << perGroup) - 1) << (perGroup * r.nextInt(groups));
+            plan.add(t, mask);
+            for (int g = 0; g < groups; g++) {
+                if (mask == FetchPlan.ALL_HEADS || (mask >>> (g * perGroup) & 1L) != 0) {
+                    for (long b = t * slice; b < (t + 1) * slice; b++) { // every byte's 4 KiB read
+                        want.add(g * 1_000_000_000L + b / 4096);
+                    }
+                }
+            }
+        }
+        assertEquals(want.size(), SweepCalibration.reads(plan, tokens, kvHeads, groups, slice));
     }
 
     /**
