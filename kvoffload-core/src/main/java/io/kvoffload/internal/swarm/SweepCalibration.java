@@ -17,7 +17,8 @@ import io.kvoffload.strategy.LayerSelector;
  * does: each selector chooses for the opening query at a 10% budget, and the exact attention over the
  * layer's keys says how much of each query head's mass each choice holds. The others' indexes are
  * twice the default's (a summary per part or finer block), so one must hold at least {@link #MIN_GAIN}
- * more of the mass to be kept.
+ * more of the mass to be kept, and open no more reads than the default's plan (within {@link
+ * #MAX_EXTRA_READS}): it weighs attention at the default's bytes.
  *
  * <p>On issue #16's cells it changed 18 of 46 at 128K tokens and 8 of 66 at 16K–64K, each for the better
  * in recall and output error (docs/benchmarks.md, "Rows, parts or finer blocks, chosen on the opening
