@@ -53,7 +53,10 @@ public final class BlockMassStrategy implements SelectionStrategy {
     private final boolean adaptive;
     /**
      * Where the layer opens with a query ({@link LayerContext#openingQuery()}), choose between more query
-     * rows and blocks scored in parts on it ({@link SweepCalibration}): {@code mass-auto-cal}.
+     * rows, blocks scored in parts and finer blocks on it ({@link SweepCalibration}) on every layer: {@code
+     * mass-auto-cal}. The default ({@link #auto}, {@link #adaptive}) chooses so only on layers whose half
+     * rows still pair ({@link BlockSize#halfRowsPair}), where the other candidates cost a step about what
+     * its own index does.
      */
     private final boolean calibrate;
 
@@ -137,7 +140,9 @@ public final class BlockMassStrategy implements SelectionStrategy {
 
     /**
      * {@link #auto(String, int)}, with {@code adaptive} the block size chosen per layer
-     * ({@link BlockSize#adaptive}, at most {@code blockTokens}): the default, {@code mass-auto}.
+     * ({@link BlockSize#adaptive}, at most {@code blockTokens}), and where half the layer's rows still
+     * pair ({@link BlockSize#halfRowsPair}: many query heads a KV head, e.g. 32q/2kv × 128) the choice on its
+     * opening query that {@code calibrate} makes everywhere: the default, {@code mass-auto}.
      */
     public static BlockMassStrategy auto(String name, int blockTokens, boolean adaptive) {
         return auto(name, blockTokens, adaptive, false);
@@ -278,12 +283,15 @@ public final class BlockMassStrategy implements SelectionStrategy {
         BlockMassIndex index = new BlockMassIndex(context.keys(), laidOut, context.shape().queryHeads(), bt, scoring,
                 combination, pruneLogit, auto);
         LayerSelector selector = selector(context, units, laidOut, index, heads);
-        float[] query = calibrate ? context.openingQuery() : null;
+        // The default calibrates where half its rows still pair (about the same step); mass-auto-cal everywhere.
+        KvShape shape = context.shape();
+        boolean paired = auto && adaptive
+                && BlockSize.halfRowsPair(combination, shape.queryHeads(), shape.kvHeads(), shape.headDim());
+        float[] query = calibrate || paired ? context.openingQuery() : null;
         if (query == null) {
             return selector;
         }
         // The sweep's other uses with half the rows: the same blocks scored in more parts, or finer blocks.
-        KvShape shape = context.shape();
         List<LayerSelector> candidates = new ArrayList<>(List.of(selector));
         if (BlockSize.scoredParts(laidOut, bt, combination, shape.queryHeads(), shape.kvHeads(), shape.headDim(), true)
                 != bt / index.scoredTokens()) {

@@ -186,6 +186,18 @@ final class BlockSize {
                 ? Math.max(kvHeads, fewest / 2) : fewest;
     }
 
+    /**
+     * Whether half the fewest rows ({@link #partRows} with {@code partsFirst}) still leave two a KV head,
+     * so that a step's rows still share their conversions two by two ({@code SweepTerms#sweepPair}) and
+     * an index with half the rows costs what the sweep's budget says: with 16 query heads a KV head, not
+     * with Llama-3-8B's 4, where one row a KV head made a step up to 35% slower (docs/benchmarks.md,
+     * "Sixteen query heads on each of two KV heads").
+     */
+    static boolean halfRowsPair(BlockMassIndex.Combination combination, int queryHeads, int kvHeads, int headDim) {
+        return combination == BlockMassIndex.Combination.CLUSTERED_HEAD_MASS
+                && partRows(combination, queryHeads, kvHeads, headDim, true) >= 2 * kvHeads;
+    }
+
     /** The default's coarsest block, Swarm's 16 tokens: the reference layer's block from 128K tokens on. */
     static final int COARSEST = 16;
 

@@ -20,6 +20,9 @@ import io.kvoffload.strategy.LayerSelector;
  * more of the mass to be kept, and open no more reads than the default's plan (within {@link
  * #MAX_EXTRA_READS}): it weighs attention at the default's bytes.
  *
+ * <p>{@code mass-auto-cal} makes this choice on every layer, the default {@code mass-auto} on layers whose
+ * half rows still pair ({@link BlockSize#halfRowsPair}).
+ *
  * <p>On issue #16's cells it changed 18 of 46 at 128K tokens and 8 of 66 at 16K–64K, each for the better
  * in recall and output error (docs/benchmarks.md, "Rows, parts or finer blocks, chosen on the opening
  * query"). It costs one exact attention over the layer and up to two more index builds when the layer
