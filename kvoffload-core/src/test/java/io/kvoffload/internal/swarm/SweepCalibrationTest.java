@@ -219,6 +219,40 @@ class SweepCalibrationTest {
         assertNotEquals(auto.name(), cal.name());
     }
 
+    /**
+     * The default makes the calibrated choice where half its rows still pair (16 query heads a KV head:
+     * it is {@code mass-auto-cal} there, step for step) and not on Llama-3-8B's layer (4 a KV head: the
+     * opening query changes nothing).
+     */
+    @Test
+    void theDefaultChoosesOnlyWhereHalfItsRowsPair() {
+        KvShape glm = new KvShape(1, 32, 2, 128, DType.BF16);
+        assertTrue(BlockSize.halfRowsPair(BlockMassIndex.Combination.CLUSTERED_HEAD_MASS, 32, 2, 128));
+        assertTrue(!BlockSize.halfRowsPair(BlockMassIndex.Combination.CLUSTERED_HEAD_MASS, 32, 8, 128));
+        assertTrue(!BlockSize.halfRowsPair(BlockMassIndex.Combination.HEAD_MASS, 32, 2, 128));
+        SelectionStrategy auto = Strategies.named("mass-auto"), cal = Strategies.named("mass-auto-cal");
+        Workload w = WorkloadFamily.byName("retrieval-heads").create(glm, TOKENS, 5150);
+        DenseLayerKv kv = DenseLayerKv.materialize(w.layer(0), false);
+        float[] opening = w.query(0, 256);
+        try (LayerSelector a = auto.openLayer(context(glm, kv, opening)); LayerSelector c = cal.openLayer(context(glm, kv, opening));
+                LayerSelector plain = auto.openLayer(context(glm, kv, null))) {
+            assertNotEquals(plain.memoryBytes(), a.memoryBytes(), "the opening query chose another index on this layer");
+            for (int step = 256; step < 259; step++) {
+                float[] q = w.query(0, step);
+                assertTrue(samePlan(select(a, glm, TOKENS, q), select(c, glm, TOKENS, q)), "32q/2kv, step " + step);
+            }
+        }
+        Layer llama = Layer.of("default", 7);
+        float[] first = llama.workload().query(0, 256);
+        try (LayerSelector with = auto.openLayer(context(LLAMA, llama.kv(), first));
+                LayerSelector without = auto.openLayer(context(LLAMA, llama.kv(), null))) {
+            for (int step = 256; step < 259; step++) {
+                float[] q = llama.workload().query(0, step);
+                assertTrue(samePlan(select(with, LLAMA, TOKENS, q), select(without, LLAMA, TOKENS, q)), "Llama, step " + step);
+            }
+        }
+    }
+
     private static FetchPlan plan(SelectionStrategy s, KvShape shape, LayerKv kv, float[] opening, float[] query) {
         try (LayerSelector sel = s.openLayer(context(shape, kv, opening))) {
             return select(sel, shape, kv.tokens(), query);
