@@ -168,13 +168,16 @@ public final class ExactAttention {
         int n = kv.tokens();
         float[] weights = new float[n];
         float[] output = withOutput ? new float[queryHeads * headDim] : null;
-        float[][] logits = new float[groupSize][n];
         int chunkTokens = Math.max(1, CHUNK_BYTES / (4 * headDim));
         float[] chunk = new float[chunkTokens * headDim];
+        // Every head's rows kept anyway and keys not in memory (a stored layer): all heads' logits range by
+        // range, so each range of keys is read once for all KV heads, not once a head.
+        float[][][] all = headRows != null && !(kv instanceof DenseLayerKv) ? allLogits(kv, query, chunk, chunkTokens) : null;
+        float[][] logits = all == null ? new float[groupSize][n] : null;
         float inv = 1f / queryHeads;
         for (int kvh = 0; kvh < kvHeads; kvh++) {
             int q0 = kvh * groupSize * headDim;
-            for (int from = 0; from < n; from += chunkTokens) {
+            for (int from = 0; all == null && from < n; from += chunkTokens) {
                 int count = Math.min(chunkTokens, n - from);
                 float[] src;
                 int base;
@@ -188,22 +191,37 @@ public final class ExactAttention {
                 }
                 logits(query, q0, src, base, count, logits, from);
             }
+            float[][] rows = all == null ? logits : all[kvh];
             for (int g = 0; g < groupSize; g++) {
-                float[] row = logits[g];
+                float[] row = rows[g];
                 float norm = Softmax.exponentiate(row, 0, n);
                 for (int t = 0; t < n; t++) {
                     row[t] *= norm;
                     weights[t] += row[t] * inv;
                 }
                 if (headRows != null) {
-                    headRows[kvh * groupSize + g] = row.clone();
+                    headRows[kvh * groupSize + g] = all == null ? row.clone() : row;
                 }
             }
             if (withOutput) {
-                accumulate(kv, kvh, logits, output, chunk, chunkTokens);
+                accumulate(kv, kvh, rows, output, chunk, chunkTokens);
             }
         }
         return new Result(weights, output);
+    }
+
+    /** Every query head's logits, per KV head and group member, taking the keys range by range for all KV heads. */
+    private float[][][] allLogits(LayerKv kv, float[] query, float[] chunk, int chunkTokens) {
+        int n = kv.tokens();
+        float[][][] all = new float[kvHeads][groupSize][n];
+        for (int from = 0; from < n; from += chunkTokens) {
+            int count = Math.min(chunkTokens, n - from);
+            for (int kvh = 0; kvh < kvHeads; kvh++) {
+                kv.keys(kvh, from, count, chunk, 0);
+                logits(query, kvh * groupSize * headDim, chunk, 0, count, all[kvh], from);
+            }
+        }
+        return all;
     }
 
     /**

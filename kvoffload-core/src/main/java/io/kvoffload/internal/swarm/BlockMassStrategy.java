@@ -149,8 +149,8 @@ public final class BlockMassStrategy implements SelectionStrategy {
     }
 
     /**
-     * {@link #auto(String, int, boolean)}, with {@code calibrate} each layer choosing on its opening query
-     * between more query rows and blocks scored in parts ({@link SweepCalibration}).
+     * {@link #auto(String, int, boolean)}, with {@code calibrate} every layer choosing on its opening query
+     * between more query rows, blocks scored in parts and finer blocks ({@link SweepCalibration}).
      */
     public static BlockMassStrategy auto(String name, int blockTokens, boolean adaptive, boolean calibrate) {
         return new BlockMassStrategy(name, Scoring.MIX, Combination.CLUSTERED_HEAD_MASS, blockTokens, AUTO_PRUNE_LOGIT,
@@ -359,6 +359,6 @@ public final class BlockMassStrategy implements SelectionStrategy {
         return "BlockMassStrategy{" + name + ", " + scoring + ", " + combination + ", " + blockTokens + ", prune "
                 + pruneLogit + (layoutUnits ? ", layout units" : "") + (perHead ? ", per head" : "")
                 + (auto ? ", per head where heads are stored apart" : "")
-                + (adaptive ? ", blocks sized per layer" : "") + (calibrate ? ", rows or parts by the opening query" : "") + "}";
+                + (adaptive ? ", blocks sized per layer" : "") + (calibrate ? ", rows, parts or finer blocks by the opening query" : "") + "}";
     }
 }

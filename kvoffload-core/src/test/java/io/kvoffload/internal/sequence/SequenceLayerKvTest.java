@@ -63,6 +63,32 @@ class SequenceLayerKvTest {
         }
     }
 
+    /**
+     * The exact attention of a query over a stored layer (what a calibrating strategy weighs its
+     * candidates by) reads the layer's keys once, not once a KV head, and gives the weights it gives
+     * over the same keys in memory, bit for bit.
+     */
+    @Test
+    void exactAttentionOverAStoredLayerReadsItOnce() {
+        SyntheticWorkload w = new SyntheticWorkload(WorkloadSpec.builder(SHAPE, TOKENS).seed(12).build());
+        try (KvEngine e = KvEngine.open(TestEngines.config(TestEngines.deviceDirs(dir, 2), "portable").build())) {
+            TestEngines.store(e, "s", w, TOKENS, (s, l) -> { });
+            float[] query = w.query(0, 3);
+            io.kvoffload.attention.ExactAttention exact = io.kvoffload.attention.ExactAttention.of(SHAPE);
+            try (KvSequence s = e.openSequence("s"); SequenceLayerKv kv = new SequenceLayerKv(s, 0, TOKENS)) {
+                long before = e.stats().totalBytesRead();
+                float[][] stored = exact.headWeights(kv, query);
+                long read = e.stats().totalBytesRead() - before;
+                long layer = (long) TOKENS * SHAPE.entryBytes();
+                assertTrue(read >= layer && read < layer * 3 / 2, read + " bytes read for a " + layer + "-byte layer");
+                float[][] inMemory = exact.headWeights(io.kvoffload.strategy.DenseLayerKv.materialize(kv, false), query);
+                for (int h = 0; h < stored.length; h++) {
+                    assertArrayEquals(inMemory[h], stored[h], "query head " + h);
+                }
+            }
+        }
+    }
+
     /** The floats as BF16 stores them (round to nearest even), as the layer's reads decode them. */
     private static float[] bf16(float[] x, int n) {
         float[] out = new float[n];
