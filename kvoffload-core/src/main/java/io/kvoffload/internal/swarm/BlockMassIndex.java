@@ -1,7 +1,6 @@
 package io.kvoffload.internal.swarm;
 
 import io.kvoffload.internal.util.Checks;
-import io.kvoffload.internal.util.KeyBounds;
 import io.kvoffload.internal.util.Softmax;
 import io.kvoffload.strategy.LayerKv;
 import io.kvoffload.strategy.LayoutUnits;
@@ -209,10 +208,12 @@ public final class BlockMassIndex {
             }
             logBlockTokens[b] = (float) Math.log(size);
         }
+        BlockSummaries summaries = new BlockSummaries(kvHeads, headDim, tokens, scored, scoredTokens, max, min, mean, mixHi,
+                mixLo, reps);
         if (units == null) {
-            summarise(kv);
+            summaries.blocks(kv);
         } else {
-            summariseUnits(kv, units);
+            summaries.units(kv, units);
         }
         for (Int8Rows r : new Int8Rows[] {max, min, mean, mixHi, mixLo == mixHi ? null : mixLo}) {
             if (r != null) {
@@ -231,159 +232,6 @@ public final class BlockMassIndex {
         this.terms = new SweepTerms(termSlots, pruneLogit);
         this.termCount = new int[queryRows.maxPerHead()];
         this.rowPairs = new RowPairs(queryRows.maxPerHead());
-    }
-
-    /** Scored blocks {@link #summarise} reads and transposes at a time, at most: {@link #RANGE} tokens' keys. */
-    private static final int TILE = 64;
-
-    /**
-     * The summaries of every scored block, a tile of {@link #TILE} blocks at a time: one read of the
-     * tile's keys, each block's largest, smallest and summed elements block-major ({@link KeyBounds}),
-     * then written dimension-major as runs of the tile's blocks (one element per block and dimension
-     * written {@code scored} apart cost a cache miss each). Opening a layer took 3.4 × as long before
-     * (docs/benchmarks.md, "Opening a layer"). Tokens outer, heads inner: a stored layer's keys are read
-     * range by range, each range once for all heads ({@code SequenceLayerKv} keeps the last one).
-     */
-    private void summarise(LayerKv kv) {
-        int d = headDim, st = scoredTokens, tile = Math.max(1, Math.min(TILE, RANGE / st));
-        float[] keys = new float[tile * st * d];
-        float[] hi = new float[tile * d], lo = new float[tile * d], sum = new float[tile * d];
-        float[] blockKeys = reps != null ? new float[st * d] : null;
-        boolean vector = KeyBounds.vectorised((long) kvHeads * scored);
-        for (int b0 = 0; b0 < scored; b0 += tile) { // a range of tokens for every head, then the next
-            for (int h = 0; h < kvHeads; h++) {
-                int m = Math.min(tile, scored - b0), from = b0 * st, count = Math.min(m * st, tokens - from);
-                kv.keys(h, from, count, keys, 0);
-                for (int i = 0; i < m; i++) {
-                    int at = i * st * d, n = Math.min(st, count - i * st);
-                    KeyBounds.of(keys, at, d, n, hi, lo, sum, i * d, vector);
-                }
-                if (!finite(sum, m * d)) { // a non-finite key makes its block's sum so
-                    requireFinite(keys, count, d, from, h);
-                }
-                for (int i = 0; reps != null && i < m; i++) {
-                    int at = i * st * d, n = Math.min(st, count - i * st);
-                    System.arraycopy(keys, at, blockKeys, 0, n * d);
-                    reps.summarise(h, b0 + i, blockKeys, n);
-                }
-                for (int j = 0; j < d; j++) {
-                    for (int i = 0; i < m; i++) {
-                        int n = Math.min(st, count - i * st);
-                        stage(h, j * scored + b0 + i, hi[i * d + j], lo[i * d + j], sum[i * d + j] / n);
-                    }
-                }
-            }
-        }
-    }
-
-    /** Whether {@code x[0, n)} are all finite. */
-    private static boolean finite(float[] x, int n) {
-        boolean all = true;
-        for (int i = 0; i < n; i++) {
-            all &= Float.isFinite(x[i]);
-        }
-        return all;
-    }
-
-    /**
-     * Checks the keys {@code keys[0, count × d)} of tokens {@code first …} (KV head {@code h}).
-     *
-     * @throws IllegalArgumentException naming the token, head and dimension of a non-finite element
-     */
-    private static void requireFinite(float[] keys, int count, int d, int first, int h) {
-        for (int i = 0, n = count * d; i < n; i++) {
-            if (!Float.isFinite(keys[i])) {
-                throw new IllegalArgumentException("key of token " + (first + i / d) + ", KV head " + h + ", dimension "
-                        + i % d + " = " + keys[i] + "; allowed: finite values");
-            }
-        }
-    }
-
-    /**
-     * Adds key {@code keys[at, at + d)} to the running largest, smallest and summed elements at {@code
-     * [o, o + d)} ({@link #requireFinite} has checked it).
-     */
-    private static void accumulate(float[] keys, int at, int d, float[] hi, float[] lo, float[] sum, int o) {
-        for (int j = 0; j < d; j++) {
-            float v = keys[at + j];
-            hi[o + j] = Math.max(hi[o + j], v);
-            lo[o + j] = Math.min(lo[o + j], v);
-            sum[o + j] += v;
-        }
-    }
-
-    /** Stages one (head, dimension, block) summary: its largest, smallest and mean key element. */
-    private void stage(int h, int at, float hi, float lo, float mu) {
-        if (max != null) {
-            max.set(h, at, hi);
-            min.set(h, at, lo);
-        }
-        if (mean != null) {
-            mean.set(h, at, mu);
-        }
-        if (mixHi != null) {
-            mixHi.set(h, at, 0.5f * (hi + mu));
-            if (mixLo != mixHi) {
-                mixLo.set(h, at, 0.5f * (lo + mu));
-            }
-        }
-    }
-
-    /** Tokens whose keys {@link #summariseUnits} reads at a time, per head. */
-    private static final int RANGE = 4096;
-
-    /**
-     * {@link #summarise} over layout units: the keys are read in token order, a range at a time (a
-     * layer too large for memory is read from the SSDs once per head, not once per unit), and each
-     * token updates every unit that holds it.
-     */
-    private void summariseUnits(LayerKv kv, LayoutUnits units) {
-        int d = headDim, n = blocks;
-        int[] start = new int[tokens + 1]; // token t's units at unitOf[start[t] .. start[t + 1])
-        for (int u = 0; u < n; u++) {
-            for (int i = 0, size = units.size(u); i < size; i++) {
-                int t = units.member(u, i);
-                if (t < 0 || t >= tokens) {
-                    throw new IllegalArgumentException("units.member(" + u + ", " + i + ") = " + t + "; allowed: 0.."
-                            + (tokens - 1));
-                }
-                start[t + 1]++;
-            }
-        }
-        for (int t = 0; t < tokens; t++) {
-            start[t + 1] += start[t];
-        }
-        int[] unitOf = new int[start[tokens]];
-        int[] fill = java.util.Arrays.copyOf(start, tokens);
-        for (int u = 0; u < n; u++) {
-            for (int i = 0, size = units.size(u); i < size; i++) {
-                unitOf[fill[units.member(u, i)]++] = u;
-            }
-        }
-        float[] hi = new float[n * d], lo = new float[n * d], sum = new float[n * d]; // unit-major
-        float[] keys = new float[RANGE * d];
-        for (int h = 0; h < kvHeads; h++) {
-            java.util.Arrays.fill(hi, Float.NEGATIVE_INFINITY);
-            java.util.Arrays.fill(lo, Float.POSITIVE_INFINITY);
-            java.util.Arrays.fill(sum, 0f);
-            for (int from = 0; from < tokens; from += RANGE) {
-                int m = Math.min(RANGE, tokens - from);
-                kv.keys(h, from, m, keys, 0);
-                requireFinite(keys, m, d, from, h);
-                for (int k = 0; k < m; k++) {
-                    int t = from + k;
-                    for (int x = start[t]; x < start[t + 1]; x++) {
-                        accumulate(keys, k * d, d, hi, lo, sum, unitOf[x] * d);
-                    }
-                }
-            }
-            for (int u = 0; u < n; u++) {
-                int size = units.size(u);
-                for (int j = 0; j < d; j++) {
-                    stage(h, j * n + u, hi[u * d + j], lo[u * d + j], sum[u * d + j] / size);
-                }
-            }
-        }
     }
 
     /**
