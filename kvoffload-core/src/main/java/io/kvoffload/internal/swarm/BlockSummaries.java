@@ -10,33 +10,10 @@ import io.kvoffload.strategy.LayoutUnits;
  * rows (its bound, mean or MIX rows, whichever it keeps) and its representatives, read from the keys
  * once when the index is built. Every key must be finite; the first that is not is named.
  */
-final class BlockSummaries {
-    private final int kvHeads;
-    private final int headDim;
-    private final int tokens;
-    private final int scored;       // scored blocks (or units) and their tokens each
-    private final int scoredTokens;
-    private final Int8Rows max;     // null where the index keeps no bound
-    private final Int8Rows min;
-    private final Int8Rows mean;    // null unless MEAN
-    private final Int8Rows mixHi;   // null unless MIX; mixLo may be mixHi itself (one-token parts)
-    private final Int8Rows mixLo;
-    private final BlockRepresentatives reps; // null unless REPS*
-
-    BlockSummaries(int kvHeads, int headDim, int tokens, int scored, int scoredTokens, Int8Rows max, Int8Rows min,
-            Int8Rows mean, Int8Rows mixHi, Int8Rows mixLo, BlockRepresentatives reps) {
-        this.kvHeads = kvHeads;
-        this.headDim = headDim;
-        this.tokens = tokens;
-        this.scored = scored;
-        this.scoredTokens = scoredTokens;
-        this.max = max;
-        this.min = min;
-        this.mean = mean;
-        this.mixHi = mixHi;
-        this.mixLo = mixLo;
-        this.reps = reps;
-    }
+record BlockSummaries(int kvHeads, int headDim, int tokens, int scored, int scoredTokens, Int8Rows max, Int8Rows min,
+        Int8Rows mean, Int8Rows mixHi, Int8Rows mixLo, BlockRepresentatives reps) {
+    // scored: the scored blocks (or units), of scoredTokens each; a row null where the index keeps none
+    // (bounds, MEAN, MIX), mixLo mixHi itself for one-token parts; reps null unless REPS*.
 
     /** Scored blocks {@link #blocks} reads and transposes at a time, at most: {@link #RANGE} tokens' keys. */
     private static final int TILE = 64;
