@@ -77,10 +77,16 @@ class StrategyPipelineTest {
         return new DenseLayerKv(TOKENS, d, kf, vf);
     }
 
-    /** What the strategy chooses on its own, given the same keys and budget, plus sinks and window. */
-    BitSet expectedRows(SelectionStrategy strategy, int layer, float[] query, double sparsity) {
-        return selectedRows(strategy.openLayer(new TestLayerContext(SHAPE, layer, dense(layer), SINKS, WINDOW)), layer, query,
-                sparsity);
+    /**
+     * The strategy's own selector of each layer, opened over the same keys: it sees the same queries in
+     * the same order as the decoder's (a selector may carry what it computed from one step to the next).
+     */
+    LayerSelector[] expectedSelectors(SelectionStrategy strategy) {
+        LayerSelector[] sel = new LayerSelector[SHAPE.layers()];
+        for (int l = 0; l < sel.length; l++) {
+            sel[l] = strategy.openLayer(new TestLayerContext(SHAPE, l, dense(l), SINKS, WINDOW));
+        }
+        return sel;
     }
 
     @ParameterizedTest
@@ -114,6 +120,7 @@ class StrategyPipelineTest {
             TestEngines.storeLaidOut(e, id, w, TOKENS, strategy);
             DecodeOptions o = DecodeOptions.builder().strategy(strategy).sparsity(sparsity).sinkTokens(SINKS)
                     .localWindow(WINDOW).build();
+            LayerSelector[] expected = expectedSelectors(strategy);
             try (KvSequence s = e.openSequence(id); KvDecoder d = s.decoder(o)) {
                 for (int step = 0; step < 3; step++) {
                     for (int l = 0; l < SHAPE.layers(); l++) {
@@ -123,7 +130,7 @@ class StrategyPipelineTest {
                                 assertEquals((int) Math.ceil(sparsity * TOKENS), v.tokenCount(), id + " layer " + l);
                             }
                             BitSet got = KvViews.assertBitExact(v, expectedBytes(l));
-                            assertEquals(expectedRows(strategy, l, q, sparsity), got, strategy.name() + " layer " + l
+                            assertEquals(selectedRows(expected[l], l, q, sparsity), got, strategy.name() + " layer " + l
                                     + " step " + step);
                         }
                     }
@@ -162,22 +169,25 @@ class StrategyPipelineTest {
             assertTrue(coActivation[0] > 0, "the workload co-activates some tokens");
             DecodeOptions o = DecodeOptions.builder().strategy(strategy).sparsity(sparsity).sinkTokens(SINKS)
                     .localWindow(WINDOW).build();
+            LayerSelector[] expected = new LayerSelector[SHAPE.layers()]; // over the same clusters, the same queries
+            for (int l = 0; l < SHAPE.layers(); l++) {
+                int[][] layerClusters = clusters[l];
+                LayoutUnits units = new LayoutUnits() {
+                    public int count() { return layerClusters.length; }
+                    public int size(int u) { return layerClusters[u].length; }
+                    public int member(int u, int i) { return layerClusters[u][i]; }
+                    public int coActivationUnits() { return 1; }
+                };
+                expected[l] = strategy.openLayer(new AdjustedLayerContext(new TestLayerContext(SHAPE, l, dense(l), SINKS,
+                        WINDOW), units, 1));
+            }
             try (KvSequence s = e.openSequence(name); KvDecoder d = s.decoder(o)) {
                 for (int step = 0; step < 3; step++) {
                     for (int l = 0; l < SHAPE.layers(); l++) {
                         float[] q = w.query(l, step);
-                        int[][] layerClusters = clusters[l];
-                        LayoutUnits units = new LayoutUnits() {
-                            public int count() { return layerClusters.length; }
-                            public int size(int u) { return layerClusters[u].length; }
-                            public int member(int u, int i) { return layerClusters[u][i]; }
-                            public int coActivationUnits() { return 1; }
-                        };
-                        LayerSelector sel = strategy.openLayer(new AdjustedLayerContext(new TestLayerContext(SHAPE, l, dense(l), SINKS,
-                                WINDOW), units, 1));
                         try (KvView view = d.prefetch(l, q).await()) {
                             BitSet got = KvViews.assertBitExact(view, expectedBytes(l));
-                            assertEquals(selectedRows(sel, l, q, sparsity), got, name + " layer " + l + " step " + step);
+                            assertEquals(selectedRows(expected[l], l, q, sparsity), got, name + " layer " + l + " step " + step);
                         }
                     }
                 }

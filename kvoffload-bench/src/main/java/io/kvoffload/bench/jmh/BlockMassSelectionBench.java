@@ -75,6 +75,16 @@ public class BlockMassSelectionBench {
         @Param({"32:8:128"})
         String shape;
 
+        /**
+         * Positions each decoding query is turned further than the one before (RoPE, Llama 3's θ =
+         * 500,000): 0 keeps the workload's queries, which all sit at the position after the context; 1
+         * turns them as a decoder's queries turn, one position a step, so that consecutive queries differ
+         * in their fast-turning dimensions as they do in a model (what {@code BlockMassIndex} carries from
+         * one step to the next depends on how alike consecutive queries are).
+         */
+        @Param({"0"})
+        int turn;
+
         LayerSelector selector;
         FetchPlan plan = new FetchPlan();
         float[][] queries;
@@ -93,6 +103,7 @@ public class BlockMassSelectionBench {
             for (int k = 0; k < queries.length; k++) {
                 if (workload != null) {
                     queries[k] = workload.query(0, 256 + k); // decoding steps, as select-eval scores them
+                    turn(queries[k], layerShape.headDim(), (long) turn * k);
                     continue;
                 }
                 queries[k] = new float[layerShape.queryHeads() * layerShape.headDim()];
@@ -184,6 +195,19 @@ public class BlockMassSelectionBench {
         @TearDown
         public void tearDown() {
             fixture.close();
+        }
+    }
+
+    /** Turns every head of {@code query} by {@code positions} in Llama's rotate-half RoPE (θ = 500,000). */
+    static void turn(float[] query, int headDim, long positions) {
+        int half = headDim / 2;
+        for (int at = 0; positions != 0 && at < query.length; at += headDim) {
+            for (int p = 0; p < half; p++) {
+                double a = positions * Math.pow(500_000, -2.0 * p / headDim), c = Math.cos(a), s = Math.sin(a);
+                float x = query[at + p], y = query[at + p + half];
+                query[at + p] = (float) (x * c - y * s);
+                query[at + p + half] = (float) (x * s + y * c);
+            }
         }
     }
 

@@ -49,6 +49,13 @@ import io.kvoffload.strategy.LayoutUnits;
  * the bound: no block's estimate moves against another's by more than that, and a step reads only
  * the rows it kept. {@link #score} allocates nothing.
  *
+ * <p><b>Carried logits.</b> With {@link Scoring#MIX} and a mass combination, each query row keeps its
+ * estimated logits from one step to the next ({@link CarriedLogits}) and a step sweeps only the change
+ * of each term's coefficient, pruned by the same bound; where a query moved so far that its changes
+ * would keep more terms than a fresh sweep, the row is swept fresh. Consecutive decoding queries are
+ * alike, so a step sweeps fewer terms at the same guarantee; the estimate then depends on the
+ * queries before it as well, within the bound.
+ *
  * <p><b>Parts.</b> Where the step's sweep budget has room with the fewest query rows (a short or
  * narrow layer), the default's index scores each block in parts ({@link BlockSize#scoredParts}): the
  * summaries, the sweep and the exponentials are per part, and a block's share is the sum of its parts'.
@@ -91,9 +98,11 @@ public final class BlockMassIndex {
     private final float[] logits;         // rows × scored: logits, then exp(logit − row max), then (parts) rows × blocks
     private final float[] norms;          // per row of logits: its maximum while swept, then its softmax normaliser
     private final float[] chunk;
-    private final int[] termCount;    // queued terms of each of a KV head's rows, at [row × 2 × headDim …]
+    private final int[] termCount;    // queued terms of each of a KV head's rows, at [row × termStride …]
     private final RowPairs rowPairs;  // a KV head's rows paired by the summary runs they share
-    private final SweepTerms terms;   // one KV head's queued sweep terms (two per dimension and row at most)
+    private final SweepTerms terms;   // one KV head's queued sweep terms, termStride slots a row
+    private final CarriedLogits carried; // MIX rows' logits carried between steps; null for the other scorings
+    private final int termStride;     // term slots per row: two per dimension, three when carried (CarriedLogits)
 
     /**
      * Summarises tokens {@code [0, tokens)} of {@code kv}.
@@ -228,8 +237,10 @@ public final class BlockMassIndex {
         this.logits = new float[rows * scored];
         this.norms = new float[rows];
         this.chunk = new float[CHUNK + Math.min(CHUNK, scored)]; // a pair of rows: the second from CHUNK
-        int termSlots = queryRows.maxPerHead() * 2 * headDim;
-        this.terms = new SweepTerms(termSlots, pruneLogit);
+        this.carried = mix && combination != Combination.SUM_LOGITS
+                ? new CarriedLogits(kvHeads, queryRows.maxPerHead(), headDim, scored) : null;
+        this.termStride = carried != null ? CarriedLogits.slotsPerRow(headDim) : 2 * headDim;
+        this.terms = new SweepTerms(queryRows.maxPerHead() * termStride, pruneLogit);
         this.termCount = new int[queryRows.maxPerHead()];
         this.rowPairs = new RowPairs(queryRows.maxPerHead());
     }
@@ -240,6 +251,11 @@ public final class BlockMassIndex {
      */
     public double sweptShare() {
         return terms.sweptShare();
+    }
+
+    /** Sweep terms swept over all steps so far, after pruning. */
+    long sweptTerms() {
+        return terms.swept();
     }
 
     public int blocks() { return blocks; }
@@ -254,11 +270,15 @@ public final class BlockMassIndex {
 
     /** DRAM the summaries hold (int8 and their scales), plus the per-step working arrays. */
     public long memoryBytes() {
-        long arrays = (max != null ? 2 : 0) + (mean != null ? 1 : 0) + (mixHi != null ? mixLo == mixHi ? 1 : 2 : 0);
-        return arrays * ((long) kvHeads * scored * headDim + 4L * kvHeads * headDim) + (reps != null ? reps.memoryBytes(kvHeads) : 0)
-                + 4L * (scored + logits.length + chunk.length + norms.length)
+        return summaryBytes() + 4L * (scored + logits.length + chunk.length + norms.length)
                 + 4L * termCount.length + rowPairs.memoryBytes()
-                + queryRows.memoryBytes() + terms.memoryBytes();
+                + queryRows.memoryBytes() + terms.memoryBytes() + (carried == null ? 0 : carried.memoryBytes());
+    }
+
+    /** DRAM the summaries alone hold: their int8 rows and scales. */
+    long summaryBytes() {
+        long arrays = (max != null ? 2 : 0) + (mean != null ? 1 : 0) + (mixHi != null ? mixLo == mixHi ? 1 : 2 : 0);
+        return arrays * ((long) kvHeads * scored * headDim + 4L * kvHeads * headDim) + (reps != null ? reps.memoryBytes(kvHeads) : 0);
     }
 
     /**
@@ -322,6 +342,9 @@ public final class BlockMassIndex {
         Checks.queryRows(query, queryHeads, headDim);
         queryRows.build(query);
         int rows = norms.length;
+        if (carried != null) {
+            carried.step();
+        }
         for (int h = 0; h < kvHeads; h++) {
             headLogits(h);
         }
@@ -338,8 +361,17 @@ public final class BlockMassIndex {
         if (scores != null) {
             java.util.Arrays.fill(scores, 0, blocks, 0f);
         }
-        for (int h = 0; h < rows; h++) { // the logits already hold ln(block tokens): the sweep starts from it
-            float norm = Softmax.exponentiateRanking(logits, h * scored, scored, norms[h]); // norms[h]: the row's max so far
+        for (int h = 0, kv = 0; h < rows; h++) { // the logits already hold ln(block tokens): the sweep starts from it
+            float norm;  // norms[h]: the row's max so far
+            if (carried != null) { // row h's logits stay where the next step carries them from
+                while (queryRows.rowStart(kv + 1) <= h) {
+                    kv++;
+                }
+                norm = Softmax.exponentiateRanking(carried.logits(), carried.offset(kv, h - queryRows.rowStart(kv)), logits,
+                        h * scored, scored, norms[h]);
+            } else {
+                norm = Softmax.exponentiateRanking(logits, h * scored, scored, norms[h]);
+            }
             norms[h] = norm;
             int base = h * blocks;
             if (scored != blocks) {
@@ -392,7 +424,11 @@ public final class BlockMassIndex {
         int d = headDim, r0 = queryRows.rowStart(h), here = queryRows.rowStart(h + 1) - r0;
         float[] headQuery = queryRows.rows();
         for (int k = 0; k < here; k++) {
-            int q0 = (r0 + k) * d, base = k * 2 * d, queued = base;
+            int q0 = (r0 + k) * d, base = k * termStride, queued = base;
+            if (carried != null) {
+                termCount[k] = carried.queue(terms, base, h, k, headQuery, q0, mixHi, mixLo);
+                continue;
+            }
             if (max != null) {
                 float w = scoring == Scoring.BOUND ? 1f : 0.5f;
                 for (int j = 0; j < d; j++) {
@@ -418,7 +454,7 @@ public final class BlockMassIndex {
         }
         // Rows two by two: the terms both rows of a pair sweep are converted once for the two (their
         // query heads' signs agree on a dimension, and neither pruned it). The representatives sweep apart.
-        rowPairs.pair(terms, termCount, here, 2 * d, reps == null);
+        rowPairs.pair(terms, termCount, here, termStride, reps == null);
         int pairs = rowPairs.pairs();
         float[] acc = chunk;
         for (int from = 0; from < scored; from += CHUNK) {
@@ -426,20 +462,20 @@ public final class BlockMassIndex {
             for (int i = 0; i < here; i++) {
                 boolean pair = i < 2 * pairs;
                 int k = rowPairs.row(i), shared = pair ? rowPairs.shared(i / 2) : 0;
-                startRow(acc, 0, from, n);
+                startRow(acc, 0, h, k, from, n);
                 if (pair) {
-                    startRow(acc, CHUNK, from, n);
-                    terms.sweepPair(acc, n, k * 2 * d, rowPairs.row(i + 1) * 2 * d, shared, from);
+                    startRow(acc, CHUNK, h, rowPairs.row(i + 1), from, n);
+                    terms.sweepPair(acc, n, k * termStride, rowPairs.row(i + 1) * termStride, shared, from);
                 }
-                terms.sweep(acc, 0, n, k * 2 * d + shared, termCount[k] - shared, from);
+                terms.sweep(acc, 0, n, k * termStride + shared, termCount[k] - shared, from);
                 if (reps != null) {
                     reps.addEstimate(acc, n, headQuery, (r0 + k) * d, h, from, scoring == Scoring.REPS ? 1f : 0.5f, logBlockTokens);
                 }
-                finishRow(acc, 0, r0 + k, from, n);
+                finishRow(acc, 0, h, k, r0 + k, from, n);
                 if (pair) {
                     int l = rowPairs.row(++i);
-                    terms.sweep(acc, CHUNK, n, l * 2 * d + shared, termCount[l] - shared, from);
-                    finishRow(acc, CHUNK, r0 + l, from, n);
+                    terms.sweep(acc, CHUNK, n, l * termStride + shared, termCount[l] - shared, from);
+                    finishRow(acc, CHUNK, h, l, r0 + l, from, n);
                 }
             }
         }
@@ -461,9 +497,14 @@ public final class BlockMassIndex {
         }
     }
 
-    /** A row's chunk of accumulators before its sweep: ln(block tokens) (a block's mass counts its tokens), or 0. */
-    private void startRow(float[] acc, int at, int from, int n) {
-        if (combination != Combination.SUM_LOGITS) {
+    /**
+     * Row {@code k} of KV head {@code h}: its chunk of accumulators before its sweep, ln(block tokens) (a
+     * block's mass counts its tokens) or its carried logits ({@link CarriedLogits}), or 0.
+     */
+    private void startRow(float[] acc, int at, int h, int k, int from, int n) {
+        if (carried != null) {
+            carried.start(acc, at, h, k, from, n, logBlockTokens);
+        } else if (combination != Combination.SUM_LOGITS) {
             System.arraycopy(logBlockTokens, from, acc, at, n);
         } else {
             java.util.Arrays.fill(acc, at, at + n, 0f);
@@ -471,10 +512,12 @@ public final class BlockMassIndex {
     }
 
     /**
-     * Writes row {@code r}'s swept chunk to its logits, and its maximum so far to its normaliser's slot,
-     * where it stays until scoreInto exponentiates the row.
+     * Writes row {@code r}'s swept chunk to its logits (with carried logits, to its slot there), and its
+     * maximum so far to its normaliser's slot, where it stays until scoreInto exponentiates the row.
      */
-    private void finishRow(float[] acc, int at, int r, int from, int n) {
-        norms[r] = Softmax.copyMax(acc, at, logits, r * scored + from, n, from == 0 ? Float.NEGATIVE_INFINITY : norms[r], scored);
+    private void finishRow(float[] acc, int at, int h, int k, int r, int from, int n) {
+        float[] dst = carried != null ? carried.logits() : logits;
+        int off = carried != null ? carried.offset(h, k) : r * scored;
+        norms[r] = Softmax.copyMax(acc, at, dst, off + from, n, from == 0 ? Float.NEGATIVE_INFINITY : norms[r], scored);
     }
 }

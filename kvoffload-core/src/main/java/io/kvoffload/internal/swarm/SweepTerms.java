@@ -58,6 +58,11 @@ final class SweepTerms {
         return termsQueued == 0 ? 1 : (double) termsSwept / termsQueued;
     }
 
+    /** Terms swept after pruning, over all steps. */
+    long swept() {
+        return termsSwept;
+    }
+
     /** Bytes the queue holds (its references counted as 8). */
     long memoryBytes() {
         return 44L * termCoef.length + 4L * BUCKETS;
@@ -79,10 +84,43 @@ final class SweepTerms {
      * common to all blocks cancels in the ranking and in each head's softmax.
      */
     int prune(int base, int count) {
-        termsQueued += count;
-        int kept = pruneLogit <= 0 || count == 0 ? count : dropSmallest(base, count);
-        termsSwept += kept;
+        int kept = keep(base, count);
+        record(count, kept);
         return kept;
+    }
+
+    /** {@link #prune} without counting the terms in {@link #sweptShare}. */
+    int keep(int base, int count) {
+        return pruneLogit <= 0 || count == 0 ? count : dropSmallest(base, count);
+    }
+
+    /** Counts a row's step in {@link #sweptShare}: {@code queued} terms a whole sweep has, {@code swept} swept. */
+    void record(int queued, int swept) {
+        termsQueued += queued;
+        termsSwept += swept;
+    }
+
+    /** Moves {@code count} queued terms from slot {@code from} to slot {@code to} (the ranges do not overlap). */
+    void move(int from, int to, int count) {
+        System.arraycopy(termCoef, from, termCoef, to, count);
+        System.arraycopy(termRow, from, termRow, to, count);
+        System.arraycopy(termOff, from, termOff, to, count);
+        System.arraycopy(termReach, from, termReach, to, count);
+    }
+
+    /** Term {@code t}'s coefficient. */
+    float coef(int t) {
+        return termCoef[t];
+    }
+
+    /** Term {@code t}'s summary row. */
+    byte[] row(int t) {
+        return termRow[t];
+    }
+
+    /** Term {@code t}'s offset in its row. */
+    int offset(int t) {
+        return termOff[t];
     }
 
     /** {@link #prune} of the {@code count} terms queued from {@code base}, kept ones moved to the front. */

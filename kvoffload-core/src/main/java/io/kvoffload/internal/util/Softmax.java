@@ -56,6 +56,17 @@ public final class Softmax {
     }
 
     /**
+     * {@link #exponentiateRanking(float[], int, int, float)} from {@code src[srcOff, srcOff + n)} into {@code
+     * dst[dstOff …]}, leaving {@code src} as it is (another array, or the same with the ranges apart).
+     */
+    public static float exponentiateRanking(float[] src, int srcOff, float[] dst, int dstOff, int n, float max) {
+        if (VECTORISED && n >= VECTOR_MIN) {
+            return VectorSoftmax.exponentiate(src, srcOff, dst, dstOff, n, max);
+        }
+        return exponentiate(src, srcOff, dst, dstOff, n, max);
+    }
+
+    /**
      * Copies {@code src[srcOff, srcOff + n)} to {@code dst[dstOff …]} and returns the larger of {@code
      * max} and the largest element copied ({@link Math#max}'s order: NaN wins), so that a row written in
      * chunks has its maximum for {@link #exponentiateRanking}. Vectorised where
@@ -99,10 +110,15 @@ public final class Softmax {
 
     /** {@link #exponentiate(float[], int, int)} given the row's maximum {@code max}. */
     static float exponentiate(float[] x, int off, int n, float max) {
+        return exponentiate(x, off, x, off, n, max);
+    }
+
+    /** The same from {@code src} into {@code dst}, element by element (also the vector path's tail). */
+    static float exponentiate(float[] src, int srcOff, float[] dst, int dstOff, int n, float max) {
         double sum = 0;
-        for (int i = off; i < off + n; i++) {
-            float e = (float) Math.exp(x[i] - max);
-            x[i] = e;
+        for (int i = 0; i < n; i++) {
+            float e = (float) Math.exp(src[srcOff + i] - max);
+            dst[dstOff + i] = e;
             sum += e;
         }
         return (float) (1.0 / sum);

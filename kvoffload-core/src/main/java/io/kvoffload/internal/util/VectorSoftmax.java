@@ -36,22 +36,27 @@ final class VectorSoftmax {
 
     /** {@link Softmax#exponentiateRanking}: {@code max} is the row's maximum. */
     static float exponentiate(float[] x, int off, int n, float max) {
-        int end = off + n, lanes = S.length(), bound = off + S.loopBound(n);
+        return exponentiate(x, off, x, off, n, max);
+    }
+
+    /** {@link Softmax#exponentiateRanking(float[], int, float[], int, int, float)}. */
+    static float exponentiate(float[] src, int srcOff, float[] dst, int dstOff, int n, float max) {
+        int lanes = S.length(), bound = S.loopBound(n);
         double total = 0;
-        int i = off;
+        int i = 0;
         while (i < bound) {
             FloatVector sum = FloatVector.zero(S);
             int stop = Math.min(bound, i + FLUSH * lanes);
             for (; i < stop; i += lanes) {
-                FloatVector e = FloatVector.fromArray(S, x, i).sub(max).lanewise(VectorOperators.EXP);
-                e.intoArray(x, i);
+                FloatVector e = FloatVector.fromArray(S, src, srcOff + i).sub(max).lanewise(VectorOperators.EXP);
+                e.intoArray(dst, dstOff + i);
                 sum = sum.add(e);
             }
             total += sum.reduceLanes(VectorOperators.ADD);
         }
-        for (; i < end; i++) {
-            float e = (float) Math.exp(x[i] - max);
-            x[i] = e;
+        for (; i < n; i++) {
+            float e = (float) Math.exp(src[srcOff + i] - max);
+            dst[dstOff + i] = e;
             total += e;
         }
         return (float) (1.0 / total);

@@ -122,13 +122,14 @@ class BlockMassStrategyTest {
         float[] q = query(qh, d, seed + 1);
         BlockMassIndex paired = new BlockMassIndex(kv, tokens, qh, bt, Scoring.MIX, Combination.QUERY_HEAD_MASS,
                 tenthsOfNats / 10f);
-        BlockMassIndex alone = new BlockMassIndex(kv, tokens, kvHeads, bt, Scoring.MIX, Combination.QUERY_HEAD_MASS,
-                tenthsOfNats / 10f);
         int blocks = paired.blocks();
         paired.score(q, new float[blocks]);
         float[] p = new float[qh * blocks], a = new float[kvHeads * blocks], one = new float[kvHeads * d];
         paired.headShares(p);
         for (int g = 0; g < group; g++) {
+            // A new index for each query: one that scored another query first would carry from it (CarriedLogits).
+            BlockMassIndex alone = new BlockMassIndex(kv, tokens, kvHeads, bt, Scoring.MIX, Combination.QUERY_HEAD_MASS,
+                    tenthsOfNats / 10f);
             for (int h = 0; h < kvHeads; h++) { // KV head h's g-th query head, alone on its KV head
                 System.arraycopy(q, (h * group + g) * d, one, h * d, d);
             }
@@ -241,7 +242,7 @@ class BlockMassStrategyTest {
         // A one-token block's MIX rows are its key: one int8 row, MEAN's, with MEAN's estimates.
         BlockMassIndex mean = new BlockMassIndex(kv, tokens, qh, 1, Scoring.MEAN, Combination.QUERY_HEAD_MASS,
                 tenthsOfNats / 10f);
-        assertEquals(mean.memoryBytes(), single.memoryBytes(), "one int8 row");
+        assertEquals(mean.summaryBytes(), single.summaryBytes(), "one int8 row");
         float[] ms = new float[qh * tokens];
         mean.score(q, new float[tokens]);
         mean.headShares(ms);
@@ -395,18 +396,25 @@ class BlockMassStrategyTest {
     /** The same with {@code plan} (its head groups set by the caller). */
     static void assertAllocationFreeAfterWarmUp(LayerSelector sel, int tokens, float[] q, FetchPlan plan) {
         plan.ensureCapacity(4096);
+        // Steps alternate between q and a query drifted from it, so that a selector that carries its
+        // estimates from step to step (CarriedLogits) sweeps changes, not only repeats or fresh rows.
+        float[][] queries = {q, q.clone()};
+        SplittableRandom r = new SplittableRandom(q.length);
+        for (int i = 0; i < q.length; i++) {
+            queries[1][i] += (float) (0.05 * r.nextGaussian());
+        }
         // The JIT compiles the step before it is measured (rows this short stay off the Vector API path,
         // whose code allocates until C2 has compiled it: Softmax.VECTOR_MIN).
         for (int i = 0; i < 6000; i++) {
             plan.begin(0, tokens, 400);
-            sel.select(q, plan);
+            sel.select(queries[i & 1], plan);
         }
         // The least over 100 windows: a JIT deoptimisation in one window does not count; a per-step object
         // would show in every window.
         long allocated = io.kvoffload.testing.Allocations.leastOverWindows(() -> {
             for (int i = 0; i < 50; i++) {
                 plan.begin(0, tokens, 400);
-                sel.select(q, plan);
+                sel.select(queries[i & 1], plan);
             }
         }, 100);
         assertEquals(0, allocated, "bytes allocated by 50 steps");

@@ -62,6 +62,35 @@ class SoftmaxProperties {
     }
 
     /**
+     * Exponentiating from one array into another gives, bit for bit, what exponentiating in place does,
+     * leaves the source as it was and writes only the destination's range.
+     */
+    @Property(tries = 200)
+    void rankingExponentialsIntoAnotherArrayEqualThoseInPlace(@ForAll @IntRange(min = 1, max = 3000) int n,
+            @ForAll @IntRange(min = 0, max = 17) int srcPad, @ForAll @IntRange(min = 0, max = 17) int dstPad,
+            @ForAll long seed) {
+        java.util.SplittableRandom r = new java.util.SplittableRandom(seed);
+        float[] src = new float[n + srcPad];
+        for (int i = 0; i < n; i++) {
+            src[srcPad + i] = (float) (r.nextGaussian() * 20);
+        }
+        float max = maxOf(src, srcPad, n);
+        float[] before = src.clone(), inPlace = src.clone(), dst = new float[n + 2 * dstPad];
+        java.util.Arrays.fill(dst, 7f);
+        float norm = Softmax.exponentiateRanking(inPlace, srcPad, n, max);
+        float into = Softmax.exponentiateRanking(src, srcPad, dst, dstPad, n, max);
+        assertEquals(Float.floatToRawIntBits(norm), Float.floatToRawIntBits(into));
+        assertArrayEquals(before, src, "the source is left as it was");
+        for (int i = 0; i < n; i++) {
+            assertEquals(Float.floatToRawIntBits(inPlace[srcPad + i]), Float.floatToRawIntBits(dst[dstPad + i]), "element " + i);
+        }
+        for (int i = 0; i < dstPad; i++) {
+            assertEquals(7f, dst[i]);
+            assertEquals(7f, dst[dst.length - 1 - i]);
+        }
+    }
+
+    /**
      * A row written in chunks through {@link Softmax#copyMax} is copied exactly and yields its maximum (NaN
      * wins, as with {@link Math#max}): the same bits the exponentials would find themselves, on the vector
      * path and the scalar one, so exponentiating with it gives their result.
