@@ -59,8 +59,9 @@ final class CarriedLogits {
         int d = dims, slot = (h * slotsPerHead + k) * 2 * d;
         boolean one = lo == hi;
         byte[] hiRow = hi.row(h), loRow = lo.row(h);
-        int f0 = at + 2 * d, queued = f0;
+        int f0 = at + 2 * d, queued = f0, changes = at;
         float freshReach = 0, changeReach = 0;
+        boolean carried = steps > 0;
         for (int j = 0, off = 0; j < d; j++, off += scored) {
             float q = query[q0 + j];
             boolean up = q >= 0 || one;
@@ -68,25 +69,20 @@ final class CarriedLogits {
             float c = q * side.scale(h, j), spread = side.spread(h, j);
             queued = terms.term(queued, c, side.row(h), off, spread);
             freshReach += Math.abs(c) * spread;
-            changeReach += Math.abs((up ? c : 0f) - applied[slot + j]) * hi.spread(h, j)
-                    + Math.abs((up ? 0f : c) - applied[slot + d + j]) * lo.spread(h, j);
-        }
-        // Changes that reach as far as the fresh terms do (an unrelated query) are not worth pruning.
-        boolean carry = steps > 0 && changeReach < freshReach;
-        int changes = at;
-        if (carry) {
-            for (int j = 0, off = 0; j < d; j++, off += scored) {
-                float q = query[q0 + j];
-                float ch = (q >= 0 || one ? q * hi.scale(h, j) : 0f) - applied[slot + j];
-                float cl = (q < 0 && !one ? q * lo.scale(h, j) : 0f) - applied[slot + d + j];
+            if (carried) {
+                float ch = (up ? c : 0f) - applied[slot + j], cl = (up ? 0f : c) - applied[slot + d + j];
+                float hs = hi.spread(h, j), ls = lo.spread(h, j);
+                changeReach += Math.abs(ch) * hs + Math.abs(cl) * ls;
                 if (ch != 0) {
-                    changes = terms.term(changes, ch, hiRow, off, hi.spread(h, j));
+                    changes = terms.term(changes, ch, hiRow, off, hs);
                 }
                 if (cl != 0) {
-                    changes = terms.term(changes, cl, loRow, off, lo.spread(h, j));
+                    changes = terms.term(changes, cl, loRow, off, ls);
                 }
             }
         }
+        // Changes that reach as far as the fresh terms do (an unrelated query) are not worth pruning.
+        boolean carry = carried && changeReach < freshReach;
         int kept = carry ? terms.keep(at, changes - at) : 0;
         int freshKept = terms.keep(f0, queued - f0);
         // Carrying reads the carried logits besides the terms' rows: about one term's sweep more.

@@ -223,7 +223,16 @@ final class SweepTerms {
                         Math.fma(c0, x0[o0 + i], acc[at + i]))));
             }
         }
-        if (terms - t >= 2) { // two of the last one to three terms in one pass over the accumulators
+        if (terms - t == 3) { // the last three terms in one pass over the accumulators
+            float c0 = termCoef[t], c1 = termCoef[t + 1], c2 = termCoef[t + 2];
+            byte[] x0 = termRow[t], x1 = termRow[t + 1], x2 = termRow[t + 2];
+            int o0 = termOff[t] + from, o1 = termOff[t + 1] + from, o2 = termOff[t + 2] + from;
+            for (int i = 0; i < n; i++) {
+                acc[at + i] = Math.fma(c2, x2[o2 + i], Math.fma(c1, x1[o1 + i], Math.fma(c0, x0[o0 + i], acc[at + i])));
+            }
+            return;
+        }
+        if (terms - t == 2) { // the last two
             float c0 = termCoef[t], c1 = termCoef[t + 1];
             byte[] x0 = termRow[t], x1 = termRow[t + 1];
             int o0 = termOff[t] + from, o1 = termOff[t + 1] + from;
