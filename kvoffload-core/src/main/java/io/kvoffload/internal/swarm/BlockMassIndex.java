@@ -102,6 +102,7 @@ public final class BlockMassIndex {
     private final RowPairs rowPairs;  // a KV head's rows paired by the summary runs they share
     private final SweepTerms terms;   // one KV head's queued sweep terms, termStride slots a row
     private final CarriedLogits carried; // MIX rows' logits carried between steps; null for the other scorings
+    private BlockSummaries pending;   // summaries still to be built (summariseTogether); null once built
     private final int termStride;     // term slots per row: two per dimension, three when carried (CarriedLogits)
 
     /**
@@ -168,6 +169,37 @@ public final class BlockMassIndex {
 
     private BlockMassIndex(LayerKv kv, int tokens, int queryHeads, int blockTokens, LayoutUnits units, Scoring scoring,
             Combination combination, float pruneLogit, boolean scoreParts, boolean partsFirst) {
+        this(kv, tokens, queryHeads, blockTokens, units, scoring, combination, pruneLogit, scoreParts, partsFirst, false);
+    }
+
+    /**
+     * The indexes of {@code specs} over the same keys, their summaries built together ({@link
+     * BlockSummaries#together}): a stored layer's keys are read once for all of them, range by range,
+     * instead of once an index. What a calibrating strategy weighs on a layer's opening query.
+     */
+    static java.util.List<BlockMassIndex> summariseTogether(LayerKv kv, int tokens, int queryHeads,
+            java.util.List<Spec> specs) {
+        java.util.List<BlockMassIndex> indexes = new java.util.ArrayList<>();
+        java.util.List<BlockSummaries> summaries = new java.util.ArrayList<>();
+        for (Spec s : specs) {
+            BlockMassIndex index = new BlockMassIndex(kv, tokens, queryHeads, s.blockTokens(), null, s.scoring(),
+                    s.combination(), s.pruneLogit(), s.scoreParts(), s.partsFirst(), true);
+            indexes.add(index);
+            summaries.add(index.pending);
+        }
+        BlockSummaries.together(kv, summaries);
+        for (BlockMassIndex index : indexes) {
+            index.pending = null;
+        }
+        return indexes;
+    }
+
+    /** One index of {@link #summariseTogether}: the arguments of the positional-block constructors. */
+    record Spec(int blockTokens, Scoring scoring, Combination combination, float pruneLogit, boolean scoreParts,
+            boolean partsFirst) { }
+
+    private BlockMassIndex(LayerKv kv, int tokens, int queryHeads, int blockTokens, LayoutUnits units, Scoring scoring,
+            Combination combination, float pruneLogit, boolean scoreParts, boolean partsFirst, boolean deferred) {
         Checks.notNull("kv", kv);
         this.scoring = Checks.notNull("scoring", scoring);
         this.combination = Checks.notNull("combination", combination);
@@ -219,18 +251,15 @@ public final class BlockMassIndex {
         }
         BlockSummaries summaries = new BlockSummaries(kvHeads, headDim, tokens, scored, scoredTokens, max, min, mean, mixHi,
                 mixLo, reps);
-        if (units == null) {
-            summaries.blocks(kv);
+        if (deferred) {
+            this.pending = summaries; // summarised with others over the same keys (summariseTogether)
         } else {
-            summaries.units(kv, units);
-        }
-        for (Int8Rows r : new Int8Rows[] {max, min, mean, mixHi, mixLo == mixHi ? null : mixLo}) {
-            if (r != null) {
-                r.quantise();
+            if (units == null) {
+                summaries.blocks(kv);
+            } else {
+                summaries.units(kv, units);
             }
-        }
-        if (reps != null) {
-            reps.quantise();
+            summaries.quantise();
         }
         this.queryRows = new QueryRows(combination, queryHeads, kvHeads, headDim, rowCount);
         int rows = queryRows.count();
@@ -340,6 +369,9 @@ public final class BlockMassIndex {
     private void scoreInto(float[] query, float[] scores) {
         Checks.notNull("query", query);
         Checks.queryRows(query, queryHeads, headDim);
+        if (pending != null) {
+            throw new IllegalStateException("the index's summaries are not built yet (summariseTogether)");
+        }
         queryRows.build(query);
         int rows = norms.length;
         if (carried != null) {

@@ -280,31 +280,32 @@ public final class BlockMassStrategy implements SelectionStrategy {
         int kvHeads = context.shape().kvHeads();
         boolean heads = perHead || auto && context.headGroups() > 1 && kvHeads <= Long.SIZE;
         int bt = blockTokens(context, laidOut, units, false);
-        BlockMassIndex index = new BlockMassIndex(context.keys(), laidOut, context.shape().queryHeads(), bt, scoring,
-                combination, pruneLogit, auto);
-        LayerSelector selector = selector(context, units, laidOut, index, heads);
         // The default calibrates where half its rows still pair (about the same step); mass-auto-cal everywhere.
         KvShape shape = context.shape();
-        boolean paired = auto && adaptive
-                && BlockSize.halfRowsPair(combination, shape.queryHeads(), shape.kvHeads(), shape.headDim());
+        int qh = shape.queryHeads(), kvh = shape.kvHeads(), d = shape.headDim();
+        boolean paired = auto && adaptive && BlockSize.halfRowsPair(combination, qh, kvh, d);
         float[] query = calibrate || paired ? context.openingQuery() : null;
-        if (query == null) {
-            return selector;
+        List<BlockMassIndex.Spec> specs = new ArrayList<>(List.of(new BlockMassIndex.Spec(bt, scoring, combination,
+                pruneLogit, auto, false)));
+        if (query != null) {
+            // The sweep's other uses with half the rows: the same blocks scored in more parts, or finer blocks.
+            if (BlockSize.scoredParts(laidOut, bt, combination, qh, kvh, d, true)
+                    != BlockSize.scoredParts(laidOut, bt, combination, qh, kvh, d, false)) {
+                specs.add(new BlockMassIndex.Spec(bt, scoring, combination, pruneLogit, auto, true));
+            }
+            int fine = blockTokens(context, laidOut, units, true);
+            if (fine < bt) {
+                specs.add(new BlockMassIndex.Spec(fine, scoring, combination, pruneLogit, auto, true));
+            }
         }
-        // The sweep's other uses with half the rows: the same blocks scored in more parts, or finer blocks.
-        List<LayerSelector> candidates = new ArrayList<>(List.of(selector));
-        if (BlockSize.scoredParts(laidOut, bt, combination, shape.queryHeads(), shape.kvHeads(), shape.headDim(), true)
-                != bt / index.scoredTokens()) {
-            candidates.add(selector(context, units, laidOut, new BlockMassIndex(context.keys(), laidOut,
-                    shape.queryHeads(), bt, scoring, combination, pruneLogit, auto, true), heads));
+        if (specs.size() == 1) { // no room for either even with half the rows, or nothing to calibrate on
+            return selector(context, units, laidOut, new BlockMassIndex(context.keys(), laidOut, qh, bt, scoring,
+                    combination, pruneLogit, auto), heads);
         }
-        int fine = blockTokens(context, laidOut, units, true);
-        if (fine < bt) {
-            candidates.add(selector(context, units, laidOut, new BlockMassIndex(context.keys(), laidOut,
-                    shape.queryHeads(), fine, scoring, combination, pruneLogit, auto, true), heads));
-        }
-        if (candidates.size() == 1) {
-            return selector; // no room for either even with half the rows
+        // The candidates' summaries from one read of the keys between them (a stored layer is read once).
+        List<LayerSelector> candidates = new ArrayList<>();
+        for (BlockMassIndex index : BlockMassIndex.summariseTogether(context.keys(), laidOut, qh, specs)) {
+            candidates.add(selector(context, units, laidOut, index, heads));
         }
         int chosen = SweepCalibration.choose(context.keys(), laidOut, shape, heads ? context.headGroups() : 1,
                 context.layer(), query, candidates, sliceBytes(context));

@@ -27,31 +27,98 @@ record BlockSummaries(int kvHeads, int headDim, int tokens, int scored, int scor
      * range by range, each range once for all heads ({@code SequenceLayerKv} keeps the last one).
      */
     void blocks(LayerKv kv) {
-        int d = headDim, st = scoredTokens, tile = Math.max(1, Math.min(TILE, RANGE / st));
-        float[] keys = new float[tile * st * d];
-        float[] hi = new float[tile * d], lo = new float[tile * d], sum = new float[tile * d];
-        float[] blockKeys = reps != null ? new float[st * d] : null;
-        boolean vector = KeyBounds.vectorised((long) kvHeads * scored);
-        for (int b0 = 0; b0 < scored; b0 += tile) { // a range of tokens for every head, then the next
-            for (int h = 0; h < kvHeads; h++) {
-                int m = Math.min(tile, scored - b0), from = b0 * st, count = Math.min(m * st, tokens - from);
-                kv.keys(h, from, count, keys, 0);
-                for (int i = 0; i < m; i++) {
-                    int at = i * st * d, n = Math.min(st, count - i * st);
-                    KeyBounds.of(keys, at, d, n, hi, lo, sum, i * d, vector);
-                }
-                if (!finite(sum, m * d)) { // a non-finite key makes its block's sum so
-                    requireFinite(keys, count, d, from, h);
-                }
-                for (int i = 0; reps != null && i < m; i++) {
-                    int at = i * st * d, n = Math.min(st, count - i * st);
-                    System.arraycopy(keys, at, blockKeys, 0, n * d);
-                    reps.summarise(h, b0 + i, blockKeys, n);
-                }
-                for (int j = 0; j < d; j++) {
+        new Pass().blocks(kv, 0, tokens);
+    }
+
+    /**
+     * {@link #blocks} of several summaries of one layer's tokens (indexes a calibrating strategy weighs
+     * against each other), range by range of {@link #RANGE} tokens, each range for every summary before
+     * the next: a stored layer's keys are read once for all of them ({@code SequenceLayerKv} keeps the
+     * last range), not once each. Summaries whose tiles do not fit a range's bounds go one after another.
+     * Every summary is quantised.
+     */
+    static void together(LayerKv kv, java.util.List<BlockSummaries> all) {
+        boolean fit = true;
+        for (BlockSummaries s : all) {
+            fit &= s.tokens == all.get(0).tokens && RANGE % s.tileTokens() == 0;
+        }
+        if (!fit) {
+            for (BlockSummaries s : all) {
+                s.blocks(kv);
+                s.quantise();
+            }
+            return;
+        }
+        Pass[] passes = new Pass[all.size()];
+        for (int i = 0; i < passes.length; i++) {
+            passes[i] = all.get(i).new Pass();
+        }
+        int tokens = all.get(0).tokens;
+        for (int from = 0; from < tokens; from += RANGE) {
+            for (Pass p : passes) {
+                p.blocks(kv, from, Math.min(tokens, from + RANGE));
+            }
+        }
+        for (BlockSummaries s : all) {
+            s.quantise();
+        }
+    }
+
+    /** Scored blocks a tile holds. */
+    private int tile() {
+        return Math.max(1, Math.min(TILE, RANGE / scoredTokens));
+    }
+
+    /** Tokens a tile spans. */
+    private long tileTokens() {
+        return (long) tile() * scoredTokens;
+    }
+
+    /** Quantises the rows the summaries were staged into (and the representatives). */
+    void quantise() {
+        for (Int8Rows r : new Int8Rows[] {max, min, mean, mixHi, mixLo == mixHi ? null : mixLo}) {
+            if (r != null) {
+                r.quantise();
+            }
+        }
+        if (reps != null) {
+            reps.quantise();
+        }
+    }
+
+    /** One pass of {@link #blocks} over the layer, with its buffers: tile by tile, any range of tiles at a time. */
+    private final class Pass {
+        private final int tile = tile();
+        private final float[] keys = new float[tile * scoredTokens * headDim];
+        private final float[] hi = new float[tile * headDim], lo = new float[tile * headDim], sum = new float[tile * headDim];
+        private final float[] blockKeys = reps != null ? new float[scoredTokens * headDim] : null;
+        private final boolean vector = KeyBounds.vectorised((long) kvHeads * scored);
+
+        /** The tiles whose first token lies in {@code [fromToken, toToken)}. */
+        void blocks(LayerKv kv, int fromToken, int toToken) {
+            int d = headDim, st = scoredTokens;
+            int first = (fromToken + st - 1) / st, last = Math.min(scored, (toToken + st - 1) / st);
+            for (int b0 = first; b0 < last; b0 += tile) { // a range of tokens for every head, then the next
+                for (int h = 0; h < kvHeads; h++) {
+                    int m = Math.min(tile, scored - b0), from = b0 * st, count = Math.min(m * st, tokens - from);
+                    kv.keys(h, from, count, keys, 0);
                     for (int i = 0; i < m; i++) {
-                        int n = Math.min(st, count - i * st);
-                        stage(h, j * scored + b0 + i, hi[i * d + j], lo[i * d + j], sum[i * d + j] / n);
+                        int at = i * st * d, n = Math.min(st, count - i * st);
+                        KeyBounds.of(keys, at, d, n, hi, lo, sum, i * d, vector);
+                    }
+                    if (!finite(sum, m * d)) { // a non-finite key makes its block's sum so
+                        requireFinite(keys, count, d, from, h);
+                    }
+                    for (int i = 0; reps != null && i < m; i++) {
+                        int at = i * st * d, n = Math.min(st, count - i * st);
+                        System.arraycopy(keys, at, blockKeys, 0, n * d);
+                        reps.summarise(h, b0 + i, blockKeys, n);
+                    }
+                    for (int j = 0; j < d; j++) {
+                        for (int i = 0; i < m; i++) {
+                            int n = Math.min(st, count - i * st);
+                            stage(h, j * scored + b0 + i, hi[i * d + j], lo[i * d + j], sum[i * d + j] / n);
+                        }
                     }
                 }
             }
