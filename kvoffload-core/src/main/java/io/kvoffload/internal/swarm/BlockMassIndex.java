@@ -263,6 +263,10 @@ public final class BlockMassIndex {
         }
         this.queryRows = new QueryRows(combination, queryHeads, kvHeads, headDim, rowCount);
         int rows = queryRows.count();
+        if ((long) rows * scored > Integer.MAX_VALUE - 8) {
+            throw new IllegalArgumentException("query rows × blocks = " + (long) rows * scored
+                    + " does not fit one array; allowed: up to " + (Integer.MAX_VALUE - 8));
+        }
         this.logits = new float[rows * scored];
         this.norms = new float[rows];
         this.chunk = new float[CHUNK + Math.min(CHUNK, scored)]; // a pair of rows: the second from CHUNK

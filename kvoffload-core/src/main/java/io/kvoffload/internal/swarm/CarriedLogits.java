@@ -34,8 +34,13 @@ final class CarriedLogits {
         this.slotsPerHead = slotsPerHead;
         this.dims = dims;
         this.scored = scored;
+        long carried = (long) kvHeads * slotsPerHead * scored;
+        if (carried > Integer.MAX_VALUE - 8) {
+            throw new IllegalArgumentException("kvHeads × rows a KV head × blocks = " + carried
+                    + " carried logits do not fit one array; allowed: up to " + (Integer.MAX_VALUE - 8));
+        }
         this.applied = new float[kvHeads * slotsPerHead * 2 * dims];
-        this.logits = new float[kvHeads * slotsPerHead * scored];
+        this.logits = new float[(int) carried];
         this.fresh = new boolean[slotsPerHead];
     }
 
