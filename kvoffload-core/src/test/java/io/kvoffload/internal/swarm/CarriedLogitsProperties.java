@@ -112,6 +112,13 @@ class CarriedLogitsProperties {
     }
 
     @Test
+    void carriedLogitsTooLargeForOneArrayAreNamed() {
+        IllegalArgumentException e = org.junit.jupiter.api.Assertions.assertThrows(IllegalArgumentException.class,
+                () -> new CarriedLogits(64, 8, 128, 1 << 23));
+        assertTrue(e.getMessage().contains("4294967296") && e.getMessage().contains("allowed"), e.getMessage());
+    }
+
+    @Test
     void everyRowStartsFreshAfterTheRefreshSteps() {
         DenseLayerKv kv = BlockMassStrategyTest.keys(1024, 2, 16, 31);
         BlockMassIndex index = new BlockMassIndex(kv, 1024, 4, 8, Scoring.MIX, Combination.HEAD_MASS, 2f, true);
