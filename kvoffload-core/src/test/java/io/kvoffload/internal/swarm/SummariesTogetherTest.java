@@ -41,30 +41,39 @@ class SummariesTogetherTest {
     @TempDir
     Path dir;
 
-    @Test
-    void aStoredLayerIsReadOnceForAllAndEachIndexIsTheOneBuiltAlone() {
-        SyntheticWorkload w = new SyntheticWorkload(WorkloadSpec.builder(SHAPE, TOKENS).seed(5).build());
-        float[] query = w.query(0, 2);
+    /** A stored layer of {@code shape}, as a strategy opens it over the SSDs: keys read range by range. */
+    interface StoredLayer {
+        void test(KvEngine engine, SequenceLayerKv kv, long layerBytes, float[] query);
+    }
+
+    private void stored(KvShape shape, int tokens, long seed, StoredLayer body) {
+        SyntheticWorkload w = new SyntheticWorkload(WorkloadSpec.builder(shape, tokens).seed(seed).build());
         try (KvEngine e = KvEngine.open(TestEngines.config(TestEngines.deviceDirs(dir, 2), "portable").build())) {
-            TestEngines.store(e, "s", w, TOKENS, (s, l) -> { });
-            long layer = (long) TOKENS * SHAPE.entryBytes();
-            try (KvSequence s = e.openSequence("s"); SequenceLayerKv kv = new SequenceLayerKv(s, 0, TOKENS)) {
-                List<Spec> aligned = SPECS.subList(0, 3);
-                long before = e.stats().totalBytesRead();
-                List<BlockMassIndex> together = BlockMassIndex.summariseTogether(kv, TOKENS, SHAPE.queryHeads(), aligned);
-                long read = e.stats().totalBytesRead() - before;
-                assertTrue(read >= layer && read < layer * 3 / 2, read + " bytes read for three indexes of a " + layer
-                        + "-byte layer");
-                for (int i = 0; i < aligned.size(); i++) {
-                    assertSameIndex(alone(kv, aligned.get(i)), together.get(i), query, "spec " + i);
-                }
-                // 3-token blocks do not tile the 4,096-token ranges: built one after another, still the same.
-                List<BlockMassIndex> mixed = BlockMassIndex.summariseTogether(kv, TOKENS, SHAPE.queryHeads(), SPECS);
-                for (int i = 0; i < SPECS.size(); i++) {
-                    assertSameIndex(alone(kv, SPECS.get(i)), mixed.get(i), query, "spec " + i + " of four");
-                }
+            TestEngines.store(e, "s", w, tokens, (s, l) -> { });
+            try (KvSequence s = e.openSequence("s"); SequenceLayerKv kv = new SequenceLayerKv(s, 0, tokens)) {
+                body.test(e, kv, (long) tokens * shape.entryBytes(), w.query(0, 2));
             }
         }
+    }
+
+    @Test
+    void aStoredLayerIsReadOnceForAllAndEachIndexIsTheOneBuiltAlone() {
+        stored(SHAPE, TOKENS, 5, (e, kv, layer, query) -> {
+            List<Spec> aligned = SPECS.subList(0, 3);
+            long before = e.stats().totalBytesRead();
+            List<BlockMassIndex> together = BlockMassIndex.summariseTogether(kv, TOKENS, SHAPE.queryHeads(), aligned);
+            long read = e.stats().totalBytesRead() - before;
+            assertTrue(read >= layer && read < layer * 3 / 2, read + " bytes read for three indexes of a " + layer
+                    + "-byte layer");
+            for (int i = 0; i < aligned.size(); i++) {
+                assertSameIndex(alone(kv, aligned.get(i)), together.get(i), query, "spec " + i);
+            }
+            // 3-token blocks do not tile the 4,096-token ranges: built one after another, still the same.
+            List<BlockMassIndex> mixed = BlockMassIndex.summariseTogether(kv, TOKENS, SHAPE.queryHeads(), SPECS);
+            for (int i = 0; i < SPECS.size(); i++) {
+                assertSameIndex(alone(kv, SPECS.get(i)), mixed.get(i), query, "spec " + i + " of four");
+            }
+        });
     }
 
     /**
@@ -74,24 +83,17 @@ class SummariesTogetherTest {
     @Test
     void aCalibratingOpeningReadsAStoredLayerTwice() {
         KvShape glm = new KvShape(1, 32, 2, 128, DType.BF16); // a layer with candidates to weigh at this length
-        int tokens = 16384;
-        SyntheticWorkload w = new SyntheticWorkload(WorkloadSpec.builder(glm, tokens).seed(6).build());
-        float[] query = w.query(0, 2);
-        try (KvEngine e = KvEngine.open(TestEngines.config(TestEngines.deviceDirs(dir, 2), "portable").build())) {
-            TestEngines.store(e, "s", w, tokens, (s, l) -> { });
-            long layer = (long) tokens * glm.entryBytes();
-            try (KvSequence s = e.openSequence("s"); SequenceLayerKv kv = new SequenceLayerKv(s, 0, tokens)) {
-                LayerContext context = context(glm, kv, query);
-                long before = e.stats().totalBytesRead();
-                try (LayerSelector sel = Strategies.named("mass-auto-cal").openLayer(context)) {
-                    long read = e.stats().totalBytesRead() - before;
-                    // Twice: the candidates were weighed (one pass for the exact attention), and their summaries
-                    // came from one pass between them (two or three candidates read it two or three times before).
-                    assertTrue(read >= 2 * layer && read < layer * 5 / 2, read + " bytes read to open a " + layer
-                            + "-byte layer");
-                }
+        stored(glm, 16384, 6, (e, kv, layer, query) -> {
+            LayerContext context = SweepCalibrationTest.context(glm, kv, query);
+            long before = e.stats().totalBytesRead();
+            try (LayerSelector sel = Strategies.named("mass-auto-cal").openLayer(context)) {
+                long read = e.stats().totalBytesRead() - before;
+                // Twice: the candidates were weighed (one pass for the exact attention), and their summaries
+                // came from one pass between them (two or three candidates read it two or three times before).
+                assertTrue(read >= 2 * layer && read < layer * 5 / 2, read + " bytes read to open a " + layer
+                        + "-byte layer");
             }
-        }
+        });
     }
 
     private static BlockMassIndex alone(LayerKv kv, Spec s) {
@@ -105,19 +107,5 @@ class SummariesTogetherTest {
         want.score(query, a);
         got.score(query, b);
         assertArrayEquals(a, b, what);
-    }
-
-    private static LayerContext context(KvShape shape, LayerKv kv, float[] opening) {
-        return new LayerContext() {
-            @Override public KvShape shape() { return shape; }
-            @Override public int layer() { return 0; }
-            @Override public int tokens() { return kv.tokens(); }
-            @Override public int laidOutTokens() { return kv.tokens(); }
-            @Override public int sinkTokens() { return 4; }
-            @Override public int localWindow() { return 64; }
-            @Override public LayerKv keys() { return kv; }
-            @Override public int headGroups() { return shape.kvHeads(); }
-            @Override public float[] openingQuery() { return opening; }
-        };
     }
 }

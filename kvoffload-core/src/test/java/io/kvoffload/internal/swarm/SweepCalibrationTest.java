@@ -267,7 +267,8 @@ class SweepCalibrationTest {
         return p;
     }
 
-    private static LayerContext context(KvShape shape, LayerKv kv, float[] opening) {
+    /** A context over {@code kv} whose every KV head is stored apart, opened by {@code opening} (may be null). */
+    static LayerContext context(KvShape shape, LayerKv kv, float[] opening) {
         return new LayerContext() {
             @Override public KvShape shape() { return shape; }
             @Override public int layer() { return 0; }
