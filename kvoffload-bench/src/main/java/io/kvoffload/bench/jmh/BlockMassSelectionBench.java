@@ -9,6 +9,7 @@ import io.kvoffload.strategy.FetchPlan;
 import io.kvoffload.strategy.LayerKv;
 import io.kvoffload.strategy.LayerSelector;
 import io.kvoffload.strategy.Strategies;
+import io.kvoffload.workload.Rope;
 import io.kvoffload.workload.Workload;
 import io.kvoffload.workload.WorkloadFamily;
 import java.util.SplittableRandom;
@@ -198,16 +199,11 @@ public class BlockMassSelectionBench {
         }
     }
 
-    /** Turns every head of {@code query} by {@code positions} in Llama's rotate-half RoPE (θ = 500,000). */
+    /** Turns every head of {@code query} by {@code positions} in Llama 3's RoPE ({@link Rope}, θ = 500,000). */
     static void turn(float[] query, int headDim, long positions) {
-        int half = headDim / 2;
+        Rope rope = new Rope(headDim, 500_000);
         for (int at = 0; positions != 0 && at < query.length; at += headDim) {
-            for (int p = 0; p < half; p++) {
-                double a = positions * Math.pow(500_000, -2.0 * p / headDim), c = Math.cos(a), s = Math.sin(a);
-                float x = query[at + p], y = query[at + p + half];
-                query[at + p] = (float) (x * c - y * s);
-                query[at + p + half] = (float) (x * s + y * c);
-            }
+            rope.rotate(query, at, positions, query, at);
         }
     }
 

@@ -102,7 +102,6 @@ public final class BlockMassIndex {
     private final RowPairs rowPairs;  // a KV head's rows paired by the summary runs they share
     private final SweepTerms terms;   // one KV head's queued sweep terms, termStride slots a row
     private final CarriedLogits carried; // MIX rows' logits carried between steps; null for the other scorings
-    private BlockSummaries pending;   // summaries still to be built (summariseTogether); null once built
     private final int termStride;     // term slots per row: two per dimension, three when carried (CarriedLogits)
 
     /**
@@ -169,7 +168,7 @@ public final class BlockMassIndex {
 
     private BlockMassIndex(LayerKv kv, int tokens, int queryHeads, int blockTokens, LayoutUnits units, Scoring scoring,
             Combination combination, float pruneLogit, boolean scoreParts, boolean partsFirst) {
-        this(kv, tokens, queryHeads, blockTokens, units, scoring, combination, pruneLogit, scoreParts, partsFirst, false);
+        this(kv, tokens, queryHeads, blockTokens, units, scoring, combination, pruneLogit, scoreParts, partsFirst, null);
     }
 
     /**
@@ -182,15 +181,10 @@ public final class BlockMassIndex {
         java.util.List<BlockMassIndex> indexes = new java.util.ArrayList<>();
         java.util.List<BlockSummaries> summaries = new java.util.ArrayList<>();
         for (Spec s : specs) {
-            BlockMassIndex index = new BlockMassIndex(kv, tokens, queryHeads, s.blockTokens(), null, s.scoring(),
-                    s.combination(), s.pruneLogit(), s.scoreParts(), s.partsFirst(), true);
-            indexes.add(index);
-            summaries.add(index.pending);
+            indexes.add(new BlockMassIndex(kv, tokens, queryHeads, s.blockTokens(), null, s.scoring(), s.combination(),
+                    s.pruneLogit(), s.scoreParts(), s.partsFirst(), summaries));
         }
-        BlockSummaries.together(kv, summaries);
-        for (BlockMassIndex index : indexes) {
-            index.pending = null;
-        }
+        BlockSummaries.together(kv, summaries); // before any index is returned, so none scores unsummarised
         return indexes;
     }
 
@@ -199,7 +193,8 @@ public final class BlockMassIndex {
             boolean partsFirst) { }
 
     private BlockMassIndex(LayerKv kv, int tokens, int queryHeads, int blockTokens, LayoutUnits units, Scoring scoring,
-            Combination combination, float pruneLogit, boolean scoreParts, boolean partsFirst, boolean deferred) {
+            Combination combination, float pruneLogit, boolean scoreParts, boolean partsFirst,
+            java.util.List<BlockSummaries> deferTo) {
         Checks.notNull("kv", kv);
         this.scoring = Checks.notNull("scoring", scoring);
         this.combination = Checks.notNull("combination", combination);
@@ -251,8 +246,8 @@ public final class BlockMassIndex {
         }
         BlockSummaries summaries = new BlockSummaries(kvHeads, headDim, tokens, scored, scoredTokens, max, min, mean, mixHi,
                 mixLo, reps);
-        if (deferred) {
-            this.pending = summaries; // summarised with others over the same keys (summariseTogether)
+        if (deferTo != null) {
+            deferTo.add(summaries); // summarised with others over the same keys (summariseTogether)
         } else {
             if (units == null) {
                 summaries.blocks(kv);
@@ -373,9 +368,6 @@ public final class BlockMassIndex {
     private void scoreInto(float[] query, float[] scores) {
         Checks.notNull("query", query);
         Checks.queryRows(query, queryHeads, headDim);
-        if (pending != null) {
-            throw new IllegalStateException("the index's summaries are not built yet (summariseTogether)");
-        }
         queryRows.build(query);
         int rows = norms.length;
         if (carried != null) {
