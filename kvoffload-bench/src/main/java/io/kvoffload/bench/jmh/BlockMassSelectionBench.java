@@ -34,6 +34,11 @@ import org.openjdk.jmh.annotations.Warmup;
  * {@link FetchPlan}), against the naive full scan of every token's float32 key in the same run
  * ({@link SelectionFixture}, as in {@link MedoidSelectionBench}). One thread, so one core. Run with
  * {@code -prof gc}: every benchmark must allocate 0 B/op (JMH's own bookkeeping aside).
+ *
+ * <p>Without {@code -p} options it measures what the issue's target names: the default strategy ({@code
+ * mass-auto}) per head group and token striped, over the keys and decoding queries of a model-like family
+ * ({@code mixed-heads}) and of the original generator ({@code default}), each query turned one RoPE position
+ * further than the one before, as a decoder's are.
  */
 @BenchmarkMode(Mode.SampleTime)
 @OutputTimeUnit(TimeUnit.MILLISECONDS)
@@ -45,13 +50,20 @@ public class BlockMassSelectionBench {
     static final int SINKS = 4, WINDOW = 256;
     static final double BUDGET_SHARE = 0.1;
     static final long SEED = 24301;
+    /**
+     * Consecutive decoding queries a run cycles through: long enough that the jump back from the last
+     * to the first (a query no decoder follows with) is rare, since a step's cost depends on how alike
+     * consecutive queries are; 16 made it one step in sixteen.
+     */
+    static final int STEPS = 256;
 
     @State(Scope.Thread)
     public static class Mass {
         @Param({"131072", "1048576"})
         int tokens;
 
-        @Param({"mass-mix", "mass-mix-full", "mass-bound", "qmass-mix"})
+        /** The default strategy; {@code -p strategy=…} names any other block-mass variant (e.g. {@code mass-mix}). */
+        @Param({"mass-auto"})
         String strategy;
 
         /**
@@ -59,14 +71,14 @@ public class BlockMassSelectionBench {
          * or a workload family's name (e.g. {@code mixed-heads}): its layer 0's keys and decoding
          * queries, where blocks differ as in a model and pruning keeps what matters.
          */
-        @Param({"hashed"})
+        @Param({"mixed-heads", "default"})
         String keys;
 
         /**
          * Head groups the plan says the layout stores a token as ({@code FetchPlan.headGroups}): 1
          * token-striped; 8 (every KV head apart) for the per-head strategies under head sharding.
          */
-        @Param({"1"})
+        @Param({"8", "1"})
         int headGroups;
 
         /**
@@ -83,7 +95,7 @@ public class BlockMassSelectionBench {
          * in their fast-turning dimensions as they do in a model (what {@code BlockMassIndex} carries from
          * one step to the next depends on how alike consecutive queries are).
          */
-        @Param({"0"})
+        @Param({"1"})
         int turn;
 
         LayerSelector selector;
@@ -100,7 +112,7 @@ public class BlockMassSelectionBench {
                     ? new SelectionFixture.HashedKeys(tokens, layerShape.kvHeads(), layerShape.headDim(), SEED)
                     : workload.layer(0);
             SplittableRandom r = new SplittableRandom(SEED ^ 0x5DEECE66DL);
-            queries = new float[16][];
+            queries = new float[STEPS][];
             for (int k = 0; k < queries.length; k++) {
                 if (workload != null) {
                     queries[k] = workload.query(0, 256 + k); // decoding steps, as select-eval scores them
@@ -122,7 +134,7 @@ public class BlockMassSelectionBench {
 
         int step() {
             float[] q = queries[next];
-            next = (next + 1) & 15;
+            next = (next + 1) % STEPS;
             plan.begin(0, tokens, budget);
             selector.select(q, plan);
             return plan.size();

@@ -4,12 +4,19 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+
 import io.kvoffload.KvShape;
+import io.kvoffload.strategy.Strategies;
+import io.kvoffload.workload.Workload;
+import io.kvoffload.workload.WorkloadFamily;
 import org.junit.jupiter.api.Test;
+import org.openjdk.jmh.annotations.Param;
 
 /**
  * {@link BlockMassSelectionBench}'s set-up outside JMH: a multi-query shape's step selects within the
- * budget, and a malformed shape is refused by name.
+ * budget, a run steps through consecutive decoding queries, its defaults measure the library's default
+ * strategy, and a malformed shape is refused by name.
  */
 class BlockMassSelectionBenchTest {
 
@@ -30,6 +37,43 @@ class BlockMassSelectionBenchTest {
         } finally {
             m.tearDown();
         }
+    }
+
+    @Test
+    void aRunStepsThroughConsecutiveDecodingQueriesEachTurnedOnePositionFurther() {
+        BlockMassSelectionBench.Mass m = new BlockMassSelectionBench.Mass();
+        m.tokens = 4096;
+        m.strategy = "mass-auto";
+        m.keys = "mixed-heads";
+        m.headGroups = 8;
+        m.shape = "32:8:128";
+        m.turn = 1;
+        m.setup();
+        try {
+            assertEquals(BlockMassSelectionBench.STEPS, m.queries.length);
+            Workload w = WorkloadFamily.byName("mixed-heads").create(BlockMassSelectionBench.shape("32:8:128"), 4096,
+                    BlockMassSelectionBench.SEED);
+            for (int k : new int[] {0, 1, BlockMassSelectionBench.STEPS - 1}) {
+                float[] q = w.query(0, 256 + k);
+                BlockMassSelectionBench.turn(q, 128, k);
+                assertArrayEquals(q, m.queries[k], "query " + k);
+            }
+            for (int step = 0; step < BlockMassSelectionBench.STEPS; step++) {
+                m.step();
+            }
+            assertEquals(0, m.next, "after a whole run the next step starts again at the first query");
+        } finally {
+            m.tearDown();
+        }
+    }
+
+    @Test
+    void theDefaultsMeasureTheDefaultStrategyPerHeadAndStripedOnTurnedQueries() throws Exception {
+        Class<?> mass = BlockMassSelectionBench.Mass.class;
+        assertArrayEquals(new String[] {Strategies.defaultStrategy().name()},
+                mass.getDeclaredField("strategy").getAnnotation(Param.class).value());
+        assertArrayEquals(new String[] {"8", "1"}, mass.getDeclaredField("headGroups").getAnnotation(Param.class).value());
+        assertArrayEquals(new String[] {"1"}, mass.getDeclaredField("turn").getAnnotation(Param.class).value());
     }
 
     @Test
