@@ -48,7 +48,7 @@ public final class SelectEvalCommand implements Callable<Integer> {
     @Option(names = "--budget", defaultValue = "0.1", description = "Token budget share (default: ${DEFAULT-VALUE}).")
     double budget;
 
-    @Option(names = "--strategies", split = ",", defaultValue = "oracle,mass-bound,mass-mean,mass-mix,logit-mean,quest,"
+    @Option(names = "--strategies", split = ",", defaultValue = "oracle,mass-auto,mass-bound,mass-mean,mass-mix,logit-mean,quest,"
             + "infllm,clusterkv,pqcache", description = "Registered strategies (default: ${DEFAULT-VALUE}).")
     List<String> strategies;
 
@@ -578,6 +578,10 @@ public final class SelectEvalCommand implements Callable<Integer> {
                     ratio(c.error, oracle == null ? 0 : oracle.error), c.rows / samples, c.bytes / samples / 1024,
                     ratio(c.bytes, oracle == null ? 0 : oracle.bytes), c.medianMicros());
         }
+        out.println();
+        // A few steps a layer run mostly interpreted or half-compiled code: far from a warmed-up step.
+        out.println("select µs: each step's selection in this run (the layer opened beforehand, untimed), without a "
+                + "JIT warm-up; a warmed-up step's time: ./kvo jmh BlockMassSelectionBench");
         out.flush();
     }
 

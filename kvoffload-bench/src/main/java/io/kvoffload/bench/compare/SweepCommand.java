@@ -63,7 +63,7 @@ public final class SweepCommand implements Callable<Integer> {
             description = "Queries Swarm's offline phase profiles (default: ${DEFAULT-VALUE}).")
     int profileQueries;
 
-    @Option(names = "--strategies", split = ",", defaultValue = "oracle,infllm,quest,pqcache,clusterkv,kvswap,swarm,mass-mix,swarm-mass",
+    @Option(names = "--strategies", split = ",", defaultValue = "oracle,infllm,quest,pqcache,clusterkv,kvswap,swarm,mass-auto,mass-mix,swarm-mass",
             description = "Strategies; the first must be oracle (default: ${DEFAULT-VALUE}).")
     List<String> strategies;
 

@@ -24,6 +24,7 @@ class SelectEvalCommandTest {
         for (String s : new String[] {"block-oracle", "swarm", "mass-mix", "quest"}) {
             assertTrue(out.contains("| " + s + " | "), s + " missing: " + out);
         }
+        assertTrue(out.contains("without a JIT warm-up"), "the timing column says what it measures: " + out);
         StringWriter err = new StringWriter();
         cl.setErr(new PrintWriter(err));
         assertEquals(1, cl.execute("--budget", "1.5"), "a bad option fails the command");
