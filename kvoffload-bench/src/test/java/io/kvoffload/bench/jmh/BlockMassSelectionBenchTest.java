@@ -22,13 +22,7 @@ class BlockMassSelectionBenchTest {
 
     @Test
     void aMultiQueryLayerSelectsWithinItsBudget() {
-        BlockMassSelectionBench.Mass m = new BlockMassSelectionBench.Mass();
-        m.tokens = 8192;
-        m.strategy = "mass-auto";
-        m.keys = "mixed-heads";
-        m.headGroups = 1;
-        m.shape = "71:1:64";
-        m.setup();
+        BlockMassSelectionBench.Mass m = mass(8192, 1, "71:1:64", 0);
         try {
             for (int step = 0; step < 3; step++) {
                 int rows = m.step();
@@ -41,14 +35,7 @@ class BlockMassSelectionBenchTest {
 
     @Test
     void aRunStepsThroughConsecutiveDecodingQueriesEachTurnedOnePositionFurther() {
-        BlockMassSelectionBench.Mass m = new BlockMassSelectionBench.Mass();
-        m.tokens = 4096;
-        m.strategy = "mass-auto";
-        m.keys = "mixed-heads";
-        m.headGroups = 8;
-        m.shape = "32:8:128";
-        m.turn = 1;
-        m.setup();
+        BlockMassSelectionBench.Mass m = mass(4096, 8, "32:8:128", 1);
         try {
             assertEquals(BlockMassSelectionBench.STEPS, m.queries.length);
             Workload w = WorkloadFamily.byName("mixed-heads").create(BlockMassSelectionBench.shape("32:8:128"), 4096,
@@ -87,5 +74,18 @@ class BlockMassSelectionBenchTest {
             assertTrue(e.getMessage().contains("shape = '" + bad + "'") && e.getMessage().contains("queryHeads:kvHeads:headDim"),
                     e.getMessage());
         }
+    }
+
+    /** The default strategy's {@link BlockMassSelectionBench.Mass} state over {@code mixed-heads} keys, set up. */
+    private static BlockMassSelectionBench.Mass mass(int tokens, int headGroups, String shape, int turn) {
+        BlockMassSelectionBench.Mass m = new BlockMassSelectionBench.Mass();
+        m.tokens = tokens;
+        m.strategy = "mass-auto";
+        m.keys = "mixed-heads";
+        m.headGroups = headGroups;
+        m.shape = shape;
+        m.turn = turn;
+        m.setup();
+        return m;
     }
 }
