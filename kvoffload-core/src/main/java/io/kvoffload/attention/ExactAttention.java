@@ -172,7 +172,12 @@ public final class ExactAttention {
         float[] chunk = new float[chunkTokens * headDim];
         // Every head's rows kept anyway and keys not in memory (a stored layer): all heads' logits range by
         // range, so each range of keys is read once for all KV heads, not once a head.
-        float[][][] all = headRows != null && !(kv instanceof DenseLayerKv) ? allLogits(kv, query, chunk, chunkTokens) : null;
+        float[][][] all = null;
+        if (headRows != null && !(kv instanceof DenseLayerKv)) {
+            HeadLogits h = new HeadLogits(n, query);
+            h.range(kv, 0, n);
+            all = h.rows;
+        }
         float[][] logits = all == null ? new float[groupSize][n] : null;
         float inv = 1f / queryHeads;
         for (int kvh = 0; kvh < kvHeads; kvh++) {
@@ -210,25 +215,97 @@ public final class ExactAttention {
         return new Result(weights, output);
     }
 
-    /** Every query head's logits, per KV head and group member, taking the keys range by range for all KV heads. */
-    private float[][][] allLogits(LayerKv kv, float[] query, float[] chunk, int chunkTokens) {
-        int n = kv.tokens();
-        float[][][] all = new float[kvHeads][groupSize][n];
-        for (int from = 0; from < n; from += chunkTokens) {
-            int count = Math.min(chunkTokens, n - from);
-            for (int kvh = 0; kvh < kvHeads; kvh++) {
-                kv.keys(kvh, from, count, chunk, 0);
-                logits(query, kvh * groupSize * headDim, chunk, 0, count, all[kvh], from);
-            }
-        }
-        return all;
+    /**
+     * Every query head's attention weights for {@code query} over a layer of {@code tokens} tokens whose
+     * keys a caller reads range by range anyway: it hands each range to {@link HeadLogits#range} in order,
+     * and {@link HeadLogits#weights} then gives what {@link #headWeights} gives, bit for bit, without a
+     * second pass over the keys (a stored layer's opening summarises it and weighs its candidates with
+     * one read).
+     *
+     * @param tokens the layer's tokens, 1..2^31 − 9
+     * @param query {@code queryHeads × headDim} floats (copied)
+     */
+    public HeadLogits headLogits(int tokens, float[] query) {
+        Checks.inRange("tokens", tokens, 1, Integer.MAX_VALUE - 8);
+        Checks.notNull("query", query);
+        Checks.queryRows(query, queryHeads, headDim);
+        return new HeadLogits(tokens, query.clone());
     }
 
-    /**
-     * Logits of {@code count} tokens for every query head of one KV head. Four heads are scored per
-     * pass over a key so each key is read once per four heads: the loop is bound by the additions,
-     * and four independent sums keep the FMA units busy (about 2.5× one head at a time).
-     */
+    /** Every query head's logits over a layer, taken range by range ({@link #headLogits}). Not thread-safe. */
+    public final class HeadLogits {
+        private final int tokens;
+        private final float[] query;
+        private final float[][][] rows; // [KV head][member of its group][token]
+        private final int chunkTokens = Math.max(1, CHUNK_BYTES / (4 * headDim));
+        private final float[] chunk = new float[chunkTokens * headDim];
+        private int next;              // the first token not taken yet
+        private boolean normalised;
+
+        private HeadLogits(int tokens, float[] query) {
+            this.tokens = tokens;
+            this.query = query;
+            this.rows = new float[kvHeads][groupSize][tokens];
+        }
+
+        /**
+         * The logits of tokens {@code [from, to)}, every KV head's keys read chunk by chunk from {@code kv}.
+         *
+         * @throws IllegalArgumentException unless {@code from} is the first token not taken yet, {@code to}
+         *     lies between it and the layer's end, and {@code kv} has the shape and at least {@code to} tokens
+         */
+        public void range(LayerKv kv, int from, int to) {
+            Checks.notNull("kv", kv);
+            if (from != next || to < from || to > tokens) {
+                throw new IllegalArgumentException("range [" + from + ", " + to + "); allowed: from the next token not taken, "
+                        + next + ", up to the layer's " + tokens);
+            }
+            if (kv.kvHeads() != kvHeads || kv.headDim() != headDim || kv.tokens() < to) {
+                throw new IllegalArgumentException("kv of " + kv.kvHeads() + " KV heads × " + kv.headDim() + ", "
+                        + kv.tokens() + " tokens; allowed: " + kvHeads + " × " + headDim + " with at least " + to);
+            }
+            for (int at = from; at < to; at += chunkTokens) {
+                int count = Math.min(chunkTokens, to - at);
+                for (int kvh = 0; kvh < kvHeads; kvh++) {
+                    if (kv instanceof DenseLayerKv dense) { // no copy: the array is read in place
+                        logits(query, kvh * groupSize * headDim, dense.keyArray(kvh), at * headDim, count, rows[kvh], at);
+                    } else {
+                        kv.keys(kvh, at, count, chunk, 0);
+                        logits(query, kvh * groupSize * headDim, chunk, 0, count, rows[kvh], at);
+                    }
+                }
+            }
+            next = to;
+        }
+
+        /**
+         * Row {@code h}: query head {@code h}'s softmax over every token (sums to 1), once every token was
+         * taken; the rows are this object's own, normalised in place on the first call.
+         *
+         * @throws IllegalStateException while tokens are still to be taken
+         */
+        public float[][] weights() {
+            if (next != tokens) {
+                throw new IllegalStateException("tokens [" + next + ", " + tokens + ") not taken yet");
+            }
+            float[][] out = new float[queryHeads][];
+            for (int kvh = 0; kvh < kvHeads; kvh++) {
+                for (int g = 0; g < groupSize; g++) {
+                    float[] row = rows[kvh][g];
+                    if (!normalised) {
+                        float norm = Softmax.exponentiate(row, 0, tokens);
+                        for (int t = 0; t < tokens; t++) {
+                            row[t] *= norm;
+                        }
+                    }
+                    out[kvh * groupSize + g] = row;
+                }
+            }
+            normalised = true;
+            return out;
+        }
+    }
+
     private void logits(float[] q, int q0, float[] k, int base, int count, float[][] out, int outFrom) {
         int d = headDim;
         int g = 0;

@@ -174,17 +174,19 @@ public final class BlockMassIndex {
     /**
      * The indexes of {@code specs} over the same keys, their summaries built together ({@link
      * BlockSummaries#together}): a stored layer's keys are read once for all of them, range by range,
-     * instead of once an index. What a calibrating strategy weighs on a layer's opening query.
+     * instead of once an index. What a calibrating strategy weighs on a layer's opening query; {@code
+     * attention} (when not null), the exact attention it weighs them by, takes every token of {@code kv} in
+     * the same pass.
      */
     static java.util.List<BlockMassIndex> summariseTogether(LayerKv kv, int tokens, int queryHeads,
-            java.util.List<Spec> specs) {
+            java.util.List<Spec> specs, io.kvoffload.attention.ExactAttention.HeadLogits attention) {
         java.util.List<BlockMassIndex> indexes = new java.util.ArrayList<>();
         java.util.List<BlockSummaries> summaries = new java.util.ArrayList<>();
         for (Spec s : specs) {
             indexes.add(new BlockMassIndex(kv, tokens, queryHeads, s.blockTokens(), null, s.scoring(), s.combination(),
                     s.pruneLogit(), s.scoreParts(), s.partsFirst(), summaries));
         }
-        BlockSummaries.together(kv, summaries); // before any index is returned, so none scores unsummarised
+        BlockSummaries.together(kv, summaries, attention); // before any index is returned, so none scores unsummarised
         return indexes;
     }
 

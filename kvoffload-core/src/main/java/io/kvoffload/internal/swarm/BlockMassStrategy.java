@@ -2,6 +2,7 @@ package io.kvoffload.internal.swarm;
 
 import io.kvoffload.KvSequence;
 import io.kvoffload.KvShape;
+import io.kvoffload.attention.ExactAttention;
 import io.kvoffload.internal.sequence.UnitLayouts;
 import io.kvoffload.internal.swarm.BlockMassIndex.Combination;
 import io.kvoffload.internal.swarm.BlockMassIndex.Scoring;
@@ -302,12 +303,14 @@ public final class BlockMassStrategy implements SelectionStrategy {
             return selector(context, units, laidOut, new BlockMassIndex(context.keys(), laidOut, qh, bt, scoring,
                     combination, pruneLogit, auto), heads);
         }
-        // The candidates' summaries from one read of the keys between them (a stored layer is read once).
+        // The candidates' summaries and the opening query's exact attention from one read of the keys
+        // between them (a stored layer is read once).
+        ExactAttention.HeadLogits attention = ExactAttention.of(shape).headLogits(context.keys().tokens(), query);
         List<LayerSelector> candidates = new ArrayList<>();
-        for (BlockMassIndex index : BlockMassIndex.summariseTogether(context.keys(), laidOut, qh, specs)) {
+        for (BlockMassIndex index : BlockMassIndex.summariseTogether(context.keys(), laidOut, qh, specs, attention)) {
             candidates.add(selector(context, units, laidOut, index, heads));
         }
-        int chosen = SweepCalibration.choose(context.keys(), laidOut, shape, heads ? context.headGroups() : 1,
+        int chosen = SweepCalibration.choose(attention.weights(), laidOut, shape, heads ? context.headGroups() : 1,
                 context.layer(), query, candidates, sliceBytes(context));
         for (int i = 0; i < candidates.size(); i++) {
             if (i != chosen) {

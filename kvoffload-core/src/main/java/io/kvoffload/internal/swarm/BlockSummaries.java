@@ -1,5 +1,6 @@
 package io.kvoffload.internal.swarm;
 
+import io.kvoffload.attention.ExactAttention;
 import io.kvoffload.internal.util.KeyBounds;
 import io.kvoffload.strategy.LayerKv;
 import io.kvoffload.strategy.LayoutUnits;
@@ -35,17 +36,23 @@ record BlockSummaries(int kvHeads, int headDim, int tokens, int scored, int scor
      * against each other), range by range of {@link #RANGE} tokens, each range for every summary before
      * the next: a stored layer's keys are read once for all of them ({@code SequenceLayerKv} keeps the
      * last range), not once each. Summaries whose tiles do not fit a range's bounds go one after another.
-     * Every summary is quantised.
+     * Every summary is quantised. {@code attention}, when not null, takes each range of the summaries'
+     * tokens after them, while the range's keys are still at hand (the exact attention a calibrating opening
+     * weighs its candidates by), then the layer's tokens past them.
      */
-    static void together(LayerKv kv, java.util.List<BlockSummaries> all) {
+    static void together(LayerKv kv, java.util.List<BlockSummaries> all, ExactAttention.HeadLogits attention) {
         boolean fit = true;
         for (BlockSummaries s : all) {
             fit &= s.tokens == all.get(0).tokens && RANGE % s.tileTokens() == 0;
         }
+        int tokens = all.get(0).tokens;
         if (!fit) {
             for (BlockSummaries s : all) {
                 s.blocks(kv);
                 s.quantise();
+            }
+            if (attention != null) {
+                attention.range(kv, 0, kv.tokens());
             }
             return;
         }
@@ -53,11 +60,17 @@ record BlockSummaries(int kvHeads, int headDim, int tokens, int scored, int scor
         for (int i = 0; i < passes.length; i++) {
             passes[i] = all.get(i).new Pass();
         }
-        int tokens = all.get(0).tokens;
         for (int from = 0; from < tokens; from += RANGE) {
+            int to = Math.min(tokens, from + RANGE);
             for (Pass p : passes) {
-                p.blocks(kv, from, Math.min(tokens, from + RANGE));
+                p.blocks(kv, from, to);
             }
+            if (attention != null) {
+                attention.range(kv, from, to);
+            }
+        }
+        if (attention != null && tokens < kv.tokens()) {
+            attention.range(kv, tokens, kv.tokens());
         }
         for (BlockSummaries s : all) {
             s.quantise();

@@ -26,7 +26,7 @@ import io.kvoffload.strategy.LayerSelector;
  * <p>On issue #16's cells it changed 18 of 46 at 128K tokens and 8 of 66 at 16K–64K, each for the better
  * in recall and output error (docs/benchmarks.md, "Rows, parts or finer blocks, chosen on the opening
  * query"). It costs one exact attention over the layer and up to two more index builds when the layer
- * opens; per step, the index it keeps.
+ * opens, all from one read of its keys; per step, the index it keeps.
  */
 final class SweepCalibration {
     private SweepCalibration() {}
@@ -44,12 +44,13 @@ final class SweepCalibration {
     /**
      * The candidate that should serve the layer: each plans a step for {@code query} at a 10% budget
      * ({@code headGroups} as the layout stores them) and the one whose tokens hold the most of the exact
-     * attention mass, averaged over the query heads, is chosen; the first (the default's index) unless
-     * another holds at least {@link #MIN_GAIN} more, since every other has the larger index, and reads
-     * at most {@link #MAX_EXTRA_READS} more aligned reads ({@link #reads}, {@code sliceBytes} of a token
-     * on one device).
+     * attention mass ({@code weights}: each query head's softmax over the layer's keys, {@link
+     * ExactAttention#headWeights}), averaged over the query heads, is chosen; the first (the default's
+     * index) unless another holds at least {@link #MIN_GAIN} more, since every other has the larger
+     * index, and reads at most {@link #MAX_EXTRA_READS} more aligned reads ({@link #reads}, {@code
+     * sliceBytes} of a token on one device).
      */
-    static int choose(LayerKv kv, int tokens, KvShape shape, int headGroups, int layer, float[] query,
+    static int choose(float[][] weights, int tokens, KvShape shape, int headGroups, int layer, float[] query,
             java.util.List<LayerSelector> candidates, long sliceBytes) {
         Checks.queryRows(query, shape.queryHeads(), shape.headDim());
         FetchPlan[] plans = new FetchPlan[candidates.size()];
@@ -57,7 +58,7 @@ final class SweepCalibration {
             plans[i] = plan(shape, headGroups, layer, tokens);
             candidates.get(i).select(query, plans[i]);
         }
-        double[] mass = masses(kv, shape, query, plans);
+        double[] mass = masses(weights, shape, plans);
         long firstReads = reads(plans[0], tokens, shape.kvHeads(), headGroups, sliceBytes);
         int best = 0;
         for (int i = 1; i < plans.length; i++) {
@@ -112,8 +113,12 @@ final class SweepCalibration {
      * its KV head is planned for, each position counted once.
      */
     static double[] masses(LayerKv kv, KvShape shape, float[] query, FetchPlan... plans) {
-        float[][] weights = ExactAttention.of(shape).headWeights(kv, query);
-        int tokens = kv.tokens(), kvHeads = shape.kvHeads(), group = shape.queryHeads() / kvHeads;
+        return masses(ExactAttention.of(shape).headWeights(kv, query), shape, plans);
+    }
+
+    /** {@link #masses(LayerKv, KvShape, float[], FetchPlan...)} of the head weights already computed. */
+    static double[] masses(float[][] weights, KvShape shape, FetchPlan... plans) {
+        int tokens = weights[0].length, kvHeads = shape.kvHeads(), group = shape.queryHeads() / kvHeads;
         long[] seen = new long[(int) (((long) tokens * kvHeads + 63) >>> 6)]; // (KV head, token) pairs counted
         double[] total = new double[plans.length];
         for (int p = 0; p < plans.length; p++) {

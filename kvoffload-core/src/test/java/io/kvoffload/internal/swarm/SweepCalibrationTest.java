@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.kvoffload.DType;
 import io.kvoffload.KvShape;
+import io.kvoffload.attention.ExactAttention;
 import io.kvoffload.strategy.DenseLayerKv;
 import io.kvoffload.strategy.FetchPlan;
 import io.kvoffload.strategy.LayerContext;
@@ -99,10 +100,11 @@ class SweepCalibrationTest {
             FetchPlan a = select(auto, LLAMA, TOKENS, query), b = select(weak, LLAMA, TOKENS, query);
             double[] mass = SweepCalibration.masses(kv, LLAMA, query, a, b);
             assertTrue(mass[0] >= mass[1] + SweepCalibration.MIN_GAIN, "the default holds more: " + mass[0] + " " + mass[1]);
-            assertEquals(1, SweepCalibration.choose(kv, TOKENS, LLAMA, LLAMA.kvHeads(), 0, query, List.of(weak, auto), WHOLE_READ));
-            assertEquals(0, SweepCalibration.choose(kv, TOKENS, LLAMA, LLAMA.kvHeads(), 0, query, List.of(auto, weak), WHOLE_READ));
-            assertEquals(0, SweepCalibration.choose(kv, TOKENS, LLAMA, LLAMA.kvHeads(), 0, query, List.of(auto, auto), WHOLE_READ));
-            assertEquals(2, SweepCalibration.choose(kv, TOKENS, LLAMA, LLAMA.kvHeads(), 0, query, List.of(weak, weak, auto), WHOLE_READ));
+            float[][] w = ExactAttention.of(LLAMA).headWeights(kv, query);
+            assertEquals(1, SweepCalibration.choose(w, TOKENS, LLAMA, LLAMA.kvHeads(), 0, query, List.of(weak, auto), WHOLE_READ));
+            assertEquals(0, SweepCalibration.choose(w, TOKENS, LLAMA, LLAMA.kvHeads(), 0, query, List.of(auto, weak), WHOLE_READ));
+            assertEquals(0, SweepCalibration.choose(w, TOKENS, LLAMA, LLAMA.kvHeads(), 0, query, List.of(auto, auto), WHOLE_READ));
+            assertEquals(2, SweepCalibration.choose(w, TOKENS, LLAMA, LLAMA.kvHeads(), 0, query, List.of(weak, weak, auto), WHOLE_READ));
         }
     }
 
@@ -139,8 +141,9 @@ class SweepCalibrationTest {
         assertTrue(mass[1] >= mass[0] + SweepCalibration.MIN_GAIN, "the scattered tokens hold more: " + mass[1] + " " + mass[0]);
         assertEquals(4, SweepCalibration.reads(a, tokens, 1, 1, 256));
         assertEquals(64, SweepCalibration.reads(b, tokens, 1, 1, 256));
-        assertEquals(0, SweepCalibration.choose(kv, tokens, shape, 1, 0, query, List.of(run, scattered), 256));
-        assertEquals(1, SweepCalibration.choose(kv, tokens, shape, 1, 0, query, List.of(run, scattered), WHOLE_READ));
+        float[][] w = ExactAttention.of(shape).headWeights(kv, query);
+        assertEquals(0, SweepCalibration.choose(w, tokens, shape, 1, 0, query, List.of(run, scattered), 256));
+        assertEquals(1, SweepCalibration.choose(w, tokens, shape, 1, 0, query, List.of(run, scattered), WHOLE_READ));
     }
 
     /** {@link SweepCalibration#reads}: each (head group, aligned read) a plan touches, once, by the definition. */
