@@ -5,7 +5,6 @@ import io.kvoffload.attention.ExactAttention;
 import io.kvoffload.internal.storage.HeadShards;
 import io.kvoffload.internal.util.Checks;
 import io.kvoffload.strategy.FetchPlan;
-import io.kvoffload.strategy.LayerKv;
 import io.kvoffload.strategy.LayerSelector;
 
 /**
@@ -108,15 +107,10 @@ final class SweepCalibration {
     }
 
     /**
-     * The exact attention mass each plan's positions hold for {@code query} over the layer's keys: the mean
-     * over query heads of each head's softmax weights ({@link ExactAttention#headWeights}) on the positions
-     * its KV head is planned for, each position counted once.
+     * The exact attention mass each plan's positions hold: the mean over query heads of each head's softmax
+     * weights ({@code weights}, {@link ExactAttention#headWeights}) on the positions its KV head is planned
+     * for, each position counted once.
      */
-    static double[] masses(LayerKv kv, KvShape shape, float[] query, FetchPlan... plans) {
-        return masses(ExactAttention.of(shape).headWeights(kv, query), shape, plans);
-    }
-
-    /** {@link #masses(LayerKv, KvShape, float[], FetchPlan...)} of the head weights already computed. */
     static double[] masses(float[][] weights, KvShape shape, FetchPlan... plans) {
         int tokens = weights[0].length, kvHeads = shape.kvHeads(), group = shape.queryHeads() / kvHeads;
         long[] seen = new long[(int) (((long) tokens * kvHeads + 63) >>> 6)]; // (KV head, token) pairs counted

@@ -77,7 +77,7 @@ class SweepCalibrationTest {
                 }
             }
         }
-        double[] got = SweepCalibration.masses(kv, shape, query, plans);
+        double[] got = SweepCalibration.masses(ExactAttention.of(shape).headWeights(kv, query), shape, plans);
         for (int p = 0; p < 2; p++) {
             double want = naiveMass(k, tokens, shape, query, plans[p]);
             assertEquals(want, got[p], 1e-5 * Math.max(want, 1e-3), "plan " + p); // float logits against double
@@ -98,9 +98,9 @@ class SweepCalibrationTest {
         try (LayerSelector auto = Strategies.named("mass-auto").openLayer(context(LLAMA, kv, null));
                 LayerSelector weak = Strategies.named("infllm").openLayer(context(LLAMA, kv, null))) {
             FetchPlan a = select(auto, LLAMA, TOKENS, query), b = select(weak, LLAMA, TOKENS, query);
-            double[] mass = SweepCalibration.masses(kv, LLAMA, query, a, b);
-            assertTrue(mass[0] >= mass[1] + SweepCalibration.MIN_GAIN, "the default holds more: " + mass[0] + " " + mass[1]);
             float[][] w = ExactAttention.of(LLAMA).headWeights(kv, query);
+            double[] mass = SweepCalibration.masses(w, LLAMA, a, b);
+            assertTrue(mass[0] >= mass[1] + SweepCalibration.MIN_GAIN, "the default holds more: " + mass[0] + " " + mass[1]);
             assertEquals(1, SweepCalibration.choose(w, TOKENS, LLAMA, LLAMA.kvHeads(), 0, query, List.of(weak, auto), WHOLE_READ));
             assertEquals(0, SweepCalibration.choose(w, TOKENS, LLAMA, LLAMA.kvHeads(), 0, query, List.of(auto, weak), WHOLE_READ));
             assertEquals(0, SweepCalibration.choose(w, TOKENS, LLAMA, LLAMA.kvHeads(), 0, query, List.of(auto, auto), WHOLE_READ));
@@ -137,11 +137,11 @@ class SweepCalibrationTest {
         };
         FetchPlan a = SweepCalibrationTest.select(run, shape, tokens, query);
         FetchPlan b = SweepCalibrationTest.select(scattered, shape, tokens, query);
-        double[] mass = SweepCalibration.masses(kv, shape, query, a, b);
+        float[][] w = ExactAttention.of(shape).headWeights(kv, query);
+        double[] mass = SweepCalibration.masses(w, shape, a, b);
         assertTrue(mass[1] >= mass[0] + SweepCalibration.MIN_GAIN, "the scattered tokens hold more: " + mass[1] + " " + mass[0]);
         assertEquals(4, SweepCalibration.reads(a, tokens, 1, 1, 256));
         assertEquals(64, SweepCalibration.reads(b, tokens, 1, 1, 256));
-        float[][] w = ExactAttention.of(shape).headWeights(kv, query);
         assertEquals(0, SweepCalibration.choose(w, tokens, shape, 1, 0, query, List.of(run, scattered), 256));
         assertEquals(1, SweepCalibration.choose(w, tokens, shape, 1, 0, query, List.of(run, scattered), WHOLE_READ));
     }
@@ -196,7 +196,7 @@ class SweepCalibrationTest {
             assertTrue(parts.queryRowCount() < rows.queryRowCount(), parts.queryRowCount() + " rows");
             FetchPlan auto = plan(Strategies.named("mass-auto"), LLAMA, kv, null, query);
             FetchPlan cal = plan(Strategies.named("mass-auto-cal"), LLAMA, kv, query, query);
-            double[] mass = SweepCalibration.masses(kv, LLAMA, query, auto, cal);
+            double[] mass = SweepCalibration.masses(ExactAttention.of(LLAMA).headWeights(kv, query), LLAMA, auto, cal);
             assertTrue(samePlan(auto, cal) || mass[1] >= mass[0] + SweepCalibration.MIN_GAIN,
                     family + ": " + mass[1] + " against " + mass[0]);
         }
