@@ -99,6 +99,16 @@ public final class PerHeadViews {
     /** As {@link #store}, each layer laid out by strategy {@code layout} (its pages). */
     public static Layer[] store(KvEngine engine, String id, KvShape shape, int tokens, long seed, String layout,
             int... nanLayers) {
+        return store(engine, id, shape, tokens, seed, layout, null, nanLayers);
+    }
+
+    /**
+     * As {@link #store}, with {@code keys} given each layer's keys (token-major, before they are
+     * stored) to change, e.g. to plant a token a query will look for; what it leaves is rounded to
+     * the dtype again, so the returned floats are what was stored.
+     */
+    public static Layer[] store(KvEngine engine, String id, KvShape shape, int tokens, long seed, String layout,
+            java.util.function.ObjIntConsumer<float[]> keys, int... nanLayers) {
         Layer[] layers = new Layer[shape.layers()];
         BitSet nan = new BitSet();
         for (int l : nanLayers) {
@@ -111,6 +121,12 @@ public final class PerHeadViews {
                 Random rnd = new Random(seed * 31 + l);
                 float[] k = nan.get(l) ? filled(n, Float.NaN) : rounded(rnd, shape.dtype(), n, 1.5f);
                 float[] v = nan.get(l) ? filled(n, Float.NaN) : rounded(rnd, shape.dtype(), n, 1f);
+                if (keys != null && !nan.get(l)) {
+                    keys.accept(k, l);
+                    for (int i = 0; i < n; i++) {
+                        k[i] = round(shape.dtype(), k[i]);
+                    }
+                }
                 MemorySegment ks = encode(a, shape.dtype(), k, nan.get(l));
                 MemorySegment vs = encode(a, shape.dtype(), v, nan.get(l));
                 s.appendKv(l, ks, vs);
@@ -132,14 +148,18 @@ public final class PerHeadViews {
     public static float[] rounded(Random rnd, DType dtype, int n, float scale) {
         float[] f = new float[n];
         for (int i = 0; i < n; i++) {
-            float x = (float) rnd.nextGaussian() * scale;
-            f[i] = switch (dtype) {
-                case F32 -> x;
-                case F16 -> Float.float16ToFloat(Float.floatToFloat16(x));
-                case BF16 -> ElementCodec.fromBf16(ElementCodec.toBf16(x));
-            };
+            f[i] = round(dtype, (float) rnd.nextGaussian() * scale);
         }
         return f;
+    }
+
+    /** {@code x} as {@code dtype} stores it. */
+    public static float round(DType dtype, float x) {
+        return switch (dtype) {
+            case F32 -> x;
+            case F16 -> Float.float16ToFloat(Float.floatToFloat16(x));
+            case BF16 -> ElementCodec.fromBf16(ElementCodec.toBf16(x));
+        };
     }
 
     private static MemorySegment encode(Arena a, DType dtype, float[] src, boolean nan) {

@@ -22,7 +22,7 @@ import picocli.CommandLine.Command;
             CompareQualityCommand.class, KvSwapBench.class, KvSwapIoBench.class, TuneCommand.class,
             SwarmOnlineBench.class, SelectionLatencyCommand.class, ScalingCommand.class,
             io.kvoffload.bench.scaling.PlacementBench.class,
-            io.kvoffload.bench.compare.SelectEvalCommand.class,
+            io.kvoffload.bench.compare.SelectEvalCommand.class, io.kvoffload.bench.compare.NeedleCommand.class,
             io.kvoffload.bench.engine.EngineLoopCommand.class, io.kvoffload.bench.engine.ForkBench.class,
             io.kvoffload.bench.batch.BatchBench.class,
             io.kvoffload.bench.faults.FaultCampaignCommand.class, io.kvoffload.bench.remote.RemoteBench.class,
