@@ -8,6 +8,7 @@ import io.kvoffload.strategy.FetchPlan;
 import io.kvoffload.strategy.LayerSelector;
 import io.kvoffload.strategy.SelectionStrategy;
 import io.kvoffload.strategy.Strategies;
+import io.kvoffload.workload.Needles;
 import java.io.PrintWriter;
 import java.util.List;
 import java.util.Locale;
@@ -73,7 +74,7 @@ public final class NeedleCommand implements Callable<Integer> {
     @Override
     public Integer call() {
         KvShape shape = heads.shape(1);
-        int tokens = size.tokens, kv = shape.kvHeads(), d = shape.headDim(), group = shape.groupSize();
+        int tokens = size.tokens, kv = shape.kvHeads(), d = shape.headDim();
         check(tokens > local.resident(tokens) + 2 * 64, "--tokens", tokens, "more than the sinks, the window and 128");
         check(kv % headGroups == 0, "--head-groups", headGroups, "a divisor of --kv-heads (" + kv + ")");
         check(lookers.equals("one") || lookers.equals("all"), "--lookers", lookers, "one, all");
@@ -88,34 +89,19 @@ public final class NeedleCommand implements Callable<Integer> {
         int[][][] found = new int[chosen.size()][shares.length][budgets.length]; // needles held for their head
         int[][][] whole = new int[chosen.size()][shares.length][budgets.length]; // layers with every needle held
         for (int si = 0; si < shares.length; si++) {
-            // Background logits ~ N(0, 1): the needle's margin over their mean for it to draw share s.
-            double margin = Math.log(shares[si] / (1 - shares[si])) + Math.log(tokens - 1) + 0.5;
             for (int layer = 0; layer < size.layers; layer++) {
-                SplittableRandom rnd = new SplittableRandom(size.seed * 1_000_003L + 7919L * si + layer);
+                long seed = size.seed * 1_000_003L + 7919L * si + layer;
+                SplittableRandom rnd = new SplittableRandom(seed);
                 float[][] keys = new float[kv][tokens * d];
                 for (float[] k : keys) {
                     for (int i = 0; i < k.length; i++) {
                         k[i] = (float) rnd.nextGaussian();
                     }
                 }
-                int lo = local.sinkEnd(tokens) + 64, span = local.windowFrom(tokens) - 64 - lo;
-                int shared = lo + rnd.nextInt(span);
-                int[] at = new int[kv];
-                float[][] look = new float[kv][];
-                for (int h = 0; h < kv; h++) {
-                    at[h] = needles.equals("shared") ? shared : lo + rnd.nextInt(span);
-                    look[h] = unit(rnd, d);
-                    for (int j = 0; j < d; j++) {
-                        keys[h][at[h] * d + j] += (float) margin * look[h][j];
-                    }
-                }
-                float[] query = new float[shape.queryHeads() * d];
-                for (int q = 0; q < shape.queryHeads(); q++) {
-                    float[] dir = lookers.equals("all") || q % group == 0 ? look[q / group] : unit(rnd, d);
-                    for (int j = 0; j < d; j++) {
-                        query[q * d + j] = dir[j] * (float) Math.sqrt(d); // logits q·k/√d of the others ~ N(0, 1)
-                    }
-                }
+                Needles planted = Needles.draw(shape, tokens, local.sinkEnd(tokens) + 64, local.windowFrom(tokens) - 64,
+                        shares[si], 1f, lookers.equals("all"), needles.equals("shared"), ~seed); // apart from the keys' stream
+                planted.plantHeadMajor(keys);
+                float[] query = planted.query();
                 DenseLayerKv layerKv = new DenseLayerKv(tokens, d, keys, null);
                 for (int c = 0; c < chosen.size(); c++) {
                     try (Closing sel = new Closing(chosen.get(c).openLayer(new KeysContext(shape, layer, layerKv, local.sinks,
@@ -126,7 +112,7 @@ public final class NeedleCommand implements Callable<Integer> {
                             int budget = (int) Math.ceil(budgets[bi] * tokens) - local.resident(tokens);
                             plan.begin(layer, tokens, Math.max(0, budget));
                             sel.selector().select(query, plan);
-                            int held = held(plan, at);
+                            int held = held(plan, planted, kv);
                             found[c][si][bi] += held;
                             whole[c][si][bi] += held == kv ? 1 : 0;
                         }
@@ -139,12 +125,12 @@ public final class NeedleCommand implements Callable<Integer> {
     }
 
     /** The KV heads whose needle the plan holds for that head. */
-    private static int held(FetchPlan plan, int[] at) {
+    private static int held(FetchPlan plan, Needles needles, int kvHeads) {
         int n = 0;
-        for (int h = 0; h < at.length; h++) {
+        for (int h = 0; h < kvHeads; h++) {
             for (int i = 0; i < plan.size(); i++) {
                 long m = plan.kvHeadMask(i);
-                if (plan.position(i) == at[h] && (m == FetchPlan.ALL_HEADS || (m >>> h & 1) != 0)) {
+                if (plan.position(i) == needles.position(h) && (m == FetchPlan.ALL_HEADS || (m >>> h & 1) != 0)) {
                     n++;
                     break;
                 }
@@ -183,19 +169,6 @@ public final class NeedleCommand implements Callable<Integer> {
         out.println();
         out.println("Each cell: needles held for their KV head / needles, (layers with every needle held / layers).");
         out.flush();
-    }
-
-    private static float[] unit(SplittableRandom rnd, int d) {
-        float[] u = new float[d];
-        double n = 0;
-        for (int j = 0; j < d; j++) {
-            u[j] = (float) rnd.nextGaussian();
-            n += u[j] * u[j];
-        }
-        for (int j = 0; j < d; j++) {
-            u[j] /= (float) Math.sqrt(n);
-        }
-        return u;
     }
 
     private static void check(boolean ok, String option, Object value, String allowed) {
