@@ -5,13 +5,14 @@ import io.kvoffload.internal.util.Checks;
 import java.util.SplittableRandom;
 
 /**
- * Passkey retrieval on a layer of Gaussian keys: per KV head a needle, a token whose key is moved along
- * a random direction that one query head of the KV head (or every one) looks along, so that the needle
- * draws a chosen share of that query head's attention (its logit is set, the other tokens' are drawn, so
- * the share holds up to the spread of their sum); the other query heads look in random directions. The needle is each KV head's own token, or one token for all. The query makes the other
- * tokens' logits ({@code q·k/√headDim}) standard normal where the keys are Gaussian with standard
- * deviation {@code keyScale}, so the needle lies {@link #margin} above their mean. What {@code kvo
- * needle} measures and {@code NeedleRetrievalTest} checks through the decoder.
+ * Passkey retrieval on a layer of Gaussian keys: per KV head a needle, a token whose key is set along a
+ * random direction that one query head of the KV head (or every one) looks along, so that the needle
+ * draws a chosen share of that query head's attention; the other query heads look in random directions.
+ * The needle is each KV head's own token, or one token for all. The query makes the other tokens'
+ * logits ({@code q·k/√headDim}) standard normal where the keys are Gaussian with standard deviation
+ * {@code keyScale}, and the needle's logit lies exactly {@link #margin} above their mean, so its share
+ * holds up to the spread of the others' sum. What {@code kvo needle} measures and {@code
+ * NeedleRetrievalTest} checks through the decoder.
  */
 public final class Needles {
     private final KvShape shape;
