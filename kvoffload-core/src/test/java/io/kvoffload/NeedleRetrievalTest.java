@@ -3,6 +3,7 @@ package io.kvoffload;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.kvoffload.testing.PerHeadViews;
+import io.kvoffload.testing.ReferenceSoftmax;
 import io.kvoffload.testing.TestEngines;
 import io.kvoffload.workload.Needles;
 import java.nio.file.Path;
@@ -84,19 +85,12 @@ class NeedleRetrievalTest {
         KvShape shape = layer.shape();
         int d = shape.headDim(), kv = shape.kvHeads(), h = q / shape.groupSize(), tokens = layer.keys().length / (kv * d);
         double[] logits = new double[tokens];
-        double max = Double.NEGATIVE_INFINITY;
         for (int t = 0; t < tokens; t++) {
-            double s = 0;
             for (int j = 0; j < d; j++) {
-                s += (double) query[q * d + j] * layer.keys()[(t * kv + h) * d + j];
+                logits[t] += (double) query[q * d + j] * layer.keys()[(t * kv + h) * d + j];
             }
-            logits[t] = s / Math.sqrt(d);
-            max = Math.max(max, logits[t]);
+            logits[t] /= Math.sqrt(d);
         }
-        double sum = 0;
-        for (double l : logits) {
-            sum += Math.exp(l - max);
-        }
-        return Math.exp(logits[token] - max) / sum;
+        return ReferenceSoftmax.inPlace(logits)[token];
     }
 }

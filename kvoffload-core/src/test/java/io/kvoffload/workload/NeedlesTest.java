@@ -8,6 +8,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.kvoffload.DType;
 import io.kvoffload.KvShape;
+import io.kvoffload.testing.ReferenceSoftmax;
 import java.util.Random;
 import org.junit.jupiter.api.Test;
 
@@ -84,20 +85,13 @@ class NeedlesTest {
     /** Query head {@code q}'s softmax weight on {@code token} over one KV head's keys. */
     private static double weight(float[] keys, float[] query, int q, int token, int tokens) {
         int d = 32;
-        double[] l = new double[tokens];
-        double max = Double.NEGATIVE_INFINITY;
+        double[] logits = new double[tokens];
         for (int t = 0; t < tokens; t++) {
-            double s = 0;
             for (int j = 0; j < d; j++) {
-                s += (double) query[q * d + j] * keys[t * d + j];
+                logits[t] += (double) query[q * d + j] * keys[t * d + j];
             }
-            l[t] = s / Math.sqrt(d);
-            max = Math.max(max, l[t]);
+            logits[t] /= Math.sqrt(d);
         }
-        double sum = 0;
-        for (double x : l) {
-            sum += Math.exp(x - max);
-        }
-        return Math.exp(l[token] - max) / sum;
+        return ReferenceSoftmax.inPlace(logits)[token];
     }
 }
