@@ -44,9 +44,8 @@ public final class NeedleCommand implements Callable<Integer> {
     @Mixin
     LocalTokenOptions local = new LocalTokenOptions();
 
-    @Option(names = "--head-groups", defaultValue = "1", description = "Head groups the layout stores a token as"
-            + " (1 token-striped; under HEAD_SHARDED up to the KV heads) (default: ${DEFAULT-VALUE}).")
-    int headGroups;
+    @Mixin
+    HeadGroupsOption groups = new HeadGroupsOption();
 
     @Option(names = "--budgets", split = ",", defaultValue = "0.02,0.05,0.1",
             description = "Token budget shares (default: ${DEFAULT-VALUE}).")
@@ -76,7 +75,7 @@ public final class NeedleCommand implements Callable<Integer> {
         KvShape shape = heads.shape(1);
         int tokens = size.tokens, kv = shape.kvHeads(), d = shape.headDim();
         check(tokens > local.resident(tokens) + 2 * 64, "--tokens", tokens, "more than the sinks, the window and 128");
-        check(kv % headGroups == 0, "--head-groups", headGroups, "a divisor of --kv-heads (" + kv + ")");
+        groups.check(kv);
         check(lookers.equals("one") || lookers.equals("all"), "--lookers", lookers, "one, all");
         check(needles.equals("each") || needles.equals("shared"), "--needles", needles, "each, shared");
         for (double s : shares) {
@@ -105,10 +104,10 @@ public final class NeedleCommand implements Callable<Integer> {
                 DenseLayerKv layerKv = new DenseLayerKv(tokens, d, keys, null);
                 for (int c = 0; c < chosen.size(); c++) {
                     try (Closing sel = new Closing(chosen.get(c).openLayer(new KeysContext(shape, layer, layerKv, local.sinks,
-                            local.window, null, null, headGroups, query.clone())))) {
+                            local.window, null, null, groups.count, query.clone())))) {
                         for (int bi = 0; bi < budgets.length; bi++) {
                             FetchPlan plan = new FetchPlan();
-                            plan.heads(kv, headGroups);
+                            plan.heads(kv, groups.count);
                             int budget = (int) Math.ceil(budgets[bi] * tokens) - local.resident(tokens);
                             plan.begin(layer, tokens, Math.max(0, budget));
                             sel.selector().select(query, plan);
@@ -144,7 +143,7 @@ public final class NeedleCommand implements Callable<Integer> {
         KvShape shape = heads.shape(1);
         out.printf(Locale.ROOT, "needle: %d tokens, %d layers, %d query heads on %d KV heads × %d, head groups %d, %s looker(s),"
                 + " %s needle(s), sinks %d, window %d, seed %d%n%n", size.tokens, size.layers, shape.queryHeads(),
-                shape.kvHeads(), shape.headDim(), headGroups, lookers, needles, local.sinks, local.window, size.seed);
+                shape.kvHeads(), shape.headDim(), groups.count, lookers, needles, local.sinks, local.window, size.seed);
         StringBuilder head = new StringBuilder("| strategy |");
         StringBuilder rule = new StringBuilder("|---|");
         for (double s : shares) {

@@ -70,11 +70,8 @@ public final class SelectEvalCommand implements Callable<Integer> {
     @Mixin
     FamilyOption family = new FamilyOption();
 
-    @Option(names = "--head-groups", defaultValue = "1", description = "Head groups the layout stores a token as"
-            + " (FetchPlan.headGroups: 1 token-striped; under HEAD_SHARDED up to the KV heads): per-head strategies"
-            + " choose one token set per group, and every strategy's bytes are counted per group slice"
-            + " (default: ${DEFAULT-VALUE}).")
-    int headGroups;
+    @Mixin
+    HeadGroupsOption groups = new HeadGroupsOption();
 
     @Spec
     CommandSpec spec;
@@ -332,10 +329,7 @@ public final class SelectEvalCommand implements Callable<Integer> {
                     + "; allowed: tokens, layers, steps, block ≥ 1, sinks and window ≥ 0, budget in (0, 1]");
         }
         KvShape shape = heads.shape(size.layers);
-        if (headGroups < 1 || heads.kvHeads % headGroups != 0) {
-            throw new IllegalArgumentException("--head-groups = " + headGroups + "; allowed: a divisor of --kv-heads = "
-                    + heads.kvHeads);
-        }
+        groups.check(heads.kvHeads);
         List<SelectionStrategy> chosen = strategies.stream().filter(n -> !HEAD_SELECTIONS.contains(n))
                 .map(n -> n.equals(BLOCK_ORACLE) ? blockOracle() : n.equals(SWARM) ? swarm()
                         : n.equals(SWARM_MASS) ? swarmMass(SWARM_MASS) : n.equals(SWARM_QMASS) ? swarmMass(SWARM_QMASS)
@@ -372,7 +366,7 @@ public final class SelectEvalCommand implements Callable<Integer> {
             for (int i = 0; i < selectors.length; i++) {
                 // Opened with the first scored step's query, as a decoder opens a layer on its first prefetch.
                 selectors[i] = chosen.get(i).openLayer(new KeysContext(shape, layer, kv, local.sinks, local.window, null,
-                        null, headGroups, workload.query(layer, firstStep)));
+                        null, groups.count, workload.query(layer, firstStep)));
             }
             FetchPlan plan = new FetchPlan();
             for (int s = 0; s < steps; s++) {
@@ -388,11 +382,11 @@ public final class SelectEvalCommand implements Callable<Integer> {
                 for (int i = 0; i < selectors.length; i++) {
                     int[][] groupSets = select(selectors[i], plan, layer, q, total, cells[i]);
                     int[][] perHead = new int[shape.kvHeads()][];
-                    int perGroup = shape.kvHeads() / headGroups;
+                    int perGroup = shape.kvHeads() / groups.count;
                     for (int h = 0; h < perHead.length; h++) {
                         perHead[h] = groupSets[h / perGroup];
                     }
-                    if (headGroups == 1) {
+                    if (groups.count == 1) {
                         int[] set = groupSets[0];
                         cells[i].mass += QualityMetrics.attentionMassRecall(exact.weights(), set);
                         cells[i].error += QualityMetrics.relativeError(exact.output(), attention.sparseOutput(kv, q, set));
@@ -405,8 +399,8 @@ public final class SelectEvalCommand implements Callable<Integer> {
                         cells[i].mass += addTypeMass(cells[i], perHead, types[layer], shape.groupSize()) / shape.queryHeads();
                         cells[i].error += QualityMetrics.relativeError(exact.output(), attention.sparseOutput(kv, q, perHead));
                         for (int[] set : groupSets) {
-                            cells[i].rows += (double) set.length / headGroups;
-                            cells[i].bytes += readBytes(set, shape.entryBytes() / headGroups);
+                            cells[i].rows += (double) set.length / groups.count;
+                            cells[i].bytes += readBytes(set, shape.entryBytes() / groups.count);
                         }
                     }
                 }
@@ -505,7 +499,7 @@ public final class SelectEvalCommand implements Callable<Integer> {
     private int[][] select(LayerSelector sel, FetchPlan plan, int layer, float[] q, int total, Cell cell) {
         int windowFrom = local.windowFrom(size.tokens);
         int resident = local.resident(size.tokens);
-        plan.heads(heads.kvHeads, headGroups);
+        plan.heads(heads.kvHeads, groups.count);
         plan.begin(layer, size.tokens, Math.max(0, total - resident));
         for (int t = 0; t < local.sinkEnd(size.tokens); t++) {
             plan.add(t);
@@ -516,9 +510,9 @@ public final class SelectEvalCommand implements Callable<Integer> {
         long t0 = System.nanoTime();
         sel.select(q, plan);
         cell.nanos.add(System.nanoTime() - t0);
-        int perGroup = heads.kvHeads / headGroups;
-        int[][] sets = new int[headGroups][];
-        for (int g = 0; g < headGroups; g++) {
+        int perGroup = heads.kvHeads / groups.count;
+        int[][] sets = new int[groups.count][];
+        for (int g = 0; g < groups.count; g++) {
             long bits = io.kvoffload.internal.storage.HeadShards.groupBits(g, perGroup);
             boolean[] seen = new boolean[size.tokens];
             int[] set = new int[plan.size()];
