@@ -289,6 +289,8 @@ public final class BlockMassIndex {
     }
 
     public int blocks() { return blocks; }
+    /** The layer's KV heads: {@link #rowStart} is defined from 0 to this. */
+    int kvHeads() { return kvHeads; }
     public int blockTokens() { return blockTokens; }
     /** Tokens per scored part of a block: {@link #blockTokens()} unless blocks are scored in parts. */
     int scoredTokens() { return scoredTokens; }

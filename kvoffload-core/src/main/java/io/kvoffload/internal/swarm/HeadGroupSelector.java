@@ -11,7 +11,7 @@ import io.kvoffload.strategy.LayerSelector;
  * groups — a sharp head spends few blocks and a diffuse one many — within the budget counted in
  * whole entries (a pair is {@code 1 / headGroups} of its block's entries). Each chosen block is
  * added once, for the KV heads of the groups that chose it. With one group it takes exactly the
- * blocks {@link SharedSetSelector} takes.
+ * blocks {@link SharedSetSelector} takes without peaks.
  */
 final class HeadGroupSelector implements LayerSelector {
     private final BlockMassIndex index;
