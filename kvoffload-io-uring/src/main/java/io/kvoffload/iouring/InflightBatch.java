@@ -17,15 +17,24 @@ final class InflightBatch {
     int[] done = new int[0];
     int[] retries = new int[0];
 
+    /** Grows the per-request arrays to hold at least {@code capacity} requests (their contents are not kept). */
+    void ensureCapacity(int capacity) {
+        if (done.length < capacity) {
+            done = new int[capacity];
+            retries = new int[capacity];
+        }
+    }
+
+    /** Requests the per-request arrays hold. */
+    int capacity() {
+        return done.length;
+    }
+
     void start(IoBatch b) {
         int n = b.size();
-        if (done.length < b.capacity()) {
-            done = new int[b.capacity()];
-            retries = new int[b.capacity()];
-        } else {
-            java.util.Arrays.fill(done, 0, n, 0);
-            java.util.Arrays.fill(retries, 0, n, 0);
-        }
+        ensureCapacity(b.capacity());
+        java.util.Arrays.fill(done, 0, n, 0);
+        java.util.Arrays.fill(retries, 0, n, 0);
         batch = b;
         size = n;
         remaining = n;

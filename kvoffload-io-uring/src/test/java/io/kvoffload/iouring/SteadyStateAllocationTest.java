@@ -68,4 +68,43 @@ class SteadyStateAllocationTest {
             pool.release(slot);
         }
     }
+
+    /**
+     * A batch that outgrew the others (a decode step that needed more reads than any before) allocates
+     * the ring's per-request arrays for every batch slot once, not for each slot the first time it
+     * takes that batch: the slots take batches in turn, so the latter spread one-off allocations over
+     * hundreds of later submissions.
+     */
+    @Test
+    void aBatchThatGrewAllocatesOnceForEverySlot() throws Exception {
+        var threads = (com.sun.management.ThreadMXBean) ManagementFactory.getThreadMXBean();
+        List<IoDevice> devices = IoUringTestSupport.devices(dir, 1, 1L << 20, 1);
+        IoOptions options = new IoOptions(true, 16, 1);
+        try (IoUringBackend backend = IoUringBackend.open(devices, options, IoUringConfig.defaults(options, 1).withFixedBuffers(false));
+                var arena = java.lang.foreign.Arena.ofConfined()) {
+            IoBatch small = backend.newBatch(4);
+            IoBatch big = backend.newBatch(64);
+            var buf = IoUringTestSupport.buffer(arena, 64L * ALIGN);
+            for (int i = 0; i < 4; i++) {
+                small.addRead(0, (long) i * ALIGN, buf.asSlice((long) i * ALIGN, ALIGN), i);
+            }
+            for (int i = 0; i < 64; i++) {
+                big.addRead(0, (long) i * ALIGN, buf.asSlice((long) i * ALIGN, ALIGN), i);
+            }
+            for (int i = 0; i < 3000; i++) { // every slot takes the small batch, compiled
+                backend.execute(small);
+            }
+            backend.execute(big); // the one growth
+            // One submission a window: growing a slot at a time allocated in each of the next 255.
+            List<Long> windows = new java.util.ArrayList<>();
+            for (int w = 0; w < 5; w++) {
+                long before = threads.getCurrentThreadAllocatedBytes();
+                backend.execute(big);
+                backend.execute(small);
+                windows.add(threads.getCurrentThreadAllocatedBytes() - before);
+            }
+            long zero = windows.stream().filter(b -> b == 0).count();
+            assertTrue(zero >= 4, "bytes allocated per big and small batch after the big one grew: " + windows);
+        }
+    }
 }
