@@ -356,6 +356,32 @@ public final class BlockMassIndex {
     }
 
     /**
+     * KV heads {@code [h0, h1)}'s estimated shares of blocks {@code [lo, hi)} from the last {@link #shares}
+     * call, their rows' weighted shares ({@link #shareNorm}) summed, into {@code dst[at + b]}: a head
+     * group's share of each block, what the per-head selector ranks and the shared set's peaks take the
+     * largest of. Two rows a pass over the blocks.
+     */
+    void groupShares(int h0, int h1, float[] dst, int at, int lo, int hi) {
+        int r0 = queryRows.rowStart(h0), rows = queryRows.rowStart(h1) - r0;
+        for (int k = 0; k < rows; k += 2) {
+            int src = (r0 + k) * blocks;
+            float n0 = shareNorm(r0 + k);
+            boolean two = k + 1 < rows;
+            int src1 = two ? src + blocks : src;
+            float n1 = two ? shareNorm(r0 + k + 1) : 0f;
+            if (k == 0) {
+                for (int b = lo; b < hi; b++) {
+                    dst[at + b] = Math.fma(logits[src1 + b], n1, logits[src + b] * n0);
+                }
+            } else {
+                for (int b = lo; b < hi; b++) {
+                    dst[at + b] += Math.fma(logits[src1 + b], n1, logits[src + b] * n0);
+                }
+            }
+        }
+    }
+
+    /**
      * Estimate rows per KV head: 1, its query heads, or its query-head clusters (with {@link
      * Combination#CLUSTERED_HEAD_MASS} on average: a step gives each KV head its own count, {@link #rowStart}).
      */

@@ -51,32 +51,14 @@ final class HeadGroupSelector implements LayerSelector {
         }
         int perGroup = kvHeads / groups;
         int bt = index.blockTokens(), blocks = index.blocks();
-        float[] shares = index.shares(query);
+        index.shares(query);
         long fresh = FreeBlocks.range(index, sinks, plan.tokens() - window, range); // per group
         int lo = range[0], hi = range[1], candidates = hi - lo;
         for (int g = 0; g < groups; g++) {
             int base = g * blocks;
-            int r0 = index.rowStart(g * perGroup), groupRows = index.rowStart((g + 1) * perGroup) - r0;
             java.util.Arrays.fill(pairs, base, base + lo, Float.NEGATIVE_INFINITY); // sinks' and window's blocks
             java.util.Arrays.fill(pairs, base + hi, base + blocks, Float.NEGATIVE_INFINITY);
-            // The group's rows two at a time: one pass over its pairs per two rows, candidate blocks only.
-            for (int k = 0; k < groupRows; k += 2) {
-                int r = r0 + k;
-                int src = r * blocks;
-                float n0 = index.shareNorm(r);
-                boolean two = k + 1 < groupRows;
-                int src1 = two ? src + blocks : src;
-                float n1 = two ? index.shareNorm(r + 1) : 0f;
-                if (k == 0) {
-                    for (int b = lo; b < hi; b++) {
-                        pairs[base + b] = Math.fma(shares[src1 + b], n1, shares[src + b] * n0);
-                    }
-                } else {
-                    for (int b = lo; b < hi; b++) {
-                        pairs[base + b] += Math.fma(shares[src1 + b], n1, shares[src + b] * n0);
-                    }
-                }
-            }
+            index.groupShares(g * perGroup, (g + 1) * perGroup, pairs, base, lo, hi); // candidate blocks only
         }
         // Pairs within the budget in entries (a pair reads 1/groups of its block's entries); every
         // candidate pair once the budget covers what they add, so a full budget attends every token.

@@ -88,45 +88,17 @@ final class SharedSetSelector implements LayerSelector {
 
     /**
      * {@code scores[b] = Σ_h S_hb + peakWeight × max_h S_hb} for the candidate blocks {@code [lo, hi)}, where
-     * {@code S_hb} is KV head {@code h}'s estimated share of block {@code b}: its rows' weighted shares
-     * summed two rows a pass, the last pass of a head folding its share into the score and the peak.
+     * {@code S_hb} is KV head {@code h}'s estimated share of block {@code b} ({@link BlockMassIndex#groupShares}).
      */
     private void scoreWithPeaks(float[] query, int lo, int hi) {
-        float[] shares = index.shares(query);
-        int blocks = index.blocks();
+        index.shares(query);
         java.util.Arrays.fill(scores, lo, hi, 0f);
         java.util.Arrays.fill(peaks, lo, hi, 0f);
         for (int h = 0, kvHeads = index.kvHeads(); h < kvHeads; h++) {
-            int r0 = index.rowStart(h), rows = index.rowStart(h + 1) - r0;
-            for (int k = 0; k < rows; k += 2) {
-                int src = (r0 + k) * blocks;
-                float n0 = index.shareNorm(r0 + k);
-                boolean two = k + 1 < rows;
-                int src1 = two ? src + blocks : src;
-                float n1 = two ? index.shareNorm(r0 + k + 1) : 0f;
-                if (k + 2 < rows) { // more of the head's rows to come: its share so far into head[]
-                    if (k == 0) {
-                        for (int b = lo; b < hi; b++) {
-                            head[b] = Math.fma(shares[src1 + b], n1, shares[src + b] * n0);
-                        }
-                    } else {
-                        for (int b = lo; b < hi; b++) {
-                            head[b] += Math.fma(shares[src1 + b], n1, shares[src + b] * n0);
-                        }
-                    }
-                } else if (k == 0) { // one or two rows (most KV heads): the head's share straight into the score
-                    for (int b = lo; b < hi; b++) {
-                        float v = Math.fma(shares[src1 + b], n1, shares[src + b] * n0);
-                        scores[b] += v;
-                        peaks[b] = Math.max(peaks[b], v); // vectorised; a conditional was not (+25% a step)
-                    }
-                } else {
-                    for (int b = lo; b < hi; b++) {
-                        float v = head[b] + Math.fma(shares[src1 + b], n1, shares[src + b] * n0);
-                        scores[b] += v;
-                        peaks[b] = Math.max(peaks[b], v); // vectorised; a conditional was not (+25% a step)
-                    }
-                }
+            index.groupShares(h, h + 1, head, 0, lo, hi);
+            for (int b = lo; b < hi; b++) {
+                scores[b] += head[b];
+                peaks[b] = Math.max(peaks[b], head[b]); // vectorised; a conditional was not (+25% a step)
             }
         }
         for (int b = lo; b < hi; b++) {
