@@ -307,45 +307,12 @@ public final class ExactAttention {
     }
 
     /**
-     * Logits of {@code count} tokens for every query head of one KV head. Four heads are scored per
-     * pass over a key so each key is read once per four heads: the loop is bound by the additions,
-     * and four independent sums keep the FMA units busy (about 2.5× one head at a time).
+     * Logits of {@code count} tokens for every query head of one KV head ({@link Softmax#logits}: four heads
+     * a pass over a key, a vector of tokens at a time where the Vector API is there, the same floats either
+     * way).
      */
     private void logits(float[] q, int q0, float[] k, int base, int count, float[][] out, int outFrom) {
-        int d = headDim;
-        int g = 0;
-        for (; g + 3 < groupSize; g += 4) {
-            Softmax.logits4(q, q0 + g * d, d, k, base, count, scale, out, g, outFrom);
-        }
-        for (; g + 1 < groupSize; g += 2) { // GQA groups of 2, 6, 10...: two heads per pass
-            float[] o0 = out[g], o1 = out[g + 1];
-            int a0 = q0 + g * d, a1 = a0 + d;
-            for (int t = 0; t < count; t++) {
-                int b = base + t * d;
-                float s0 = 0, s1 = 0, s2 = 0, s3 = 0;
-                int i = 0;
-                for (; i + 1 < d; i += 2) {
-                    float k0 = k[b + i], k1 = k[b + i + 1];
-                    s0 += q[a0 + i] * k0;
-                    s1 += q[a1 + i] * k0;
-                    s2 += q[a0 + i + 1] * k1;
-                    s3 += q[a1 + i + 1] * k1;
-                }
-                for (; i < d; i++) {
-                    s0 += q[a0 + i] * k[b + i];
-                    s1 += q[a1 + i] * k[b + i];
-                }
-                o0[outFrom + t] = scale * (s0 + s2);
-                o1[outFrom + t] = scale * (s1 + s3);
-            }
-        }
-        for (; g < groupSize; g++) {
-            float[] o = out[g];
-            int a = q0 + g * d;
-            for (int t = 0; t < count; t++) {
-                o[outFrom + t] = scale * dot(q, a, k, base + t * d, d);
-            }
-        }
+        Softmax.logits(q, q0, groupSize, headDim, k, base, count, scale, out, outFrom);
     }
 
     private void accumulate(LayerKv kv, int kvh, float[][] probs, float[] output, float[] chunk, int chunkTokens) {

@@ -1,5 +1,7 @@
 package io.kvoffload.internal.swarm;
 
+import io.kvoffload.internal.util.Int8Rounding;
+
 import io.kvoffload.internal.util.Checks;
 import io.kvoffload.internal.util.Softmax;
 import io.kvoffload.strategy.LayerKv;
@@ -231,13 +233,13 @@ public final class BlockMassIndex {
         boolean bounds = scoring == Scoring.BOUND || scoring == Scoring.REPS_BOUND;
         boolean means = scoring == Scoring.MEAN;
         this.reps = twoReps ? new BlockRepresentatives(kvHeads, headDim, blocks, CHUNK) : null;
-        this.max = bounds ? new Int8Rows(kvHeads, headDim, scored, Int8Rows.Rounding.UP) : null;
-        this.min = bounds ? new Int8Rows(kvHeads, headDim, scored, Int8Rows.Rounding.DOWN) : null;
-        this.mean = means ? new Int8Rows(kvHeads, headDim, scored, Int8Rows.Rounding.NEAREST) : null;
-        this.mixHi = mix ? new Int8Rows(kvHeads, headDim, scored, Int8Rows.Rounding.NEAREST) : null;
+        this.max = bounds ? new Int8Rows(kvHeads, headDim, scored, Int8Rounding.Mode.UP) : null;
+        this.min = bounds ? new Int8Rows(kvHeads, headDim, scored, Int8Rounding.Mode.DOWN) : null;
+        this.mean = means ? new Int8Rows(kvHeads, headDim, scored, Int8Rounding.Mode.NEAREST) : null;
+        this.mixHi = mix ? new Int8Rows(kvHeads, headDim, scored, Int8Rounding.Mode.NEAREST) : null;
         // A one-token part's two MIX rows are the same key: one array, and query rows share every term.
         this.mixLo = !mix ? null : scoredTokens == 1 && units == null ? mixHi
-                : new Int8Rows(kvHeads, headDim, scored, Int8Rows.Rounding.NEAREST);
+                : new Int8Rows(kvHeads, headDim, scored, Int8Rounding.Mode.NEAREST);
         this.logBlockTokens = new float[scored];
         for (int b = 0; b < scored; b++) {
             int size = units == null ? Math.min(scoredTokens, tokens - b * scoredTokens) : units.size(b);

@@ -1,5 +1,7 @@
 package io.kvoffload.internal.swarm;
 
+import io.kvoffload.internal.util.Int8Rounding;
+
 /**
  * Two representatives per block and KV head for {@link BlockMassIndex}'s REPS scorings: the block's keys
  * split by a deterministic 2-means ({@link TwoMeans}), each centroid int8 with one scale per head and
@@ -17,8 +19,8 @@ final class BlockRepresentatives {
     BlockRepresentatives(int kvHeads, int headDim, int blocks, int chunk) {
         this.headDim = headDim;
         this.blocks = blocks;
-        this.rep0 = new Int8Rows(kvHeads, headDim, blocks, Int8Rows.Rounding.NEAREST);
-        this.rep1 = new Int8Rows(kvHeads, headDim, blocks, Int8Rows.Rounding.NEAREST);
+        this.rep0 = new Int8Rows(kvHeads, headDim, blocks, Int8Rounding.Mode.NEAREST);
+        this.rep1 = new Int8Rows(kvHeads, headDim, blocks, Int8Rounding.Mode.NEAREST);
         this.logCount0 = new float[kvHeads][blocks];
         this.logCount1 = new float[kvHeads][blocks];
         this.chunk0 = new float[Math.min(chunk, blocks)];

@@ -1,27 +1,26 @@
 package io.kvoffload.internal.swarm;
 
+import io.kvoffload.internal.util.Int8Rounding;
+
 /**
  * One summary statistic of a {@link BlockMassIndex} (per KV head, per dimension, per block), kept as
  * int8 with one float scale per head and dimension: {@code value ≈ scale(h, j) × row(h)[j × blocks + b]}.
  * Values are collected as floats first ({@link #set}), then {@link #quantise}d once; the scale is the
  * dimension's largest magnitude over all blocks / 127, so an outlier channel gets its own range and
- * does not flatten the others. {@link Rounding#UP} and {@link Rounding#DOWN} round away from the
- * inside of a bound, so a quantised upper bound still bounds.
+ * does not flatten the others. {@link Int8Rounding.Mode#UP} and {@link Int8Rounding.Mode#DOWN} round away
+ * from the inside of a bound, so a quantised upper bound still bounds.
  */
 final class Int8Rows {
-    /** How a value is rounded to its int8 step. */
-    enum Rounding { UP, DOWN, NEAREST }
-
     private final int heads;
     private final int dims;
     private final int blocks;
-    private final Rounding rounding;
+    private final Int8Rounding.Mode rounding;
     private float[][] staged;
     private final byte[][] rows;
     private final float[] scales;
     private final float[] spreads;
 
-    Int8Rows(int heads, int dims, int blocks, Rounding rounding) {
+    Int8Rows(int heads, int dims, int blocks, Int8Rounding.Mode rounding) {
         this.heads = heads;
         this.dims = dims;
         this.blocks = blocks;
@@ -41,38 +40,12 @@ final class Int8Rows {
     void quantise() {
         for (int h = 0; h < heads; h++) {
             float[] v = staged[h];
-            byte[] out = rows[h];
             for (int j = 0; j < dims; j++) {
                 int from = j * blocks;
-                float big = 0;
-                for (int b = 0; b < blocks; b++) {
-                    big = Math.max(big, Math.abs(v[from + b]));
-                }
+                float big = Int8Rounding.absMax(v, from, blocks);
                 float scale = big > 0 ? big / 127f : 1f;
                 scales[h * dims + j] = scale;
-                switch (rounding) { // one loop each, so that the JIT vectorises it
-                    case UP -> {
-                        for (int b = 0; b < blocks; b++) {
-                            out[from + b] = (byte) Math.max(-127, Math.min(127, Math.ceil(v[from + b] / scale)));
-                        }
-                    }
-                    case DOWN -> {
-                        for (int b = 0; b < blocks; b++) {
-                            out[from + b] = (byte) Math.max(-127, Math.min(127, Math.floor(v[from + b] / scale)));
-                        }
-                    }
-                    case NEAREST -> {
-                        for (int b = 0; b < blocks; b++) {
-                            out[from + b] = (byte) Math.max(-127, Math.min(127, Math.rint(v[from + b] / scale)));
-                        }
-                    }
-                }
-                int lo = 127, hi = -127;
-                for (int b = 0; b < blocks; b++) {
-                    lo = Math.min(lo, out[from + b]);
-                    hi = Math.max(hi, out[from + b]);
-                }
-                spreads[h * dims + j] = Math.max(0, hi - lo);
+                spreads[h * dims + j] = Int8Rounding.round(v, from, blocks, scale, rounding, rows[h]);
             }
         }
         staged = null;

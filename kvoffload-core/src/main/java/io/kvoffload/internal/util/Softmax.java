@@ -141,6 +141,54 @@ public final class Softmax {
     }
 
     /**
+     * The scaled logits of {@code heads} consecutive query heads (one KV head's group) against {@code
+     * count} keys: query head {@code g} is {@code q[q0 + g × d, … + d)}, key {@code t} is {@code k[base + t
+     * × d, … + d)}, and {@code out[g][outFrom + t] = scale × q_g·k_t}; four heads a pass ({@link #logits4}),
+     * then a pair (even and odd dimensions summed apart), then a last head ({@link #dot}). Where {@link
+     * #VECTORISED}, a vector of tokens at a time with each lane's sums in the same order
+     * ({@code VectorLogits}): the same floats, several times faster (an opening's exact attention,
+     * docs/benchmarks.md "Calibrating openings, faster").
+     */
+    public static void logits(float[] q, int q0, int heads, int d, float[] k, int base, int count, float scale,
+            float[][] out, int outFrom) {
+        int done = VECTORISED ? VectorLogits.logits(q, q0, heads, d, k, base, count, scale, out, outFrom) : 0;
+        int rest = count - done, b0 = base + done * d, o0 = outFrom + done;
+        int g = 0;
+        for (; g + 3 < heads; g += 4) {
+            logits4(q, q0 + g * d, d, k, b0, rest, scale, out, g, o0);
+        }
+        for (; g + 1 < heads; g += 2) { // GQA groups of 2, 6, 10...: two heads per pass
+            float[] p0 = out[g], p1 = out[g + 1];
+            int a0 = q0 + g * d, a1 = a0 + d;
+            for (int t = 0; t < rest; t++) {
+                int b = b0 + t * d;
+                float s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+                int i = 0;
+                for (; i + 1 < d; i += 2) {
+                    float k0 = k[b + i], k1 = k[b + i + 1];
+                    s0 += q[a0 + i] * k0;
+                    s1 += q[a1 + i] * k0;
+                    s2 += q[a0 + i + 1] * k1;
+                    s3 += q[a1 + i + 1] * k1;
+                }
+                for (; i < d; i++) {
+                    s0 += q[a0 + i] * k[b + i];
+                    s1 += q[a1 + i] * k[b + i];
+                }
+                p0[o0 + t] = scale * (s0 + s2);
+                p1[o0 + t] = scale * (s1 + s3);
+            }
+        }
+        for (; g < heads; g++) {
+            float[] p = out[g];
+            int a = q0 + g * d;
+            for (int t = 0; t < rest; t++) {
+                p[o0 + t] = scale * dot(q, a, k, b0 + t * d, d);
+            }
+        }
+    }
+
+    /**
      * The scaled logits of four consecutive query heads against {@code count} keys, in one pass: query
      * head {@code j} is {@code q[q0 + j × d, … + d)}, key {@code t} is {@code k[base + t × d, … + d)},
      * and {@code out[row + j][outFrom + t] = scale × q_j·k_t}. Each key is read once for the four heads; the

@@ -36,6 +36,51 @@ class SoftmaxProperties {
     }
 
     /**
+     * A group's logits over many keys (a vector of tokens at a time where the tests run with
+     * jdk.incubator.vector, as the build runs them) are bit for bit those of each key alone (always
+     * element by element), for every group size's mix of four-head, pair and single-head sums, odd head
+     * dimensions, and a range of the output rows only.
+     */
+    @Property(tries = 150)
+    void groupLogitsAreTheSameFloatsForEveryKeyAlone(@ForAll @IntRange(min = 1, max = 9) int heads,
+            @ForAll @IntRange(min = 1, max = 70) int d, @ForAll @IntRange(min = 0, max = 90) int count,
+            @ForAll @IntRange(min = 0, max = 5) int pad, @ForAll long seed) {
+        java.util.SplittableRandom r = new java.util.SplittableRandom(seed);
+        float[] q = new float[(heads + 1) * d];
+        float[] k = new float[(count + 1) * d + pad];
+        for (int i = 0; i < q.length; i++) {
+            q[i] = (float) r.nextGaussian();
+        }
+        for (int i = 0; i < k.length; i++) {
+            k[i] = (float) (r.nextGaussian() * 4);
+        }
+        float scale = (float) (1 / Math.sqrt(d));
+        float[][] all = new float[heads][count + 2 * pad];
+        float[][] alone = new float[heads][count + 2 * pad];
+        for (float[] row : all) {
+            java.util.Arrays.fill(row, 7f);
+        }
+        for (float[] row : alone) {
+            java.util.Arrays.fill(row, 7f);
+        }
+        Softmax.logits(q, d, heads, d, k, pad, count, scale, all, pad);
+        for (int t = 0; t < count; t++) {
+            Softmax.logits(q, d, heads, d, k, pad + t * d, 1, scale, alone, pad + t);
+        }
+        for (int g = 0; g < heads; g++) {
+            assertArrayEquals(alone[g], all[g], "head " + g);
+            for (int t = 0; t < count; t++) {
+                float expected = scale * Softmax.dot(q, d + g * d, k, pad + t * d, d);
+                assertEquals(expected, all[g][pad + t], 1e-4f * Math.max(1f, Math.abs(expected)), "head " + g + ", token " + t);
+            }
+            for (int i = 0; i < pad; i++) {
+                assertEquals(7f, all[g][i]);
+                assertEquals(7f, all[g][pad + count + i]);
+            }
+        }
+    }
+
+    /**
      * The ranking exponentials (vectorised when the tests run with jdk.incubator.vector, as the build
      * runs them) agree with the scalar ones element by element and in their normaliser, and touch only
      * their range; rows long enough for the vector path and odd tails included.
