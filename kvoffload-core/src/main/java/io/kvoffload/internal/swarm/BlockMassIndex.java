@@ -1,8 +1,7 @@
 package io.kvoffload.internal.swarm;
 
-import io.kvoffload.internal.util.Int8Rounding;
-
 import io.kvoffload.internal.util.Checks;
+import io.kvoffload.internal.util.Int8Rounding;
 import io.kvoffload.internal.util.Softmax;
 import io.kvoffload.strategy.LayerKv;
 import io.kvoffload.strategy.LayoutUnits;
