@@ -106,26 +106,6 @@ record BlockSummaries(int kvHeads, int headDim, int tokens, int scored, int scor
         private final float[] hi = new float[tile * headDim], lo = new float[tile * headDim], sum = new float[tile * headDim];
         private final float[] blockKeys = reps != null ? new float[scoredTokens * headDim] : null;
         private final boolean vector = KeyBounds.vectorised((long) kvHeads * scored);
-        private final boolean mixOnly = max == null && mean == null && mixHi != null; // the default's index
-
-        /**
-         * {@link #stage} of a tile's blocks where the index keeps MIX's rows alone: the same values, written
-         * straight into the two staged rows a dimension at a time, not through a branch an element.
-         */
-        private void stageMix(int h, int b0, int m, int count) {
-            int d = headDim, st = scoredTokens;
-            float[] up = mixHi.staged(h), down = mixLo == mixHi ? null : mixLo.staged(h);
-            for (int j = 0; j < d; j++) {
-                int at = j * scored + b0;
-                for (int i = 0; i < m; i++) {
-                    float mu = sum[i * d + j] / Math.min(st, count - i * st);
-                    up[at + i] = 0.5f * (hi[i * d + j] + mu);
-                    if (down != null) {
-                        down[at + i] = 0.5f * (lo[i * d + j] + mu);
-                    }
-                }
-            }
-        }
 
         /** The tiles whose first token lies in {@code [fromToken, toToken)}. */
         void blocks(LayerKv kv, int fromToken, int toToken) {
@@ -147,14 +127,10 @@ record BlockSummaries(int kvHeads, int headDim, int tokens, int scored, int scor
                         System.arraycopy(keys, at, blockKeys, 0, n * d);
                         reps.summarise(h, b0 + i, blockKeys, n);
                     }
-                    if (mixOnly) {
-                        stageMix(h, b0, m, count);
-                    } else {
-                        for (int j = 0; j < d; j++) {
-                            for (int i = 0; i < m; i++) {
-                                int n = Math.min(st, count - i * st);
-                                stage(h, j * scored + b0 + i, hi[i * d + j], lo[i * d + j], sum[i * d + j] / n);
-                            }
+                    for (int j = 0; j < d; j++) {
+                        for (int i = 0; i < m; i++) {
+                            int n = Math.min(st, count - i * st);
+                            stage(h, j * scored + b0 + i, hi[i * d + j], lo[i * d + j], sum[i * d + j] / n);
                         }
                     }
                 }

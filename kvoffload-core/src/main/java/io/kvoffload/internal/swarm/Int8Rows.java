@@ -36,11 +36,6 @@ final class Int8Rows {
         staged[h][at] = value;
     }
 
-    /** Head {@code h}'s staged floats, dimension-major as {@link #set} writes them (before {@link #quantise}). */
-    float[] staged(int h) {
-        return staged[h];
-    }
-
     /** Converts the staged floats to int8 and drops them. */
     void quantise() {
         for (int h = 0; h < heads; h++) {
