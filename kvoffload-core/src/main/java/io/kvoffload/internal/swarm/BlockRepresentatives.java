@@ -21,6 +21,8 @@ final class BlockRepresentatives {
         this.blocks = blocks;
         this.rep0 = new Int8Rows(kvHeads, headDim, blocks, Int8Rounding.Mode.NEAREST);
         this.rep1 = new Int8Rows(kvHeads, headDim, blocks, Int8Rounding.Mode.NEAREST);
+        rep0.stage();
+        rep1.stage();
         this.logCount0 = new float[kvHeads][blocks];
         this.logCount1 = new float[kvHeads][blocks];
         this.chunk0 = new float[Math.min(chunk, blocks)];

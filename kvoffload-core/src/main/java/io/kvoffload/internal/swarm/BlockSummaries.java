@@ -36,44 +36,108 @@ record BlockSummaries(int kvHeads, int headDim, int tokens, int scored, int scor
      * against each other), range by range of {@link #RANGE} tokens, each range for every summary before
      * the next: a stored layer's keys are read once for all of them ({@code SequenceLayerKv} keeps the
      * last range), not once each. Summaries whose tiles do not fit a range's bounds go one after another.
-     * Every summary is quantised. {@code attention}, when not null, takes each range of the summaries'
+     * A summary of the same tokens in the same parts and rows as an earlier one ({@link #sameAs}: a
+     * calibrating opening's finer blocks and its parts of the default's blocks, both of half the tokens)
+     * is that one's bytes: built once and copied. Every summary is quantised. {@code attention}, when not null, takes each range of the summaries'
      * tokens after them, while the range's keys are still at hand (the exact attention a calibrating opening
      * weighs its candidates by), then the layer's tokens past them.
      */
     static void together(LayerKv kv, java.util.List<BlockSummaries> all, ExactAttention.HeadLogits attention) {
-        boolean fit = true;
-        for (BlockSummaries s : all) {
-            fit &= s.tokens == all.get(0).tokens && RANGE % s.tileTokens() == 0;
+        java.util.List<BlockSummaries> built = new java.util.ArrayList<>(); // one of each content
+        int[] source = new int[all.size()]; // the built summary each one copies, or -1 for itself
+        for (int i = 0; i < all.size(); i++) {
+            source[i] = -1;
+            for (int j = 0; j < built.size() && source[i] < 0; j++) {
+                source[i] = built.get(j).sameAs(all.get(i)) ? j : -1;
+            }
+            if (source[i] < 0) {
+                built.add(all.get(i));
+            }
         }
-        int tokens = all.get(0).tokens;
+        boolean fit = true;
+        for (BlockSummaries s : built) {
+            fit &= s.tokens == built.get(0).tokens && RANGE % s.tileTokens() == 0;
+        }
+        int tokens = built.get(0).tokens;
         if (!fit) {
-            for (BlockSummaries s : all) {
+            for (BlockSummaries s : built) {
                 s.blocks(kv);
-                s.quantise();
             }
             if (attention != null) {
                 attention.range(kv, 0, kv.tokens());
             }
-            return;
-        }
-        Pass[] passes = new Pass[all.size()];
-        for (int i = 0; i < passes.length; i++) {
-            passes[i] = all.get(i).new Pass();
-        }
-        for (int from = 0; from < tokens; from += RANGE) {
-            int to = Math.min(tokens, from + RANGE);
-            for (Pass p : passes) {
-                p.blocks(kv, from, to);
+        } else {
+            // A summary whose blocks are whole runs of another's is built in that one's pass over the keys.
+            BlockSummaries[] wholeOf = new BlockSummaries[built.size()];
+            boolean[] inAnother = new boolean[built.size()];
+            for (int f = 0; f < built.size(); f++) {
+                for (int c = 0; c < built.size() && wholeOf[f] == null; c++) {
+                    if (!inAnother[c] && wholeOf[c] == null && c != f && built.get(f).partsOf(built.get(c))) {
+                        wholeOf[f] = built.get(c);
+                        inAnother[c] = true;
+                    }
+                }
             }
-            if (attention != null) {
-                attention.range(kv, from, to);
+            java.util.List<Pass> passes = new java.util.ArrayList<>();
+            for (int i = 0; i < built.size(); i++) {
+                if (!inAnother[i]) {
+                    passes.add(built.get(i).new Pass(wholeOf[i]));
+                }
+            }
+            for (int from = 0; from < tokens; from += RANGE) {
+                int to = Math.min(tokens, from + RANGE);
+                for (Pass p : passes) {
+                    p.blocks(kv, from, to);
+                }
+                if (attention != null) {
+                    attention.range(kv, from, to);
+                }
+            }
+            if (attention != null && tokens < kv.tokens()) {
+                attention.range(kv, tokens, kv.tokens());
             }
         }
-        if (attention != null && tokens < kv.tokens()) {
-            attention.range(kv, tokens, kv.tokens());
-        }
-        for (BlockSummaries s : all) {
+        for (BlockSummaries s : built) {
             s.quantise();
+        }
+        for (int i = 0; i < all.size(); i++) {
+            if (source[i] >= 0) {
+                all.get(i).copyOf(built.get(source[i]));
+            }
+        }
+    }
+
+    /**
+     * Whether {@code whole}'s blocks are runs of this summary's, a whole number of them within each of
+     * this summary's tiles, so that one pass over the keys can build both ({@link KeyBounds#ofParts});
+     * neither keeps representatives.
+     */
+    private boolean partsOf(BlockSummaries whole) {
+        int ratio = whole.scoredTokens / scoredTokens;
+        return reps == null && whole.reps == null && kvHeads == whole.kvHeads && headDim == whole.headDim
+                && tokens == whole.tokens && ratio > 1 && whole.scoredTokens == ratio * scoredTokens
+                && tile() % ratio == 0;
+    }
+
+    /**
+     * Whether {@code other} summarises the same tokens in the same parts into the same rows, so that
+     * building it would write this summary's bytes (neither keeps representatives, which are not copied).
+     */
+    boolean sameAs(BlockSummaries other) {
+        return reps == null && other.reps == null && kvHeads == other.kvHeads && headDim == other.headDim
+                && tokens == other.tokens && scored == other.scored && scoredTokens == other.scoredTokens
+                && Int8Rows.sameShape(max, other.max) && Int8Rows.sameShape(min, other.min)
+                && Int8Rows.sameShape(mean, other.mean) && Int8Rows.sameShape(mixHi, other.mixHi)
+                && Int8Rows.sameShape(mixLo, other.mixLo) && (mixLo == mixHi) == (other.mixLo == other.mixHi);
+    }
+
+    /** Takes {@code built}'s quantised rows ({@link #sameAs} this, quantised) as this summary's own. */
+    private void copyOf(BlockSummaries built) {
+        for (Int8Rows[] r : new Int8Rows[][] {{max, built.max}, {min, built.min}, {mean, built.mean},
+                {mixHi, built.mixHi}, {mixLo == mixHi ? null : mixLo, built.mixLo}}) {
+            if (r[0] != null) {
+                r[0].copyOf(r[1]);
+            }
         }
     }
 
@@ -99,13 +163,36 @@ record BlockSummaries(int kvHeads, int headDim, int tokens, int scored, int scor
         }
     }
 
-    /** One pass of {@link #blocks} over the layer, with its buffers: tile by tile, any range of tiles at a time. */
+    /**
+     * One pass of {@link #blocks} over the layer, with its buffers: tile by tile, any range of tiles at a
+     * time; with a {@code whole} summary ({@link #partsOf}), that one's blocks from the same keys.
+     */
     private final class Pass {
         private final int tile = tile();
         private final float[] keys = new float[tile * scoredTokens * headDim];
         private final float[] hi = new float[tile * headDim], lo = new float[tile * headDim], sum = new float[tile * headDim];
         private final float[] blockKeys = reps != null ? new float[scoredTokens * headDim] : null;
         private final boolean vector = KeyBounds.vectorised((long) kvHeads * scored);
+        private final BlockSummaries whole;
+        private final int ratio;                    // this summary's blocks in one of whole's
+        private final float[] wHi, wLo, wSum;       // whole's blocks of a tile
+
+        Pass() {
+            this(null);
+        }
+
+        Pass(BlockSummaries whole) {
+            this.whole = whole;
+            this.ratio = whole == null ? 1 : whole.scoredTokens / scoredTokens;
+            int n = whole == null ? 0 : tile / ratio * headDim;
+            this.wHi = new float[n];
+            this.wLo = new float[n];
+            this.wSum = new float[n];
+            stageRows();
+            if (whole != null) {
+                whole.stageRows();
+            }
+        }
 
         /** The tiles whose first token lies in {@code [fromToken, toToken)}. */
         void blocks(LayerKv kv, int fromToken, int toToken) {
@@ -115,9 +202,13 @@ record BlockSummaries(int kvHeads, int headDim, int tokens, int scored, int scor
                 for (int h = 0; h < kvHeads; h++) {
                     int m = Math.min(tile, scored - b0), from = b0 * st, count = Math.min(m * st, tokens - from);
                     kv.keys(h, from, count, keys, 0);
-                    for (int i = 0; i < m; i++) {
-                        int at = i * st * d, n = Math.min(st, count - i * st);
-                        KeyBounds.of(keys, at, d, n, hi, lo, sum, i * d, vector);
+                    if (whole == null) {
+                        for (int i = 0; i < m; i++) {
+                            int at = i * st * d, n = Math.min(st, count - i * st);
+                            KeyBounds.of(keys, at, d, n, hi, lo, sum, i * d, vector);
+                        }
+                    } else {
+                        wholeBlocks(h, b0, m, count);
                     }
                     if (!finite(sum, m * d)) { // a non-finite key makes its block's sum so
                         requireFinite(keys, count, d, from, h);
@@ -134,6 +225,33 @@ record BlockSummaries(int kvHeads, int headDim, int tokens, int scored, int scor
                         }
                     }
                 }
+            }
+        }
+
+        /**
+         * This tile's {@code m} blocks ({@code count} tokens from block {@code b0}) of head {@code h} into
+         * the pass's buffers, and {@code whole}'s blocks that they make up staged into its rows.
+         */
+        private void wholeBlocks(int h, int b0, int m, int count) {
+            int d = headDim, st = scoredTokens, wt = ratio * st;
+            for (int c = 0, i = 0; i < m; c++, i += ratio) {
+                int n = Math.min(wt, count - i * st);
+                KeyBounds.ofParts(keys, i * st * d, d, n, st, hi, lo, sum, i * d, wHi, wLo, wSum, c * d, vector);
+            }
+            for (int j = 0, first = b0 / ratio, blocks = (m + ratio - 1) / ratio; j < d; j++) {
+                for (int c = 0; c < blocks; c++) {
+                    int n = Math.min(wt, count - c * wt);
+                    whole.stage(h, j * whole.scored + first + c, wHi[c * d + j], wLo[c * d + j], wSum[c * d + j] / n);
+                }
+            }
+        }
+    }
+
+    /** Makes room in every row for the floats {@link #stage} sets. */
+    private void stageRows() {
+        for (Int8Rows r : new Int8Rows[] {max, min, mean, mixHi, mixLo}) {
+            if (r != null) {
+                r.stage();
             }
         }
     }
@@ -222,6 +340,7 @@ record BlockSummaries(int kvHeads, int headDim, int tokens, int scored, int scor
                 unitOf[fill[units.member(u, i)]++] = u;
             }
         }
+        stageRows();
         float[] hi = new float[n * d], lo = new float[n * d], sum = new float[n * d]; // unit-major
         float[] keys = new float[RANGE * d];
         for (int h = 0; h < kvHeads; h++) {

@@ -15,7 +15,8 @@ final class Int8Rows {
     private final int dims;
     private final int blocks;
     private final Int8Rounding.Mode rounding;
-    private float[][] staged;
+    private float[][] staged;     // allocated by stage(), dropped by quantise() or copyOf()
+    private boolean quantised;
     private final byte[][] rows;
     private final float[] scales;
     private final float[] spreads;
@@ -25,19 +26,29 @@ final class Int8Rows {
         this.dims = dims;
         this.blocks = blocks;
         this.rounding = rounding;
-        this.staged = new float[heads][dims * blocks];
         this.rows = new byte[heads][dims * blocks];
         this.scales = new float[heads * dims];
         this.spreads = new float[heads * dims];
     }
 
-    /** Stages element {@code at} ({@code j × blocks + b}) of head {@code h}, before {@link #quantise}. */
+    /**
+     * Makes room for the floats {@link #set} stages (a summary copied from another's, {@link #copyOf},
+     * never needs it); idempotent until quantised.
+     */
+    void stage() {
+        if (staged == null && !quantised) {
+            staged = new float[heads][dims * blocks];
+        }
+    }
+
+    /** Stages element {@code at} ({@code j × blocks + b}) of head {@code h}, after {@link #stage}, before {@link #quantise}. */
     void set(int h, int at, float value) {
         staged[h][at] = value;
     }
 
     /** Converts the staged floats to int8 and drops them. */
     void quantise() {
+        stage(); // nothing staged: every element 0
         for (int h = 0; h < heads; h++) {
             float[] v = staged[h];
             for (int j = 0; j < dims; j++) {
@@ -49,6 +60,36 @@ final class Int8Rows {
             }
         }
         staged = null;
+        quantised = true;
+    }
+
+    /**
+     * Whether {@code a} and {@code b} are both absent, or both rows of the same heads, dimensions, blocks
+     * and rounding: what staging the same values into each would quantise to the same bytes.
+     */
+    static boolean sameShape(Int8Rows a, Int8Rows b) {
+        return a == null ? b == null : b != null && a.heads == b.heads && a.dims == b.dims && a.blocks == b.blocks
+                && a.rounding == b.rounding;
+    }
+
+    /**
+     * Takes {@code quantised}'s bytes, scales and spreads in place of staging and quantising the same
+     * values ({@link #sameShape}); drops what was staged.
+     *
+     * @throws IllegalStateException if these rows were quantised or {@code quantised}'s were not
+     */
+    void copyOf(Int8Rows quantised) {
+        if (this.quantised || !quantised.quantised || !sameShape(this, quantised)) {
+            throw new IllegalStateException("copy of " + (quantised.quantised ? "quantised" : "unquantised") + " rows into "
+                    + (this.quantised ? "quantised" : "unquantised") + " rows, same shape " + sameShape(this, quantised));
+        }
+        for (int h = 0; h < heads; h++) {
+            System.arraycopy(quantised.rows[h], 0, rows[h], 0, rows[h].length);
+        }
+        System.arraycopy(quantised.scales, 0, scales, 0, scales.length);
+        System.arraycopy(quantised.spreads, 0, spreads, 0, spreads.length);
+        staged = null;
+        this.quantised = true;
     }
 
     /** Head {@code h}'s int8 elements, dimension-major. */

@@ -24,8 +24,9 @@ import io.kvoffload.strategy.LayerSelector;
  *
  * <p>On issue #16's cells it changed 18 of 46 at 128K tokens and 8 of 66 at 16K–64K, each for the better
  * in recall and output error (docs/benchmarks.md, "Rows, parts or finer blocks, chosen on the opening
- * query"). It costs one exact attention over the layer and up to two more index builds when the layer
- * opens, all from one read of its keys; per step, the index it keeps.
+ * query"). It costs one exact attention over the layer and the other candidates' summaries when the layer
+ * opens, all from one read of its keys and one pass of their bounds (its parts' and finer blocks' summaries are
+ * the same bytes, built once: {@code BlockSummaries#together}); per step, the index it keeps.
  */
 final class SweepCalibration {
     private SweepCalibration() {}

@@ -36,6 +36,42 @@ public final class KeyBounds {
         }
     }
 
+    /**
+     * {@link #of} of the run's parts of {@code part} tokens (the last may be shorter) and of the whole run
+     * in one pass over its keys: part {@code i}'s summaries at {@code [o + i × d, o + i × d + d)} of {@code
+     * hi}, {@code lo} and {@code sum}, the run's at {@code [wo, wo + d)} of {@code wHi}, {@code wLo} and
+     * {@code wSum}, each the floats {@link #of} writes for it alone (the run's sum adds its keys in order).
+     * What a calibrating opening builds for blocks and their halves at once.
+     */
+    public static void ofParts(float[] keys, int at, int d, int n, int part, float[] hi, float[] lo, float[] sum, int o,
+            float[] wHi, float[] wLo, float[] wSum, int wo, boolean vector) {
+        if (vector) {
+            VectorKeyBounds.ofParts(keys, at, d, n, part, hi, lo, sum, o, wHi, wLo, wSum, wo);
+        } else {
+            scalarParts(keys, at, d, n, part, hi, lo, sum, o, wHi, wLo, wSum, wo, 0);
+        }
+    }
+
+    /** {@link #ofParts} for dimensions {@code [from, d)}, element by element (also the vector path's tail). */
+    static void scalarParts(float[] keys, int at, int d, int n, int part, float[] hi, float[] lo, float[] sum, int o,
+            float[] wHi, float[] wLo, float[] wSum, int wo, int from) {
+        for (int p = 0, t = 0; t < n; p++, t += part) {
+            scalar(keys, at + t * d, d, Math.min(part, n - t), hi, lo, sum, o + p * d, from);
+            for (int j = from; j < d; j++) {
+                wHi[wo + j] = p == 0 ? hi[o + j] : Math.max(wHi[wo + j], hi[o + p * d + j]);
+                wLo[wo + j] = p == 0 ? lo[o + j] : Math.min(wLo[wo + j], lo[o + p * d + j]);
+            }
+        }
+        for (int j = from; j < d; j++) {
+            wSum[wo + j] = keys[at + j];
+        }
+        for (int t = 1; t < n; t++) {
+            for (int j = from, a = at + t * d; j < d; j++) {
+                wSum[wo + j] += keys[a + j];
+            }
+        }
+    }
+
     /** {@link #of} for dimensions {@code [from, d)}, element by element (also the vector path's tail). */
     static void scalar(float[] keys, int at, int d, int n, float[] hi, float[] lo, float[] sum, int o, int from) {
         for (int j = from; j < d; j++) {

@@ -77,6 +77,27 @@ class SummariesTogetherTest {
     }
 
     /**
+     * Summaries built in another's pass (blocks of 16 from their halves, {@code KeyBounds.ofParts}) or
+     * copied from an identical one (two of 8-token blocks) are each the index built alone, bit for bit,
+     * also where the last block is short (9,000 tokens).
+     */
+    @Test
+    void blocksFromTheirHalvesAndCopiesAreTheIndexesBuiltAlone() {
+        List<Spec> specs = List.of(
+                new Spec(16, Scoring.MIX, Combination.CLUSTERED_HEAD_MASS, 6f, false, false),
+                new Spec(8, Scoring.MIX, Combination.CLUSTERED_HEAD_MASS, 6f, false, false),
+                new Spec(8, Scoring.MIX, Combination.HEAD_MASS, 6f, false, false),
+                new Spec(32, Scoring.BOUND, Combination.HEAD_MASS, 6f, false, false),
+                new Spec(4, Scoring.BOUND, Combination.HEAD_MASS, 6f, false, false));
+        stored(SHAPE, TOKENS, 7, (e, kv, layer, query) -> {
+            List<BlockMassIndex> together = BlockMassIndex.summariseTogether(kv, TOKENS, SHAPE.queryHeads(), specs, null);
+            for (int i = 0; i < specs.size(); i++) {
+                assertSameIndex(alone(kv, specs.get(i)), together.get(i), query, "spec " + i);
+            }
+        });
+    }
+
+    /**
      * {@code mass-auto-cal} opening a stored layer reads it once: its candidates' summaries and the opening
      * query's exact attention take each range of keys in one pass (twice the layer when the attention was
      * a pass of its own; each candidate read it once more before that).
