@@ -27,6 +27,8 @@ final class QueryRows {
     private final int[] clusterSize;  // head h's cluster c at [h × groupSize + c]; 0: merged away
     private final double[] mergeCost; // head h's Ward merge costs, pair (a < b) at [h × groupSize² + a × groupSize + b]
     private final int[] rowStart;     // KV head h's rows: [rowStart[h], rowStart[h + 1])
+    private final double[] headBest;  // KV head h's cheapest merge cost (cluster), its pair a << 16 | b in headPair
+    private final int[] headPair;
     private final int maxPerHead;
 
     QueryRows(Combination combination, int queryHeads, int kvHeads, int headDim) {
@@ -55,6 +57,8 @@ final class QueryRows {
         this.clusterSize = new int[clustered ? kvHeads * groupSize : 0];
         this.mergeCost = new double[clustered && queryHeads > count ? kvHeads * groupSize * groupSize : 0];
         this.rowStart = new int[kvHeads + 1];
+        this.headBest = new double[clustered ? kvHeads : 0];
+        this.headPair = new int[clustered ? kvHeads : 0];
         for (int h = 0; h <= kvHeads; h++) {
             rowStart[h] = (int) ((long) h * count / kvHeads); // until the first clustering
         }
@@ -106,7 +110,12 @@ final class QueryRows {
      * Rows of a layer with {@link Combination#CLUSTERED_HEAD_MASS} for {@code kvHeads} groups of {@code
      * groupSize} query heads of {@code headDim} dimensions: {@link #clusterRows(int) half of each group},
      * or as many as {@link #REFERENCE_SWEEP} affords, at most each group and {@link #MAX_CLUSTER_ROWS} a
-     * KV head. The rows are the layer's, pooled over its KV heads ({@link #cluster}), so the sweep's
+     * KV head; half of each group only up to twice what the reference affords, and at least one row a KV
+     * head. The largest groups on many KV heads (96 and 128 query heads on 8 × 128) kept 48 and 64 rows,
+     * 1.7–2.6 ms a step at 128K tokens; at 32 rows, what Llama-3-70B's groups of 8 keep, they take 1.1–1.5
+     * ms within 0.012 × the oracle's recall (docs/benchmarks.md, "Rows of the largest query-head groups").
+     * Fewer than half a group where the reference affords more costs retrieval heads: 16 rows on
+     * Llama-3-70B's layer gave them 0.93 × the oracle's recall and 9 × its output error per head at 16K. The rows are the layer's, pooled over its KV heads ({@link #cluster}), so the sweep's
      * room counts in whole rows of the layer, not of each KV head. Merging heads blurs a sharp retrieval
      * head into its neighbours; on narrow shapes (12 query heads on 2 KV heads × 64, 32 on 8 × 64, 16 on
      * 4 × 64) more rows lifted retrieval-heads recall by up to 0.08 × the oracle's and cut its output
@@ -116,7 +125,7 @@ final class QueryRows {
     static int layerRows(int groupSize, int kvHeads, int headDim) {
         long afford = REFERENCE_SWEEP / sweepCost(1, headDim);
         long cap = (long) kvHeads * Math.min(groupSize, MAX_CLUSTER_ROWS);
-        return (int) Math.min(cap, Math.max((long) kvHeads * clusterRows(groupSize), afford));
+        return (int) Math.min(cap, Math.max(kvHeads, Math.max(Math.min((long) kvHeads * clusterRows(groupSize), 2 * afford), afford)));
     }
 
     /**
@@ -198,10 +207,34 @@ final class QueryRows {
         return weight[r];
     }
 
+    /**
+     * KV head {@code h}'s cheapest merge of two live clusters into {@link #headBest} and {@link
+     * #headPair} (the lowest {@code (a, b)} on ties; infinite where one cluster is left), so that each
+     * merge of {@link #cluster} scans one value a KV head, not every pair of the layer.
+     */
+    private void cheapest(int h) {
+        int g = groupSize, s0 = h * g, c0 = h * g * g;
+        double best = Double.POSITIVE_INFINITY;
+        int pair = 0;
+        for (int a = 0; a < g; a++) {
+            if (clusterSize[s0 + a] == 0) {
+                continue;
+            }
+            for (int b = a + 1; b < g; b++) {
+                if (clusterSize[s0 + b] != 0 && mergeCost[c0 + a * g + b] < best) {
+                    best = mergeCost[c0 + a * g + b];
+                    pair = a << 16 | b;
+                }
+            }
+        }
+        headBest[h] = best;
+        headPair[h] = pair;
+    }
+
     /** DRAM the rows and their scratch hold. */
     long memoryBytes() {
         return 4L * (rows.length + weight.length + clusterSum.length + clusterSize.length + rowStart.length)
-                + 8L * mergeCost.length;
+                + 8L * (mergeCost.length + headBest.length) + 4L * headPair.length;
     }
 
     /**
@@ -274,25 +307,19 @@ final class QueryRows {
                 }
             }
         }
+        for (int h = 0; queryHeads > count && h < kvHeads; h++) {
+            cheapest(h);
+        }
         for (int live = queryHeads; live > count; live--) {
-            int bestH = -1, bestA = -1, bestB = -1;
+            int bestH = -1;
             double best = Double.POSITIVE_INFINITY;
-            for (int h = 0; h < kvHeads; h++) {
-                int s0 = h * g, c0 = h * gg;
-                for (int a = 0; a < g; a++) {
-                    if (size[s0 + a] == 0) {
-                        continue;
-                    }
-                    for (int b = a + 1; b < g; b++) {
-                        if (size[s0 + b] != 0 && cost[c0 + a * g + b] < best) {
-                            best = cost[c0 + a * g + b];
-                            bestH = h;
-                            bestA = a;
-                            bestB = b;
-                        }
-                    }
+            for (int h = 0; h < kvHeads; h++) { // each KV head's cheapest merge, kept between merges
+                if (headBest[h] < best) {
+                    best = headBest[h];
+                    bestH = h;
                 }
             }
+            int bestA = headPair[bestH] >>> 16, bestB = headPair[bestH] & 0xffff;
             int s0 = bestH * g, c0 = bestH * gg;
             int na = size[s0 + bestA], nb = size[s0 + bestB];
             for (int k = 0; k < g; k++) {
@@ -309,6 +336,7 @@ final class QueryRows {
             }
             size[s0 + bestA] = na + nb;
             size[s0 + bestB] = 0;
+            cheapest(bestH); // only this KV head's costs changed
         }
         int r = 0;
         for (int h = 0; h < kvHeads; h++) {

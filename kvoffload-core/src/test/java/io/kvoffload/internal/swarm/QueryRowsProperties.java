@@ -102,6 +102,8 @@ class QueryRowsProperties {
         assertEquals(22, QueryRows.layerRows(4, 8, 80), "32 on 8 × 80: 2560 / 112 rows");
         assertEquals(20, QueryRows.layerRows(7, 4, 96), "28 on 4 × 96: 2560 / 128 rows");
         assertEquals(32, QueryRows.layerRows(8, 8, 128), "Llama-3-70B keeps half of each group");
+        assertEquals(32, QueryRows.layerRows(12, 8, 128), "96 on 8 × 128: twice the reference's sweep, not half of each group");
+        assertEquals(32, QueryRows.layerRows(16, 8, 128), "Llama-3.1-405B: twice the reference's sweep, not 64 rows");
         assertEquals(QueryRows.MAX_CLUSTER_ROWS, QueryRows.layerRows(71, 1, 64), "multi-query: at most eight");
         assertEquals(32, QueryRows.layerRows(1, 32, 128), "MHA");
         assertEquals(12, new QueryRows(Combination.CLUSTERED_HEAD_MASS, 12, 2, 64).count());
@@ -153,10 +155,14 @@ class QueryRowsProperties {
             @ForAll @IntRange(min = 1, max = 64) int kvHeads, @ForAll("dims") int headDim) {
         int rows = QueryRows.layerRows(groupSize, kvHeads, headDim);
         int half = kvHeads * QueryRows.clusterRows(groupSize);
-        assertTrue(rows >= half && rows <= kvHeads * Math.min(groupSize, QueryRows.MAX_CLUSTER_ROWS),
-                groupSize + " heads on " + kvHeads + " × " + headDim + ": " + rows + " rows");
-        assertTrue(rows == half || QueryRows.sweepCost(rows, headDim) <= QueryRows.REFERENCE_SWEEP,
-                "more rows than the sweep affords");
+        long afford = QueryRows.REFERENCE_SWEEP / QueryRows.sweepCost(1, headDim);
+        int cap = kvHeads * Math.min(groupSize, QueryRows.MAX_CLUSTER_ROWS);
+        String what = groupSize + " heads on " + kvHeads + " × " + headDim + ": " + rows + " rows";
+        assertTrue(rows <= cap && rows >= Math.min(cap, Math.max(kvHeads, Math.min(half, 2 * afford))), what);
+        assertTrue(rows <= half || QueryRows.sweepCost(rows, headDim) <= QueryRows.REFERENCE_SWEEP,
+                "more than half a group where the sweep does not afford it: " + what);
+        assertTrue(rows == kvHeads || QueryRows.sweepCost(rows, headDim) <= 2L * QueryRows.REFERENCE_SWEEP,
+                "more than twice the reference's sweep: " + what);
     }
 
     /**
