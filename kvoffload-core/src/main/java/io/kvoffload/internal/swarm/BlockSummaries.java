@@ -38,9 +38,11 @@ record BlockSummaries(int kvHeads, int headDim, int tokens, int scored, int scor
      * last range), not once each. Summaries whose tiles do not fit a range's bounds go one after another.
      * A summary of the same tokens in the same parts and rows as an earlier one ({@link #sameAs}: a
      * calibrating opening's finer blocks and its parts of the default's blocks, both of half the tokens)
-     * is that one's bytes: built once and copied. Every summary is quantised. {@code attention}, when not null, takes each range of the summaries'
-     * tokens after them, while the range's keys are still at hand (the exact attention a calibrating opening
-     * weighs its candidates by), then the layer's tokens past them.
+     * is that one's bytes: built once and copied. A summary whose blocks are runs of another's blocks
+     * ({@link #partsOf}) is built in that one's pass. Every summary is quantised. {@code attention}, when
+     * not null, takes each range of the summaries' tokens after them, while the range's keys are still at
+     * hand (the exact attention a calibrating opening weighs its candidates by), then the layer's tokens
+     * past them.
      */
     static void together(LayerKv kv, java.util.List<BlockSummaries> all, ExactAttention.HeadLogits attention) {
         java.util.List<BlockSummaries> built = new java.util.ArrayList<>(); // one of each content

@@ -73,23 +73,23 @@ final class Int8Rows {
     }
 
     /**
-     * Takes {@code quantised}'s bytes, scales and spreads in place of staging and quantising the same
+     * Takes {@code source}'s bytes, scales and spreads in place of staging and quantising the same
      * values ({@link #sameShape}); drops what was staged.
      *
-     * @throws IllegalStateException if these rows were quantised or {@code quantised}'s were not
+     * @throws IllegalStateException if these rows were quantised or {@code source}'s were not
      */
-    void copyOf(Int8Rows quantised) {
-        if (this.quantised || !quantised.quantised || !sameShape(this, quantised)) {
-            throw new IllegalStateException("copy of " + (quantised.quantised ? "quantised" : "unquantised") + " rows into "
-                    + (this.quantised ? "quantised" : "unquantised") + " rows, same shape " + sameShape(this, quantised));
+    void copyOf(Int8Rows source) {
+        if (quantised || !source.quantised || !sameShape(this, source)) {
+            throw new IllegalStateException("copy of " + (source.quantised ? "quantised" : "unquantised") + " rows into "
+                    + (quantised ? "quantised" : "unquantised") + " rows, same shape " + sameShape(this, source));
         }
         for (int h = 0; h < heads; h++) {
-            System.arraycopy(quantised.rows[h], 0, rows[h], 0, rows[h].length);
+            System.arraycopy(source.rows[h], 0, rows[h], 0, rows[h].length);
         }
-        System.arraycopy(quantised.scales, 0, scales, 0, scales.length);
-        System.arraycopy(quantised.spreads, 0, spreads, 0, spreads.length);
+        System.arraycopy(source.scales, 0, scales, 0, scales.length);
+        System.arraycopy(source.spreads, 0, spreads, 0, spreads.length);
         staged = null;
-        this.quantised = true;
+        quantised = true;
     }
 
     /** Head {@code h}'s int8 elements, dimension-major. */

@@ -115,8 +115,9 @@ final class QueryRows {
      * 1.7–2.6 ms a step at 128K tokens; at 32 rows, what Llama-3-70B's groups of 8 keep, they take 1.1–1.5
      * ms within 0.012 × the oracle's recall (docs/benchmarks.md, "Rows of the largest query-head groups").
      * Fewer than half a group where the reference affords more costs retrieval heads: 16 rows on
-     * Llama-3-70B's layer gave them 0.93 × the oracle's recall and 9 × its output error per head at 16K. The rows are the layer's, pooled over its KV heads ({@link #cluster}), so the sweep's
-     * room counts in whole rows of the layer, not of each KV head. Merging heads blurs a sharp retrieval
+     * Llama-3-70B's layer gave them 0.93 × the oracle's recall and 9 × its output error per head at 16K.
+     * The rows are the layer's, pooled over its KV heads ({@link #cluster}), so the sweep's room counts in
+     * whole rows of the layer, not of each KV head. Merging heads blurs a sharp retrieval
      * head into its neighbours; on narrow shapes (12 query heads on 2 KV heads × 64, 32 on 8 × 64, 16 on
      * 4 × 64) more rows lifted retrieval-heads recall by up to 0.08 × the oracle's and cut its output
      * error up to 3.7-fold, within noise of half the rows elsewhere (docs/benchmarks.md, "Query rows by
@@ -125,7 +126,9 @@ final class QueryRows {
     static int layerRows(int groupSize, int kvHeads, int headDim) {
         long afford = REFERENCE_SWEEP / sweepCost(1, headDim);
         long cap = (long) kvHeads * Math.min(groupSize, MAX_CLUSTER_ROWS);
-        return (int) Math.min(cap, Math.max(kvHeads, Math.max(Math.min((long) kvHeads * clusterRows(groupSize), 2 * afford), afford)));
+        long half = (long) kvHeads * clusterRows(groupSize);
+        long rows = Math.max(afford, Math.min(half, 2 * afford)); // half of each group, within twice the reference
+        return (int) Math.min(cap, Math.max(kvHeads, rows));
     }
 
     /**
