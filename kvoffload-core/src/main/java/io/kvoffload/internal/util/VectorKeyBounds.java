@@ -35,44 +35,34 @@ final class VectorKeyBounds {
     }
 
     /**
-     * {@link KeyBounds#ofParts}: the first part peeled off the loop, so that every vector the loops carry
-     * starts as one (a vector that may be null is boxed on the heap).
+     * {@link KeyBounds#ofParts}. The whole run's vectors start from the identities of their operations
+     * (−∞, +∞ and −0, which adds nothing to any float, a negative zero included), not from {@code null}:
+     * a vector that may be null is boxed on the heap.
      */
     static void ofParts(float[] keys, int at, int d, int n, int part, float[] hi, float[] lo, float[] sum, int o,
             float[] wHi, float[] wLo, float[] wSum, int wo) {
         int lanes = S.length(), bound = S.loopBound(d);
         for (int j = 0; j < bound; j += lanes) {
-            int a = at + j;
-            FloatVector h = FloatVector.fromArray(S, keys, a), l = h, s = h, ws = h;
-            for (int u = 1, end = Math.min(n, part); u < end; u++) {
-                a += d;
-                FloatVector v = FloatVector.fromArray(S, keys, a);
-                h = h.blend(v, h.compare(VectorOperators.LT, v));
-                l = l.blend(v, l.compare(VectorOperators.GT, v));
-                s = s.add(v);
-                ws = ws.add(v);
-            }
-            h.intoArray(hi, o + j);
-            l.intoArray(lo, o + j);
-            s.intoArray(sum, o + j);
-            FloatVector wh = h, wl = l;
-            for (int p = 1, t = part; t < n; p++, t += part) {
-                a = at + t * d + j;
-                FloatVector ph = FloatVector.fromArray(S, keys, a), pl = ph, ps = ph;
-                ws = ws.add(ph);
+            FloatVector wh = FloatVector.broadcast(S, Float.NEGATIVE_INFINITY);
+            FloatVector wl = FloatVector.broadcast(S, Float.POSITIVE_INFINITY);
+            FloatVector ws = FloatVector.broadcast(S, -0f);
+            for (int p = 0, t = 0; t < n; p++, t += part) {
+                int a = at + t * d + j;
+                FloatVector h = FloatVector.fromArray(S, keys, a), l = h, s = h;
+                ws = ws.add(h);
                 for (int u = t + 1, end = Math.min(n, t + part); u < end; u++) {
                     a += d;
                     FloatVector v = FloatVector.fromArray(S, keys, a);
-                    ph = ph.blend(v, ph.compare(VectorOperators.LT, v));
-                    pl = pl.blend(v, pl.compare(VectorOperators.GT, v));
-                    ps = ps.add(v);
+                    h = h.blend(v, h.compare(VectorOperators.LT, v));
+                    l = l.blend(v, l.compare(VectorOperators.GT, v));
+                    s = s.add(v);
                     ws = ws.add(v);
                 }
-                ph.intoArray(hi, o + p * d + j);
-                pl.intoArray(lo, o + p * d + j);
-                ps.intoArray(sum, o + p * d + j);
-                wh = wh.blend(ph, wh.compare(VectorOperators.LT, ph));
-                wl = wl.blend(pl, wl.compare(VectorOperators.GT, pl));
+                h.intoArray(hi, o + p * d + j);
+                l.intoArray(lo, o + p * d + j);
+                s.intoArray(sum, o + p * d + j);
+                wh = wh.blend(h, wh.compare(VectorOperators.LT, h));
+                wl = wl.blend(l, wl.compare(VectorOperators.GT, l));
             }
             wh.intoArray(wHi, wo + j);
             wl.intoArray(wLo, wo + j);
