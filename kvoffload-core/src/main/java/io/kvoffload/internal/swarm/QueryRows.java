@@ -112,7 +112,7 @@ final class QueryRows {
      * or as many as {@link #REFERENCE_SWEEP} affords, at most each group and {@link #MAX_CLUSTER_ROWS} a
      * KV head; half of each group only up to twice what the reference affords, and at least one row a KV
      * head. The largest groups on many KV heads (96 and 128 query heads on 8 × 128) kept 48 and 64 rows,
-     * 1.7–2.6 ms a step at 128K tokens; at 32 rows, what Llama-3-70B's groups of 8 keep, they take 1.1–1.5
+     * 1.8–2.9 ms a step at 128K tokens; at 32 rows, what Llama-3-70B's groups of 8 keep, they take 1.0–1.3
      * ms within 0.012 × the oracle's recall (docs/benchmarks.md, "Rows of the largest query-head groups").
      * Fewer than half a group where the reference affords more costs retrieval heads: 16 rows on
      * Llama-3-70B's layer gave them 0.93 × the oracle's recall and 9 × its output error per head at 16K.
