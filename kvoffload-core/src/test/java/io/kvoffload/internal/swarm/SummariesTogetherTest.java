@@ -79,7 +79,7 @@ class SummariesTogetherTest {
     /**
      * Summaries built in another's pass (blocks of 16 from their halves, {@code KeyBounds.ofParts}) or
      * copied from an identical one (two of 8-token blocks) are each the index built alone, bit for bit,
-     * also where the last block is short (9,000 tokens).
+     * also where the last block is short (9,000 tokens), on the scalar path and on the Vector API's.
      */
     @Test
     void blocksFromTheirHalvesAndCopiesAreTheIndexesBuiltAlone() {
@@ -88,7 +88,10 @@ class SummariesTogetherTest {
                 new Spec(8, Scoring.MIX, Combination.CLUSTERED_HEAD_MASS, 6f, false, false),
                 new Spec(8, Scoring.MIX, Combination.HEAD_MASS, 6f, false, false),
                 new Spec(32, Scoring.BOUND, Combination.HEAD_MASS, 6f, false, false),
-                new Spec(4, Scoring.BOUND, Combination.HEAD_MASS, 6f, false, false));
+                new Spec(4, Scoring.BOUND, Combination.HEAD_MASS, 6f, false, false),
+                // 4,500 and 2,250 blocks on 2 KV heads: enough runs for the Vector API's path (KeyBounds.vectorised)
+                new Spec(4, Scoring.MIX, Combination.CLUSTERED_HEAD_MASS, 6f, false, false),
+                new Spec(2, Scoring.MIX, Combination.CLUSTERED_HEAD_MASS, 6f, false, false));
         stored(SHAPE, TOKENS, 7, (e, kv, layer, query) -> {
             List<BlockMassIndex> together = BlockMassIndex.summariseTogether(kv, TOKENS, SHAPE.queryHeads(), specs, null);
             for (int i = 0; i < specs.size(); i++) {
