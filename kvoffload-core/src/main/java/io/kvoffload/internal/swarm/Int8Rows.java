@@ -46,9 +46,16 @@ final class Int8Rows {
         staged[h][at] = value;
     }
 
-    /** Converts the staged floats to int8 and drops them. */
+    /**
+     * Converts the staged floats to int8 and drops them.
+     *
+     * @throws IllegalStateException if nothing was staged ({@link #stage}) or the rows were quantised
+     */
     void quantise() {
-        stage(); // nothing staged: every element 0
+        if (staged == null) {
+            throw new IllegalStateException((quantised ? "rows quantised twice" : "rows quantised before stage()")
+                    + "; allowed: stage(), set(…), then quantise() once");
+        }
         for (int h = 0; h < heads; h++) {
             float[] v = staged[h];
             for (int j = 0; j < dims; j++) {

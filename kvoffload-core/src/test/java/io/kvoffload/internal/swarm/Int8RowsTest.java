@@ -57,6 +57,9 @@ class Int8RowsTest {
         Int8Rows done = staged(5, Int8Rounding.Mode.NEAREST, 1f);
         done.quantise();
         assertThrows(IllegalStateException.class, () -> done.copyOf(built), "into rows already quantised");
+        assertThrows(IllegalStateException.class, () -> new Int8Rows(2, 3, 5, Int8Rounding.Mode.NEAREST).quantise(),
+                "quantised before anything was staged");
+        assertThrows(IllegalStateException.class, done::quantise, "quantised twice");
         assertTrue(Int8Rows.sameShape(null, null));
         assertFalse(Int8Rows.sameShape(built, null));
     }
