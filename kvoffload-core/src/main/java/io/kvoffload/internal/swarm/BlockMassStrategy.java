@@ -57,7 +57,8 @@ public final class BlockMassStrategy implements SelectionStrategy {
      * rows, blocks scored in parts and finer blocks on it ({@link SweepCalibration}) on every layer: {@code
      * mass-auto-cal}. The default ({@link #auto}, {@link #adaptive}) chooses so only on layers whose half
      * rows still pair ({@link BlockSize#halfRowsPair}), where the other candidates cost a step about what
-     * its own index does.
+     * its own index does, and elsewhere between the candidates whose summaries stream no more bytes than
+     * the reference layer's index ({@link BlockSize#withinReferenceBytes}), a step about the reference's.
      */
     private final boolean calibrate;
 
@@ -155,7 +156,9 @@ public final class BlockMassStrategy implements SelectionStrategy {
      * {@link #auto(String, int)}, with {@code adaptive} the block size chosen per layer
      * ({@link BlockSize#adaptive}, at most {@code blockTokens}), and where half the layer's rows still
      * pair ({@link BlockSize#halfRowsPair}: many query heads a KV head, e.g. 32q/2kv × 128) the choice on its
-     * opening query that {@code calibrate} makes everywhere: the default, {@code mass-auto}.
+     * opening query that {@code calibrate} makes everywhere, and elsewhere the same choice among the
+     * candidates whose summaries stream no more bytes than the reference layer's index ({@link
+     * BlockSize#withinReferenceBytes}: e.g. on 32q/8kv × 64): the default, {@code mass-auto}.
      */
     public static BlockMassStrategy auto(String name, int blockTokens, boolean adaptive) {
         return auto(name, blockTokens, adaptive, false);
@@ -293,21 +296,24 @@ public final class BlockMassStrategy implements SelectionStrategy {
         int kvHeads = context.shape().kvHeads();
         boolean heads = perHead || auto && context.headGroups() > 1 && kvHeads <= Long.SIZE;
         int bt = blockTokens(context, laidOut, units, false);
-        // The default calibrates where half its rows still pair (about the same step); mass-auto-cal everywhere.
+        // The default weighs every candidate where half its rows still pair (about the same step), elsewhere
+        // those whose summaries stream no more bytes than the reference's index; mass-auto-cal every candidate.
         KvShape shape = context.shape();
         int qh = shape.queryHeads(), kvh = shape.kvHeads(), d = shape.headDim();
-        boolean paired = auto && adaptive && BlockSize.halfRowsPair(combination, qh, kvh, d);
-        float[] query = calibrate || paired ? context.openingQuery() : null;
+        boolean every = calibrate || auto && adaptive && BlockSize.halfRowsPair(combination, qh, kvh, d);
+        float[] query = every || auto && adaptive ? context.openingQuery() : null;
         List<BlockMassIndex.Spec> specs = new ArrayList<>(List.of(new BlockMassIndex.Spec(bt, scoring, combination,
                 pruneLogit, auto, false)));
         if (query != null) {
             // The sweep's other uses with half the rows: the same blocks scored in more parts, or finer blocks.
-            if (BlockSize.scoredParts(laidOut, bt, combination, qh, kvh, d, true)
-                    != BlockSize.scoredParts(laidOut, bt, combination, qh, kvh, d, false)) {
+            int parts = BlockSize.scoredParts(laidOut, bt, combination, qh, kvh, d, true);
+            if (parts != BlockSize.scoredParts(laidOut, bt, combination, qh, kvh, d, false)
+                    && (every || BlockSize.withinReferenceBytes(BlockSize.scored(laidOut, bt, parts), kvh, d, laidOut))) {
                 specs.add(new BlockMassIndex.Spec(bt, scoring, combination, pruneLogit, auto, true));
             }
             int fine = blockTokens(context, laidOut, units, true);
-            if (fine < bt) {
+            if (fine < bt && (every || BlockSize.withinReferenceBytes(BlockSize.scored(laidOut, fine,
+                    BlockSize.scoredParts(laidOut, fine, combination, qh, kvh, d, true)), kvh, d, laidOut))) {
                 specs.add(new BlockMassIndex.Spec(fine, scoring, combination, pruneLogit, auto, true));
             }
         }

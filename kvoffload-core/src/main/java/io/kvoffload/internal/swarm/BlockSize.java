@@ -198,6 +198,32 @@ final class BlockSize {
                 && partRows(combination, queryHeads, kvHeads, headDim, true) >= 2 * kvHeads;
     }
 
+    /**
+     * Whether an index that scores {@code scored} parts of a layer of {@code tokens} tokens on {@code
+     * kvHeads × headDim} holds no more summary bytes than the reference layer's own index at that length
+     * (8 KV heads × 128 over {@link #sweepBudget}'s blocks): a step reads a summary byte for each scored
+     * part, head and dimension whatever its rows, so such an index streams no more a step than the
+     * reference's. The calibration's other candidates hold two or more times the default's summaries: on
+     * the reference's layer twice them made the step 1.6 × as long, although their multiply-adds fit the
+     * same budget, while on Llama-3.2-1B's 32q/8kv × 64, whose candidates are the reference's size, the
+     * calibrated step costs about the reference's (docs/benchmarks.md, "The default chooses where its
+     * candidates stream the reference's bytes").
+     */
+    static boolean withinReferenceBytes(long scored, int kvHeads, int headDim, int tokens) {
+        long referenceBlocks = Math.max(MAX_FINE_BLOCKS, ((long) tokens + COARSEST - 1) / COARSEST);
+        return scored * kvHeads * headDim <= referenceBlocks * REFERENCE_KV_HEADS * REFERENCE_HEAD_DIM;
+    }
+
+    /** The parts an index scores over {@code tokens} tokens in blocks of {@code blockTokens}, each in {@code parts}. */
+    static long scored(int tokens, int blockTokens, int parts) {
+        int part = blockTokens / parts;
+        return ((long) tokens + part - 1) / part;
+    }
+
+    /** The reference layer's KV heads and head dimension (Llama-3-8B's), whose step the time targets name. */
+    static final int REFERENCE_KV_HEADS = 8;
+    static final int REFERENCE_HEAD_DIM = 128;
+
     /** The default's coarsest block, Swarm's 16 tokens: the reference layer's block from 128K tokens on. */
     static final int COARSEST = 16;
 

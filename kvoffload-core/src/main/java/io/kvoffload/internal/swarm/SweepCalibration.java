@@ -20,7 +20,8 @@ import io.kvoffload.strategy.LayerSelector;
  * #MAX_EXTRA_READS}): it weighs attention at the default's bytes.
  *
  * <p>{@code mass-auto-cal} makes this choice on every layer, the default {@code mass-auto} on layers whose
- * half rows still pair ({@link BlockSize#halfRowsPair}).
+ * half rows still pair ({@link BlockSize#halfRowsPair}), and elsewhere among the candidates whose summaries
+ * stream no more bytes than the reference layer's index ({@link BlockSize#withinReferenceBytes}).
  *
  * <p>On issue #16's cells it changed 18 of 46 at 128K tokens and 8 of 66 at 16K–64K, each for the better
  * in recall and output error (docs/benchmarks.md, "Rows, parts or finer blocks, chosen on the opening

@@ -223,28 +223,30 @@ class SweepCalibrationTest {
     }
 
     /**
-     * The default makes the calibrated choice where half its rows still pair (16 query heads a KV head:
-     * it is {@code mass-auto-cal} there, step for step) and not on Llama-3-8B's layer (4 a KV head: the
-     * opening query changes nothing).
+     * The default makes the calibrated choice where half its rows still pair (16 query heads a KV head)
+     * and where its candidates' summaries stream no more bytes than the reference's index (Llama-3.2-1B's
+     * 8 KV heads × 64): it is {@code mass-auto-cal} there, step for step; not on Llama-3-8B's layer (4
+     * query heads on each of 8 KV heads × 128, whose candidates are twice the reference's: the opening
+     * query changes nothing).
      */
     @Test
-    void theDefaultChoosesOnlyWhereHalfItsRowsPair() {
-        KvShape glm = new KvShape(1, 32, 2, 128, DType.BF16);
+    void theDefaultChoosesWhereHalfItsRowsPairOrItsCandidatesStreamTheReferencesBytes() {
         assertTrue(BlockSize.halfRowsPair(BlockMassIndex.Combination.CLUSTERED_HEAD_MASS, 32, 2, 128));
         assertTrue(!BlockSize.halfRowsPair(BlockMassIndex.Combination.CLUSTERED_HEAD_MASS, 32, 8, 128));
         assertTrue(!BlockSize.halfRowsPair(BlockMassIndex.Combination.HEAD_MASS, 32, 2, 128));
-        SelectionStrategy auto = Strategies.named("mass-auto"), cal = Strategies.named("mass-auto-cal");
-        Workload w = WorkloadFamily.byName("retrieval-heads").create(glm, TOKENS, 5150);
-        DenseLayerKv kv = DenseLayerKv.materialize(w.layer(0), false);
-        float[] opening = w.query(0, 256);
-        try (LayerSelector a = auto.openLayer(context(glm, kv, opening)); LayerSelector c = cal.openLayer(context(glm, kv, opening));
-                LayerSelector plain = auto.openLayer(context(glm, kv, null))) {
-            assertNotEquals(plain.memoryBytes(), a.memoryBytes(), "the opening query chose another index on this layer");
-            for (int step = 256; step < 259; step++) {
-                float[] q = w.query(0, step);
-                assertTrue(samePlan(select(a, glm, TOKENS, q), select(c, glm, TOKENS, q)), "32q/2kv, step " + step);
-            }
-        }
+        assertTrue(!BlockSize.halfRowsPair(BlockMassIndex.Combination.CLUSTERED_HEAD_MASS, 32, 8, 64));
+        // The reference's index: 8,192 blocks up to 128K tokens, 16-token ones beyond, of 8 KV heads × 128.
+        assertTrue(BlockSize.withinReferenceBytes(16384, 8, 64, 131072), "32q/8kv × 64, two parts a block");
+        assertTrue(!BlockSize.withinReferenceBytes(16384, 8, 128, 131072), "Llama-3-8B's layer, two parts a block");
+        assertTrue(!BlockSize.withinReferenceBytes(32768, 4, 128, 131072), "12q/4kv × 128, four parts a block");
+        assertTrue(BlockSize.withinReferenceBytes(131072, 8, 64, 1 << 20));
+        assertTrue(!BlockSize.withinReferenceBytes(131073, 8, 64, 1 << 20));
+        assertTrue(BlockSize.withinReferenceBytes(16384, 8, 64, 1000), "short layers: the reference's 8,192 blocks");
+        assertEquals(16384, BlockSize.scored(131072, 16, 2));
+        assertEquals(3, BlockSize.scored(17, 16, 2), "a short last part");
+        assertTheDefaultIsCalibrated(new KvShape(1, 32, 2, 128, DType.BF16), "retrieval-heads", 5150);
+        assertTheDefaultIsCalibrated(new KvShape(1, 32, 8, 64, DType.BF16), "default", 7);
+        SelectionStrategy auto = Strategies.named("mass-auto");
         Layer llama = Layer.of("default", 7);
         float[] first = llama.workload().query(0, 256);
         try (LayerSelector with = auto.openLayer(context(LLAMA, llama.kv(), first));
@@ -252,6 +254,22 @@ class SweepCalibrationTest {
             for (int step = 256; step < 259; step++) {
                 float[] q = llama.workload().query(0, step);
                 assertTrue(samePlan(select(with, LLAMA, TOKENS, q), select(without, LLAMA, TOKENS, q)), "Llama, step " + step);
+            }
+        }
+    }
+
+    /** On layer 0 of {@code family}'s workload, the opening query chooses another index and the default serves as {@code mass-auto-cal}. */
+    private static void assertTheDefaultIsCalibrated(KvShape shape, String family, long seed) {
+        SelectionStrategy auto = Strategies.named("mass-auto"), cal = Strategies.named("mass-auto-cal");
+        Workload w = WorkloadFamily.byName(family).create(shape, TOKENS, seed);
+        DenseLayerKv kv = DenseLayerKv.materialize(w.layer(0), false);
+        float[] opening = w.query(0, 256);
+        try (LayerSelector a = auto.openLayer(context(shape, kv, opening)); LayerSelector c = cal.openLayer(context(shape, kv, opening));
+                LayerSelector plain = auto.openLayer(context(shape, kv, null))) {
+            assertNotEquals(plain.memoryBytes(), a.memoryBytes(), "the opening query chose another index on " + shape);
+            for (int step = 256; step < 259; step++) {
+                float[] q = w.query(0, step);
+                assertTrue(samePlan(select(a, shape, TOKENS, q), select(c, shape, TOKENS, q)), shape + ", step " + step);
             }
         }
     }
