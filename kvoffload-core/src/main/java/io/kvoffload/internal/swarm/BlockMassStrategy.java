@@ -301,7 +301,7 @@ public final class BlockMassStrategy implements SelectionStrategy {
         KvShape shape = context.shape();
         int qh = shape.queryHeads(), kvh = shape.kvHeads(), d = shape.headDim();
         boolean every = calibrate || auto && adaptive && BlockSize.halfRowsPair(combination, qh, kvh, d);
-        float[] query = every || auto && adaptive ? context.openingQuery() : null;
+        float[] query = calibrate || auto && adaptive ? context.openingQuery() : null;
         List<BlockMassIndex.Spec> specs = new ArrayList<>(List.of(new BlockMassIndex.Spec(bt, scoring, combination,
                 pruneLogit, auto, false)));
         if (query != null) {

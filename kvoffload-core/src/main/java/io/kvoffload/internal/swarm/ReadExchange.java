@@ -100,9 +100,11 @@ final class ReadExchange {
             }
         }
         int gives = 0;
+        float leastAlone = Float.POSITIVE_INFINITY;
         for (int i = 0; i < n; i++) {
             if (count[readOf[i]] == 1) {
                 int c = chosen[i];
+                leastAlone = Math.min(leastAlone, scores[c]);
                 giveUp[gives] = key(scores[c]);
                 giveUpPair[gives++] = c;
             }
@@ -110,6 +112,10 @@ final class ReadExchange {
         if (gives == 0) {
             return;
         }
+        // Only parts that could pass the exchange's test against some other are sorted: a free part below
+        // every alone part's share / RATE, or an alone part above every free part's share × RATE, fails it
+        // against all, and sits past where the walk below stops (the lists' other orders are unchanged).
+        float mostFree = Float.NEGATIVE_INFINITY;
         int frees = 0;
         for (int i = 0, last = -1, base = 0, end = parts; i < n; i++) { // a read's chosen parts are consecutive
             int c = chosen[i], r = readOf[i];
@@ -123,12 +129,24 @@ final class ReadExchange {
             last = r;
             int from = base + ((c - base) >>> shift << shift);
             for (int p = from, to = Math.min(end, from + (1 << shift)); p < to; p++) {
-                if (scores[p] > Float.NEGATIVE_INFINITY && (kept[p >>> 6] & 1L << p) == 0) {
+                if (scores[p] > Float.NEGATIVE_INFINITY && scores[p] * RATE >= leastAlone && (kept[p >>> 6] & 1L << p) == 0) {
+                    mostFree = Math.max(mostFree, scores[p]);
                     free[frees] = ~key(scores[p]); // descending
                     freePair[frees++] = p;
                 }
             }
         }
+        if (frees == 0) {
+            return;
+        }
+        int left = 0;
+        for (int i = 0; i < gives; i++) {
+            if (mostFree * RATE >= scores[giveUpPair[i]]) {
+                giveUp[left] = giveUp[i];
+                giveUpPair[left++] = giveUpPair[i];
+            }
+        }
+        gives = left;
         // The highest free part against the lowest alone part while it pays: both lists sorted (stable,
         // and each was compacted in ascending pairs, so equal shares keep the lower pair first).
         sort(free, freePair, frees);
