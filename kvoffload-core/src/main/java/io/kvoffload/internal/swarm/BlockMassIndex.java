@@ -434,7 +434,7 @@ public final class BlockMassIndex {
             norms[h] = norm;
             int base = h * blocks;
             if (scored != blocks) {
-                sumParts(h * scored, base);
+                PartSums.sum(logits, h * scored, base, blockTokens / scoredTokens, scored, blocks);
             }
             if (scores != null) {
                 float w = norm * queryRows.weight(h);
@@ -537,43 +537,6 @@ public final class BlockMassIndex {
                     finishRow(acc, CHUNK, h, l, r0 + l, from, n);
                 }
             }
-        }
-    }
-
-    /**
-     * A row's exponentiated parts at {@code logits[src …]} summed into its blocks at {@code logits[dst …]}
-     * ({@code dst ≤ src}, so each row moves down in place after the rows before it, never over one not yet
-     * summed): a block's mass is the sum of its parts'. The blocks with all their parts go through a loop
-     * of fixed stride for two and four parts, the counts the sweep's budget gives (a loop per block, whose
-     * bound the last block shortens, took 17% of a step at two parts: docs/benchmarks.md, "Parts summed
-     * at a fixed stride"); each sum adds the parts in order, as that loop did.
-     */
-    private void sumParts(int src, int dst) {
-        int parts = blockTokens / scoredTokens, whole = scored / parts;
-        float[] x = logits;
-        if (parts == 2) {
-            for (int b = 0, i = src; b < whole; b++, i += 2) {
-                x[dst + b] = x[i] + x[i + 1];
-            }
-        } else if (parts == 4) {
-            for (int b = 0, i = src; b < whole; b++, i += 4) {
-                x[dst + b] = x[i] + x[i + 1] + x[i + 2] + x[i + 3];
-            }
-        } else {
-            for (int b = 0, i = src; b < whole; b++) {
-                float m = x[i++];
-                for (int p = 1; p < parts; p++) {
-                    m += x[i++];
-                }
-                x[dst + b] = m;
-            }
-        }
-        if (whole < blocks) { // the last block, short of parts
-            float m = 0;
-            for (int i = src + whole * parts, end = src + scored; i < end; i++) {
-                m += x[i];
-            }
-            x[dst + whole] = m;
         }
     }
 

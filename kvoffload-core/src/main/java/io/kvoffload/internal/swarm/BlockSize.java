@@ -135,8 +135,12 @@ final class BlockSize {
      * blocks beyond 131,072 tokens, where the time targets grow with the length (1 ms at 128K, 8 ms at 1M).
      */
     static long sweepBudget(int tokens) {
-        long coarse = ((long) tokens + COARSEST - 1) / COARSEST;
-        return (long) QueryRows.REFERENCE_SWEEP * Math.max(MAX_FINE_BLOCKS, coarse);
+        return QueryRows.REFERENCE_SWEEP * referenceBlocks(tokens);
+    }
+
+    /** The reference layer's blocks at {@code tokens} tokens: {@link #MAX_FINE_BLOCKS}, or 16-token ones beyond 131,072. */
+    static long referenceBlocks(int tokens) {
+        return Math.max(MAX_FINE_BLOCKS, ((long) tokens + COARSEST - 1) / COARSEST);
     }
 
     /**
@@ -201,17 +205,17 @@ final class BlockSize {
     /**
      * Whether an index that scores {@code scored} parts of a layer of {@code tokens} tokens on {@code
      * kvHeads × headDim} holds no more summary bytes than the reference layer's own index at that length
-     * (8 KV heads × 128 over {@link #sweepBudget}'s blocks): a step reads a summary byte for each scored
-     * part, head and dimension whatever its rows, so such an index streams no more a step than the
-     * reference's. The calibration's other candidates hold two or more times the default's summaries: on
-     * the reference's layer twice them made the step 1.6 × as long, although their multiply-adds fit the
+     * (8 KV heads × 128 over {@link #referenceBlocks}, the blocks its sweep budget is sized by): a step
+     * reads a summary byte for each scored part, head and dimension whatever its rows, so such an index
+     * streams no more a step than the reference's. The calibration's other candidates hold two or more
+     * times the default's summaries: on the reference's layer twice them made the step 1.6 × as long,
+     * although their multiply-adds fit the
      * same budget, while on Llama-3.2-1B's 32q/8kv × 64, whose candidates are the reference's size, the
      * calibrated step costs about the reference's (docs/benchmarks.md, "The default chooses where its
      * candidates stream the reference's bytes").
      */
     static boolean withinReferenceBytes(long scored, int kvHeads, int headDim, int tokens) {
-        long referenceBlocks = Math.max(MAX_FINE_BLOCKS, ((long) tokens + COARSEST - 1) / COARSEST);
-        return scored * kvHeads * headDim <= referenceBlocks * REFERENCE_KV_HEADS * REFERENCE_HEAD_DIM;
+        return scored * kvHeads * headDim <= referenceBlocks(tokens) * REFERENCE_KV_HEADS * REFERENCE_HEAD_DIM;
     }
 
     /** The parts an index scores over {@code tokens} tokens in blocks of {@code blockTokens}, each in {@code parts}. */

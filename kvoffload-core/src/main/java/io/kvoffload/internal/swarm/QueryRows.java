@@ -99,7 +99,7 @@ final class QueryRows {
      * were met on. A layer with fewer KV heads or smaller heads spends what it saves on rows, up to one
      * per query head ({@link #layerRows}), and on finer blocks ({@link BlockSize#adaptive}).
      */
-    static final int REFERENCE_SWEEP = 8 * 2 * (128 + ROW_OVERHEAD);
+    static final int REFERENCE_SWEEP = BlockSize.REFERENCE_KV_HEADS * 2 * (BlockSize.REFERENCE_HEAD_DIM + ROW_OVERHEAD);
 
     /** What scoring one block costs with {@code rows} rows of {@code headDim}. */
     static long sweepCost(int rows, int headDim) {
