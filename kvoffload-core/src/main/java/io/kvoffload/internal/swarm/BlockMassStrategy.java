@@ -311,8 +311,10 @@ public final class BlockMassStrategy implements SelectionStrategy {
                     && (every || BlockSize.withinReferenceBytes(BlockSize.scored(laidOut, bt, parts), kvh, d, laidOut))) {
                 specs.add(new BlockMassIndex.Spec(bt, scoring, combination, pruneLogit, auto, true));
             }
+            // Finer blocks also rank more shares a step: the default weighs them only within the reference's.
             int fine = blockTokens(context, laidOut, units, true);
-            if (fine < bt && (every || BlockSize.withinReferenceBytes(BlockSize.scored(laidOut, fine,
+            if (fine < bt && (calibrate || BlockSize.withinReferenceShares(BlockSize.scored(laidOut, fine, 1), kvh, laidOut))
+                    && (every || BlockSize.withinReferenceBytes(BlockSize.scored(laidOut, fine,
                     BlockSize.scoredParts(laidOut, fine, combination, qh, kvh, d, true)), kvh, d, laidOut))) {
                 specs.add(new BlockMassIndex.Spec(fine, scoring, combination, pruneLogit, auto, true));
             }
@@ -329,7 +331,7 @@ public final class BlockMassStrategy implements SelectionStrategy {
             candidates.add(selector(context, units, laidOut, index, heads));
         }
         int chosen = SweepCalibration.choose(attention.weights(), laidOut, shape, heads ? context.headGroups() : 1,
-                context.layer(), query, candidates, sliceBytes(context));
+                context.layer(), query, candidates, sliceBytes(context), context.sinkTokens(), context.localWindow());
         for (int i = 0; i < candidates.size(); i++) {
             if (i != chosen) {
                 candidates.get(i).close();

@@ -218,6 +218,20 @@ final class BlockSize {
         return scored * kvHeads * headDim <= referenceBlocks(tokens) * REFERENCE_KV_HEADS * REFERENCE_HEAD_DIM;
     }
 
+    /**
+     * Whether a selector ranking {@code blocks} blocks of a layer of {@code tokens} tokens on {@code
+     * kvHeads} KV heads ranks no more (KV head, block) shares than the reference layer's at that length (8
+     * KV heads over {@link #referenceBlocks}): a step sums each KV head's rows into a share of each block
+     * (a head group's, or the shared set's largest single head's), ranks them and exchanges their reads,
+     * whatever the summaries' bytes. Finer blocks within the reference's bytes on 32q/8kv × 64 (8-token
+     * blocks over 128K tokens, twice the reference's shares) took the step per head from 0.79 to 1.10–1.16
+     * ms over `default` keys (docs/benchmarks.md, "Reads for attention, up to about half the exact
+     * selection's"), past the 1 ms target.
+     */
+    static boolean withinReferenceShares(long blocks, int kvHeads, int tokens) {
+        return blocks * kvHeads <= referenceBlocks(tokens) * REFERENCE_KV_HEADS;
+    }
+
     /** The parts an index scores over {@code tokens} tokens in blocks of {@code blockTokens}, each in {@code parts}. */
     static long scored(int tokens, int blockTokens, int parts) {
         int part = blockTokens / parts;

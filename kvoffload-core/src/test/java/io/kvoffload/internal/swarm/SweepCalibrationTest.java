@@ -101,49 +101,73 @@ class SweepCalibrationTest {
             float[][] w = ExactAttention.of(LLAMA).headWeights(kv, query);
             double[] mass = SweepCalibration.masses(w, LLAMA, a, b);
             assertTrue(mass[0] >= mass[1] + SweepCalibration.MIN_GAIN, "the default holds more: " + mass[0] + " " + mass[1]);
-            assertEquals(1, SweepCalibration.choose(w, TOKENS, LLAMA, LLAMA.kvHeads(), 0, query, List.of(weak, auto), WHOLE_READ));
-            assertEquals(0, SweepCalibration.choose(w, TOKENS, LLAMA, LLAMA.kvHeads(), 0, query, List.of(auto, weak), WHOLE_READ));
-            assertEquals(0, SweepCalibration.choose(w, TOKENS, LLAMA, LLAMA.kvHeads(), 0, query, List.of(auto, auto), WHOLE_READ));
-            assertEquals(2, SweepCalibration.choose(w, TOKENS, LLAMA, LLAMA.kvHeads(), 0, query, List.of(weak, weak, auto), WHOLE_READ));
+            assertEquals(1, SweepCalibration.choose(w, TOKENS, LLAMA, LLAMA.kvHeads(), 0, query, List.of(weak, auto), WHOLE_READ, SINKS, WINDOW));
+            assertEquals(0, SweepCalibration.choose(w, TOKENS, LLAMA, LLAMA.kvHeads(), 0, query, List.of(auto, weak), WHOLE_READ, SINKS, WINDOW));
+            assertEquals(0, SweepCalibration.choose(w, TOKENS, LLAMA, LLAMA.kvHeads(), 0, query, List.of(auto, auto), WHOLE_READ, SINKS, WINDOW));
+            assertEquals(2, SweepCalibration.choose(w, TOKENS, LLAMA, LLAMA.kvHeads(), 0, query, List.of(weak, weak, auto), WHOLE_READ, SINKS, WINDOW));
         }
     }
 
     /**
      * A candidate that holds more of the opening query's attention but opens more aligned reads than the
-     * first's plan by over {@link SweepCalibration#MAX_EXTRA_READS} does not serve: one strong token in
-     * every 64, taken one by one (64 reads of 16 tokens each), against one run of 64 tokens (4 reads).
-     * Where each token is a whole read, the two open as many reads and the stronger serves.
+     * first's plan, by over {@link SweepCalibration#MAX_EXTRA_READS}, serves only while it opens at most
+     * {@link SweepCalibration#EXACT_READ_SHARE} of the exact selection's reads. One strong token in every
+     * 64 taken one by one (64 reads of 16 tokens each) against one run of 64 weak tokens (4 reads): the
+     * exact selection of 409 rows takes the strong tokens and spreads the rest over the layer's noise
+     * (about 190 reads), so the 64 are within that share and the strong tokens serve. Where the strong
+     * tokens are one run of 512 instead, the exact selection is 26 reads, and every 8th token of the run
+     * (32 reads) does not serve. Where each token is a whole read, the run and the scattered tokens open
+     * as many reads and the stronger serves.
      */
     @Test
-    void aCandidateThatOpensMoreReadsDoesNotServe() {
+    void aCandidateThatOpensMoreReadsServesOnlyWithinAShareOfTheExactSelectionsReads() {
         int tokens = 4096, d = 8;
         KvShape shape = new KvShape(1, 1, 1, d, DType.F32);
-        float[] k = new float[tokens * d];
-        SplittableRandom r = new SplittableRandom(5);
-        for (int i = 0; i < k.length; i++) {
-            k[i] = (float) (r.nextGaussian() * 0.1);
-        }
-        for (int t = 0; t < tokens; t += 64) {
-            java.util.Arrays.fill(k, t * d, t * d + d, 1.5f); // what the query attends
-        }
-        LayerKv kv = new DenseLayerKv(tokens, d, new float[][] {k}, null);
         float[] query = new float[d];
         java.util.Arrays.fill(query, 1f);
         LayerSelector run = (q, plan) -> plan.addRange(64, 128, FetchPlan.ALL_HEADS);
+
+        LayerKv everySixtyFourth = strongTokens(tokens, d, 0, tokens, 64);
         LayerSelector scattered = (q, plan) -> {
             for (int t = 0; t < tokens; t += 64) {
                 plan.add(t, FetchPlan.ALL_HEADS);
             }
         };
-        FetchPlan a = SweepCalibrationTest.select(run, shape, tokens, query);
-        FetchPlan b = SweepCalibrationTest.select(scattered, shape, tokens, query);
-        float[][] w = ExactAttention.of(shape).headWeights(kv, query);
-        double[] mass = SweepCalibration.masses(w, shape, a, b);
+        float[][] w = ExactAttention.of(shape).headWeights(everySixtyFourth, query);
+        double[] mass = SweepCalibration.masses(w, shape, select(run, shape, tokens, query), select(scattered, shape, tokens, query));
         assertTrue(mass[1] >= mass[0] + SweepCalibration.MIN_GAIN, "the scattered tokens hold more: " + mass[1] + " " + mass[0]);
-        assertEquals(4, SweepCalibration.reads(a, tokens, 1, 1, 256));
-        assertEquals(64, SweepCalibration.reads(b, tokens, 1, 1, 256));
-        assertEquals(0, SweepCalibration.choose(w, tokens, shape, 1, 0, query, List.of(run, scattered), 256));
-        assertEquals(1, SweepCalibration.choose(w, tokens, shape, 1, 0, query, List.of(run, scattered), WHOLE_READ));
+        assertEquals(4, SweepCalibration.reads(select(run, shape, tokens, query), tokens, 1, 1, 256));
+        assertEquals(64, SweepCalibration.reads(select(scattered, shape, tokens, query), tokens, 1, 1, 256));
+        long exact = SweepCalibration.exactReads(w, shape, 1, 0, tokens, SINKS, WINDOW, 256);
+        assertTrue(exact >= 128 && exact <= 240, "the exact selection spreads over the layer: " + exact);
+        assertEquals(1, SweepCalibration.choose(w, tokens, shape, 1, 0, query, List.of(run, scattered), 256, SINKS, WINDOW));
+        assertEquals(1, SweepCalibration.choose(w, tokens, shape, 1, 0, query, List.of(run, scattered), WHOLE_READ, SINKS, WINDOW));
+
+        LayerKv oneRun = strongTokens(tokens, d, 1024, 1536, 1);
+        LayerSelector everyEighth = (q, plan) -> {
+            for (int t = 1024; t < 1536; t += 8) {
+                plan.add(t, FetchPlan.ALL_HEADS);
+            }
+        };
+        w = ExactAttention.of(shape).headWeights(oneRun, query);
+        mass = SweepCalibration.masses(w, shape, select(run, shape, tokens, query), select(everyEighth, shape, tokens, query));
+        assertTrue(mass[1] >= mass[0] + SweepCalibration.MIN_GAIN, "the run's tokens hold more: " + mass[1] + " " + mass[0]);
+        assertEquals(32, SweepCalibration.reads(select(everyEighth, shape, tokens, query), tokens, 1, 1, 256));
+        assertEquals(26, SweepCalibration.exactReads(w, shape, 1, 0, tokens, SINKS, WINDOW, 256)); // 409 rows from 1024 on
+        assertEquals(0, SweepCalibration.choose(w, tokens, shape, 1, 0, query, List.of(run, everyEighth), 256, SINKS, WINDOW));
+    }
+
+    /** Keys of small noise, with every {@code step}-th token of {@code [from, to)} strong. */
+    private static LayerKv strongTokens(int tokens, int d, int from, int to, int step) {
+        float[] k = new float[tokens * d];
+        SplittableRandom r = new SplittableRandom(5);
+        for (int i = 0; i < k.length; i++) {
+            k[i] = (float) (r.nextGaussian() * 0.1);
+        }
+        for (int t = from; t < to; t += step) {
+            java.util.Arrays.fill(k, t * d, t * d + d, 1.5f); // what the query attends
+        }
+        return new DenseLayerKv(tokens, d, new float[][] {k}, null);
     }
 
     /** {@link SweepCalibration#reads}: each (head group, aligned read) a plan touches, once, by the definition. */
@@ -256,6 +280,41 @@ class SweepCalibrationTest {
                 assertTrue(samePlan(select(with, LLAMA, TOKENS, q), select(without, LLAMA, TOKENS, q)), "Llama, step " + step);
             }
         }
+    }
+
+    /**
+     * Finer blocks that rank more (KV head, block) shares than the reference layer's step are weighed by
+     * {@code mass-auto-cal}, not by the default: on 32q/8kv × 64 at 128K tokens ({@code default} keys, where
+     * the opening query holds more attention in 8-token blocks), {@code mass-auto-cal} plans runs of 8
+     * tokens and the default only whole 16-token blocks.
+     */
+    @Test
+    void theDefaultWeighsFinerBlocksOnlyWithinTheReferencesShares() {
+        int tokens = 131072;
+        assertTrue(!BlockSize.withinReferenceShares(16384, 8, tokens), "8-token blocks on 8 KV heads at 128K");
+        assertTrue(BlockSize.withinReferenceShares(8192, 8, tokens));
+        assertTrue(BlockSize.withinReferenceShares(16384, 4, tokens), "8-token blocks on 4 KV heads at 128K");
+        assertTrue(BlockSize.withinReferenceShares(131072, 4, 1 << 20));
+        assertTrue(!BlockSize.withinReferenceShares(131072, 8, 1 << 20));
+        assertTrue(BlockSize.withinReferenceShares(16384, 4, 1000), "short layers: the reference's 8,192 blocks");
+        KvShape shape = new KvShape(1, 32, 8, 64, DType.BF16);
+        Workload w = WorkloadFamily.byName("default").create(shape, tokens, 24301);
+        float[] opening = w.query(0, 256), q = w.query(0, 257);
+        assertEquals(16, shortestRun(plan(Strategies.named("mass-auto"), shape, w.layer(0), opening, q)));
+        assertEquals(8, shortestRun(plan(Strategies.named("mass-auto-cal"), shape, w.layer(0), opening, q)));
+    }
+
+    /** The greatest power of two up to 16 that every run of consecutive positions of {@code plan} starts and ends at a multiple of. */
+    private static int shortestRun(FetchPlan plan) {
+        int align = 16;
+        for (int i = 0, n = plan.size(); i < n; i++) {
+            int p = plan.position(i);
+            boolean starts = i == 0 || plan.position(i - 1) != p - 1, ends = i == n - 1 || plan.position(i + 1) != p + 1;
+            while ((starts && p % align != 0) || (ends && (p + 1) % align != 0)) {
+                align /= 2;
+            }
+        }
+        return align;
     }
 
     /** On layer 0 of {@code family}'s workload, the opening query chooses another index and the default serves as {@code mass-auto-cal}. */
