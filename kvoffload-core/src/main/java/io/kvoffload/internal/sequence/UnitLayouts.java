@@ -71,10 +71,10 @@ public final class UnitLayouts {
     /**
      * What one token of a unit layout costs on one device: {@code bytes}, the whole entry under token
      * striping or one head group's slice under head sharding ({@link HeadShards#shards}), on SSDs that
-     * read {@code alignment}-byte units. A page whose slice is under the alignment is padded to it on
-     * disk and in every read.
+     * read {@code alignment}-byte units, in {@code groups} head groups (1 under token striping). A page whose
+     * slice is under the alignment is padded to it on disk and in every read.
      */
-    public record DeviceSlice(int bytes, int alignment) {}
+    public record DeviceSlice(int bytes, int alignment, int groups) {}
 
     /** The {@link DeviceSlice} of {@code sequence}'s unit layouts. */
     public static DeviceSlice deviceSlice(KvSequence sequence) {
@@ -84,7 +84,7 @@ public final class UnitLayouts {
         // As the layout writers decide: a store with unsalted checksums (written before head sharding) never shards.
         int shards = hooks.checksum().salted()
                 ? HeadShards.shards(store.config().placement(), sequence.shape(), store.devices().size()) : 1;
-        return new DeviceSlice(sequence.shape().entryBytes() / shards, alignment(hooks));
+        return new DeviceSlice(sequence.shape().entryBytes() / shards, alignment(hooks), shards);
     }
 
     /** The largest read alignment of the store's SSDs. */

@@ -245,7 +245,8 @@ public final class BlockMassStrategy implements SelectionStrategy {
             return;
         }
         UnitLayouts.DeviceSlice slice = UnitLayouts.deviceSlice(sequence);
-        int page = BlockSize.adaptive(tokens, slice.bytes(), slice.alignment(), blockTokens, sequence.shape(), combination);
+        int page = BlockSize.adaptive(tokens, slice.bytes(), slice.alignment(), blockTokens, sequence.shape(), combination,
+                slice.groups());
         // Each page whole on one device, and neighbouring small pages together up to a run of
         // BlockSize.RUN_BYTES: a chosen block, or a span of them, is one read instead of one per SSD.
         UnitLayouts.write(sequence, layer, SelectionStrategy.pages(tokens, page), BlockSize.run(page, slice.bytes()));
@@ -267,7 +268,8 @@ public final class BlockMassStrategy implements SelectionStrategy {
         KvShape shape = context.shape();
         long slice = sliceBytes(context);
         long cost = BlockSize.sweepCost(shape, combination, halfRows);
-        int bt = BlockSize.adaptive(laidOut, slice, BlockSize.READ_ALIGNMENT, blockTokens, cost);
+        int groups = Math.max(1, context.headGroups());
+        int bt = BlockSize.adaptive(laidOut, slice, BlockSize.READ_ALIGNMENT, blockTokens, cost, groups);
         int page = units == null ? bt : BlockSize.pages(units, laidOut);
         if (page < 1) {
             return blockTokens;
@@ -275,7 +277,7 @@ public final class BlockMassStrategy implements SelectionStrategy {
         if (page < bt && bt % page == 0) {
             return bt;
         }
-        return BlockSize.ranked(laidOut, slice, BlockSize.READ_ALIGNMENT, page, cost);
+        return BlockSize.ranked(laidOut, slice, BlockSize.READ_ALIGNMENT, page, cost, groups);
     }
 
     @Override
@@ -311,9 +313,10 @@ public final class BlockMassStrategy implements SelectionStrategy {
                     && (every || BlockSize.withinReferenceBytes(BlockSize.scored(laidOut, bt, parts), kvh, d, laidOut))) {
                 specs.add(new BlockMassIndex.Spec(bt, scoring, combination, pruneLogit, auto, true));
             }
-            // Finer blocks also rank more shares a step: the default weighs them only within the reference's.
+            // Finer blocks also rank more pairs a step: the default weighs them only within the reference's.
             int fine = blockTokens(context, laidOut, units, true);
-            if (fine < bt && (calibrate || BlockSize.withinReferenceShares(BlockSize.scored(laidOut, fine, 1), kvh, laidOut))
+            if (fine < bt && (calibrate || BlockSize.withinReferencePairs(BlockSize.scored(laidOut, fine, 1),
+                    heads ? context.headGroups() : 1, laidOut))
                     && (every || BlockSize.withinReferenceBytes(BlockSize.scored(laidOut, fine,
                     BlockSize.scoredParts(laidOut, fine, combination, qh, kvh, d, true)), kvh, d, laidOut))) {
                 specs.add(new BlockMassIndex.Spec(fine, scoring, combination, pruneLogit, auto, true));

@@ -55,8 +55,8 @@ final class BlockSize {
      * at most {@link #maxBlocks} blocks (the sweep costs no more than the reference shape's at the same
      * length, {@link #sweepBudget}); {@code coarsest} where none does both.
      */
-    static int adaptive(int tokens, long sliceBytes, int alignment, int coarsest, long sweepCost) {
-        long most = maxBlocks(sweepCost, tokens);
+    static int adaptive(int tokens, long sliceBytes, int alignment, int coarsest, long sweepCost, int groups) {
+        long most = maxBlocks(sweepCost, tokens, groups);
         int bt = 1;
         while (bt < coarsest && (bt * sliceBytes < alignment || (tokens + (long) bt - 1) / bt > most)) {
             bt <<= 1;
@@ -74,10 +74,23 @@ final class BlockSize {
      * recall per head (docs/benchmarks.md, "Rows give way to finer blocks"). A costlier shape keeps
      * {@link #MAX_FINE_BLOCKS} up to 128K, and 16-token blocks beyond: its selection time grows with its
      * width, as it did before blocks were sized per layer.
+     *
+     * <p>Beyond 131,072 tokens a layer ranked in {@code groups} head groups (1 token striped) also ranks
+     * no more (head group, block) pairs than the reference's per-head step ({@link #withinReferencePairs}):
+     * past the caches a step's sums, ranking and exchanges over its pairs cost as its sweep does. MHA
+     * 8q/8kv × 64 per head at 1M took 8-token parts by its sweep alone, twice the reference's pairs, and a
+     * step of 8.7–8.9 ms; with 16-token parts 6.3–6.4 ms, every structured family still at 0.999–1.074 ×
+     * the oracle's recall (docs/benchmarks.md, "Reads for attention, up to about half the exact
+     * selection's"). Token striped, one set of blocks, it keeps its parts (5.5 ms; 16-token parts cost
+     * it 0.01–0.04 × recall). Up to 128K the pairs stay within the caches (the same layer per head: 0.78 ms),
+     * and finer blocks pay there.
      */
-    static long maxBlocks(long sweepCost, int tokens) {
+    static long maxBlocks(long sweepCost, int tokens, int groups) {
         Checks.positive("sweepCost", sweepCost);
-        return Math.max(MAX_FINE_BLOCKS, sweepBudget(tokens) / sweepCost);
+        Checks.positive("groups", groups);
+        long most = Math.max(MAX_FINE_BLOCKS, sweepBudget(tokens) / sweepCost);
+        long reference = referenceBlocks(tokens);
+        return reference > MAX_FINE_BLOCKS ? Math.min(most, Math.max(1, reference * REFERENCE_KV_HEADS / groups)) : most;
     }
 
     /**
@@ -100,18 +113,18 @@ final class BlockSize {
      * the oracle's at up to 5.2 × its error to 0.97–1.06 × at up to 2.3 ×, at 0.29–0.47 × its bytes
      * (docs/benchmarks.md, "Parts of pages of more than one read").
      */
-    static int ranked(int tokens, long sliceBytes, int alignment, int page, long sweepCost) {
+    static int ranked(int tokens, long sliceBytes, int alignment, int page, long sweepCost, int groups) {
         if (page < 2) {
             return page;
         }
-        int bt = adaptive(tokens, sliceBytes, Math.max(1, alignment / PARTS_PER_READ), page, sweepCost);
+        int bt = adaptive(tokens, sliceBytes, Math.max(1, alignment / PARTS_PER_READ), page, sweepCost, groups);
         return page % bt == 0 ? bt : page;
     }
 
-    /** {@link #adaptive} for a layer of {@code shape} scored by {@code combination}'s query rows. */
+    /** {@link #adaptive} for a layer of {@code shape} scored by {@code combination}'s query rows in {@code groups} head groups. */
     static int adaptive(int tokens, long sliceBytes, int alignment, int coarsest, KvShape shape,
-            BlockMassIndex.Combination combination) {
-        return adaptive(tokens, sliceBytes, alignment, coarsest, sweepCost(shape, combination));
+            BlockMassIndex.Combination combination, int groups) {
+        return adaptive(tokens, sliceBytes, alignment, coarsest, sweepCost(shape, combination), groups);
     }
 
     /**
@@ -219,17 +232,17 @@ final class BlockSize {
     }
 
     /**
-     * Whether a selector ranking {@code blocks} blocks of a layer of {@code tokens} tokens on {@code
-     * kvHeads} KV heads ranks no more (KV head, block) shares than the reference layer's at that length (8
-     * KV heads over {@link #referenceBlocks}): a step sums each KV head's rows into a share of each block
-     * (a head group's, or the shared set's largest single head's), ranks them and exchanges their reads,
-     * whatever the summaries' bytes. Finer blocks within the reference's bytes on 32q/8kv × 64 (8-token
-     * blocks over 128K tokens, twice the reference's shares) took the step per head from 0.79 to 1.10–1.16
-     * ms over `default` keys (docs/benchmarks.md, "Reads for attention, up to about half the exact
-     * selection's"), past the 1 ms target.
+     * Whether a selector ranking {@code blocks} blocks of a layer of {@code tokens} tokens for {@code groups}
+     * head groups (1 token striped) ranks no more (head group, block) pairs than the reference layer's
+     * per-head step at that length (8 groups over {@link #referenceBlocks}): a per-head step sums each
+     * group's rows into a share of each block, ranks the pairs and exchanges their reads, whatever the
+     * summaries' bytes. Finer blocks within the reference's bytes on 32q/8kv × 64 per head (8-token blocks
+     * over 128K tokens, twice the reference's pairs) took the step from 0.79 to 1.10–1.16 ms over `default`
+     * keys (docs/benchmarks.md, "Reads for attention, up to about half the exact selection's"), past the 1
+     * ms target.
      */
-    static boolean withinReferenceShares(long blocks, int kvHeads, int tokens) {
-        return blocks * kvHeads <= referenceBlocks(tokens) * REFERENCE_KV_HEADS;
+    static boolean withinReferencePairs(long blocks, int groups, int tokens) {
+        return blocks * groups <= referenceBlocks(tokens) * REFERENCE_KV_HEADS;
     }
 
     /** The parts an index scores over {@code tokens} tokens in blocks of {@code blockTokens}, each in {@code parts}. */

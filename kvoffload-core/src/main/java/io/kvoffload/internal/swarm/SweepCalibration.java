@@ -25,8 +25,8 @@ import io.kvoffload.strategy.LayerSelector;
  * <p>{@code mass-auto-cal} makes this choice on every layer, the default {@code mass-auto} on layers whose
  * half rows still pair ({@link BlockSize#halfRowsPair}), and elsewhere among the candidates whose summaries
  * stream no more bytes than the reference layer's index ({@link BlockSize#withinReferenceBytes}); the
- * default's finer blocks, either way, only where they rank no more shares a step than the reference's
- * ({@link BlockSize#withinReferenceShares}).
+ * default's finer blocks, either way, only where they rank no more (head group, block) pairs a step than
+ * the reference's ({@link BlockSize#withinReferencePairs}).
  *
  * <p>On issue #16's cells it changed 18 of 46 at 128K tokens and 8 of 66 at 16K–64K, each for the better
  * in recall and output error (docs/benchmarks.md, "Rows, parts or finer blocks, chosen on the opening

@@ -455,8 +455,8 @@ class BlockMassStrategyTest {
         int[][] cases = {{4000, 1}, {70000, 2}};
         for (int[] c : cases) {
             int tokens = c[0], bt = c[1];
-            assertEquals(4, BlockSize.adaptive(tokens, shape.entryBytes(), BlockSize.READ_ALIGNMENT, 16, cost));
-            assertEquals(bt, BlockSize.ranked(tokens, shape.entryBytes(), BlockSize.READ_ALIGNMENT, 4, cost));
+            assertEquals(4, BlockSize.adaptive(tokens, shape.entryBytes(), BlockSize.READ_ALIGNMENT, 16, cost, 1));
+            assertEquals(bt, BlockSize.ranked(tokens, shape.entryBytes(), BlockSize.READ_ALIGNMENT, 4, cost, 1));
             DenseLayerKv kv = keys(tokens, 1, 128, tokens);
             LayerSelector a = auto.openLayer(context(shape, kv, tokens));
             LayerSelector b = BlockMassStrategy.auto("fixed", bt).openLayer(context(shape, kv, tokens));

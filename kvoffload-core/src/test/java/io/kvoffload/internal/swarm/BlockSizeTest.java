@@ -24,7 +24,7 @@ class BlockSizeTest {
     void theAdaptiveBlockIsTheFinestThatFillsAReadWithinTheBlockCount(
             @ForAll @IntRange(min = 1, max = 4_000_000) int tokens, @ForAll @IntRange(min = 1, max = 20_000) int slice,
             @ForAll("alignments") int alignment) {
-        int bt = BlockSize.adaptive(tokens, slice, alignment, 16, REF);
+        int bt = BlockSize.adaptive(tokens, slice, alignment, 16, REF, 8);
         assertTrue(Integer.bitCount(bt) == 1 && bt <= 16, "a power of two up to 16: " + bt);
         boolean fits = (long) bt * slice >= alignment && (tokens + bt - 1L) / bt <= BlockSize.MAX_FINE_BLOCKS;
         assertTrue(fits || bt == 16, bt + " tokens: fills a read within the block count, or the coarsest");
@@ -43,16 +43,16 @@ class BlockSizeTest {
     @Test
     void adaptiveBlockExamples() {
         // Llama-3-8B's BF16 entries (4 KiB) whole: 2 tokens at 16K, 4 at 32K, 8 at 64K, 16 from 128K.
-        assertEquals(2, BlockSize.adaptive(16384, 4096, 4096, 16, REF));
-        assertEquals(4, BlockSize.adaptive(32768, 4096, 4096, 16, REF));
-        assertEquals(8, BlockSize.adaptive(65536, 4096, 4096, 16, REF));
-        assertEquals(16, BlockSize.adaptive(131072, 4096, 4096, 16, REF));
-        assertEquals(16, BlockSize.adaptive(1 << 20, 4096, 4096, 16, REF));
-        assertEquals(1, BlockSize.adaptive(5000, 4096, 4096, 16, REF));
+        assertEquals(2, BlockSize.adaptive(16384, 4096, 4096, 16, REF, 8));
+        assertEquals(4, BlockSize.adaptive(32768, 4096, 4096, 16, REF, 8));
+        assertEquals(8, BlockSize.adaptive(65536, 4096, 4096, 16, REF, 8));
+        assertEquals(16, BlockSize.adaptive(131072, 4096, 4096, 16, REF, 8));
+        assertEquals(16, BlockSize.adaptive(1 << 20, 4096, 4096, 16, REF, 8));
+        assertEquals(1, BlockSize.adaptive(5000, 4096, 4096, 16, REF, 8));
         // Head sharded over 8 SSDs: 512-byte slices need 8 tokens to fill a read.
-        assertEquals(8, BlockSize.adaptive(16384, 512, 4096, 16, REF));
-        assertEquals(16, BlockSize.adaptive(100, 128, 4096, 16, REF));
-        assertEquals(8, BlockSize.adaptive(100, 128, 4096, 8, REF));
+        assertEquals(8, BlockSize.adaptive(16384, 512, 4096, 16, REF, 8));
+        assertEquals(16, BlockSize.adaptive(100, 128, 4096, 16, REF, 8));
+        assertEquals(8, BlockSize.adaptive(100, 128, 4096, 8, REF, 8));
     }
 
 
@@ -65,9 +65,9 @@ class BlockSizeTest {
             @ForAll @IntRange(min = 1, max = 20_000) int slice, @ForAll("alignments") int alignment,
             @ForAll @IntRange(min = 0, max = 5) int pageLog, @ForAll @IntRange(min = 64, max = 16384) int cost) {
         int page = 1 << pageLog;
-        int bt = BlockSize.ranked(tokens, slice, alignment, page, cost);
+        int bt = BlockSize.ranked(tokens, slice, alignment, page, cost, 8);
         assertTrue(bt >= 1 && page % bt == 0, bt + " divides the page of " + page);
-        long most = BlockSize.maxBlocks(cost, tokens);
+        long most = BlockSize.maxBlocks(cost, tokens, 8);
         int quarter = alignment / BlockSize.PARTS_PER_READ;
         if (bt < page) {
             assertTrue((long) bt * slice >= quarter, bt + " tokens of " + slice + " B hold a quarter read");
@@ -89,7 +89,7 @@ class BlockSizeTest {
             {16, 131072, 4096, 16}, // at 128K the block count keeps 16-token pages of 4 KiB entries whole
         };
         for (int[] c : cases) {
-            assertEquals(c[0], BlockSize.ranked(c[1], c[2], 4096, c[3], REF), java.util.Arrays.toString(c));
+            assertEquals(c[0], BlockSize.ranked(c[1], c[2], 4096, c[3], REF, 8), java.util.Arrays.toString(c));
         }
     }
 
@@ -101,8 +101,8 @@ class BlockSizeTest {
     void aCheaperSweepTakesFinerBlocksAtTheSameCost(@ForAll @IntRange(min = 1, max = 4_000_000) int tokens,
             @ForAll @IntRange(min = 1, max = 20_000) int slice, @ForAll("alignments") int alignment,
             @ForAll @IntRange(min = 64, max = 16384) int cost) {
-        int bt = BlockSize.adaptive(tokens, slice, alignment, 16, cost);
-        int ref = BlockSize.adaptive(tokens, slice, alignment, 16, REF);
+        int bt = BlockSize.adaptive(tokens, slice, alignment, 16, cost, 8);
+        int ref = BlockSize.adaptive(tokens, slice, alignment, 16, REF, 8);
         assertTrue(cost <= REF ? bt <= ref : bt == ref, "cost " + cost + ": " + bt + " tokens against " + ref);
         long blocks = (tokens + bt - 1L) / bt;
         assertTrue(bt == 16 || blocks * Math.min(cost, REF) <= BlockSize.sweepBudget(tokens),
@@ -114,26 +114,48 @@ class BlockSizeTest {
         // 12 query heads on 2 KV heads × 64: six rows per KV head of 64 + 32, 18,204 blocks at most.
         io.kvoffload.KvShape small = new io.kvoffload.KvShape(1, 12, 2, 64, io.kvoffload.DType.BF16);
         assertEquals(2 * 6 * 96, QueryRows.sweepCost(12, 64));
-        assertEquals(18204, BlockSize.maxBlocks(QueryRows.sweepCost(12, 64), 131072));
-        assertEquals(2560L * 65536 / 1152, BlockSize.maxBlocks(QueryRows.sweepCost(12, 64), 1 << 20), "8 × the budget at 1M");
-        assertEquals(8, BlockSize.adaptive(131072, 512, 4096, 16, small, BlockMassIndex.Combination.CLUSTERED_HEAD_MASS));
-        assertEquals(16, BlockSize.adaptive(131072, 512, 4096, 16, REF));
+        assertEquals(18204, BlockSize.maxBlocks(QueryRows.sweepCost(12, 64), 131072, 2));
+        assertEquals(2560L * 65536 / 1152, BlockSize.maxBlocks(QueryRows.sweepCost(12, 64), 1 << 20, 2), "8 × the budget at 1M");
+        assertEquals(8, BlockSize.adaptive(131072, 512, 4096, 16, small, BlockMassIndex.Combination.CLUSTERED_HEAD_MASS, 2));
+        assertEquals(16, BlockSize.adaptive(131072, 512, 4096, 16, REF, 8));
         // Llama-3-8B (32 on 8 × 128): two rows, the reference; MHA and wider shapes keep its count.
         io.kvoffload.KvShape llama = new io.kvoffload.KvShape(1, 32, 8, 128, io.kvoffload.DType.BF16);
-        assertEquals(16, BlockSize.adaptive(131072, 4096, 4096, 16, llama, BlockMassIndex.Combination.CLUSTERED_HEAD_MASS));
-        assertEquals(BlockSize.MAX_FINE_BLOCKS, BlockSize.maxBlocks(2 * REF, 131072));
-        assertEquals(16, BlockSize.adaptive(1 << 20, 512, 4096, 16, 2 * REF), "costlier: 16-token blocks at 1M");
+        assertEquals(16, BlockSize.adaptive(131072, 4096, 4096, 16, llama, BlockMassIndex.Combination.CLUSTERED_HEAD_MASS, 1));
+        assertEquals(BlockSize.MAX_FINE_BLOCKS, BlockSize.maxBlocks(2 * REF, 131072, 8));
+        assertEquals(16, BlockSize.adaptive(1 << 20, 512, 4096, 16, 2 * REF, 8), "costlier: 16-token blocks at 1M");
         // 14 on 2 × 64 per head group (256-byte slices, 16-token pages in quarter-read parts): blocks are
         // sized by its fewest rows (11 of 64 + 32), so 128K takes 8-token parts, not 16.
         io.kvoffload.KvShape qwen = new io.kvoffload.KvShape(1, 14, 2, 64, io.kvoffload.DType.BF16);
         long qwenCost = BlockSize.sweepCost(qwen, BlockMassIndex.Combination.CLUSTERED_HEAD_MASS);
         assertEquals(11 * 96, qwenCost);
-        assertEquals(8, BlockSize.ranked(131072, 256, 4096, 16, qwenCost));
-        assertEquals(16, BlockSize.ranked(131072, 256, 4096, 16, QueryRows.sweepCost(14, 64)), "every row: 16");
+        assertEquals(8, BlockSize.ranked(131072, 256, 4096, 16, qwenCost, 2));
+        assertEquals(16, BlockSize.ranked(131072, 256, 4096, 16, QueryRows.sweepCost(14, 64), 2), "every row: 16");
         // At 1M its budget is eight times 128K's: 8-token parts still, where Llama-3-8B's layer keeps 16.
-        assertEquals(8, BlockSize.ranked(1 << 20, 256, 4096, 16, qwenCost));
-        assertEquals(16, BlockSize.adaptive(1 << 20, 4096, 4096, 16, REF));
-        assertThrows(IllegalArgumentException.class, () -> BlockSize.maxBlocks(0, 131072));
+        assertEquals(8, BlockSize.ranked(1 << 20, 256, 4096, 16, qwenCost, 2));
+        assertEquals(16, BlockSize.adaptive(1 << 20, 4096, 4096, 16, REF, 8));
+        assertThrows(IllegalArgumentException.class, () -> BlockSize.maxBlocks(0, 131072, 8));
+    }
+
+    /**
+     * Beyond 128K a layer ranks no more (head group, block) pairs than the reference's per-head step: MHA
+     * 8q/8kv × 64 in 8 head groups (256-byte slices, 16-token pages) ranks 8-token parts at 128K, as its
+     * sweep affords, but whole 16-token pages at 1M, where 8-token parts would be twice the reference's
+     * pairs; in two head groups, or token striped (one set of blocks), the same sweep keeps 8-token parts.
+     */
+    @Test
+    void beyond128KALayerRanksNoMorePairsThanTheReference() {
+        io.kvoffload.KvShape mha = new io.kvoffload.KvShape(1, 8, 8, 64, io.kvoffload.DType.BF16);
+        long cost = BlockSize.sweepCost(mha, BlockMassIndex.Combination.CLUSTERED_HEAD_MASS);
+        assertTrue(BlockSize.sweepBudget(1 << 20) / cost > 131072, "its sweep alone affords 8-token parts at 1M");
+        assertEquals(8, BlockSize.ranked(131072, 256, 4096, 16, cost, 8));
+        assertEquals(16, BlockSize.ranked(1 << 20, 256, 4096, 16, cost, 8));
+        assertEquals(8, BlockSize.ranked(1 << 20, 256, 4096, 16, cost, 2));
+        assertEquals(8, BlockSize.ranked(1 << 20, 256, 4096, 16, cost, 1));
+        assertTrue(BlockSize.withinReferencePairs(131072, 1, 1 << 20) && !BlockSize.withinReferencePairs(131072, 8, 1 << 20));
+        assertEquals(65536, BlockSize.maxBlocks(cost, 1 << 20, 8));
+        assertEquals(32768, BlockSize.maxBlocks(cost, 1 << 20, 16));
+        assertEquals(BlockSize.sweepBudget(131072) / cost, BlockSize.maxBlocks(cost, 131072, 8), "up to 128K: the sweep alone");
+        assertThrows(IllegalArgumentException.class, () -> BlockSize.maxBlocks(cost, 1 << 20, 0));
     }
 
     /**

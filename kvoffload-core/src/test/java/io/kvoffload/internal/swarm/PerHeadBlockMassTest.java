@@ -222,8 +222,8 @@ class PerHeadBlockMassTest {
         // parts as one set.
         long slice = wide.entryBytes() / 4;
         long cost = BlockSize.sweepCost(wide, BlockMassIndex.Combination.CLUSTERED_HEAD_MASS);
-        assertEquals(4, BlockSize.adaptive(tokens, slice, BlockSize.READ_ALIGNMENT, 16, cost));
-        int bt = BlockSize.ranked(tokens, slice, BlockSize.READ_ALIGNMENT, 4, cost);
+        assertEquals(4, BlockSize.adaptive(tokens, slice, BlockSize.READ_ALIGNMENT, 16, cost, 4));
+        int bt = BlockSize.ranked(tokens, slice, BlockSize.READ_ALIGNMENT, 4, cost, 4);
         assertEquals(1, bt);
         LayerSelector shared = BlockMassStrategy.auto("fixed", bt).openLayer(context(wide, kv, tokens));
         BitSet[] sets = step(auto, tokens, 96, 4, q, total);

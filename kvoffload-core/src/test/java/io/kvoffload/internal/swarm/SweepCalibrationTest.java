@@ -283,20 +283,20 @@ class SweepCalibrationTest {
     }
 
     /**
-     * Finer blocks that rank more (KV head, block) shares than the reference layer's step are weighed by
+     * Finer blocks that rank more (head group, block) pairs than the reference layer's step are weighed by
      * {@code mass-auto-cal}, not by the default: on 32q/8kv × 64 at 128K tokens ({@code default} keys, where
      * the opening query holds more attention in 8-token blocks), {@code mass-auto-cal} plans runs of 8
      * tokens and the default only whole 16-token blocks.
      */
     @Test
-    void theDefaultWeighsFinerBlocksOnlyWithinTheReferencesShares() {
+    void theDefaultWeighsFinerBlocksOnlyWithinTheReferencesPairs() {
         int tokens = 131072;
-        assertTrue(!BlockSize.withinReferenceShares(16384, 8, tokens), "8-token blocks on 8 KV heads at 128K");
-        assertTrue(BlockSize.withinReferenceShares(8192, 8, tokens));
-        assertTrue(BlockSize.withinReferenceShares(16384, 4, tokens), "8-token blocks on 4 KV heads at 128K");
-        assertTrue(BlockSize.withinReferenceShares(131072, 4, 1 << 20));
-        assertTrue(!BlockSize.withinReferenceShares(131072, 8, 1 << 20));
-        assertTrue(BlockSize.withinReferenceShares(16384, 4, 1000), "short layers: the reference's 8,192 blocks");
+        assertTrue(!BlockSize.withinReferencePairs(16384, 8, tokens), "8-token blocks in 8 head groups at 128K");
+        assertTrue(BlockSize.withinReferencePairs(8192, 8, tokens));
+        assertTrue(BlockSize.withinReferencePairs(16384, 4, tokens), "8-token blocks in 4 head groups at 128K");
+        assertTrue(BlockSize.withinReferencePairs(131072, 4, 1 << 20));
+        assertTrue(!BlockSize.withinReferencePairs(131072, 8, 1 << 20));
+        assertTrue(BlockSize.withinReferencePairs(16384, 4, 1000), "short layers: the reference's 8,192 blocks");
         KvShape shape = new KvShape(1, 32, 8, 64, DType.BF16);
         Workload w = WorkloadFamily.byName("default").create(shape, tokens, 24301);
         float[] opening = w.query(0, 256), q = w.query(0, 257);
