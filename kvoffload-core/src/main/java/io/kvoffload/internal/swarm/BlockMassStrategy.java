@@ -268,7 +268,7 @@ public final class BlockMassStrategy implements SelectionStrategy {
         KvShape shape = context.shape();
         long slice = sliceBytes(context);
         long cost = BlockSize.sweepCost(shape, combination, halfRows);
-        int groups = Math.max(1, context.headGroups());
+        int groups = Math.max(1, context.headGroups()); // as the layout was sized (layOut: the store's head groups)
         int bt = BlockSize.adaptive(laidOut, slice, BlockSize.READ_ALIGNMENT, blockTokens, cost, groups);
         int page = units == null ? bt : BlockSize.pages(units, laidOut);
         if (page < 1) {
@@ -297,6 +297,7 @@ public final class BlockMassStrategy implements SelectionStrategy {
         // the default ranks one shared set, which reads every head group of a token, instead of failing.
         int kvHeads = context.shape().kvHeads();
         boolean heads = perHead || auto && context.headGroups() > 1 && kvHeads <= Long.SIZE;
+        int rankedGroups = heads ? context.headGroups() : 1; // what a step ranks blocks for
         int bt = blockTokens(context, laidOut, units, false);
         // The default weighs every candidate where half its rows still pair (about the same step), elsewhere
         // those whose summaries stream no more bytes than the reference's index; mass-auto-cal every candidate.
@@ -315,8 +316,8 @@ public final class BlockMassStrategy implements SelectionStrategy {
             }
             // Finer blocks also rank more pairs a step: the default weighs them only within the reference's.
             int fine = blockTokens(context, laidOut, units, true);
-            if (fine < bt && (calibrate || BlockSize.withinReferencePairs(BlockSize.scored(laidOut, fine, 1),
-                    heads ? context.headGroups() : 1, laidOut))
+            if (fine < bt && (calibrate || BlockSize.withinReferencePairs(BlockSize.scored(laidOut, fine, 1), rankedGroups,
+                    laidOut))
                     && (every || BlockSize.withinReferenceBytes(BlockSize.scored(laidOut, fine,
                     BlockSize.scoredParts(laidOut, fine, combination, qh, kvh, d, true)), kvh, d, laidOut))) {
                 specs.add(new BlockMassIndex.Spec(fine, scoring, combination, pruneLogit, auto, true));
@@ -333,7 +334,7 @@ public final class BlockMassStrategy implements SelectionStrategy {
         for (BlockMassIndex index : BlockMassIndex.summariseTogether(context.keys(), laidOut, qh, specs, attention)) {
             candidates.add(selector(context, units, laidOut, index, heads));
         }
-        int chosen = SweepCalibration.choose(attention.weights(), laidOut, shape, heads ? context.headGroups() : 1,
+        int chosen = SweepCalibration.choose(attention.weights(), laidOut, shape, rankedGroups,
                 context.layer(), query, candidates, sliceBytes(context), context.sinkTokens(), context.localWindow());
         for (int i = 0; i < candidates.size(); i++) {
             if (i != chosen) {
